@@ -1,0 +1,243 @@
+# sluice: one build for everything.
+#
+#   make              build build/sluice (detects MPI and CUDA; CPU-only works)
+#   make test         install missing Debian packages, build, run unit, CLI and MPI tests
+#   make demo         install, build, run the pipeline on the bundled samples
+#   make asan         the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly
+#   make bench        run the benchmarks in bench/ against the peer tools
+#
+# Knobs: WERROR=1 (CI), CUDA=0 / MPI=0 to build without them, O=-O0 for debugging,
+#        NATIVE=1 for -march=native, BUILD=dir for another build directory.
+
+BUILD ?= build
+CC ?= cc
+CXX ?= c++
+O ?= -O2
+WERROR ?= 0
+SANITIZE ?= 0
+FUZZ ?= 0
+NATIVE ?= 0
+CUDA_HOME ?= /usr/local/cuda
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+# ---- what is here --------------------------------------------------------------------
+# Each component appends to these in its build.mk:
+#   LIB_SRCS   C/C++ sources of libsluice.a
+#   CU_SRCS    CUDA sources (built only when CUDA is found)
+#   CLI_SRCS   sources of the sluice binary itself
+#   PKGS       pkg-config packages needed;  LIBS  extra link flags
+#   UNIT_SRCS  unit-test sources;  FUZZ_TARGETS  fuzz harness names (tests/fuzz/<name>.c)
+LIB_SRCS :=
+CU_SRCS :=
+CLI_SRCS :=
+PKGS :=
+LIBS :=
+UNIT_SRCS :=
+FUZZ_TARGETS :=
+
+include core/build.mk
+include dataset/build.mk
+include tokenize/build.mk
+include curate/build.mk
+include train/build.mk
+include kernels/build.mk
+include cli/build.mk
+include tests/build.mk
+
+# ---- detection -----------------------------------------------------------------------
+MISSING_PKGS := $(strip $(foreach p,$(sort $(PKGS)),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
+
+ifneq ($(MPI),0)
+MPICC := $(shell command -v mpicc 2>/dev/null)
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell $(MPICC) --showme:link 2>/dev/null)
+MPI_VERSION := $(shell $(MPICC) --showme:version 2>&1 | sed -n 's/.*Open MPI \([0-9.]*\).*/\1/p')
+HAVE_MPI := 1
+endif
+endif
+
+ifneq ($(CUDA),0)
+NVCC := $(shell test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc)
+ifneq ($(NVCC),)
+HAVE_CUDA := 1
+CUDA_VERSION := $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+HAVE_CUBLASLT := $(shell test -e $(CUDA_HOME)/include/cublasLt.h && echo 1)
+HAVE_CUDNN := $(shell test -e $(CUDA_HOME)/include/cudnn.h -o -e /usr/include/cudnn.h && echo 1)
+HAVE_NCCL := $(shell test -e $(CUDA_HOME)/include/nccl.h -o -e /usr/include/nccl.h && echo 1)
+endif
+endif
+
+ifeq ($(FUZZ),1)
+HAVE_CUDA :=
+HAVE_MPI :=
+endif
+
+# ---- flags ---------------------------------------------------------------------------
+VERSION_STR := $(shell cat VERSION)$(shell git describe --always --dirty --match 'NONE' 2>/dev/null | sed 's/^/+g/')
+WARN := -Wall -Wextra -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral -Wvla
+ifeq ($(findstring clang,$(CC)),)
+WARN += -Wno-format-truncation
+endif
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+ARCH :=
+ifeq ($(NATIVE),1)
+ARCH := -march=native
+endif
+CPPFLAGS_ALL := -I. -I$(BUILD)/gen -D_GNU_SOURCE $(shell $(PKG_CONFIG) --cflags $(sort $(PKGS)) 2>/dev/null)
+CFLAGS_ALL := -std=gnu11 $(O) -g -fPIC -fopenmp $(ARCH) $(WARN) $(CFLAGS)
+CXXFLAGS_ALL := -std=c++17 $(O) -g -fPIC -fopenmp $(ARCH) $(filter-out -Wvla,$(WARN)) $(CXXFLAGS)
+LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(sort $(PKGS)) 2>/dev/null) $(LIBS) -lstdc++ -lm -lpthread -fopenmp
+
+ifeq ($(HAVE_MPI),1)
+CPPFLAGS_ALL += -DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))
+LDLIBS_ALL += $(MPI_LIBS)
+endif
+ifeq ($(HAVE_CUDA),1)
+CPPFLAGS_ALL += -DSL_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lcublasLt
+ifeq ($(HAVE_CUDNN),1)
+CPPFLAGS_ALL += -DSL_HAVE_CUDNN
+CUDA_LIBS += -lcudnn
+endif
+ifeq ($(HAVE_NCCL),1)
+CPPFLAGS_ALL += -DSL_HAVE_NCCL
+CUDA_LIBS += -lnccl
+endif
+LDLIBS_ALL += $(CUDA_LIBS)
+CUDA_ARCHS ?= 80 90
+NVCCFLAGS := -std=c++17 -O3 -g -lineinfo --expt-relaxed-constexpr -Xcompiler -fPIC \
+  $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+  -I. -I$(BUILD)/gen -DSL_HAVE_CUDA $(if $(filter 1,$(HAVE_MPI)),-DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))) \
+  $(if $(filter 1,$(HAVE_CUDNN)),-DSL_HAVE_CUDNN) $(if $(filter 1,$(HAVE_NCCL)),-DSL_HAVE_NCCL)
+ifeq ($(WERROR),1)
+NVCCFLAGS += -Werror all-warnings -Xcompiler -Werror
+endif
+endif
+
+ifeq ($(SANITIZE),1)
+CFLAGS_ALL += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+CXXFLAGS_ALL += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS_ALL += -fsanitize=address,undefined
+endif
+ifeq ($(FUZZ),1)
+CFLAGS_ALL += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+CXXFLAGS_ALL += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+endif
+
+# ---- objects -------------------------------------------------------------------------
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(1))))
+LIB_OBJS := $(call obj,$(LIB_SRCS))
+ifeq ($(HAVE_CUDA),1)
+LIB_OBJS += $(call obj,$(CU_SRCS))
+endif
+CLI_OBJS := $(call obj,$(CLI_SRCS))
+UNIT_OBJS := $(call obj,$(UNIT_SRCS))
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CPPFLAGS_ALL) $(CXXFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# version.h changes only when the version does
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(@D)
+	@echo '#define SL_VERSION "$(VERSION_STR)"' > $@.new
+	@cmp -s $@.new $@ && rm -f $@.new || mv $@.new $@
+
+$(BUILD)/libsluice.a: $(LIB_OBJS)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/sluice: $(CLI_OBJS) $(BUILD)/libsluice.a
+	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(CLI_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
+
+$(BUILD)/test_unit: $(UNIT_OBJS) $(BUILD)/libsluice.a
+	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(UNIT_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
+
+.PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short demo \
+        bench clean format check-format
+FORCE:
+
+all: config $(BUILD)/sluice
+
+# Print what was found, once per make invocation that builds.
+config:
+	@echo "sluice $(VERSION_STR): build in $(BUILD)/"
+	@echo "  cc: $(CC) $(shell $(CC) -dumpfullversion 2>/dev/null)$(if $(filter 1,$(SANITIZE)), (asan+ubsan))"
+	@echo "  mpi: $(if $(HAVE_MPI),Open MPI $(MPI_VERSION),no (single-rank build))"
+	@echo "  cuda: $(if $(HAVE_CUDA),$(CUDA_VERSION) at $(CUDA_HOME) [sm_$(subst $() $(),/sm_,$(CUDA_ARCHS))] cublasLt=$(if $(HAVE_CUBLASLT),yes,no) cudnn=$(if $(HAVE_CUDNN),yes,no) nccl=$(if $(HAVE_NCCL),yes,no),no (CPU-only build))"
+	@echo "  libraries: $(sort $(PKGS))$(if $(MISSING_PKGS), -- MISSING: $(MISSING_PKGS) (run scripts/install-deps.sh))"
+	@$(if $(MISSING_PKGS),exit 1,true)
+
+deps:
+	@scripts/install-deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-unit
+	@$(MAKE) --no-print-directory test-cli
+
+test-unit: $(BUILD)/test_unit
+	@echo "== unit tests ($(BUILD))"
+	@SLUICE_TEST_DATA=$(CURDIR)/tests/fixtures $(BUILD)/test_unit
+
+test-cli: $(BUILD)/sluice
+	@echo "== CLI, MPI and integration tests ($(BUILD))"
+	@SLUICE=$(CURDIR)/$(BUILD)/sluice SANITIZE=$(SANITIZE) tests/cli/run.sh
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 all
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 test-unit
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 test-cli
+
+FUZZ_BINS := $(addprefix build-fuzz/,$(FUZZ_TARGETS))
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz FUZZ=1 CC=clang CXX=clang++ MPI=0 CUDA=0 $(FUZZ_BINS)
+
+$(addprefix $(BUILD)/,$(FUZZ_TARGETS)): $(BUILD)/%: tests/fuzz/%.c $(BUILD)/libsluice.a
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -fsanitize=fuzzer,address,undefined -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)
+
+FUZZ_SECONDS ?= 20
+fuzz-short: fuzz
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh $(BUILD)/sluice
+
+bench: all
+	@bench/run.sh $(BUILD)/sluice
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')
+
+check-format:
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+Q := $(if $(V),,@)

@@ -1,0 +1,2 @@
+# cli/: the sluice binary and its command table.
+CLI_SRCS += cli/main.c

@@ -1,0 +1,29 @@
+/* Allocation that cannot fail silently.
+ *
+ * sl_xmalloc and friends never return NULL: on exhaustion they call the out-of-memory
+ * handler (the CLI installs one that reports and aborts; under MPI it aborts the job).
+ * This is the one place library code may stop the process; every other failure is
+ * returned as enum sl_err. Growable buffers that hold untrusted data have their own caps
+ * (see core/buf.h) and report SL_ERR_TOOBIG instead of exhausting memory.
+ */
+#ifndef SL_ALLOC_H
+#define SL_ALLOC_H
+
+#include <stddef.h>
+
+void *sl_xmalloc(size_t n);
+void *sl_xcalloc(size_t count, size_t size);
+void *sl_xrealloc(void *p, size_t n);
+char *sl_xstrdup(const char *s);
+char *sl_xstrndup(const char *s, size_t n);
+/* printf into a fresh heap string; caller frees. */
+char *sl_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Multiply with overflow check; the handler is called on overflow as on exhaustion. */
+size_t sl_mul_size(size_t a, size_t b);
+
+/* The handler gets the size that could not be allocated; it must not return. */
+typedef void (*sl_oom_handler)(size_t size);
+void sl_set_oom_handler(sl_oom_handler h);
+
+#endif

@@ -1,0 +1,39 @@
+/* Atomic output files: write to a hidden temporary name in the same directory, fsync,
+ * rename over the final name, fsync the directory. A file under its final name is always
+ * complete. Temporary files still open when SIGINT/SIGTERM/SIGHUP arrives are removed by
+ * the handler installed with sl_atomic_install_signal_cleanup(). */
+#ifndef SL_ATOMIC_H
+#define SL_ATOMIC_H
+
+#include <stddef.h>
+
+struct sl_atomic_file {
+    char *path;     /* final name (owned) */
+    char *tmp_path; /* temporary name: DIR/.NAME.tmp (owned) */
+    int fd;         /* -1 when closed */
+    int slot;       /* signal-cleanup registry slot, -1 if none */
+};
+
+/* Create DIR/.NAME.tmp (truncating a stale one). 0 or SL_ERR_IO with a message. */
+int sl_atomic_open(struct sl_atomic_file *f, const char *path);
+/* Write all n bytes. */
+int sl_atomic_write(struct sl_atomic_file *f, const void *data, size_t n);
+/* fsync, rename to the final name, fsync the directory, release. */
+int sl_atomic_commit(struct sl_atomic_file *f);
+/* Remove the temporary file and release. Safe to call after a failed commit or twice. */
+void sl_atomic_abort(struct sl_atomic_file *f);
+
+/* Write a whole file atomically. */
+int sl_write_file_atomic(const char *path, const void *data, size_t n);
+
+/* The temporary name sl_atomic_open uses for `path` (caller frees). */
+char *sl_atomic_tmp_name(const char *path);
+
+/* Remove temporary files under the cleanup registry when a terminating signal arrives,
+ * then re-raise it. Idempotent. */
+void sl_atomic_install_signal_cleanup(void);
+
+/* Create a directory and its parents (mode 0777 & ~umask). 0 or SL_ERR_IO. */
+int sl_mkdir_p(const char *path);
+
+#endif

@@ -1,0 +1,270 @@
+/* Operand expansion (files, directories, stage output directories) and size balancing. */
+#include "core/inputs.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/stream.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *const sl_jsonl_exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz",
+                                      ".jsonl.bz2", ".json.zst", ".ndjson", NULL };
+
+struct list {
+    struct sl_input *v;
+    size_t n, cap;
+};
+
+static void push(struct list *l, const char *path, const char *rel, const struct stat *st)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 32;
+        l->v = sl_xrealloc(l->v, l->cap * sizeof(*l->v));
+    }
+    struct sl_input *in = &l->v[l->n++];
+    in->path = sl_xstrdup(path);
+    in->rel = sl_xstrdup(rel);
+    in->size = (uint64_t)st->st_size;
+    in->mtime = (int64_t)st->st_mtime;
+}
+
+static int accepted(const char *name, const char *const *exts)
+{
+    if (!exts)
+        return 1;
+    size_t n = strlen(name);
+    for (size_t i = 0; exts[i]; i++) {
+        size_t e = strlen(exts[i]);
+        if (n > e && strcmp(name + n - e, exts[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int walk(struct list *l, const char *dir, const char *rel, const char *const *exts, int depth)
+{
+    if (depth > 64)
+        return sl_err_set(SL_ERR_IO, "directory '%s' is nested too deeply", dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return sl_err_set(SL_ERR_IO, "cannot read directory '%s': %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue; /* hidden files, temporaries, . and .. */
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            names = sl_xrealloc(names, cap * sizeof(*names));
+        }
+        names[n++] = sl_xstrdup(e->d_name);
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof(*names), cmp_str);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *path = sl_xasprintf("%s/%s", dir, names[i]);
+        char *r = rel[0] ? sl_xasprintf("%s/%s", rel, names[i]) : sl_xstrdup(names[i]);
+        struct stat st;
+        if (!rc && stat(path, &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                rc = walk(l, path, r, exts, depth + 1);
+            else if (S_ISREG(st.st_mode) && accepted(names[i], exts))
+                push(l, path, r, &st);
+        }
+        free(path);
+        free(r);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+/* A sluice output directory: take the outputs its manifest lists. 1 if used, 0 if not a
+ * stage directory, <0 on error. */
+static int from_manifest(struct list *l, const char *dir)
+{
+    char *mpath = sl_xasprintf("%s/manifest.json", dir);
+    struct stat st;
+    if (stat(mpath, &st) != 0) {
+        free(mpath);
+        return 0;
+    }
+    struct json_object *m = json_object_from_file(mpath);
+    struct json_object *outs = NULL, *ver = NULL;
+    int used = 0, rc = 0;
+    if (m && json_object_object_get_ex(m, "sluice_version", &ver) &&
+        json_object_object_get_ex(m, "outputs", &outs) && json_object_is_type(outs, json_type_array)) {
+        used = 1;
+        size_t n = json_object_array_length(outs);
+        for (size_t i = 0; i < n && !rc; i++) {
+            struct json_object *o = json_object_array_get_idx(outs, i), *p = NULL;
+            if (!json_object_object_get_ex(o, "path", &p) || !json_object_is_type(p, json_type_string))
+                continue;
+            const char *rel = json_object_get_string(p);
+            char *path = sl_xasprintf("%s/%s", dir, rel);
+            struct stat fst;
+            if (stat(path, &fst) != 0)
+                rc = sl_err_set(SL_ERR_NOTFOUND, "'%s' is listed in '%s' but missing", path, mpath);
+            else
+                push(l, path, rel, &fst);
+            free(path);
+        }
+    }
+    json_object_put(m);
+    free(mpath);
+    return rc ? rc : used;
+}
+
+struct dupkey {
+    const char *path;
+    size_t idx;
+};
+
+static int cmp_dupkey(const void *a, const void *b)
+{
+    const struct dupkey *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c)
+        return c;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n,
+                     const char *const *exts)
+{
+    struct list l = { NULL, 0, 0 };
+    int rc = 0;
+    in->v = NULL;
+    in->n = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const char *op = operands[i];
+        struct stat st;
+        if (stat(op, &st) != 0) {
+            rc = sl_err_set(SL_ERR_NOTFOUND, "cannot read input '%s': %s", op, strerror(errno));
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            size_t before = l.n;
+            char *dir = sl_xstrdup(op);
+            size_t dl = strlen(dir);
+            while (dl > 1 && dir[dl - 1] == '/')
+                dir[--dl] = '\0';
+            rc = from_manifest(&l, dir);
+            if (rc == 0)
+                rc = walk(&l, dir, "", exts, 0);
+            else if (rc > 0)
+                rc = 0;
+            if (!rc && l.n == before) {
+                struct sl_buf b = SL_BUF_INIT;
+                for (size_t k = 0; exts && exts[k]; k++)
+                    sl_buf_printf(&b, "%s%s", k ? " " : "", exts[k]);
+                rc = sl_err_set(SL_ERR_NOTFOUND, "directory '%s' has no input files%s%s%s", op,
+                                b.len ? " (looked for " : "", b.len ? b.data : "", b.len ? ")" : "");
+                sl_buf_release(&b);
+            }
+            free(dir);
+        } else {
+            const char *slash = strrchr(op, '/');
+            push(&l, op, slash ? slash + 1 : op, &st);
+        }
+    }
+    if (rc) {
+        in->v = l.v;
+        in->n = l.n;
+        sl_inputs_release(in);
+        return rc;
+    }
+    /* drop repeated paths, keeping the first */
+    struct dupkey *keys = sl_xcalloc(l.n ? l.n : 1, sizeof(*keys));
+    char *drop = sl_xcalloc(l.n ? l.n : 1, 1);
+    for (size_t i = 0; i < l.n; i++) {
+        keys[i].path = l.v[i].path;
+        keys[i].idx = i;
+    }
+    qsort(keys, l.n, sizeof(*keys), cmp_dupkey);
+    for (size_t i = 1; i < l.n; i++)
+        if (strcmp(keys[i].path, keys[i - 1].path) == 0)
+            drop[keys[i].idx] = 1;
+    size_t w = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (drop[i]) {
+            free(l.v[i].path);
+            free(l.v[i].rel);
+        } else {
+            l.v[w++] = l.v[i];
+        }
+    }
+    free(keys);
+    free(drop);
+    in->v = l.v;
+    in->n = w;
+    return 0;
+}
+
+void sl_inputs_release(struct sl_inputs *in)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        free(in->v[i].path);
+        free(in->v[i].rel);
+    }
+    free(in->v);
+    in->v = NULL;
+    in->n = 0;
+}
+
+uint64_t sl_inputs_total_size(const struct sl_inputs *in)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < in->n; i++)
+        t += in->v[i].size;
+    return t;
+}
+
+struct item {
+    uint64_t size;
+    size_t idx;
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+void sl_assign_by_size(const uint64_t *sizes, size_t n, int nranks, int *owner)
+{
+    struct item *it = sl_xcalloc(n ? n : 1, sizeof(*it));
+    uint64_t *load = sl_xcalloc((size_t)nranks, sizeof(*load));
+    for (size_t i = 0; i < n; i++) {
+        it[i].size = sizes[i];
+        it[i].idx = i;
+    }
+    qsort(it, n, sizeof(*it), cmp_item);
+    for (size_t i = 0; i < n; i++) {
+        int best = 0;
+        for (int r = 1; r < nranks; r++)
+            if (load[r] < load[best])
+                best = r;
+        owner[it[i].idx] = best;
+        /* count empty files as one byte so they still spread */
+        load[best] += it[i].size ? it[i].size : 1;
+    }
+    free(it);
+    free(load);
+}

@@ -1,0 +1,63 @@
+/* Streaming JSONL reader over any compressed stream (core/stream.h).
+ *
+ * Each call to sl_jsonl_next returns the next well-formed document. Lines that cannot be
+ * used are skipped and counted under "skipped_<reason>" in the caller's counters, and the
+ * reason is reported through the `on_skip` callback as "FILE:LINE:COL: reason"; the
+ * library itself never prints. Reasons: invalid_json, invalid_utf8, missing_text,
+ * text_not_string, line_too_long. Blank lines are counted as "blank_lines", lines whose
+ * invalid UTF-8 was replaced (repair_utf8) as "repaired_utf8_lines"; both are reported to
+ * on_skip with reason "blank_line" / "repaired_utf8" and a NULL message.
+ */
+#ifndef SL_JSONL_H
+#define SL_JSONL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/doc.h"
+
+struct sl_counters;
+struct sl_source;
+
+#define SL_JSONL_DEFAULT_MAX_LINE (64u << 20)
+
+struct sl_jsonl_opts {
+    size_t max_line;        /* 0: SL_JSONL_DEFAULT_MAX_LINE */
+    const char *text_key;   /* NULL: "text" */
+    int allow_missing_text; /* return documents without a string text_key */
+    int repair_utf8;        /* replace invalid UTF-8 with U+FFFD (counted) instead of skipping */
+    const char *id_key;     /* NULL: "id" */
+    const char *id_prefix;  /* non-NULL: documents without an id get "<id_prefix>:<line>" */
+    uint64_t max_output;    /* cap on decompressed bytes per file (0: none) */
+    struct sl_counters *counters; /* where skips are counted (may be NULL) */
+    void (*on_skip)(void *ctx, const char *reason, const char *message);
+    void *ctx;
+};
+
+struct sl_jsonl_reader;
+
+/* Open a file (any supported compression). On failure *out is NULL. */
+int sl_jsonl_open(struct sl_jsonl_reader **out, const char *path, const struct sl_jsonl_opts *o);
+/* Read from a source (ownership passes to the reader). */
+int sl_jsonl_open_source(struct sl_jsonl_reader **out, struct sl_source *src,
+                         const struct sl_jsonl_opts *o);
+void sl_jsonl_close(struct sl_jsonl_reader *r);
+
+/* 1: a document is in *d; 0: end of input; <0: the stream failed (truncated, corrupt,
+ * unreadable) and reading must stop; the message names the file and byte offset. */
+int sl_jsonl_next(struct sl_jsonl_reader *r, struct sl_doc *d);
+
+uint64_t sl_jsonl_line_no(const struct sl_jsonl_reader *r);
+/* Decompressed byte offset where the current line starts (the last document returned, or
+ * the line being reported to on_skip). */
+uint64_t sl_jsonl_line_offset(const struct sl_jsonl_reader *r);
+/* Decompressed and compressed bytes consumed so far. */
+uint64_t sl_jsonl_bytes(const struct sl_jsonl_reader *r);
+uint64_t sl_jsonl_bytes_in(const struct sl_jsonl_reader *r);
+struct sl_reader *sl_jsonl_stream(struct sl_jsonl_reader *r);
+
+/* An id prefix for a file: the given (relative) path without .jsonl/.json and compression
+ * extensions ("web/part-7.jsonl.zst" -> "web/part-7"). Caller frees. */
+char *sl_jsonl_id_stem(const char *path);
+
+#endif

@@ -1,0 +1,349 @@
+/* Table-driven option parsing and generated help. */
+#include "core/options.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sl_strlist_push(struct sl_strlist *l, const char *s)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 8;
+        l->v = sl_xrealloc(l->v, l->cap * sizeof(*l->v));
+    }
+    l->v[l->n++] = sl_xstrdup(s);
+}
+
+void sl_strlist_release(struct sl_strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+int sl_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0 || !isfinite(v))
+        return sl_err_set(SL_ERR_USAGE, "'%s' is not a size (examples: 4096, 64K, 256M, 1.5G)", s);
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I'))
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end)
+        return sl_err_set(SL_ERR_USAGE, "'%s' is not a size (examples: 4096, 64K, 256M, 1.5G)", s);
+    double r = v * mul;
+    if (r >= 18446744073709551615.0)
+        return sl_err_set(SL_ERR_USAGE, "size '%s' is too large", s);
+    *out = (uint64_t)r;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int sl_parse_ranges(const char *s, uint64_t **out, size_t *n)
+{
+    uint64_t *v = NULL;
+    size_t len = 0, cap = 0;
+    const char *p = s;
+    *out = NULL;
+    *n = 0;
+    while (*p) {
+        char *end;
+        if (*p < '0' || *p > '9')
+            goto bad;
+        uint64_t a = strtoull(p, &end, 10), b = a;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (*p < '0' || *p > '9')
+                goto bad;
+            b = strtoull(p, &end, 10);
+            p = end;
+            if (b < a)
+                goto bad;
+            if (b - a > 10000000)
+                return sl_err_set(SL_ERR_USAGE, "range in '%s' is too large", s);
+        }
+        for (uint64_t x = a; x <= b; x++) {
+            if (len == cap) {
+                cap = cap ? cap * 2 : 16;
+                v = sl_xrealloc(v, cap * sizeof(*v));
+            }
+            v[len++] = x;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    if (!len)
+        goto bad;
+    qsort(v, len, sizeof(*v), cmp_u64);
+    size_t w = 1;
+    for (size_t i = 1; i < len; i++)
+        if (v[i] != v[w - 1])
+            v[w++] = v[i];
+    *out = v;
+    *n = w;
+    return 0;
+bad:
+    free(v);
+    return sl_err_set(SL_ERR_USAGE, "'%s' is not a list of numbers and ranges (example: 0,3,5-7)", s);
+}
+
+size_t sl_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = sl_xcalloc(lb + 1, sizeof(*row));
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = prev + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+static int takes_arg(const struct sl_option *o)
+{
+    switch (o->type) {
+    case SL_OPT_FLAG: case SL_OPT_NEGFLAG: case SL_OPT_VERBOSE_: case SL_OPT_QUIET_:
+    case SL_OPT_GROUP: case SL_OPT_END:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static void opt_name(const struct sl_option *o, char *buf, size_t n)
+{
+    if (o->long_name)
+        snprintf(buf, n, "--%s", o->long_name);
+    else
+        snprintf(buf, n, "-%c", o->short_name);
+}
+
+static int apply(const struct sl_option *o, const char *arg)
+{
+    char name[64];
+    char *end;
+    opt_name(o, name, sizeof(name));
+    switch (o->type) {
+    case SL_OPT_FLAG: *(int *)o->value = 1; return 0;
+    case SL_OPT_NEGFLAG: *(int *)o->value = 0; return 0;
+    case SL_OPT_VERBOSE_:
+        if (sl_log_level() < SL_LOG_DEBUG)
+            sl_log_set_level(sl_log_level() < SL_LOG_INFO ? SL_LOG_INFO : sl_log_level() + 1);
+        return 0;
+    case SL_OPT_QUIET_: sl_log_set_level(SL_LOG_QUIET); return 0;
+    case SL_OPT_STR: *(const char **)o->value = arg; return 0;
+    case SL_OPT_STRS: sl_strlist_push(o->value, arg); return 0;
+    case SL_OPT_INT:
+        errno = 0;
+        *(long *)o->value = strtol(arg, &end, 10);
+        if (end == arg || *end || errno)
+            return sl_err_set(SL_ERR_USAGE, "%s expects an integer, got '%s'", name, arg);
+        return 0;
+    case SL_OPT_U64:
+        errno = 0;
+        *(uint64_t *)o->value = strtoull(arg, &end, 10);
+        if (end == arg || *end || errno || arg[0] == '-')
+            return sl_err_set(SL_ERR_USAGE, "%s expects a non-negative integer, got '%s'", name, arg);
+        return 0;
+    case SL_OPT_DBL:
+        errno = 0;
+        *(double *)o->value = strtod(arg, &end);
+        if (end == arg || *end || errno)
+            return sl_err_set(SL_ERR_USAGE, "%s expects a number, got '%s'", name, arg);
+        return 0;
+    case SL_OPT_SIZE_:
+        if (sl_parse_size(arg, o->value))
+            return sl_err_wrap(SL_ERR_USAGE, "%s: ", name);
+        return 0;
+    case SL_OPT_CHOICE_: {
+        size_t al = strlen(arg);
+        for (const char *c = o->choices; *c;) {
+            const char *bar = strchr(c, '|');
+            size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+            if (cl == al && memcmp(c, arg, al) == 0) {
+                *(const char **)o->value = arg;
+                return 0;
+            }
+            c += cl + (bar ? 1 : 0);
+        }
+        return sl_err_set(SL_ERR_USAGE, "%s must be one of %s, got '%s'", name, o->choices, arg);
+    }
+    default:
+        return sl_err_set(SL_ERR_STATE, "bad option table");
+    }
+}
+
+static const struct sl_option *find_long(const struct sl_option *opts, const char *name, size_t n)
+{
+    for (const struct sl_option *o = opts; o->type != SL_OPT_END; o++)
+        if (o->long_name && strlen(o->long_name) == n && memcmp(o->long_name, name, n) == 0)
+            return o;
+    return NULL;
+}
+
+static const struct sl_option *find_short(const struct sl_option *opts, char c)
+{
+    for (const struct sl_option *o = opts; o->type != SL_OPT_END; o++)
+        if (o->short_name == c)
+            return o;
+    return NULL;
+}
+
+static int unknown_long(const struct sl_option *opts, const char *name, size_t n)
+{
+    char *given = sl_xstrndup(name, n);
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (const struct sl_option *o = opts; o->type != SL_OPT_END; o++) {
+        if (!o->long_name)
+            continue;
+        size_t d = sl_edit_distance(given, o->long_name);
+        if (d < bestd) {
+            bestd = d;
+            best = o->long_name;
+        }
+    }
+    int rc;
+    if (best && bestd <= 2)
+        rc = sl_err_set(SL_ERR_USAGE, "unknown option '--%s'\nhint: did you mean '--%s'?", given, best);
+    else
+        rc = sl_err_set(SL_ERR_USAGE, "unknown option '--%s'", given);
+    free(given);
+    return rc;
+}
+
+int sl_parse_options(int argc, const char **argv, const struct sl_option *opts,
+                     struct sl_strlist *rest)
+{
+    int only_operands = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_operands || a[0] != '-' || a[1] == '\0') {
+            sl_strlist_push(rest, a);
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_operands = 1;
+            continue;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return SL_PARSE_HELP;
+        const struct sl_option *o;
+        const char *arg = NULL;
+        char name[64];
+        if (a[1] == '-') {
+            const char *nm = a + 2;
+            const char *eq = strchr(nm, '=');
+            size_t nl = eq ? (size_t)(eq - nm) : strlen(nm);
+            o = find_long(opts, nm, nl);
+            if (!o)
+                return unknown_long(opts, nm, nl);
+            if (eq) {
+                if (!takes_arg(o))
+                    return sl_err_set(SL_ERR_USAGE, "option '--%s' takes no value", o->long_name);
+                arg = eq + 1;
+            }
+        } else {
+            o = find_short(opts, a[1]);
+            if (!o)
+                return sl_err_set(SL_ERR_USAGE, "unknown option '-%c'", a[1]);
+            if (a[2]) {
+                if (!takes_arg(o)) {
+                    /* bundled flags: -qv */
+                    for (const char *c = a + 1; *c; c++) {
+                        const struct sl_option *f = find_short(opts, *c);
+                        if (!f || takes_arg(f))
+                            return sl_err_set(SL_ERR_USAGE, "unknown option '-%c' in '%s'", *c, a);
+                        int rc = apply(f, NULL);
+                        if (rc)
+                            return rc;
+                    }
+                    continue;
+                }
+                arg = a + 2;
+            }
+        }
+        opt_name(o, name, sizeof(name));
+        if (takes_arg(o) && !arg) {
+            if (i + 1 >= argc)
+                return sl_err_set(SL_ERR_USAGE, "option '%s' needs a value%s%s", name,
+                                  o->argh ? " " : "", o->argh ? o->argh : "");
+            arg = argv[++i];
+        }
+        int rc = apply(o, arg);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *opts)
+{
+    size_t i = 0;
+    for (; usage[i] && usage[i][0]; i++)
+        fprintf(f, "%s %s\n", i == 0 ? "usage:" : "   or:", usage[i]);
+    for (; usage[i]; i++)
+        fprintf(f, "%s%s\n", usage[i][0] ? "" : "", usage[i]);
+    if (!opts)
+        return;
+    fputc('\n', f);
+    for (const struct sl_option *o = opts; o->type != SL_OPT_END; o++) {
+        if (o->type == SL_OPT_GROUP) {
+            fprintf(f, "\n%s\n", o->help);
+            continue;
+        }
+        char left[96];
+        int n = 0;
+        if (o->short_name && o->long_name)
+            n = snprintf(left, sizeof(left), "-%c, --%s", o->short_name, o->long_name);
+        else if (o->long_name)
+            n = snprintf(left, sizeof(left), "    --%s", o->long_name);
+        else
+            n = snprintf(left, sizeof(left), "-%c", o->short_name);
+        if (takes_arg(o) && o->argh)
+            snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->argh);
+        if (strlen(left) <= 26)
+            fprintf(f, "    %-26s  %s\n", left, o->help ? o->help : "");
+        else
+            fprintf(f, "    %s\n    %-26s  %s\n", left, "", o->help ? o->help : "");
+    }
+}

@@ -1,0 +1,82 @@
+/* struct sl_stage: what every curation stage shares — the output directory and its
+ * manifest, resumable shards, counters reduced over ranks, and progress.
+ *
+ * Layout of an output directory:
+ *   part-00000.jsonl.zst ...   the shards (written atomically)
+ *   manifest.json              written by rank 0 when the stage completes
+ *   .sluice/plan.json          the stage, its settings and inputs; a re-run with the same
+ *                              plan resumes, a different plan is refused (or --force)
+ *   .sluice/<shard>.json       one record per finished shard: its counts; a shard is done
+ *                              when its record exists, so a resumed run skips it and still
+ *                              reports full counts
+ *
+ * Usage (every rank):
+ *   sl_stage_begin(&st, &cfg)            mkdir, plan check, stale temporaries removed
+ *   for each unit this rank owns:
+ *       if (sl_stage_done(&st, name)) continue;
+ *       ... write the shard, count into a struct sl_counters ...
+ *       sl_stage_record(&st, name, &counters)
+ *   sl_stage_finish(&st, names, n)        barrier; rank 0 sums the records, writes manifest
+ */
+#ifndef SL_STAGE_H
+#define SL_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/inputs.h"
+
+struct sl_world;
+
+struct sl_stage_cfg {
+    const char *stage;       /* "reshard" */
+    const char *out_dir;
+    int argc;                /* the command line, for the manifest */
+    const char **argv;
+    const struct sl_inputs *inputs;
+    const char *settings_json; /* the settings that define the output, as a JSON object */
+    int force;               /* discard earlier outputs with another plan */
+};
+
+struct sl_stage {
+    struct sl_stage_cfg cfg;
+    struct sl_world *world;
+    char *meta_dir; /* OUT/.sluice */
+    double t0;
+    char started[32];
+    int resumed; /* the plan matched an earlier run */
+};
+
+/* Collective. Creates the output directory, writes or checks the plan, removes stale
+ * temporary files. Fails with a message when the directory is not writable or holds
+ * another plan's outputs (hint: --force or another --out). */
+int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stage_cfg *cfg);
+
+/* "OUT/part-00007.jsonl.zst" for index 7 (caller frees). */
+char *sl_stage_shard_path(const struct sl_stage *st, size_t index, const char *ext);
+/* Base name of the same. */
+char *sl_stage_shard_name(size_t index, const char *ext);
+
+/* True when unit `name` (an output file name relative to OUT) finished in an earlier run. */
+int sl_stage_done(struct sl_stage *st, const char *name);
+
+/* Record a finished unit with its counts. Counter names the manifest knows:
+ * documents_in, documents_out, bytes_in, bytes_out (compressed output bytes),
+ * uncompressed_bytes_out; anything else goes under "counts". */
+int sl_stage_record(struct sl_stage *st, const char *name, const struct sl_counters *c);
+
+/* Collective. Rank 0 sums the records of the given units (in order; these are the
+ * outputs) plus `extra` counters (may be NULL; already reduced by the caller), and writes
+ * manifest.json. Fails if a unit has no record. `totals` (may be NULL) receives the sums
+ * on rank 0. */
+int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
+                    const struct sl_counters *extra, struct sl_counters *totals);
+
+void sl_stage_release(struct sl_stage *st);
+
+/* The sluice version string ("0.1.0" or "0.1.0-3-gabcdef"). */
+const char *sl_version(void);
+
+#endif

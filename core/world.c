@@ -1,0 +1,342 @@
+/* The MPI world and its collectives; a single-rank world when not launched by MPI. */
+#include "core/world.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef SL_HAVE_MPI
+#include <mpi.h>
+static MPI_Comm world_comm;
+#endif
+
+static struct sl_world global_world = { 0, 1, 0 };
+
+struct sl_world *sl_world_get(void)
+{
+    return &global_world;
+}
+
+int sl_world_launched(void)
+{
+    static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                        "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE" };
+    const char *off = getenv("SLUICE_NO_MPI");
+    if (off && *off && strcmp(off, "0") != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+int sl_world_init(struct sl_world *w, int *argc, char ***argv)
+{
+    w->rank = 0;
+    w->size = 1;
+    w->mpi = 0;
+#ifdef SL_HAVE_MPI
+    if (sl_world_launched()) {
+        int provided;
+        if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+            return sl_err_set(SL_ERR_MPI, "MPI_Init_thread failed");
+        MPI_Comm_dup(MPI_COMM_WORLD, &world_comm);
+        MPI_Comm_set_errhandler(world_comm, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(world_comm, &w->rank);
+        MPI_Comm_size(world_comm, &w->size);
+        w->mpi = 1;
+    }
+#else
+    (void)argc;
+    (void)argv;
+#endif
+    if (w != &global_world)
+        global_world = *w;
+    return 0;
+}
+
+void sl_world_finalize(struct sl_world *w)
+{
+#ifdef SL_HAVE_MPI
+    if (w->mpi) {
+        MPI_Comm_free(&world_comm);
+        MPI_Finalize();
+        w->mpi = 0;
+    }
+#else
+    (void)w;
+#endif
+}
+
+void sl_world_abort(const struct sl_world *w, int code)
+{
+#ifdef SL_HAVE_MPI
+    if (w->mpi && w->size > 1)
+        MPI_Abort(world_comm, code);
+    if (w->mpi)
+        MPI_Finalize();
+#else
+    (void)w;
+#endif
+    exit(code);
+}
+
+void *sl_world_comm(const struct sl_world *w)
+{
+#ifdef SL_HAVE_MPI
+    return w->mpi ? (void *)&world_comm : NULL;
+#else
+    (void)w;
+    return NULL;
+#endif
+}
+
+#ifdef SL_HAVE_MPI
+static int mpi_check(int rc, const char *what)
+{
+    if (rc == MPI_SUCCESS)
+        return 0;
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return sl_err_set(SL_ERR_MPI, "%s failed: %.*s", what, len, msg);
+}
+
+static MPI_Op mpi_op(enum sl_reduce_op op)
+{
+    return op == SL_SUM ? MPI_SUM : op == SL_MAX ? MPI_MAX : MPI_MIN;
+}
+#endif
+
+int sl_world_barrier(const struct sl_world *w)
+{
+#ifdef SL_HAVE_MPI
+    if (w->mpi)
+        return mpi_check(MPI_Barrier(world_comm), "MPI_Barrier");
+#else
+    (void)w;
+#endif
+    return 0;
+}
+
+int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root)
+{
+#ifdef SL_HAVE_MPI
+    if (w->mpi && w->size > 1) {
+        char *p = buf;
+        while (n) {
+            int chunk = n > (1u << 30) ? 1 << 30 : (int)n;
+            int rc = mpi_check(MPI_Bcast(p, chunk, MPI_BYTE, root, world_comm), "MPI_Bcast");
+            if (rc)
+                return rc;
+            p += chunk;
+            n -= (size_t)chunk;
+        }
+    }
+#else
+    (void)w;
+    (void)buf;
+    (void)n;
+    (void)root;
+#endif
+    return 0;
+}
+
+#ifdef SL_HAVE_MPI
+#define ALLREDUCE(name, ctype, mtype)                                                         \
+    int name(const struct sl_world *w, ctype *v, size_t n, enum sl_reduce_op op)            \
+    {                                                                                        \
+        if (!w->mpi || w->size == 1)                                                         \
+            return 0;                                                                        \
+        while (n) {                                                                          \
+            int chunk = n > (1u << 26) ? 1 << 26 : (int)n;                                   \
+            int rc = mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, chunk, mtype, mpi_op(op), world_comm), \
+                               "MPI_Allreduce");                                             \
+            if (rc)                                                                          \
+                return rc;                                                                   \
+            v += chunk;                                                                      \
+            n -= (size_t)chunk;                                                              \
+        }                                                                                    \
+        return 0;                                                                            \
+    }
+#else
+#define ALLREDUCE(name, ctype, mtype)                                                         \
+    int name(const struct sl_world *w, ctype *v, size_t n, enum sl_reduce_op op)            \
+    {                                                                                        \
+        (void)w;                                                                             \
+        (void)v;                                                                             \
+        (void)n;                                                                             \
+        (void)op;                                                                            \
+        return 0;                                                                            \
+    }
+#endif
+
+ALLREDUCE(sl_world_allreduce_u64, uint64_t, MPI_UINT64_T)
+ALLREDUCE(sl_world_allreduce_i64, int64_t, MPI_INT64_T)
+ALLREDUCE(sl_world_allreduce_f64, double, MPI_DOUBLE)
+ALLREDUCE(sl_world_allreduce_f32, float, MPI_FLOAT)
+
+static int gather_impl(const struct sl_world *w, const void *data, size_t n, int root,
+                       struct sl_buf *all, uint64_t *counts)
+{
+    if (w->size == 1 || !w->mpi) {
+        if (counts)
+            counts[0] = n;
+        return all ? sl_buf_append(all, data, n) : 0;
+    }
+#ifdef SL_HAVE_MPI
+    /* Exchange sizes, then route everything through alltoallv (handles > 2 GiB). */
+    uint64_t *send_counts = sl_xcalloc((size_t)w->size, sizeof(uint64_t));
+    uint64_t *send_offsets = sl_xcalloc((size_t)w->size, sizeof(uint64_t));
+    uint64_t *recv_counts = sl_xcalloc((size_t)w->size, sizeof(uint64_t));
+    for (int d = 0; d < w->size; d++)
+        if (root < 0 || d == root)
+            send_counts[d] = n;
+    struct sl_buf tmp = SL_BUF_INIT;
+    int rc = sl_world_alltoallv(w, data, send_counts, send_offsets, &tmp, recv_counts);
+    if (!rc && all && (root < 0 || w->rank == root))
+        rc = sl_buf_append(all, tmp.data ? tmp.data : "", tmp.len);
+    if (counts && (root < 0 || w->rank == root))
+        memcpy(counts, recv_counts, (size_t)w->size * sizeof(uint64_t));
+    sl_buf_release(&tmp);
+    free(send_counts);
+    free(send_offsets);
+    free(recv_counts);
+    return rc;
+#else
+    return 0;
+#endif
+}
+
+int sl_world_allgather_bytes(const struct sl_world *w, const void *data, size_t n,
+                             struct sl_buf *all, uint64_t *counts)
+{
+    return gather_impl(w, data, n, -1, all, counts);
+}
+
+int sl_world_gather_bytes(const struct sl_world *w, const void *data, size_t n, int root,
+                          struct sl_buf *all, uint64_t *counts)
+{
+    return gather_impl(w, data, n, root, all, counts);
+}
+
+int sl_world_alltoallv(const struct sl_world *w, const void *send, const uint64_t *send_counts,
+                       const uint64_t *send_offsets, struct sl_buf *recv, uint64_t *recv_counts)
+{
+    if (!w->mpi || w->size == 1) {
+        recv_counts[0] = send_counts[0];
+        return sl_buf_append(recv, (const char *)send + send_offsets[0], send_counts[0]);
+    }
+#ifdef SL_HAVE_MPI
+    int size = w->size;
+    int rc = mpi_check(MPI_Alltoall((void *)send_counts, 1, MPI_UINT64_T, recv_counts, 1,
+                                    MPI_UINT64_T, world_comm),
+                       "MPI_Alltoall");
+    if (rc)
+        return rc;
+    uint64_t total = 0;
+    uint64_t *recv_base = sl_xcalloc((size_t)size, sizeof(uint64_t));
+    for (int s = 0; s < size; s++) {
+        recv_base[s] = total;
+        total += recv_counts[s];
+    }
+    size_t start = recv->len;
+    rc = sl_buf_reserve(recv, total);
+    if (rc) {
+        free(recv_base);
+        return rc;
+    }
+    recv->len += total;
+    recv->data[recv->len] = '\0';
+
+    /* per-pair bytes per round, so that a round's total fits an int displacement */
+    const uint64_t chunk = ((1u << 30) / (uint64_t)size) > (1u << 20) ? (1u << 30) / (uint64_t)size : (1u << 20);
+    int *sc = sl_xcalloc((size_t)size, sizeof(int)), *sd = sl_xcalloc((size_t)size, sizeof(int));
+    int *rcnt = sl_xcalloc((size_t)size, sizeof(int)), *rd = sl_xcalloc((size_t)size, sizeof(int));
+    char *sbuf = NULL, *rbuf = NULL;
+    for (uint64_t round = 0;; round++) {
+        uint64_t off = round * chunk;
+        uint64_t more = 0, smax = 0, rmax = 0;
+        int stot = 0, rtot = 0;
+        for (int d = 0; d < size; d++) {
+            uint64_t s = send_counts[d] > off ? send_counts[d] - off : 0;
+            uint64_t r = recv_counts[d] > off ? recv_counts[d] - off : 0;
+            s = s > chunk ? chunk : s;
+            r = r > chunk ? chunk : r;
+            sc[d] = (int)s;
+            rcnt[d] = (int)r;
+            smax += s;
+            rmax += r;
+            more |= s | r;
+        }
+        uint64_t anymore = more ? 1 : 0;
+        MPI_Allreduce(MPI_IN_PLACE, &anymore, 1, MPI_UINT64_T, MPI_MAX, world_comm);
+        if (!anymore)
+            break;
+        /* pack this round's pieces contiguously (int displacements) */
+        sbuf = sl_xrealloc(sbuf, smax ? smax : 1);
+        rbuf = sl_xrealloc(rbuf, rmax ? rmax : 1);
+        for (int d = 0; d < size; d++) {
+            sd[d] = stot;
+            if (sc[d])
+                memcpy(sbuf + stot, (const char *)send + send_offsets[d] + off, (size_t)sc[d]);
+            stot += sc[d];
+            rd[d] = rtot;
+            rtot += rcnt[d];
+        }
+        rc = mpi_check(MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rcnt, rd, MPI_BYTE, world_comm),
+                       "MPI_Alltoallv");
+        if (rc)
+            break;
+        for (int s = 0; s < size; s++)
+            if (rcnt[s])
+                memcpy(recv->data + start + recv_base[s] + off, rbuf + rd[s], (size_t)rcnt[s]);
+    }
+    free(sbuf);
+    free(rbuf);
+    free(sc);
+    free(sd);
+    free(rcnt);
+    free(rd);
+    free(recv_base);
+    return rc;
+#else
+    return 0;
+#endif
+}
+
+int sl_world_reduce_counters(const struct sl_world *w, struct sl_counters *c, int all)
+{
+    if (!w->mpi || w->size == 1)
+        return 0;
+    struct sl_buf mine = SL_BUF_INIT, every = SL_BUF_INIT;
+    uint64_t *counts = sl_xcalloc((size_t)w->size, sizeof(uint64_t));
+    int rc = sl_counters_serialize(c, &mine);
+    if (!rc)
+        rc = all ? sl_world_allgather_bytes(w, mine.data ? mine.data : "", mine.len, &every, counts)
+                 : sl_world_gather_bytes(w, mine.data ? mine.data : "", mine.len, 0, &every, counts);
+    if (!rc && (all || w->rank == 0)) {
+        struct sl_counters total;
+        sl_counters_init(&total);
+        /* keep rank 0's name order first, then merge in rank order */
+        uint64_t off = 0;
+        for (int r = 0; r < w->size && !rc; r++) {
+            rc = sl_counters_parse(&total, every.data + off, counts[r]);
+            off += counts[r];
+        }
+        if (!rc) {
+            sl_counters_release(c);
+            *c = total;
+        } else {
+            sl_counters_release(&total);
+        }
+    }
+    free(counts);
+    sl_buf_release(&mine);
+    sl_buf_release(&every);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/* The MPI world: rank and size, collectives on bytes and counters, and abort.
+ *
+ * Without a launcher (no OMPI_COMM_WORLD_SIZE, PMI_/PMIX_ variables) MPI is not
+ * initialised at all and the process is rank 0 of 1; every collective then works
+ * locally. Built without MPI (SL_HAVE_MPI undefined) the same holds always.
+ * Library code receives a struct sl_world * argument; commands get the process-wide one
+ * from sl_world_get().
+ */
+#ifndef SL_WORLD_H
+#define SL_WORLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sl_buf;
+struct sl_counters;
+
+struct sl_world {
+    int rank, size;
+    int mpi; /* MPI was initialised (by us) */
+};
+
+enum sl_reduce_op { SL_SUM, SL_MAX, SL_MIN };
+
+/* Initialise (MPI_Init_thread with FUNNELED when launched under MPI). */
+int sl_world_init(struct sl_world *w, int *argc, char ***argv);
+void sl_world_finalize(struct sl_world *w);
+/* Stop every rank now: MPI_Abort under MPI with size > 1, exit(code) otherwise. */
+void sl_world_abort(const struct sl_world *w, int code) __attribute__((noreturn));
+
+/* The process-wide world set up by the command dispatcher (a 1-rank world before). */
+struct sl_world *sl_world_get(void);
+/* The MPI communicator (MPI_Comm *) or NULL when MPI is not in use. */
+void *sl_world_comm(const struct sl_world *w);
+/* True when the process was started by an MPI launcher. */
+int sl_world_launched(void);
+
+int sl_world_barrier(const struct sl_world *w);
+int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root);
+int sl_world_allreduce_u64(const struct sl_world *w, uint64_t *v, size_t n, enum sl_reduce_op op);
+int sl_world_allreduce_i64(const struct sl_world *w, int64_t *v, size_t n, enum sl_reduce_op op);
+int sl_world_allreduce_f64(const struct sl_world *w, double *v, size_t n, enum sl_reduce_op op);
+int sl_world_allreduce_f32(const struct sl_world *w, float *v, size_t n, enum sl_reduce_op op);
+
+/* Every rank contributes n bytes; every rank receives all contributions concatenated in
+ * rank order into `all` (appended), with per-rank byte counts in counts[size] (caller
+ * allocated, may be NULL). */
+int sl_world_allgather_bytes(const struct sl_world *w, const void *data, size_t n,
+                             struct sl_buf *all, uint64_t *counts);
+/* Like allgather but only `root` receives. */
+int sl_world_gather_bytes(const struct sl_world *w, const void *data, size_t n, int root,
+                          struct sl_buf *all, uint64_t *counts);
+
+/* Personalised exchange: rank r sends send_counts[d] bytes (at send_offsets[d]) to each d.
+ * recv receives what every source sent, concatenated in source order; recv_counts[size]
+ * (caller allocated) gets the sizes. Any volume (rounds of at most 1 GiB per pair). */
+int sl_world_alltoallv(const struct sl_world *w, const void *send, const uint64_t *send_counts,
+                       const uint64_t *send_offsets, struct sl_buf *recv, uint64_t *recv_counts);
+
+/* Sum (max for "_max" names) counters over ranks into rank 0's set; other ranks keep theirs.
+ * Collective. With `all` set, every rank gets the total. */
+int sl_world_reduce_counters(const struct sl_world *w, struct sl_counters *c, int all);
+
+#endif

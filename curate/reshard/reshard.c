@@ -1,0 +1,480 @@
+/* sluice reshard: any mix of JSONL inputs -> balanced part-NNNNN.jsonl.zst shards.
+ *
+ * Documents keep their input order (files in operand order, lines in file order). A first
+ * pass measures each file's decompressed size; document d, whose line starts at global
+ * byte offset g of the concatenated input, goes to shard floor(g * N / T). Shard contents
+ * therefore depend only on the inputs and N, never on the number of ranks: every rank
+ * writes a contiguous run of shards and reads just the byte range they cover.
+ */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/stream.h"
+#include "core/world.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const usage[] = {
+    "sluice reshard --out DIR [--shards N | --shard-size SIZE] [options] IN...",
+    "",
+    "Rewrite JSONL inputs (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .jsonl.bz2; files or",
+    "directories) as part-NNNNN.jsonl.zst shards of balanced size, keeping the input order.",
+    "Documents without an id get \"<input path>:<line>\". Lines that are not JSON objects",
+    "with a string text are reported and skipped; a damaged compressed file stops the run",
+    "unless --skip-corrupt is given. The output is the same for any number of MPI ranks.",
+    NULL,
+};
+
+struct opts {
+    const char *out;
+    uint64_t shards;
+    uint64_t shard_size;
+    const char *text_key;
+    uint64_t max_line;
+    long level;
+    int force, repair_utf8, skip_corrupt;
+};
+
+/* A skipped line counted before its shard was opened. */
+struct pending {
+    uint64_t shard;
+    char key[48];
+};
+
+/* The shard being written by this rank. */
+struct out_state {
+    struct sl_stage *st;
+    const struct opts *o;
+    struct sl_writer *w;
+    char *name;
+    int done;      /* finished in an earlier run: read through, write nothing */
+    uint64_t next; /* the next shard index to open (the current one is next - 1) */
+    struct sl_counters c;
+    struct pending *pend;
+    size_t npend, cappend;
+};
+
+/* What the skip callback needs to attribute a bad line to its shard. */
+struct shard_state {
+    uint64_t base;   /* global offset of the current file's first byte */
+    uint64_t lo, hi; /* this rank's global byte range */
+    uint64_t nshards, total;
+    struct out_state *os;
+    struct sl_jsonl_reader *reader;
+};
+
+static uint64_t shard_of(uint64_t g, uint64_t n, uint64_t t)
+{
+    if (t == 0)
+        return 0;
+    return (uint64_t)(((__uint128_t)g * n) / t);
+}
+
+/* First global offset that belongs to shard k: ceil(k * T / N). */
+static uint64_t shard_start(uint64_t k, uint64_t n, uint64_t t)
+{
+    __uint128_t x = (__uint128_t)k * t;
+    return (uint64_t)((x + n - 1) / n);
+}
+
+static void on_skip(void *ctx, const char *reason, const char *message)
+{
+    struct shard_state *s = ctx;
+    uint64_t g = s->base + sl_jsonl_line_offset(s->reader);
+    /* Lines outside this rank's range belong to another rank, which reports them. */
+    if (g < s->lo || g >= s->hi)
+        return;
+    char key[48];
+    if (!strcmp(reason, "blank_line"))
+        snprintf(key, sizeof(key), "blank_lines");
+    else if (!strcmp(reason, "repaired_utf8"))
+        snprintf(key, sizeof(key), "repaired_utf8_lines");
+    else
+        snprintf(key, sizeof(key), "skipped_%s", reason);
+    struct out_state *os = s->os;
+    uint64_t k = shard_of(g, s->nshards, s->total);
+    if (os->name && k + 1 == os->next) {
+        sl_counters_add(&os->c, key, 1);
+    } else {
+        if (os->npend == os->cappend) {
+            os->cappend = os->cappend ? os->cappend * 2 : 16;
+            os->pend = sl_xrealloc(os->pend, os->cappend * sizeof(*os->pend));
+        }
+        os->pend[os->npend].shard = k;
+        snprintf(os->pend[os->npend].key, sizeof(os->pend[0].key), "%s", key);
+        os->npend++;
+    }
+    if (message)
+        sl_warn_limited(reason, 20, "%s", message);
+}
+
+/* Pass 1: decompressed size of a file. With skip_corrupt, the readable prefix. */
+static int measure(const struct sl_input *in, const struct opts *o, uint64_t *size, int *corrupt)
+{
+    struct sl_reader *r;
+    *corrupt = 0;
+    int rc = sl_reader_open(&r, in->path, NULL);
+    if (rc)
+        return rc;
+    static char buf[1 << 16];
+    uint64_t n = 0;
+    for (;;) {
+        ssize_t got = sl_reader_read(r, buf, sizeof(buf));
+        if (got < 0) {
+            if (o->skip_corrupt && (got == SL_ERR_CORRUPT || got == SL_ERR_TOOBIG)) {
+                sl_warn("%s (keeping the %llu bytes before it)", sl_err_msg(), (unsigned long long)n);
+                *corrupt = 1;
+                break;
+            }
+            sl_reader_close(r);
+            return sl_err_wrap((int)got, "%s", "");
+        }
+        if (got == 0)
+            break;
+        n += (uint64_t)got;
+    }
+    /* a file whose name says one compression but holds another is read by its content */
+    enum sl_codec named = sl_codec_from_name(in->path), real = sl_reader_codec(r);
+    if (named != SL_CODEC_NONE && named != real)
+        sl_warn_limited("misnamed", 10, "'%s' is named like %s data but holds %s data; read as %s",
+                        in->path, sl_codec_name(named), sl_codec_name(real), sl_codec_name(real));
+    sl_reader_close(r);
+    *size = n;
+    return 0;
+}
+
+static int close_current(struct out_state *os)
+{
+    int rc = 0;
+    if (!os->name)
+        return 0;
+    if (!os->done) {
+        uint64_t unc = sl_writer_bytes_in(os->w);
+        rc = sl_writer_commit(os->w);
+        os->w = NULL;
+        if (!rc) {
+            char *path = sl_xasprintf("%s/%s", os->st->cfg.out_dir, os->name);
+            struct stat sb;
+            sl_counters_add(&os->c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+            sl_counters_add(&os->c, "uncompressed_bytes_out", unc);
+            free(path);
+            rc = sl_stage_record(os->st, os->name, &os->c);
+        }
+    }
+    free(os->name);
+    os->name = NULL;
+    return rc;
+}
+
+/* Close the current shard and open every shard up to k (empty ones included). */
+static int advance_to(struct out_state *os, uint64_t k)
+{
+    int rc = 0;
+    while (!rc && os->next <= k) {
+        rc = close_current(os);
+        if (rc)
+            break;
+        sl_counters_release(&os->c);
+        sl_counters_init(&os->c);
+        /* the main counts exist even when zero */
+        sl_counters_add(&os->c, "documents_in", 0);
+        sl_counters_add(&os->c, "documents_out", 0);
+        /* skipped lines of this shard seen before it was opened */
+        size_t keep = 0;
+        for (size_t i = 0; i < os->npend; i++) {
+            if (os->pend[i].shard == os->next)
+                sl_counters_add(&os->c, os->pend[i].key, 1);
+            else
+                os->pend[keep++] = os->pend[i];
+        }
+        os->npend = keep;
+        os->name = sl_stage_shard_name(os->next, ".jsonl.zst");
+        os->done = sl_stage_done(os->st, os->name);
+        if (!os->done) {
+            char *path = sl_stage_shard_path(os->st, os->next, ".jsonl.zst");
+            struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)os->o->level };
+            rc = sl_writer_open(&os->w, path, &wo);
+            free(path);
+        }
+        os->next++;
+    }
+    return rc;
+}
+
+static void release_all(uint64_t *a, uint64_t *b, int *c, uint64_t *d, struct sl_inputs *in)
+{
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    sl_inputs_release(in);
+}
+
+static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    struct sl_inputs in;
+    int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+
+    /* pass 1: decompressed sizes, each file measured by one rank */
+    size_t nf = in.n ? in.n : 1;
+    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
+    uint64_t *corrupt = sl_xcalloc(nf, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nf, sizeof(int));
+    uint64_t *csize = sl_xcalloc(nf, sizeof(uint64_t));
+    for (size_t i = 0; i < in.n; i++)
+        csize[i] = in.v[i].size;
+    sl_assign_by_size(csize, in.n, w->size, owner);
+    struct sl_progress prog;
+    sl_progress_start(&prog, "reshard: measuring", sl_inputs_total_size(&in), 1, w->rank == 0);
+    uint64_t measured = 0;
+    int64_t failed = 0;
+    for (size_t i = 0; i < in.n; i++) {
+        if (owner[i] != w->rank)
+            continue;
+        int bad = 0;
+        rc = measure(&in.v[i], o, &sizes[i], &bad);
+        if (rc) {
+            sl_error("%s\nhint: use --skip-corrupt to keep what can be read and go on", sl_err_msg());
+            failed = 1;
+            break;
+        }
+        corrupt[i] = (uint64_t)bad;
+        measured += in.v[i].size;
+        sl_progress_update(&prog, measured, 0);
+    }
+    sl_progress_finish(&prog);
+    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    sl_world_allreduce_u64(w, sizes, in.n, SL_SUM);
+    sl_world_allreduce_u64(w, corrupt, in.n, SL_SUM);
+    if (failed) {
+        release_all(sizes, corrupt, owner, csize, &in);
+        return 1;
+    }
+
+    uint64_t total = 0, ncorrupt = 0;
+    for (size_t i = 0; i < in.n; i++) {
+        total += sizes[i];
+        ncorrupt += corrupt[i];
+    }
+    uint64_t nshards = o->shards;
+    if (!nshards)
+        nshards = total ? (total + o->shard_size - 1) / o->shard_size : 0;
+
+    struct sl_buf settings = SL_BUF_INIT;
+    sl_buf_printf(&settings, "{\"shards\":%llu,\"shard_size\":%llu,\"text_key\":",
+                  (unsigned long long)nshards, (unsigned long long)o->shard_size);
+    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
+    sl_buf_printf(&settings, ",\"max_line\":%llu,\"level\":%ld,\"repair_utf8\":%s,\"skip_corrupt\":%s}",
+                  (unsigned long long)o->max_line, o->level, o->repair_utf8 ? "true" : "false",
+                  o->skip_corrupt ? "true" : "false");
+    struct sl_stage st;
+    struct sl_stage_cfg cfg = { "reshard", o->out, argc, argv, &in, settings.data, o->force };
+    rc = sl_stage_begin(&st, w, &cfg);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_buf_release(&settings);
+        release_all(sizes, corrupt, owner, csize, &in);
+        return 1;
+    }
+
+    /* this rank's shards [k0, k1) and global byte range [lo, hi) */
+    uint64_t k0 = nshards * (uint64_t)w->rank / (uint64_t)w->size;
+    uint64_t k1 = nshards * (uint64_t)(w->rank + 1) / (uint64_t)w->size;
+    uint64_t lo = k0 >= nshards ? total : shard_start(k0, nshards, total);
+    uint64_t hi = k1 >= nshards ? total : shard_start(k1, nshards, total);
+
+    struct out_state os;
+    memset(&os, 0, sizeof(os));
+    os.st = &st;
+    os.o = o;
+    os.next = k0;
+    sl_counters_init(&os.c);
+    struct shard_state s;
+    memset(&s, 0, sizeof(s));
+    s.lo = lo;
+    s.hi = hi;
+    s.nshards = nshards;
+    s.total = total;
+    s.os = &os;
+
+    int all_done = 1;
+    for (uint64_t k = k0; k < k1 && all_done; k++) {
+        char *nm = sl_stage_shard_name(k, ".jsonl.zst");
+        all_done = sl_stage_done(&st, nm);
+        free(nm);
+    }
+
+    struct sl_doc doc;
+    sl_doc_init(&doc);
+    sl_progress_start(&prog, "reshard", hi - lo, 1, w->rank == 0);
+    uint64_t base = 0, docs = 0;
+    for (size_t i = 0; i < in.n && !rc && !all_done; i++) {
+        uint64_t fbase = base;
+        base += sizes[i];
+        if (fbase + sizes[i] <= lo || fbase >= hi)
+            continue;
+        char *stem = sl_jsonl_id_stem(in.v[i].rel);
+        struct sl_jsonl_opts jo;
+        memset(&jo, 0, sizeof(jo));
+        jo.max_line = o->max_line;
+        jo.text_key = o->text_key;
+        jo.repair_utf8 = o->repair_utf8;
+        jo.id_prefix = stem;
+        jo.on_skip = on_skip;
+        jo.ctx = &s;
+        s.base = fbase;
+        rc = sl_jsonl_open(&s.reader, in.v[i].path, &jo);
+        for (; !rc;) {
+            uint64_t g_next = fbase + sl_reader_out_offset(sl_jsonl_stream(s.reader));
+            if (g_next >= hi || g_next >= fbase + sizes[i])
+                break;
+            int got = sl_jsonl_next(s.reader, &doc);
+            if (got <= 0) {
+                if (got < 0 && !corrupt[i])
+                    rc = got;
+                break; /* a corrupt file's readable part ends here (reported in pass 1) */
+            }
+            uint64_t g = fbase + sl_jsonl_line_offset(s.reader);
+            if (g < lo)
+                continue;
+            if (g >= hi)
+                break;
+            rc = advance_to(&os, shard_of(g, nshards, total));
+            if (rc)
+                break;
+            sl_counters_add(&os.c, "documents_in", 1);
+            sl_counters_add(&os.c, "bytes_in", doc.raw.len + 1);
+            if (!os.done)
+                rc = sl_doc_write(&doc, os.w);
+            sl_counters_add(&os.c, "documents_out", 1);
+            sl_progress_update(&prog, g - lo, ++docs);
+        }
+        sl_jsonl_close(s.reader);
+        s.reader = NULL;
+        free(stem);
+    }
+    if (!rc && !all_done && k1 > k0)
+        rc = advance_to(&os, k1 - 1);
+    if (!rc)
+        rc = close_current(&os);
+    if (rc) {
+        sl_writer_abort(os.w);
+        free(os.name);
+        sl_error("%s", sl_err_msg());
+    }
+    sl_progress_finish(&prog);
+    sl_warn_limited_summary();
+    sl_doc_release(&doc);
+    sl_counters_release(&os.c);
+    free(os.pend);
+
+    /* a failed rank makes the dispatcher abort the whole job */
+    if (rc) {
+        sl_stage_release(&st);
+        sl_buf_release(&settings);
+        release_all(sizes, corrupt, owner, csize, &in);
+        return 1;
+    }
+
+    char **names = sl_xcalloc(nshards ? nshards : 1, sizeof(char *));
+    for (uint64_t k = 0; k < nshards; k++)
+        names[k] = sl_stage_shard_name(k, ".jsonl.zst");
+    struct sl_counters extra, totals;
+    sl_counters_init(&extra);
+    sl_counters_init(&totals);
+    if (ncorrupt)
+        sl_counters_add(&extra, "corrupt_files", ncorrupt);
+    rc = sl_stage_finish(&st, names, nshards, &extra, &totals);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+    } else if (w->rank == 0) {
+        char a[32], b[32];
+        sl_info("reshard: %llu documents (%s) from %zu files into %llu shards (%s) in '%s'%s",
+                (unsigned long long)sl_counters_get(&totals, "documents_out"),
+                sl_human_bytes((double)sl_counters_get(&totals, "bytes_in"), a, sizeof(a)), in.n,
+                (unsigned long long)nshards,
+                sl_human_bytes((double)sl_counters_get(&totals, "bytes_out"), b, sizeof(b)), o->out,
+                st.resumed ? " (resumed)" : "");
+        uint64_t skipped = 0;
+        for (size_t i = 0; i < totals.n; i++)
+            if (!strncmp(totals.names[i], "skipped_", 8))
+                skipped += totals.values[i];
+        if (skipped)
+            sl_warn("%llu lines skipped (counts by reason in '%s/manifest.json')",
+                    (unsigned long long)skipped, o->out);
+        if (!nshards)
+            sl_warn("no documents in the input: no shards written");
+    }
+    sl_counters_release(&extra);
+    sl_counters_release(&totals);
+    for (uint64_t k = 0; k < nshards; k++)
+        free(names[k]);
+    free(names);
+    sl_stage_release(&st);
+    sl_buf_release(&settings);
+    release_all(sizes, corrupt, owner, csize, &in);
+    return rc ? 1 : 0;
+}
+
+int cmd_reshard(int argc, const char **argv)
+{
+    struct opts o = { NULL, 0, 0, "text", SL_JSONL_DEFAULT_MAX_LINE, 3, 0, 0, 0 };
+    struct sl_option options[] = {
+        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+        SL_OPT_UINT64('n', "shards", &o.shards, "N", "number of shards"),
+        SL_OPT_SIZE('s', "shard-size", &o.shard_size, "SIZE",
+                    "target uncompressed bytes per shard (default 256M)"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
+        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
+        SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
+                     "keep the readable part of damaged compressed files and go on"),
+        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc && o.shards && o.shard_size)
+        rc = sl_err_set(SL_ERR_USAGE, "--shards and --shard-size cannot be used together");
+    if (!rc && (o.level < 1 || o.level > 22))
+        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
+    if (!rc && o.max_line < 16)
+        rc = sl_err_set(SL_ERR_USAGE, "--max-line is too small");
+    if (!rc && !o.shards && !o.shard_size)
+        o.shard_size = 256u << 20;
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        return 2;
+    }
+    rc = run(&o, &rest, argc, argv);
+    sl_strlist_release(&rest);
+    return rc;
+}

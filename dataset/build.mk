@@ -1,0 +1,1 @@
+# dataset/: sources of this component (none yet).

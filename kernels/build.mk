@@ -1,0 +1,1 @@
+# kernels/: sources of this component (none yet).

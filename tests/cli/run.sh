@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run every tests/cli/t_*.sh (or those named) and report "N passed, N failed" in all.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+: "${SLUICE:?set SLUICE to the sluice binary}"
+export SLUICE
+export SLUICE_PROGRESS_INTERVAL=${SLUICE_PROGRESS_INTERVAL:-30}
+# Open MPI in containers: no shared-memory transport warnings, no hwloc binding
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_rmaps_base_oversubscribe=1
+if [ "${SANITIZE:-0}" = 1 ]; then
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+    export LSAN_OPTIONS=suppressions=$here/../lsan.supp:print_suppressions=0
+fi
+tests=("$@")
+[ ${#tests[@]} -eq 0 ] && tests=("$here"/t_*.sh)
+passed=0
+failed=0
+for t in "${tests[@]}"; do
+    out=$(bash "$t" 2>&1)
+    status=$?
+    echo "$out" | grep -v '^ok ' || true
+    line=$(echo "$out" | tail -1)
+    p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed/\1/p')
+    f=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed/\2/p')
+    passed=$((passed + ${p:-0}))
+    if [ $status -ne 0 ] && [ "${f:-0}" = 0 ]; then f=1; echo "FAIL $t exited $status"; fi
+    failed=$((failed + ${f:-0}))
+done
+echo "CLI: $passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,93 @@
+/* Tests for core/options: parsing, errors, help text, sizes and ranges. */
+#include "tests/harness.h"
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/options.h"
+
+#include <stdlib.h>
+
+TEST(options_parse)
+{
+    const char *out = NULL, *mode = "a";
+    long n = 0;
+    uint64_t size = 0;
+    int flag = 0;
+    struct sl_strlist many = { 0 }, rest = { 0 };
+    struct sl_option opts[] = {
+        SL_OPT_STRING('o', "out", &out, "DIR", "output"),
+        SL_OPT_INTEGER('n', "num", &n, "N", "count"),
+        SL_OPT_SIZE(0, "size", &size, "SIZE", "size"),
+        SL_OPT_FLAG_(0, "force", &flag, "force"),
+        SL_OPT_STRINGS(0, "url", &many, "URL", "urls"),
+        SL_OPT_CHOICE(0, "mode", &mode, "a|bb|c", "mode"),
+        SL_OPT_END_,
+    };
+    const char *argv[] = { "cmd", "in1", "-o", "dir", "--num=5", "--size", "1.5K", "--force",
+                           "--url", "u1", "--url=u2", "--mode", "bb", "in2", "--", "-x", NULL };
+    CHECK_EQ_INT(sl_parse_options(16, argv, opts, &rest), 0);
+    CHECK_EQ_STR(out, "dir");
+    CHECK_EQ_INT(n, 5);
+    CHECK_EQ_INT(size, 1536);
+    CHECK_EQ_INT(flag, 1);
+    CHECK_EQ_INT(many.n, 2);
+    CHECK_EQ_STR(mode, "bb");
+    CHECK_EQ_INT(rest.n, 3);
+    CHECK_EQ_STR(rest.v[2], "-x");
+    sl_strlist_release(&many);
+    sl_strlist_release(&rest);
+
+    const char *bad1[] = { "cmd", "--nmu", "3" };
+    CHECK_EQ_INT(sl_parse_options(3, bad1, opts, &rest), SL_ERR_USAGE);
+    CHECK_CONTAINS(sl_err_msg(), "did you mean '--num'");
+    const char *bad2[] = { "cmd", "--num", "x" };
+    CHECK_EQ_INT(sl_parse_options(3, bad2, opts, &rest), SL_ERR_USAGE);
+    CHECK_CONTAINS(sl_err_msg(), "--num expects an integer");
+    const char *bad3[] = { "cmd", "--mode", "d" };
+    CHECK_EQ_INT(sl_parse_options(3, bad3, opts, &rest), SL_ERR_USAGE);
+    const char *bad4[] = { "cmd", "-o" };
+    CHECK_EQ_INT(sl_parse_options(2, bad4, opts, &rest), SL_ERR_USAGE);
+    CHECK_CONTAINS(sl_err_msg(), "needs a value");
+    const char *help[] = { "cmd", "x", "-h" };
+    CHECK_EQ_INT(sl_parse_options(3, help, opts, &rest), SL_PARSE_HELP);
+    sl_strlist_release(&rest);
+}
+
+TEST(options_size_and_ranges)
+{
+    uint64_t v;
+    CHECK_EQ_INT(sl_parse_size("256M", &v), 0);
+    CHECK_EQ_INT(v, 256u << 20);
+    CHECK_EQ_INT(sl_parse_size("1GiB", &v), 0);
+    CHECK_EQ_INT(v, 1u << 30);
+    CHECK_EQ_INT(sl_parse_size("4096", &v), 0);
+    CHECK_EQ_INT(v, 4096);
+    CHECK_EQ_INT(sl_parse_size("12Q", &v), SL_ERR_USAGE);
+    CHECK_EQ_INT(sl_parse_size("-1", &v), SL_ERR_USAGE);
+    uint64_t *r;
+    size_t n;
+    CHECK_EQ_INT(sl_parse_ranges("5-7,0,3,6", &r, &n), 0);
+    CHECK_EQ_INT(n, 5);
+    CHECK(r[0] == 0 && r[1] == 3 && r[2] == 5 && r[3] == 6 && r[4] == 7);
+    free(r);
+    CHECK_EQ_INT(sl_parse_ranges("3-1", &r, &n), SL_ERR_USAGE);
+    CHECK_EQ_INT(sl_parse_ranges("a", &r, &n), SL_ERR_USAGE);
+    CHECK_EQ_INT(sl_edit_distance("reshard", "resahrd"), 2);
+}
+
+TEST(options_help_text)
+{
+    const char *out = NULL;
+    struct sl_option opts[] = { SL_OPT_STRING('o', "out", &out, "DIR", "output directory"),
+                                SL_OPT_COMMON, SL_OPT_END_ };
+    const char *const usage[] = { "sluice x --out DIR IN...", "", "Does x.", NULL };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sl_usage_print(f, usage, opts);
+    fclose(f);
+    CHECK_CONTAINS(buf, "usage: sluice x --out DIR IN...\n\nDoes x.\n");
+    CHECK_CONTAINS(buf, "-o, --out DIR");
+    CHECK_CONTAINS(buf, "-q, --quiet");
+    free(buf);
+}

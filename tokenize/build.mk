@@ -1,0 +1,1 @@
+# tokenize/: sources of this component (none yet).

@@ -1,0 +1,1 @@
+# train/: sources of this component (none yet).
