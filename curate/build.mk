@@ -1,2 +1,3 @@
-# curate/: the curation stages, one folder each, in the order data flows.
-LIB_SRCS += curate/reshard/reshard.c
+# curate/: the curation stages, one folder each, in the order data flows. Each stage
+# folder lists its own sources (and packages) in its build.mk.
+include $(sort $(wildcard curate/*/build.mk))

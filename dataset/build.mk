@@ -1,1 +1,2 @@
-# dataset/: sources of this component (none yet).
+# dataset/: token shards (.bin/.idx), sample indexing, blending, the loader.
+LIB_SRCS += dataset/idx.c

@@ -1,5 +1,4 @@
-# tests/: the unit-test binary and the fuzz harnesses.
-UNIT_SRCS += tests/harness.c tests/unit/test_buf.c tests/unit/test_stream.c \
-             tests/unit/test_json.c tests/unit/test_jsonl.c tests/unit/test_config.c \
-             tests/unit/test_options.c tests/unit/test_misc.c tests/unit/test_stage.c
+# tests/: the unit-test binary (every tests/unit/*.c) and the fuzz harnesses.
+# Components add their own fuzz targets (tests/fuzz/<name>.c) to FUZZ_TARGETS.
+UNIT_SRCS += tests/harness.c $(sort $(wildcard tests/unit/*.c))
 FUZZ_TARGETS += fuzz_jsonl fuzz_stream fuzz_config

@@ -1,0 +1,2 @@
+# curate/reshard: balanced JSONL shards.
+LIB_SRCS += curate/reshard/reshard.c
