@@ -43,6 +43,11 @@ expect_file() { if [ -e "$1" ]; then ok; else fail "missing file $1"; fi; }
 expect_no_file() { if [ -e "$1" ]; then fail "file should not exist: $1"; else ok; fi; }
 expect_eq() { if [ "$1" = "$2" ]; then ok; else fail "'$1' != '$2' ${3:-}"; fi; }
 
+# Python with the test oracles (numpy, ...) from .venv when it exists
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PY=python3
+[ -x "$ROOT/.venv/bin/python" ] && PY="$ROOT/.venv/bin/python"
+
 # json FILE EXPR: evaluate a Python expression over the parsed JSON file (as `m`)
 json() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
