@@ -463,7 +463,7 @@ int html_extract(const char *html, size_t len, const char *charset_hint, struct 
     sl_buf_init(&stripped, 0);
     if ((rc = sl_buf_reserve(&stripped, n / 2 + 64)) != 0)
         goto out;
-    if ((rc = html_strip_raw(src, n, &stripped)) != 0)
+    if ((rc = html_rewrite(src, n, &stripped)) != 0)
         goto out;
     sl_buf_release(&conv);
     /* 3. parse */

@@ -1,8 +1,8 @@
 /* Preparing raw HTML bytes for the parser: pick the charset (caller's hint, byte order
  * mark, <meta> in the first 4 KiB, else UTF-8), convert to valid UTF-8 (invalid or
  * unmappable bytes become U+FFFD, never an error), and strip what never holds main text
- * and costs most of the parse time: comments and the contents of script, style, svg,
- * noscript, template, iframe and math elements. NUL bytes are dropped.
+ * and costs most of the parse time (comments, scripts, styles, svg, attributes),
+ * turning class/id/role hints into one short attribute.
  *
  * The result is always valid UTF-8 with the same markup otherwise, so the HTML parser
  * can be told "UTF-8, ignore declared encodings".
@@ -30,9 +30,17 @@ int html_charset_sniff(const char *html, size_t len, char out[32], size_t *bom_l
 int html_to_utf8(const char *in, size_t len, const char *charset, struct sl_buf *out,
                  size_t *replaced);
 
-/* Append `html` (valid UTF-8) to out without comments, NULs and the contents of the
- * raw elements listed above (their start and end tags are dropped too). Returns 0 or
- * SL_ERR_TOOBIG. */
-int html_strip_raw(const char *html, size_t len, struct sl_buf *out);
+/* Append `html` (valid UTF-8) to out, rewritten for a fast parse: comments, NULs and
+ * the contents of the raw elements listed above are dropped; every start tag keeps only
+ * its name and, as one attribute h=N, the HN_* hints (html_tree.h) of its class, id,
+ * role, itemprop, style, hidden and aria-hidden attributes (plus lang on <html> and
+ * Content-Language <meta>); tags of formatting elements without hints (span, b, em,
+ * font, ...) and of images are dropped, their text stays. Returns 0 or SL_ERR_TOOBIG. */
+int html_rewrite(const char *html, size_t len, struct sl_buf *out);
+
+/* HN_* hints of a class or id value: boilerplate words (nav, share, comments, ads, ...)
+ * give HN_NEG, content words (article, content, post, ...) HN_POS, article-body names
+ * ("article-body", "entry-content", ...) HN_BODY|HN_POS. */
+unsigned html_class_hints(const char *v, size_t n);
 
 #endif

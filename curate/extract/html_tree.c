@@ -7,7 +7,9 @@
 
 #include <ctype.h>
 #include <libxml/HTMLparser.h>
+#include <pthread.h>
 #include <libxml/parser.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -120,118 +122,37 @@ static const struct tag_def TAGS[] = {
     { "wbr", HT_OTHER, K_INLINE },
 };
 
+#define TT_SIZE 256
+static const struct tag_def *TT[TT_SIZE];
+static pthread_once_t tt_once = PTHREAD_ONCE_INIT;
+
+static uint32_t tt_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void tt_build(void)
+{
+    for (size_t i = 0; i < sizeof(TAGS) / sizeof(TAGS[0]); i++) {
+        uint32_t h = tt_hash(TAGS[i].name) & (TT_SIZE - 1);
+        while (TT[h])
+            h = (h + 1) & (TT_SIZE - 1);
+        TT[h] = &TAGS[i];
+    }
+}
+
 static const struct tag_def *tag_lookup(const char *name)
 {
-    size_t lo = 0, hi = sizeof(TAGS) / sizeof(TAGS[0]);
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(name, TAGS[mid].name);
-        if (c == 0)
-            return &TAGS[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
+    uint32_t h = tt_hash(name) & (TT_SIZE - 1);
+    while (TT[h]) {
+        if (strcmp(TT[h]->name, name) == 0)
+            return TT[h];
+        h = (h + 1) & (TT_SIZE - 1);
     }
     return NULL;
-}
-
-/* ---- class / id hints --------------------------------------------------------------- */
-
-/* Whole tokens of class/id values (split at anything not a letter or digit) that mark
- * boilerplate. Sorted for bsearch. */
-static const char *const NEG_WORDS[] = {
-    "ad",          "adblock",     "ads",         "adsense",      "adslot",
-    "adunit",      "advert",      "advertisement", "advertising", "adverts",
-    "agegate",     "author",      "authors",     "banner",       "bio",
-    "breadcrumb",  "breadcrumbs", "byline",      "bylines",      "caption",
-    "comment",     "comments",    "consent",     "contentinfo",  "cookie",
-    "cookies",     "copyright",   "credit",      "credits",      "dateline",
-    "dfp",         "disclaimer",  "disqus",      "donate",       "donation",
-    "footer",      "gdpr",        "hidden",      "hide",         "invisible",
-    "login",       "masthead",    "menu",        "meta",         "modal",
-    "more",        "nav",         "navbar",      "navigation",   "newsletter",
-    "newsletters", "outbrain",    "overlay",     "pagination",   "paywall",
-    "popular",     "popup",       "print",       "promo",        "promos",
-    "promoted",    "promotion",    "rail",        "recirc",       "recirculation",
-    "recommend",   "recommended", "related",     "share",        "sharebar",
-    "shares",      "sharing",     "sidebar",     "signup",       "skip",
-    "social",      "sponsor",     "sponsored",   "sronly",       "subscribe",
-    "subscription", "taboola",    "tag",         "tags",         "timestamp",
-    "toolbar",     "tools",       "trending",    "visually",     "widget",
-    "widgets",
-};
-
-static const char *const POS_WORDS[] = {
-    "article", "articlebody", "blog", "body", "content", "entry",
-    "main",    "post",        "prose", "story", "text",
-};
-
-/* Compound class fragments (after '_'/'-' runs are folded to one '-') that name an
- * article body. */
-static const char *const BODY_FRAGS[] = {
-    "article-body", "articlebody", "article-content", "articlecontent", "article-text",
-    "articletext",  "story-body",  "storybody",       "story-content",  "story-text",
-    "entry-content", "post-content", "postcontent",   "post-body",      "postbody",
-    "body-text",    "bodytext",    "article-main",    "main-content",
-};
-
-static int word_in(const char *w, const char *const *list, size_t n)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(w, list[mid]);
-        if (c == 0)
-            return 1;
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return 0;
-}
-
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Flags for one class or id value. */
-static unsigned hints(const char *v)
-{
-    char norm[256];
-    size_t n = 0;
-    unsigned f = 0;
-    /* folded copy: lowercase, separators to single '-' */
-    for (const char *p = v; *p && n < sizeof(norm) - 1; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (isalnum(c))
-            norm[n++] = (char)tolower(c);
-        else if (n && norm[n - 1] != '-')
-            norm[n++] = '-';
-    }
-    norm[n] = 0;
-    if (n == 0)
-        return 0;
-    for (size_t i = 0; i < NELEM(BODY_FRAGS); i++)
-        if (strstr(norm, BODY_FRAGS[i])) {
-            f |= HN_BODY | HN_POS;
-            break;
-        }
-    char *save = NULL;
-    for (char *w = strtok_r(norm, "-", &save); w; w = strtok_r(NULL, "-", &save)) {
-        if (word_in(w, NEG_WORDS, NELEM(NEG_WORDS)))
-            f |= HN_NEG;
-        else if (word_in(w, POS_WORDS, NELEM(POS_WORDS)))
-            f |= HN_POS;
-        else if (!strncmp(w, "comment", 7) || !strncmp(w, "sidebar", 7) ||
-                 !strncmp(w, "newsletter", 10) || !strncmp(w, "breadcrumb", 10) ||
-                 !strncmp(w, "advert", 6) || !strncmp(w, "sponsor", 7) ||
-                 !strncmp(w, "social", 6) || !strncmp(w, "share", 5) ||
-                 !strncmp(w, "related", 7) || !strncmp(w, "subscri", 7) ||
-                 !strncmp(w, "footer", 6) || !strncmp(w, "navbar", 6) ||
-                 !strncmp(w, "cookie", 6) || !strncmp(w, "recommend", 9))
-            f |= HN_NEG;
-    }
-    return f;
 }
 
 /* ---- builder ------------------------------------------------------------------------ */
@@ -291,18 +212,6 @@ static int attr_is(const xmlChar *v, const char *want)
     return v && strcasecmp((const char *)v, want) == 0;
 }
 
-/* style="display: none" or "visibility:hidden" */
-static int style_hidden(const char *s)
-{
-    char buf[256];
-    size_t n = 0;
-    for (; *s && n < sizeof(buf) - 1; s++)
-        if (!isspace((unsigned char)*s))
-            buf[n++] = (char)tolower((unsigned char)*s);
-    buf[n] = 0;
-    return strstr(buf, "display:none") || strstr(buf, "visibility:hidden");
-}
-
 static void set_lang(struct html_tree *t, const char *v)
 {
     size_t n = 0;
@@ -350,35 +259,14 @@ static void on_start(void *ctx, const xmlChar *xname, const xmlChar **attrs)
             set_lang(t, (const char *)content);
     }
     if (kind != K_SKIP && attrs) {
-        for (const xmlChar **a = attrs; a[0]; a += 2) {
-            const char *an = (const char *)a[0], *av = (const char *)a[1];
-            if (!strcmp(an, "class") || !strcmp(an, "id")) {
-                if (av)
-                    flags |= hints(av);
-            } else if (!strcmp(an, "hidden")) {
-                kind = K_SKIP;
-            } else if (!strcmp(an, "aria-hidden")) {
-                if (av && !strcasecmp(av, "true"))
+        /* html_rewrite put the class/id/role/style hints into one attribute "h" */
+        for (const xmlChar **a = attrs; a[0]; a += 2)
+            if (a[0][0] == 'h' && a[0][1] == 0 && a[1]) {
+                flags = (unsigned)strtoul((const char *)a[1], NULL, 10);
+                if (flags & HN_HIDE)
                     kind = K_SKIP;
-            } else if (!strcmp(an, "style")) {
-                if (av && style_hidden(av))
-                    kind = K_SKIP;
-            } else if (!strcmp(an, "role")) {
-                if (!av)
-                    continue;
-                if (!strcasecmp(av, "navigation") || !strcasecmp(av, "banner") ||
-                    !strcasecmp(av, "contentinfo") || !strcasecmp(av, "complementary") ||
-                    !strcasecmp(av, "menu") || !strcasecmp(av, "menubar") ||
-                    !strcasecmp(av, "search") || !strcasecmp(av, "dialog") ||
-                    !strcasecmp(av, "alertdialog") || !strcasecmp(av, "toolbar"))
-                    flags |= HN_NEG;
-                else if (!strcasecmp(av, "main") || !strcasecmp(av, "article"))
-                    flags |= HN_POS;
-            } else if (!strcmp(an, "itemprop")) {
-                if (av && strstr(av, "articleBody"))
-                    flags |= HN_BODY | HN_POS;
+                flags &= HN_NEG | HN_POS | HN_BODY;
             }
-        }
     }
     if (kind == K_SKIP) {
         b->skip = 1;
@@ -508,6 +396,7 @@ int html_tree_build(struct html_tree *t, const char *html, size_t len)
     sl_buf_reset(&t->text);
     sl_buf_reset(&t->title);
     struct builder b;
+    pthread_once(&tt_once, tt_build);
     memset(&b, 0, sizeof(b));
     b.t = t;
     if (t->cap == 0) {

@@ -83,6 +83,7 @@ enum html_tag {
 #define HN_BODY 0x04   /* itemprop=articleBody or a well-known article-body class */
 #define HN_HARD 0x08   /* boilerplate even inside the main content (share bars, ads, ...) */
 #define HN_INLINK 0x10 /* text node inside <a> */
+#define HN_HIDE 0x20   /* hidden (attribute, aria-hidden, display:none): not stored */
 
 struct html_node {
     uint32_t parent, first, last, next; /* 0: none (the root has index 0) */
@@ -109,7 +110,8 @@ struct html_tree {
 void html_tree_init(struct html_tree *t);
 void html_tree_release(struct html_tree *t);
 
-/* Parse `html` (valid UTF-8, e.g. from html_prep) into t, replacing what it held.
+/* Parse `html` (valid UTF-8 as written by html_rewrite, whose "h" attributes carry the
+ * HN_* hints of each element) into t, replacing what it held.
  * Returns 0, SL_ERR_NOMEM (parser context) or SL_ERR_FORMAT (nothing parsed). */
 int html_tree_build(struct html_tree *t, const char *html, size_t len);
 
