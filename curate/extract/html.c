@@ -50,11 +50,18 @@ static void text_stats(const unsigned char *s, size_t n, uint32_t *chars, uint32
                 p++;
         } else if ((b & 0xC0) != 0x80) {
             c++;
-            /* ，。、 (CJK), ، (Arabic), । (Devanagari danda) */
+            /* ，。、 (CJK), ، (Arabic), । (Devanagari), ។ (Khmer), ။ ၊ (Myanmar),
+             * ། (Tibetan), ። ፣ (Ethiopic) */
             if (i + 2 < n && ((b == 0xEF && s[i + 1] == 0xBC && s[i + 2] == 0x8C) ||
                               (b == 0xE3 && s[i + 1] == 0x80 &&
                                (s[i + 2] == 0x81 || s[i + 2] == 0x82)) ||
-                              (b == 0xE0 && s[i + 1] == 0xA5 && s[i + 2] == 0xA4)))
+                              (b == 0xE0 && s[i + 1] == 0xA5 && s[i + 2] == 0xA4) ||
+                              (b == 0xE1 && s[i + 1] == 0x9F && s[i + 2] == 0x94) ||
+                              (b == 0xE1 && s[i + 1] == 0x81 &&
+                               (s[i + 2] == 0x8A || s[i + 2] == 0x8B)) ||
+                              (b == 0xE0 && s[i + 1] == 0xBC && s[i + 2] == 0x8D) ||
+                              (b == 0xE1 && s[i + 1] == 0x8D &&
+                               (s[i + 2] == 0xA2 || s[i + 2] == 0xA3))))
                 p++;
             else if (i + 1 < n && b == 0xD8 && s[i + 1] == 0x8C)
                 p++;
@@ -70,28 +77,30 @@ static int boiler_tag(unsigned tag)
     return tag == HT_NAV || tag == HT_ASIDE || tag == HT_FOOTER || tag == HT_HEADER;
 }
 
+/* A <header> holding real paragraphs (a preamble, a lead) is content, not a banner. */
+static int content_header(const struct html_node *n)
+{
+    return n->tag == HT_HEADER && n->chars >= 400 && n->link_chars * 5 < n->chars &&
+           (n->punct >= 4 || n->chars >= 1000);
+}
+
 static int neg_node(const struct html_node *n)
 {
     if (boiler_tag(n->tag))
-        return !(n->flags & HN_BODY);
+        return !(n->flags & HN_BODY) && !content_header(n);
     return (n->flags & HN_NEG) && !(n->flags & (HN_POS | HN_BODY));
 }
 
 static void compute_stats(struct html_tree *t)
 {
     struct html_node *n = t->n;
-    /* top-down: boilerplate context (parents come before children in the array) */
-    n[0].aux = 0;
-    for (size_t i = 1; i < t->count; i++) {
-        n[i].aux = (n[n[i].parent].aux & AUX_NEGCTX) | (neg_node(&n[i]) ? AUX_NEGCTX : 0);
+    for (size_t i = 0; i < t->count; i++) {
         n[i].chars = n[i].link_chars = n[i].punct = 0;
         n[i].own_chars = n[i].own_link = n[i].own_punct = 0;
         n[i].score = 0;
+        n[i].aux = 0;
     }
-    n[0].chars = n[0].link_chars = n[0].punct = 0;
-    n[0].own_chars = n[0].own_link = n[0].own_punct = 0;
-    n[0].score = 0;
-    /* bottom-up sums */
+    /* bottom-up sums (children come after their parents in the array) */
     for (size_t i = t->count; i-- > 1;) {
         struct html_node *x = &n[i];
         if (x->tag == HT_TEXT) {
@@ -112,6 +121,9 @@ static void compute_stats(struct html_tree *t)
             p->own_punct += x->own_punct;
         }
     }
+    /* top-down: boilerplate context */
+    for (size_t i = 1; i < t->count; i++)
+        n[i].aux = (n[n[i].parent].aux & AUX_NEGCTX) | (neg_node(&n[i]) ? AUX_NEGCTX : 0);
 }
 
 /* ---- scoring ------------------------------------------------------------------------ */
@@ -325,6 +337,57 @@ static void w_text(struct writer *w, const char *s, size_t n)
     }
 }
 
+/* Append the text of a subtree, whitespace collapsed and ASCII lowercased, to b (at
+ * most `max` bytes). */
+static void plain_text(const struct html_tree *t, uint32_t root, struct sl_buf *b, size_t max)
+{
+    const struct html_node *n = t->n;
+    uint32_t x = root;
+    for (;;) {
+        const struct html_node *e = &n[x];
+        if (e->tag == HT_TEXT) {
+            for (uint32_t i = 0; i < e->len && b->len < max; i++) {
+                unsigned char c = (unsigned char)t->text.data[e->off + i];
+                if (is_space(c)) {
+                    if (b->len && b->data[b->len - 1] != ' ')
+                        sl_buf_putc(b, ' ');
+                } else {
+                    sl_buf_putc(b, (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c));
+                }
+            }
+        } else if (e->first) {
+            x = e->first;
+            continue;
+        }
+        while (x != root && !n[x].next)
+            x = n[x].parent;
+        if (x == root)
+            break;
+        x = n[x].next;
+    }
+    while (b->len && b->data[b->len - 1] == ' ')
+        b->len--;
+}
+
+/* Is this <h1> the page title again (its text within <title>, or <title> within it)? */
+static int h1_is_title(const struct html_tree *t, const struct html_node *h)
+{
+    struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
+    int same = 0;
+    plain_text(t, (uint32_t)(h - t->n), &a, 1024);
+    for (size_t i = 0; i < t->title.len && b.len < 4096; i++) {
+        unsigned char c = (unsigned char)t->title.data[i];
+        sl_buf_putc(&b, (char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c));
+    }
+    if (a.len == 0)
+        same = 1;
+    else if (b.len && (strstr(b.data, a.data) || strstr(a.data, b.data)))
+        same = 1;
+    sl_buf_release(&a);
+    sl_buf_release(&b);
+    return same;
+}
+
 /* Should this element inside the content be left out? */
 static int drop_inside(const struct html_tree *t, const struct html_node *x, uint32_t top_chars)
 {
@@ -332,9 +395,12 @@ static int drop_inside(const struct html_tree *t, const struct html_node *x, uin
         return 0;
     if (x->flags & HN_BODY)
         return 0;
-    if (boiler_tag(x->tag) || x->tag == HT_H1 || x->tag == HT_FIGURE ||
-        x->tag == HT_FIGCAPTION || x->tag == HT_FORM)
+    if (boiler_tag(x->tag))
+        return !content_header(x);
+    if (x->tag == HT_FIGURE || x->tag == HT_FIGCAPTION || x->tag == HT_FORM)
         return 1;
+    if (x->tag == HT_H1)
+        return h1_is_title(t, x);
     if ((x->flags & HN_NEG) && x->chars * 10 < top_chars * 6)
         return 1;
     if (HT_IS_BLOCK(x->tag) && x->chars > 0) {
