@@ -43,7 +43,7 @@ static int put_literal(struct sl_buf *o, const char *s, size_t n)
 
 /* ---- pass A: comments and tags ------------------------------------------------------ */
 
-enum tag_act { T_STRIP, T_DROP, T_LITERAL, T_NEWLINE, T_CELL };
+enum tag_act { T_STRIP, T_DROP, T_LITERAL, T_NEWLINE, T_CELL, T_BR };
 
 struct wtag {
     const char *name;
@@ -53,7 +53,7 @@ struct wtag {
 /* sorted */
 static const struct wtag WTAGS[] = {
     { "abbr", T_STRIP },        { "b", T_STRIP },           { "bdi", T_STRIP },
-    { "big", T_STRIP },         { "blockquote", T_NEWLINE }, { "br", T_NEWLINE },
+    { "big", T_STRIP },         { "blockquote", T_NEWLINE }, { "br", T_BR },
     { "caption", T_NEWLINE },   { "categorytree", T_DROP }, { "ce", T_DROP },
     { "center", T_NEWLINE },    { "chem", T_DROP },         { "cite", T_STRIP },
     { "code", T_STRIP },        { "dd", T_NEWLINE },        { "del", T_STRIP },
@@ -184,6 +184,11 @@ static int pass_tags(const char *s, size_t n, struct sl_buf *o)
         if (closing) {
             if (t->act == T_NEWLINE)
                 rc = sl_buf_putc(o, '\n');
+            continue;
+        }
+        if (t->act == T_BR) {
+            /* a line break inside a paragraph: an escaped '\n' that pass D keeps */
+            rc = sl_buf_append(o, "\xEE\x80\x8A", 3);
             continue;
         }
         if (t->act == T_NEWLINE || t->act == T_CELL) {
@@ -702,10 +707,10 @@ static int put_inline(struct sl_buf *o, const char *s, size_t n)
         }
         if (c == '_' && i + 1 < n && s[i + 1] == '_') {
             size_t j = i + 2;
-            while (j < n && j - i < 40 && (isupper((unsigned char)s[j]) || s[j] == '_'))
+            while (j < n && j - i < 40 && isupper((unsigned char)s[j]))
                 j++;
-            if (j > i + 3 && j - i >= 6 && s[j - 1] == '_' && s[j - 2] == '_') {
-                i = j;
+            if (j >= i + 4 && j + 1 < n && s[j] == '_' && s[j + 1] == '_') {
+                i = j + 2;
                 continue;
             }
         }
