@@ -289,7 +289,8 @@ static void match(const char *s, size_t n, char lc, char rc, int allow3, struct 
         i = j;
     }
     free(st);
-    qsort(sp->v, sp->n, sizeof(*sp->v), span_cmp);
+    if (sp->n > 1)
+        qsort(sp->v, sp->n, sizeof(*sp->v), span_cmp);
 }
 
 /* Split a template or link body at top-level '|' (not inside nested {{ }} or [[ ]]).

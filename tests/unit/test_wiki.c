@@ -129,16 +129,19 @@ TEST(wiki_namespaces_and_titles)
     CHECK_EQ_STR(g.url[0], "https://en.wikipedia.org/wiki/%C3%87ullu,_Agdam");
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_other_namespace"), 1);
     sl_counters_release(&c);
+    got_release(&g);
     struct wiki_opts all = { 1, 0, 0, NULL };
     REQUIRE(run("wiki/pair-0.10.xml", &all, &g, &c) == 0);
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_other_namespace"), 0);
     CHECK_EQ_INT(g.n + (int)sl_counters_get(&c, "wiki_empty"), 2);
     sl_counters_release(&c);
+    got_release(&g);
     /* a page whose only content is a <ref>: nothing left, counted */
     REQUIRE(run("wiki/dummy-reflinks.xml", NULL, &g, &c) == 0);
     CHECK_EQ_INT(g.n, 0);
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_empty"), 1);
     sl_counters_release(&c);
+    got_release(&g);
     REQUIRE(run("wiki/dummy-template.xml", NULL, &g, &c) == 0);
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_pages"), 3);
     got_release(&g);
