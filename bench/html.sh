@@ -10,7 +10,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${1:-$root/build}
 build=$(cd "$build" && pwd)
-data=${SLUICE_DATA:-$(cd "$root/.." && pwd)/shared/data}
+if [ -z "${SLUICE_DATA:-}" ]; then
+    for d in "$root/../shared/data" "$root/../../shared/data"; do
+        [ -d "$d" ] && SLUICE_DATA=$(cd "$d" && pwd) && break
+    done
+fi
+data=${SLUICE_DATA:?set SLUICE_DATA to the shared data folder}
 aeb="$data/html-extraction/article-extraction-benchmark"
 rounds=${ROUNDS:-5}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-html-XXXXXX")
@@ -38,44 +43,52 @@ import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 
 files = sorted(glob.glob(os.path.join(aeb, "html", "*.html.gz")))
+if not files:
+    sys.exit("html.sh: no pages under %s/html" % aeb)
 ids = [os.path.basename(f)[:-len(".html.gz")] for f in files]
 raw = [gzip.open(f).read() for f in files]
 # the peers get str (their usual input after a WARC reader's decoding); we get bytes
 docs = [r.decode("utf-8", "replace") for r in raw]
 mb = sum(len(r) for r in raw) / 1e6
 
-def peer(name, fn):
-    preds, times = {}, []
-    for r in range(rounds):
-        t = time.perf_counter()
-        out = [fn(d) for d in docs]
-        times.append(time.perf_counter() - t)
-        if r == 0:
-            preds = {i: {"articleBody": o or ""} for i, o in zip(ids, out)}
-    path = os.path.join(work, name + ".json")
-    json.dump(preds, open(path, "w"))
-    return statistics.median(times), path
-
-def ours():
+def ours(rnd):
     path = os.path.join(work, "sluice.json")
-    out = subprocess.run([os.path.join(work, "html_bench"), "-r", str(rounds), "-o", path] + files,
-                         check=True, capture_output=True, text=True).stdout
+    args = [os.path.join(work, "html_bench"), "-r", "1"] + (["-o", path] if rnd == 0 else []) + files
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     kv = dict(x.split("=") for x in out.split())
     return float(kv["median_s"]), path
 
-res = {}
-res["sluice"] = ours()
-res["trafilatura"] = peer("trafilatura", lambda d: trafilatura.extract(d))
-res["resiliparse"] = peer("resiliparse", lambda d: extract_plain_text(d, main_content=True))
+def peer(name, fn, rnd):
+    t = time.perf_counter()
+    out = [fn(d) for d in docs]
+    dt = time.perf_counter() - t
+    path = os.path.join(work, name + ".json")
+    if rnd == 0:
+        json.dump({i: {"articleBody": o or ""} for i, o in zip(ids, out)}, open(path, "w"))
+    return dt, path
+
+tools = {
+    "sluice": ours,
+    "trafilatura": lambda r: peer("trafilatura", lambda d: trafilatura.extract(d), r),
+    "resiliparse": lambda r: peer("resiliparse", lambda d: extract_plain_text(d, main_content=True), r),
+}
+times = {k: [] for k in tools}
+paths = {}
+for r in range(rounds):  # tools alternate within each round: the ratios are paired
+    for name, fn in tools.items():
+        t, paths[name] = fn(r)
+        times[name].append(t)
 n = len(files)
-print("pages: %d (%.1f MB), rounds: %d, one core" % (n, mb, rounds))
-print("%-12s %10s %8s %9s %9s %9s %12s" % ("tool", "pages/s", "MB/s", "precision", "recall", "F1", "vs trafil."))
-base = res["trafilatura"][0]
-for name in ("sluice", "trafilatura", "resiliparse"):
-    t, path = res[name]
+print("pages: %d (%.1f MB), rounds: %d, one core; pages/s = median over rounds, "
+      "speedup = median of per-round ratios" % (n, mb, rounds))
+print("%-12s %9s %8s %9s %8s %7s %14s" % ("tool", "pages/s", "MB/s", "precision", "recall",
+                                          "F1", "vs trafilatura"))
+for name in tools:
+    t = statistics.median(times[name])
+    ratio = statistics.median(a / b for a, b in zip(times["trafilatura"], times[name]))
     s = json.loads(subprocess.run([sys.executable, os.environ["SCORER"], "--json",
-                                   "--n-bootstrap", "200", os.path.join(aeb, "ground-truth.json"), path],
-                                  check=True, capture_output=True, text=True).stdout)
-    print("%-12s %10.1f %8.1f %9.3f %9.3f %9.3f %11.1fx" % (name, n / t, mb / t, s["precision"],
-          s["recall"], s["f1"], base / t))
+                                   "--n-bootstrap", "200", os.path.join(aeb, "ground-truth.json"),
+                                   paths[name]], check=True, capture_output=True, text=True).stdout)
+    print("%-12s %9.1f %8.1f %9.3f %8.3f %7.3f %13.1fx" % (name, n / t, mb / t, s["precision"],
+          s["recall"], s["f1"], ratio))
 PY
