@@ -239,6 +239,52 @@ static uint32_t choose_top(struct html_tree *t, float *top_score)
     return best;
 }
 
+static uint32_t lca(const struct html_node *n, uint32_t a, uint32_t b)
+{
+    while (n[a].depth > n[b].depth)
+        a = n[a].parent;
+    while (n[b].depth > n[a].depth)
+        b = n[b].parent;
+    while (a != b) {
+        a = n[a].parent;
+        b = n[b].parent;
+    }
+    return a;
+}
+
+/* An article split into several containers (around ads or images) shows up as two or
+ * more candidates of similar score in different branches: move the top up to their
+ * common ancestor when that ancestor holds little else. */
+static uint32_t merge_split(struct html_tree *t, uint32_t top, float top_score)
+{
+    struct html_node *n = t->n;
+    for (int round = 0; round < 4; round++) {
+        uint32_t up = 0;
+        for (size_t i = 1; i < t->count && !up; i++) {
+            struct html_node *x = &n[i];
+            if (!(x->aux & AUX_SCORED) || (x->aux & AUX_NEGCTX) || x->score < 0.6f * top_score ||
+                i == top || link_density(x) > 0.2f)
+                continue;
+            /* the parts of one article look alike: same content hints, or a close score */
+            unsigned kind = HN_POS | HN_BODY;
+            if ((x->flags & kind) != (n[top].flags & kind) && x->score < 0.8f * top_score)
+                continue;
+            uint32_t a = lca(n, top, (uint32_t)i);
+            if (a == top || a == i || a == 0)
+                continue; /* nested: not a split */
+            if (n[a].tag == HT_BODY || n[a].tag == HT_HTML)
+                continue;
+            if ((float)n[a].chars <= 1.5f * (float)(n[top].chars + x->chars) &&
+                link_density(&n[a]) < 0.35f)
+                up = a;
+        }
+        if (!up)
+            break;
+        top = up;
+    }
+    return top;
+}
+
 /* Mark the top node and the siblings that belong with it. */
 static void mark_content(struct html_tree *t, uint32_t top, float top_score)
 {
@@ -413,10 +459,15 @@ static int drop_inside(const struct html_tree *t, const struct html_node *x, uin
         float ld = link_density(x);
         if (ld > 0.6f)
             return 1;
-        if ((x->tag == HT_UL || x->tag == HT_OL) && ld > 0.4f)
-            return 1;
+        if ((x->tag == HT_UL || x->tag == HT_OL) && ld > 0.4f) {
+            /* a link list has short items; a content list may link its first words */
+            uint32_t items = 0;
+            for (uint32_t c = x->first; c; c = t->n[c].next)
+                items += t->n[c].tag == HT_LI;
+            if (!items || x->chars / items < 120)
+                return 1;
+        }
     }
-    (void)t;
     return 0;
 }
 
@@ -552,6 +603,7 @@ int html_extract(const char *html, size_t len, const char *charset_hint, struct 
     uint32_t top = choose_top(&t, &top_score);
     struct writer w = { &out->text, SEP_NONE, 0, 0, 0 };
     if (top) {
+        top = merge_split(&t, top, top_score);
         mark_content(&t, top, top_score);
         write_kept(&t, &w, t.n[top].chars);
     }
