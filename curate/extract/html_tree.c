@@ -136,6 +136,7 @@ static uint32_t tt_hash(const char *s)
 
 static void tt_build(void)
 {
+    xmlInitParser(); /* once, before any thread parses */
     for (size_t i = 0; i < sizeof(TAGS) / sizeof(TAGS[0]); i++) {
         uint32_t h = tt_hash(TAGS[i].name) & (TT_SIZE - 1);
         while (TT[h])

@@ -82,8 +82,39 @@ static void count(struct sl_counters *c, const char *name)
         sl_counters_add(c, name, 1);
 }
 
-/* "enwiki" -> "en", "zh_yuewiki" -> "zh-yue"; else the host's first label of <base>. */
+/* A language code: 2-3 lowercase letters, then optional "-part"s; or "simple". */
+static void site_lang_guess(struct wiki_state *s);
+
+static int lang_code(const char *l)
+{
+    size_t i = 0;
+    if (!strcmp(l, "simple"))
+        return 1;
+    while (l[i] >= 'a' && l[i] <= 'z')
+        i++;
+    if (i < 2 || i > 3)
+        return 0;
+    while (l[i] == '-') {
+        size_t j = ++i;
+        while ((l[i] >= 'a' && l[i] <= 'z') || (l[i] >= '0' && l[i] <= '9'))
+            i++;
+        if (i == j)
+            return 0;
+    }
+    return l[i] == 0;
+}
+
+/* "enwiki" -> "en", "zh_yuewiki" -> "zh-yue"; else the host's first label of <base>
+ * (*.wikipedia.org only). Names that are not language codes ("commonswiki") give none. */
 static void site_lang(struct wiki_state *s)
+{
+    s->lang[0] = 0;
+    site_lang_guess(s);
+    if (s->lang[0] && !lang_code(s->lang))
+        s->lang[0] = 0;
+}
+
+static void site_lang_guess(struct wiki_state *s)
 {
     const char *db = s->dbname.data ? s->dbname.data : "";
     size_t n = strlen(db);
