@@ -13,8 +13,8 @@
 /* aux bits */
 #define AUX_NEGCTX 0x1u /* inside a boilerplate element (for scoring) */
 #define AUX_SCORED 0x2u /* score initialised */
-#define AUX_KEEP 0x4u   /* chosen as (part of) the main content */
-#define AUX_PATH 0x8u   /* ancestor of a chosen node */
+#define AUX_KEEP   0x4u /* chosen as (part of) the main content */
+#define AUX_PATH   0x8u /* ancestor of a chosen node */
 
 void html_doc_init(struct html_doc *d)
 {
@@ -52,16 +52,14 @@ static void text_stats(const unsigned char *s, size_t n, uint32_t *chars, uint32
             c++;
             /* ，。、 (CJK), ، (Arabic), । (Devanagari), ។ (Khmer), ။ ၊ (Myanmar),
              * ། (Tibetan), ። ፣ (Ethiopic) */
-            if (i + 2 < n && ((b == 0xEF && s[i + 1] == 0xBC && s[i + 2] == 0x8C) ||
-                              (b == 0xE3 && s[i + 1] == 0x80 &&
-                               (s[i + 2] == 0x81 || s[i + 2] == 0x82)) ||
-                              (b == 0xE0 && s[i + 1] == 0xA5 && s[i + 2] == 0xA4) ||
-                              (b == 0xE1 && s[i + 1] == 0x9F && s[i + 2] == 0x94) ||
-                              (b == 0xE1 && s[i + 1] == 0x81 &&
-                               (s[i + 2] == 0x8A || s[i + 2] == 0x8B)) ||
-                              (b == 0xE0 && s[i + 1] == 0xBC && s[i + 2] == 0x8D) ||
-                              (b == 0xE1 && s[i + 1] == 0x8D &&
-                               (s[i + 2] == 0xA2 || s[i + 2] == 0xA3))))
+            if (i + 2 < n &&
+                ((b == 0xEF && s[i + 1] == 0xBC && s[i + 2] == 0x8C) ||
+                 (b == 0xE3 && s[i + 1] == 0x80 && (s[i + 2] == 0x81 || s[i + 2] == 0x82)) ||
+                 (b == 0xE0 && s[i + 1] == 0xA5 && s[i + 2] == 0xA4) ||
+                 (b == 0xE1 && s[i + 1] == 0x9F && s[i + 2] == 0x94) ||
+                 (b == 0xE1 && s[i + 1] == 0x81 && (s[i + 2] == 0x8A || s[i + 2] == 0x8B)) ||
+                 (b == 0xE0 && s[i + 1] == 0xBC && s[i + 2] == 0x8D) ||
+                 (b == 0xE1 && s[i + 1] == 0x8D && (s[i + 2] == 0xA2 || s[i + 2] == 0xA3))))
                 p++;
             else if (i + 1 < n && b == 0xD8 && s[i + 1] == 0x8C)
                 p++;
@@ -106,8 +104,7 @@ static void compute_stats(struct html_tree *t)
     for (size_t i = t->count; i-- > 1;) {
         struct html_node *x = &n[i];
         if (x->tag == HT_TEXT) {
-            text_stats((const unsigned char *)t->text.data + x->off, x->len, &x->chars,
-                       &x->punct);
+            text_stats((const unsigned char *)t->text.data + x->off, x->len, &x->chars, &x->punct);
             x->own_chars = x->chars;
             x->own_punct = x->punct;
             if (x->flags & HN_INLINK)
@@ -204,7 +201,8 @@ static uint32_t choose_top(struct html_tree *t, float *top_score)
         if (x->tag == HT_BODY || x->tag == HT_HTML)
             continue;
         float own_ld = (float)x->own_link / (float)x->own_chars;
-        float s = 1.0f + (float)x->own_punct + (x->own_chars >= 300 ? 3.0f : (float)(x->own_chars / 100));
+        float s =
+            1.0f + (float)x->own_punct + (x->own_chars >= 300 ? 3.0f : (float)(x->own_chars / 100));
         s *= 1.0f - own_ld;
         if (s <= 0)
             continue;
@@ -301,7 +299,9 @@ static void mark_content(struct html_tree *t, uint32_t top, float top_score)
         }
         if (!HT_IS_BLOCK(x->tag) || (x->aux & AUX_NEGCTX) || x->chars == 0)
             continue;
-        float bonus = ((x->flags & (HN_POS | HN_BODY)) && (n[top].flags & (HN_POS | HN_BODY))) ? top_score * 0.2f : 0;
+        float bonus = ((x->flags & (HN_POS | HN_BODY)) && (n[top].flags & (HN_POS | HN_BODY)))
+                          ? top_score * 0.2f
+                          : 0;
         if ((x->aux & AUX_SCORED) && x->score + bonus >= thr) {
             x->aux |= AUX_KEEP;
             continue;

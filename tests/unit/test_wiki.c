@@ -53,8 +53,7 @@ static void got_release(struct got *g)
         sl_buf_release(&g->text[i]);
 }
 
-static int run(const char *fixture, const struct wiki_opts *o, struct got *g,
-               struct sl_counters *c)
+static int run(const char *fixture, const struct wiki_opts *o, struct got *g, struct sl_counters *c)
 {
     memset(g, 0, sizeof(*g));
     sl_counters_init(c);
