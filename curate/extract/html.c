@@ -75,10 +75,11 @@ static int boiler_tag(unsigned tag)
     return tag == HT_NAV || tag == HT_ASIDE || tag == HT_FOOTER || tag == HT_HEADER;
 }
 
-/* A <header> holding real paragraphs (a preamble, a lead) is content, not a banner. */
+/* A <header> holding real paragraphs (a preamble, a lead, a whole post) is content, not
+ * a banner: 400+ characters, under 35 % of them in links. */
 static int content_header(const struct html_node *n)
 {
-    return n->tag == HT_HEADER && n->chars >= 400 && n->link_chars * 5 < n->chars &&
+    return n->tag == HT_HEADER && n->chars >= 400 && n->link_chars * 20 < n->chars * 7 &&
            (n->punct >= 4 || n->chars >= 1000);
 }
 
