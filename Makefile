@@ -204,9 +204,9 @@ test-unit: $(BUILD)/test_unit
 	@echo "== unit tests ($(BUILD))"
 	@SLUICE_TEST_DATA=$(CURDIR)/tests/fixtures $(BUILD)/test_unit
 
-test-cli: $(BUILD)/sluice
+test-cli: $(BUILD)/sluice $(BUILD)/test_world
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
-	@SLUICE=$(CURDIR)/$(BUILD)/sluice SANITIZE=$(SANITIZE) tests/cli/run.sh
+	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 all
