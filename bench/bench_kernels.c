@@ -20,27 +20,27 @@ static int want(const char *name)
 }
 
 /* Time `stmt`: 3 warm-up runs, then enough repetitions for about 50 ms (at least 3). */
-#define TIME_MS(out, stmt)                                                                 \
-    do {                                                                                   \
-        for (int w_ = 0; w_ < 3; w_++) {                                                   \
-            stmt;                                                                          \
-        }                                                                                  \
-        float t_ = 0;                                                                      \
-        CUDA_CHECK(cudaEventRecord(g_e0, 0));                                              \
-        stmt;                                                                              \
-        CUDA_CHECK(cudaEventRecord(g_e1, 0));                                              \
-        CUDA_CHECK(cudaEventSynchronize(g_e1));                                            \
-        CUDA_CHECK(cudaEventElapsedTime(&t_, g_e0, g_e1));                                 \
-        int reps_ = t_ > 0 ? (int)(50.0f / t_) : 100;                                      \
-        reps_ = reps_ < 3 ? 3 : reps_ > 200 ? 200 : reps_;                                 \
-        CUDA_CHECK(cudaEventRecord(g_e0, 0));                                              \
-        for (int r_ = 0; r_ < reps_; r_++) {                                               \
-            stmt;                                                                          \
-        }                                                                                  \
-        CUDA_CHECK(cudaEventRecord(g_e1, 0));                                              \
-        CUDA_CHECK(cudaEventSynchronize(g_e1));                                            \
-        CUDA_CHECK(cudaEventElapsedTime(&t_, g_e0, g_e1));                                 \
-        (out) = t_ / reps_;                                                                \
+#define TIME_MS(out, stmt)                                                                         \
+    do {                                                                                           \
+        for (int w_ = 0; w_ < 3; w_++) {                                                           \
+            stmt;                                                                                  \
+        }                                                                                          \
+        float t_ = 0;                                                                              \
+        CUDA_CHECK(cudaEventRecord(g_e0, 0));                                                      \
+        stmt;                                                                                      \
+        CUDA_CHECK(cudaEventRecord(g_e1, 0));                                                      \
+        CUDA_CHECK(cudaEventSynchronize(g_e1));                                                    \
+        CUDA_CHECK(cudaEventElapsedTime(&t_, g_e0, g_e1));                                         \
+        int reps_ = t_ > 0 ? (int)(50.0f / t_) : 100;                                              \
+        reps_ = reps_ < 3 ? 3 : reps_ > 200 ? 200 : reps_;                                         \
+        CUDA_CHECK(cudaEventRecord(g_e0, 0));                                                      \
+        for (int r_ = 0; r_ < reps_; r_++) {                                                       \
+            stmt;                                                                                  \
+        }                                                                                          \
+        CUDA_CHECK(cudaEventRecord(g_e1, 0));                                                      \
+        CUDA_CHECK(cudaEventSynchronize(g_e1));                                                    \
+        CUDA_CHECK(cudaEventElapsedTime(&t_, g_e0, g_e1));                                         \
+        (out) = t_ / reps_;                                                                        \
     } while (0)
 
 static void row_bw(const char *name, const char *shape, double ms, double bytes)
@@ -90,7 +90,8 @@ static void bench_memory_bound(void)
         row_bw("embedding_fwd", sh, ms, NC * 2 * 2.0 + N * 4.0);
         size_t sb = embedding_bwd_scratch_size(B, T, V);
         void *scratch = dalloc(sb);
-        uint16_t *dwte = (uint16_t *)dalloc((size_t)V * C * 2), *dwpe = (uint16_t *)dalloc((size_t)T * C * 2);
+        uint16_t *dwte = (uint16_t *)dalloc((size_t)V * C * 2),
+                 *dwpe = (uint16_t *)dalloc((size_t)T * C * 2);
         CUDA_CHECK(cudaMemset(dwte, 0, (size_t)V * C * 2));
         CUDA_CHECK(cudaMemset(dwpe, 0, (size_t)T * C * 2));
         TIME_MS(ms, embedding_bwd(dwte, dwpe, scratch, sb, out, dt, B, T, C, V, 0));
@@ -174,7 +175,8 @@ static void bench_memory_bound(void)
         int32_t *dt = (int32_t *)to_dev(tg, Nc * 4);
         float *losses = (float *)dalloc(Nc * 4);
         snprintf(sh, sizeof(sh), "N=%d V=%d Vp=%d", Nc, V, Vp);
-        /* loss only, then the in-place gradient (the logits then hold gradients: fine for timing) */
+        /* loss only, then the in-place gradient (the logits then hold gradients: fine for timing)
+         */
         TIME_MS(ms, classifier_fwd_bwd(losses, lg, dt, Nc, V, Vp, 0.0f, 0, 0));
         row_bw("classifier (loss only)", sh, ms, n * 2.0);
         TIME_MS(ms, classifier_fwd_bwd(losses, lg, dt, Nc, V, Vp, 1.0f / Nc, 1, 0));
@@ -254,7 +256,10 @@ static void bench_gemm(void)
         uint16_t *dW = (uint16_t *)dalloc((size_t)OC * IC * 2);
         char sh[96];
         snprintf(sh, sizeof(sh), "M=%d N=%d K=%d", cases[i].pass == 2 ? OC : N,
-                 cases[i].pass == 0 ? OC : IC, cases[i].pass == 0 ? IC : cases[i].pass == 2 ? N : OC);
+                 cases[i].pass == 0 ? OC : IC,
+                 cases[i].pass == 0   ? IC
+                 : cases[i].pass == 2 ? N
+                                      : OC);
         float ms = 0;
         int rc = 0;
         switch (cases[i].pass) {
@@ -262,8 +267,12 @@ static void bench_gemm(void)
             TIME_MS(ms, rc |= linear_fwd(g, y, cases[i].epi == 2 ? pre : NULL, x, W,
                                          cases[i].epi ? b : NULL, N, IC, OC, cases[i].epi == 2, 0));
             break;
-        case 1: TIME_MS(ms, rc |= linear_bwd_data(g, x, NULL, y, W, NULL, N, IC, OC, 0, 0)); break;
-        case 2: TIME_MS(ms, rc |= linear_bwd_weight(g, dW, NULL, y, x, N, IC, OC, 1, 0)); break;
+        case 1:
+            TIME_MS(ms, rc |= linear_bwd_data(g, x, NULL, y, W, NULL, N, IC, OC, 0, 0));
+            break;
+        case 2:
+            TIME_MS(ms, rc |= linear_bwd_weight(g, dW, NULL, y, x, N, IC, OC, 1, 0));
+            break;
         default: {
             uint16_t *pg = drand_bf16((size_t)N * IC, 1), *dbp = (uint16_t *)dalloc(IC * 2);
             TIME_MS(ms, rc |= linear_bwd_data(g, x, dbp, y, W, pg, N, IC, OC, 0, 0));

@@ -9,7 +9,7 @@
 #include "kernels/kernels.h"
 
 #define ADAM_THREADS 256
-#define ADAM_ITEMS 8 /* elements per thread; a block owns ADAM_THREADS*ADAM_ITEMS in a row */
+#define ADAM_ITEMS   8 /* elements per thread; a block owns ADAM_THREADS*ADAM_ITEMS in a row */
 
 struct adamw_kparams {
     float lr, b1, b2, eps, wd, grad_scale, max_norm;
@@ -119,7 +119,7 @@ extern "C" void adamw_update(sl_bf16 *params, const sl_bf16 *grads, float *maste
     if (blocks > 0x7fffffff)
         sl_cuda_fatal("kernels", "too many parameters for one launch", "adamw_update", __FILE__,
                       __LINE__);
-    adamw_kernel<<<(unsigned int)blocks, ADAM_THREADS, 0, st>>>(params, grads, master, m, v, n, first,
-                                                               tensors, ntensors, p);
+    adamw_kernel<<<(unsigned int)blocks, ADAM_THREADS, 0, st>>>(params, grads, master, m, v, n,
+                                                                first, tensors, ntensors, p);
     CUDA_CHECK_LAUNCH();
 }

@@ -22,9 +22,9 @@
 #include "kernels/cuda_common.h"
 
 #define ATT_THREADS 128
-#define ATT_TILE 64
-#define LOG2E_F 1.4426950408889634f
-#define LN2_F 0.6931471805599453f
+#define ATT_TILE    64
+#define LOG2E_F     1.4426950408889634f
+#define LN2_F       0.6931471805599453f
 
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
@@ -58,8 +58,8 @@ __device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const 
 }
 
 /* A fragment: rows r0..r0+15 of a [rows][P] tile, k slab kk (columns 16kk..16kk+15). */
-__device__ __forceinline__ void lds_a(uint32_t a[4], const bf16 *tile, int P, int r0, int kk,
-                                      int g, int q)
+__device__ __forceinline__ void lds_a(uint32_t a[4], const bf16 *tile, int P, int r0, int kk, int g,
+                                      int q)
 {
     const bf16 *p0 = tile + (r0 + g) * P + kk * 16 + 2 * q;
     const bf16 *p1 = p0 + 8 * P;
@@ -89,8 +89,7 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float c[8][4], int s
 
 /* Copy 64 rows (t0..t0+63, zero beyond T) of D bf16 each into a [64][D+8] tile. */
 template <int D>
-__device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *src, size_t stride, int t0,
-                                          int T)
+__device__ __forceinline__ void load_tile(bf16 *tile, const bf16 *src, size_t stride, int t0, int T)
 {
     constexpr int P = D + 8, CPR = D / 8;
     for (int c = threadIdx.x; c < ATT_TILE * CPR; c += ATT_THREADS) {
@@ -345,7 +344,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                     }
                     st[j][e] = p;
                 }
-            /* dV += P^T dO */
+                /* dV += P^T dO */
 #pragma unroll
             for (int sl = 0; sl < 4; sl++) {
                 uint32_t pa[4];
@@ -378,7 +377,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     dp[j][e] = st[j][e] * (dp[j][e] - sDl[j * 8 + 2 * q + (e & 1)]);
-            /* dK += dS^T Q */
+                    /* dK += dS^T Q */
 #pragma unroll
             for (int sl = 0; sl < 4; sl++) {
                 uint32_t pa[4];
@@ -398,7 +397,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         bf16 *vp = dqkv + ((size_t)b * T + key0) * S3 + (size_t)(Hq + Hkv + hk) * D + 2 * q;
 #pragma unroll
         for (int nd = 0; nd < ND; nd++) {
-            *reinterpret_cast<uint32_t *>(kp + nd * 8) = pack2(dk[nd][0] * scale, dk[nd][1] * scale);
+            *reinterpret_cast<uint32_t *>(kp + nd * 8) =
+                pack2(dk[nd][0] * scale, dk[nd][1] * scale);
             *reinterpret_cast<uint32_t *>(vp + nd * 8) = pack2(dv[nd][0], dv[nd][1]);
         }
     }
@@ -407,7 +407,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
         bf16 *vp = dqkv + ((size_t)b * T + key1) * S3 + (size_t)(Hq + Hkv + hk) * D + 2 * q;
 #pragma unroll
         for (int nd = 0; nd < ND; nd++) {
-            *reinterpret_cast<uint32_t *>(kp + nd * 8) = pack2(dk[nd][2] * scale, dk[nd][3] * scale);
+            *reinterpret_cast<uint32_t *>(kp + nd * 8) =
+                pack2(dk[nd][2] * scale, dk[nd][3] * scale);
             *reinterpret_cast<uint32_t *>(vp + nd * 8) = pack2(dv[nd][2], dv[nd][3]);
         }
     }
@@ -483,7 +484,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 }
                 dp[j][e] = p * (dp[j][e] - (e < 2 ? dl0 : dl1));
             }
-        /* dQ += dS K */
+            /* dQ += dS K */
 #pragma unroll
         for (int sl = 0; sl < 4; sl++) {
             uint32_t pa[4];
@@ -548,9 +549,8 @@ static void own_bwd(sl_bf16 *dqkv, float *delta, const sl_bf16 *dout, const sl_b
     CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_kernel<D>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const int nb = (T + ATT_TILE - 1) / ATT_TILE;
-    attn_bwd_dkdv_kernel<D><<<dim3(nb, Hkv, B), ATT_THREADS, smem, st>>>(dqkv, dout, qkv, lse,
-                                                                         delta, T, Hq, Hkv, scale,
-                                                                         sl2);
+    attn_bwd_dkdv_kernel<D><<<dim3(nb, Hkv, B), ATT_THREADS, smem, st>>>(
+        dqkv, dout, qkv, lse, delta, T, Hq, Hkv, scale, sl2);
     CUDA_CHECK_LAUNCH();
     attn_bwd_dq_kernel<D><<<dim3(nb, Hq, B), ATT_THREADS, smem, st>>>(dqkv, dout, qkv, lse, delta,
                                                                       T, Hq, Hkv, scale, sl2);
@@ -566,17 +566,25 @@ extern "C" int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B,
         return 0;
     const float sl2 = scale * LOG2E_F;
     switch (D) {
-    case 16: own_fwd<16>(out, lse, qkv, B, T, Hq, Hkv, sl2, st); break;
-    case 32: own_fwd<32>(out, lse, qkv, B, T, Hq, Hkv, sl2, st); break;
-    case 64: own_fwd<64>(out, lse, qkv, B, T, Hq, Hkv, sl2, st); break;
-    default: own_fwd<128>(out, lse, qkv, B, T, Hq, Hkv, sl2, st); break;
+    case 16:
+        own_fwd<16>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        break;
+    case 32:
+        own_fwd<32>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        break;
+    case 64:
+        own_fwd<64>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        break;
+    default:
+        own_fwd<128>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        break;
     }
     return 0;
 }
 
-extern "C" int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout,
-                            const sl_bf16 *qkv, const sl_bf16 *out, const float *lse, int B, int T,
-                            int Hq, int Hkv, int D, float scale, cudaStream_t st)
+extern "C" int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout, const sl_bf16 *qkv,
+                            const sl_bf16 *out, const float *lse, int B, int T, int Hq, int Hkv,
+                            int D, float scale, cudaStream_t st)
 {
     if (!own_ok(T, Hq, Hkv, D))
         return -1;
@@ -589,10 +597,18 @@ extern "C" int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout,
     CUDA_CHECK_LAUNCH();
     const float sl2 = scale * LOG2E_F;
     switch (D) {
-    case 16: own_bwd<16>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st); break;
-    case 32: own_bwd<32>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st); break;
-    case 64: own_bwd<64>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st); break;
-    default: own_bwd<128>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st); break;
+    case 16:
+        own_bwd<16>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        break;
+    case 32:
+        own_bwd<32>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        break;
+    case 64:
+        own_bwd<64>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        break;
+    default:
+        own_bwd<128>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        break;
     }
     return 0;
 }
@@ -632,7 +648,8 @@ extern "C" enum attn_backend attention_backend(struct attention *a, int B, int T
                                                int D)
 {
     size_t f, b;
-    if (a->want != ATTN_OWN && a->cudnn && attn_cudnn_prepare(a->cudnn, B, T, Hq, Hkv, D, &f, &b) == 0)
+    if (a->want != ATTN_OWN && a->cudnn &&
+        attn_cudnn_prepare(a->cudnn, B, T, Hq, Hkv, D, &f, &b) == 0)
         return ATTN_CUDNN;
     return a->want == ATTN_CUDNN ? ATTN_AUTO /* none */ : ATTN_OWN;
 }
@@ -661,8 +678,10 @@ extern "C" int attention_fwd(struct attention *a, sl_bf16 *out, float *lse, cons
     case ATTN_CUDNN:
         return attn_cudnn_fwd(a->cudnn, out, lse, qkv, B, T, Hq, Hkv, D, scale, workspace,
                               workspace_bytes, st);
-    case ATTN_OWN: return attn_own_fwd(out, lse, qkv, B, T, Hq, Hkv, D, scale, st);
-    default: return -1;
+    case ATTN_OWN:
+        return attn_own_fwd(out, lse, qkv, B, T, Hq, Hkv, D, scale, st);
+    default:
+        return -1;
     }
 }
 
@@ -679,6 +698,7 @@ extern "C" int attention_bwd(struct attention *a, sl_bf16 *dqkv, const sl_bf16 *
         if (workspace_bytes < attn_own_bwd_workspace_size(B, T, Hq))
             return -1;
         return attn_own_bwd(dqkv, workspace, dout, qkv, out, lse, B, T, Hq, Hkv, D, scale, st);
-    default: return -1;
+    default:
+        return -1;
     }
 }

@@ -27,8 +27,8 @@ int attn_own_supported(int D);
 size_t attn_own_bwd_workspace_size(int B, int T, int Hq);
 /* Return 0, or -1 when D or the heads are not supported. Deterministic: the backward
  * computes dK/dV per key block and dQ per query block, no atomics. */
-int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T, int Hq, int Hkv,
-                 int D, float scale, cudaStream_t st);
+int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T, int Hq, int Hkv, int D,
+                 float scale, cudaStream_t st);
 int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout, const sl_bf16 *qkv,
                  const sl_bf16 *out, const float *lse, int B, int T, int Hq, int Hkv, int D,
                  float scale, cudaStream_t st);
@@ -51,9 +51,9 @@ long attn_cudnn_version(void);
 int attn_cudnn_prepare(struct attn_cudnn *a, int B, int T, int Hq, int Hkv, int D,
                        size_t *fwd_workspace, size_t *bwd_workspace);
 int attn_cudnn_is_deterministic(struct attn_cudnn *a, int B, int T, int Hq, int Hkv, int D);
-int attn_cudnn_fwd(struct attn_cudnn *a, sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B,
-                   int T, int Hq, int Hkv, int D, float scale, void *workspace,
-                   size_t workspace_bytes, cudaStream_t st);
+int attn_cudnn_fwd(struct attn_cudnn *a, sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T,
+                   int Hq, int Hkv, int D, float scale, void *workspace, size_t workspace_bytes,
+                   cudaStream_t st);
 int attn_cudnn_bwd(struct attn_cudnn *a, sl_bf16 *dqkv, const sl_bf16 *dout, const sl_bf16 *qkv,
                    const sl_bf16 *out, const float *lse, int B, int T, int Hq, int Hkv, int D,
                    float scale, void *workspace, size_t workspace_bytes, cudaStream_t st);
@@ -73,9 +73,9 @@ int attention_prepare(struct attention *a, int B, int T, int Hq, int Hkv, int D,
                       size_t *workspace_bytes);
 /* The backend attention_fwd/bwd use for this shape (after attention_prepare). */
 enum attn_backend attention_backend(struct attention *a, int B, int T, int Hq, int Hkv, int D);
-int attention_fwd(struct attention *a, sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B,
-                  int T, int Hq, int Hkv, int D, float scale, void *workspace,
-                  size_t workspace_bytes, cudaStream_t st);
+int attention_fwd(struct attention *a, sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T,
+                  int Hq, int Hkv, int D, float scale, void *workspace, size_t workspace_bytes,
+                  cudaStream_t st);
 int attention_bwd(struct attention *a, sl_bf16 *dqkv, const sl_bf16 *dout, const sl_bf16 *qkv,
                   const sl_bf16 *out, const float *lse, int B, int T, int Hq, int Hkv, int D,
                   float scale, void *workspace, size_t workspace_bytes, cudaStream_t st);

@@ -167,13 +167,13 @@ static void *open_cudnn(void)
     return NULL;
 }
 
-#define LOAD_SYM(field, name)                                                              \
-    do {                                                                                   \
-        *(void **)&api.field = dlsym(api.lib, name);                                       \
-        if (!api.field) {                                                                  \
-            snprintf(api.why, sizeof(api.why), "'%s' has no symbol %s", api.path, name);  \
-            return -1;                                                                     \
-        }                                                                                  \
+#define LOAD_SYM(field, name)                                                                      \
+    do {                                                                                           \
+        *(void **)&api.field = dlsym(api.lib, name);                                               \
+        if (!api.field) {                                                                          \
+            snprintf(api.why, sizeof(api.why), "'%s' has no symbol %s", api.path, name);           \
+            return -1;                                                                             \
+        }                                                                                          \
     } while (0)
 
 static int load_api(void)
@@ -218,7 +218,7 @@ extern "C" long attn_cudnn_version(void)
 /* ---- a graph builder that owns its descriptors -------------------------------------------- */
 
 #define GB_MAX_DESCS 160
-#define GB_MAX_OPS 48
+#define GB_MAX_OPS   48
 
 struct gb {
     cudnnBackendDescriptor_t descs[GB_MAX_DESCS];
@@ -234,17 +234,16 @@ static void gb_fail(gb *g, cudnnStatus_t s, const char *what, int line)
     if (g->err)
         return;
     g->err = 1;
-    set_msg("cudnn graph: %s failed (line %d): %s", what, line,
-            sl_cudnn_status_string((int)s));
+    set_msg("cudnn graph: %s failed (line %d): %s", what, line, sl_cudnn_status_string((int)s));
 }
 
-#define GB_CALL(g, call, what)                                                             \
-    do {                                                                                   \
-        if (!(g)->err) {                                                                   \
-            cudnnStatus_t s_ = (call);                                                     \
-            if (s_ != CUDNN_STATUS_SUCCESS)                                                \
-                gb_fail((g), s_, (what), __LINE__);                                        \
-        }                                                                                  \
+#define GB_CALL(g, call, what)                                                                     \
+    do {                                                                                           \
+        if (!(g)->err) {                                                                           \
+            cudnnStatus_t s_ = (call);                                                             \
+            if (s_ != CUDNN_STATUS_SUCCESS)                                                        \
+                gb_fail((g), s_, (what), __LINE__);                                                \
+        }                                                                                          \
     } while (0)
 
 static cudnnBackendDescriptor_t gb_new(gb *g, cudnnBackendDescriptorType_t type)
@@ -348,8 +347,7 @@ static void gb_pw(gb *g, cudnnPointwiseMode_t mode, cudnnDataType_t prec, tdesc 
         SET(g, pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
     gb_finalize(g, pw, "pointwise descriptor");
     cudnnBackendDescriptor_t op = gb_new(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-    SET(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-        &pw);
+    SET(g, op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
     SET(g, op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x.d);
     if (b)
         SET(g, op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b->d);
@@ -418,8 +416,23 @@ static tdesc gb_causal(gb *g, tdesc s, tdesc ninf, const int64_t *sdim, const in
 
 /* ---- plans ------------------------------------------------------------------------------ */
 
-enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEGINF, UID_DO, UID_DQ, UID_DK,
-       UID_DV, UID_ONE, UID_SSUM, UID_DQACC, UID_FIRST_VIRTUAL = 100 };
+enum {
+    UID_Q = 1,
+    UID_K,
+    UID_V,
+    UID_O,
+    UID_STATS,
+    UID_SCALE,
+    UID_NEGINF,
+    UID_DO,
+    UID_DQ,
+    UID_DK,
+    UID_DV,
+    UID_ONE,
+    UID_SSUM,
+    UID_DQACC,
+    UID_FIRST_VIRTUAL = 100
+};
 
 #define MAX_CACHED 32
 
@@ -494,8 +507,8 @@ static int build_plan(attn_cudnn *a, sdpa_plan *p)
                 s = api.Finalize(plan);
             int64_t ws = 0, n = 0;
             if (s == CUDNN_STATUS_SUCCESS)
-                s = api.GetAttr(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
-                                1, &n, &ws);
+                s = api.GetAttr(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                &n, &ws);
             if (s != CUDNN_STATUS_SUCCESS) {
                 set_msg("cudnn: no engine config finalizes: %s", sl_cudnn_status_string((int)s));
                 api.DestroyDesc(plan);
@@ -819,9 +832,10 @@ static void execute(attn_cudnn *a, sdpa_plan *p, const int64_t *uids, void **ptr
     cudnnBackendDescriptor_t vp = NULL;
     CUDNN_CHECK(api.CreateDesc(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
     CUDNN_CHECK(api.SetAttr(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids));
-    CUDNN_CHECK(api.SetAttr(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
-    CUDNN_CHECK(api.SetAttr(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
-                            &workspace));
+    CUDNN_CHECK(
+        api.SetAttr(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
+    CUDNN_CHECK(
+        api.SetAttr(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
     CUDNN_CHECK(api.Finalize(vp));
     CUDNN_CHECK(api.SetStream(a->handle, st));
     CUDNN_CHECK(api.Execute(a->handle, p->plan, vp));
@@ -838,13 +852,15 @@ extern "C" int attn_cudnn_fwd(struct attn_cudnn *a, sl_bf16 *out, float *lse, co
     if (p->status < 0)
         return set_msg("%s", p->why);
     if (workspace_bytes < p->total_ws)
-        return set_msg("cudnn attention forward needs %zu bytes of workspace, got %zu",
-                       p->total_ws, workspace_bytes);
+        return set_msg("cudnn attention forward needs %zu bytes of workspace, got %zu", p->total_ws,
+                       workspace_bytes);
     float ninf = api.version >= 91000 ? -INFINITY : -FLT_MAX;
     const int64_t uids[] = { UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEGINF };
     const size_t hd = (size_t)D;
-    void *ptrs[] = { (void *)qkv, (void *)(qkv + Hq * hd), (void *)(qkv + (Hq + Hkv) * hd),
-                     out, lse, &scale, &ninf };
+    void *ptrs[] = {
+        (void *)qkv, (void *)(qkv + Hq * hd), (void *)(qkv + (Hq + Hkv) * hd), out, lse, &scale,
+        &ninf
+    };
     execute(a, p, uids, ptrs, 7, workspace, st);
     return 0;
 }
@@ -883,7 +899,8 @@ extern "C" int attn_cudnn_bwd(struct attn_cudnn *a, sl_bf16 *dqkv, const sl_bf16
                        ws + p->dqacc_off };
     int n = p->deterministic ? 13 : 14;
     if (!p->deterministic && api.version < 90600)
-        CUDA_CHECK(cudaMemsetAsync(ws + p->dqacc_off, 0, (size_t)B * Hq * T * D * sizeof(float), st));
+        CUDA_CHECK(
+            cudaMemsetAsync(ws + p->dqacc_off, 0, (size_t)B * Hq * T * D * sizeof(float), st));
     execute(a, p, uids, ptrs, n, workspace, st);
     return 0;
 }

@@ -7,8 +7,8 @@
 #include "kernels/kernels.h"
 
 #define CLS_THREADS 1024
-#define LOG2E 1.4426950408889634f
-#define LN2 0.6931471805599453f
+#define LOG2E       1.4426950408889634f
+#define LN2         0.6931471805599453f
 
 /* Merge (m2, s2) into (m, s): both are "sum of 2^(x - m)" in the log2 domain. */
 __device__ __forceinline__ void lse_merge(float &m, float &s, float m2, float s2)
@@ -105,10 +105,10 @@ extern "C" void classifier_fwd_bwd(float *losses, sl_bf16 *logits, const int32_t
         sl_cuda_fatal("kernels", "padded vocabulary Vp < V", "classifier_fwd_bwd", __FILE__,
                       __LINE__);
     if (Vp % 8 == 0 && is_aligned16(logits))
-        classifier_kernel<8><<<N, CLS_THREADS, 0, st>>>(losses, logits, targets, N, V, Vp, dloss,
-                                                        write_dlogits);
+        classifier_kernel<8>
+            <<<N, CLS_THREADS, 0, st>>>(losses, logits, targets, N, V, Vp, dloss, write_dlogits);
     else
-        classifier_kernel<1><<<N, CLS_THREADS, 0, st>>>(losses, logits, targets, N, V, Vp, dloss,
-                                                        write_dlogits);
+        classifier_kernel<1>
+            <<<N, CLS_THREADS, 0, st>>>(losses, logits, targets, N, V, Vp, dloss, write_dlogits);
     CUDA_CHECK_LAUNCH();
 }

@@ -17,8 +17,8 @@ extern "C" {
 #endif
 
 /* Print the failure, run the hook, exit(1). `lib` is "cuda", "cublas", "cudnn", ... */
-void sl_cuda_fatal(const char *lib, const char *msg, const char *expr, const char *file,
-                   int line) __attribute__((noreturn));
+void sl_cuda_fatal(const char *lib, const char *msg, const char *expr, const char *file, int line)
+    __attribute__((noreturn));
 /* Called (once) before exiting on a fatal error; NULL restores the default (none). */
 void sl_cuda_set_fatal_hook(void (*hook)(void));
 /* Text of a cuBLAS status (the numeric code when unknown). */
@@ -30,28 +30,28 @@ const char *sl_cudnn_status_string(int status);
 }
 #endif
 
-#define CUDA_CHECK(call)                                                                   \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess)                                                             \
-            sl_cuda_fatal("cuda", cudaGetErrorString(e_), #call, __FILE__, __LINE__);      \
+#define CUDA_CHECK(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            sl_cuda_fatal("cuda", cudaGetErrorString(e_), #call, __FILE__, __LINE__);              \
     } while (0)
 
 /* After a kernel launch: launch-configuration errors (no device sync). */
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
-#define CUBLAS_CHECK(call)                                                                 \
-    do {                                                                                   \
-        int s_ = (int)(call);                                                              \
-        if (s_ != 0)                                                                       \
-            sl_cuda_fatal("cublas", sl_cublas_status_string(s_), #call, __FILE__, __LINE__); \
+#define CUBLAS_CHECK(call)                                                                         \
+    do {                                                                                           \
+        int s_ = (int)(call);                                                                      \
+        if (s_ != 0)                                                                               \
+            sl_cuda_fatal("cublas", sl_cublas_status_string(s_), #call, __FILE__, __LINE__);       \
     } while (0)
 
-#define CUDNN_CHECK(call)                                                                  \
-    do {                                                                                   \
-        int s_ = (int)(call);                                                              \
-        if (s_ != 0)                                                                       \
-            sl_cuda_fatal("cudnn", sl_cudnn_status_string(s_), #call, __FILE__, __LINE__); \
+#define CUDNN_CHECK(call)                                                                          \
+    do {                                                                                           \
+        int s_ = (int)(call);                                                                      \
+        if (s_ != 0)                                                                               \
+            sl_cuda_fatal("cudnn", sl_cudnn_status_string(s_), #call, __FILE__, __LINE__);         \
     } while (0)
 
 /* ---- device helpers (CUDA translation units only) ----------------------------------- */

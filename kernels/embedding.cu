@@ -100,9 +100,9 @@ __global__ void iota_kernel(int32_t *a, int n)
  * then warp 0 adds the 8 warp sums in order and updates dwte. */
 template <int VEC>
 __global__ void __launch_bounds__(EMB_WARPS * 32)
-    embedding_bwd_tok_kernel(bf16 *dwte, const bf16 *dout, const int32_t *pos,
-                             const int32_t *uniq, const int32_t *counts, const int32_t *offsets,
-                             const int32_t *nruns, int C, int V)
+    embedding_bwd_tok_kernel(bf16 *dwte, const bf16 *dout, const int32_t *pos, const int32_t *uniq,
+                             const int32_t *counts, const int32_t *offsets, const int32_t *nruns,
+                             int C, int V)
 {
     __shared__ float red[EMB_WARPS][32 * VEC];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -172,8 +172,8 @@ static size_t cub_temp_bytes(int n)
     CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(nullptr, b, (const int32_t *)nullptr,
                                                   (int32_t *)nullptr, (int32_t *)nullptr,
                                                   (int32_t *)nullptr, n));
-    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, c, (const int32_t *)nullptr,
-                                             (int32_t *)nullptr, n));
+    CUDA_CHECK(
+        cub::DeviceScan::ExclusiveSum(nullptr, c, (const int32_t *)nullptr, (int32_t *)nullptr, n));
     size_t m = a > b ? a : b;
     return m > c ? m : c;
 }
@@ -234,8 +234,8 @@ extern "C" void embedding_bwd(sl_bf16 *dwte, sl_bf16 *dwpe, void *scratch, size_
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.temp, tb, tokens, s.keys, s.pos_in, s.pos_out, N,
                                                0, 32, st));
     tb = s.temp_bytes;
-    CUDA_CHECK(cub::DeviceRunLengthEncode::Encode(s.temp, tb, s.keys, s.uniq, s.counts, s.nruns, N,
-                                                  st));
+    CUDA_CHECK(
+        cub::DeviceRunLengthEncode::Encode(s.temp, tb, s.keys, s.uniq, s.counts, s.nruns, N, st));
     tb = s.temp_bytes;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(s.temp, tb, s.counts, s.offsets, N, st));
     int chunk = 32 * (vec ? 8 : 1);

@@ -103,14 +103,20 @@ static int align_log2(const void *p)
 static cublasLtEpilogue_t lt_epilogue(int epi, int has_aux)
 {
     switch (epi) {
-    case GEMM_EPI_BIAS: return CUBLASLT_EPILOGUE_BIAS;
-    case GEMM_EPI_GELU: return has_aux ? CUBLASLT_EPILOGUE_GELU_AUX : CUBLASLT_EPILOGUE_GELU;
+    case GEMM_EPI_BIAS:
+        return CUBLASLT_EPILOGUE_BIAS;
+    case GEMM_EPI_GELU:
+        return has_aux ? CUBLASLT_EPILOGUE_GELU_AUX : CUBLASLT_EPILOGUE_GELU;
     case GEMM_EPI_GELU_BIAS:
         return has_aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
-    case GEMM_EPI_DGELU: return CUBLASLT_EPILOGUE_DGELU;
-    case GEMM_EPI_DGELU_BGRAD: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
-    case GEMM_EPI_BGRAD_A: return CUBLASLT_EPILOGUE_BGRADB;
-    default: return CUBLASLT_EPILOGUE_DEFAULT;
+    case GEMM_EPI_DGELU:
+        return CUBLASLT_EPILOGUE_DGELU;
+    case GEMM_EPI_DGELU_BGRAD:
+        return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    case GEMM_EPI_BGRAD_A:
+        return CUBLASLT_EPILOGUE_BGRADB;
+    default:
+        return CUBLASLT_EPILOGUE_DEFAULT;
     }
 }
 
@@ -126,13 +132,13 @@ static void destroy_plan(struct gemm_plan *p)
         cublasLtMatmulDescDestroy(p->desc);
 }
 
-#define LT_TRY(call)                                                                       \
-    do {                                                                                   \
-        cublasStatus_t s_ = (call);                                                        \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            fail("%s failed: %s", #call, sl_cublas_status_string((int)s_));                \
-            goto out;                                                                      \
-        }                                                                                  \
+#define LT_TRY(call)                                                                               \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            fail("%s failed: %s", #call, sl_cublas_status_string((int)s_));                        \
+            goto out;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* Build a plan: column-major problem D'[m,n] = op(A')[m,k] op(B')[k,n] (see gemm_bf16). */
@@ -158,7 +164,8 @@ static struct gemm_plan *make_plan(struct gemm *g, const struct gemm_key *key, c
     LT_TRY(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)));
     LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)));
-    LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    LT_TRY(
+        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     if (bias)
         LT_TRY(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                               sizeof(bias)));
@@ -218,7 +225,8 @@ extern "C" int gemm_bf16(struct gemm *g, int transa, int transb, int M, int N, i
     if ((epi == GEMM_EPI_DGELU || epi == GEMM_EPI_DGELU_BGRAD) && (beta != 0.0f || !aux))
         return fail("gemm: the dGELU epilogues need aux and beta = 0");
     if ((epi == GEMM_EPI_BIAS || epi == GEMM_EPI_GELU_BIAS || epi == GEMM_EPI_DGELU_BGRAD ||
-         epi == GEMM_EPI_BGRAD_A) && !bias)
+         epi == GEMM_EPI_BGRAD_A) &&
+        !bias)
         return fail("gemm: epilogue %d needs a bias pointer", (int)epi);
     if (!(epi == GEMM_EPI_GELU || epi == GEMM_EPI_GELU_BIAS || epi == GEMM_EPI_DGELU ||
           epi == GEMM_EPI_DGELU_BGRAD))
@@ -272,8 +280,8 @@ extern "C" int linear_fwd(struct gemm *g, sl_bf16 *y, sl_bf16 *pre, const sl_bf1
                           const sl_bf16 *W, const sl_bf16 *b, int N, int IC, int OC, int gelu,
                           cudaStream_t st)
 {
-    enum gemm_epilogue epi = gelu ? (b ? GEMM_EPI_GELU_BIAS : GEMM_EPI_GELU)
-                                  : (b ? GEMM_EPI_BIAS : GEMM_EPI_NONE);
+    enum gemm_epilogue epi =
+        gelu ? (b ? GEMM_EPI_GELU_BIAS : GEMM_EPI_GELU) : (b ? GEMM_EPI_BIAS : GEMM_EPI_NONE);
     return gemm_bf16(g, 0, 1, N, OC, IC, 1.0f, x, IC, W, IC, 0.0f, y, OC, epi, (void *)b,
                      gelu ? pre : NULL, OC, st);
 }
@@ -285,8 +293,8 @@ extern "C" int linear_bwd_data(struct gemm *g, sl_bf16 *dx, sl_bf16 *dbias_pre, 
     enum gemm_epilogue epi = GEMM_EPI_NONE;
     if (pre_gelu)
         epi = dbias_pre ? GEMM_EPI_DGELU_BGRAD : GEMM_EPI_DGELU;
-    return gemm_bf16(g, 0, 0, N, IC, OC, 1.0f, dy, OC, W, IC, accumulate ? 1.0f : 0.0f, dx, IC,
-                     epi, dbias_pre, (sl_bf16 *)pre_gelu, IC, st);
+    return gemm_bf16(g, 0, 0, N, IC, OC, 1.0f, dy, OC, W, IC, accumulate ? 1.0f : 0.0f, dx, IC, epi,
+                     dbias_pre, (sl_bf16 *)pre_gelu, IC, st);
 }
 
 extern "C" int linear_bwd_weight(struct gemm *g, sl_bf16 *dW, sl_bf16 *db, const sl_bf16 *dy,

@@ -62,8 +62,8 @@ int linear_fwd(struct gemm *g, sl_bf16 *y, sl_bf16 *pre, const sl_bf16 *x, const
 int linear_bwd_data(struct gemm *g, sl_bf16 *dx, sl_bf16 *dbias_pre, const sl_bf16 *dy,
                     const sl_bf16 *W, const sl_bf16 *pre_gelu, int N, int IC, int OC,
                     int accumulate, cudaStream_t st);
-int linear_bwd_weight(struct gemm *g, sl_bf16 *dW, sl_bf16 *db, const sl_bf16 *dy,
-                      const sl_bf16 *x, int N, int IC, int OC, int accumulate, cudaStream_t st);
+int linear_bwd_weight(struct gemm *g, sl_bf16 *dW, sl_bf16 *db, const sl_bf16 *dy, const sl_bf16 *x,
+                      int N, int IC, int OC, int accumulate, cudaStream_t st);
 
 #ifdef __cplusplus
 }

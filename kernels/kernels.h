@@ -56,8 +56,8 @@ void embedding_bwd(sl_bf16 *dwte, sl_bf16 *dwpe, void *scratch, size_t scratch_b
 void layernorm_fwd(sl_bf16 *out, float *mean, float *rstd, sl_bf16 *resid_out, const sl_bf16 *x,
                    const sl_bf16 *r, const sl_bf16 *w, const sl_bf16 *b, int N, int C, float eps,
                    cudaStream_t st);
-void rmsnorm_fwd(sl_bf16 *out, float *rstd, sl_bf16 *resid_out, const sl_bf16 *x,
-                 const sl_bf16 *r, const sl_bf16 *w, int N, int C, float eps, cudaStream_t st);
+void rmsnorm_fwd(sl_bf16 *out, float *rstd, sl_bf16 *resid_out, const sl_bf16 *x, const sl_bf16 *r,
+                 const sl_bf16 *w, int N, int C, float eps, cudaStream_t st);
 
 size_t norm_bwd_scratch_size(int N, int C);
 /* dinp = dresid + (d norm / d h)^T dout; dresid may be NULL or equal dinp (the residual
@@ -108,10 +108,10 @@ void rope_tables(float *cos_t, float *sin_t, int T, int D, const struct rope_con
  * qkv[B*T, (Hq + 2 Hkv) * D], rotate-half pairs (i, i + D/2), position t = row % T:
  *   (a, b) -> (a cos - b sin, a sin + b cos).
  * rope_bwd applies the transpose to the gradient dqkv. D even. cos_t/sin_t on the device. */
-void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T, int Hq,
-              int Hkv, int D, cudaStream_t st);
-void rope_bwd(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, int B, int T, int Hq,
-              int Hkv, int D, cudaStream_t st);
+void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T, int Hq, int Hkv,
+              int D, cudaStream_t st);
+void rope_bwd(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, int B, int T, int Hq, int Hkv,
+              int D, cudaStream_t st);
 
 /* ---- fused classifier ------------------------------------------------------------- */
 
@@ -130,10 +130,10 @@ void classifier_fwd_bwd(float *losses, sl_bf16 *logits, const int32_t *targets, 
 /* One parameter tensor of the flat parameter buffer (a table sorted by offset, kept on the
  * device by the caller). Elements covered by no entry are left unchanged. */
 struct adamw_tensor {
-    int64_t offset;  /* first element, in the flat (global) index space */
-    int64_t size;    /* elements */
-    float wd_mult;   /* weight decay multiplier: 1 for matrices, 0 for norms and biases */
-    float lr_mult;   /* learning-rate multiplier, usually 1 */
+    int64_t offset; /* first element, in the flat (global) index space */
+    int64_t size;   /* elements */
+    float wd_mult;  /* weight decay multiplier: 1 for matrices, 0 for norms and biases */
+    float lr_mult;  /* learning-rate multiplier, usually 1 */
 };
 
 struct adamw_hparams {

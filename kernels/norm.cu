@@ -10,10 +10,10 @@
 #include "kernels/cuda_common.h"
 #include "kernels/kernels.h"
 
-#define NF_WARPS 8     /* forward: rows per 256-thread block */
-#define NB_THREADS 256 /* backward block */
-#define NB_ROWS 8      /* rows per group = warps per backward block */
-#define NB_MAXCOL 32   /* columns one thread owns at most: C <= NB_THREADS * NB_MAXCOL */
+#define NF_WARPS     8   /* forward: rows per 256-thread block */
+#define NB_THREADS   256 /* backward block */
+#define NB_ROWS      8   /* rows per group = warps per backward block */
+#define NB_MAXCOL    32  /* columns one thread owns at most: C <= NB_THREADS * NB_MAXCOL */
 #define NB_MAXBLOCKS 512
 
 template <int VEC, bool RMS>
@@ -98,11 +98,11 @@ static void norm_fwd(sl_bf16 *out, float *mean, float *rstd, sl_bf16 *resid_out,
                (!b || is_aligned16(b)) && (!r || (is_aligned16(r) && is_aligned16(resid_out)));
     unsigned int grid = (unsigned int)((N + NF_WARPS - 1) / NF_WARPS);
     if (vec)
-        norm_fwd_kernel<8, RMS><<<grid, NF_WARPS * 32, 0, st>>>(out, mean, rstd, resid_out, x, r,
-                                                                w, b, N, C, eps);
+        norm_fwd_kernel<8, RMS>
+            <<<grid, NF_WARPS * 32, 0, st>>>(out, mean, rstd, resid_out, x, r, w, b, N, C, eps);
     else
-        norm_fwd_kernel<1, RMS><<<grid, NF_WARPS * 32, 0, st>>>(out, mean, rstd, resid_out, x, r,
-                                                                w, b, N, C, eps);
+        norm_fwd_kernel<1, RMS>
+            <<<grid, NF_WARPS * 32, 0, st>>>(out, mean, rstd, resid_out, x, r, w, b, N, C, eps);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -322,15 +322,15 @@ static void norm_bwd(sl_bf16 *dinp, sl_bf16 *dw, sl_bf16 *db, void *scratch, con
     bool vec = C % 8 == 0 && is_aligned16(dinp) && is_aligned16(dout) && is_aligned16(h) &&
                is_aligned16(w) && (!dresid || is_aligned16(dresid));
     if (vec)
-        norm_bwd_kernel<8, RMS><<<G, NB_THREADS, 0, st>>>(dinp, partials, dresid, dout, h, w,
-                                                          mean, rstd, N, C);
+        norm_bwd_kernel<8, RMS>
+            <<<G, NB_THREADS, 0, st>>>(dinp, partials, dresid, dout, h, w, mean, rstd, N, C);
     else
-        norm_bwd_kernel<1, RMS><<<G, NB_THREADS, 0, st>>>(dinp, partials, dresid, dout, h, w,
-                                                          mean, rstd, N, C);
+        norm_bwd_kernel<1, RMS>
+            <<<G, NB_THREADS, 0, st>>>(dinp, partials, dresid, dout, h, w, mean, rstd, N, C);
     CUDA_CHECK_LAUNCH();
     if (dw || db) {
         column_reduce_kernel<<<(C + 31) / 32, 1024, 0, st>>>(dw, RMS ? nullptr : db, partials, G,
-                                                            C);
+                                                             C);
         CUDA_CHECK_LAUNCH();
     }
 }

@@ -74,13 +74,13 @@ static void rope(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, in
         return;
     size_t blocks = (units + 255) / 256;
     unsigned int grid = (unsigned int)(blocks < 65536 ? blocks : 65536);
-    rope_kernel<INV><<<grid, 256, 0, st>>>(qkv, cos_t, sin_t, T, Hq + Hkv, (Hq + 2 * Hkv) * D, D,
-                                           units);
+    rope_kernel<INV>
+        <<<grid, 256, 0, st>>>(qkv, cos_t, sin_t, T, Hq + Hkv, (Hq + 2 * Hkv) * D, D, units);
     CUDA_CHECK_LAUNCH();
 }
 
-extern "C" void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T,
-                         int Hq, int Hkv, int D, cudaStream_t st)
+extern "C" void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T, int Hq,
+                         int Hkv, int D, cudaStream_t st)
 {
     rope<false>(qkv, cos_t, sin_t, B, T, Hq, Hkv, D, st);
 }

@@ -31,16 +31,26 @@ extern "C" void sl_cuda_fatal(const char *lib, const char *msg, const char *expr
 extern "C" const char *sl_cublas_status_string(int s)
 {
     switch (s) {
-    case 0: return "CUBLAS_STATUS_SUCCESS";
-    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
-    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case 16: return "CUBLAS_STATUS_LICENSE_ERROR";
+    case 0:
+        return "CUBLAS_STATUS_SUCCESS";
+    case 1:
+        return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3:
+        return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7:
+        return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8:
+        return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11:
+        return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13:
+        return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14:
+        return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15:
+        return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case 16:
+        return "CUBLAS_STATUS_LICENSE_ERROR";
     default: {
         static char buf[48];
         snprintf(buf, sizeof(buf), "cublas status %d", s);
@@ -185,8 +195,8 @@ extern "C" void add_bf16(sl_bf16 *out, const sl_bf16 *a, const sl_bf16 *b, size_
 
 /* ---- deterministic sums -------------------------------------------------------------- */
 
-__global__ void __launch_bounds__(1024) sum_f32_kernel(float *out, const float *in, size_t n,
-                                                       float scale)
+__global__ void __launch_bounds__(1024)
+    sum_f32_kernel(float *out, const float *in, size_t n, float scale)
 {
     __shared__ float red[32];
     float acc = 0.0f;
@@ -206,7 +216,7 @@ extern "C" void sum_f32(float *out, const float *in, size_t n, float scale, cuda
 /* Stage 1 of the global norm: a fixed grid of NORM_BLOCKS blocks, thread t of the grid takes
  * chunks t, t + grid, ... in order; one partial per block. Stage 2 sums the partials in
  * block order. The grid does not depend on the device, so the bits do not either. */
-#define NORM_BLOCKS 1024
+#define NORM_BLOCKS  1024
 #define NORM_THREADS 256
 
 __global__ void __launch_bounds__(NORM_THREADS)
@@ -255,7 +265,7 @@ extern "C" void global_norm_sq(float *out, void *scratch, const sl_bf16 *g, size
 {
     float *partials = (float *)scratch;
     global_norm_partial_kernel<<<NORM_BLOCKS, NORM_THREADS, 0, st>>>(partials, g, n,
-                                                                      is_aligned16(g));
+                                                                     is_aligned16(g));
     CUDA_CHECK_LAUNCH();
     global_norm_final_kernel<<<1, NORM_BLOCKS, 0, st>>>(out, partials, accumulate);
     CUDA_CHECK_LAUNCH();
