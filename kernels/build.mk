@@ -16,3 +16,9 @@ $(BUILD)/test_kernels: $(BUILD)/obj/tests/gpu/test_kernels.o $(KERNEL_CU_OBJS)
 
 $(BUILD)/bench_kernels: $(BUILD)/obj/bench/bench_kernels.o $(KERNEL_CU_OBJS)
 	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $^ $(KERNEL_LINK)
+
+# The kernels do not include the generated version header: without this rule every commit
+# (a new version string) would recompile all of them with nvcc.
+$(KERNEL_CU_OBJS): $(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
