@@ -217,7 +217,7 @@ ifeq ($(HAVE_CUDA),1)
 	@echo "== GPU kernel tests ($(BUILD))"
 	@$(BUILD)/test_kernels $(TEST_GPU_ARGS)
 else
-	@echo "test-gpu: SKIP: built without CUDA (no nvcc at $(CUDA_HOME)/bin)"
+	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
 endif
 
 bench-kernels:
@@ -225,7 +225,7 @@ ifeq ($(HAVE_CUDA),1)
 	@$(MAKE) --no-print-directory $(BUILD)/bench_kernels
 	@$(BUILD)/bench_kernels $(BENCH_ARGS)
 else
-	@echo "bench-kernels: SKIP: built without CUDA (no nvcc at $(CUDA_HOME)/bin)"
+	@echo "bench-kernels: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
 endif
 
 asan:
