@@ -229,9 +229,9 @@ else
 endif
 
 asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 all
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 test-unit
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 test-cli
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 all
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 test-unit
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 test-cli
 
 FUZZ_BINS := $(addprefix build-fuzz/,$(FUZZ_TARGETS))
 fuzz:
