@@ -133,6 +133,8 @@ static int load_paper(struct arxiv_job *j, const char *mem, size_t n, const char
         const char *name = raw ? "data" : archive_entry_pathname(e);
         if (!name || archive_entry_filetype(e) != AE_IFREG)
             continue;
+        while (name[0] == '.' && name[1] == '/')
+            name += 2;
         if (unsafe_name(name)) {
             sl_counters_add(j->c, "unsafe_entry_names", 1);
             warn(j, "unsafe_entry", "%s: archive entry '%s' points outside the paper; read in memory only",

@@ -60,6 +60,7 @@ struct warc_job {
     struct charset_conv cs;
     struct sl_doc doc;
     char *stem;
+    char charset[40]; /* a resource record's charset parameter */
 };
 
 static void on_skip(void *ctx, const char *reason, const char *message)
@@ -327,9 +328,8 @@ static int do_html(struct warc_job *j, struct warc_reader *r, const struct warc_
             *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
         const char *cs = strcasestr(ct, "charset=");
         if (cs) {
-            static char buf[40];
-            snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(cs + 8, "; \""), cs + 8);
-            charset = buf;
+            snprintf(j->charset, sizeof(j->charset), "%.*s", (int)strcspn(cs + 8, "; \""), cs + 8);
+            charset = j->charset;
         }
     }
     if (!(mime[0] ? is_html_mime(mime) : sniff_html(body, blen))) {
