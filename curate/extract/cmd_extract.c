@@ -31,6 +31,8 @@ static const char *const usage[] = {
     "Turn raw corpora into JSONL documents (id, text, url, source, lang, metadata):",
     "  warc   Common Crawl WARC 1.0/1.1 (and ARC): HTML responses -> main text",
     "  wet    Common Crawl WET text records",
+    "  html   one HTML page per file (.html, .htm, optionally compressed) -> main text",
+    "  wiki   MediaWiki XML exports (pages-articles*.xml.bz2, multistream too)",
     "  arxiv  arXiv LaTeX sources (.tar of per-paper .gz/.tar.gz, or single papers)",
     "  pile   the Pile's .jsonl.zst (meta.pile_set_name -> source)",
     "  c4     C4/mC4 .json.gz (lang from the file name)",
@@ -44,6 +46,9 @@ static const char *const usage[] = {
 static const char *const warc_exts[] = { ".warc", ".warc.gz", ".warc.zst", ".warc.bz2", ".arc",
                                          ".arc.gz", NULL };
 static const char *const wet_exts[] = { ".wet", ".wet.gz", ".wet.zst", ".wet.bz2", NULL };
+static const char *const html_exts[] = { ".html", ".htm", ".xhtml", ".html.gz", ".htm.gz",
+                                         ".html.zst", ".html.bz2", NULL };
+static const char *const wiki_exts[] = { ".xml", ".xml.bz2", ".xml.gz", ".xml.zst", NULL };
 static const char *const arxiv_exts[] = { ".tar", ".tar.gz", ".tgz", ".gz", NULL };
 
 struct format {
@@ -55,6 +60,8 @@ struct format {
 static const struct format formats[] = {
     { "warc", warc_exts, extract_warc_file },
     { "wet", wet_exts, extract_warc_file },
+    { "html", html_exts, extract_html_adapter },
+    { "wiki", wiki_exts, extract_wiki_adapter },
     { "arxiv", arxiv_exts, extract_arxiv_file },
     { "pile", sl_jsonl_exts, extract_jsonl_file },
     { "c4", sl_jsonl_exts, extract_jsonl_file },
@@ -322,7 +329,7 @@ int cmd_extract(int argc, const char **argv)
 {
     struct opts o = { NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0 };
     struct sl_option options[] = {
-        SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|arxiv|pile|c4|jsonl",
+        SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
                       "input format (required)"),
         SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",

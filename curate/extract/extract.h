@@ -52,6 +52,12 @@ int extract_jsonl_file(const struct extract_input *in, const struct extract_opts
 int extract_arxiv_file(const struct extract_input *in, const struct extract_opts *o,
                        extract_emit_fn emit, void *ctx, struct sl_counters *c);
 
+/* --format html (one page per file) and wiki (MediaWiki XML exports) (extract_web.c). */
+int extract_html_adapter(const struct extract_input *in, const struct extract_opts *o,
+                         extract_emit_fn emit, void *ctx, struct sl_counters *c);
+int extract_wiki_adapter(const struct extract_input *in, const struct extract_opts *o,
+                         extract_emit_fn emit, void *ctx, struct sl_counters *c);
+
 /* "c4-de.tfrecord-00000-of-01024.json.gz" -> "de"; C4 English ("c4-train...") -> "en";
  * NULL when the name carries no language. Writes into buf (n >= 16). */
 const char *extract_c4_lang(const char *path, char *buf, size_t n);

@@ -182,7 +182,8 @@ static void norm_lang(const struct sl_buf *l, char *out, size_t n)
         out[k++] = (char)(c | 32);
     }
     out[k] = 0;
-    if (k < 2 || k > 3)
+    /* "utf-8" and the like are charsets put in the wrong attribute */
+    if (k < 2 || k > 3 || !strcmp(out, "utf") || (l->len > k + 1 && l->data[k + 1] >= '0' && l->data[k + 1] <= '9'))
         out[0] = 0;
 }
 

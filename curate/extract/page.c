@@ -45,7 +45,9 @@ int page_text_extract(struct page_text *p, const char *html, size_t n)
 {
     struct html_doc d;
     html_doc_init(&d);
-    int rc = html_extract(html, n, NULL, &d);
+    /* the bytes are UTF-8 already (charset.h did the conversion): say so, or a <meta>
+     * charset in the page would be applied a second time */
+    int rc = html_extract(html, n, "utf-8", &d);
     if (!rc)
         rc = copy_capped(&p->text, &d.text);
     if (!rc)
