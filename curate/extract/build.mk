@@ -13,7 +13,7 @@ LIB_SRCS += curate/extract/cmd_extract.c curate/extract/extract_warc.c \
             curate/extract/extract_jsonl.c curate/extract/extract_arxiv.c \
             curate/extract/extract_web.c curate/extract/warc.c curate/extract/http.c \
             curate/extract/charset.c curate/extract/page.c curate/extract/latex.c
-PKGS += libarchive
+PKGS += libarchive libdeflate
 FUZZ_TARGETS += fuzz_warc fuzz_http
 # page.c uses the main-text extractor (html.c) when it is present, else a tag stripper.
 ifneq ($(wildcard curate/extract/html.c),)

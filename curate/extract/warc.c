@@ -1,5 +1,10 @@
-/* Streaming WARC/ARC record reader over core/stream.h with a bounded window, lenient
- * about the record separators and the quirks real files have, strict about sizes. */
+/* Streaming WARC/ARC record reader with a bounded window, lenient about the record
+ * separators and the quirks real files have, strict about sizes.
+ *
+ * Input: gzip files (Common Crawl's one member per record) are inflated a whole member
+ * at a time with libdeflate straight into the window; any member that does not fit the
+ * limits below, and every other codec, goes through core/stream.h's streaming reader,
+ * which then takes over the rest of the file (and words the errors for damaged data). */
 #include "curate/extract/warc.h"
 
 #include "core/alloc.h"
@@ -7,17 +12,36 @@
 #include "core/err.h"
 #include "core/stream.h"
 
+#include <libdeflate.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#define WINDOW (1u << 20)
+#define WINDOW (1u << 20)        /* window for streamed input */
+#define WINDOW_MAX (64u << 20)   /* largest member inflated in one piece */
+#define ZCHUNK (1u << 20)        /* compressed bytes read at a time */
+#define ZMAX (64u << 20)         /* largest compressed member held in one piece */
+
+/* The compressed side of the libdeflate path. */
+struct gz_in {
+    struct sl_source *src;
+    unsigned char *z;
+    size_t cap, pos, len;
+    int eof;
+    uint64_t consumed; /* compressed bytes before z[0] */
+    struct libdeflate_decompressor *d;
+};
 
 struct warc_reader {
-    struct sl_reader *in;
+    struct sl_reader *in; /* streaming path (NULL while the gz path is in use) */
+    struct gz_in *gz;     /* libdeflate path */
+    char *name;
+    uint64_t in_base;     /* compressed bytes consumed before `in` took over */
+    uint64_t out_total, max_output;
     char *buf;
+    size_t cap;           /* window size */
     size_t pos, len;
     uint64_t base;        /* decompressed offset of buf[0] */
     int eof;              /* the stream has no more bytes */
@@ -63,21 +87,121 @@ static void skip_report(struct warc_reader *r, const char *reason, const char *f
     r->o.on_skip(r->o.ctx, reason, r->msg);
 }
 
+/* A source that first returns the unread compressed bytes of the gz path, then the rest
+ * of the original source (used when the streaming reader takes over). */
+struct replay_src {
+    struct sl_source base;
+    unsigned char *data;
+    size_t pos, len;
+    struct sl_source *rest;
+};
+
+static ssize_t replay_read(struct sl_source *s, void *buf, size_t n)
+{
+    struct replay_src *r = (struct replay_src *)s;
+    if (r->pos < r->len) {
+        size_t k = r->len - r->pos < n ? r->len - r->pos : n;
+        memcpy(buf, r->data + r->pos, k);
+        r->pos += k;
+        return (ssize_t)k;
+    }
+    return r->rest ? r->rest->read(r->rest, buf, n) : 0;
+}
+
+static void replay_close(struct sl_source *s)
+{
+    struct replay_src *r = (struct replay_src *)s;
+    if (r->rest)
+        sl_source_close(r->rest);
+    free(r->data);
+    free(r->base.name);
+    free(r);
+}
+
+static struct sl_source *replay_new(const unsigned char *data, size_t n, struct sl_source *rest,
+                                    const char *name)
+{
+    struct replay_src *r = sl_xcalloc(1, sizeof(*r));
+    r->base.read = replay_read;
+    r->base.close = replay_close;
+    r->base.name = sl_xstrdup(name);
+    r->data = sl_xmalloc(n ? n : 1);
+    memcpy(r->data, data, n);
+    r->len = n;
+    r->rest = rest;
+    return &r->base;
+}
+
+/* Hand the rest of the input to core/stream.h's reader (from the gz path or at open). */
+static int start_stream(struct warc_reader *r, const unsigned char *pending, size_t n,
+                        struct sl_source *rest)
+{
+    struct sl_reader_opts ro = { SL_CODEC_AUTO, 0 };
+    if (r->max_output)
+        ro.max_output = r->max_output > r->out_total ? r->max_output - r->out_total : 1;
+    return sl_reader_open_source(&r->in, replay_new(pending, n, rest, r->name), &ro);
+}
+
+static void gz_free(struct gz_in *g)
+{
+    if (!g)
+        return;
+    if (g->src)
+        sl_source_close(g->src);
+    if (g->d)
+        libdeflate_free_decompressor(g->d);
+    free(g->z);
+    free(g);
+}
+
 int warc_reader_open_source(struct warc_reader **out, struct sl_source *src,
                             const struct warc_opts *o)
 {
     *out = NULL;
-    struct sl_reader_opts ro = { SL_CODEC_AUTO, o ? o->max_output : 0 };
-    struct sl_reader *in;
-    int rc = sl_reader_open_source(&in, src, &ro);
-    if (rc)
-        return rc;
+    /* peek at the magic */
+    unsigned char head[16];
+    size_t got = 0;
+    while (got < sizeof(head)) {
+        ssize_t n = src->read(src, head + got, sizeof(head) - got);
+        if (n < 0) {
+            int rc = sl_err_set((int)n, "cannot read '%s'", src->name ? src->name : "?");
+            sl_source_close(src);
+            return rc;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
     struct warc_reader *r = sl_xcalloc(1, sizeof(*r));
-    r->in = in;
-    r->buf = sl_xmalloc(WINDOW + 1);
-    r->head = sl_xmalloc(WARC_MAX_HEAD + 1);
+    r->name = sl_xstrdup(src->name ? src->name : "input");
     if (o)
         r->o = *o;
+    r->max_output = r->o.max_output;
+    r->cap = WINDOW;
+    r->buf = sl_xmalloc(r->cap + 1);
+    r->head = sl_xmalloc(WARC_MAX_HEAD + 1);
+    int rc = 0;
+    if (got >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
+        struct gz_in *g = sl_xcalloc(1, sizeof(*g));
+        g->src = src;
+        g->cap = ZCHUNK;
+        g->z = sl_xmalloc(g->cap);
+        memcpy(g->z, head, got);
+        g->len = got;
+        g->d = libdeflate_alloc_decompressor();
+        if (!g->d) {
+            gz_free(g);
+            rc = sl_err_set(SL_ERR_NOMEM, "cannot start a gzip decoder");
+        } else {
+            r->gz = g;
+        }
+    } else {
+        rc = start_stream(r, head, got, src);
+    }
+    if (rc) {
+        warc_reader_close(r);
+        return rc;
+    }
     *out = r;
     return 0;
 }
@@ -97,6 +221,8 @@ void warc_reader_close(struct warc_reader *r)
     if (!r)
         return;
     sl_reader_close(r->in);
+    gz_free(r->gz);
+    free(r->name);
     free(r->buf);
     free(r->head);
     free(r);
@@ -109,12 +235,97 @@ uint64_t warc_reader_offset(const struct warc_reader *r)
 
 uint64_t warc_reader_in_offset(const struct warc_reader *r)
 {
-    return sl_reader_in_offset(r->in);
+    if (r->gz)
+        return r->gz->consumed + r->gz->pos;
+    return r->in_base + (r->in ? sl_reader_in_offset(r->in) : 0);
 }
 
 const char *warc_reader_name(const struct warc_reader *r)
 {
-    return sl_reader_name(r->in);
+    return r->name;
+}
+
+/* Read more compressed bytes (keeping the unread ones). >0, 0 at the end, <0 error. */
+static ssize_t gz_more(struct gz_in *g)
+{
+    if (g->eof)
+        return 0;
+    if (g->pos) {
+        memmove(g->z, g->z + g->pos, g->len - g->pos);
+        g->consumed += g->pos;
+        g->len -= g->pos;
+        g->pos = 0;
+    }
+    if (g->len == g->cap) {
+        if (g->cap >= ZMAX)
+            return SL_ERR_TOOBIG;
+        g->cap *= 2;
+        g->z = sl_xrealloc(g->z, g->cap);
+    }
+    ssize_t n = g->src->read(g->src, g->z + g->len, g->cap - g->len);
+    if (n < 0)
+        return n;
+    if (n == 0)
+        g->eof = 1;
+    g->len += (size_t)n;
+    return n;
+}
+
+/* Switch from the gz path to streaming, from the current member on. */
+static int gz_to_stream(struct warc_reader *r)
+{
+    struct gz_in *g = r->gz;
+    r->in_base = g->consumed + g->pos;
+    struct sl_source *rest = g->src;
+    g->src = NULL;
+    int rc = start_stream(r, g->z + g->pos, g->len - g->pos, rest);
+    gz_free(g);
+    r->gz = NULL;
+    return rc;
+}
+
+/* Inflate the next member(s) into the window. >0 bytes added, 0 at the end, <0 error. */
+static ssize_t gz_fill(struct warc_reader *r)
+{
+    struct gz_in *g = r->gz;
+    for (;;) {
+        if (g->len - g->pos < 32 && !g->eof) {
+            ssize_t n = gz_more(g);
+            if (n < 0)
+                return n;
+            continue;
+        }
+        if (g->pos == g->len)
+            return 0;
+        const unsigned char *z = g->z + g->pos;
+        size_t zn = g->len - g->pos;
+        if (zn < 2 || z[0] != 0x1f || z[1] != 0x8b)
+            return -1; /* trailing zeros or garbage: the streaming reader words it */
+        size_t used = 0, made = 0;
+        enum libdeflate_result res = libdeflate_gzip_decompress_ex(
+            g->d, z, zn, r->buf + r->len, r->cap - r->len, &used, &made);
+        if (res == LIBDEFLATE_SUCCESS) {
+            g->pos += used;
+            if (made == 0)
+                continue;
+            return (ssize_t)made;
+        }
+        if (res == LIBDEFLATE_INSUFFICIENT_SPACE && r->cap < WINDOW_MAX) {
+            r->cap *= 2;
+            r->buf = sl_xrealloc(r->buf, r->cap + 1);
+            continue;
+        }
+        if (res == LIBDEFLATE_BAD_DATA && !g->eof) {
+            /* maybe only cut by our buffer: read more and try again */
+            ssize_t n = gz_more(g);
+            if (n == SL_ERR_TOOBIG)
+                return -1;
+            if (n < 0)
+                return n;
+            continue;
+        }
+        return -1; /* too big for one piece, damaged or cut: stream it */
+    }
 }
 
 /* Read more into the window (keeping the unread part). >0 added, 0 at end, <0 error. */
@@ -130,9 +341,27 @@ static ssize_t fill(struct warc_reader *r)
         r->len -= r->pos;
         r->pos = 0;
     }
-    if (r->len == WINDOW)
+    if (r->len == r->cap)
         return sl_err_set(SL_ERR_STATE, "warc window full");
-    ssize_t n = sl_reader_read(r->in, r->buf + r->len, WINDOW - r->len);
+    ssize_t n;
+    if (r->gz) {
+        n = gz_fill(r);
+        if (n == -1) {
+            int rc = gz_to_stream(r);
+            if (rc) {
+                r->err = rc;
+                return rc;
+            }
+        }
+    }
+    if (!r->gz)
+        n = sl_reader_read(r->in, r->buf + r->len, r->cap - r->len);
+    else if (n > 0 && r->max_output && r->out_total + (uint64_t)n > r->max_output)
+        n = sl_err_set(SL_ERR_TOOBIG,
+                       "'%s' decompresses to more than %llu bytes (cap); is it a compression bomb?",
+                       r->name, (unsigned long long)r->max_output);
+    if (n > 0)
+        r->out_total += (uint64_t)n;
     if (n < 0) {
         r->err = (int)n;
         return n;
@@ -153,6 +382,17 @@ static int skip_block(struct warc_reader *r)
             size_t k = avail < r->remaining ? avail : (size_t)r->remaining;
             r->pos += k;
             r->remaining -= k;
+            continue;
+        }
+        if (r->gz) {
+            ssize_t n = fill(r);
+            if (n < 0)
+                return (int)n;
+            if (n == 0) {
+                r->cut = 1;
+                r->remaining = 0;
+                return 0;
+            }
             continue;
         }
         /* skip large blocks without going through the window */
@@ -516,10 +756,17 @@ int warc_read_block(struct warc_reader *r, struct sl_buf *body)
             r->remaining -= k;
             continue;
         }
-        /* empty window: read straight into the body */
-        r->base += r->pos;
-        r->pos = r->len = 0;
-        ssize_t n = r->err ? r->err : sl_reader_read(r->in, body->data + body->len, (size_t)r->remaining);
+        ssize_t n;
+        if (r->gz) {
+            n = fill(r);
+            if (n > 0)
+                continue;
+        } else {
+            /* empty window: read straight into the body */
+            r->base += r->pos;
+            r->pos = r->len = 0;
+            n = r->err ? r->err : sl_reader_read(r->in, body->data + body->len, (size_t)r->remaining);
+        }
         if (n < 0) {
             r->err = (int)n;
             body->data[body->len] = 0;
