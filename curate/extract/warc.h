@@ -1,6 +1,7 @@
 /* struct warc_reader: a streaming reader of WARC 1.0/1.1 files (and their WET/WAT
  * variants), and of legacy ARC v1/v2 files, plain or compressed (gzip per record or
- * whole-file, zstd, bzip2: detected from content by core/stream.h).
+ * whole-file, zstd, bzip2: detected from content). gzip members are inflated whole with
+ * libdeflate; the rest (and members over 64 MiB or damaged) streams through core/stream.h.
  *
  *   warc_reader_open(&r, path, &opts);
  *   while ((rc = warc_next(r, &rec)) == 1) {

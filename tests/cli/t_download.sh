@@ -123,5 +123,10 @@ run "$SLUICE" extract --format jsonl --rm-inputs --out "$T/xw" "$T/www/shard-01.
 expect_rc 2; expect_err "refusing to delete"
 expect_file "$T/www/shard-01.jsonl"
 
+case_ "every option of -h is in docs/commands/download.md"
+for opt in $("$SLUICE" download -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    grep -q -- "$opt" "$ROOT/docs/commands/download.md" && ok || fail "$opt missing from docs/commands/download.md"
+done
+
 kill $server 2>/dev/null || true
 finish

@@ -289,4 +289,9 @@ line=$(zstdcat "$T/jo/part-00000.jsonl.zst")
 expect_eq "$(echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.readline()); print(d['text'], d['source'], 'body' in d)")" "generic text mine False"
 case "$line" in *'"extra":[1, 2.50]'*) ok ;; *) fail "extra not byte for byte: $line" ;; esac
 
+case_ "every option of -h is in docs/commands/extract.md"
+for opt in $("$SLUICE" extract -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    grep -q -- "$opt" "$ROOT/docs/commands/extract.md" && ok || fail "$opt missing from docs/commands/extract.md"
+done
+
 finish
