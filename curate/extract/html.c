@@ -86,6 +86,8 @@ static int content_header(const struct html_node *n)
 
 static int neg_node(const struct html_node *n)
 {
+    if (n->tag == HT_BODY || n->tag == HT_HTML)
+        return 0; /* their classes describe the page ("has-sidebar"), not boilerplate */
     if (boiler_tag(n->tag))
         return !(n->flags & HN_BODY) && !content_header(n);
     return (n->flags & HN_NEG) && !(n->flags & (HN_POS | HN_BODY));
@@ -122,8 +124,12 @@ static void compute_stats(struct html_tree *t)
         }
     }
     /* top-down: boilerplate context */
-    for (size_t i = 1; i < t->count; i++)
-        n[i].aux = (n[n[i].parent].aux & AUX_NEGCTX) | (neg_node(&n[i]) ? AUX_NEGCTX : 0);
+    for (size_t i = 1; i < t->count; i++) {
+        if (n[i].flags & HN_BODY)
+            n[i].aux = 0; /* a named article body is content whatever its wrappers say */
+        else
+            n[i].aux = (n[n[i].parent].aux & AUX_NEGCTX) | (neg_node(&n[i]) ? AUX_NEGCTX : 0);
+    }
 }
 
 /* ---- scoring ------------------------------------------------------------------------ */

@@ -314,7 +314,7 @@ static unsigned wt_get(const char *w, size_t n)
 {
     uint32_t i = wt_hash(w, n) & (WT_SIZE - 1);
     while (WT[i].w) {
-        if (strncmp(WT[i].w, w, n) == 0 && WT[i].w[n] == 0)
+        if (WT[i].w[0] == w[0] && strncmp(WT[i].w, w, n) == 0 && WT[i].w[n] == 0)
             return WT[i].v;
         i = (i + 1) & (WT_SIZE - 1);
     }
@@ -336,9 +336,14 @@ static unsigned word_hints(const char *w, size_t n, unsigned prev_pair, unsigned
     if (v)
         return v;
     if (n >= 5)
-        for (size_t i = 0; i < NELEM(NEG_PREFIXES); i++)
-            if (!strncmp(w, NEG_PREFIXES[i], strlen(NEG_PREFIXES[i])))
-                return HN_NEG;
+        for (size_t i = 0; i < NELEM(NEG_PREFIXES); i++) {
+            const char *p = NEG_PREFIXES[i];
+            if (w[0] == p[0] && w[1] == p[1]) {
+                size_t pl = strlen(p);
+                if (n >= pl && !memcmp(w, p, pl))
+                    return HN_NEG;
+            }
+        }
     return 0;
 }
 

@@ -422,7 +422,7 @@ int html_tree_build(struct html_tree *t, const char *html, size_t len)
         return sl_err_set(SL_ERR_NOMEM, "cannot create the html parser");
     htmlCtxtUseOptions(ctx, HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
                                 HTML_PARSE_NONET |
-                                HTML_PARSE_IGNORE_ENC | HTML_PARSE_NOIMPLIED);
+                                HTML_PARSE_IGNORE_ENC);
     /* feed in slices: htmlParseChunk takes an int length */
     const size_t slice = (size_t)1 << 26;
     size_t off = 0;

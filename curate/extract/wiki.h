@@ -37,7 +37,8 @@ struct wiki_opts {
  * Returns 0 at the end of the file; the first non-zero value emit returns (reading stops);
  * SL_ERR_IO / SL_ERR_CORRUPT when the file cannot be read or its compression is broken,
  * SL_ERR_FORMAT when the XML is malformed (message: file and line). Pages emitted before
- * an error stay emitted. Never prints. */
+ * an error stay emitted (the XML reader parses a little ahead, so the one or two pages
+ * just before the error may be lost). Never prints. */
 int wiki_extract_file(const char *path, const struct wiki_opts *o,
                       int (*emit)(void *ctx, struct sl_doc *doc), void *ctx,
                       struct sl_counters *c);

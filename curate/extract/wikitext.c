@@ -43,7 +43,7 @@ static int put_literal(struct sl_buf *o, const char *s, size_t n)
 
 /* ---- pass A: comments and tags ------------------------------------------------------ */
 
-enum tag_act { T_STRIP, T_DROP, T_LITERAL, T_NEWLINE, T_CELL };
+enum tag_act { T_STRIP, T_DROP, T_LITERAL, T_NEWLINE, T_CELL, T_BR };
 
 struct wtag {
     const char *name;
@@ -53,7 +53,7 @@ struct wtag {
 /* sorted */
 static const struct wtag WTAGS[] = {
     { "abbr", T_STRIP },        { "b", T_STRIP },           { "bdi", T_STRIP },
-    { "big", T_STRIP },         { "blockquote", T_NEWLINE }, { "br", T_NEWLINE },
+    { "big", T_STRIP },         { "blockquote", T_NEWLINE }, { "br", T_BR },
     { "caption", T_NEWLINE },   { "categorytree", T_DROP }, { "ce", T_DROP },
     { "center", T_NEWLINE },    { "chem", T_DROP },         { "cite", T_STRIP },
     { "code", T_STRIP },        { "dd", T_NEWLINE },        { "del", T_STRIP },
@@ -186,6 +186,11 @@ static int pass_tags(const char *s, size_t n, struct sl_buf *o)
                 rc = sl_buf_putc(o, '\n');
             continue;
         }
+        if (t->act == T_BR) {
+            /* a line break inside a paragraph: an escaped '\n' that pass D keeps */
+            rc = sl_buf_append(o, "\xEE\x80\x8A", 3);
+            continue;
+        }
         if (t->act == T_NEWLINE || t->act == T_CELL) {
             rc = sl_buf_putc(o, t->act == T_CELL ? ' ' : '\n');
             continue;
@@ -284,7 +289,8 @@ static void match(const char *s, size_t n, char lc, char rc, int allow3, struct 
         i = j;
     }
     free(st);
-    qsort(sp->v, sp->n, sizeof(*sp->v), span_cmp);
+    if (sp->n > 1)
+        qsort(sp->v, sp->n, sizeof(*sp->v), span_cmp);
 }
 
 /* Split a template or link body at top-level '|' (not inside nested {{ }} or [[ ]]).
@@ -702,10 +708,10 @@ static int put_inline(struct sl_buf *o, const char *s, size_t n)
         }
         if (c == '_' && i + 1 < n && s[i + 1] == '_') {
             size_t j = i + 2;
-            while (j < n && j - i < 40 && (isupper((unsigned char)s[j]) || s[j] == '_'))
+            while (j < n && j - i < 40 && isupper((unsigned char)s[j]))
                 j++;
-            if (j > i + 3 && j - i >= 6 && s[j - 1] == '_' && s[j - 2] == '_') {
-                i = j;
+            if (j >= i + 4 && j + 1 < n && s[j] == '_' && s[j + 1] == '_') {
+                i = j + 2;
                 continue;
             }
         }
