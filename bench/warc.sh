@@ -7,7 +7,7 @@
 #
 # Input: the Common Crawl samples in ../shared/data/warc (fastwarc/warcfile.warc.gz, 50
 # records of CC-MAIN-2020-34, and whirlwind/whirlwind.warc.gz, 4 records of CC-MAIN-2024-22),
-# concatenated REPEAT times (default 100; .warc.gz stays one gzip member per record) so
+# concatenated REPEAT times (default 300; .warc.gz stays one gzip member per record) so
 # that start-up does not dominate; also decompressed (.warc).
 # Also: `sluice extract --format warc` end to end (HTML main text included) on the .warc.gz.
 # Usage: bench/warc.sh [SLUICE]
@@ -17,7 +17,7 @@ sluice=$(realpath "${1:-$root/build/sluice}")
 build=$(dirname "$sluice")
 data=${SLUICE_DATA:-$root/../shared/data}
 [ -d "$data/warc" ] || data=$(cd "$root/../.." && pwd)/shared/data
-repeat=${REPEAT:-100}
+repeat=${REPEAT:-300}
 runs=${RUNS:-5}
 venv=${VENV:-$root/.venv-bench}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-XXXXXX")
