@@ -3,7 +3,8 @@
 # .venv-bench from bench/requirements.txt) on the same files. Each tool reads every record
 # and parses the HTTP head of every response (FastWARC: parse_http=True; warcio: its
 # ArchiveIterator default; sluice: bench/warc_read.c, which also copies each response
-# block into memory). Wall time of the whole process, median of 5 runs after a warm-up.
+# block into memory). CPU time of the whole process (user + system; the machine may be
+# shared, wall time is noisy), median of 5 runs after a warm-up.
 #
 # Input: the Common Crawl samples in ../shared/data/warc (fastwarc/warcfile.warc.gz, 50
 # records of CC-MAIN-2020-34, and whirlwind/whirlwind.warc.gz, 4 records of CC-MAIN-2024-22),
@@ -63,15 +64,16 @@ for path in sys.argv[1:]:
 print(n)
 PY
 
-time_cmd() { # median wall seconds of $runs runs after one warm-up
+time_cmd() { # median CPU seconds (user + system of the process) of $runs runs after a warm-up
     python3 - "$runs" "$@" <<'PY'
-import subprocess, sys, time, statistics
+import resource, subprocess, sys, statistics
 runs, cmd = int(sys.argv[1]), sys.argv[2]
 ts = []
 for i in range(runs + 1):
-    t = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ts.append(time.perf_counter() - t)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ts.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
 print("%.4f" % statistics.median(ts[1:]))
 PY
 }
@@ -89,7 +91,7 @@ import sys
 f, rec, raw = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]) / 1e6
 s, fw, wi = map(float, sys.argv[4:7])
 for name, t in (("sluice", s), ("FastWARC", fw), ("warcio", wi)):
-    print("%-11s %-9s %9.0f records/s %7.1f MB/s (uncompressed)" % (f, name, rec / t, raw / t))
+    print("%-11s %-9s %9.0f records/s %7.1f MB/s (uncompressed, per CPU second)" % (f, name, rec / t, raw / t))
 print("%-11s sluice/FastWARC = %.2fx   sluice/warcio = %.2fx" % (f, fw / s, wi / s))
 PY
 done
