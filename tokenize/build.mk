@@ -1,1 +1,3 @@
-# tokenize/: sources of this component (none yet).
+# tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
+LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c
+PKGS += libpcre2-8
