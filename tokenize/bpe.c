@@ -1,191 +1,38 @@
-/* Byte-level BPE: loaders for GPT-2 files and tiktoken rank files, the pair-merge encoder
- * with its piece cache, and the decoder. */
+/* Byte-level BPE encoding: pre-tokenize, look each piece up in a per-thread cache, else
+ * take the whole-token shortcut or merge (linear scan for short pieces, a heap for long
+ * ones); decoding. The loaders are in bpe_load.c. */
 #include "tokenize/bpe.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
-#include "core/stream.h"
-#include "core/utf8.h"
+#include "tokenize/bpe_impl.h"
 
-#include <json-c/json.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef unsigned char u8;
-
-enum { FL_PRESENT = 1, FL_SPECIAL = 2, FL_SELF = 4 };
-
-#define PAIR_NONE UINT64_MAX
-#define PAIR_EMPTY UINT64_MAX
 #define SMALL_PIECE 48
 #define CACHE_BITS 15
-#define CACHE_KEY 22
-#define CACHE_IDS 8
-#define MAX_FILE (256u << 20)
+#define CACHE_KEY 16
+#define CACHE_IDS 3
 
-struct vslot {
-    uint32_t tag, id1; /* id1 = id + 1; 0 is an empty slot */
-};
-
-struct pslot {
-    uint64_t key, val; /* key = left << 32 | right; val = rank << 32 | merged id */
-};
-
-struct special {
-    char *name;
-    uint32_t id;
-};
-
-struct bpe {
-    enum pretok_kind pretok;
-    int tiktoken;
-    uint32_t n_vocab;
-    uint32_t *off; /* token bytes are bytes[off[i] .. off[i+1]) */
-    u8 *bytes;
-    u8 *flags;
-    uint32_t byte_id[256];
-    struct vslot *vtab;
-    uint64_t vmask;
-    struct pslot *ptab;
-    uint64_t pmask;
-    int pshift;
-    struct special *spec;
-    size_t nspec;
-};
-
+/* The piece cache: pieces of up to 16 bytes whose encoding has up to 3 ids, keyed by
+ * their bytes (zero padded into two words), direct mapped. */
 struct cache_ent {
-    uint32_t tag;
-    u8 klen, nids;
-    u8 key[CACHE_KEY];
+    uint64_t k0, k1;
+    uint8_t len, nids;
+    uint16_t pad;
     uint32_t ids[CACHE_IDS];
-};
-
-struct heap_ent {
-    uint64_t v;
-    uint32_t pos;
 };
 
 struct bpe_enc {
     const struct bpe *b;
     struct cache_ent *cache;
     /* scratch for merging */
-    uint32_t *ids, *next, *prev;
-    uint64_t *pv;
-    struct heap_ent *heap;
+    uint32_t *ids, *next, *prev, *pr;
+    uint64_t *heap;
     size_t cap;
 };
-
-/* ---- hashing ---------------------------------------------------------------------- */
-
-static inline uint64_t mix64(uint64_t h)
-{
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ull;
-    h ^= h >> 32;
-    return h;
-}
-
-static inline uint64_t hash_bytes(const u8 *p, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
-    while (n > 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t v;
-    if (n >= 4) {
-        uint32_t a, c;
-        memcpy(&a, p, 4);
-        memcpy(&c, p + n - 4, 4);
-        v = (uint64_t)a << 32 | c;
-    } else if (n) {
-        v = (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 | (uint64_t)p[n - 1] << 16;
-    } else {
-        v = 0;
-    }
-    h = (h ^ v) * 0x94d049bb133111ebull;
-    return mix64(h);
-}
-
-static inline int64_t vocab_find(const struct bpe *b, const u8 *p, size_t n)
-{
-    uint64_t h = hash_bytes(p, n);
-    uint32_t tag = (uint32_t)(h >> 32);
-    for (uint64_t i = h & b->vmask;; i = (i + 1) & b->vmask) {
-        const struct vslot *s = &b->vtab[i];
-        if (!s->id1)
-            return -1;
-        if (s->tag == tag) {
-            uint32_t id = s->id1 - 1;
-            if (b->off[id + 1] - b->off[id] == n && memcmp(b->bytes + b->off[id], p, n) == 0)
-                return id;
-        }
-    }
-}
-
-static void vocab_insert(struct bpe *b, uint32_t id)
-{
-    const u8 *p = b->bytes + b->off[id];
-    uint64_t h = hash_bytes(p, b->off[id + 1] - b->off[id]);
-    uint64_t i = h & b->vmask;
-    while (b->vtab[i].id1)
-        i = (i + 1) & b->vmask;
-    b->vtab[i].tag = (uint32_t)(h >> 32);
-    b->vtab[i].id1 = id + 1;
-}
-
-static inline uint64_t pair_slot(const struct bpe *b, uint64_t key)
-{
-    return (key * 0x9E3779B97F4A7C15ull) >> b->pshift;
-}
-
-static inline uint64_t pair_get(const struct bpe *b, uint32_t l, uint32_t r)
-{
-    uint64_t key = (uint64_t)l << 32 | r;
-    for (uint64_t i = pair_slot(b, key);; i = (i + 1) & b->pmask) {
-        const struct pslot *s = &b->ptab[i];
-        if (s->key == key)
-            return s->val;
-        if (s->key == PAIR_EMPTY)
-            return PAIR_NONE;
-    }
-}
-
-/* Insert or replace (a later merges.txt line for the same pair wins, as in encoder.py). */
-static void pair_put(struct bpe *b, uint32_t l, uint32_t r, uint64_t val, int keep_first)
-{
-    uint64_t key = (uint64_t)l << 32 | r;
-    uint64_t i = pair_slot(b, key);
-    while (b->ptab[i].key != PAIR_EMPTY && b->ptab[i].key != key)
-        i = (i + 1) & b->pmask;
-    if (b->ptab[i].key == key && keep_first)
-        return;
-    b->ptab[i].key = key;
-    b->ptab[i].val = val;
-}
-
-static void pair_table_init(struct bpe *b, size_t n)
-{
-    uint64_t size = 1024;
-    int bits = 10;
-    while (size < n * 2) {
-        size *= 2;
-        bits++;
-    }
-    b->ptab = sl_xmalloc(sl_mul_size(size, sizeof(*b->ptab)));
-    for (uint64_t i = 0; i < size; i++)
-        b->ptab[i].key = PAIR_EMPTY;
-    b->pmask = size - 1;
-    b->pshift = 64 - bits;
-}
-
-/* ---- merging ---------------------------------------------------------------------- */
 
 static void enc_reserve(struct bpe_enc *e, size_t n)
 {
@@ -197,54 +44,50 @@ static void enc_reserve(struct bpe_enc *e, size_t n)
     e->ids = sl_xrealloc(e->ids, sl_mul_size(cap, sizeof(*e->ids)));
     e->next = sl_xrealloc(e->next, sl_mul_size(cap, sizeof(*e->next)));
     e->prev = sl_xrealloc(e->prev, sl_mul_size(cap, sizeof(*e->prev)));
-    e->pv = sl_xrealloc(e->pv, sl_mul_size(cap, sizeof(*e->pv)));
+    e->pr = sl_xrealloc(e->pr, sl_mul_size(cap, sizeof(*e->pr)));
     e->heap = sl_xrealloc(e->heap, sl_mul_size(cap * 2, sizeof(*e->heap)));
     e->cap = cap;
 }
 
-/* Linear scan for the lowest rank: best for short pieces. ids[0..n) -> ids[0..*m). */
-static size_t merge_small(const struct bpe *b, uint32_t *ids, uint64_t *pv, size_t n)
+/* Linear scan for the lowest rank (leftmost on ties): best for short pieces. */
+static size_t merge_small(const struct bpe *b, const u8 *p, uint32_t *ids, uint32_t *pr, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        ids[i] = b->byte_id[p[i]];
     for (size_t i = 0; i + 1 < n; i++)
-        pv[i] = pair_get(b, ids[i], ids[i + 1]);
+        pr[i] = b->bp[(uint32_t)p[i] << 8 | p[i + 1]];
     size_t m = n;
     while (m > 1) {
         size_t best = 0;
-        uint64_t bv = pv[0];
+        uint32_t br = pr[0];
         for (size_t i = 1; i + 1 < m; i++)
-            if (pv[i] < bv) {
-                bv = pv[i];
+            if (pr[i] < br) {
+                br = pr[i];
                 best = i;
             }
-        if (bv == PAIR_NONE)
+        if (br == RANK_NONE)
             break;
-        ids[best] = (uint32_t)bv;
-        /* drop ids[best + 1] and pv[best + 1]'s old slot */
+        ids[best] = bpe_merged_id(b, br);
         for (size_t i = best + 1; i + 1 < m; i++)
             ids[i] = ids[i + 1];
         for (size_t i = best + 1; i + 2 < m; i++)
-            pv[i] = pv[i + 1];
+            pr[i] = pr[i + 1];
         m--;
         if (best > 0)
-            pv[best - 1] = pair_get(b, ids[best - 1], ids[best]);
+            pr[best - 1] = bpe_pair_rank(b, ids[best - 1], ids[best]);
         if (best + 1 < m)
-            pv[best] = pair_get(b, ids[best], ids[best + 1]);
+            pr[best] = bpe_pair_rank(b, ids[best], ids[best + 1]);
     }
     return m;
 }
 
-static inline int heap_less(const struct heap_ent *a, const struct heap_ent *c)
-{
-    return a->v < c->v || (a->v == c->v && a->pos < c->pos);
-}
-
-static void heap_push(struct heap_ent *h, size_t *n, uint64_t v, uint32_t pos)
+/* Heap entries are rank << 32 | position: the lowest rank first, leftmost on ties. */
+static void heap_push(uint64_t *h, size_t *n, uint64_t x)
 {
     size_t i = (*n)++;
-    struct heap_ent x = { v, pos };
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!heap_less(&x, &h[p]))
+        if (h[p] <= x)
             break;
         h[i] = h[p];
         i = p;
@@ -252,17 +95,17 @@ static void heap_push(struct heap_ent *h, size_t *n, uint64_t v, uint32_t pos)
     h[i] = x;
 }
 
-static struct heap_ent heap_pop(struct heap_ent *h, size_t *n)
+static uint64_t heap_pop(uint64_t *h, size_t *n)
 {
-    struct heap_ent top = h[0], x = h[--*n];
+    uint64_t top = h[0], x = h[--*n];
     size_t i = 0, m = *n;
     for (;;) {
         size_t c = 2 * i + 1;
         if (c >= m)
             break;
-        if (c + 1 < m && heap_less(&h[c + 1], &h[c]))
+        if (c + 1 < m && h[c + 1] < h[c])
             c++;
-        if (!heap_less(&h[c], &x))
+        if (h[c] >= x)
             break;
         h[i] = h[c];
         i = c;
@@ -275,40 +118,40 @@ static struct heap_ent heap_pop(struct heap_ent *h, size_t *n)
 #define NIL UINT32_MAX
 
 /* Heap of candidate merges with lazy invalidation: O(n log n) for long pieces. */
-static size_t merge_large(struct bpe_enc *e, size_t n)
+static size_t merge_large(struct bpe_enc *e, const u8 *p, size_t n)
 {
     const struct bpe *b = e->b;
-    uint32_t *ids = e->ids, *next = e->next, *prev = e->prev;
-    uint64_t *pv = e->pv;
-    struct heap_ent *h = e->heap;
+    uint32_t *ids = e->ids, *next = e->next, *prev = e->prev, *pr = e->pr;
+    uint64_t *h = e->heap;
     size_t hn = 0;
     for (size_t i = 0; i < n; i++) {
+        ids[i] = b->byte_id[p[i]];
         next[i] = i + 1 < n ? (uint32_t)(i + 1) : NIL;
         prev[i] = i ? (uint32_t)(i - 1) : NIL;
-        pv[i] = i + 1 < n ? pair_get(b, ids[i], ids[i + 1]) : PAIR_NONE;
-        if (pv[i] != PAIR_NONE)
-            heap_push(h, &hn, pv[i], (uint32_t)i);
+        pr[i] = i + 1 < n ? b->bp[(uint32_t)p[i] << 8 | p[i + 1]] : RANK_NONE;
+        if (pr[i] != RANK_NONE)
+            heap_push(h, &hn, (uint64_t)pr[i] << 32 | i);
     }
     while (hn) {
-        struct heap_ent t = heap_pop(h, &hn);
-        uint32_t pos = t.pos;
-        if (pv[pos] != t.v || next[pos] == NIL)
+        uint64_t t = heap_pop(h, &hn);
+        uint32_t pos = (uint32_t)t, rank = (uint32_t)(t >> 32);
+        if (pr[pos] != rank || next[pos] == NIL)
             continue; /* stale: the pair changed or was merged away */
         uint32_t nx = next[pos];
-        ids[pos] = (uint32_t)t.v;
-        pv[nx] = PAIR_NONE;
+        ids[pos] = bpe_merged_id(b, rank);
+        pr[nx] = RANK_NONE;
         next[pos] = next[nx];
         next[nx] = NIL;
         if (next[pos] != NIL)
             prev[next[pos]] = pos;
-        pv[pos] = next[pos] != NIL ? pair_get(b, ids[pos], ids[next[pos]]) : PAIR_NONE;
-        if (pv[pos] != PAIR_NONE)
-            heap_push(h, &hn, pv[pos], pos);
+        pr[pos] = next[pos] != NIL ? bpe_pair_rank(b, ids[pos], ids[next[pos]]) : RANK_NONE;
+        if (pr[pos] != RANK_NONE)
+            heap_push(h, &hn, (uint64_t)pr[pos] << 32 | pos);
         uint32_t pp = prev[pos];
         if (pp != NIL) {
-            pv[pp] = pair_get(b, ids[pp], ids[pos]);
-            if (pv[pp] != PAIR_NONE)
-                heap_push(h, &hn, pv[pp], pp);
+            pr[pp] = bpe_pair_rank(b, ids[pp], ids[pos]);
+            if (pr[pp] != RANK_NONE)
+                heap_push(h, &hn, (uint64_t)pr[pp] << 32 | pp);
         }
     }
     size_t m = 0;
@@ -317,65 +160,139 @@ static size_t merge_large(struct bpe_enc *e, size_t n)
     return m;
 }
 
-/* BPE of one piece (no shortcut, no cache): ids in e->ids[0..return). */
+/* BPE of one piece: ids in e->ids[0..return). */
 static size_t merge_piece(struct bpe_enc *e, const u8 *p, size_t n)
 {
     enc_reserve(e, n);
-    for (size_t i = 0; i < n; i++)
-        e->ids[i] = e->b->byte_id[p[i]];
     if (n <= SMALL_PIECE)
-        return merge_small(e->b, e->ids, e->pv, n);
-    return merge_large(e, n);
+        return merge_small(e->b, p, e->ids, e->pr, n);
+    return merge_large(e, p, n);
 }
 
-static inline int encode_piece(struct bpe_enc *e, const u8 *p, size_t n, struct tok_ids *out)
+size_t bpe_merge_bytes(struct bpe_enc *e, const u8 *p, size_t n, const uint32_t **ids)
 {
-    const struct bpe *b = e->b;
-    if (n == 1)
-        return tok_ids_push(out, b->byte_id[p[0]]);
-    int64_t id = vocab_find(b, p, n);
-    if (id >= 0 && (b->flags[id] & FL_SELF))
-        return tok_ids_push(out, (uint32_t)id);
-    struct cache_ent *c = NULL;
-    uint64_t h = 0;
-    if (n <= CACHE_KEY) {
-        h = hash_bytes(p, n);
-        c = &e->cache[h >> (64 - CACHE_BITS)];
-        if (c->klen == n && c->tag == (uint32_t)h && memcmp(c->key, p, n) == 0) {
-            int rc = tok_ids_reserve(out, c->nids);
-            if (rc)
-                return rc;
-            memcpy(out->v + out->n, c->ids, c->nids * sizeof(uint32_t));
-            out->n += c->nids;
-            return 0;
-        }
-    }
     size_t m = merge_piece(e, p, n);
-    if (c && m <= CACHE_IDS) {
-        c->tag = (uint32_t)h;
-        c->klen = (u8)n;
-        c->nids = (u8)m;
-        memcpy(c->key, p, n);
-        memcpy(c->ids, e->ids, m * sizeof(uint32_t));
+    *ids = e->ids;
+    return m;
+}
+
+static inline uint64_t low_bytes(uint64_t v, size_t n)
+{
+    return n >= 8 ? v : v & ((UINT64_C(1) << (8 * n)) - 1);
+}
+
+/* The piece's bytes zero padded into two words (n <= 16); `room` bytes are readable. */
+static inline void piece_key(const u8 *p, size_t n, size_t room, uint64_t *k0, uint64_t *k1)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (room >= 16) {
+        uint64_t a, c;
+        memcpy(&a, p, 8);
+        memcpy(&c, p + 8, 8);
+        *k0 = low_bytes(a, n);
+        *k1 = n > 8 ? low_bytes(c, n - 8) : 0;
+        return;
     }
-    int rc = tok_ids_reserve(out, m);
-    if (rc)
-        return rc;
-    memcpy(out->v + out->n, e->ids, m * sizeof(uint32_t));
+#endif
+    u8 tmp[16] = { 0 };
+    memcpy(tmp, p, n);
+    memcpy(k0, tmp, 8);
+    memcpy(k1, tmp + 8, 8);
+}
+
+static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
+{
+    if (out->cap - out->n < m) {
+        int rc = tok_ids_reserve(out, m);
+        if (rc)
+            return rc;
+    }
+    memcpy(out->v + out->n, ids, m * sizeof(uint32_t));
     out->n += m;
     return 0;
 }
 
+/* A piece that is not in the cache: the whole-token shortcut, else BPE. */
+static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one)
+{
+    const struct bpe *b = e->b;
+    int64_t id = bpe_vocab_find(b, p, n);
+    if (id >= 0 && (b->flags[id] & FL_SELF)) {
+        *one = (uint32_t)id;
+        return 0;
+    }
+    return merge_piece(e, p, n);
+}
+
+static inline uint64_t piece_hash(uint64_t k0, uint64_t k1, size_t n)
+{
+    return bpe_mix64((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full) ^ n);
+}
+
+/* One piece of 2..CACHE_KEY bytes whose cache slot is c. */
+static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t room,
+                                struct cache_ent *c, struct tok_ids *out)
+{
+    uint64_t k0, k1;
+    piece_key(p, n, room, &k0, &k1);
+    if (c->k0 == k0 && c->k1 == k1 && c->len == n)
+        return emit(out, c->ids, c->nids);
+    uint32_t one = 0;
+    size_t m = encode_slow(e, p, n, &one);
+    const uint32_t *ids = m ? e->ids : &one;
+    m = m ? m : 1;
+    if (m <= CACHE_IDS) {
+        c->k0 = k0;
+        c->k1 = k1;
+        c->len = (uint8_t)n;
+        c->nids = (uint8_t)m;
+        memcpy(c->ids, ids, m * sizeof(uint32_t));
+    }
+    return emit(out, ids, m);
+}
+
+#define BATCH 64
+
 int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *out)
 {
+    const struct bpe *b = e->b;
     const u8 *p = (const u8 *)text, *end = p + n;
-    enum pretok_kind k = e->b->pretok;
+    enum pretok_kind k = b->pretok;
+    uint32_t lens[BATCH];
+    struct cache_ent *slot[BATCH];
+    if (n > UINT32_MAX)
+        return sl_err_set(SL_ERR_TOOBIG, "cannot encode a text of %zu bytes (4 GiB at most)", n);
     while (p < end) {
-        size_t len = pretok_next(k, p, end);
-        int rc = encode_piece(e, p, len, out);
-        if (rc)
-            return rc;
-        p += len;
+        size_t np = pretok_split(k, p, end, lens, BATCH);
+        /* find every piece's cache slot first and prefetch it, so that the memory
+         * latency of the lookups overlaps */
+        const u8 *q = p;
+        for (size_t i = 0; i < np; i++) {
+            size_t len = lens[i];
+            if (len >= 2 && len <= CACHE_KEY) {
+                uint64_t k0, k1;
+                piece_key(q, len, (size_t)(end - q), &k0, &k1);
+                slot[i] = &e->cache[piece_hash(k0, k1, len) >> (64 - CACHE_BITS)];
+                __builtin_prefetch(slot[i]);
+            }
+            q += len;
+        }
+        for (size_t i = 0; i < np; i++) {
+            size_t len = lens[i];
+            int rc;
+            if (len == 1) {
+                rc = tok_ids_push(out, b->byte_id[p[0]]);
+            } else if (len <= CACHE_KEY) {
+                rc = encode_cached(e, p, len, (size_t)(end - p), slot[i], out);
+            } else {
+                uint32_t one = 0;
+                size_t m = encode_slow(e, p, len, &one);
+                rc = m ? emit(out, e->ids, m) : tok_ids_push(out, one);
+            }
+            if (rc)
+                return rc;
+            p += len;
+        }
     }
     return 0;
 }
@@ -396,7 +313,7 @@ void bpe_enc_free(struct bpe_enc *e)
     free(e->ids);
     free(e->next);
     free(e->prev);
-    free(e->pv);
+    free(e->pr);
     free(e->heap);
     free(e);
 }
@@ -452,555 +369,11 @@ void bpe_free(struct bpe *b)
     free(b->flags);
     free(b->vtab);
     free(b->ptab);
+    free(b->merge_id);
+    free(b->bp);
     for (size_t i = 0; i < b->nspec; i++)
         free(b->spec[i].name);
     free(b->spec);
     free(b);
 }
 
-/* ---- building --------------------------------------------------------------------- */
-
-/* A token list being collected: (id, bytes) in any order. */
-struct toklist {
-    uint32_t *id;
-    uint32_t *start, *len;
-    struct sl_buf bytes;
-    size_t n, cap;
-};
-
-static void toklist_add(struct toklist *t, uint32_t id, const void *p, size_t n)
-{
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 1024;
-        t->id = sl_xrealloc(t->id, t->cap * sizeof(*t->id));
-        t->start = sl_xrealloc(t->start, t->cap * sizeof(*t->start));
-        t->len = sl_xrealloc(t->len, t->cap * sizeof(*t->len));
-    }
-    t->id[t->n] = id;
-    t->start[t->n] = (uint32_t)t->bytes.len;
-    t->len[t->n] = (uint32_t)n;
-    sl_buf_append(&t->bytes, p, n);
-    t->n++;
-}
-
-static void toklist_release(struct toklist *t)
-{
-    free(t->id);
-    free(t->start);
-    free(t->len);
-    sl_buf_release(&t->bytes);
-}
-
-/* Lay the tokens out by id; fails on a duplicate id. `what` names the source. */
-static int build_vocab(struct bpe *b, const struct toklist *t, const char *what)
-{
-    uint32_t max = 0;
-    for (size_t i = 0; i < t->n; i++)
-        if (t->id[i] > max)
-            max = t->id[i];
-    if (t->n == 0)
-        return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': no tokens", what);
-    b->n_vocab = max + 1;
-    b->flags = sl_xcalloc(b->n_vocab, 1);
-    uint32_t *src = sl_xmalloc(sl_mul_size(b->n_vocab, sizeof(uint32_t)));
-    for (size_t i = 0; i < t->n; i++) {
-        if (b->flags[t->id[i]] & FL_PRESENT) {
-            free(src);
-            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': token id %u appears twice", what,
-                              t->id[i]);
-        }
-        b->flags[t->id[i]] = FL_PRESENT;
-        src[t->id[i]] = (uint32_t)i;
-    }
-    b->off = sl_xmalloc(sl_mul_size((size_t)b->n_vocab + 1, sizeof(uint32_t)));
-    b->bytes = sl_xmalloc(t->bytes.len + 1);
-    uint32_t o = 0;
-    for (uint32_t id = 0; id < b->n_vocab; id++) {
-        b->off[id] = o;
-        if (b->flags[id] & FL_PRESENT) {
-            memcpy(b->bytes + o, t->bytes.data + t->start[src[id]], t->len[src[id]]);
-            o += t->len[src[id]];
-        }
-    }
-    b->off[b->n_vocab] = o;
-    free(src);
-    return 0;
-}
-
-/* Hash every present, non-special token; SL_ERR_FORMAT on two ids with the same bytes. */
-static int build_vtab(struct bpe *b, const char *what)
-{
-    uint64_t size = 1024;
-    while (size < (uint64_t)b->n_vocab * 2)
-        size *= 2;
-    b->vtab = sl_xcalloc(size, sizeof(*b->vtab));
-    b->vmask = size - 1;
-    for (uint32_t id = 0; id < b->n_vocab; id++) {
-        if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
-            continue;
-        size_t n = b->off[id + 1] - b->off[id];
-        if (n == 0)
-            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': token %u is empty", what, id);
-        int64_t other = vocab_find(b, b->bytes + b->off[id], n);
-        if (other >= 0)
-            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': tokens %lld and %u have the same bytes",
-                              what, (long long)other, id);
-        vocab_insert(b, id);
-    }
-    for (int c = 0; c < 256; c++) {
-        u8 byte = (u8)c;
-        int64_t id = vocab_find(b, &byte, 1);
-        if (id < 0)
-            return sl_err_set(SL_ERR_FORMAT,
-                              "cannot load '%s': no token for byte 0x%02x\n"
-                              "hint: byte-level BPE needs all 256 single-byte tokens",
-                              what, c);
-        b->byte_id[c] = (uint32_t)id;
-    }
-    return 0;
-}
-
-static void add_special(struct bpe *b, const char *name, uint32_t id)
-{
-    b->spec = sl_xrealloc(b->spec, (b->nspec + 1) * sizeof(*b->spec));
-    b->spec[b->nspec].name = sl_xstrdup(name);
-    b->spec[b->nspec].id = id;
-    b->nspec++;
-}
-
-/* ---- tiktoken rank files ---------------------------------------------------------- */
-
-static int b64val(u8 c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Decode standard base64 with padding into out; 0 or -1. */
-static int b64_decode(const u8 *p, size_t n, struct sl_buf *out)
-{
-    if (n == 0 || n % 4)
-        return -1;
-    for (size_t i = 0; i < n; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            if (p[i + k] == '=' && i + 4 == n && k >= 2) {
-                v[k] = 0;
-                pad++;
-            } else {
-                if (pad)
-                    return -1;
-                v[k] = b64val(p[i + k]);
-                if (v[k] < 0)
-                    return -1;
-            }
-        }
-        uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        u8 o[3] = { (u8)(x >> 16), (u8)(x >> 8), (u8)x };
-        sl_buf_append(out, o, (size_t)(3 - pad));
-    }
-    return 0;
-}
-
-struct tk_special {
-    const char *name;
-    uint32_t id;
-};
-
-static const struct tk_special sp_r50k[] = { { "<|endoftext|>", 50256 }, { NULL, 0 } };
-static const struct tk_special sp_cl100k[] = {
-    { "<|endoftext|>", 100257 }, { "<|fim_prefix|>", 100258 }, { "<|fim_middle|>", 100259 },
-    { "<|fim_suffix|>", 100260 }, { "<|endofprompt|>", 100276 }, { NULL, 0 }
-};
-static const struct tk_special sp_o200k[] = { { "<|endoftext|>", 199999 },
-                                              { "<|endofprompt|>", 200018 }, { NULL, 0 } };
-
-static int kind_from_name(const char *name)
-{
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    if (strstr(base, "o200k"))
-        return PRETOK_O200K;
-    if (strstr(base, "cl100k"))
-        return PRETOK_CL100K;
-    if (strstr(base, "r50k") || strstr(base, "p50k") || strstr(base, "gpt2"))
-        return PRETOK_GPT2;
-    return -1;
-}
-
-int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int kind,
-                          const char *name)
-{
-    *out = NULL;
-    struct bpe *b = sl_xcalloc(1, sizeof(*b));
-    b->tiktoken = 1;
-    struct toklist t;
-    memset(&t, 0, sizeof(t));
-    struct sl_buf tok = SL_BUF_INIT;
-    int rc = 0;
-    const u8 *p = (const u8 *)data, *end = p + len;
-    uint64_t line = 0;
-    while (p < end && !rc) {
-        const u8 *nl = memchr(p, '\n', (size_t)(end - p));
-        const u8 *le = nl ? nl : end;
-        line++;
-        const u8 *sp = memchr(p, ' ', (size_t)(le - p));
-        if (le == p) {
-            p = le + 1;
-            continue;
-        }
-        const u8 *re = le;
-        if (re > p && re[-1] == '\r')
-            re--;
-        sl_buf_reset(&tok);
-        uint64_t rank = 0;
-        int ok = sp && sp > p && sp + 1 < re && b64_decode(p, (size_t)(sp - p), &tok) == 0;
-        for (const u8 *q = sp ? sp + 1 : re; ok && q < re; q++) {
-            if (*q < '0' || *q > '9' || rank > 0x7fffffff)
-                ok = 0;
-            else
-                rank = rank * 10 + (uint64_t)(*q - '0');
-        }
-        if (!ok || rank > 0x7ffffffe) {
-            rc = sl_err_set(SL_ERR_FORMAT,
-                            "cannot load tiktoken ranks '%s': line %llu is not '<base64> <rank>'\n"
-                            "hint: sluice reads the plain .tiktoken rank files",
-                            name, (unsigned long long)line);
-            break;
-        }
-        toklist_add(&t, (uint32_t)rank, tok.data ? tok.data : "", tok.len);
-        p = le + (nl ? 1 : 0);
-    }
-    sl_buf_release(&tok);
-    if (!rc && kind < 0)
-        kind = kind_from_name(name);
-    if (!rc && kind < 0) {
-        if (t.n == 50256 || t.n == 50280)
-            kind = PRETOK_GPT2;
-        else if (t.n == 100256)
-            kind = PRETOK_CL100K;
-        else if (t.n == 199998)
-            kind = PRETOK_O200K;
-        else
-            rc = sl_err_set(SL_ERR_USAGE,
-                            "cannot tell the pre-tokenizer of '%s' (%zu ranks)\n"
-                            "hint: name the file after its encoding (r50k_base, cl100k_base, "
-                            "o200k_base)",
-                            name, t.n);
-    }
-    if (!rc) {
-        b->pretok = (enum pretok_kind)kind;
-        const struct tk_special *sp = kind == PRETOK_O200K    ? sp_o200k
-                                      : kind == PRETOK_CL100K ? sp_cl100k
-                                                              : sp_r50k;
-        uint32_t maxrank = 0;
-        for (size_t i = 0; i < t.n; i++)
-            maxrank = t.id[i] > maxrank ? t.id[i] : maxrank;
-        for (; sp->name; sp++) {
-            if (sp->id <= maxrank && t.n)
-                continue; /* a custom rank file that uses the id: no special there */
-            toklist_add(&t, sp->id, sp->name, strlen(sp->name));
-            add_special(b, sp->name, sp->id);
-        }
-        rc = build_vocab(b, &t, name);
-    }
-    if (!rc) {
-        for (size_t i = 0; i < b->nspec; i++)
-            b->flags[b->spec[i].id] |= FL_SPECIAL;
-        rc = build_vtab(b, name);
-    }
-    if (!rc) {
-        /* every split of a token into two tokens merges at the token's rank */
-        size_t npairs = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            if (pass == 1)
-                pair_table_init(b, npairs);
-            for (uint32_t id = 0; id < b->n_vocab; id++) {
-                if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
-                    continue;
-                b->flags[id] |= FL_SELF;
-                const u8 *s = b->bytes + b->off[id];
-                size_t n = b->off[id + 1] - b->off[id];
-                for (size_t k = 1; k < n; k++) {
-                    int64_t l = vocab_find(b, s, k);
-                    if (l < 0)
-                        continue;
-                    int64_t r = vocab_find(b, s + k, n - k);
-                    if (r < 0)
-                        continue;
-                    if (pass == 0)
-                        npairs++;
-                    else
-                        pair_put(b, (uint32_t)l, (uint32_t)r, (uint64_t)id << 32 | id, 1);
-                }
-            }
-        }
-    }
-    toklist_release(&t);
-    if (rc) {
-        bpe_free(b);
-        return rc;
-    }
-    *out = b;
-    return 0;
-}
-
-int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
-{
-    struct sl_buf buf = SL_BUF_INIT;
-    sl_buf_init(&buf, MAX_FILE);
-    int rc = sl_read_file(path, &buf);
-    if (rc) {
-        *out = NULL;
-        sl_buf_release(&buf);
-        return sl_err_wrap(rc, "cannot load tiktoken ranks: ");
-    }
-    rc = bpe_load_tiktoken_mem(out, buf.data ? buf.data : "", buf.len, kind, path);
-    sl_buf_release(&buf);
-    return rc;
-}
-
-/* ---- GPT-2 vocab.json + merges.txt ------------------------------------------------ */
-
-/* GPT-2's bytes_to_unicode: printable bytes map to themselves, the other 68 to U+0100... */
-static void byte_unicode_maps(uint32_t b2u[256], int16_t u2b[324])
-{
-    int n = 0;
-    for (int c = 0; c < 324; c++)
-        u2b[c] = -1;
-    for (int c = 0; c < 256; c++) {
-        int printable = (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
-        b2u[c] = printable ? (uint32_t)c : (uint32_t)(256 + n++);
-        u2b[b2u[c]] = (int16_t)c;
-    }
-}
-
-/* Symbol text (UTF-8 in the byte alphabet) -> bytes. 0, or -1 when a character is not in
- * the alphabet (out then holds the raw text). */
-static int unmap_symbol(const int16_t u2b[324], const char *s, size_t n, struct sl_buf *out)
-{
-    sl_buf_reset(out);
-    size_t i = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t k = sl_utf8_decode((const u8 *)s + i, n - i, &cp);
-        if (!k || cp >= 324 || u2b[cp] < 0) {
-            sl_buf_reset(out);
-            sl_buf_append(out, s, n);
-            return -1;
-        }
-        sl_buf_putc(out, (char)u2b[cp]);
-        i += k;
-    }
-    return 0;
-}
-
-int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, const char *merges,
-                      size_t merges_len, const char *name)
-{
-    *out = NULL;
-    uint32_t b2u[256];
-    int16_t u2b[324];
-    byte_unicode_maps(b2u, u2b);
-    struct bpe *b = sl_xcalloc(1, sizeof(*b));
-    b->pretok = PRETOK_GPT2;
-    struct toklist t;
-    memset(&t, 0, sizeof(t));
-    struct sl_buf sym = SL_BUF_INIT, sym2 = SL_BUF_INIT;
-    u8 *mapped = NULL; /* token could be written in the byte alphabet */
-    int rc = 0;
-
-    struct json_tokener *tk = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
-    struct json_object *root = NULL;
-    if (vocab_len > INT32_MAX)
-        rc = sl_err_set(SL_ERR_TOOBIG, "cannot load vocabulary of '%s': too large", name);
-    if (!rc) {
-        json_tokener_set_flags(tk, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-        root = json_tokener_parse_ex(tk, vocab, (int)vocab_len);
-        if (!root || !json_object_is_type(root, json_type_object) ||
-            json_tokener_get_parse_end(tk) != vocab_len)
-            rc = sl_err_set(SL_ERR_FORMAT,
-                            "cannot load vocabulary of '%s': not a JSON object of token -> id (%s)",
-                            name, root ? "trailing data or not an object"
-                                       : json_tokener_error_desc(json_tokener_get_error(tk)));
-    }
-    size_t nmapped = 0;
-    if (!rc) {
-        json_object_object_foreach(root, key, val)
-        {
-            int64_t id = json_object_is_type(val, json_type_int) ? json_object_get_int64(val) : -1;
-            if (id < 0 || id > 0x7ffffffe) {
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot load vocabulary of '%s': token '%.40s' has no valid id",
-                                name, key);
-                break;
-            }
-            size_t klen = strlen(key);
-            int ok = unmap_symbol(u2b, key, klen, &sym) == 0 && sym.len > 0;
-            if (t.n == nmapped)
-                mapped = sl_xrealloc(mapped, t.n + 1024);
-            mapped[t.n] = (u8)ok;
-            nmapped = t.n + 1;
-            toklist_add(&t, (uint32_t)id, sym.data ? sym.data : "", sym.len);
-            if (!ok && klen == 0) {
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot load vocabulary of '%s': empty token", name);
-                break;
-            }
-        }
-    }
-    json_object_put(root);
-    json_tokener_free(tk);
-    if (!rc)
-        rc = build_vocab(b, &t, name);
-    if (!rc) {
-        /* hash everything written in the byte alphabet, to resolve merge symbols */
-        for (size_t i = 0; i < t.n; i++)
-            if (!mapped[i])
-                b->flags[t.id[i]] |= FL_SPECIAL;
-        rc = build_vtab(b, name);
-        /* multi-byte tokens are special (<|endoftext|>) until a merge produces them */
-        for (size_t i = 0; i < t.n; i++)
-            if (t.len[i] > 1 || !mapped[i])
-                b->flags[t.id[i]] |= FL_SPECIAL; /* not yet produced by a merge */
-    }
-    if (!rc) {
-        const u8 *p = (const u8 *)merges, *end = p + merges_len;
-        /* count lines for the table size */
-        size_t nlines = 1;
-        for (const u8 *q = p; q < end; q++)
-            nlines += *q == '\n';
-        pair_table_init(b, nlines);
-        uint64_t line = 0, rank = 0;
-        while (p < end && !rc) {
-            const u8 *nl = memchr(p, '\n', (size_t)(end - p));
-            const u8 *le = nl ? nl : end;
-            line++;
-            const u8 *re = le;
-            if (re > p && re[-1] == '\r')
-                re--;
-            if (re == p || (line == 1 && re - p >= 8 && memcmp(p, "#version", 8) == 0)) {
-                p = le + (nl ? 1 : 0);
-                continue;
-            }
-            const u8 *sp = memchr(p, ' ', (size_t)(re - p));
-            if (!sp || sp == p || sp + 1 >= re || memchr(sp + 1, ' ', (size_t)(re - sp - 1))) {
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot load merges '%s': line %llu is not two symbols separated by a space",
-                                name, (unsigned long long)line);
-                break;
-            }
-            int64_t l = -1, r = -1, m = -1;
-            if (unmap_symbol(u2b, (const char *)p, (size_t)(sp - p), &sym) == 0)
-                l = vocab_find(b, (const u8 *)sym.data, sym.len);
-            if (unmap_symbol(u2b, (const char *)sp + 1, (size_t)(re - sp - 1), &sym2) == 0)
-                r = vocab_find(b, (const u8 *)sym2.data, sym2.len);
-            if (l >= 0 && r >= 0) {
-                sl_buf_append(&sym, sym2.data, sym2.len);
-                m = vocab_find(b, (const u8 *)sym.data, sym.len);
-            }
-            if (m < 0) {
-                const char *which = l < 0 ? "its first symbol" : r < 0 ? "its second symbol" : "the merged token";
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot load merges '%s': line %llu ('%.*s'): %s is not in the "
-                                "vocabulary\nhint: are the vocabulary and merges files from the "
-                                "same tokenizer?",
-                                name, (unsigned long long)line, (int)(re - p > 60 ? 60 : re - p),
-                                (const char *)p, which);
-                break;
-            }
-            pair_put(b, (uint32_t)l, (uint32_t)r, rank << 32 | (uint64_t)m, 0);
-            b->flags[m] &= (u8)~FL_SPECIAL;
-            rank++;
-            p = le + (nl ? 1 : 0);
-        }
-    }
-    if (!rc) {
-        for (uint32_t id = 0; id < b->n_vocab; id++)
-            if (b->flags[id] & FL_SPECIAL) {
-                char *s = sl_xstrndup((const char *)b->bytes + b->off[id], b->off[id + 1] - b->off[id]);
-                add_special(b, s, id);
-                free(s);
-            }
-        /* the shortcut "a piece that is a token is that token" only where BPE agrees */
-        struct bpe_enc *e = bpe_enc_new(b);
-        for (uint32_t id = 0; id < b->n_vocab; id++) {
-            if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
-                continue;
-            size_t n = b->off[id + 1] - b->off[id];
-            if (n == 1 || (merge_piece(e, b->bytes + b->off[id], n) == 1 && e->ids[0] == id))
-                b->flags[id] |= FL_SELF;
-        }
-        bpe_enc_free(e);
-    }
-    free(mapped);
-    sl_buf_release(&sym);
-    sl_buf_release(&sym2);
-    toklist_release(&t);
-    if (rc) {
-        bpe_free(b);
-        return rc;
-    }
-    *out = b;
-    return 0;
-}
-
-int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_path)
-{
-    *out = NULL;
-    struct sl_buf v = SL_BUF_INIT, m = SL_BUF_INIT;
-    sl_buf_init(&v, MAX_FILE);
-    sl_buf_init(&m, MAX_FILE);
-    int rc = sl_read_file(vocab_path, &v);
-    if (rc)
-        rc = sl_err_wrap(rc, "cannot load vocabulary: ");
-    if (!rc && (rc = sl_read_file(merges_path, &m)))
-        rc = sl_err_wrap(rc, "cannot load merges: ");
-    if (!rc) {
-        /* messages name the file they are about */
-        rc = bpe_load_gpt2_mem(out, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len,
-                               vocab_path);
-        if (rc && strstr(sl_err_msg(), "cannot load merges '")) {
-            char *msg = sl_xstrdup(sl_err_msg());
-            const char *rest = strstr(msg, "': ") + 3;
-            sl_err_set(rc, "cannot load merges '%s' (with vocabulary '%s'): %s", merges_path, vocab_path, rest);
-            free(msg);
-        }
-    }
-    sl_buf_release(&v);
-    sl_buf_release(&m);
-    return rc;
-}
-
-int bpe_load_gpt2_dir(struct bpe **out, const char *dir)
-{
-    static const char *const pairs[][2] = { { "vocab.json", "merges.txt" },
-                                            { "encoder.json", "vocab.bpe" } };
-    for (size_t i = 0; i < 2; i++) {
-        char *v = sl_xasprintf("%s/%s", dir, pairs[i][0]);
-        char *m = sl_xasprintf("%s/%s", dir, pairs[i][1]);
-        FILE *f = fopen(v, "rb");
-        if (f) {
-            fclose(f);
-            int rc = bpe_load_gpt2(out, v, m);
-            free(v);
-            free(m);
-            return rc;
-        }
-        free(v);
-        free(m);
-    }
-    *out = NULL;
-    return sl_err_set(SL_ERR_NOTFOUND,
-                      "cannot load GPT-2 tokenizer from '%s': no vocab.json or encoder.json there\n"
-                      "hint: the directory needs vocab.json + merges.txt (or encoder.json + vocab.bpe)",
-                      dir);
-}

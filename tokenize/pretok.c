@@ -259,6 +259,27 @@ static size_t next_o200k(const u8 *s, const u8 *e)
     return ws_tail(s, e, 1);
 }
 
+size_t pretok_split(enum pretok_kind k, const unsigned char *s, const unsigned char *end,
+                    uint32_t *lens, size_t max)
+{
+    size_t n = 0;
+    switch (k) {
+    case PRETOK_CL100K:
+        for (; s < end && n < max; n++)
+            s += lens[n] = (uint32_t)next_cl100k(s, end);
+        break;
+    case PRETOK_O200K:
+        for (; s < end && n < max; n++)
+            s += lens[n] = (uint32_t)next_o200k(s, end);
+        break;
+    default:
+        for (; s < end && n < max; n++)
+            s += lens[n] = (uint32_t)next_gpt2(s, end);
+        break;
+    }
+    return n;
+}
+
 size_t pretok_next(enum pretok_kind k, const unsigned char *s, const unsigned char *end)
 {
     switch (k) {

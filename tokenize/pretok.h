@@ -22,6 +22,7 @@
 #define SL_TOKENIZE_PRETOK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum pretok_kind {
     PRETOK_GPT2 = 0,
@@ -37,5 +38,10 @@ const char *pretok_regex(enum pretok_kind k);
 
 /* Length in bytes (>= 1) of the piece that starts at s; s < end. */
 size_t pretok_next(enum pretok_kind k, const unsigned char *s, const unsigned char *end);
+/* Split [s, end) into at most `max` consecutive pieces from s on; their lengths go to
+ * lens. Returns the number of pieces (0 only when s == end). A piece is never longer than
+ * the text, which must be shorter than 4 GiB. */
+size_t pretok_split(enum pretok_kind k, const unsigned char *s, const unsigned char *end,
+                    uint32_t *lens, size_t max);
 
 #endif

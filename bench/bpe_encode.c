@@ -1,0 +1,86 @@
+/* Encode a file with sluice's BPE on one thread and report throughput, for
+ * bench/tokenize.sh. Usage: bpe_encode gpt2:DIR|tiktoken:FILE INPUT [REPEAT]
+ * Input: a text file (encoded as one string) or, with JSONL=1 in the environment, a
+ * JSONL file whose "text" members are encoded one by one (as tiktoken's
+ * encode_ordinary_batch does). Prints tokens, seconds, MB/s and an FNV-1a hash of the
+ * ids so that the ids can be compared with other tokenizers'. */
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/json.h"
+#include "core/progress.h"
+#include "core/stream.h"
+#include "tokenize/bpe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bpe_encode gpt2:DIR|tiktoken:FILE INPUT [REPEAT]\n");
+        return 2;
+    }
+    struct bpe *b = NULL;
+    int rc = !strncmp(argv[1], "gpt2:", 5) ? bpe_load_gpt2_dir(&b, argv[1] + 5)
+                                           : bpe_load_tiktoken(&b, argv[1] + 9, -1);
+    if (rc) {
+        fprintf(stderr, "%s\n", sl_err_msg());
+        return 1;
+    }
+    int repeat = argc > 3 ? atoi(argv[3]) : 1;
+    struct sl_buf in = SL_BUF_INIT;
+    if (sl_read_file(argv[2], &in)) {
+        fprintf(stderr, "%s\n", sl_err_msg());
+        return 1;
+    }
+    /* the texts to encode */
+    struct sl_buf texts = SL_BUF_INIT;
+    size_t *ends = NULL, nt = 0;
+    if (getenv("JSONL")) {
+        char *p = in.data, *end = in.data + in.len;
+        struct sl_json_error err;
+        while (p < end) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            char *le = nl ? nl : end;
+            const char *t = strstr(p, "\"text\":");
+            if (t && t < le) {
+                t = sl_json_skip_ws(t + 7, le);
+                if (sl_json_decode_string(p, t, le, &texts, &err)) {
+                    ends = realloc(ends, (nt + 1) * sizeof(*ends));
+                    ends[nt++] = texts.len;
+                }
+            }
+            p = le + 1;
+        }
+    } else {
+        sl_buf_append(&texts, in.data, in.len);
+        ends = malloc(sizeof(*ends));
+        ends[nt++] = texts.len;
+    }
+    struct bpe_enc *e = bpe_enc_new(b);
+    struct tok_ids ids = { 0 };
+    double best = 1e30;
+    uint64_t h = 0;
+    size_t ntok = 0;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = sl_now();
+        ntok = 0;
+        h = 1469598103934665603ull;
+        size_t start = 0;
+        for (size_t i = 0; i < nt; i++) {
+            ids.n = 0;
+            bpe_encode(e, texts.data + start, ends[i] - start, &ids);
+            for (size_t k = 0; k < ids.n; k++)
+                h = (h ^ ids.v[k]) * 1099511628211ull;
+            ntok += ids.n;
+            start = ends[i];
+        }
+        double t = sl_now() - t0;
+        if (t < best)
+            best = t;
+    }
+    printf("tokens %zu bytes %zu seconds %.4f MB/s %.1f fnv %016llx\n", ntok, texts.len, best,
+           texts.len / best / 1e6, (unsigned long long)h);
+    return 0;
+}
