@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct tok_ids {
     uint32_t *v;
     size_t n, cap;
@@ -26,5 +30,9 @@ static inline int tok_ids_push(struct tok_ids *t, uint32_t id)
     return 0;
 }
 void tok_ids_release(struct tok_ids *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
