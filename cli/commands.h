@@ -5,5 +5,8 @@
 #define SL_CLI_COMMANDS_H
 
 int cmd_reshard(int argc, const char **argv);
+int cmd_tokenize(int argc, const char **argv);
+int cmd_tokenizer(int argc, const char **argv);
+int cmd_dataset(int argc, const char **argv);
 
 #endif

@@ -22,6 +22,9 @@ struct command {
 
 static const struct command commands[] = {
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
+    { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
+    { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
+    { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
