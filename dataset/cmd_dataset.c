@@ -246,7 +246,7 @@ static int cat(const struct opts *o, const struct sl_strlist *pre)
             break;
         if (o->ids) {
             for (size_t k = 0; k < n; k++)
-                sl_buf_printf(&text, k ? " %u" : "%u", ids[k]);
+                sl_buf_printf(&text, k ? (o->jsonl ? ",%u" : " %u") : "%u", ids[k]);
         } else {
             rc = tokenizer_decode(t, ids, n, &text);
             if (rc) {

@@ -199,7 +199,7 @@ static void *worker(void *arg)
 struct unit_out {
     struct idx_writer **w;
     struct sl_counters *c;
-    char **ckey_tokens; /* counter names per key */
+    char **ckey_tokens, **ckey_empty; /* counter names per key */
 };
 
 static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
@@ -218,7 +218,7 @@ static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
             if (rc)
                 return rc;
             if (!kb->docseq[d])
-                sl_counters_add(u->c, k ? "empty_documents_other_keys" : "empty_documents", 1);
+                sl_counters_add(u->c, u->ckey_empty[k], 1);
         }
         sl_counters_add(u->c, u->ckey_tokens[k], kb->toks.n);
         if (kb->repaired)
@@ -303,7 +303,10 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc, st
                     nt++;
                 }
             } else {
-                sl_counters_add(c, rc == SL_ERR_NOTFOUND ? "missing_key" : "key_not_string", 1);
+                char name[160];
+                snprintf(name, sizeof(name), "%s%s%s", rc == SL_ERR_NOTFOUND ? "missing_key" : "key_not_string",
+                         k ? "_" : "", k ? key : "");
+                sl_counters_add(c, name, 1);
             }
             json_object_put(v);
         }
@@ -338,12 +341,15 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
     u.w = sl_xcalloc(pl->nkeys, sizeof(*u.w));
     u.c = c;
     u.ckey_tokens = sl_xcalloc(pl->nkeys, sizeof(char *));
+    u.ckey_empty = sl_xcalloc(pl->nkeys, sizeof(char *));
     int rc = 0;
     for (size_t k = 0; k < pl->nkeys && !rc; k++) {
         char *pp = part_prefix(tmpdir, unit, k);
         rc = idx_writer_open(&u.w[k], pp, dtype);
         free(pp);
         u.ckey_tokens[k] = k ? sl_xasprintf("tokens_%s", pl->o->keys.v[k]) : sl_xstrdup("tokens");
+        u.ckey_empty[k] = k ? sl_xasprintf("empty_documents_%s", pl->o->keys.v[k])
+                            : sl_xstrdup("empty_documents");
     }
     struct sl_jsonl_opts jo;
     memset(&jo, 0, sizeof(jo));
@@ -396,11 +402,13 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
             idx_writer_abort(u.w[k]);
         }
         free(u.ckey_tokens[k]);
+        free(u.ckey_empty[k]);
     }
     sl_jsonl_close(r);
     sl_doc_release(&doc);
     free(u.w);
     free(u.ckey_tokens);
+    free(u.ckey_empty);
     return rc;
 }
 
