@@ -7,8 +7,11 @@
 #include <string>
 #include <unistd.h>
 
+#include <cstring>
+#include <sentencepiece_processor.h>
+
 extern "C" {
-#include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/err.h"
 }
 
@@ -43,28 +46,38 @@ class Sentences : public sentencepiece::SentenceIterator {
 extern "C" int spm_train_sentences(const char *const *sentences, size_t n, const char *const *args,
                                    size_t nargs, const char *prefix)
 {
-    std::string tmp(prefix);
-    size_t slash = tmp.rfind('/');
-    tmp.insert(slash == std::string::npos ? 0 : slash + 1, ".");
-    tmp += ".sluice-tmp";
-    std::string a = "--model_prefix=" + tmp;
+    // Trained into memory (so the model records no prefix and does not depend on where it
+    // is written), then written atomically.
+    std::string a;
     for (size_t i = 0; i < nargs; i++) {
-        a += " ";
+        a += i ? " " : "";
         a += args[i];
     }
     Sentences it(sentences, n);
-    auto st = sentencepiece::SentencePieceTrainer::Train(a, &it);
-    std::string tm = tmp + ".model", tv = tmp + ".vocab";
-    if (!st.ok()) {
-        unlink(tm.c_str());
-        unlink(tv.c_str());
+    std::string proto;
+    auto st = sentencepiece::SentencePieceTrainer::Train(a, &it, &proto);
+    if (!st.ok())
         return sl_err_set(SL_ERR_CONFIG, "SentencePiece training failed: %s", st.ToString().c_str());
+    sentencepiece::SentencePieceProcessor sp;
+    st = sp.LoadFromSerializedProto(proto);
+    if (!st.ok())
+        return sl_err_set(SL_ERR_STATE, "SentencePiece training gave an unreadable model: %s",
+                          st.ToString().c_str());
+    // PREFIX.vocab as spm_train writes it: piece, tab, score
+    std::string vocab;
+    char num[64];
+    for (int i = 0; i < sp.GetPieceSize(); i++) {
+        snprintf(num, sizeof(num), "%g", (double)sp.GetScore(i));
+        vocab += sp.IdToPiece(i);
+        vocab += '\t';
+        vocab += num;
+        vocab += '\n';
     }
     std::string fm = std::string(prefix) + ".model", fv = std::string(prefix) + ".vocab";
-    if (rename(tv.c_str(), fv.c_str()) != 0 || rename(tm.c_str(), fm.c_str()) != 0) {
-        unlink(tm.c_str());
-        unlink(tv.c_str());
-        return sl_err_set(SL_ERR_IO, "cannot write '%s': rename failed", fm.c_str());
-    }
-    return 0;
+    int rc = sl_write_file_atomic(fv.c_str(), vocab.data(), vocab.size());
+    if (!rc)
+        rc = sl_write_file_atomic(fm.c_str(), proto.data(), proto.size());
+    if (rc)
+        unlink(fv.c_str());
+    return rc;
 }
