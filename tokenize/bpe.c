@@ -352,6 +352,11 @@ int64_t bpe_special_id(const struct bpe *b, const char *name)
     return -1;
 }
 
+int64_t bpe_token_id(const struct bpe *b, const void *bytes, size_t n)
+{
+    return n ? bpe_vocab_find(b, bytes, n) : -1;
+}
+
 const unsigned char *bpe_token_bytes(const struct bpe *b, uint32_t id, size_t *len)
 {
     if (id >= b->n_vocab || !(b->flags[id] & FL_PRESENT))

@@ -56,6 +56,8 @@ uint32_t bpe_vocab_size(const struct bpe *b);
 enum pretok_kind bpe_pretok(const struct bpe *b);
 /* Id of a special token by name ("<|endoftext|>"), or -1. */
 int64_t bpe_special_id(const struct bpe *b, const char *name);
+/* Id of the regular (non-special) token with exactly these bytes, or -1. */
+int64_t bpe_token_id(const struct bpe *b, const void *bytes, size_t n);
 /* Bytes of token id (NULL for an unused id). */
 const unsigned char *bpe_token_bytes(const struct bpe *b, uint32_t id, size_t *len);
 
