@@ -4,3 +4,4 @@ PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
 LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode
