@@ -5,3 +5,9 @@ LIB_SRCS += tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
 LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
 FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode
+
+# The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
+.PHONY: gen-unicat
+gen-unicat:
+	$(CC) -I. -O1 -o $(BUILD)/unicat_gen tokenize/gen/unicat_gen.c -lutf8proc
+	$(BUILD)/unicat_gen > tokenize/unicat_table.h
