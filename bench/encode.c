@@ -1,15 +1,16 @@
-/* Encode a file with sluice's BPE on one thread and report throughput, for
- * bench/tokenize.sh. Usage: bpe_encode gpt2:DIR|tiktoken:FILE INPUT [REPEAT]
- * Input: a text file (encoded as one string) or, with JSONL=1 in the environment, a
- * JSONL file whose "text" members are encoded one by one (as tiktoken's
- * encode_ordinary_batch does). Prints tokens, seconds, MB/s and an FNV-1a hash of the
- * ids so that the ids can be compared with other tokenizers'. */
+/* Encode a file with one of sluice's tokenizers on one thread and report throughput, for
+ * bench/tokenize.sh. Usage: encode gpt2:DIR|tiktoken:FILE|spm:FILE INPUT [REPEAT]
+ * Input: a text file encoded as one string; with JSONL=1 in the environment, a JSONL
+ * file whose "text" members are encoded one by one; with LINES=1, each line of a text
+ * file (without its newline) on its own, as spm_encode does. Prints tokens, the best
+ * time of REPEAT runs, MB/s and an FNV-1a hash of the ids (to compare ids with other
+ * tokenizers'). Reading the input is not timed. */
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/json.h"
 #include "core/progress.h"
 #include "core/stream.h"
-#include "tokenize/bpe.h"
+#include "tokenize/tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +19,11 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: bpe_encode gpt2:DIR|tiktoken:FILE INPUT [REPEAT]\n");
+        fprintf(stderr, "usage: encode gpt2:DIR|tiktoken:FILE|spm:FILE INPUT [REPEAT]\n");
         return 2;
     }
-    struct bpe *b = NULL;
-    int rc = !strncmp(argv[1], "gpt2:", 5) ? bpe_load_gpt2_dir(&b, argv[1] + 5)
-                                           : bpe_load_tiktoken(&b, argv[1] + 9, -1);
-    if (rc) {
+    struct tokenizer *tk = NULL;
+    if (tokenizer_open(&tk, argv[1])) {
         fprintf(stderr, "%s\n", sl_err_msg());
         return 1;
     }
@@ -53,12 +52,22 @@ int main(int argc, char **argv)
             }
             p = le + 1;
         }
+    } else if (getenv("LINES")) {
+        char *p = in.data, *end = in.data + in.len;
+        while (p < end) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            char *le = nl ? nl : end;
+            sl_buf_append(&texts, p, (size_t)(le - p));
+            ends = realloc(ends, (nt + 1) * sizeof(*ends));
+            ends[nt++] = texts.len;
+            p = le + 1;
+        }
     } else {
         sl_buf_append(&texts, in.data, in.len);
         ends = malloc(sizeof(*ends));
         ends[nt++] = texts.len;
     }
-    struct bpe_enc *e = bpe_enc_new(b);
+    struct tokenizer_enc *e = tokenizer_enc_new(tk);
     struct tok_ids ids = { 0 };
     double best = 1e30;
     uint64_t h = 0;
@@ -70,7 +79,7 @@ int main(int argc, char **argv)
         size_t start = 0;
         for (size_t i = 0; i < nt; i++) {
             ids.n = 0;
-            bpe_encode(e, texts.data + start, ends[i] - start, &ids);
+            tokenizer_encode(e, texts.data + start, ends[i] - start, &ids);
             for (size_t k = 0; k < ids.n; k++)
                 h = (h ^ ids.v[k]) * 1099511628211ull;
             ntok += ids.n;
