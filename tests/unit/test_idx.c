@@ -150,7 +150,8 @@ TEST(idx_bad_files)
     CHECK_EQ_INT(idx_reader_open(&r, path), SL_ERR_FORMAT);
     CHECK_CONTAINS(sl_err_msg(), "fairseq");
     /* bad magic */
-    sl_test_write("t4.idx", "NOTANIDX\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 40);
+    char notidx[40] = "NOTANIDX"; /* zero padded */
+    sl_test_write("t4.idx", notidx, sizeof(notidx));
     sl_test_write("t4.bin", "", 0);
     prefix_path(path, sizeof(path), "t4");
     CHECK_EQ_INT(idx_reader_open(&r, path), SL_ERR_FORMAT);
