@@ -34,6 +34,8 @@ r50k="$data/tiktoken-ranks/r50k_base.tiktoken"
 shakes="$data/text/tinyshakespeare/input.txt"
 web="$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl.zst"
 field() { sed -n "s|.*$1 \([^ ]*\).*|\1|p"; }
+# CPU seconds (user + sys) and wall seconds of a whole process
+cpu() { /usr/bin/time -f "%U %S %e" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2, $3}'; }
 median() { python3 -c "import sys, statistics; print('%.2f' % statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 
 # English-only Common Crawl text too (the web file above is multilingual)
@@ -59,25 +61,21 @@ for input in shakes web ccen; do
          "sluice/tiktoken $(median "${r_tt[@]}")x, sluice/HF $(median "${r_hf[@]}")x; same ids ($(echo "$o" | field tokens) tokens)"
 done
 
-echo "== 2. SentencePiece encode, botchan.txt line by line x4, one core"
+echo "== 2. SentencePiece encode (C4 BPE model with byte fallback), botchan.txt line by line x4, one core"
 for _ in 1 2 3 4; do cat "$data/sentencepiece/botchan.txt"; done > "$work/botchan4.txt"
 model="$data/sentencepiece/c4_en_301_5Mexp2_spm.model"
 ours=() theirs=() ratio=()
 for r in $(seq "$rounds"); do
-    o=$(LINES=1 build/bench_encode "spm:$model" "$work/botchan4.txt" 1 | field seconds)
-    t0=$(date +%s.%N); spm_encode --model "$model" --output_format=id < "$work/botchan4.txt" > "$work/spm.out"; t1=$(date +%s.%N)
-    s=$(python3 -c "print($t1 - $t0)")
-    ours+=("$o"); theirs+=("$s"); ratio+=("$(python3 -c "print($s / $o)")")
+    a=$(LINES=1 cpu build/bench_encode "spm:$model" "$work/botchan4.txt" 1)
+    b=$(cpu sh -c "spm_encode --model '$model' --output_format=id < '$work/botchan4.txt'")
+    ours+=("${a% *}"); theirs+=("${b% *}"); ratio+=("$(python3 -c "print(${b% *} / ${a% *})")")
 done
-echo "sluice wrapper $(median "${ours[@]}") s (encoding only), spm_encode $(median "${theirs[@]}") s (whole process);" \
-     "spm_encode/sluice $(median "${ratio[@]}")x"
+echo "whole processes, CPU s: sluice wrapper $(median "${ours[@]}"), spm_encode $(median "${theirs[@]}");" \
+     "spm_encode/sluice $(median "${ratio[@]}")x (both are the same library; the difference is I/O and output formatting)"
 
 echo "== 3. End to end JSONL.zst -> .bin/.idx, one core"
-for _ in 1 2 3; do zstd -dc "$web"; done | zstd -q -3 -o "$work/corpus.jsonl.zst"
+for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$web"; done | zstd -q -3 -o "$work/corpus.jsonl.zst"
 mb=$(zstd -dc "$work/corpus.jsonl.zst" | wc -c | python3 -c "import sys; print(int(sys.stdin.read()) / 1e6)")
-# CPU seconds (user + sys) of the whole process: sluice -j 1 reads on one thread and
-# encodes on another, so CPU time, not wall time, is the per-core cost
-cpu() { /usr/bin/time -f "%U %S %e" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2, $3}'; }
 ours=() theirs=() ratio=() wall=()
 for r in $(seq "$rounds"); do
     a=$(cpu build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --append-eod --out "$work/s" "$work/corpus.jsonl.zst")
@@ -91,7 +89,7 @@ echo "$mb MB of JSONL: sluice tokenize -j 1 $(median "${ours[@]}") CPU s, Python
      "per core $(median "${ratio[@]}")x (wall $(median "${wall[@]}")x); $same"
 
 echo "== 4. Peak memory of sluice tokenize -j 1"
-for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$work/corpus.jsonl.zst"; done | zstd -q -3 -o "$work/corpus8.jsonl.zst"
+for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$work/corpus.jsonl.zst"; done | zstd -q -3 -o "$work/corpus8.jsonl.zst"  # 8x
 for c in corpus corpus8; do
     kb=$( { /usr/bin/time -f "%M" build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/m" "$work/$c.jsonl.zst"; } 2>&1 | tail -1)
     echo "$c: $(zstd -dc "$work/$c.jsonl.zst" | wc -c) bytes of JSONL, peak RSS $kb KB"
