@@ -12,6 +12,6 @@ gen-unicat:
 	$(CC) -I. -O1 -o $(BUILD)/unicat_gen tokenize/gen/unicat_gen.c -lutf8proc
 	$(BUILD)/unicat_gen > tokenize/unicat_table.h
 
-# The encoder benchmark helper (bench/tokenize.sh builds it; `make` does not).
+# The encoder benchmark program (bench/tokenize.sh builds it; `make` does not).
 $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)

@@ -316,10 +316,6 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc, st
     b->ndocs++;
 }
 
-struct skip_ctx {
-    struct sl_counters *c;
-};
-
 static void on_skip(void *ctx, const char *reason, const char *message)
 {
     (void)ctx;

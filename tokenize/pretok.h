@@ -16,7 +16,7 @@
  * case folding (so "'ſ" is a contraction, as in tiktoken). Each byte that is not part of
  * valid UTF-8 counts as one character that is neither letter, number nor space.
  * Equivalence with the regular expressions is tested against PCRE2 (tests/unit/test_bpe.c,
- * tests/fuzz/fuzz_pretok.c) and against tiktoken's ids (tests/fixtures/tokenizer).
+ * tests/fuzz/fuzz_bpe_encode.c) and against tiktoken's ids (tests/fixtures/tokenizer).
  */
 #ifndef SL_TOKENIZE_PRETOK_H
 #define SL_TOKENIZE_PRETOK_H
