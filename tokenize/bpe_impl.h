@@ -42,7 +42,8 @@ struct bpe {
     uint64_t *ptab;
     uint64_t pmask;
     int pshift;
-    uint32_t *merge_id; /* rank -> merged id; NULL when the rank is the id (rank files) */
+    uint32_t *merge_id; /* rank -> merged id; NULL: the id is rank + merge_off */
+    uint32_t merge_off;
     uint32_t *bp;       /* [b1 << 8 | b2]: rank of merging two single-byte tokens */
     struct special *spec;
     size_t nspec;
@@ -119,7 +120,7 @@ static inline uint32_t bpe_pair_rank(const struct bpe *b, uint32_t l, uint32_t r
 
 static inline uint32_t bpe_merged_id(const struct bpe *b, uint32_t rank)
 {
-    return b->merge_id ? b->merge_id[rank] : rank;
+    return b->merge_id ? b->merge_id[rank] : rank + b->merge_off;
 }
 
 /* BPE of the bytes p[0..n) without the whole-token shortcut and without the cache (used

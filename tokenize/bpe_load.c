@@ -474,6 +474,7 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
     struct sl_buf sym = SL_BUF_INIT, sym2 = SL_BUF_INIT;
     u8 *mapped = NULL; /* token could be written in the byte alphabet */
     int rc = 0;
+    uint64_t merge_count = 0;
 
     /* vocab.json with the JSONL scanner of core/json.h (json-c is 10x slower here) */
     struct vocab_ctx vc = { u2b, &t, &sym, &sym2, &mapped, 0, name, vocab };
@@ -550,6 +551,7 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
             }
             b->merge_id[rank] = (uint32_t)m;
             pair_put(b, (uint32_t)l, (uint32_t)r, (uint32_t)rank, 0);
+            merge_count = rank + 1;
             b->flags[m] &= (u8)~FL_SPECIAL;
             rank++;
             p = le + (nl ? 1 : 0);
@@ -562,6 +564,17 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
                 add_special(b, s, id);
                 free(s);
             }
+        /* merge k usually makes token k + 256 (GPT-2 and most merges files): then the
+         * merged id is computed, not looked up */
+        int64_t off = merge_count ? (int64_t)b->merge_id[0] : 0;
+        int affine = 1;
+        for (uint64_t r = 0; r < merge_count && affine; r++)
+            affine = (int64_t)b->merge_id[r] == (int64_t)r + off;
+        if (affine && off >= 0) {
+            free(b->merge_id);
+            b->merge_id = NULL;
+            b->merge_off = (uint32_t)off;
+        }
         build_bp(b);
         /* the shortcut "a piece that is a token is that token" only where BPE agrees */
         struct bpe_enc *e = bpe_enc_new(b);
