@@ -212,14 +212,17 @@ static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
     return 0;
 }
 
-/* A piece that is not in the cache: the whole-token shortcut, else BPE. */
+/* A piece that is not in the cache: tiktoken's whole-token shortcut where it can differ
+ * from BPE, else BPE. */
 static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one)
 {
     const struct bpe *b = e->b;
-    int64_t id = bpe_vocab_find(b, p, n);
-    if (id >= 0 && (b->flags[id] & FL_SELF)) {
-        *one = (uint32_t)id;
-        return 0;
+    if (b->shortcut) {
+        int64_t id = bpe_vocab_find(b, p, n);
+        if (id >= 0) {
+            *one = (uint32_t)id;
+            return 0;
+        }
     }
     return merge_piece(e, p, n);
 }

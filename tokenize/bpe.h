@@ -11,9 +11,10 @@
  * id) -> (rank, merged id); each piece is merged lowest rank first, leftmost on ties, as
  * GPT-2's encoder.py, HF tokenizers and tiktoken do. For merges.txt the rank is the line
  * number. For a rank file every split of a token into two tokens is a pair with that
- * token's rank, which is exactly tiktoken's byte-string rank lookup; a piece that is itself
- * a token is that token (tiktoken's shortcut). For merges.txt the shortcut is used only for
- * tokens that BPE itself encodes as one token (checked when loading). Short pieces are
+ * token's rank, which is exactly tiktoken's byte-string rank lookup. tiktoken also takes a
+ * piece that is itself a token as that token; that differs from BPE only for tokens that
+ * merging their own bytes does not reach, so the lookup is made only when a rank file has
+ * such tokens (checked when loading; none of OpenAI's files has one). Short pieces are
  * merged with a linear scan, long ones with a heap (O(n log n)).
  */
 #ifndef SL_TOKENIZE_BPE_H

@@ -10,7 +10,7 @@
 
 typedef unsigned char u8;
 
-enum { FL_PRESENT = 1, FL_SPECIAL = 2, FL_SELF = 4 };
+enum { FL_PRESENT = 1, FL_SPECIAL = 2 };
 
 #define BPE_ID_BITS 20                 /* ids are below 2^20 - 1 */
 #define BPE_MAX_IDS ((1u << BPE_ID_BITS) - 1)
@@ -30,6 +30,7 @@ struct special {
 struct bpe {
     enum pretok_kind pretok;
     int tiktoken;
+    int shortcut; /* a piece that is a token must be looked up: BPE does not reach them all */
     uint32_t n_vocab;
     uint32_t *off; /* token bytes are bytes[off[i] .. off[i+1]) */
     u8 *bytes;

@@ -337,7 +337,6 @@ int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int ki
             for (uint32_t id = 0; id < b->n_vocab; id++) {
                 if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
                     continue;
-                b->flags[id] |= FL_SELF;
                 const u8 *s = b->bytes + b->off[id];
                 size_t n = b->off[id + 1] - b->off[id];
                 for (size_t k = 1; k < n; k++) {
@@ -355,6 +354,19 @@ int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int ki
             }
         }
         build_bp(b);
+        /* tiktoken takes a piece that is a token as that token; BPE gives the same unless
+         * a token is unreachable by merging its own bytes. Only then is the lookup needed
+         * (none is in r50k_base, cl100k_base or o200k_base). */
+        struct bpe_enc *e = bpe_enc_new(b);
+        for (uint32_t id = 0; id < b->n_vocab && !b->shortcut; id++) {
+            if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
+                continue;
+            size_t n = b->off[id + 1] - b->off[id];
+            const uint32_t *ids;
+            if (n > 1 && !(bpe_merge_bytes(e, b->bytes + b->off[id], n, &ids) == 1 && ids[0] == id))
+                b->shortcut = 1;
+        }
+        bpe_enc_free(e);
     }
     toklist_release(&t);
     if (rc) {
@@ -576,17 +588,6 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
             b->merge_off = (uint32_t)off;
         }
         build_bp(b);
-        /* the shortcut "a piece that is a token is that token" only where BPE agrees */
-        struct bpe_enc *e = bpe_enc_new(b);
-        for (uint32_t id = 0; id < b->n_vocab; id++) {
-            if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
-                continue;
-            size_t n = b->off[id + 1] - b->off[id];
-            const uint32_t *ids;
-            if (n == 1 || (bpe_merge_bytes(e, b->bytes + b->off[id], n, &ids) == 1 && ids[0] == id))
-                b->flags[id] |= FL_SELF;
-        }
-        bpe_enc_free(e);
     }
     free(mapped);
     sl_buf_release(&sym);
