@@ -379,6 +379,7 @@ void bpe_free(struct bpe *b)
     free(b->ptab);
     free(b->merge_id);
     free(b->bp);
+    free(b->filter);
     for (size_t i = 0; i < b->nspec; i++)
         free(b->spec[i].name);
     free(b->spec);

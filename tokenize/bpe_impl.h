@@ -46,6 +46,9 @@ struct bpe {
     uint32_t *merge_id; /* rank -> merged id; NULL: the id is rank + merge_off */
     uint32_t merge_off;
     uint32_t *bp;       /* [b1 << 8 | b2]: rank of merging two single-byte tokens */
+    uint64_t *filter;   /* one bit per hash of each pair (most pairs do not merge): a
+                         * clear bit answers "no merge" without touching ptab */
+    int fshift;
     struct special *spec;
     size_t nspec;
 };
@@ -106,10 +109,20 @@ static inline uint64_t bpe_pair_key(uint32_t l, uint32_t r)
     return (uint64_t)l << BPE_ID_BITS | r;
 }
 
+static inline uint64_t bpe_filter_bit(const struct bpe *b, uint64_t key)
+{
+    return ((key + 1) * 0xC2B2AE3D27D4EB4Full) >> b->fshift;
+}
+
 /* Rank of merging tokens l and r, or RANK_NONE. */
 static inline uint32_t bpe_pair_rank(const struct bpe *b, uint32_t l, uint32_t r)
 {
     uint64_t key = bpe_pair_key(l, r);
+    if (b->filter) {
+        uint64_t bit = bpe_filter_bit(b, key);
+        if (!(b->filter[bit >> 6] & (1ull << (bit & 63))))
+            return RANK_NONE;
+    }
     for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> b->pshift;; i = (i + 1) & b->pmask) {
         uint64_t e = b->ptab[i];
         if ((e >> BPE_RANK_BITS) == key)
