@@ -7,5 +7,8 @@
 int cmd_reshard(int argc, const char **argv);
 int cmd_download(int argc, const char **argv);
 int cmd_extract(int argc, const char **argv);
+int cmd_tokenize(int argc, const char **argv);
+int cmd_tokenizer(int argc, const char **argv);
+int cmd_dataset(int argc, const char **argv);
 
 #endif

@@ -1,2 +1,4 @@
 # dataset/: token shards (.bin/.idx), sample indexing, blending, the loader.
 LIB_SRCS += dataset/idx.c
+LIB_SRCS += dataset/cmd_dataset.c
+FUZZ_TARGETS += fuzz_idx
