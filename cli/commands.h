@@ -5,5 +5,6 @@
 #define SL_CLI_COMMANDS_H
 
 int cmd_reshard(int argc, const char **argv);
+int cmd_dedup(int argc, const char **argv);
 
 #endif

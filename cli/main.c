@@ -22,6 +22,7 @@ struct command {
 
 static const struct command commands[] = {
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
+    { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,144 @@
+/* MinHash signatures: a kernel per permutation family. Permutations are processed in
+ * blocks of 16 whose parameters and running minima stay in registers while all shingles
+ * stream past; the multiply family's kernel is compiled for AVX-512, AVX2 and plain
+ * x86-64 and picked at run time. */
+#include "curate/dedup/minhash.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/hash.h"
+#include "core/rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MERSENNE_P ((1ull << 61) - 1)
+#define BLOCK 16
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(SL_NO_CLONES)
+#define KERNEL_CLONES __attribute__((target_clones("default", "arch=haswell", "arch=skylake-avx512")))
+#else
+#define KERNEL_CLONES
+#endif
+
+int minhash_init(struct minhash *mh, unsigned k, uint64_t seed, enum dd_mh_family family)
+{
+    memset(mh, 0, sizeof(*mh));
+    if (k == 0 || k > DD_MH_MAX_PERM)
+        return sl_err_set(SL_ERR_USAGE, "%u permutations: must be 1..%d", k, DD_MH_MAX_PERM);
+    mh->k = k;
+    mh->kpad = (k + BLOCK - 1) / BLOCK * BLOCK;
+    mh->family = family;
+    mh->a = sl_xmalloc(mh->kpad * sizeof(uint64_t));
+    mh->b = sl_xmalloc(mh->kpad * sizeof(uint64_t));
+    struct sl_rng r;
+    sl_rng_seed(&r, seed, 0x6d696e68617368ull /* "minhash" */);
+    for (unsigned i = 0; i < mh->kpad; i++) {
+        if (family == DD_MH_MERSENNE) {
+            mh->a[i] = 1 + sl_rng_below(&r, MERSENNE_P - 1);
+            mh->b[i] = sl_rng_below(&r, MERSENNE_P);
+        } else {
+            mh->a[i] = sl_rng_u64(&r) | 1;
+            mh->b[i] = sl_rng_u64(&r);
+        }
+    }
+    return 0;
+}
+
+void minhash_release(struct minhash *mh)
+{
+    free(mh->a);
+    free(mh->b);
+    memset(mh, 0, sizeof(*mh));
+}
+
+const char *minhash_family_name(enum dd_mh_family f)
+{
+    return f == DD_MH_MERSENNE ? "mersenne" : "multiply";
+}
+
+int minhash_family_parse(const char *s, enum dd_mh_family *f)
+{
+    if (!strcmp(s, "multiply"))
+        *f = DD_MH_MULTIPLY;
+    else if (!strcmp(s, "mersenne"))
+        *f = DD_MH_MERSENNE;
+    else
+        return sl_err_set(SL_ERR_USAGE, "unknown hash family '%s'\nhint: use multiply or mersenne", s);
+    return 0;
+}
+
+KERNEL_CLONES
+static void sign_multiply(const uint64_t *restrict a, const uint64_t *restrict b, unsigned kpad,
+                          const uint64_t *restrict h, size_t n, uint64_t *restrict sig)
+{
+    for (unsigned i0 = 0; i0 < kpad; i0 += BLOCK) {
+        uint64_t ma[BLOCK], mb[BLOCK], m[BLOCK];
+        for (int j = 0; j < BLOCK; j++) {
+            ma[j] = a[i0 + j];
+            mb[j] = b[i0 + j];
+            m[j] = UINT64_MAX;
+        }
+        for (size_t s = 0; s < n; s++) {
+            uint64_t x = h[s];
+            for (int j = 0; j < BLOCK; j++) {
+                uint64_t v = ma[j] * x + mb[j];
+                m[j] = v < m[j] ? v : m[j];
+            }
+        }
+        for (int j = 0; j < BLOCK; j++)
+            sig[i0 + j] = m[j];
+    }
+}
+
+static inline uint64_t mod_mersenne(unsigned __int128 x)
+{
+    uint64_t lo = (uint64_t)x & MERSENNE_P;
+    uint64_t mid = (uint64_t)(x >> 61);
+    uint64_t r = lo + (mid & MERSENNE_P) + (mid >> 61);
+    r = (r & MERSENNE_P) + (r >> 61);
+    return r >= MERSENNE_P ? r - MERSENNE_P : r;
+}
+
+static void sign_mersenne(const uint64_t *restrict a, const uint64_t *restrict b, unsigned kpad,
+                          const uint64_t *restrict h, size_t n, uint64_t *restrict sig)
+{
+    for (unsigned i0 = 0; i0 < kpad; i0 += BLOCK) {
+        uint64_t m[BLOCK];
+        for (int j = 0; j < BLOCK; j++)
+            m[j] = UINT64_MAX;
+        for (size_t s = 0; s < n; s++) {
+            uint64_t x = h[s];
+            for (int j = 0; j < BLOCK; j++) {
+                uint64_t v = mod_mersenne((unsigned __int128)a[i0 + j] * x + b[i0 + j]);
+                m[j] = v < m[j] ? v : m[j];
+            }
+        }
+        for (int j = 0; j < BLOCK; j++)
+            sig[i0 + j] = m[j];
+    }
+}
+
+void minhash_sign(const struct minhash *mh, const uint64_t *h, size_t n, uint64_t *sig)
+{
+    uint64_t tmp[DD_MH_MAX_PERM + BLOCK];
+    if (mh->family == DD_MH_MERSENNE)
+        sign_mersenne(mh->a, mh->b, mh->kpad, h, n, tmp);
+    else
+        sign_multiply(mh->a, mh->b, mh->kpad, h, n, tmp);
+    memcpy(sig, tmp, mh->k * sizeof(uint64_t));
+}
+
+void minhash_band_keys(const uint64_t *sig, unsigned bands, unsigned rows, uint64_t seed,
+                       uint64_t *key)
+{
+    for (unsigned i = 0; i < bands; i++)
+        key[i] = sl_hash64(sig + (size_t)i * rows, rows * sizeof(uint64_t),
+                           seed ^ (0x9E3779B97F4A7C15ull * (i + 1)));
+}
+
+double minhash_candidate_prob(double s, unsigned bands, unsigned rows)
+{
+    return 1.0 - pow(1.0 - pow(s, rows), bands);
+}
