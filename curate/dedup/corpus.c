@@ -272,6 +272,49 @@ static int cmp_member(const void *pa, const void *pb)
     return a->gid < b->gid ? -1 : a->gid > b->gid;
 }
 
+static int cmp_member_gid(const void *pa, const void *pb)
+{
+    const struct member *a = pa, *b = pb;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+static const struct member *member_of(const struct member *m, size_t n, uint64_t gid)
+{
+    struct member key = { 0, gid, NULL, 0 };
+    return bsearch(&key, m, n, sizeof(*m), cmp_member_gid);
+}
+
+static int write_pairs(const char *out_dir, struct member *m, size_t n, const struct dd_pair *p,
+                       size_t np)
+{
+    qsort(m, n, sizeof(*m), cmp_member_gid);
+    char *path = sl_xasprintf("%s/pairs.jsonl", out_dir);
+    struct sl_writer *w = NULL;
+    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    int rc = sl_writer_open(&w, path, &wo);
+    struct sl_buf b = SL_BUF_INIT;
+    for (size_t i = 0; i < np && !rc; i++) {
+        const struct member *a = member_of(m, n, p[i].u), *c = member_of(m, n, p[i].v);
+        sl_buf_reset(&b);
+        sl_buf_puts(&b, "{\"a\":");
+        sl_buf_append(&b, a ? a->id : "null", a ? a->len : 4);
+        sl_buf_puts(&b, ",\"b\":");
+        sl_buf_append(&b, c ? c->id : "null", c ? c->len : 4);
+        if (p[i].jaccard >= 0)
+            sl_buf_printf(&b, ",\"jaccard\":%.6f}\n", p[i].jaccard);
+        else
+            sl_buf_puts(&b, ",\"jaccard\":null}\n");
+        rc = sl_writer_write(w, b.data, b.len);
+    }
+    if (!rc)
+        rc = sl_writer_commit(w);
+    else
+        sl_writer_abort(w);
+    sl_buf_release(&b);
+    free(path);
+    return rc;
+}
+
 static int write_side_files(const char *out_dir, struct member *m, size_t n, int clusters,
                             uint64_t *groups)
 {
@@ -468,6 +511,13 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
             n++;
         }
         rc = write_side_files(st->cfg.out_dir, m, n, o->clusters, groups);
+        if (!rc && o->pairs) {
+            rc = write_pairs(st->cfg.out_dir, m, n, o->pairs, o->npairs);
+        } else if (!rc) {
+            char *pp = sl_xasprintf("%s/pairs.jsonl", st->cfg.out_dir);
+            remove(pp); /* left by an earlier run: it would not match these outputs */
+            free(pp);
+        }
         free(m);
     }
     sl_buf_release(&all);

@@ -75,12 +75,15 @@ struct dd_apply_opts {
      * the raw JSON id into out, or SL_ERR_NOTFOUND. May be NULL. */
     int (*old_id)(void *ctx, uint64_t gid, struct sl_buf *out);
     void *old_ctx;
+    /* rank 0: pairs to write to OUT/pairs.jsonl (NULL: no file) */
+    const struct dd_pair *pairs;
+    size_t npairs;
 };
 
 /* Collective. Each rank passes the fates of its own documents (any order; taken over and
  * freed); rank 0 also passes those of older generations. Writes the shards of this rank's
  * files (skipping those sl_stage_done says are complete), records them, and on rank 0
- * writes OUT/duplicates.jsonl (and clusters.jsonl). Counts documents_in, documents_out,
+ * writes OUT/duplicates.jsonl (and clusters.jsonl, pairs.jsonl). Counts documents_in, documents_out,
  * duplicates_removed into each shard's record; `groups` (rank 0) gets the group count. */
 int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fates, size_t n,
                     const struct dd_apply_opts *o, uint64_t *groups);

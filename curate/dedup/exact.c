@@ -208,7 +208,7 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
     if (!rc)
         rc = dd_fates_to_owners(&c, &fates, &nf);
     uint64_t groups = 0;
-    struct dd_apply_opts ao = { 0, o->level, NULL, NULL };
+    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0 };
     if (!rc)
         rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
     else

@@ -26,6 +26,12 @@ struct dd_edge {
     uint64_t u, v;
 };
 
+/* A pair with its verified Jaccard similarity (negative: not verified). */
+struct dd_pair {
+    uint64_t u, v;
+    double jaccard;
+};
+
 /* Sort by (band, key, gid). */
 void lsh_sort(struct lsh_rec *r, size_t n);
 
