@@ -3,5 +3,5 @@ LIB_SRCS += curate/dedup/normalize.c curate/dedup/shingle.c curate/dedup/minhash
             curate/dedup/lsh.c curate/dedup/unionfind.c curate/dedup/components.c \
             curate/dedup/shuffle.c curate/dedup/corpus.c curate/dedup/exact.c \
             curate/dedup/dedup.c curate/dedup/fuzzy.c curate/dedup/lsh_index.c \
-            curate/dedup/lsh_redis.c
+            curate/dedup/lsh_redis.c curate/dedup/redis_cluster.c
 PKGS += hiredis
