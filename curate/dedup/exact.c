@@ -58,7 +58,8 @@ static int on_doc(void *vctx, uint64_t gid, struct sl_doc *d)
 {
     struct scan_ctx *s = vctx;
     const char *v;
-    size_t len;
+    size_t len, text_len;
+    sl_doc_text(d, &text_len); /* --keep longest compares the texts as they are */
     if (s->o->key) {
         sl_buf_reset(&s->val);
         if (dedup_get_key(d, s->o->key, &s->val)) {
@@ -86,7 +87,7 @@ static int on_doc(void *vctx, uint64_t gid, struct sl_doc *d)
     s->r[s->n].lo = h.lo;
     s->r[s->n].hi = h.hi;
     s->r[s->n].gid = gid;
-    s->r[s->n].len = len;
+    s->r[s->n].len = text_len;
     s->n++;
     return 0;
 }

@@ -55,6 +55,7 @@ struct opts {
     const char *out, *preset, *ngram, *norm, *family, *backend, *redis, *redis_prefix;
     const char *index_in, *index_out, *text_key, *id_key;
     long bands, rows, anchors, level, redis_batch;
+    double redis_timeout;
     uint64_t seed, max_line;
     double threshold;
     int verify, pairs, force, repair_utf8;
@@ -715,7 +716,8 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
             temp_keys = 1;
         }
         const char *pw = getenv("SLUICE_REDIS_PASSWORD");
-        rc = lsh_redis_open(&lr, o->redis, pw && *pw ? pw : NULL, prefix, (unsigned)o->redis_batch);
+        rc = lsh_redis_open(&lr, o->redis, pw && *pw ? pw : NULL, prefix, (unsigned)o->redis_batch,
+                            o->redis_timeout);
     }
 
     /* index-out writers */
@@ -818,10 +820,14 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
     if (!rc) {
         fates = sl_xmalloc((nl + 1) * sizeof(*fates));
         for (size_t i = 0; i < nl; i++) {
-            fates[i].gid = labels[i].u;
-            fates[i].keep = labels[i].v;
+            /* documents of the index were settled by their own run: only a cluster's
+             * first document (kept) is reported from there */
+            if (DD_GID_GEN(labels[i].u) != c.gen && labels[i].u != labels[i].v)
+                continue;
+            fates[nf].gid = labels[i].u;
+            fates[nf].keep = labels[i].v;
+            nf++;
         }
-        nf = nl;
         rc = dd_fates_to_owners(&c, &fates, &nf);
     }
     free(labels);
@@ -970,7 +976,8 @@ int dedup_fuzzy_main(int argc, const char **argv)
     o.id_key = "id";
     o.bands = o.rows = o.anchors = -1;
     o.level = 3;
-    o.redis_batch = 1000;
+    o.redis_batch = 10000;
+    o.redis_timeout = 60;
     o.seed = 1;
     o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
     o.threshold = 0.8;
@@ -1000,7 +1007,9 @@ int dedup_fuzzy_main(int argc, const char **argv)
         SL_OPT_STRING(0, "redis-prefix", &o.redis_prefix, "P",
                       "key prefix in Redis (default sluice:run:<hash of the run>)"),
         SL_OPT_INTEGER(0, "redis-batch", &o.redis_batch, "N",
-                       "commands per pipelined batch to one node (default 1000)"),
+                       "commands per pipelined batch to one node (default 10000)"),
+        SL_OPT_DOUBLE(0, "redis-timeout", &o.redis_timeout, "SECONDS",
+                      "how long to wait for a failed node or a failover (default 60)"),
         SL_OPT_STRING(0, "index-out", &o.index_out, "DIR", "save the band index for later runs"),
         SL_OPT_STRING(0, "index-in", &o.index_in, "DIR",
                       "also dedup against the documents of this saved index"),
@@ -1052,6 +1061,8 @@ int dedup_fuzzy_main(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--backend redis needs --redis HOST:PORT[,HOST:PORT...]");
     if (!rc && o.redis && strcmp(o.backend, "redis"))
         rc = sl_err_set(SL_ERR_USAGE, "--redis is only used with --backend redis");
+    if (!rc && o.redis_timeout <= 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--redis-timeout must be positive");
     if (!rc && (o.redis_batch < 1 || o.redis_batch > 1000000))
         rc = sl_err_set(SL_ERR_USAGE, "--redis-batch must be 1..1000000");
     if (!rc && o.verify && o.index_in)

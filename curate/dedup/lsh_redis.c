@@ -11,16 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DOCS_PER_BATCH 2048
 
+static void test_pause(void)
+{
+    const char *p = getenv("SLUICE_REDIS_PAUSE_MS");
+    long ms = p ? atol(p) : 0;
+    if (ms > 0) {
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
 int lsh_redis_open(struct lsh_redis *r, const char *nodes, const char *password,
-                   const char *prefix, unsigned batch)
+                   const char *prefix, unsigned batch, double timeout_s)
 {
     memset(r, 0, sizeof(*r));
-    const char *t = getenv("SLUICE_REDIS_TIMEOUT");
-    double timeout = t && *t ? atof(t) : 60;
-    int rc = redis_cluster_open(&r->rc, nodes, password, batch, timeout);
+    int rc = redis_cluster_open(&r->rc, nodes, password, batch, timeout_s);
     if (rc)
         return rc;
     r->prefix = sl_xstrdup(prefix);
@@ -82,6 +91,7 @@ int lsh_redis_insert(struct lsh_redis *r, const uint64_t *gids, const uint64_t *
                 rc_batch_add(&b, 4, argv, len);
             }
         rc = redis_cluster_exec(r->rc, &b);
+        test_pause();
     }
     rc_batch_release(&b);
     free(kp);
@@ -145,6 +155,7 @@ int lsh_redis_pairs(struct lsh_redis *r, const char *old_prefix, const uint64_t 
                     rc_batch_add(&b, 4, argv, len);
                 }
         rc = redis_cluster_exec(r->rc, &b);
+        test_pause();
         k = 0;
         for (size_t d = d0; d < d1 && !rc; d++)
             for (unsigned band = 0; band < bands && !rc; band++) {
@@ -196,6 +207,7 @@ int lsh_redis_delete(struct lsh_redis *r, const uint64_t *keys, size_t ndocs, un
                 rc_batch_add(&b, 2, argv, len);
             }
         rc = redis_cluster_exec(r->rc, &b);
+        test_pause();
     }
     rc_batch_release(&b);
     free(kp);

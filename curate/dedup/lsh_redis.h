@@ -7,6 +7,9 @@
  * over all 16384 slots. Inserting is ZADD (idempotent, so a batch may be replayed after a
  * failover); a document's pairs come from ZRANGE key 0 anchors-1 of each of its buckets,
  * which gives exactly the pairs of lsh.h.
+ *
+ * SLUICE_REDIS_PAUSE_MS (tests only) sleeps that long between batches, so that a test can
+ * fail a node while a run is in the middle of its work.
  */
 #ifndef SL_DEDUP_LSH_REDIS_H
 #define SL_DEDUP_LSH_REDIS_H
@@ -23,9 +26,10 @@ struct lsh_redis {
     char *prefix;
 };
 
-/* Connect (seed nodes "host:port,host:port", optional password) and use PREFIX. */
+/* Connect (seed nodes "host:port,host:port", optional password) and use PREFIX; `batch`
+ * commands per pipeline to one node; wait at most timeout_s for a failed node. */
 int lsh_redis_open(struct lsh_redis *r, const char *nodes, const char *password,
-                   const char *prefix, unsigned batch);
+                   const char *prefix, unsigned batch, double timeout_s);
 void lsh_redis_close(struct lsh_redis *r);
 
 /* Add ndocs documents (gids[i], with band keys keys[i*bands .. +bands)). */

@@ -1,7 +1,7 @@
 /* MinHash signatures: a kernel per permutation family. Permutations are processed in
  * blocks of 16 whose parameters and running minima stay in registers while all shingles
  * stream past; the multiply family's kernel is compiled for AVX-512, AVX2 and plain
- * x86-64 and picked at run time. */
+ * x86-64 and picked at run time (SLUICE_MINHASH_ISA=plain|avx2 forces one). */
 #include "curate/dedup/minhash.h"
 
 #include "core/alloc.h"
@@ -16,10 +16,8 @@
 #define MERSENNE_P ((1ull << 61) - 1)
 #define BLOCK 16
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(SL_NO_CLONES)
-#define KERNEL_CLONES __attribute__((target_clones("default", "arch=haswell", "arch=skylake-avx512")))
-#else
-#define KERNEL_CLONES
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(SL_NO_SIMD_DISPATCH)
+#define HAVE_DISPATCH 1
 #endif
 
 int minhash_init(struct minhash *mh, unsigned k, uint64_t seed, enum dd_mh_family family)
@@ -69,27 +67,72 @@ int minhash_family_parse(const char *s, enum dd_mh_family *f)
     return 0;
 }
 
-KERNEL_CLONES
-static void sign_multiply(const uint64_t *restrict a, const uint64_t *restrict b, unsigned kpad,
-                          const uint64_t *restrict h, size_t n, uint64_t *restrict sig)
-{
-    for (unsigned i0 = 0; i0 < kpad; i0 += BLOCK) {
-        uint64_t ma[BLOCK], mb[BLOCK], m[BLOCK];
-        for (int j = 0; j < BLOCK; j++) {
-            ma[j] = a[i0 + j];
-            mb[j] = b[i0 + j];
-            m[j] = UINT64_MAX;
-        }
-        for (size_t s = 0; s < n; s++) {
-            uint64_t x = h[s];
-            for (int j = 0; j < BLOCK; j++) {
-                uint64_t v = ma[j] * x + mb[j];
-                m[j] = v < m[j] ? v : m[j];
-            }
-        }
-        for (int j = 0; j < BLOCK; j++)
-            sig[i0 + j] = m[j];
+/* The multiply kernel, written once and compiled for several instruction sets: the
+ * compiler vectorises the 16-lane inner loop (vpmullq + vpminuq with AVX-512). */
+#define SIGN_MULTIPLY_BODY                                                                 \
+    for (unsigned i0 = 0; i0 < kpad; i0 += BLOCK) {                                        \
+        uint64_t ma[BLOCK], mb[BLOCK], m[BLOCK];                                           \
+        for (int j = 0; j < BLOCK; j++) {                                                  \
+            ma[j] = a[i0 + j];                                                             \
+            mb[j] = b[i0 + j];                                                             \
+            m[j] = UINT64_MAX;                                                             \
+        }                                                                                  \
+        for (size_t s = 0; s < n; s++) {                                                   \
+            uint64_t x = h[s];                                                             \
+            for (int j = 0; j < BLOCK; j++) {                                              \
+                uint64_t v = ma[j] * x + mb[j];                                            \
+                m[j] = v < m[j] ? v : m[j];                                                \
+            }                                                                              \
+        }                                                                                  \
+        for (int j = 0; j < BLOCK; j++)                                                    \
+            sig[i0 + j] = m[j];                                                            \
     }
+
+typedef void (*sign_fn)(const uint64_t *restrict a, const uint64_t *restrict b, unsigned kpad,
+                        const uint64_t *restrict h, size_t n, uint64_t *restrict sig);
+
+static void sign_multiply_plain(const uint64_t *restrict a, const uint64_t *restrict b,
+                                unsigned kpad, const uint64_t *restrict h, size_t n,
+                                uint64_t *restrict sig)
+{
+    SIGN_MULTIPLY_BODY
+}
+
+#ifdef HAVE_DISPATCH
+__attribute__((target("avx2"))) static void
+sign_multiply_avx2(const uint64_t *restrict a, const uint64_t *restrict b, unsigned kpad,
+                   const uint64_t *restrict h, size_t n, uint64_t *restrict sig)
+{
+    SIGN_MULTIPLY_BODY
+}
+
+__attribute__((target("avx512f,avx512dq,avx512vl"))) static void
+sign_multiply_avx512(const uint64_t *restrict a, const uint64_t *restrict b, unsigned kpad,
+                     const uint64_t *restrict h, size_t n, uint64_t *restrict sig)
+{
+    SIGN_MULTIPLY_BODY
+}
+#endif
+
+static sign_fn pick_multiply(void)
+{
+    static sign_fn fn;
+    if (fn)
+        return fn;
+    sign_fn f = sign_multiply_plain;
+#ifdef HAVE_DISPATCH
+    __builtin_cpu_init();
+    const char *force = getenv("SLUICE_MINHASH_ISA"); /* plain | avx2 (benchmarks, tests) */
+    if (force && !strcmp(force, "plain"))
+        f = sign_multiply_plain;
+    else if (!(force && !strcmp(force, "avx2")) && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        f = sign_multiply_avx512;
+    else if (__builtin_cpu_supports("avx2"))
+        f = sign_multiply_avx2;
+#endif
+    fn = f;
+    return fn;
 }
 
 static inline uint64_t mod_mersenne(unsigned __int128 x)
@@ -126,7 +169,7 @@ void minhash_sign(const struct minhash *mh, const uint64_t *h, size_t n, uint64_
     if (mh->family == DD_MH_MERSENNE)
         sign_mersenne(mh->a, mh->b, mh->kpad, h, n, tmp);
     else
-        sign_multiply(mh->a, mh->b, mh->kpad, h, n, tmp);
+        pick_multiply()(mh->a, mh->b, mh->kpad, h, n, tmp);
     memcpy(sig, tmp, mh->k * sizeof(uint64_t));
 }
 

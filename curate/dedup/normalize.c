@@ -174,8 +174,37 @@ static int is_punct(uint32_t c)
            c == 0xE5B || c == 0x104A || c == 0x104B || c == 0x1362 || c == 0x1363;
 }
 
+#define SPACE_MARK 0xFF
+
+/* What each ASCII byte becomes under `flags` (SPACE_MARK: collapsible whitespace). */
+static const unsigned char *ascii_table(unsigned flags)
+{
+    static unsigned char tab[DD_NORM_ALL + 1][128];
+    static int ready[DD_NORM_ALL + 1];
+    flags &= DD_NORM_ALL;
+    if (__atomic_load_n(&ready[flags], __ATOMIC_ACQUIRE))
+        return tab[flags];
+    for (uint32_t c = 0; c < 128; c++) {
+        uint32_t o = c;
+        if ((flags & DD_NORM_PUNCT) && is_punct(o))
+            o = ' ';
+        if ((flags & DD_NORM_SPACE) && is_space(o)) {
+            tab[flags][c] = SPACE_MARK;
+            continue;
+        }
+        if (flags & DD_NORM_LOWER)
+            o = to_lower(o);
+        if ((flags & DD_NORM_DIGITS) && o >= '0' && o <= '9')
+            o = '0';
+        tab[flags][c] = (unsigned char)o;
+    }
+    __atomic_store_n(&ready[flags], 1, __ATOMIC_RELEASE);
+    return tab[flags];
+}
+
 int dd_normalize(const char *s, size_t n, unsigned flags, struct sl_buf *out)
 {
+    const unsigned char *tab = ascii_table(flags);
     if (sl_buf_reserve(out, n + 1))
         return SL_ERR_TOOBIG;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
@@ -187,8 +216,16 @@ int dd_normalize(const char *s, size_t n, unsigned flags, struct sl_buf *out)
         uint32_t c;
         size_t len;
         if (*p < 0x80) {
-            c = *p;
-            len = 1;
+            unsigned char t = tab[*p++];
+            if (t == SPACE_MARK) {
+                pending = 1;
+            } else {
+                if (pending && o > o0)
+                    *o++ = ' ';
+                pending = 0;
+                *o++ = (char)t;
+            }
+            continue;
         } else {
             len = sl_utf8_decode(p, (size_t)(end - p), &c);
             if (!len) { /* invalid byte: keep it */
