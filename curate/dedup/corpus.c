@@ -284,8 +284,19 @@ static const struct member *member_of(const struct member *m, size_t n, uint64_t
     return bsearch(&key, m, n, sizeof(*m), cmp_member_gid);
 }
 
+/* The raw JSON id of gid into out: a cluster member, or (older generations) the index. */
+static void pair_id(const struct member *m, size_t n, uint64_t gid, const struct dd_apply_opts *o,
+                    struct sl_buf *out)
+{
+    const struct member *x = member_of(m, n, gid);
+    if (x)
+        sl_buf_append(out, x->id, x->len);
+    else if (!o->old_id || o->old_id(o->old_ctx, gid, out))
+        sl_buf_puts(out, "null");
+}
+
 static int write_pairs(const char *out_dir, struct member *m, size_t n, const struct dd_pair *p,
-                       size_t np)
+                       size_t np, const struct dd_apply_opts *o)
 {
     qsort(m, n, sizeof(*m), cmp_member_gid);
     char *path = sl_xasprintf("%s/pairs.jsonl", out_dir);
@@ -294,12 +305,11 @@ static int write_pairs(const char *out_dir, struct member *m, size_t n, const st
     int rc = sl_writer_open(&w, path, &wo);
     struct sl_buf b = SL_BUF_INIT;
     for (size_t i = 0; i < np && !rc; i++) {
-        const struct member *a = member_of(m, n, p[i].u), *c = member_of(m, n, p[i].v);
         sl_buf_reset(&b);
         sl_buf_puts(&b, "{\"a\":");
-        sl_buf_append(&b, a ? a->id : "null", a ? a->len : 4);
+        pair_id(m, n, p[i].u, o, &b);
         sl_buf_puts(&b, ",\"b\":");
-        sl_buf_append(&b, c ? c->id : "null", c ? c->len : 4);
+        pair_id(m, n, p[i].v, o, &b);
         if (p[i].jaccard >= 0)
             sl_buf_printf(&b, ",\"jaccard\":%.6f}\n", p[i].jaccard);
         else
@@ -512,7 +522,7 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
         }
         rc = write_side_files(st->cfg.out_dir, m, n, o->clusters, groups);
         if (!rc && o->pairs) {
-            rc = write_pairs(st->cfg.out_dir, m, n, o->pairs, o->npairs);
+            rc = write_pairs(st->cfg.out_dir, m, n, o->pairs, o->npairs, o);
         } else if (!rc) {
             char *pp = sl_xasprintf("%s/pairs.jsonl", st->cfg.out_dir);
             remove(pp); /* left by an earlier run: it would not match these outputs */

@@ -850,6 +850,10 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
         for (size_t i = 0; i < nf; i++)
             if (DD_GID_GEN(fates[i].gid) != c.gen)
                 dd_u64s_push(&want, fates[i].gid);
+        const struct dd_pair *ap = (const struct dd_pair *)allp.data;
+        for (size_t i = 0; i < allp.len / sizeof(*ap); i++)
+            if (DD_GID_GEN(ap[i].u) != c.gen)
+                dd_u64s_push(&want, ap[i].u);
         dd_u64s_sort_unique(&want);
         oid.want = want.v;
         oid.nwant = want.n;

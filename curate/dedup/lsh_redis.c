@@ -164,7 +164,7 @@ int lsh_redis_pairs(struct lsh_redis *r, const char *old_prefix, const uint64_t 
                 rc = reply_gids(b.c[k].reply, gids[d], m, &n, anchors);
                 n1 = n;
                 if (!rc && q == 2)
-                    rc = reply_gids(b.c[k + 1].reply, gids[d], m + n1, &n, n1 + anchors);
+                    rc = reply_gids(b.c[k + 1].reply, gids[d], m, &n, n1 + anchors);
                 k += (size_t)q;
                 if (rc)
                     break;
