@@ -133,3 +133,92 @@ TEST(dedup_minhash_estimates_jaccard)
     }
     CHECK(fabs(minhash_candidate_prob(0.8, 20, 13) - 0.6807) < 0.01);
 }
+
+TEST(dedup_lsh_pairs_anchors)
+{
+    /* one bucket with members 5 < 7 < 9 < 11, another with a single member */
+    struct lsh_rec r[] = { { 42, 9, 0, 0 }, { 42, 5, 0, 0 }, { 43, 1, 0, 0 }, { 42, 11, 0, 0 },
+                           { 42, 7, 0, 0 }, { 42, 7, 1, 0 } };
+    lsh_sort(r, 6);
+    struct dd_edge *e = NULL;
+    size_t ne = 0, cap = 0;
+    CHECK_EQ_INT(lsh_pairs(r, 6, 1, 0, &e, &ne, &cap), 3); /* star around 5 */
+    CHECK(e[0].u == 5 && e[0].v == 7 && e[2].u == 5 && e[2].v == 11);
+    ne = 0;
+    CHECK_EQ_INT(lsh_pairs(r, 6, 100, 0, &e, &ne, &cap), 6); /* every pair */
+    ne = 0;
+    CHECK_EQ_INT(lsh_pairs(r, 6, 2, 0, &e, &ne, &cap), 5); /* 11 pairs with 5 and 7 only */
+    ne = 0;
+    CHECK_EQ_INT(lsh_pairs(r, 6, 100, 9, &e, &ne, &cap), 5); /* pairs of the new 9 and 11 */
+    free(e);
+}
+
+TEST(dedup_unionfind_and_components_agree)
+{
+    struct sl_world w1 = { 0, 1, 0 };
+    struct sl_rng r;
+    sl_rng_seed(&r, 3, 0);
+    for (int round = 0; round < 20; round++) {
+        size_t nv = 50 + sl_rng_below(&r, 200), ne = sl_rng_below(&r, nv);
+        struct dd_edge *e1 = malloc((ne + 1) * sizeof(*e1)), *e2 = malloc((ne + 1) * sizeof(*e2));
+        struct unionfind uf;
+        unionfind_init(&uf, nv);
+        for (size_t i = 0; i < ne; i++) {
+            uint64_t a = sl_rng_below(&r, nv), b = sl_rng_below(&r, nv);
+            if (a == b)
+                b = (a + 1) % nv;
+            e1[i].u = a < b ? a : b;
+            e1[i].v = a < b ? b : a;
+            e2[i] = e1[i];
+            unionfind_union(&uf, (uint32_t)a, (uint32_t)b);
+        }
+        for (int star = 0; star < 2; star++) {
+            struct dd_edge *lab;
+            size_t nl;
+            unsigned rounds;
+            REQUIRE(dd_components(&w1, star ? e2 : e1, ne, star, &lab, &nl, &rounds) == 0);
+            for (size_t i = 0; i < nl; i++)
+                CHECK_EQ_INT(lab[i].v, unionfind_find(&uf, (uint32_t)lab[i].u));
+            free(lab);
+        }
+        unionfind_release(&uf);
+    }
+}
+
+TEST(dedup_index_files_round_trip)
+{
+    const char *dir = sl_test_tmpdir();
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bands-00000.sldx.zst", dir);
+    struct dd_index_writer iw;
+    REQUIRE(dd_index_writer_open(&iw, path, DD_INDEX_MAGIC_BANDS) == 0);
+    struct lsh_rec r[3] = { { 1, 2, 0, 0 }, { 3, 4, 1, 0 }, { 5, 6, 2, 0 } };
+    REQUIRE(dd_index_write_recs(&iw, r, 3) == 0);
+    REQUIRE(dd_index_writer_commit(&iw) == 0);
+    struct lsh_rec *back = NULL;
+    size_t n = 0, cap = 0;
+    REQUIRE(dd_index_read_recs(path, NULL, NULL, &back, &n, &cap) == 0);
+    CHECK_EQ_INT(n, 3);
+    CHECK(back[2].key == 5 && back[2].gid == 6 && back[2].band == 2);
+    free(back);
+    /* an ids file is not a bands file */
+    snprintf(path, sizeof(path), "%s/ids.sldx.zst", dir);
+    REQUIRE(dd_index_writer_open(&iw, path, DD_INDEX_MAGIC_IDS) == 0);
+    REQUIRE(dd_index_write_id(&iw, 7, "\"x\"", 3) == 0);
+    REQUIRE(dd_index_writer_commit(&iw) == 0);
+    back = NULL;
+    n = cap = 0;
+    CHECK_EQ_INT(dd_index_read_recs(path, NULL, NULL, &back, &n, &cap), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "not a sluice dedup index file");
+    CHECK_EQ_INT(dd_index_write_meta(dir, "{\"a\":1}", 3, 2, "memory", NULL), 0);
+    char *s = NULL, *be = NULL, *pre = NULL;
+    uint64_t gen;
+    int parts;
+    REQUIRE(dd_index_read_meta(dir, &s, &gen, &parts, &be, &pre) == 0);
+    CHECK_EQ_STR(s, "{\"a\":1}");
+    CHECK_EQ_INT(gen, 3);
+    CHECK_EQ_INT(parts, 2);
+    CHECK(pre == NULL);
+    free(s);
+    free(be);
+}
