@@ -5,3 +5,4 @@ LIB_SRCS += curate/dedup/normalize.c curate/dedup/shingle.c curate/dedup/minhash
             curate/dedup/dedup.c curate/dedup/fuzzy.c curate/dedup/lsh_index.c \
             curate/dedup/lsh_redis.c curate/dedup/redis_cluster.c
 PKGS += hiredis
+FUZZ_TARGETS += fuzz_shingle fuzz_redis_reply
