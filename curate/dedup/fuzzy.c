@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,6 +84,7 @@ struct p1 {
     struct dd_u64s gids, keys;
     uint64_t empty, whole;
     struct dd_index_writer *ids; /* --index-out: ids of this rank's documents */
+    const char *id_key;
 };
 
 /* The shingles of a document (normalised first). */
@@ -108,7 +110,7 @@ static int p1_doc(void *ctx, uint64_t gid, struct sl_doc *d)
     const struct fz *f = p->f;
     if (p->ids) {
         size_t len;
-        const char *id = sl_doc_get_raw(d, "id", &len);
+        const char *id = sl_doc_get_raw(d, p->id_key, &len);
         int rc = dd_index_write_id(p->ids, gid, id ? id : "null", id ? len : 4);
         if (rc)
             return rc;
@@ -602,6 +604,13 @@ static char *run_prefix(const struct dd_corpus *c, const char *settings, const c
     return sl_xasprintf("sluice:%s:%016llx", kind, (unsigned long long)sl_hasher_final(&h));
 }
 
+static void print_stats(double t_lsh, unsigned rounds, uint64_t rss_max_kb, uint64_t rss_mean_kb)
+{
+    sl_debug("lsh stage %.3f s (slowest rank), %u component rounds", t_lsh, rounds);
+    sl_debug("peak memory per rank: max %.1f MB, mean %.1f MB", rss_max_kb / 1024.0,
+             rss_mean_kb / 1024.0);
+}
+
 static int fail(int rc)
 {
     sl_error("%s", sl_err_msg());
@@ -750,6 +759,7 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
     memset(&p, 0, sizeof(p));
     p.f = f;
     p.ids = iout ? &idw : NULL;
+    p.id_key = o->id_key;
     if (!rc)
         rc = dd_corpus_scan(&c, "dedup fuzzy: minhash", 1, p1_doc, &p);
     sl_buf_release(&p.nbuf);
@@ -928,6 +938,16 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
             free(names[i]);
         free(names);
     }
+    /* peak memory of the ranks (for benchmarks: -v prints it) */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    uint64_t rss[2] = { (uint64_t)ru.ru_maxrss, (uint64_t)ru.ru_maxrss };
+    double tl[1] = { t_lsh };
+    if (!rc) {
+        sl_world_allreduce_u64(w, rss, 1, SL_MAX);
+        sl_world_allreduce_u64(w, rss + 1, 1, SL_SUM);
+        sl_world_allreduce_f64(w, tl, 1, SL_MAX);
+    }
     if (rc) {
         sl_error("%s", sl_err_msg());
         if (redis)
@@ -945,7 +965,7 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
                 (unsigned long long)groups, (unsigned long long)counts[0], vp,
                 (unsigned long long)sl_counters_get(&totals, "documents_out"), o->out,
                 st.resumed ? " (resumed)" : "");
-        sl_debug("lsh %.3f s, %u component rounds", t_lsh, rounds);
+        print_stats(tl[0], rounds, rss[0], rss[1] / (uint64_t)w->size);
         uint64_t whole = sl_counters_get(&totals, "short_documents_hashed_whole");
         uint64_t empty = sl_counters_get(&totals, "empty_documents");
         if (whole)

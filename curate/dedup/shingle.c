@@ -10,6 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* XXH3 inlined here (the same function as sl_hash64, without a library call per shingle) */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+static inline uint64_t shingle_hash(const unsigned char *p, size_t n, uint64_t seed)
+{
+    return XXH3_64bits_withSeed(p, n, seed);
+}
+
 void dd_u64s_reserve(struct dd_u64s *a, size_t extra)
 {
     if (a->n + extra <= a->cap)
@@ -145,11 +154,12 @@ static int is_ws(unsigned char c)
 static size_t shingle_words(const struct dd_shingler *s, const unsigned char *t, size_t len,
                             struct dd_u64s *out, int *whole)
 {
-    size_t starts[DD_SHINGLE_MAX_WORDS];
+    size_t starts[DD_SHINGLE_MAX_WORDS]; /* ring of the last n word starts */
     size_t nwords = 0, first = 0, last_end = 0, added = 0;
-    unsigned n = s->n;
+    unsigned n = s->n, pos = 0; /* pos: ring slot of the next word (== oldest when full) */
     size_t i = 0;
     dd_u64s_reserve(out, len / 2 + 1);
+    uint64_t *o = out->v + out->n;
     while (i < len) {
         while (i < len && is_ws(t[i]))
             i++;
@@ -160,17 +170,17 @@ static size_t shingle_words(const struct dd_shingler *s, const unsigned char *t,
             i++;
         if (!nwords)
             first = st;
-        starts[nwords % n] = st;
+        starts[pos] = st;
+        pos = pos + 1 == n ? 0 : pos + 1;
         nwords++;
         last_end = i;
         if (nwords >= n) {
-            size_t from = starts[(nwords - n) % n];
-            if (out->n == out->cap)
-                dd_u64s_reserve(out, 1);
-            out->v[out->n++] = sl_hash64(t + from, i - from, s->seed);
+            size_t from = starts[pos]; /* the oldest of the last n */
+            *o++ = shingle_hash(t + from, i - from, s->seed);
             added++;
         }
     }
+    out->n += added;
     if (nwords && nwords < n) {
         dd_u64s_push(out, sl_hash64(t + first, last_end - first, s->seed));
         *whole = 1;
@@ -182,23 +192,26 @@ static size_t shingle_words(const struct dd_shingler *s, const unsigned char *t,
 static size_t shingle_chars(const struct dd_shingler *s, const unsigned char *t, size_t len,
                             struct dd_u64s *out, int *whole)
 {
-    size_t starts[DD_SHINGLE_MAX_CHARS];
-    unsigned n = s->n;
+    size_t starts[DD_SHINGLE_MAX_CHARS]; /* ring of the last n code point starts */
+    unsigned n = s->n, pos = 0;
     size_t ncp = 0, added = 0, i = 0;
     dd_u64s_reserve(out, len + 1);
+    uint64_t *o = out->v + out->n;
     while (i < len) {
-        starts[ncp % n] = i;
+        starts[pos] = i;
+        pos = pos + 1 == n ? 0 : pos + 1;
         ncp++;
         /* step over one code point (continuation bytes 10xxxxxx belong to it) */
         i++;
         while (i < len && (t[i] & 0xC0) == 0x80)
             i++;
         if (ncp >= n) {
-            size_t from = starts[(ncp - n) % n];
-            out->v[out->n++] = sl_hash64(t + from, i - from, s->seed);
+            size_t from = starts[pos];
+            *o++ = shingle_hash(t + from, i - from, s->seed);
             added++;
         }
     }
+    out->n += added;
     if (ncp && ncp < n) {
         out->v[out->n++] = sl_hash64(t, len, s->seed);
         *whole = 1;
