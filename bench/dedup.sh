@@ -61,3 +61,76 @@ if "rensa_batch_from_sluice_hashes" in p:
 row("datasketch signature from shingle bytes", p["datasketch_from_shingles"], ours_sign)
 PY
 fi
+
+if [ "$part" = all ] || [ "$part" = redis ]; then
+    n=${REDIS_CLUSTERS:-8000}
+    mkdir -p "$work/rgen"
+    python3 "$root/tests/cli/dedup_gen.py" "$work/rgen" 7 "$n" 1
+    docs=$(wc -l < "$work/rgen/part-0.jsonl")
+    base=${BENCH_PORT:-35500}
+    rc_start "$work/rc" "$base" 3 0 >/dev/null
+    rc_server "$work/single" --port $((base + 9))
+    best=""
+    for _ in 1 2 3; do
+        rm -rf "$work/rout"
+        t=$("$sluice" -v -v dedup fuzzy --backend redis --redis "127.0.0.1:$base" --out "$work/rout" \
+            "$work/rgen" 2>&1 | sed -n 's/.*lsh stage \([0-9.]*\) s.*/\1/p')
+        best=$(python3 -c "import sys; a=[float(x) for x in sys.argv[1:] if x]; print(min(a))" $t $best)
+    done
+    peer=$("$PY" "$root/bench/dedup_redis_peer.py" "$work/rgen/part-0.jsonl" --port $((base + 9)))
+    python3 - "$docs" "$best" "$peer" <<'PY'
+import json, sys
+docs, ours, p = int(sys.argv[1]), float(sys.argv[2]), json.loads(sys.argv[3])
+theirs = p["seconds_insert"] + p["seconds_query"]
+print("LSH in Redis, %d documents, 14x8 bands, insert + query (sluice also deletes its keys)" % docs)
+print("  sluice, 3-master Redis Cluster, 1 rank   %9.0f docs/s" % (docs / ours))
+print("  datasketch MinHashLSH, one redis-server  %9.0f docs/s (insert %.0f/s, query %.0f/s)"
+      % (docs / theirs, docs / p["seconds_insert"], docs / p["seconds_query"]))
+print("  sluice / datasketch = %.1fx" % (theirs / ours))
+PY
+    rc_stop
+fi
+
+if [ "$part" = all ] || [ "$part" = e2e ]; then
+    n=${E2E_CLUSTERS:-40000}
+    mkdir -p "$work/egen"
+    python3 "$root/tests/cli/dedup_gen.py" "$work/egen" 9 "$n" 4
+    docs=$(cat "$work"/egen/*.jsonl | wc -l)
+    mb=$(du -cm "$work"/egen/*.jsonl | tail -1 | cut -f1)
+    echo "end to end: sluice dedup fuzzy (datatrove preset), $docs documents, $mb MB"
+    echo "  (per million documents: peak memory above that of a 20-document run of the same kind)"
+    mkdir -p "$work/tiny"
+    head -20 "$work/egen/part-0.jsonl" > "$work/tiny/t.jsonl"
+    stats() { # LABEL CMD...: wall time and the peak memory per rank that sluice reports
+        local label=$1 t0 t1 out base
+        shift
+        rm -rf "$work/eout"
+        base=$("${@/$work\/egen/$work/tiny}" 2>&1 | sed -n 's/.*peak memory per rank: max \([0-9.]*\) MB.*/\1/p')
+        rm -rf "$work/eout"
+        t0=$(date +%s.%N)
+        out=$("$@" 2>&1)
+        t1=$(date +%s.%N)
+        python3 - "$label" "$docs" "$t0" "$t1" "$out" "$base" <<'PY'
+import re, sys
+label, docs, t0, t1, out, base = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], float(sys.argv[6] or "nan")
+m = re.search(r"peak memory per rank: max ([0-9.]+) MB, mean ([0-9.]+) MB", out)
+mx, mean = (float(m.group(1)), float(m.group(2))) if m else (float("nan"),) * 2
+print("  %-36s %7.0f docs/s  peak/rank %6.1f MB (empty-run base %5.1f)  => %5.0f MB per million docs per rank"
+      % (label, docs / (t1 - t0), mx, base, (mx - base) * 1e6 / docs))
+PY
+    }
+    stats "memory, 1 process" "$sluice" -v -v dedup fuzzy --out "$work/eout" "$work/egen"
+    stats "memory, --verify, 1 process" "$sluice" -v -v dedup fuzzy --verify --out "$work/eout" "$work/egen"
+    base=${BENCH_PORT:-35500}
+    rc_start "$work/erc" "$base" 3 0 >/dev/null
+    stats "redis cluster (3 masters), 1 process" "$sluice" -v -v dedup fuzzy --backend redis \
+        --redis "127.0.0.1:$base" --out "$work/eout" "$work/egen"
+    rc_stop
+    if command -v mpirun >/dev/null; then
+        M=(mpirun --oversubscribe); [ "$(id -u)" -eq 0 ] && M+=(--allow-run-as-root)
+        for np in 1 2 4; do
+            stats "memory, mpirun -np $np" "${M[@]}" -np $np "$sluice" -v -v dedup fuzzy \
+                --out "$work/eout" "$work/egen"
+        done
+    fi
+fi

@@ -43,12 +43,17 @@ void lsh_redis_close(struct lsh_redis *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* "PREFIX:b<band>:<16 hex>" into a fixed slot of the key pool */
-#define KEY_MAX 320
-static size_t bucket_key(char *out, const char *prefix, unsigned band, uint64_t key)
+/* Bucket keys "PREFIX:b<band>:<16 hex>" live in one pool per batch, each in a slot of
+ * key_max(prefix) bytes. */
+static size_t key_max(const char *prefix)
 {
-    int n = snprintf(out, KEY_MAX, "%s:b%u:%016llx", prefix, band, (unsigned long long)key);
-    return n < KEY_MAX ? (size_t)n : KEY_MAX - 1;
+    return strlen(prefix) + 32;
+}
+
+static size_t bucket_key(char *out, size_t max, const char *prefix, unsigned band, uint64_t key)
+{
+    int n = snprintf(out, max, "%s:b%u:%016llx", prefix, band, (unsigned long long)key);
+    return n < (int)max ? (size_t)n : max - 1;
 }
 
 static void be64(unsigned char *o, uint64_t x)
@@ -72,8 +77,8 @@ int lsh_redis_insert(struct lsh_redis *r, const uint64_t *gids, const uint64_t *
 {
     struct rc_batch b = { 0 };
     b.writes = 1;
-    size_t per = (size_t)DOCS_PER_BATCH * bands;
-    char *kp = sl_xmalloc(sl_mul_size(per, KEY_MAX));
+    size_t per = (size_t)DOCS_PER_BATCH * bands, km = key_max(r->prefix);
+    char *kp = sl_xmalloc(sl_mul_size(per, km));
     unsigned char *mp = sl_xmalloc(sl_mul_size(per, 8));
     int rc = 0;
     for (size_t d0 = 0; d0 < ndocs && !rc; d0 += DOCS_PER_BATCH) {
@@ -82,9 +87,9 @@ int lsh_redis_insert(struct lsh_redis *r, const uint64_t *gids, const uint64_t *
         size_t k = 0;
         for (size_t d = d0; d < d1; d++)
             for (unsigned band = 0; band < bands; band++, k++) {
-                char *key = kp + k * KEY_MAX;
+                char *key = kp + k * km;
                 unsigned char *m = mp + k * 8;
-                size_t kl = bucket_key(key, r->prefix, band, keys[d * bands + band]);
+                size_t kl = bucket_key(key, km, r->prefix, band, keys[d * bands + band]);
                 be64(m, gids[d]);
                 const char *argv[4] = { "ZADD", key, "0", (const char *)m };
                 size_t len[4] = { 4, kl, 1, 8 };
@@ -135,7 +140,10 @@ int lsh_redis_pairs(struct lsh_redis *r, const char *old_prefix, const uint64_t 
     struct rc_batch b = { 0 };
     int q = old_prefix ? 2 : 1; /* queries per (document, band) */
     size_t per = (size_t)DOCS_PER_BATCH * bands * (size_t)q;
-    char *kp = sl_xmalloc(sl_mul_size(per, KEY_MAX));
+    size_t km = key_max(r->prefix);
+    if (old_prefix && key_max(old_prefix) > km)
+        km = key_max(old_prefix);
+    char *kp = sl_xmalloc(sl_mul_size(per, km));
     char stop[24];
     int sl = snprintf(stop, sizeof(stop), "%u", anchors - 1);
     uint64_t *m = sl_xmalloc(2 * (anchors + 1) * sizeof(uint64_t));
@@ -147,8 +155,8 @@ int lsh_redis_pairs(struct lsh_redis *r, const char *old_prefix, const uint64_t 
         for (size_t d = d0; d < d1; d++)
             for (unsigned band = 0; band < bands; band++)
                 for (int j = 0; j < q; j++, k++) {
-                    char *key = kp + k * KEY_MAX;
-                    size_t kl = bucket_key(key, j ? old_prefix : r->prefix, band,
+                    char *key = kp + k * km;
+                    size_t kl = bucket_key(key, km, j ? old_prefix : r->prefix, band,
                                            keys[d * bands + band]);
                     const char *argv[4] = { "ZRANGE", key, "0", stop };
                     size_t len[4] = { 6, kl, 1, (size_t)sl };
@@ -191,8 +199,8 @@ int lsh_redis_delete(struct lsh_redis *r, const uint64_t *keys, size_t ndocs, un
 {
     struct rc_batch b = { 0 };
     b.writes = 1;
-    size_t per = (size_t)DOCS_PER_BATCH * bands;
-    char *kp = sl_xmalloc(sl_mul_size(per, KEY_MAX));
+    size_t per = (size_t)DOCS_PER_BATCH * bands, km = key_max(r->prefix);
+    char *kp = sl_xmalloc(sl_mul_size(per, km));
     int rc = 0;
     for (size_t d0 = 0; d0 < ndocs && !rc; d0 += DOCS_PER_BATCH) {
         size_t d1 = d0 + DOCS_PER_BATCH < ndocs ? d0 + DOCS_PER_BATCH : ndocs;
@@ -200,8 +208,8 @@ int lsh_redis_delete(struct lsh_redis *r, const uint64_t *keys, size_t ndocs, un
         size_t k = 0;
         for (size_t d = d0; d < d1; d++)
             for (unsigned band = 0; band < bands; band++, k++) {
-                char *key = kp + k * KEY_MAX;
-                size_t kl = bucket_key(key, r->prefix, band, keys[d * bands + band]);
+                char *key = kp + k * km;
+                size_t kl = bucket_key(key, km, r->prefix, band, keys[d * bands + band]);
                 const char *argv[2] = { "DEL", key };
                 size_t len[2] = { 3, kl };
                 rc_batch_add(&b, 2, argv, len);
