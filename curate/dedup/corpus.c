@@ -94,7 +94,8 @@ static int check_ids(struct dd_corpus *c, struct id_rec *ids, size_t n)
     free(dest);
     if (!rc) {
         struct id_rec *r = (struct id_rec *)buf.data;
-        qsort(r, m, sizeof(*r), cmp_id);
+        if (m > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(r, m, sizeof(*r), cmp_id);
         for (size_t i = 1; i < m; i++) {
             if (r[i].hi == r[i - 1].hi && r[i].lo == r[i - 1].lo) {
                 char a[512], b[512];
@@ -224,7 +225,8 @@ int dd_fates_to_owners(const struct dd_corpus *c, struct dd_fate **fates, size_t
         return rc;
     }
     struct dd_fate *f = (struct dd_fate *)buf.data;
-    qsort(f, m, sizeof(*f), cmp_fate);
+    if (m > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(f, m, sizeof(*f), cmp_fate);
     size_t k = 0;
     for (size_t i = 0; i < m; i++)
         if (!k || f[i].gid != f[k - 1].gid)
@@ -281,7 +283,7 @@ static int cmp_member_gid(const void *pa, const void *pb)
 static const struct member *member_of(const struct member *m, size_t n, uint64_t gid)
 {
     struct member key = { 0, gid, NULL, 0 };
-    return bsearch(&key, m, n, sizeof(*m), cmp_member_gid);
+    return n ? bsearch(&key, m, n, sizeof(*m), cmp_member_gid) : NULL;
 }
 
 /* The raw JSON id of gid into out: a cluster member, or (older generations) the index. */
@@ -298,7 +300,8 @@ static void pair_id(const struct member *m, size_t n, uint64_t gid, const struct
 static int write_pairs(const char *out_dir, struct member *m, size_t n, const struct dd_pair *p,
                        size_t np, const struct dd_apply_opts *o)
 {
-    qsort(m, n, sizeof(*m), cmp_member_gid);
+    if (n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(m, n, sizeof(*m), cmp_member_gid);
     char *path = sl_xasprintf("%s/pairs.jsonl", out_dir);
     struct sl_writer *w = NULL;
     struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
@@ -328,7 +331,8 @@ static int write_pairs(const char *out_dir, struct member *m, size_t n, const st
 static int write_side_files(const char *out_dir, struct member *m, size_t n, int clusters,
                             uint64_t *groups)
 {
-    qsort(m, n, sizeof(*m), cmp_member);
+    if (n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(m, n, sizeof(*m), cmp_member);
     char *p1 = sl_xasprintf("%s/duplicates.jsonl", out_dir);
     char *p2 = sl_xasprintf("%s/clusters.jsonl", out_dir);
     struct sl_writer *w1 = NULL, *w2 = NULL;
@@ -394,7 +398,8 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
                     const struct dd_apply_opts *o, uint64_t *groups)
 {
     const struct sl_world *w = c->w;
-    qsort(fates, nf, sizeof(*fates), cmp_fate);
+    if (nf > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(fates, nf, sizeof(*fates), cmp_fate);
     struct sl_buf members = SL_BUF_INIT, idb = SL_BUF_INIT;
     struct sl_doc d;
     sl_doc_init(&d);

@@ -120,7 +120,8 @@ static int find_groups(const struct sl_world *w, struct scan_ctx *s, int longest
         return rc;
     }
     struct rec *r = (struct rec *)buf.data;
-    qsort(r, n, sizeof(*r), cmp_rec);
+    if (n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(r, n, sizeof(*r), cmp_rec);
     size_t cap = 0;
     *fates = NULL;
     *nf = 0;

@@ -213,6 +213,8 @@ static void sset_add(struct sset *s, uint64_t gid, const uint64_t *v, size_t n)
     s->e[s->n].off = s->pool.n;
     s->e[s->n].n = n;
     s->n++;
+    if (!n)
+        return;
     dd_u64s_reserve(&s->pool, n);
     memcpy(s->pool.v + s->pool.n, v, n * sizeof(uint64_t));
     s->pool.n += n;
@@ -227,7 +229,7 @@ static int cmp_ent(const void *pa, const void *pb)
 static const struct sset_ent *sset_find(const struct sset *s, uint64_t gid)
 {
     struct sset_ent key = { gid, 0, 0 };
-    return bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_ent);
+    return s->n ? bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_ent) : NULL;
 }
 
 static void sset_release(struct sset *s)
@@ -318,7 +320,8 @@ static int verify_pairs(struct dd_corpus *c, const struct fz *f, struct dd_edge 
     struct req *in = NULL;
     if (!rc) {
         in = (struct req *)sl_buf_detach(&buf, &len);
-        qsort(in, nrq, sizeof(*in), cmp_req);
+        if (nrq > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(in, nrq, sizeof(*in), cmp_req);
         size_t k = 0;
         for (size_t i = 0; i < nrq; i++)
             if (!k || in[i].gid != in[k - 1].gid || in[i].rank != in[k - 1].rank)
@@ -341,7 +344,8 @@ static int verify_pairs(struct dd_corpus *c, const struct fz *f, struct dd_edge 
         rc = dd_corpus_scan(c, "dedup fuzzy: verifying", 0, need_doc, &nc);
         sl_buf_release(&nc.nbuf);
         dd_u64s_release(&nc.sh);
-        qsort(local.e, local.n, sizeof(*local.e), cmp_ent);
+        if (local.n > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(local.e, local.n, sizeof(*local.e), cmp_ent);
     }
     dd_u64s_release(&need);
 
@@ -378,7 +382,8 @@ static int verify_pairs(struct dd_corpus *c, const struct fz *f, struct dd_edge 
             sset_add(&remote, hdr[0], (const uint64_t *)(buf.data + p), hdr[1]);
             p += hdr[1] * 8;
         }
-        qsort(remote.e, remote.n, sizeof(*remote.e), cmp_ent);
+        if (remote.n > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(remote.e, remote.n, sizeof(*remote.e), cmp_ent);
     }
     free(in);
     sl_buf_release(&buf);
@@ -465,7 +470,7 @@ static int old_id_lookup(void *ctx, uint64_t gid, struct sl_buf *out)
 {
     struct old_ids *o = ctx;
     struct member_id key = { gid, NULL, 0 };
-    struct member_id *x = bsearch(&key, o->v, o->n, sizeof(*o->v), cmp_mid);
+    struct member_id *x = o->n ? bsearch(&key, o->v, o->n, sizeof(*o->v), cmp_mid) : NULL;
     if (!x)
         return SL_ERR_NOTFOUND;
     return sl_buf_append(out, x->id, x->len);
@@ -848,7 +853,8 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
         rc = sl_world_gather_bytes(w, pairs ? (const void *)pairs : "", np * sizeof(*pairs), 0,
                                    &allp, NULL);
         if (!rc && w->rank == 0)
-            qsort(allp.data, allp.len / sizeof(*pairs), sizeof(*pairs), cmp_pair);
+            if (allp.len / sizeof(*pairs) > 1) /* qsort wants a valid pointer even for nothing */
+                qsort(allp.data, allp.len / sizeof(*pairs), sizeof(*pairs), cmp_pair);
     }
     free(pairs);
 
@@ -869,7 +875,8 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
         oid.nwant = want.n;
         if (want.n)
             rc = for_each_ids_file(o->index_in, read_ids_file, &oid);
-        qsort(oid.v, oid.n, sizeof(*oid.v), cmp_mid);
+        if (oid.n > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(oid.v, oid.n, sizeof(*oid.v), cmp_mid);
     }
 
     uint64_t groups = 0;
