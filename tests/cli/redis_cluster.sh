@@ -33,13 +33,17 @@ rc_server() {
     mkdir -p "$dir"
     redis-server --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no --daemonize yes \
         --pidfile "$dir/pid" --logfile "$dir/log" "$@" >/dev/null 2>&1 || return 1
-    for _ in $(seq 100); do
+    for _ in $(seq 400); do
         [ -s "$dir/pid" ] && break
         sleep 0.05
     done
+    if [ ! -s "$dir/pid" ]; then
+        echo "redis-server in $dir did not start: $(tail -3 "$dir/log" 2>/dev/null)" >&2
+        return 1
+    fi
     RC_PIDS+=("$(cat "$dir/pid")")
     port=$(sed -n 's/.*--port \([0-9]*\).*/\1/p' <<<"$*")
-    for _ in $(seq 100); do
+    for _ in $(seq 300); do
         redis-cli -p "$port" ping 2>/dev/null | grep -q -e PONG -e NOAUTH && return 0
         sleep 0.1
     done
