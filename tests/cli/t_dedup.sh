@@ -28,6 +28,13 @@ expect_rc 0; expect_out "--preset datatrove|nemo"; expect_out "--redis HOST:PORT
 run "$SLUICE" help dedup
 expect_rc 0; expect_out "sluice dedup exact"
 
+case_ "every option of -h is in docs/commands/dedup.md"
+for mode in exact fuzzy; do
+    for opt in $("$SLUICE" dedup $mode -h | grep -o -- '--[a-z0-9-]*' | sort -u); do
+        grep -q -- "\`$opt" "$ROOT/docs/commands/dedup.md" && ok || fail "dedup $mode $opt is not documented"
+    done
+done
+
 case_ "usage errors exit 2"
 run "$SLUICE" dedup
 expect_rc 2
