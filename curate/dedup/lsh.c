@@ -18,10 +18,51 @@ static int cmp_rec(const void *pa, const void *pb)
     return 0;
 }
 
+/* Byte b of the sort key (gid bytes 0-7, then key bytes 8-15, then band bytes 16-19): LSD
+ * order, least significant first. */
+static inline unsigned key_byte(const struct lsh_rec *x, int b)
+{
+    if (b < 8)
+        return (unsigned)(x->gid >> (8 * b)) & 0xff;
+    if (b < 16)
+        return (unsigned)(x->key >> (8 * (b - 8))) & 0xff;
+    return (x->band >> (8 * (b - 16))) & 0xff;
+}
+
 void lsh_sort(struct lsh_rec *r, size_t n)
 {
-    if (n > 1)
-        qsort(r, n, sizeof(*r), cmp_rec);
+    if (n < 256) {
+        if (n > 1)
+            qsort(r, n, sizeof(*r), cmp_rec);
+        return;
+    }
+    /* LSD radix sort over the 20 key bytes; a byte that is the same in every record costs
+     * nothing (its pass is skipped) */
+    size_t(*count)[256] = sl_xcalloc(20, sizeof(*count));
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 20; b++)
+            count[b][key_byte(&r[i], b)]++;
+    struct lsh_rec *tmp = sl_xmalloc(sl_mul_size(n, sizeof(*r)));
+    struct lsh_rec *src = r, *dst = tmp;
+    for (int b = 0; b < 20; b++) {
+        if (count[b][key_byte(&r[0], b)] == n)
+            continue;
+        size_t pos = 0;
+        for (int k = 0; k < 256; k++) {
+            size_t c = count[b][k];
+            count[b][k] = pos;
+            pos += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[count[b][key_byte(&src[i], b)]++] = src[i];
+        struct lsh_rec *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != r)
+        memcpy(r, src, n * sizeof(*r));
+    free(tmp);
+    free(count);
 }
 
 int lsh_owner(uint32_t band, uint64_t key, int nranks)

@@ -222,3 +222,36 @@ TEST(dedup_index_files_round_trip)
     free(s);
     free(be);
 }
+
+static int cmp_rec_ref(const void *pa, const void *pb)
+{
+    const struct lsh_rec *a = pa, *b = pb;
+    if (a->band != b->band)
+        return a->band < b->band ? -1 : 1;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+TEST(dedup_lsh_sort_matches_qsort)
+{
+    struct sl_rng r;
+    sl_rng_seed(&r, 77, 0);
+    size_t sizes[] = { 0, 1, 5, 255, 256, 5000 };
+    for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+        size_t n = sizes[t];
+        struct lsh_rec *a = calloc(n + 1, sizeof(*a)), *b = calloc(n + 1, sizeof(*b));
+        for (size_t i = 0; i < n; i++) {
+            a[i].band = (uint32_t)sl_rng_below(&r, 20);
+            a[i].key = sl_rng_below(&r, 4) ? sl_rng_u64(&r) : 12345; /* some shared buckets */
+            a[i].gid = (1ull << 36) * sl_rng_below(&r, 3) + sl_rng_below(&r, 100000);
+            b[i] = a[i];
+        }
+        lsh_sort(a, n);
+        if (n > 1)
+            qsort(b, n, sizeof(*b), cmp_rec_ref);
+        CHECK(n == 0 || memcmp(a, b, n * sizeof(*a)) == 0);
+        free(a);
+        free(b);
+    }
+}
