@@ -3,7 +3,7 @@
  * usage: dedup_minhash FILE.jsonl NGRAM PERMS REPEAT [HASHES_OUT]
  * Reads the texts of FILE (plain JSONL), then REPEAT times: shingles (NGRAM, no
  * normalisation, as the peers get them) and signs every text with PERMS permutations of
- * the multiply family. Prints one JSON line: documents, text bytes, seconds for
+ * the multiply family (MH_FAMILY=multiply32|mersenne for another). Prints one JSON line: documents, text bytes, seconds for
  * text -> signature, and seconds for signing the precomputed shingle hashes alone. With
  * HASHES_OUT, writes the shingle hashes (u64) and row offsets (u64) for the peers' batch
  * API: "<HASHES_OUT>.hashes", "<HASHES_OUT>.offsets".
@@ -53,7 +53,10 @@ int main(int argc, char **argv)
     unsigned k = (unsigned)atoi(argv[3]);
     int repeat = atoi(argv[4]);
     struct minhash mh;
-    minhash_init(&mh, k, 1, DD_MH_MULTIPLY);
+    enum dd_mh_family fam = DD_MH_MULTIPLY;
+    if (getenv("MH_FAMILY") && minhash_family_parse(getenv("MH_FAMILY"), &fam))
+        return 2;
+    minhash_init(&mh, k, 1, fam);
     uint64_t sig[DD_MH_MAX_PERM], check = 0;
     struct dd_u64s h = { 0 };
     double t0 = sl_now();

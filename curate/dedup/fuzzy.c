@@ -1023,8 +1023,9 @@ int dedup_fuzzy_main(int argc, const char **argv)
         SL_OPT_STRING(0, "norm", &o.norm, "LIST",
                       "normalise first: lower,punct,space,digits,accents | all | none"),
         SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the hash functions (default 1)"),
-        SL_OPT_CHOICE(0, "hash", &o.family, "multiply|mersenne",
-                      "permutations: (a*h+b) mod 2^64 or mod 2^61-1 (default multiply)"),
+        SL_OPT_CHOICE(0, "hash", &o.family, "multiply|multiply32|mersenne",
+                      "permutations: (a*h+b) mod 2^64, 32-bit mod 2^32, or mod 2^61-1 "
+                      "(default multiply)"),
         SL_OPT_GROUP_("Pairs"),
         SL_OPT_FLAG_(0, "verify", &o.verify,
                      "keep only candidate pairs whose true Jaccard is >= --threshold"),
