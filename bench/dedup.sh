@@ -41,10 +41,11 @@ if [ "$part" = all ] || [ "$part" = minhash ]; then
     zcat "$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz" > "$work/cc.jsonl"
     rep=${REPEAT:-5}
     ours=$("${PIN[@]}" "$work/dedup_minhash" "$work/cc.jsonl" words:5 112 "$rep" "$work/h")
+    ours32=$(MH_FAMILY=multiply32 "${PIN[@]}" "$work/dedup_minhash" "$work/cc.jsonl" words:5 112 "$rep")
     peers=$(RAYON_NUM_THREADS=1 "${PIN[@]}" "$PY" "$root/bench/dedup_peers.py" "$work/cc.jsonl" 5 112 3 "$work/h")
-    "$PY" - "$ours" "$peers" "$rep" <<'PY'
+    "$PY" - "$ours" "$peers" "$rep" "$ours32" <<'PY'
 import json, sys
-o, p, rep = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+o, p, rep, o32 = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
 docs, mb = o["documents"], o["text_bytes"] / 1e6
 ours_text = o["seconds_text_to_signature"] / rep
 ours_sign = o["seconds_sign_only"] / rep
@@ -52,9 +53,11 @@ def row(name, s, base):
     print("%-44s %9.1f MB/s %10.0f docs/s   sluice is %6.1fx" % (name, mb / s, docs / s, s / base))
 print("MinHash signatures, one core, %d documents, %.1f MB of text, words:5, 112 permutations" % (docs, mb))
 row("sluice text -> signature", ours_text, ours_text)
+row("sluice --hash multiply32 text -> signature", o32["seconds_text_to_signature"] / rep, ours_text)
 row("rensa RMinHash text -> signature", p["rensa_text_to_signature"], ours_text)
 row("datasketch MinHash text -> signature", p["datasketch_text_to_signature"], ours_text)
 row("sluice signature from shingle hashes", ours_sign, ours_sign)
+row("sluice --hash multiply32 from shingle hashes", o32["seconds_sign_only"] / rep, ours_sign)
 row("rensa signature from shingle strings", p["rensa_from_shingles"], ours_sign)
 if "rensa_batch_from_sluice_hashes" in p:
     row("rensa batch API from sluice's hashes", p["rensa_batch_from_sluice_hashes"], ours_sign)
