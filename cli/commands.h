@@ -10,5 +10,6 @@ int cmd_extract(int argc, const char **argv);
 int cmd_tokenize(int argc, const char **argv);
 int cmd_tokenizer(int argc, const char **argv);
 int cmd_dataset(int argc, const char **argv);
+int cmd_dedup(int argc, const char **argv);
 
 #endif

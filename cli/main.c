@@ -27,6 +27,7 @@ static const struct command commands[] = {
     { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
     { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
     { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
+    { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
