@@ -5,5 +5,8 @@
 #define SL_CLI_COMMANDS_H
 
 int cmd_reshard(int argc, const char **argv);
+int cmd_clean(int argc, const char **argv);
+int cmd_filter(int argc, const char **argv);
+int cmd_classifier(int argc, const char **argv);
 
 #endif

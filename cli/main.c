@@ -22,6 +22,9 @@ struct command {
 
 static const struct command commands[] = {
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
+    { "clean", cmd_clean, "repair text: mojibake, HTML entities, controls, NFC, whitespace" },
+    { "filter", cmd_filter, "quality filters: Gopher, C4, FineWeb, NeMo, regex, language ID" },
+    { "classifier", cmd_classifier, "train a fastText quality classifier" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
