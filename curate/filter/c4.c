@@ -400,7 +400,7 @@ static int c4b_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
         struct sl_rng g;
         const char *id;
         size_t idn = 0;
-        id = sl_doc_get_raw(c->doc, b->id_key, &idn);
+        id = c->doc ? sl_doc_get_raw(c->doc, b->id_key, &idn) : NULL;
         sl_rng_seed(&g, b->seed ^ sl_hash64(id ? id : c->text, id ? idn : c->len, 1), 0);
         if (sl_rng_double(&g) < b->keep_fraction)
             return 0;

@@ -63,7 +63,7 @@ static int lf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     if (rc)
         return rc;
     snprintf(c->lang, sizeof(c->lang), "%s", code);
-    if (l->write) {
+    if (l->write && c->doc) {
         sl_doc_set_str(c->doc, l->lang_key, code, strlen(code));
         sl_doc_set_double(c->doc, l->score_key, round(s * 10000) / 10000);
     }
@@ -145,7 +145,7 @@ static int cf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     if (rc)
         return rc;
     r->score = p;
-    if (q->score_key)
+    if (q->score_key && c->doc)
         sl_doc_set_double(c->doc, q->score_key, round(p * 10000) / 10000);
     if (!q->pareto) {
         r->keep = p >= q->threshold;
@@ -153,7 +153,7 @@ static int cf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         /* keep if pareto(alpha) > 1 - p, with a draw seeded by the document id so the
          * decision does not depend on the order or rank that processes it */
         size_t idn = 0;
-        const char *id = sl_doc_get_raw(c->doc, q->id_key, &idn);
+        const char *id = c->doc ? sl_doc_get_raw(c->doc, q->id_key, &idn) : NULL;
         struct sl_rng g;
         sl_rng_seed(&g, q->seed ^ sl_hash64(id ? id : c->text, id ? idn : c->len, 3), 0);
         double u = sl_rng_double(&g);

@@ -43,7 +43,7 @@ static int uf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     r->keep = 1;
     r->score = 0;
     sl_buf_reset(&u->url);
-    if (sl_doc_get_str(c->doc, u->key, &u->url) || !u->url.len)
+    if (!c->doc || sl_doc_get_str(c->doc, u->key, &u->url) || !u->url.len)
         return 0;
     char *s = u->url.data;
     for (size_t i = 0; i < u->url.len; i++)
