@@ -12,10 +12,12 @@
 
 /* ---- counting table ---------------------------------------------------------------- */
 
+#define HCOUNT_START_MAX ((size_t)1 << 16) /* slots a reset sizes for at most */
+
 void sl_hcount_reset(struct sl_hcount *h, size_t expect)
 {
     size_t want = 64;
-    while (want < expect * 2)
+    while (want < expect * 2 && want < HCOUNT_START_MAX)
         want *= 2;
     if (h->cap < want || h->cap > want * 8) {
         free(h->v);
@@ -27,6 +29,11 @@ void sl_hcount_reset(struct sl_hcount *h, size_t expect)
     h->n = 0;
 }
 
+static inline size_t hcount_home(uint64_t key, size_t cap)
+{
+    return (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+}
+
 static void hcount_grow(struct sl_hcount *h)
 {
     size_t ncap = h->cap * 2;
@@ -36,7 +43,7 @@ static void hcount_grow(struct sl_hcount *h)
     for (size_t i = 0; i < h->cap; i++) {
         if (!h->v[i].count)
             continue;
-        size_t j = (size_t)(h->v[i].key * 0x9E3779B97F4A7C15ull >> 20) & (ncap - 1);
+        size_t j = hcount_home(h->v[i].key, ncap);
         while (nv[j].count)
             j = (j + 1) & (ncap - 1);
         nv[j] = h->v[i];
@@ -46,27 +53,31 @@ static void hcount_grow(struct sl_hcount *h)
     h->cap = ncap;
 }
 
-struct sl_hcount_slot *sl_hcount_add(struct sl_hcount *h, uint64_t key, uint64_t aux)
+struct sl_hcount_slot *sl_hcount_add(struct sl_hcount *h, uint64_t key, uint32_t tag)
 {
     if (!h->cap)
         sl_hcount_reset(h, 32);
-    if ((h->n + 1) * 2 > h->cap)
-        hcount_grow(h);
-    size_t j = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (h->cap - 1);
+    size_t j = hcount_home(key, h->cap);
     for (;; j = (j + 1) & (h->cap - 1)) {
         struct sl_hcount_slot *e = &h->v[j];
-        if (!e->count) {
-            e->key = key;
-            e->count = 1;
-            e->first = (uint32_t)h->n++;
-            e->aux = aux;
-            return e;
-        }
+        if (!e->count)
+            break;
         if (e->key == key) {
             e->count++;
             return e;
         }
     }
+    if ((h->n + 1) * 4 > h->cap * 3) { /* load factor 3/4 */
+        hcount_grow(h);
+        for (j = hcount_home(key, h->cap); h->v[j].count; j = (j + 1) & (h->cap - 1))
+            ;
+    }
+    struct sl_hcount_slot *e = &h->v[j];
+    e->key = key;
+    e->count = 1;
+    e->tag = tag;
+    h->n++;
+    return e;
 }
 
 void sl_hcount_release(struct sl_hcount *h)

@@ -31,20 +31,21 @@ struct sl_filter_env {
     const char *config_dir;   /* directory of the config file, for relative paths */
 };
 
-/* A growable table counting 64-bit keys (duplicate lines, n-grams). */
+/* A growable table counting 64-bit keys (duplicate lines, n-grams). It starts small and
+ * grows with the number of distinct keys, so a long but repetitive document stays cheap. */
 struct sl_hcount_slot {
     uint64_t key;
     uint32_t count;
-    uint32_t first; /* insertion index */
-    uint64_t aux;   /* caller data of the first insertion (a length, an offset) */
+    uint32_t tag; /* caller data of the first occurrence (its position) */
 };
 struct sl_hcount {
     struct sl_hcount_slot *v;
     size_t cap, n;
 };
+/* Empty the table; `expect` (distinct keys expected, at most) sizes it. */
 void sl_hcount_reset(struct sl_hcount *h, size_t expect);
-/* Add one occurrence; returns the slot (count already incremented). */
-struct sl_hcount_slot *sl_hcount_add(struct sl_hcount *h, uint64_t key, uint64_t aux);
+/* Add one occurrence; returns the slot (count already incremented; tag set on the first). */
+struct sl_hcount_slot *sl_hcount_add(struct sl_hcount *h, uint64_t key, uint32_t tag);
 void sl_hcount_release(struct sl_hcount *h);
 
 /* A span of the text. */

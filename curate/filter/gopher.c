@@ -210,11 +210,14 @@ struct ngram_rule {
     char reason[32];
 };
 
+#define POW_TABLE 64 /* powers of the hash base kept for words shorter than this */
+
 struct gr {
     double dup_line, dup_para, dup_line_char, dup_para_char;
     struct ngram_rule top[16], dup[16];
     size_t ntop, ndup;
     enum sl_words_sel words;
+    uint64_t pow[POW_TABLE], ipow[POW_TABLE]; /* B^k and B^-k modulo 2^61 - 1 */
 };
 
 /* datatrove find_duplicates over spans: (duplicate elements, their characters). */
@@ -236,6 +239,37 @@ static inline uint64_t mix(uint64_t h, uint64_t x)
 {
     h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
     return h * 0xFF51AFD7ED558CCDull;
+}
+
+/* Arithmetic modulo the Mersenne prime 2^61 - 1 (operands below it). */
+#define M61 ((UINT64_C(1) << 61) - 1)
+#define POLY_BASE UINT64_C(0x1A2B3C4D5E6F7081) /* < M61 */
+
+static inline uint64_t add61(uint64_t a, uint64_t b)
+{
+    uint64_t r = a + b;
+    return r >= M61 ? r - M61 : r;
+}
+
+static inline uint64_t sub61(uint64_t a, uint64_t b)
+{
+    return a >= b ? a - b : a + M61 - b;
+}
+
+static inline uint64_t mul61(uint64_t a, uint64_t b)
+{
+    __uint128_t z = (__uint128_t)a * b;
+    uint64_t r = ((uint64_t)z & M61) + (uint64_t)(z >> 61);
+    return r >= M61 ? r - M61 : r;
+}
+
+static uint64_t pow61(uint64_t b, uint64_t e)
+{
+    uint64_t r = 1;
+    for (; e; e >>= 1, b = mul61(b, b))
+        if (e & 1)
+            r = mul61(r, b);
+    return r;
 }
 
 static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_result *r)
@@ -318,6 +352,8 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     size_t nw = w->n;
     if (!nw)
         return 0;
+    /* top n-grams: " ".join(words[i:i+n]) counted; a word never holds a space, so the
+     * n-gram is the sequence of its words and hashing the word hashes in order is exact */
     uint64_t *wh = sl_xmalloc(nw * sizeof(uint64_t));
     for (size_t i = 0; i < nw; i++)
         wh[i] = sl_hash64(t + w->v[i].off, w->v[i].len, 11);
@@ -327,23 +363,19 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         if (nw < n)
             continue;
         sl_hcount_reset(&c->h1, nw);
-        size_t wchars = 0;
-        for (size_t i = 0; i < n; i++)
-            wchars += w->v[i].nchar;
-        struct sl_hcount_slot best = { 0, 0, UINT32_MAX, 0 };
+        struct sl_hcount_slot best = { 0, 0, UINT32_MAX };
         for (size_t i = 0; i + n <= nw; i++) {
-            if (i) {
-                wchars += w->v[i + n - 1].nchar;
-                wchars -= w->v[i - 1].nchar;
-            }
             uint64_t h = (uint64_t)n;
             for (size_t j = 0; j < n; j++)
                 h = mix(h, wh[i + j]);
-            struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, wchars + n - 1);
-            if (e->count > best.count || (e->count == best.count && e->first < best.first))
+            struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, (uint32_t)i);
+            if (e->count > best.count || (e->count == best.count && e->tag < best.tag))
                 best = *e;
         }
-        double v = (double)(best.aux * best.count) / len;
+        size_t chars = n - 1;
+        for (size_t j = 0; j < n; j++)
+            chars += w->v[best.tag + j].nchar;
+        double v = (double)chars * (double)best.count / len;
         if (v > g->top[k].frac) {
             r->keep = 0;
             r->reason = g->top[k].reason;
@@ -351,20 +383,38 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
             dropped = 1;
         }
     }
+    free(wh);
+    if (dropped || !g->ndup)
+        return 0;
+    /* duplicated n-grams: "".join(words[i:i+n]), so word boundaries do not count ("ab" "c"
+     * equals "a" "bc"). A polynomial hash of the bytes modulo 2^61 - 1, from prefix sums
+     * over the words, gives each n-gram's hash in O(1). */
+    uint64_t *pre = sl_xmalloc(sl_mul_size(nw + 1, 3 * sizeof(uint64_t)));
+    uint64_t *bp = pre + (nw + 1), *ibp = bp + (nw + 1);
+    pre[0] = 0;
+    bp[0] = ibp[0] = 1;
+    for (size_t i = 0; i < nw; i++) {
+        const unsigned char *s = (const unsigned char *)t + w->v[i].off;
+        size_t l = w->v[i].len;
+        uint64_t h = 0;
+        for (size_t j = 0; j < l; j++)
+            h = add61(mul61(h, POLY_BASE), (uint64_t)s[j] + 1);
+        uint64_t pl = l < POW_TABLE ? g->pow[l] : pow61(POLY_BASE, l);
+        uint64_t ipl = l < POW_TABLE ? g->ipow[l] : pow61(g->ipow[1], l);
+        pre[i + 1] = add61(mul61(pre[i], pl), h);
+        bp[i + 1] = mul61(bp[i], pl);
+        ibp[i + 1] = mul61(ibp[i], ipl);
+    }
     for (size_t k = 0; k < g->ndup && !dropped; k++) {
         size_t n = (size_t)g->dup[k].n;
         sl_hcount_reset(&c->h1, nw);
         size_t repeated = 0, idx = 0;
         while (nw >= n && idx < nw - n + 1) {
-            sl_buf_reset(&c->b1);
-            size_t nc = 0;
-            for (size_t j = 0; j < n; j++) {
-                sl_buf_append(&c->b1, t + w->v[idx + j].off, w->v[idx + j].len);
-                nc += w->v[idx + j].nchar;
-            }
-            uint64_t h = sl_hash64(c->b1.data, c->b1.len, 13);
+            /* hash(words[idx:idx+n]) = pre[idx+n] - pre[idx] * B^(bytes of the n-gram) */
+            uint64_t h = sub61(pre[idx + n], mul61(pre[idx], mul61(bp[idx + n], ibp[idx])));
             if (sl_hcount_add(&c->h1, h, 0)->count > 1) {
-                repeated += nc;
+                for (size_t j = 0; j < n; j++)
+                    repeated += w->v[idx + j].nchar;
                 idx += n;
             } else {
                 idx += 1;
@@ -378,7 +428,7 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
             dropped = 1;
         }
     }
-    free(wh);
+    free(pre);
     return 0;
 }
 
@@ -432,6 +482,12 @@ int sl_filter_build_gopher_repetition(struct sl_filter *f, struct sl_cfg *p, con
         snprintf(g->dup[i].reason, sizeof(g->dup[i].reason), "duplicated_%d_n_grams", (int)dup[i][0]);
     }
     g->ndup = 6;
+    g->pow[0] = g->ipow[0] = 1;
+    uint64_t inv = pow61(POLY_BASE, M61 - 2); /* Fermat: B^(p-2) = B^-1 */
+    for (size_t i = 1; i < POW_TABLE; i++) {
+        g->pow[i] = mul61(g->pow[i - 1], POLY_BASE);
+        g->ipow[i] = mul61(g->ipow[i - 1], inv);
+    }
     int rc = 0;
     if (!rc) rc = sl_cfg_double(p, "dup_line_frac", 0.3, &g->dup_line);
     if (!rc) rc = sl_cfg_double(p, "dup_para_frac", 0.3, &g->dup_para);

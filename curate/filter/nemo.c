@@ -380,13 +380,13 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
         sl_hcount_reset(&c->h1, w->n);
         double res;
         if (q->kind == N_TOP_NGRAMS) {
-            struct sl_hcount_slot best = { 0, 0, UINT32_MAX, 0 };
+            struct sl_hcount_slot best = { 0, 0, UINT32_MAX };
             for (size_t i = 0; i + n <= w->n; i++) {
                 uint64_t h = n;
                 for (size_t j = 0; j < n; j++)
                     h = (h ^ (wh[i + j] + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2))) * 0xFF51AFD7ED558CCDull;
-                struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, i);
-                if (e->count > best.count || (e->count == best.count && e->first < best.first))
+                struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, (uint32_t)i);
+                if (e->count > best.count || (e->count == best.count && e->tag < best.tag))
                     best = *e;
             }
             /* " ".join(ngram), then its non-overlapping occurrences in the text */
@@ -394,7 +394,7 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             for (size_t j = 0; j < n; j++) {
                 if (j)
                     sl_buf_putc(&q->tmp, ' ');
-                sl_buf_append(&q->tmp, t + w->v[best.aux + j].off, w->v[best.aux + j].len);
+                sl_buf_append(&q->tmp, t + w->v[best.tag + j].off, w->v[best.tag + j].len);
             }
             size_t occ = 0;
             const char *p = t, *end = t + c->len;

@@ -197,17 +197,10 @@ static inline uint32_t cp_before(const char *s, size_t i)
     return cp;
 }
 
-static int starts(const char *s, size_t n, const char *lit)
-{
-    size_t l = strlen(lit);
-    return n >= l && memcmp(s, lit, l) == 0;
-}
-
-static int ends(const char *s, size_t n, const char *lit)
-{
-    size_t l = strlen(lit);
-    return n >= l && memcmp(s + n - l, lit, l) == 0;
-}
+/* s[0..n) starts / ends with a string literal (the length is known at compile time). */
+#define STARTS(s, n, lit) ((n) >= sizeof(lit) - 1 && !memcmp((s), (lit), sizeof(lit) - 1))
+#define ENDS(s, n, lit)                                                                    \
+    ((n) >= sizeof(lit) - 1 && !memcmp((s) + (n) - (sizeof(lit) - 1), (lit), sizeof(lit) - 1))
 
 static size_t prefix_len(const char *s, size_t n)
 {
@@ -227,27 +220,52 @@ static size_t prefix_len(const char *s, size_t n)
     }
     if (sp_quote(c) || sp_currency(c))
         return l;
-    if (starts(s, n, "US$"))
+    if (STARTS(s, n, "US$"))
         return 3;
-    if (starts(s, n, "C$") || starts(s, n, "A$"))
+    if (STARTS(s, n, "C$") || STARTS(s, n, "A$"))
         return 2;
     if (sp_icon(c))
         return l;
     return 0;
 }
 
-static const char *const currency_multi[] = { "US$", "C$", "A$", NULL };
 /* UNITS (a number followed by one of these is split) */
-static const char *const units[] = {
-    "km", "km²", "km³", "m", "m²", "m³", "dm", "dm²", "dm³", "cm", "cm²", "cm³", "mm", "mm²",
-    "mm³", "ha", "µm", "nm", "yd", "in", "ft", "kg", "g", "mg", "µg", "t", "lb", "oz", "m/s",
-    "km/h", "kmh", "mph", "hPa", "Pa", "mbar", "mb", "MB", "kb", "KB", "gb", "GB", "tb", "TB",
-    "T", "G", "M", "K", "%", "км", "км²", "км³", "м", "м²", "м³", "дм", "дм²", "дм³", "см",
-    "см²", "см³", "мм", "мм²", "мм³", "нм", "кг", "г", "мг", "м/с", "км/ч", "кПа", "Па",
-    "мбар", "Кб", "КБ", "кб", "Мб", "МБ", "мб", "Гб", "ГБ", "гб", "Тб", "ТБ", "тб", "كم",
-    "كم²", "كم³", "م", "م²", "م³", "سم", "سم²", "سم³", "مم", "مم²", "مم³", "غرام", "جرام",
-    "جم", "كغ", "ملغ", "كوب", "اكواب", NULL,
+#define U(x) { x, sizeof(x) - 1 }
+static const struct {
+    const char *s;
+    size_t len;
+} units[] = {
+    U("km"), U("km²"), U("km³"), U("m"), U("m²"), U("m³"), U("dm"), U("dm²"), U("dm³"), U("cm"),
+    U("cm²"), U("cm³"), U("mm"), U("mm²"), U("mm³"), U("ha"), U("µm"), U("nm"), U("yd"), U("in"),
+    U("ft"), U("kg"), U("g"), U("mg"), U("µg"), U("t"), U("lb"), U("oz"), U("m/s"), U("km/h"),
+    U("kmh"), U("mph"), U("hPa"), U("Pa"), U("mbar"), U("mb"), U("MB"), U("kb"), U("KB"), U("gb"),
+    U("GB"), U("tb"), U("TB"), U("T"), U("G"), U("M"), U("K"), U("%"), U("км"), U("км²"),
+    U("км³"), U("м"), U("м²"), U("м³"), U("дм"), U("дм²"), U("дм³"), U("см"), U("см²"), U("см³"),
+    U("мм"), U("мм²"), U("мм³"), U("нм"), U("кг"), U("г"), U("мг"), U("м/с"), U("км/ч"), U("кПа"),
+    U("Па"), U("мбар"), U("Кб"), U("КБ"), U("кб"), U("Мб"), U("МБ"), U("мб"), U("Гб"), U("ГБ"),
+    U("гб"), U("Тб"), U("ТБ"), U("тб"), U("كم"), U("كم²"), U("كم³"), U("م"), U("م²"), U("م³"),
+    U("سم"), U("سم²"), U("سم³"), U("مم"), U("مم²"), U("مم³"), U("غرام"), U("جرام"), U("جم"),
+    U("كغ"), U("ملغ"), U("كوب"), U("اكواب"),
 };
+#undef U
+#define UNIT_MAXLEN 10 /* bytes of the longest unit */
+
+static int is_unit(const char *s, size_t n)
+{
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (units[i].len == n && !memcmp(units[i].s, s, n))
+            return 1;
+    return 0;
+}
+
+/* Leftmost p >= 1 where s[p..n) is a unit right after an ASCII digit; n when none. */
+static size_t unit_start(const char *s, size_t n)
+{
+    for (size_t p = n > UNIT_MAXLEN ? n - UNIT_MAXLEN : 1; p < n; p++)
+        if (s[p - 1] >= '0' && s[p - 1] <= '9' && is_unit(s + p, n - p))
+            return p;
+    return n;
+}
 
 static inline int ascii_digit_before(const char *s, size_t i)
 {
@@ -271,12 +289,14 @@ static size_t suffix_len(const char *s, size_t n)
     } while (0)
     if (sp_punct(last) || sp_quote(last) || sp_icon(last) || last == 0x2014 || last == 0x2013)
         CAND(n - ll);
-    if (ends(s, n, "\xe2\x80\xa6\xe2\x80\xa6")) /* …… */
+    if (last == 0x2026 && ENDS(s, n, "\xe2\x80\xa6\xe2\x80\xa6")) /* …… */
         CAND(n - 6);
-    if (ends(s, n, "'s") || ends(s, n, "'S"))
-        CAND(n - 2);
-    if (ends(s, n, "\xe2\x80\x99s") || ends(s, n, "\xe2\x80\x99S"))
-        CAND(n - 4);
+    if ((last | 32) == 's' && n >= 2) {
+        if (s[n - 2] == '\'')
+            CAND(n - 2);
+        else if (ENDS(s, n - 1, "\xe2\x80\x99"))
+            CAND(n - 4);
+    }
     if (last == '.') {
         size_t r = 0;
         while (r < n && s[n - 1 - r] == '.')
@@ -290,7 +310,7 @@ static size_t suffix_len(const char *s, size_t n)
             /* °F. °C. °K. */
             if ((prev == 'F' || prev == 'f' || prev == 'C' || prev == 'c' || prev == 'K' ||
                  prev == 'k') &&
-                ends(s, n - 2, "\xc2\xb0"))
+                ENDS(s, n - 2, "\xc2\xb0"))
                 CAND(n - 1);
             /* after a digit, lower-case letter, % ² - +, punctuation or a quote */
             if ((prev >= '0' && prev <= '9') || sp_lower(prev) || prev == '%' || prev == 0xB2 ||
@@ -306,19 +326,14 @@ static size_t suffix_len(const char *s, size_t n)
         CAND(n - 1);
     if (sp_currency(last) && ascii_digit_before(s, n - ll))
         CAND(n - ll);
-    for (size_t i = 0; currency_multi[i]; i++) {
-        size_t l = strlen(currency_multi[i]);
-        if (ends(s, n, currency_multi[i]) && ascii_digit_before(s, n - l))
-            CAND(n - l);
+    if (last == '$') {
+        if (ENDS(s, n, "US$") && ascii_digit_before(s, n - 3))
+            CAND(n - 3);
+        if ((ENDS(s, n, "C$") || ENDS(s, n, "A$")) && ascii_digit_before(s, n - 2))
+            CAND(n - 2);
     }
-    if (best > 0) {
-        for (size_t i = 0; units[i]; i++) {
-            size_t l = strlen(units[i]);
-            if (l < n && ends(s, n, units[i]) &&
-                ascii_digit_before(s, n - l))
-                CAND(n - l);
-        }
-    }
+    if (best > 0)
+        CAND(unit_start(s, n));
 #undef CAND
     return best < n ? n - best : 0;
 }
@@ -479,6 +494,21 @@ static void split_piece(const struct sl_words *w, const char *base, size_t off, 
     size_t a = off, b = off + n, last = (size_t)-1;
     size_t npre = 0, nsuf = 0, first_word = out->n;
     const struct sl_strset_slot *sp = NULL;
+    /* Fast path: ASCII letters only. No prefix, suffix, infix or URL rule can apply, so the
+     * piece is a special case or one word. */
+    size_t k = 0;
+    while (k < n && (unsigned)(((unsigned char)base[off + k] | 32) - 'a') < 26)
+        k++;
+    if (k == n) {
+        if ((sp = special(w, base + off, n)) == NULL) {
+            push(out, base, off, n);
+            return;
+        }
+        emit_special(w, sp, base, off, out);
+        if (out->n - first_word >= 2)
+            merge_specials(w, base, out, first_word);
+        return;
+    }
     while (b > a && b - a != last) {
         if (special(w, base + a, b - a))
             break;

@@ -96,3 +96,45 @@ TEST(filter_heuristics_by_hand)
     run1(c, "\xff\xfe bad \xc3", res);
     sl_filter_chain_free(c);
 }
+
+TEST(gopher_repetition_ngrams_by_hand)
+{
+    struct sl_filter_result res[2];
+    /* duplicated n-grams join words without a space (datatrove "".join): "ab c" and "a bc"
+     * are the same 2-gram "abc"; 3 of the 11 characters are repeated */
+    struct sl_filter_chain *c = load("filters:\n  - gopher_repetition:\n"
+                                     "      top_n_grams: [[2, 1.0]]\n      dup_n_grams: [[2, 0.2]]\n");
+    REQUIRE(c);
+    CHECK_EQ_INT(run1(c, "ab c x a bc", res), 0);
+    CHECK_EQ_STR(res[0].reason, "duplicated_2_n_grams");
+    CHECK(fabs(res[0].score - 3.0 / 11) < 1e-12);
+    CHECK_EQ_INT(run1(c, "ab c x a bd", res), -1); /* kept */
+    sl_filter_chain_free(c);
+    /* the top 2-gram "a b" occurs 3 times: 3 * 3 of 13 characters */
+    c = load("filters:\n  - gopher_repetition:\n      top_n_grams: [[2, 0.5]]\n"
+             "      dup_n_grams: [[5, 1.0]]\n");
+    REQUIRE(c);
+    CHECK_EQ_INT(run1(c, "a b a b a b c", res), 0);
+    CHECK_EQ_STR(res[0].reason, "top_2_gram");
+    CHECK(fabs(res[0].score - 9.0 / 13) < 1e-12);
+    sl_filter_chain_free(c);
+    /* 60000 distinct words twice: the counting tables grow past their starting size and
+     * the second half is all duplicated 5-grams */
+    c = load("filters:\n  - gopher_repetition:\n      dup_line_frac: 0\n      dup_para_frac: 0\n"
+             "      dup_line_char_frac: 0\n      dup_para_char_frac: 0\n"
+             "      top_n_grams: [[2, 1.0]]\n      dup_n_grams: [[5, 0.4]]\n");
+    REQUIRE(c);
+    struct sl_buf t = SL_BUF_INIT;
+    char w[16];
+    for (int half = 0; half < 2; half++)
+        for (int i = 0; i < 60000; i++) {
+            int n = snprintf(w, sizeof(w), "w%d ", i);
+            sl_buf_append(&t, w, (size_t)n);
+        }
+    sl_buf_putc(&t, 0);
+    CHECK_EQ_INT(run1(c, t.data, res), 0);
+    CHECK_EQ_STR(res[0].reason, "duplicated_5_n_grams");
+    CHECK(res[0].score > 0.4 && res[0].score < 0.5);
+    sl_buf_release(&t);
+    sl_filter_chain_free(c);
+}
