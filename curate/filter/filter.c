@@ -5,6 +5,8 @@
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/err.h"
+#include "core/hash.h"
+#include "curate/filter/poly61.h"
 #include "curate/filter/uchar.h"
 
 #include <stdio.h>
@@ -112,6 +114,10 @@ void sl_fctx_release(struct sl_fctx *c)
     for (int i = 0; i < 3; i++)
         sl_wordvec_release(&c->words[i]);
     free(c->pylines.v);
+    for (int i = 0; i < 3; i++)
+        free(c->wprefix[i]);
+    free(c->nemo_lines.v);
+    free(c->nemo_paras.v);
     sl_hcount_release(&c->h1);
     sl_hcount_release(&c->h2);
     free(c->s1.v);
@@ -149,22 +155,43 @@ void sl_fctx_set_text(struct sl_fctx *c, const char *s, size_t n)
         c->version = 1;
 }
 
-const struct sl_wordvec *sl_fctx_words(struct sl_fctx *c, enum sl_words_sel sel)
+static enum sl_words_mode words_mode(struct sl_fctx *c, enum sl_words_sel sel)
 {
-    enum sl_words_mode mode;
     switch (sel) {
     case SL_WSEL_SPACE:
-        mode = SL_WORDS_SPACE;
-        break;
+        return SL_WORDS_SPACE;
     case SL_WSEL_RULES:
-        mode = SL_WORDS_RULES;
-        break;
+        return SL_WORDS_RULES;
     case SL_WSEL_CHARS:
-        mode = SL_WORDS_CHARS;
-        break;
+        return SL_WORDS_CHARS;
     default:
-        mode = sl_words_mode_for_lang(c->lang);
+        return sl_words_mode_for_lang(c->lang);
     }
+}
+
+const uint64_t *sl_fctx_word_prefix(struct sl_fctx *c, enum sl_words_sel sel)
+{
+    enum sl_words_mode mode = words_mode(c, sel);
+    const struct sl_wordvec *w = sl_fctx_words(c, sel);
+    if (c->wprefix_ver[mode] == c->version)
+        return c->wprefix[mode];
+    if (c->wprefix_cap[mode] < w->n + 1) {
+        free(c->wprefix[mode]);
+        c->wprefix_cap[mode] = w->n + 1 > 256 ? w->n + 1 : 256;
+        c->wprefix[mode] = sl_xmalloc(sl_mul_size(c->wprefix_cap[mode], sizeof(uint64_t)));
+    }
+    uint64_t *p = c->wprefix[mode];
+    p[0] = 0;
+    for (size_t i = 0; i < w->n; i++)
+        p[i + 1] = sl_add61(sl_mul61(p[i], SL_POLY_BASE),
+                            sl_hash64(c->text + w->v[i].off, w->v[i].len, 11) % SL_M61);
+    c->wprefix_ver[mode] = c->version;
+    return p;
+}
+
+const struct sl_wordvec *sl_fctx_words(struct sl_fctx *c, enum sl_words_sel sel)
+{
+    enum sl_words_mode mode = words_mode(c, sel);
     if (c->words_ver[mode] != c->version) {
         sl_words_split(c->env->words, mode, c->text, c->len, &c->words[mode]);
         c->words_ver[mode] = c->version;

@@ -73,6 +73,13 @@ struct sl_fctx {
     unsigned words_ver[3];
     struct sl_spanvec pylines; /* str.splitlines() */
     unsigned pylines_ver;
+    uint64_t *wprefix[3]; /* sl_fctx_word_prefix, per words mode */
+    size_t wprefix_cap[3];
+    unsigned wprefix_ver[3];
+    /* views the NeMo filters share (nemo.c) */
+    struct sl_spanvec nemo_lines, nemo_paras;
+    unsigned nemo_lines_ver, nemo_paras_ver, nemo_chars_ver;
+    size_t nemo_chars[4];
     /* scratch for filters */
     struct sl_hcount h1, h2;
     struct sl_spanvec s1, s2;
@@ -92,6 +99,10 @@ enum sl_words_sel { SL_WSEL_AUTO, SL_WSEL_SPACE, SL_WSEL_RULES, SL_WSEL_CHARS };
 const struct sl_wordvec *sl_fctx_words(struct sl_fctx *c, enum sl_words_sel sel);
 /* Lines as Python's str.splitlines() gives them. */
 const struct sl_spanvec *sl_fctx_pylines(struct sl_fctx *c);
+/* Prefix polynomial hashes over the words of sl_fctx_words(c, sel): p[0] = 0 and
+ * p[i + 1] = p[i] * SL_POLY_BASE + hash(word i) modulo 2^61 - 1 (poly61.h), so the n-gram
+ * words[i:i+n] hashes to p[i + n] - p[i] * SL_POLY_BASE^n. n + 1 values; cached. */
+const uint64_t *sl_fctx_word_prefix(struct sl_fctx *c, enum sl_words_sel sel);
 
 struct sl_filter_result {
     int keep;

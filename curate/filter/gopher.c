@@ -6,6 +6,7 @@
 #include "core/err.h"
 #include "core/hash.h"
 #include "curate/filter/filter.h"
+#include "curate/filter/poly61.h"
 #include "curate/filter/punct.h"
 #include "curate/filter/strset.h"
 #include "curate/filter/uchar.h"
@@ -235,43 +236,6 @@ static void find_duplicates(struct sl_fctx *c, const struct sl_spanvec *v, size_
     }
 }
 
-static inline uint64_t mix(uint64_t h, uint64_t x)
-{
-    h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h * 0xFF51AFD7ED558CCDull;
-}
-
-/* Arithmetic modulo the Mersenne prime 2^61 - 1 (operands below it). */
-#define M61 ((UINT64_C(1) << 61) - 1)
-#define POLY_BASE UINT64_C(0x1A2B3C4D5E6F7081) /* < M61 */
-
-static inline uint64_t add61(uint64_t a, uint64_t b)
-{
-    uint64_t r = a + b;
-    return r >= M61 ? r - M61 : r;
-}
-
-static inline uint64_t sub61(uint64_t a, uint64_t b)
-{
-    return a >= b ? a - b : a + M61 - b;
-}
-
-static inline uint64_t mul61(uint64_t a, uint64_t b)
-{
-    __uint128_t z = (__uint128_t)a * b;
-    uint64_t r = ((uint64_t)z & M61) + (uint64_t)(z >> 61);
-    return r >= M61 ? r - M61 : r;
-}
-
-static uint64_t pow61(uint64_t b, uint64_t e)
-{
-    uint64_t r = 1;
-    for (; e; e >>= 1, b = mul61(b, b))
-        if (e & 1)
-            r = mul61(r, b);
-    return r;
-}
-
 static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_result *r)
 {
     struct gr *g = f->state;
@@ -353,21 +317,18 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     if (!nw)
         return 0;
     /* top n-grams: " ".join(words[i:i+n]) counted; a word never holds a space, so the
-     * n-gram is the sequence of its words and hashing the word hashes in order is exact */
-    uint64_t *wh = sl_xmalloc(nw * sizeof(uint64_t));
-    for (size_t i = 0; i < nw; i++)
-        wh[i] = sl_hash64(t + w->v[i].off, w->v[i].len, 11);
+     * n-gram is the sequence of its words, hashed from the prefix hashes of the words */
+    const uint64_t *wp = sl_fctx_word_prefix(c, g->words);
     int dropped = 0;
     for (size_t k = 0; k < g->ntop && !dropped; k++) {
         size_t n = (size_t)g->top[k].n;
         if (nw < n)
             continue;
         sl_hcount_reset(&c->h1, nw);
+        uint64_t bn = sl_pow61(SL_POLY_BASE, n);
         struct sl_hcount_slot best = { 0, 0, UINT32_MAX };
         for (size_t i = 0; i + n <= nw; i++) {
-            uint64_t h = (uint64_t)n;
-            for (size_t j = 0; j < n; j++)
-                h = mix(h, wh[i + j]);
+            uint64_t h = sl_sub61(wp[i + n], sl_mul61(wp[i], bn));
             struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, (uint32_t)i);
             if (e->count > best.count || (e->count == best.count && e->tag < best.tag))
                 best = *e;
@@ -383,7 +344,6 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
             dropped = 1;
         }
     }
-    free(wh);
     if (dropped || !g->ndup)
         return 0;
     /* duplicated n-grams: "".join(words[i:i+n]), so word boundaries do not count ("ab" "c"
@@ -398,12 +358,12 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         size_t l = w->v[i].len;
         uint64_t h = 0;
         for (size_t j = 0; j < l; j++)
-            h = add61(mul61(h, POLY_BASE), (uint64_t)s[j] + 1);
-        uint64_t pl = l < POW_TABLE ? g->pow[l] : pow61(POLY_BASE, l);
-        uint64_t ipl = l < POW_TABLE ? g->ipow[l] : pow61(g->ipow[1], l);
-        pre[i + 1] = add61(mul61(pre[i], pl), h);
-        bp[i + 1] = mul61(bp[i], pl);
-        ibp[i + 1] = mul61(ibp[i], ipl);
+            h = sl_add61(sl_mul61(h, SL_POLY_BASE), (uint64_t)s[j] + 1);
+        uint64_t pl = l < POW_TABLE ? g->pow[l] : sl_pow61(SL_POLY_BASE, l);
+        uint64_t ipl = l < POW_TABLE ? g->ipow[l] : sl_pow61(g->ipow[1], l);
+        pre[i + 1] = sl_add61(sl_mul61(pre[i], pl), h);
+        bp[i + 1] = sl_mul61(bp[i], pl);
+        ibp[i + 1] = sl_mul61(ibp[i], ipl);
     }
     for (size_t k = 0; k < g->ndup && !dropped; k++) {
         size_t n = (size_t)g->dup[k].n;
@@ -411,7 +371,7 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         size_t repeated = 0, idx = 0;
         while (nw >= n && idx < nw - n + 1) {
             /* hash(words[idx:idx+n]) = pre[idx+n] - pre[idx] * B^(bytes of the n-gram) */
-            uint64_t h = sub61(pre[idx + n], mul61(pre[idx], mul61(bp[idx + n], ibp[idx])));
+            uint64_t h = sl_sub61(pre[idx + n], sl_mul61(pre[idx], sl_mul61(bp[idx + n], ibp[idx])));
             if (sl_hcount_add(&c->h1, h, 0)->count > 1) {
                 for (size_t j = 0; j < n; j++)
                     repeated += w->v[idx + j].nchar;
@@ -483,10 +443,10 @@ int sl_filter_build_gopher_repetition(struct sl_filter *f, struct sl_cfg *p, con
     }
     g->ndup = 6;
     g->pow[0] = g->ipow[0] = 1;
-    uint64_t inv = pow61(POLY_BASE, M61 - 2); /* Fermat: B^(p-2) = B^-1 */
+    uint64_t inv = sl_pow61(SL_POLY_BASE, SL_M61 - 2); /* Fermat: B^(p-2) = B^-1 */
     for (size_t i = 1; i < POW_TABLE; i++) {
-        g->pow[i] = mul61(g->pow[i - 1], POLY_BASE);
-        g->ipow[i] = mul61(g->ipow[i - 1], inv);
+        g->pow[i] = sl_mul61(g->pow[i - 1], SL_POLY_BASE);
+        g->ipow[i] = sl_mul61(g->ipow[i - 1], inv);
     }
     int rc = 0;
     if (!rc) rc = sl_cfg_double(p, "dup_line_frac", 0.3, &g->dup_line);

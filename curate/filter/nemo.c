@@ -6,6 +6,7 @@
 #include "core/err.h"
 #include "core/hash.h"
 #include "curate/filter/filter.h"
+#include "curate/filter/poly61.h"
 #include "curate/filter/uchar.h"
 
 #include <math.h>
@@ -36,16 +37,25 @@ struct nemo {
     struct sl_buf tmp;
 };
 
-static const struct sl_wordvec *nwords(struct sl_fctx *c, enum sl_words_sel sel)
+/* NeMo's words: whitespace-split, or one per character for unspaced languages. */
+static enum sl_words_sel nword_sel(struct sl_fctx *c, enum sl_words_sel sel)
 {
     if (sel == SL_WSEL_AUTO)
         sel = sl_words_mode_for_lang(c->lang) == SL_WORDS_CHARS ? SL_WSEL_CHARS : SL_WSEL_SPACE;
-    return sl_fctx_words(c, sel);
+    return sel;
+}
+
+static const struct sl_wordvec *nwords(struct sl_fctx *c, enum sl_words_sel sel)
+{
+    return sl_fctx_words(c, nword_sel(c, sel));
 }
 
 /* get_sentences: "\n"-split pieces with a non-whitespace character (not stripped). */
-static void nonempty_lines(struct sl_fctx *c, struct sl_spanvec *out)
+static const struct sl_spanvec *nonempty_lines(struct sl_fctx *c)
 {
+    struct sl_spanvec *out = &c->nemo_lines;
+    if (c->nemo_lines_ver == c->version)
+        return out;
     out->n = 0;
     size_t start = 0;
     for (size_t i = 0; i <= c->len; i++) {
@@ -61,15 +71,24 @@ static void nonempty_lines(struct sl_fctx *c, struct sl_spanvec *out)
             sl_spanvec_push(out, start, i - start);
         start = i + 1;
     }
+    c->nemo_lines_ver = c->version;
+    return out;
 }
 
 /* get_paragraphs: text.split("\n\n"), empty pieces included. */
-static void paragraphs(struct sl_fctx *c, struct sl_spanvec *out)
+static const struct sl_spanvec *paragraphs(struct sl_fctx *c)
 {
+    struct sl_spanvec *out = &c->nemo_paras;
+    if (c->nemo_paras_ver == c->version)
+        return out;
     out->n = 0;
     size_t start = 0, i = 0;
     while (i + 1 < c->len) {
-        if (c->text[i] == '\n' && c->text[i + 1] == '\n') {
+        const char *nl = memchr(c->text + i, '\n', c->len - 1 - i);
+        if (!nl)
+            break;
+        i = (size_t)(nl - c->text);
+        if (c->text[i + 1] == '\n') {
             sl_spanvec_push(out, start, i - start);
             i += 2;
             start = i;
@@ -78,6 +97,40 @@ static void paragraphs(struct sl_fctx *c, struct sl_spanvec *out)
         i++;
     }
     sl_spanvec_push(out, start, c->len - start);
+    c->nemo_paras_ver = c->version;
+    return out;
+}
+
+/* The character classes of the ratio filters, counted in one pass over the text. */
+enum { CC_NON_ALNUM, CC_NUMBERS, CC_WHITESPACE, CC_PARENS };
+
+static const size_t *char_classes(struct sl_fctx *c)
+{
+    if (c->nemo_chars_ver == c->version)
+        return c->nemo_chars;
+    size_t k[4] = { 0, 0, 0, 0 };
+    const char *t = c->text;
+    for (size_t i = 0; i < c->len;) {
+        unsigned char ch = (unsigned char)t[i];
+        if (ch >= 0x80) {
+            /* a non-ASCII character is outside [a-zA-Z0-9\n?!,.]; the only one counted
+             * elsewhere is a mathematical angle bracket U+27E8/U+27E9 */
+            uint32_t cp;
+            i += uc_next(t + i, c->len - i, &cp);
+            k[CC_NON_ALNUM]++;
+            k[CC_PARENS] += cp == 0x27E8 || cp == 0x27E9;
+            continue;
+        }
+        i++;
+        k[CC_NON_ALNUM] += !(((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9') ||
+                             ch == '\n' || ch == '?' || ch == '!' || ch == ',' || ch == '.');
+        k[CC_NUMBERS] += ch >= '0' && ch <= '9';
+        k[CC_WHITESPACE] += ch == '\t' || ch == '\n' || ch == '\r' || ch == '\b' || ch == ' ';
+        k[CC_PARENS] += ch == '{' || ch == '}' || ch == '[' || ch == ']' || ch == '(' || ch == ')';
+    }
+    memcpy(c->nemo_chars, k, sizeof(k));
+    c->nemo_chars_ver = c->version;
+    return c->nemo_chars;
 }
 
 /* Strip Python whitespace: [*a, *b) */
@@ -169,8 +222,10 @@ static const char *const nemo_policy[] = {
 
 static int is_one_of(const char *s, size_t n, const char *const *set)
 {
+    if (!n)
+        return 0;
     for (size_t i = 0; set[i]; i++)
-        if (strlen(set[i]) == n && !memcmp(set[i], s, n))
+        if (set[i][0] == s[0] && strlen(set[i]) == n && !memcmp(set[i], s, n))
             return 1;
     return 0;
 }
@@ -248,28 +303,11 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
     case N_PARENS: {
         if (!c->nchar)
             return 1.0;
-        size_t k = 0;
-        for (size_t i = 0; i < c->len;) {
-            uint32_t cp;
-            i += uc_next(t + i, c->len - i, &cp);
-            switch (q->kind) {
-            case N_NON_ALNUM:
-                k += !((cp < 0x80 && ((cp | 32) >= 'a' && (cp | 32) <= 'z')) ||
-                       (cp >= '0' && cp <= '9') || cp == '\n' || cp == '?' || cp == '!' ||
-                       cp == ',' || cp == '.');
-                break;
-            case N_NUMBERS:
-                k += cp >= '0' && cp <= '9';
-                break;
-            case N_WHITESPACE:
-                k += cp == '\t' || cp == '\n' || cp == '\r' || cp == '\b' || cp == ' ';
-                break;
-            default:
-                k += cp == '{' || cp == '}' || cp == 0x27E8 || cp == 0x27E9 || cp == '[' ||
-                     cp == ']' || cp == '(' || cp == ')';
-            }
-        }
-        return (double)k / nchar;
+        const size_t *k = char_classes(c);
+        size_t which = q->kind == N_NON_ALNUM ? CC_NON_ALNUM
+                       : q->kind == N_NUMBERS ? CC_NUMBERS
+                       : q->kind == N_WHITESPACE ? CC_WHITESPACE : CC_PARENS;
+        return (double)k[which] / nchar;
     }
     case N_URLS:
         return c->nchar ? (double)find_urls(t, c->len, NULL, NULL) / nchar : 1.0;
@@ -281,8 +319,7 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
     case N_BULLETS:
     case N_ELLIPSIS:
     case N_PUNCTUATION: {
-        struct sl_spanvec *s = &c->s1;
-        nonempty_lines(c, s);
+        const struct sl_spanvec *s = nonempty_lines(c);
         if (!s->n) {
             *empty = 1;
             return 0;
@@ -314,9 +351,15 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
         return (double)k / (double)s->n;
     }
     case N_BOILERPLATE: {
-        struct sl_spanvec *s = &c->s1;
-        paragraphs(c, s);
+        const struct sl_spanvec *s = paragraphs(c);
         size_t k = 0;
+        /* every policy string holds "cookie", "privacy" or "terms of use": a text with
+         * none of them (nor "lorem ipsum") has no boilerplate paragraph */
+        lower_ascii(&q->tmp, t, c->len);
+        const char *lt = q->tmp.data ? q->tmp.data : "";
+        if (!memmem(lt, c->len, "cookie", 6) && !memmem(lt, c->len, "privacy", 7) &&
+            !memmem(lt, c->len, "terms of use", 12) && !memmem(lt, c->len, "lorem ipsum", 11))
+            return 0.0;
         for (size_t i = 0; i < s->n; i++) {
             size_t a = s->v[i].off, b = a + s->v[i].len;
             strip(t, &a, &b);
@@ -337,11 +380,9 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
     case N_REP_PARAS:
     case N_REP_LINES_CHAR:
     case N_REP_PARAS_CHAR: {
-        struct sl_spanvec *s = &c->s1;
-        if (q->kind == N_REP_LINES || q->kind == N_REP_LINES_CHAR)
-            nonempty_lines(c, s);
-        else
-            paragraphs(c, s);
+        const struct sl_spanvec *s = q->kind == N_REP_LINES || q->kind == N_REP_LINES_CHAR
+                                         ? nonempty_lines(c)
+                                         : paragraphs(c);
         sl_hcount_reset(&c->h2, s->n);
         size_t uniq = 0, uchars = 0, chars = 0;
         for (size_t i = 0; i < s->n; i++) {
@@ -374,17 +415,14 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             return 1.0;
         if (!c->nchar)
             return 1.0;
-        uint64_t *wh = sl_xmalloc(w->n * sizeof(uint64_t));
-        for (size_t i = 0; i < w->n; i++)
-            wh[i] = sl_hash64(t + w->v[i].off, w->v[i].len, 11);
+        const uint64_t *wp = sl_fctx_word_prefix(c, nword_sel(c, q->words));
+        uint64_t bn = sl_pow61(SL_POLY_BASE, n);
         sl_hcount_reset(&c->h1, w->n);
         double res;
         if (q->kind == N_TOP_NGRAMS) {
             struct sl_hcount_slot best = { 0, 0, UINT32_MAX };
             for (size_t i = 0; i + n <= w->n; i++) {
-                uint64_t h = n;
-                for (size_t j = 0; j < n; j++)
-                    h = (h ^ (wh[i + j] + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2))) * 0xFF51AFD7ED558CCDull;
+                uint64_t h = sl_sub61(wp[i + n], sl_mul61(wp[i], bn));
                 struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, (uint32_t)i);
                 if (e->count > best.count || (e->count == best.count && e->tag < best.tag))
                     best = *e;
@@ -409,9 +447,7 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
         } else {
             size_t dup = 0, overlap = 0;
             for (size_t i = 0; i + n <= w->n; i++) {
-                uint64_t h = n;
-                for (size_t j = 0; j < n; j++)
-                    h = (h ^ (wh[i + j] + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2))) * 0xFF51AFD7ED558CCDull;
+                uint64_t h = sl_sub61(wp[i + n], sl_mul61(wp[i], bn));
                 if (sl_hcount_add(&c->h1, h, 0)->count > 1) {
                     size_t g = 0;
                     for (size_t j = overlap; j < n; j++)
@@ -424,7 +460,6 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             }
             res = (double)dup / nchar;
         }
-        free(wh);
         return res;
     }
     }
