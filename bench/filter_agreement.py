@@ -1,20 +1,30 @@
 #!/usr/bin/env python3
 """Keep/drop decisions of datatrove's filters (the oracle) against sluice's on the same
-documents. Usage: filter_agreement.py SLUICE CORPUS.jsonl WORKDIR > table.md"""
-import json, os, subprocess, sys
+documents, and of NeMo Curator's English cascade against nemo-en.yaml.
+Usage: filter_agreement.py SLUICE CORPUS.jsonl WORKDIR CACHEDIR LID_MODEL > table.md
+Both sides identify the language with the same fastText model file (LID_MODEL). The peers'
+decisions are kept in CACHEDIR per check and peer version, keyed by each document's text, so
+a rerun only runs a peer on documents it has not seen."""
+import hashlib, json, os, subprocess, sys, time
+from importlib.metadata import version
 
+import datatrove.utils.lid
 from datatrove.data import Document
-from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter,
-                                        GopherQualityFilter, GopherRepetitionFilter)
+from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
+                                        GopherRepetitionFilter, LanguageFilter)
 
-sluice, corpus, work = sys.argv[1], sys.argv[2], sys.argv[3]
+from filter_peer import nemo_chain
+
+sluice, corpus, work, cache, lid_model = sys.argv[1:6]
 docs = [json.loads(l) for l in open(corpus)]
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+datatrove.utils.lid.cached_asset_path_or_download = lambda *a, **k: lid_model  # no download
 
-def datatrove(chain):
+
+def run_datatrove(chain, docs):
     res = {}
     for d in docs:
-        doc = Document(text=d["text"], id=d["id"])
+        doc = Document(text=d["text"], id=d["id"])  # filters that edit the text pass it on
         why = None
         for f in chain:
             try:
@@ -27,11 +37,43 @@ def datatrove(chain):
         res[d["id"]] = why
     return res
 
-def ours(yaml_text, name):
+
+def run_nemo(chain, docs):
+    res = {}
+    for d in docs:
+        why = None
+        for f in chain:
+            if not f.keep_document(f.score_document(d["text"])):
+                why = f.__class__.__name__
+                break
+        res[d["id"]] = why
+    return res
+
+
+def cached(name, tool, chain):
+    """The peer's decision (None: keep) for every document, from the cache where it has them."""
+    path = os.path.join(cache, "%s-%s-%s.json" % (name, tool, version(tool)))
+    known = json.load(open(path)) if os.path.exists(path) else {}
+    key = {d["id"]: hashlib.sha256(d["text"].encode()).hexdigest()[:24] for d in docs}
+    todo = [d for d in docs if key[d["id"]] not in known]
+    if todo:
+        t = time.time()
+        run = run_datatrove if tool == "datatrove" else run_nemo
+        for k, why in run(chain, todo).items():
+            known[key[k]] = why
+        print("%s %s: %d documents in %.1f s" % (tool, name, len(todo), time.time() - t), file=sys.stderr)
+        os.makedirs(cache, exist_ok=True)
+        json.dump(known, open(path + ".tmp", "w"))
+        os.replace(path + ".tmp", path)
+    return {d["id"]: known[key[d["id"]]] for d in docs}
+
+
+def ours(yaml_text, name, extra):
     cfg = os.path.join(work, name + ".yaml")
     open(cfg, "w").write(yaml_text)
     out = os.path.join(work, "out-" + name)
-    subprocess.run([sluice, "-q", "filter", "--force", "--annotate", "--config", cfg, "--out", out, corpus], check=True)
+    subprocess.run([sluice, "-q", "filter", "--force", "--annotate", "--config", cfg, "--out", out] + extra +
+                   [corpus], check=True)
     res = {}
     for line in subprocess.run(["zstdcat"] + sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".zst")),
                                capture_output=True, check=True).stdout.decode().split("\n"):
@@ -41,31 +83,44 @@ def ours(yaml_text, name):
         res[j["id"]] = ("%s:%s" % (j["filter_drop"], j["filter_reason"])) if "filter_drop" in j else None
     return res
 
+
 def config(name):
     return open(os.path.join(root, "configs/filters", name)).read()
 
+
+def one(name):
+    return "language: en\nfilters:\n  - %s\n" % name
+
+
+fineweb_chain = [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(filter_no_terminal_punct=False),
+                 FineWebQualityFilter()]
+# (check, peer, peer's chain, our config, extra arguments to sluice filter)
 cases = [
-    ("GopherQualityFilter", [GopherQualityFilter()], "language: en\nfilters:\n  - gopher_quality\n"),
-    ("GopherRepetitionFilter", [GopherRepetitionFilter()], "language: en\nfilters:\n  - gopher_repetition\n"),
-    ("C4QualityFilter", [C4QualityFilter()], "language: en\nfilters:\n  - c4_quality\n"),
-    ("FineWebQualityFilter", [FineWebQualityFilter()], "language: en\nfilters:\n  - fineweb_quality\n"),
-    ("gopher.yaml", [GopherRepetitionFilter(), GopherQualityFilter()], config("gopher.yaml")),
-    ("c4.yaml", [C4QualityFilter()], config("c4.yaml")),
-    ("fineweb-heuristics.yaml", [GopherRepetitionFilter(), GopherQualityFilter(),
-                                 C4QualityFilter(filter_no_terminal_punct=False), FineWebQualityFilter()],
-     config("fineweb-heuristics.yaml")),
+    ("GopherQualityFilter", "datatrove", [GopherQualityFilter()], one("gopher_quality"), []),
+    ("GopherRepetitionFilter", "datatrove", [GopherRepetitionFilter()], one("gopher_repetition"), []),
+    ("C4QualityFilter", "datatrove", [C4QualityFilter()], one("c4_quality"), []),
+    ("FineWebQualityFilter", "datatrove", [FineWebQualityFilter()], one("fineweb_quality"), []),
+    ("gopher.yaml", "datatrove", [GopherRepetitionFilter(), GopherQualityFilter()], config("gopher.yaml"), []),
+    ("c4.yaml", "datatrove", [C4QualityFilter()], config("c4.yaml"), []),
+    ("fineweb-heuristics.yaml", "datatrove", fineweb_chain, config("fineweb-heuristics.yaml"), []),
+    ("fineweb.yaml", "datatrove", [LanguageFilter(languages=["en"], language_threshold=0.65)] + fineweb_chain,
+     config("fineweb.yaml"), ["--set", "filters.0.language.model=" + lid_model]),
+    ("nemo-en.yaml", "nemo-curator", nemo_chain(), config("nemo-en.yaml"), []),
 ]
-print("| check | documents | kept (datatrove) | kept (sluice) | same decision | agreement |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
+print("| check | peer | documents | kept (peer) | kept (sluice) | same decision | agreement |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
 notes = []
-for i, (name, chain, yaml_text) in enumerate(cases):
-    a, b = datatrove(chain), ours(yaml_text, "case%d" % i)
-    same = sum((a[k] is None) == (b.get(k) is None) for k in a)
-    print("| %s | %d | %d | %d | %d | %.2f%% |" % (name, len(a), sum(v is None for v in a.values()),
-          sum(v is None for v in b.values()), same, 100.0 * same / len(a)))
+for i, (name, tool, chain, yaml_text, extra) in enumerate(cases):
+    a, b = cached(name, tool, chain), ours(yaml_text, "case%d" % i, extra)
     for k in a:
-        if (a[k] is None) != (b.get(k) is None):
-            notes.append("- %s, `%s`: datatrove %s, sluice %s" % (name, k, a[k] or "keeps", b.get(k) or "keeps"))
+        b.setdefault(k, "missing from the output")  # a document sluice skipped counts as a drop
+    same = sum((a[k] is None) == (b[k] is None) for k in a)
+    print("| %s | %s %s | %d | %d | %d | %d | %.2f%% |" % (
+        name, tool, version(tool), len(a), sum(v is None for v in a.values()),
+        sum(v is None for v in b.values()), same, 100.0 * same / len(a)))
+    for k in a:
+        if (a[k] is None) != (b[k] is None):
+            notes.append("- %s, `%s`: %s %s, sluice %s" % (name, k, tool, a[k] or "keeps", b[k] or "keeps"))
 print()
 print("Disagreements:" if notes else "No disagreements.")
 for n in notes:
