@@ -82,6 +82,19 @@ struct sl_hcount_slot *sl_hcount_add(struct sl_hcount *h, uint64_t key, uint32_t
     return e;
 }
 
+const struct sl_hcount_slot *sl_hcount_find(const struct sl_hcount *h, uint64_t key)
+{
+    if (!h->cap)
+        return NULL;
+    for (size_t j = hcount_home(key, h->cap);; j = (j + 1) & (h->cap - 1)) {
+        const struct sl_hcount_slot *e = &h->v[j];
+        if (!e->count)
+            return NULL;
+        if (e->key == key)
+            return e;
+    }
+}
+
 void sl_hcount_release(struct sl_hcount *h)
 {
     free(h->v);
@@ -117,6 +130,7 @@ void sl_fctx_release(struct sl_fctx *c)
     for (int i = 0; i < 3; i++)
         free(c->wprefix[i]);
     free(c->nemo_lines.v);
+    free(c->nemo_rep);
     free(c->nemo_paras.v);
     sl_hcount_release(&c->h1);
     sl_hcount_release(&c->h2);

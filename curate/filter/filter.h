@@ -46,6 +46,8 @@ struct sl_hcount {
 void sl_hcount_reset(struct sl_hcount *h, size_t expect);
 /* Add one occurrence; returns the slot (count already incremented; tag set on the first). */
 struct sl_hcount_slot *sl_hcount_add(struct sl_hcount *h, uint64_t key, uint32_t tag);
+/* The slot of key, or NULL. */
+const struct sl_hcount_slot *sl_hcount_find(const struct sl_hcount *h, uint64_t key);
 void sl_hcount_release(struct sl_hcount *h);
 
 /* A span of the text. */
@@ -80,6 +82,10 @@ struct sl_fctx {
     struct sl_spanvec nemo_lines, nemo_paras;
     unsigned nemo_lines_ver, nemo_paras_ver, nemo_chars_ver;
     size_t nemo_chars[4];
+    uint8_t *nemo_rep; /* per word: nemo_rep_n if the nemo_rep_n-gram there occurs twice */
+    size_t nemo_rep_cap, nemo_rep_n, nemo_rep_active;
+    unsigned nemo_rep_ver;
+    int nemo_rep_sel;
     /* scratch for filters */
     struct sl_hcount h1, h2;
     struct sl_spanvec s1, s2;

@@ -108,26 +108,28 @@ static const size_t *char_classes(struct sl_fctx *c)
 {
     if (c->nemo_chars_ver == c->version)
         return c->nemo_chars;
-    size_t k[4] = { 0, 0, 0, 0 };
-    const char *t = c->text;
-    for (size_t i = 0; i < c->len;) {
-        unsigned char ch = (unsigned char)t[i];
-        if (ch >= 0x80) {
-            /* a non-ASCII character is outside [a-zA-Z0-9\n?!,.]; the only one counted
-             * elsewhere is a mathematical angle bracket U+27E8/U+27E9 */
-            uint32_t cp;
-            i += uc_next(t + i, c->len - i, &cp);
-            k[CC_NON_ALNUM]++;
-            k[CC_PARENS] += cp == 0x27E8 || cp == 0x27E9;
-            continue;
-        }
-        i++;
-        k[CC_NON_ALNUM] += !(((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9') ||
-                             ch == '\n' || ch == '?' || ch == '!' || ch == ',' || ch == '.');
-        k[CC_NUMBERS] += ch >= '0' && ch <= '9';
-        k[CC_WHITESPACE] += ch == '\t' || ch == '\n' || ch == '\r' || ch == '\b' || ch == ' ';
-        k[CC_PARENS] += ch == '{' || ch == '}' || ch == '[' || ch == ']' || ch == '(' || ch == ')';
+    /* a histogram of the bytes, then the classes from it: every character outside ASCII is
+     * outside [a-zA-Z0-9\n?!,.]; the only ones counted elsewhere are the mathematical angle
+     * brackets U+27E8/U+27E9 (E2 9F A8/A9) */
+    size_t hist[256] = { 0 };
+    const unsigned char *t = (const unsigned char *)c->text;
+    for (size_t i = 0; i < c->len; i++)
+        hist[t[i]]++;
+    size_t k[4] = { 0, 0, 0, 0 }, ascii = 0;
+    for (unsigned ch = 0; ch < 0x80; ch++) {
+        size_t h = hist[ch];
+        ascii += h;
+        k[CC_NON_ALNUM] += h * !(((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9') ||
+                                 ch == '\n' || ch == '?' || ch == '!' || ch == ',' || ch == '.');
+        k[CC_NUMBERS] += h * (ch >= '0' && ch <= '9');
+        k[CC_WHITESPACE] += h * (ch == '\t' || ch == '\n' || ch == '\r' || ch == '\b' || ch == ' ');
+        k[CC_PARENS] += h * (ch == '{' || ch == '}' || ch == '[' || ch == ']' || ch == '(' || ch == ')');
     }
+    k[CC_NON_ALNUM] += c->nchar - ascii;
+    if (hist[0xE2])
+        for (const unsigned char *p = t, *end = t + c->len;
+             (p = memchr(p, 0xE2, (size_t)(end - p))) != NULL && end - p >= 3; p++)
+            k[CC_PARENS] += p[1] == 0x9F && (p[2] == 0xA8 || p[2] == 0xA9);
     memcpy(c->nemo_chars, k, sizeof(k));
     c->nemo_chars_ver = c->version;
     return c->nemo_chars;
@@ -202,6 +204,7 @@ static int has_porn(void *ctx, const char *u, size_t n)
     return 0;
 }
 
+#define ELLIPSIS_MAXLEN 11 /* bytes of the longest mark, "read more.." */
 static const char *const ellipsis_marks[] = { "...", "[...]", "\xe2\x80\xa6", "(...)", "[\xe2\x80\xa6]",
                                               "-\xc2\xbb", "read more..", "read more", NULL };
 static const char *const bullets[] = {
@@ -234,9 +237,9 @@ static void lower_ascii(struct sl_buf *b, const char *s, size_t n)
 {
     sl_buf_reset(b);
     sl_buf_append(b, s, n);
-    for (size_t i = 0; i < n; i++)
-        if (b->data[i] >= 'A' && b->data[i] <= 'Z')
-            b->data[i] += 32;
+    unsigned char *d = (unsigned char *)b->data;
+    for (size_t i = 0; i < n; i++) /* branch-free, so the compiler vectorizes it */
+        d[i] = (unsigned char)(d[i] + (((unsigned)(d[i] - 'A') < 26u) << 5));
 }
 
 static double score(struct nemo *q, struct sl_fctx *c, int *empty)
@@ -271,10 +274,11 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             size_t n = w->v[i].len;
             if (q->kind == N_SYMBOLS) {
                 size_t runs = 0;
-                for (size_t j = 0; j < n; j++)
-                    if (s[j] == '#' && (j == 0 || s[j - 1] != '#'))
-                        runs++;
-                if (is_one_of(s, n, ellipsis_marks) || (double)runs / (double)w->v[i].nchar > 0.5)
+                if (memchr(s, '#', n))
+                    for (size_t j = 0; j < n; j++)
+                        if (s[j] == '#' && (j == 0 || s[j - 1] != '#'))
+                            runs++;
+                if ((double)runs / (double)w->v[i].nchar > 0.5 || is_one_of(s, n, ellipsis_marks))
                     k++;
             } else if (q->kind == N_ALPHA_WORDS) {
                 for (size_t j = 0; j < n;) {
@@ -337,9 +341,10 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
                         break;
                     }
             } else if (q->kind == N_ELLIPSIS) {
-                lower_ascii(&q->tmp, p, n);
+                size_t tail = n < ELLIPSIS_MAXLEN ? n : ELLIPSIS_MAXLEN; /* enough to compare */
+                lower_ascii(&q->tmp, p + n - tail, tail);
                 for (size_t j = 0; ellipsis_marks[j]; j++)
-                    if (ends_lit(q->tmp.data ? q->tmp.data : "", n, ellipsis_marks[j])) {
+                    if (ends_lit(q->tmp.data ? q->tmp.data : "", tail, ellipsis_marks[j])) {
                         k++;
                         break;
                     }
@@ -409,23 +414,50 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
     }
     case N_TOP_NGRAMS:
     case N_DUP_NGRAMS: {
-        const struct sl_wordvec *w = nwords(c, q->words);
+        enum sl_words_sel sel = nword_sel(c, q->words);
+        const struct sl_wordvec *w = sl_fctx_words(c, sel);
         size_t n = (size_t)q->n;
         if (w->n < n)
             return 1.0;
         if (!c->nchar)
             return 1.0;
-        const uint64_t *wp = sl_fctx_word_prefix(c, nword_sel(c, q->words));
+        const uint64_t *wp = sl_fctx_word_prefix(c, sel);
         uint64_t bn = sl_pow61(SL_POLY_BASE, n);
-        sl_hcount_reset(&c->h1, w->n);
+        size_t npos = w->n - n + 1;
+        /* An n-gram that occurs twice starts with an m-gram (m < n) that occurs twice. Once
+         * the positions of repeated m-grams are known (rep[i] == m, from an earlier n-gram
+         * filter on the same words), only those positions can hold a repeated n-gram: the
+         * others hold n-grams that occur once, which count 1 and are never seen again. */
+        size_t m = 0;
+        int record = 1;
+        if (c->nemo_rep_ver == c->version && c->nemo_rep_sel == (int)sel) {
+            if (c->nemo_rep_n < n)
+                m = c->nemo_rep_n;
+            else
+                record = 0;
+        }
+        if (record && c->nemo_rep_cap < w->n) {
+            free(c->nemo_rep);
+            c->nemo_rep_cap = w->n;
+            c->nemo_rep = sl_xmalloc(c->nemo_rep_cap);
+        }
+        uint8_t *rep = c->nemo_rep;
+#define NGRAM(i) sl_sub61(wp[(i) + n], sl_mul61(wp[i], bn))
+#define ACTIVE(i) (!m || rep[i] == m)
+        sl_hcount_reset(&c->h1, m ? c->nemo_rep_active : w->n);
         double res;
         if (q->kind == N_TOP_NGRAMS) {
             struct sl_hcount_slot best = { 0, 0, UINT32_MAX };
-            for (size_t i = 0; i + n <= w->n; i++) {
-                uint64_t h = sl_sub61(wp[i + n], sl_mul61(wp[i], bn));
-                struct sl_hcount_slot *e = sl_hcount_add(&c->h1, h, (uint32_t)i);
+            for (size_t i = 0; i < npos; i++) {
+                if (!ACTIVE(i))
+                    continue;
+                struct sl_hcount_slot *e = sl_hcount_add(&c->h1, NGRAM(i), (uint32_t)i);
                 if (e->count > best.count || (e->count == best.count && e->tag < best.tag))
                     best = *e;
+            }
+            if (best.count < 2) { /* every n-gram occurs once: the first one wins */
+                best.count = 1;
+                best.tag = 0;
             }
             /* " ".join(ngram), then its non-overlapping occurrences in the text */
             sl_buf_reset(&q->tmp);
@@ -446,9 +478,8 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             res = (double)(occ * uc_count(q->tmp.data, q->tmp.len)) / nchar;
         } else {
             size_t dup = 0, overlap = 0;
-            for (size_t i = 0; i + n <= w->n; i++) {
-                uint64_t h = sl_sub61(wp[i + n], sl_mul61(wp[i], bn));
-                if (sl_hcount_add(&c->h1, h, 0)->count > 1) {
+            for (size_t i = 0; i < npos; i++) {
+                if (ACTIVE(i) && sl_hcount_add(&c->h1, NGRAM(i), 0)->count > 1) {
                     size_t g = 0;
                     for (size_t j = overlap; j < n; j++)
                         g += w->v[i + j].nchar;
@@ -460,6 +491,21 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             }
             res = (double)dup / nchar;
         }
+        if (record) { /* the positions whose n-gram occurs more than once */
+            size_t active = 0;
+            for (size_t i = 0; i < npos; i++)
+                if (ACTIVE(i)) {
+                    const struct sl_hcount_slot *e = sl_hcount_find(&c->h1, NGRAM(i));
+                    rep[i] = e && e->count > 1 ? (uint8_t)n : 0;
+                    active += rep[i] != 0;
+                }
+            c->nemo_rep_active = active;
+            c->nemo_rep_ver = c->version;
+            c->nemo_rep_sel = (int)sel;
+            c->nemo_rep_n = n;
+        }
+#undef NGRAM
+#undef ACTIVE
         return res;
     }
     }

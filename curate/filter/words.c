@@ -612,6 +612,19 @@ static void split_unspaced(const char *base, struct sl_wordvec *v)
     *v = nv;
 }
 
+/* Length of the whitespace character at s (n > 0 bytes), or 0 when it is not one. */
+static inline size_t space_len(const char *s, size_t n)
+{
+    unsigned char b = (unsigned char)s[0];
+    if (b < 0x80)
+        return b == ' ' || (b >= 0x09 && b <= 0x0D) || (b >= 0x1C && b <= 0x1F);
+    if (b != 0xC2 && b != 0xE1 && b != 0xE2 && b != 0xE3)
+        return 0; /* no other lead byte starts a space character */
+    uint32_t c;
+    size_t l = uc_next(s, n, &c);
+    return uc_isspace(c) ? l : 0;
+}
+
 void sl_words_split(const struct sl_words *w, enum sl_words_mode mode, const char *s, size_t n,
                     struct sl_wordvec *out)
 {
@@ -619,19 +632,14 @@ void sl_words_split(const struct sl_words *w, enum sl_words_mode mode, const cha
     struct span pre[64], suf[64];
     size_t i = 0;
     while (i < n) {
-        uint32_t c;
-        size_t l = uc_next(s + i, n - i, &c);
-        if (uc_isspace(c)) {
+        size_t l = space_len(s + i, n - i);
+        if (l) {
             i += l;
             continue;
         }
-        size_t j = i + l;
-        while (j < n) {
-            size_t m = uc_next(s + j, n - j, &c);
-            if (uc_isspace(c))
-                break;
-            j += m;
-        }
+        size_t j = i + 1;
+        while (j < n && !space_len(s + j, n - j))
+            j++;
         if (mode == SL_WORDS_SPACE)
             push(out, s, i, j - i);
         else
