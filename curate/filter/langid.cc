@@ -9,9 +9,14 @@ extern "C" {
 #include <cld2/public/compact_lang_det.h>
 #include <fasttext/fasttext.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,9 +45,199 @@ extern "C" int sl_cld2_detect(const char *text, size_t n, char code[16], double 
     return 0;
 }
 
+/* The model, and what predicting needs to build a line's input ids without fastText's
+ * Dictionary::getLine: for a pruned (.ftz) model that looks every character n-gram of every
+ * token up twice in a std::unordered_map, which is most of the time language ID takes. The
+ * same ids come from the n-gram hashes and the model's prune index, read from the file into
+ * a rank directory. Used for supervised models without word n-grams (lid.176, GlotLID)
+ * after a self-check against the library at load; other models use predictLine. */
 struct sl_fasttext {
     fasttext::FastText ft;
+    std::shared_ptr<const fasttext::Dictionary> dict;
+    bool fast = false;
+    int minn = 0, maxn = 0;
+    int32_t bucket = 0, nwords = 0;
+    uint64_t bucket_magic = 0; /* for fastmod by bucket */
+    int64_t prune_size = 0; /* 0: no n-grams, < 0: not pruned, > 0: the index below */
+    /* The prune index as a rank directory: per block of 64 buckets, a bit per bucket that
+     * is kept and the number of kept buckets before the block; rows[] in bucket order. */
+    struct block {
+        uint64_t bits;
+        uint32_t before;
+    };
+    std::vector<block> blocks;
+    std::vector<int32_t> rows;
+    std::vector<std::string> words;   /* the dictionary's entries (words, then labels) */
+    std::vector<int32_t> word_tab;    /* open addressing over them by fnv(); -1 = empty */
 };
+
+/* The prune index of a version-12 model file: (n-gram bucket, row) pairs. */
+static bool read_prune_index(const char *path, int64_t &size, std::vector<std::pair<int32_t, int32_t>> &pairs)
+{
+    std::ifstream in(path, std::ios::binary);
+    int32_t magic = 0, version = 0, dsize = 0, nw = 0, nl = 0;
+    int64_t ntokens = 0;
+    in.read((char *)&magic, 4);
+    in.read((char *)&version, 4);
+    if (!in || magic != 793712314 || version != 12)
+        return false;
+    in.ignore(12 * 4 + 8); /* Args: 12 int32 and a double */
+    in.read((char *)&dsize, 4);
+    in.read((char *)&nw, 4);
+    in.read((char *)&nl, 4);
+    in.read((char *)&ntokens, 8);
+    in.read((char *)&size, 8);
+    for (int32_t i = 0; in && i < dsize; i++) {
+        in.ignore(std::numeric_limits<std::streamsize>::max(), '\0'); /* the word */
+        in.ignore(8 + 1);                                            /* count, type */
+    }
+    for (int64_t i = 0; in && i < size; i++) {
+        int32_t k = 0, v = 0;
+        in.read((char *)&k, 4);
+        in.read((char *)&v, 4);
+        pairs.emplace_back(k, v);
+    }
+    return (bool)in;
+}
+
+/* a % d for 32-bit a and d without a division (Lemire, Kaser, Kurz 2019: "Faster remainder
+ * by direct computation"), magic = UINT64_MAX / d + 1. Exact for every 32-bit a. */
+static inline uint32_t fastmod(uint32_t a, uint64_t magic, uint32_t d)
+{
+    uint64_t low = magic * a;
+    return (uint32_t)(((__uint128_t)low * d) >> 64);
+}
+
+static inline uint32_t popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+    return (uint32_t)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+
+static inline uint32_t fnv(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (uint32_t)(int8_t)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* Dictionary::computeSubwords + pushHash on "<" token ">": the input rows of the token's
+ * character n-grams of minn..maxn code points (not the lone "<" or ">"). */
+static void subword_ids(const sl_fasttext *m, const std::string &w, std::vector<int32_t> &out)
+{
+    if (m->prune_size == 0)
+        return;
+    for (size_t i = 0; i < w.size(); i++) {
+        if ((w[i] & 0xC0) == 0x80)
+            continue;
+        size_t j = i;
+        uint32_t f = 2166136261u; /* fnv() of w[i..j), extended as j moves */
+        for (int n = 1; j < w.size() && n <= m->maxn; n++) {
+            do {
+                f = (f ^ (uint32_t)(int8_t)w[j]) * 16777619u;
+                j++;
+            } while (j < w.size() && (w[j] & 0xC0) == 0x80);
+            if (n >= m->minn && !(n == 1 && (i == 0 || j == w.size()))) {
+                uint32_t h = fastmod(f, m->bucket_magic, (uint32_t)m->bucket); /* f % bucket */
+                if (m->prune_size < 0) {
+                    out.push_back(m->nwords + (int32_t)h);
+                    continue;
+                }
+                const sl_fasttext::block &b = m->blocks[h >> 6];
+                uint64_t bit = UINT64_C(1) << (h & 63);
+                if (b.bits & bit)
+                    out.push_back(m->nwords + m->rows[b.before + popcount64(b.bits & (bit - 1))]);
+            }
+        }
+    }
+}
+
+/* Dictionary::getId: the entry of a token, or -1. */
+static int32_t word_id(const sl_fasttext *m, const std::string &tok)
+{
+    size_t mask = m->word_tab.size() - 1;
+    for (size_t k = fnv(tok.data(), tok.size()) & mask; m->word_tab[k] >= 0; k = (k + 1) & mask)
+        if (m->words[(size_t)m->word_tab[k]] == tok)
+            return m->word_tab[k];
+    return -1;
+}
+
+/* The ids fastText's getLine gives for one token. */
+static void token_ids(const sl_fasttext *m, const std::string &tok, std::vector<int32_t> &out)
+{
+    int32_t wid = word_id(m, tok);
+    fasttext::entry_type type = wid < 0 ? m->dict->getType(tok) : m->dict->getType(wid);
+    if (type != fasttext::entry_type::word)
+        return;
+    if (wid >= 0) {
+        const std::vector<int32_t> &v = m->dict->getSubwords(wid);
+        out.insert(out.end(), v.begin(), v.end());
+    } else if (tok != fasttext::Dictionary::EOS) {
+        subword_ids(m, "<" + tok + ">", out);
+    }
+}
+
+static void setup_fast(sl_fasttext *m, const char *path)
+{
+    fasttext::Args a = m->ft.getArgs();
+    if (a.model != fasttext::model_name::sup || a.wordNgrams > 1 || a.bucket <= 0)
+        return;
+    std::vector<std::pair<int32_t, int32_t>> pairs;
+    if (!read_prune_index(path, m->prune_size, pairs))
+        return;
+    m->minn = a.minn;
+    m->maxn = a.maxn;
+    m->bucket = a.bucket;
+    m->bucket_magic = UINT64_MAX / (uint32_t)a.bucket + 1;
+    m->nwords = m->dict->nwords();
+    std::sort(pairs.begin(), pairs.end());
+    m->blocks.assign(((size_t)m->bucket + 63) / 64, sl_fasttext::block{ 0, 0 });
+    for (size_t i = 0; i < pairs.size(); i++) {
+        if (pairs[i].first < 0 || pairs[i].first >= m->bucket || (i && pairs[i].first == pairs[i - 1].first))
+            return; /* not a prune index this reader understands */
+        m->blocks[(size_t)pairs[i].first >> 6].bits |= UINT64_C(1) << (pairs[i].first & 63);
+        m->rows.push_back(pairs[i].second);
+    }
+    uint32_t before = 0;
+    for (auto &b : m->blocks) {
+        b.before = before;
+        before += popcount64(b.bits);
+    }
+    int32_t nentries = m->dict->nwords() + m->dict->nlabels();
+    size_t wcap = 16;
+    while (wcap < (size_t)nentries * 2)
+        wcap *= 2;
+    m->word_tab.assign(wcap, -1);
+    for (int32_t i = 0; i < nentries; i++) {
+        m->words.push_back(m->dict->getWord(i));
+        size_t k = fnv(m->words[i].data(), m->words[i].size()) & (wcap - 1);
+        while (m->word_tab[k] >= 0)
+            k = (k + 1) & (wcap - 1);
+        m->word_tab[k] = i;
+    }
+    /* the same ids as the library for a few tokens, or the library does it all */
+    static const char *const probe[] = { "the", "zzqxj", "Hello", "der", "a", "\xc3\xa9t\xc3\xa9",
+                                         "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "123", "__label__en", "</s>" };
+    for (const char *t : probe) {
+        std::vector<int32_t> ours;
+        token_ids(m, t, ours);
+        int32_t wid = m->dict->getId(t);
+        if (wid != word_id(m, t))
+            return;
+        fasttext::entry_type type = wid < 0 ? m->dict->getType(t) : m->dict->getType(wid);
+        std::vector<int32_t> lib;
+        if (type == fasttext::entry_type::word)
+            lib = m->dict->getSubwords(std::string(t));
+        if (ours != lib)
+            return;
+    }
+    m->fast = true;
+}
 
 extern "C" int sl_fasttext_load(struct sl_fasttext **out, const char *path)
 {
@@ -54,6 +249,8 @@ extern "C" int sl_fasttext_load(struct sl_fasttext **out, const char *path)
     try {
         sl_fasttext *m = new sl_fasttext;
         m->ft.loadModel(std::string(path));
+        m->dict = m->ft.getDictionary();
+        setup_fast(m, path);
         *out = m;
         return 0;
     } catch (const std::exception &e) {
@@ -76,14 +273,47 @@ static std::string one_line(const char *text, size_t n)
     return s;
 }
 
+/* fastText's Dictionary::getLine on one line of text: the ids of the tokens (runs of bytes
+ * other than ' ', '\t', '\v', '\f', '\0', '\n', '\r'; a newline counts as a space here, as
+ * in one_line) and of the end-of-line token. */
+static void line_ids(const sl_fasttext *m, const char *text, size_t n, std::vector<int32_t> &out)
+{
+    auto sep = [](char ch) {
+        return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\0';
+    };
+    std::string tok;
+    for (size_t i = 0; i < n;) {
+        if (sep(text[i])) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < n && !sep(text[j]))
+            j++;
+        tok.assign(text + i, j - i);
+        token_ids(m, tok, out);
+        i = j;
+    }
+    token_ids(m, fasttext::Dictionary::EOS, out);
+}
+
 extern "C" int sl_fasttext_predict(const struct sl_fasttext *m, const char *text, size_t n, int k,
                                    char (*labels)[64], double *probs, int *got)
 {
     *got = 0;
     try {
-        std::istringstream in(one_line(text, n));
         std::vector<std::pair<fasttext::real, std::string>> pred;
-        m->ft.predictLine(in, pred, k, 0.0);
+        if (m->fast) {
+            std::vector<int32_t> ids;
+            line_ids(m, text, n, ids);
+            fasttext::Predictions p;
+            m->ft.predict(k, ids, p, 0.0);
+            for (const auto &x : p)
+                pred.emplace_back(std::exp(x.first), m->dict->getLabel(x.second));
+        } else {
+            std::istringstream in(one_line(text, n));
+            m->ft.predictLine(in, pred, k, 0.0);
+        }
         for (size_t i = 0; i < pred.size() && (int)i < k; i++) {
             const char *lab = pred[i].second.c_str();
             if (!strncmp(lab, "__label__", 9))

@@ -3,7 +3,10 @@
  * models and for training and applying supervised quality classifiers.
  *
  * All functions catch C++ exceptions and return enum sl_err with a message. A loaded
- * model is read-only and may be shared by threads. */
+ * model is read-only and may be shared by threads. Predictions are fastText's own, bit for
+ * bit; for supervised models without word n-grams (lid.176, GlotLID) the input ids of a
+ * line are built here rather than by fastText's Dictionary::getLine, which is most of the
+ * cost of language ID on a pruned (.ftz) model. */
 #ifndef SL_FILTER_LANGID_H
 #define SL_FILTER_LANGID_H
 
