@@ -17,6 +17,7 @@ extern "C" {
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -69,7 +70,19 @@ struct sl_fasttext {
     std::vector<int32_t> rows;
     std::vector<std::string> words;   /* the dictionary's entries (words, then labels) */
     std::vector<int32_t> word_tab;    /* open addressing over them by fnv(); -1 = empty */
+    /* the ids of each distinct token seen (most tokens of a text repeat): a table of
+     * (fnv << 32 | entry + 1) over entries that point into two arenas; emptied when full */
+    std::mutex lock;
+    std::vector<uint64_t> seen;
+    struct entry {
+        uint32_t str, len, ids, nids;
+    };
+    std::vector<entry> entries;
+    std::string seen_str;
+    std::vector<int32_t> seen_ids;
 };
+
+static const size_t seen_slots = (size_t)1 << 20; /* up to 512k distinct tokens */
 
 /* The prune index of a version-12 model file: (n-gram bucket, row) pairs. */
 static bool read_prune_index(const char *path, int64_t &size, std::vector<std::pair<int32_t, int32_t>> &pairs)
@@ -273,14 +286,46 @@ static std::string one_line(const char *text, size_t n)
     return s;
 }
 
+/* token_ids through the table of tokens seen (the caller holds m->lock). */
+static void seen_token_ids(sl_fasttext *m, const char *s, size_t n, std::string &tok, std::vector<int32_t> &out)
+{
+    if (m->seen.empty() || m->entries.size() >= seen_slots / 2 || m->seen_ids.size() >= ((size_t)1 << 26)) {
+        m->seen.assign(seen_slots, 0);
+        m->entries.clear();
+        m->seen_str.clear();
+        m->seen_ids.clear();
+    }
+    uint32_t h = fnv(s, n);
+    size_t mask = seen_slots - 1, k = h & mask;
+    for (; m->seen[k]; k = (k + 1) & mask) {
+        if ((uint32_t)(m->seen[k] >> 32) != h)
+            continue;
+        const sl_fasttext::entry &e = m->entries[(uint32_t)m->seen[k] - 1];
+        if (e.len == n && !memcmp(m->seen_str.data() + e.str, s, n)) {
+            out.insert(out.end(), m->seen_ids.begin() + e.ids, m->seen_ids.begin() + e.ids + e.nids);
+            return;
+        }
+    }
+    tok.assign(s, n);
+    size_t before = out.size();
+    token_ids(m, tok, out);
+    sl_fasttext::entry e = { (uint32_t)m->seen_str.size(), (uint32_t)n, (uint32_t)m->seen_ids.size(),
+                             (uint32_t)(out.size() - before) };
+    m->seen_str.append(s, n);
+    m->seen_ids.insert(m->seen_ids.end(), out.begin() + (long)before, out.end());
+    m->entries.push_back(e);
+    m->seen[k] = (uint64_t)h << 32 | (uint32_t)m->entries.size();
+}
+
 /* fastText's Dictionary::getLine on one line of text: the ids of the tokens (runs of bytes
  * other than ' ', '\t', '\v', '\f', '\0', '\n', '\r'; a newline counts as a space here, as
  * in one_line) and of the end-of-line token. */
-static void line_ids(const sl_fasttext *m, const char *text, size_t n, std::vector<int32_t> &out)
+static void line_ids(sl_fasttext *m, const char *text, size_t n, std::vector<int32_t> &out)
 {
     auto sep = [](char ch) {
         return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\0';
     };
+    std::lock_guard<std::mutex> g(m->lock);
     std::string tok;
     for (size_t i = 0; i < n;) {
         if (sep(text[i])) {
@@ -290,17 +335,17 @@ static void line_ids(const sl_fasttext *m, const char *text, size_t n, std::vect
         size_t j = i + 1;
         while (j < n && !sep(text[j]))
             j++;
-        tok.assign(text + i, j - i);
-        token_ids(m, tok, out);
+        seen_token_ids(m, text + i, j - i, tok, out);
         i = j;
     }
     token_ids(m, fasttext::Dictionary::EOS, out);
 }
 
-extern "C" int sl_fasttext_predict(const struct sl_fasttext *m, const char *text, size_t n, int k,
+extern "C" int sl_fasttext_predict(const struct sl_fasttext *cm, const char *text, size_t n, int k,
                                    char (*labels)[64], double *probs, int *got)
 {
     *got = 0;
+    struct sl_fasttext *m = const_cast<struct sl_fasttext *>(cm); /* its table of tokens seen */
     try {
         std::vector<std::pair<fasttext::real, std::string>> pred;
         if (m->fast) {
