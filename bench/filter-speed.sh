@@ -2,9 +2,10 @@
 # Filtering speed, documents per CPU-second on one core: sluice's nemo-en cascade against
 # NeMo Curator 1.4.0's own filter classes (same 28 filters, order and thresholds), and the
 # FineWeb recipe (configs/filters/fineweb.yaml with the fastText lid.176 model) against
-# datatrove 0.10.0 (same filters in its own pipeline), on the same documents: the 697 Common
-# Crawl documents of shared/data/jsonl-corpora/dolma. Single process each, pinned to one
-# core, RUNS paired runs (default 3); medians. Writes bench/results/filter-speed.md.
+# datatrove 0.10.0 (same filters in its own pipeline), also without language ID, on the
+# same documents: the 697 Common Crawl documents of shared/data/jsonl-corpora/dolma.
+# Single process each, pinned to one core, RUNS paired runs (default 5); medians. Writes
+# bench/results/filter-speed.md.
 # Usage: bench/filter-speed.sh [SLUICE]     (peers installed into .venv-bench)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,7 +13,7 @@ root=$(cd "$here/.." && pwd)
 sluice=$(realpath "${1:-build/sluice}")
 data=${SLUICE_DATA:-$(cd "$root/.." && pwd)/shared/data}
 venv=${VENV_BENCH:-$root/.venv-bench}
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 cpu=${BENCH_CPU:-0}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$here/requirements.txt"
@@ -45,4 +46,7 @@ echo "kept: nemo-en sluice $(kept "$work/o1"), NeMo Curator $("$py" "$here/filte
         "$sluice" -q filter --config "$root/configs/filters/fineweb.yaml" --set "filters.0.language.model=$lid" \
         --out "$work/o2" "$work/cc.jsonl" -- \
         "$py" "$here/filter_peer.py" fineweb "$work/cc.jsonl" "$work/p2" "$lid"
+    "$py" "$here/filter_speed.py" "FineWeb without language ID (datatrove 0.10.0)" "$docs" "$runs" "$cpu" -- \
+        "$sluice" -q filter --config "$root/configs/filters/fineweb-heuristics.yaml" --out "$work/o3" "$work/cc.jsonl" -- \
+        "$py" "$here/filter_peer.py" fineweb-heuristics "$work/cc.jsonl" "$work/p3"
 } | tee "$here/results/filter-speed.md"

@@ -6,6 +6,7 @@ file, kept documents written to OUT_DIR, the kept count printed to stdout.
       0.65; fastText LID_MODEL), GopherRepetitionFilter, GopherQualityFilter,
       C4QualityFilter(filter_no_terminal_punct=False), FineWebQualityFilter, in datatrove's
       own pipeline (JsonlReader -> filters -> JsonlWriter, LocalPipelineExecutor, 1 task)
+  filter_peer.py fineweb-heuristics IN.jsonl OUT_DIR   the same without LanguageFilter
   filter_peer.py nemo IN.jsonl OUT_DIR                NeMo Curator 1.4.0: the 28 filters of its
       heuristic_filter_english_pipeline.yaml (same order and thresholds as our nemo-en.yaml),
       each document scored and kept as its ScoreFilter stage does, stopping at the first drop
@@ -18,7 +19,7 @@ import json, os, sys, types
 
 
 
-def fineweb(src, out, lid_model):
+def fineweb(src, out, lid_model=None):
     from datatrove.executor import LocalPipelineExecutor
     from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
                                             GopherRepetitionFilter, LanguageFilter)
@@ -30,7 +31,7 @@ def fineweb(src, out, lid_model):
     datatrove.utils.lid.cached_asset_path_or_download = lambda *a, **k: lid_model
     pipeline = [
         JsonlReader(os.path.dirname(os.path.abspath(src)), glob_pattern=os.path.basename(src)),
-        LanguageFilter(languages=["en"], language_threshold=0.65),
+    ] + ([LanguageFilter(languages=["en"], language_threshold=0.65)] if lid_model else []) + [
         GopherRepetitionFilter(),
         GopherQualityFilter(),
         C4QualityFilter(filter_no_terminal_punct=False),
@@ -110,4 +111,9 @@ def nemo(src, out):
 if __name__ == "__main__":
     mode, src, out = sys.argv[1], sys.argv[2], sys.argv[3]
     os.makedirs(out, exist_ok=True)
-    print(fineweb(src, out, sys.argv[4]) if mode == "fineweb" else nemo(src, out))
+    if mode == "fineweb":
+        print(fineweb(src, out, sys.argv[4]))
+    elif mode == "fineweb-heuristics":
+        print(fineweb(src, out))
+    else:
+        print(nemo(src, out))
