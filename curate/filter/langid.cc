@@ -82,7 +82,7 @@ struct sl_fasttext {
     std::vector<int32_t> seen_ids;
 };
 
-static const size_t seen_slots = (size_t)1 << 20; /* up to 512k distinct tokens */
+static const size_t seen_max = (size_t)1 << 20; /* slots: up to 512k distinct tokens */
 
 /* The prune index of a version-12 model file: (n-gram bucket, row) pairs. */
 static bool read_prune_index(const char *path, int64_t &size, std::vector<std::pair<int32_t, int32_t>> &pairs)
@@ -289,14 +289,24 @@ static std::string one_line(const char *text, size_t n)
 /* token_ids through the table of tokens seen (the caller holds m->lock). */
 static void seen_token_ids(sl_fasttext *m, const char *s, size_t n, std::string &tok, std::vector<int32_t> &out)
 {
-    if (m->seen.empty() || m->entries.size() >= seen_slots / 2 || m->seen_ids.size() >= ((size_t)1 << 26)) {
-        m->seen.assign(seen_slots, 0);
+    if (m->seen.empty() || m->entries.size() >= seen_max / 2 || m->seen_ids.size() >= ((size_t)1 << 26)) {
+        m->seen.assign(1024, 0);
         m->entries.clear();
         m->seen_str.clear();
         m->seen_ids.clear();
+    } else if (m->entries.size() >= m->seen.size() / 2) { /* grow: a small table stays in cache */
+        std::vector<uint64_t> t(m->seen.size() * 2, 0);
+        for (uint64_t x : m->seen)
+            if (x) {
+                size_t j = (uint32_t)(x >> 32) & (t.size() - 1);
+                while (t[j])
+                    j = (j + 1) & (t.size() - 1);
+                t[j] = x;
+            }
+        m->seen.swap(t);
     }
     uint32_t h = fnv(s, n);
-    size_t mask = seen_slots - 1, k = h & mask;
+    size_t mask = m->seen.size() - 1, k = h & mask;
     for (; m->seen[k]; k = (k + 1) & mask) {
         if ((uint32_t)(m->seen[k] >> 32) != h)
             continue;
