@@ -262,10 +262,12 @@ static void pass_urls_quotes(const struct sl_clean_opts *opt, const char *s, siz
     }
 }
 
-/* \r\n and \r to \n; spaces and tabs at line ends dropped; 3+ newlines to 2. */
+/* \r\n and \r to \n; spaces and tabs at line ends dropped; 3+ newlines to 2. A line of
+ * only spaces and tabs is empty once its spaces go, so the newlines of a run are counted
+ * at the end of the output, not in the input. */
 static void pass_whitespace(const char *s, size_t n, struct sl_buf *o, struct sl_clean_counts *c)
 {
-    size_t newlines = 0;
+    int collapsing = 0; /* inside a run whose third newline was dropped (counted once) */
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
         if (ch == '\r') {
@@ -282,13 +284,14 @@ static void pass_whitespace(const char *s, size_t n, struct sl_buf *o, struct sl
                 c->trailing_spaces++;
                 sl_buf_truncate(o, k);
             }
-            if (++newlines > 2) {
-                if (newlines == 3)
+            if (k >= 2 && o->data[k - 1] == '\n' && o->data[k - 2] == '\n') {
+                if (!collapsing)
                     c->newlines_collapsed++;
+                collapsing = 1;
                 continue;
             }
-        } else {
-            newlines = 0;
+        } else if (ch != ' ' && ch != '\t') {
+            collapsing = 0;
         }
         sl_buf_putc(o, ch);
     }

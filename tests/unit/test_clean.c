@@ -62,6 +62,11 @@ TEST(clean_entities_controls_whitespace)
     /* whitespace: CRLF, trailing spaces, 3+ newlines */
     CHECK_EQ_STR(clean("a  \r\nb\n\n\n\n\nc \t", &c), "a\nb\n\nc");
     CHECK_EQ_INT(c.newlines_collapsed, 1);
+    /* a line of only tabs or spaces inside a run of newlines is empty too (found by
+     * fuzz_clean: "\n\n\n\t\n" left three newlines) */
+    CHECK_EQ_STR(clean("t\r\n\n\n\t\n\n \n\nthe end", &c), "t\n\nthe end");
+    CHECK_EQ_INT(c.newlines_collapsed, 1);
+    CHECK_EQ_STR(clean("a\n\t\n \nb\n\n  x", &c), "a\n\nb\n\n  x");
     /* invalid UTF-8 becomes U+FFFD */
     CHECK_EQ_STR(clean("x\xff" "y", &c), "x\xef\xbf\xbdy");
     CHECK_EQ_STR(clean("", &c), "");
