@@ -371,7 +371,8 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         size_t repeated = 0, idx = 0;
         while (nw >= n && idx < nw - n + 1) {
             /* hash(words[idx:idx+n]) = pre[idx+n] - pre[idx] * B^(bytes of the n-gram) */
-            uint64_t h = sl_sub61(pre[idx + n], sl_mul61(pre[idx], sl_mul61(bp[idx + n], ibp[idx])));
+            uint64_t h =
+                sl_sub61(pre[idx + n], sl_mul61(pre[idx], sl_mul61(bp[idx + n], ibp[idx])));
             if (sl_hcount_add(&c->h1, h, 0)->count > 1) {
                 for (size_t j = 0; j < n; j++)
                     repeated += w->v[idx + j].nchar;

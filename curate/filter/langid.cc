@@ -59,7 +59,7 @@ struct sl_fasttext {
     int minn = 0, maxn = 0;
     int32_t bucket = 0, nwords = 0;
     uint64_t bucket_magic = 0; /* for fastmod by bucket */
-    int64_t prune_size = 0; /* 0: no n-grams, < 0: not pruned, > 0: the index below */
+    int64_t prune_size = 0;    /* 0: no n-grams, < 0: not pruned, > 0: the index below */
     /* The prune index as a rank directory: per block of 64 buckets, a bit per bucket that
      * is kept and the number of kept buckets before the block; rows[] in bucket order. */
     struct block {
@@ -68,8 +68,8 @@ struct sl_fasttext {
     };
     std::vector<block> blocks;
     std::vector<int32_t> rows;
-    std::vector<std::string> words;   /* the dictionary's entries (words, then labels) */
-    std::vector<int32_t> word_tab;    /* open addressing over them by fnv(); -1 = empty */
+    std::vector<std::string> words; /* the dictionary's entries (words, then labels) */
+    std::vector<int32_t> word_tab;  /* open addressing over them by fnv(); -1 = empty */
     /* the ids of each distinct token seen (most tokens of a text repeat): a table of
      * (fnv << 32 | entry + 1) over entries that point into two arenas; emptied when full */
     std::mutex lock;
@@ -85,7 +85,8 @@ struct sl_fasttext {
 static const size_t seen_max = (size_t)1 << 20; /* slots: up to 512k distinct tokens */
 
 /* The prune index of a version-12 model file: (n-gram bucket, row) pairs. */
-static bool read_prune_index(const char *path, int64_t &size, std::vector<std::pair<int32_t, int32_t>> &pairs)
+static bool read_prune_index(const char *path, int64_t &size,
+                             std::vector<std::pair<int32_t, int32_t>> &pairs)
 {
     std::ifstream in(path, std::ios::binary);
     int32_t magic = 0, version = 0, dsize = 0, nw = 0, nl = 0;
@@ -102,7 +103,7 @@ static bool read_prune_index(const char *path, int64_t &size, std::vector<std::p
     in.read((char *)&size, 8);
     for (int32_t i = 0; in && i < dsize; i++) {
         in.ignore(std::numeric_limits<std::streamsize>::max(), '\0'); /* the word */
-        in.ignore(8 + 1);                                            /* count, type */
+        in.ignore(8 + 1);                                             /* count, type */
     }
     for (int64_t i = 0; in && i < size; i++) {
         int32_t k = 0, v = 0;
@@ -211,7 +212,8 @@ static void setup_fast(sl_fasttext *m, const char *path)
     std::sort(pairs.begin(), pairs.end());
     m->blocks.assign(((size_t)m->bucket + 63) / 64, sl_fasttext::block{ 0, 0 });
     for (size_t i = 0; i < pairs.size(); i++) {
-        if (pairs[i].first < 0 || pairs[i].first >= m->bucket || (i && pairs[i].first == pairs[i - 1].first))
+        if (pairs[i].first < 0 || pairs[i].first >= m->bucket ||
+            (i && pairs[i].first == pairs[i - 1].first))
             return; /* not a prune index this reader understands */
         m->blocks[(size_t)pairs[i].first >> 6].bits |= UINT64_C(1) << (pairs[i].first & 63);
         m->rows.push_back(pairs[i].second);
@@ -234,8 +236,16 @@ static void setup_fast(sl_fasttext *m, const char *path)
         m->word_tab[k] = i;
     }
     /* the same ids as the library for a few tokens, or the library does it all */
-    static const char *const probe[] = { "the", "zzqxj", "Hello", "der", "a", "\xc3\xa9t\xc3\xa9",
-                                         "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "123", "__label__en", "</s>" };
+    static const char *const probe[] = { "the",
+                                         "zzqxj",
+                                         "Hello",
+                                         "der",
+                                         "a",
+                                         "\xc3\xa9t\xc3\xa9",
+                                         "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",
+                                         "123",
+                                         "__label__en",
+                                         "</s>" };
     for (const char *t : probe) {
         std::vector<int32_t> ours;
         token_ids(m, t, ours);
@@ -287,9 +297,11 @@ static std::string one_line(const char *text, size_t n)
 }
 
 /* token_ids through the table of tokens seen (the caller holds m->lock). */
-static void seen_token_ids(sl_fasttext *m, const char *s, size_t n, std::string &tok, std::vector<int32_t> &out)
+static void seen_token_ids(sl_fasttext *m, const char *s, size_t n, std::string &tok,
+                           std::vector<int32_t> &out)
 {
-    if (m->seen.empty() || m->entries.size() >= seen_max / 2 || m->seen_ids.size() >= ((size_t)1 << 26)) {
+    if (m->seen.empty() || m->entries.size() >= seen_max / 2 ||
+        m->seen_ids.size() >= ((size_t)1 << 26)) {
         m->seen.assign(1024, 0);
         m->entries.clear();
         m->seen_str.clear();
@@ -312,15 +324,16 @@ static void seen_token_ids(sl_fasttext *m, const char *s, size_t n, std::string 
             continue;
         const sl_fasttext::entry &e = m->entries[(uint32_t)m->seen[k] - 1];
         if (e.len == n && !memcmp(m->seen_str.data() + e.str, s, n)) {
-            out.insert(out.end(), m->seen_ids.begin() + e.ids, m->seen_ids.begin() + e.ids + e.nids);
+            out.insert(out.end(), m->seen_ids.begin() + e.ids,
+                       m->seen_ids.begin() + e.ids + e.nids);
             return;
         }
     }
     tok.assign(s, n);
     size_t before = out.size();
     token_ids(m, tok, out);
-    sl_fasttext::entry e = { (uint32_t)m->seen_str.size(), (uint32_t)n, (uint32_t)m->seen_ids.size(),
-                             (uint32_t)(out.size() - before) };
+    sl_fasttext::entry e = { (uint32_t)m->seen_str.size(), (uint32_t)n,
+                             (uint32_t)m->seen_ids.size(), (uint32_t)(out.size() - before) };
     m->seen_str.append(s, n);
     m->seen_ids.insert(m->seen_ids.end(), out.begin() + (long)before, out.end());
     m->entries.push_back(e);
@@ -333,7 +346,8 @@ static void seen_token_ids(sl_fasttext *m, const char *s, size_t n, std::string 
 static void line_ids(sl_fasttext *m, const char *text, size_t n, std::vector<int32_t> &out)
 {
     auto sep = [](char ch) {
-        return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '\v' || ch == '\f' || ch == '\0';
+        return ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t' || ch == '\v' || ch == '\f' ||
+               ch == '\0';
     };
     std::lock_guard<std::mutex> g(m->lock);
     std::string tok;

@@ -119,11 +119,13 @@ static const size_t *char_classes(struct sl_fctx *c)
     for (unsigned ch = 0; ch < 0x80; ch++) {
         size_t h = hist[ch];
         ascii += h;
-        k[CC_NON_ALNUM] += h * !(((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9') ||
-                                 ch == '\n' || ch == '?' || ch == '!' || ch == ',' || ch == '.');
+        k[CC_NON_ALNUM] +=
+            h * !(((ch | 32) >= 'a' && (ch | 32) <= 'z') || (ch >= '0' && ch <= '9') ||
+                  ch == '\n' || ch == '?' || ch == '!' || ch == ',' || ch == '.');
         k[CC_NUMBERS] += h * (ch >= '0' && ch <= '9');
         k[CC_WHITESPACE] += h * (ch == '\t' || ch == '\n' || ch == '\r' || ch == '\b' || ch == ' ');
-        k[CC_PARENS] += h * (ch == '{' || ch == '}' || ch == '[' || ch == ']' || ch == '(' || ch == ')');
+        k[CC_PARENS] +=
+            h * (ch == '{' || ch == '}' || ch == '[' || ch == ']' || ch == '(' || ch == ')');
     }
     k[CC_NON_ALNUM] += c->nchar - ascii;
     if (hist[0xE2])
@@ -308,9 +310,10 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
         if (!c->nchar)
             return 1.0;
         const size_t *k = char_classes(c);
-        size_t which = q->kind == N_NON_ALNUM ? CC_NON_ALNUM
-                       : q->kind == N_NUMBERS ? CC_NUMBERS
-                       : q->kind == N_WHITESPACE ? CC_WHITESPACE : CC_PARENS;
+        size_t which = q->kind == N_NON_ALNUM    ? CC_NON_ALNUM
+                       : q->kind == N_NUMBERS    ? CC_NUMBERS
+                       : q->kind == N_WHITESPACE ? CC_WHITESPACE
+                                                 : CC_PARENS;
         return (double)k[which] / nchar;
     }
     case N_URLS:
@@ -442,7 +445,7 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             c->nemo_rep = sl_xmalloc(c->nemo_rep_cap);
         }
         uint8_t *rep = c->nemo_rep;
-#define NGRAM(i) sl_sub61(wp[(i) + n], sl_mul61(wp[i], bn))
+#define NGRAM(i)  sl_sub61(wp[(i) + n], sl_mul61(wp[i], bn))
 #define ACTIVE(i) (!m || rep[i] == m)
         sl_hcount_reset(&c->h1, m ? c->nemo_rep_active : w->n);
         double res;

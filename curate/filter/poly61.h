@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#define SL_M61 ((UINT64_C(1) << 61) - 1)
+#define SL_M61       ((UINT64_C(1) << 61) - 1)
 #define SL_POLY_BASE UINT64_C(0x1A2B3C4D5E6F7081) /* below SL_M61 */
 
 static inline uint64_t sl_add61(uint64_t a, uint64_t b)

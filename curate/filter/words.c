@@ -199,7 +199,7 @@ static inline uint32_t cp_before(const char *s, size_t i)
 
 /* s[0..n) starts / ends with a string literal (the length is known at compile time). */
 #define STARTS(s, n, lit) ((n) >= sizeof(lit) - 1 && !memcmp((s), (lit), sizeof(lit) - 1))
-#define ENDS(s, n, lit)                                                                    \
+#define ENDS(s, n, lit)                                                                            \
     ((n) >= sizeof(lit) - 1 && !memcmp((s) + (n) - (sizeof(lit) - 1), (lit), sizeof(lit) - 1))
 
 static size_t prefix_len(const char *s, size_t n)
@@ -230,22 +230,26 @@ static size_t prefix_len(const char *s, size_t n)
 }
 
 /* UNITS (a number followed by one of these is split) */
-#define U(x) { x, sizeof(x) - 1 }
+#define U(x)                                                                                       \
+    {                                                                                              \
+        x, sizeof(x) - 1                                                                           \
+    }
 static const struct {
     const char *s;
     size_t len;
 } units[] = {
-    U("km"), U("km²"), U("km³"), U("m"), U("m²"), U("m³"), U("dm"), U("dm²"), U("dm³"), U("cm"),
-    U("cm²"), U("cm³"), U("mm"), U("mm²"), U("mm³"), U("ha"), U("µm"), U("nm"), U("yd"), U("in"),
-    U("ft"), U("kg"), U("g"), U("mg"), U("µg"), U("t"), U("lb"), U("oz"), U("m/s"), U("km/h"),
-    U("kmh"), U("mph"), U("hPa"), U("Pa"), U("mbar"), U("mb"), U("MB"), U("kb"), U("KB"), U("gb"),
-    U("GB"), U("tb"), U("TB"), U("T"), U("G"), U("M"), U("K"), U("%"), U("км"), U("км²"),
-    U("км³"), U("м"), U("м²"), U("м³"), U("дм"), U("дм²"), U("дм³"), U("см"), U("см²"), U("см³"),
-    U("мм"), U("мм²"), U("мм³"), U("нм"), U("кг"), U("г"), U("мг"), U("м/с"), U("км/ч"), U("кПа"),
-    U("Па"), U("мбар"), U("Кб"), U("КБ"), U("кб"), U("Мб"), U("МБ"), U("мб"), U("Гб"), U("ГБ"),
-    U("гб"), U("Тб"), U("ТБ"), U("тб"), U("كم"), U("كم²"), U("كم³"), U("م"), U("م²"), U("م³"),
-    U("سم"), U("سم²"), U("سم³"), U("مم"), U("مم²"), U("مم³"), U("غرام"), U("جرام"), U("جم"),
-    U("كغ"), U("ملغ"), U("كوب"), U("اكواب"),
+    U("km"), U("km²"), U("km³"),  U("m"),     U("m²"),  U("m³"),   U("dm"),   U("dm²"),  U("dm³"),
+    U("cm"), U("cm²"), U("cm³"),  U("mm"),    U("mm²"), U("mm³"),  U("ha"),   U("µm"),   U("nm"),
+    U("yd"), U("in"),  U("ft"),   U("kg"),    U("g"),   U("mg"),   U("µg"),   U("t"),    U("lb"),
+    U("oz"), U("m/s"), U("km/h"), U("kmh"),   U("mph"), U("hPa"),  U("Pa"),   U("mbar"), U("mb"),
+    U("MB"), U("kb"),  U("KB"),   U("gb"),    U("GB"),  U("tb"),   U("TB"),   U("T"),    U("G"),
+    U("M"),  U("K"),   U("%"),    U("км"),    U("км²"), U("км³"),  U("м"),    U("м²"),   U("м³"),
+    U("дм"), U("дм²"), U("дм³"),  U("см"),    U("см²"), U("см³"),  U("мм"),   U("мм²"),  U("мм³"),
+    U("нм"), U("кг"),  U("г"),    U("мг"),    U("м/с"), U("км/ч"), U("кПа"),  U("Па"),   U("мбар"),
+    U("Кб"), U("КБ"),  U("кб"),   U("Мб"),    U("МБ"),  U("мб"),   U("Гб"),   U("ГБ"),   U("гб"),
+    U("Тб"), U("ТБ"),  U("тб"),   U("كم"),    U("كم²"), U("كم³"),  U("م"),    U("م²"),   U("م³"),
+    U("سم"), U("سم²"), U("سم³"),  U("مم"),    U("مم²"), U("مم³"),  U("غرام"), U("جرام"), U("جم"),
+    U("كغ"), U("ملغ"), U("كوب"),  U("اكواب"),
 };
 #undef U
 #define UNIT_MAXLEN 10 /* bytes of the longest unit */
