@@ -237,8 +237,11 @@ FUZZ_BINS := $(addprefix build-fuzz/,$(FUZZ_TARGETS))
 fuzz:
 	@$(MAKE) --no-print-directory BUILD=build-fuzz FUZZ=1 CC=clang CXX=clang++ MPI=0 CUDA=0 $(FUZZ_BINS)
 
+# Harnesses are C; the link uses the C++ driver, which brings in the sanitizers' C++ runtime
+# that the library's C++ parts (fastText, CLD2) need.
 $(addprefix $(BUILD)/,$(FUZZ_TARGETS)): $(BUILD)/%: tests/fuzz/%.c $(BUILD)/libsluice.a
-	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -fsanitize=fuzzer,address,undefined -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -c -o $@.o $<
+	$(Q)$(CXX) $(CFLAGS_ALL) -fsanitize=fuzzer,address,undefined -o $@ $@.o $(BUILD)/libsluice.a $(LDLIBS_ALL)
 
 FUZZ_SECONDS ?= 20
 fuzz-short: fuzz

@@ -11,5 +11,8 @@ int cmd_tokenize(int argc, const char **argv);
 int cmd_tokenizer(int argc, const char **argv);
 int cmd_dataset(int argc, const char **argv);
 int cmd_dedup(int argc, const char **argv);
+int cmd_clean(int argc, const char **argv);
+int cmd_filter(int argc, const char **argv);
+int cmd_classifier(int argc, const char **argv);
 
 #endif

@@ -21,13 +21,17 @@ struct command {
 };
 
 static const struct command commands[] = {
+    /* in the order data flows */
     { "download", cmd_download, "fetch corpus files over HTTP(S): resume, retry, verify checksums" },
     { "extract", cmd_extract, "WARC/WET, HTML, Wikipedia, arXiv, Pile, C4, JSONL -> JSONL documents" },
-    { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
-    { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
-    { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
-    { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
+    { "clean", cmd_clean, "repair text: mojibake, HTML entities, controls, NFC, whitespace" },
+    { "filter", cmd_filter, "quality filters: Gopher, C4, FineWeb, NeMo, regex, language ID" },
+    { "classifier", cmd_classifier, "train a fastText quality classifier" },
     { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },
+    { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
+    { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
+    { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
+    { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -53,7 +53,7 @@ void sl_progress_start(struct sl_progress *p, const char *label, uint64_t total,
     if (p->interval <= 0)
         p->interval = 30.0;
     p->t0 = sl_now();
-    p->last = now_coarse();
+    p->last = p->interval >= 1.0 ? now_coarse() : p->t0;
 }
 
 static void draw(struct sl_progress *p, double t, int final)
@@ -100,7 +100,8 @@ void sl_progress_update(struct sl_progress *p, uint64_t done, uint64_t items)
     p->items = items;
     if (!p->enabled)
         return;
-    double t = now_coarse();
+    /* the coarse clock is cheap; short intervals (tests) need the precise one */
+    double t = p->interval >= 1.0 ? now_coarse() : sl_now();
     if (t - p->last < p->interval)
         return;
     p->last = t;
@@ -111,7 +112,9 @@ void sl_progress_finish(struct sl_progress *p)
 {
     if (!p->enabled)
         return;
-    /* On a terminal close the live line; elsewhere only if we ever printed. */
-    if (p->tty || p->drawn)
-        draw(p, sl_now(), 1);
+    /* On a terminal close the live line; elsewhere when a line was due (the work took
+     * longer than the interval) or one was printed already. */
+    double t = sl_now();
+    if (p->tty || p->drawn || t - p->t0 >= p->interval)
+        draw(p, t, 1);
 }

@@ -474,8 +474,16 @@ int sl_reader_open_source(struct sl_reader **out, struct sl_source *src,
             rc = sl_err_set(SL_ERR_NOMEM, "cannot start zstd decoder");
             goto out;
         }
-        /* Allow large windows (long-distance matching, --long=31). */
-        ZSTD_DCtx_setParameter(r->zd, ZSTD_d_windowLogMax, 31);
+        /* Allow large windows (long-distance matching, --long=31), unless an output cap is
+         * set: then no window above the cap (and zstd's default limit, 2^27). The header
+         * of a 6-byte frame can ask for a 2 GiB window (found by fuzz_stream). */
+        {
+            int wlog = 31;
+            if (r->max_output)
+                for (wlog = 27; wlog < 31 && ((uint64_t)1 << wlog) < r->max_output; wlog++)
+                    ;
+            ZSTD_DCtx_setParameter(r->zd, ZSTD_d_windowLogMax, wlog);
+        }
         break;
     case SL_CODEC_BZIP2:
         if (BZ2_bzDecompressInit(&r->bz, 0, 0) != BZ_OK) {

@@ -169,6 +169,23 @@ TEST(stream_output_cap_stops_bombs)
     sl_buf_release(&back);
 }
 
+TEST(stream_zstd_window_within_cap)
+{
+    /* a zstd frame header asking for a 2 GiB window (window descriptor 0xA8: 2^31), then
+     * junk; under an output cap it is refused instead of allocated */
+    static const unsigned char frame[] = { 0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa8, 0xca, 0x8a,
+                                           0xfe, 0x35, 0x04, 0xc7, 0x5c, 0x35, 0x90, 0x86 };
+    struct sl_buf back = SL_BUF_INIT;
+    struct sl_reader *r;
+    struct sl_reader_opts o = { SL_CODEC_AUTO, 1u << 22 };
+    REQUIRE(sl_reader_open_source(&r, sl_source_mem(frame, sizeof(frame), "w.zst"), &o) == 0);
+    CHECK(sl_reader_read_all(r, &back) < 0);
+    CHECK_CONTAINS(sl_err_msg(), "w.zst");
+    CHECK_CONTAINS(sl_err_msg(), "too much memory"); /* refused at the header */
+    sl_reader_close(r);
+    sl_buf_release(&back);
+}
+
 TEST(stream_getline)
 {
     const char *data = "one\ntwo\r\n\nthis line is long\nlast";

@@ -1,0 +1,16 @@
+/* The word lists built into the binary (see curate/filter/lexicons/SOURCE.md): stop words
+ * of the 24 mC4 default languages, the C4 bad-words lists, and spaCy's English tokenizer
+ * special cases. The returned bytes are static; never freed. */
+#ifndef SL_FILTER_LEXICONS_H
+#define SL_FILTER_LEXICONS_H
+
+#include <stddef.h>
+
+/* Bytes of the list of `kind` ("stopwords", "badwords", "spacy-en-exceptions") for
+ * language `lang` (ISO 639-1; ignored for the exceptions), or NULL if there is none. */
+const char *sl_lexicon(const char *kind, const char *lang, size_t *len);
+
+/* The languages that have a list of `kind`, as a static NULL-terminated array. */
+const char *const *sl_lexicon_langs(const char *kind);
+
+#endif
