@@ -5,5 +5,7 @@
 #define SL_CLI_COMMANDS_H
 
 int cmd_reshard(int argc, const char **argv);
+int cmd_train(int argc, const char **argv);
+int cmd_export(int argc, const char **argv);
 
 #endif

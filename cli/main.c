@@ -22,6 +22,8 @@ struct command {
 
 static const struct command commands[] = {
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
+    { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
+    { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
