@@ -129,6 +129,7 @@ static int build_component_split(struct data_loader *d, struct component *c, int
     int rc = gpt_index_load(&c->ix[s], dir, name, c->r, d->o.seq_len);
     if (rc == 0) {
         c->built[s] = 1;
+        c->ix[s].num_epochs = (int)(c->ix[s].n_doc / (c->hi[s] - c->lo[s]));
         free(dir);
         return 0;
     }

@@ -191,7 +191,7 @@ float cpu_model_forward(struct cpu_model *m, const float *params, const int32_t 
     int qkv = model_qkv_dim(c), qd = c->n_heads * c->head_dim, F = c->d_ff, fc = model_fc_dim(c);
     const float *wte = P(params, l, l->embed), *wpe = P(params, l, l->pos);
     float *x0 = c->n_layers ? m->la[0].res : m->res_out;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((double)N * D >= 2097152.0)
     for (int n = 0; n < N; n++) {
         const float *e = wte + (size_t)tokens[n] * D;
         float *o = x0 + (size_t)n * D;
@@ -217,7 +217,7 @@ float cpu_model_forward(struct cpu_model *m, const float *params, const int32_t 
                           c->head_dim);
         cpu_linear_fwd(a->mid, a->atty, P(params, l, id->attn_proj_w),
                        P(params, l, id->attn_proj_b), N, qd, D);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((double)N * D >= 2097152.0)
         for (size_t i = 0; i < (size_t)N * D; i++)
             a->mid[i] += a->res[i];
         cpu_norm_fwd(a->n2, a->n2m, a->n2r, a->mid, P(params, l, id->mlp_norm_w),
@@ -229,7 +229,7 @@ float cpu_model_forward(struct cpu_model *m, const float *params, const int32_t 
             cpu_gelu_fwd(a->act, a->fc, (size_t)N * F, c->act == MODEL_GELU_TANH);
         cpu_linear_fwd(next, a->act, P(params, l, id->mlp_proj_w), P(params, l, id->mlp_proj_b), N,
                        F, D);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((double)N * D >= 2097152.0)
         for (size_t i = 0; i < (size_t)N * D; i++)
             next[i] += a->mid[i];
     }
@@ -288,7 +288,7 @@ void cpu_model_backward(struct cpu_model *m, const float *params, float *grads,
     }
     /* embeddings: columns in parallel, tokens in order (repeated tokens add up in order) */
     float *dwte = G(grads, l, l->embed), *dwpe = G(grads, l, l->pos);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((double)N * D >= 2097152.0)
     for (int i0 = 0; i0 < D; i0 += 32) {
         int i1 = i0 + 32 < D ? i0 + 32 : D;
         for (int n = 0; n < N; n++) {

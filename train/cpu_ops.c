@@ -8,6 +8,10 @@
 #include <omp.h>
 #endif
 
+/* Fork threads only for loops worth it: a parallel region costs microseconds, and much
+ * more when other processes compete for the cores. */
+#define SL_PAR(work) ((work) >= 2097152.0)
+
 /* ---- GEMM ----------------------------------------------------------------------------- */
 
 #define GEMM_NR 16  /* columns per packed panel */
@@ -24,6 +28,25 @@ typedef float v8fa __attribute__((vector_size(32)));
 
 static inline void tile_store(float *c, v8fa lo, v8fa hi, int nr, int first, const float *bias)
 {
+    if (nr == GEMM_NR) {
+        v8fa c0, c1;
+        if (first) {
+            if (bias) {
+                memcpy(&c0, bias, sizeof(c0));
+                memcpy(&c1, bias + 8, sizeof(c1));
+                lo += c0;
+                hi += c1;
+            }
+        } else {
+            memcpy(&c0, c, sizeof(c0));
+            memcpy(&c1, c + 8, sizeof(c1));
+            lo += c0;
+            hi += c1;
+        }
+        memcpy(c, &lo, sizeof(lo));
+        memcpy(c + 8, &hi, sizeof(hi));
+        return;
+    }
     float t[GEMM_NR];
     memcpy(t, &lo, sizeof(lo));
     memcpy(t + 8, &hi, sizeof(hi));
@@ -36,17 +59,17 @@ static inline void tile_store(float *c, v8fa lo, v8fa hi, int nr, int first, con
     }
 }
 
-/* A packed block ap[mc4][kc] (rows padded with zeros to a multiple of 4) times a packed
+/* A block of rows of A (stride lda; rows up to a multiple of 4 readable) times a packed
  * panel bp[kc][16], into C rows [0, mc) and columns [0, nr). On x86-64 a second copy for
  * AVX2+FMA machines is selected at load time. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-static void gemm_panel(int mc, int kc, int nr, const float *ap, const float *bp, float *C,
-                       ptrdiff_t ldc, int first, const float *bias)
+static void gemm_panel(int mc, int kc, int nr, const float *ap, ptrdiff_t lda, const float *bp,
+                       float *C, ptrdiff_t ldc, int first, const float *bias)
 {
     for (int m0 = 0; m0 < mc; m0 += GEMM_MR) {
-        const float *a0 = ap + (ptrdiff_t)m0 * kc, *a1 = a0 + kc, *a2 = a1 + kc, *a3 = a2 + kc;
+        const float *a0 = ap + (ptrdiff_t)m0 * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
         v8fa c00 = { 0 }, c01 = { 0 }, c10 = { 0 }, c11 = { 0 };
         v8fa c20 = { 0 }, c21 = { 0 }, c30 = { 0 }, c31 = { 0 };
         for (int k = 0; k < kc; k++) {
@@ -139,7 +162,7 @@ void cpu_gemm(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t sak,
         int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
         int first = !accumulate && k0 == 0;
         int outer = by_rows ? nblocks : npanels, inner = by_rows ? npanels : nblocks;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)M * N * kc))
         for (int o = 0; o < outer; o++) {
             float ap[GEMM_MC * GEMM_KC] __attribute__((aligned(64)));
             float bp[GEMM_KC * GEMM_NR] __attribute__((aligned(64)));
@@ -148,12 +171,15 @@ void cpu_gemm(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t sak,
                 int m0 = mb * GEMM_MC, mc = M - m0 < GEMM_MC ? M - m0 : GEMM_MC;
                 int n0 = p * GEMM_NR;
                 int nr = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
-                if (!by_rows || in == 0)
+                /* rows of A used in place when contiguous along k and complete */
+                int direct = sak == 1 && mc % GEMM_MR == 0;
+                if (!direct && (!by_rows || in == 0))
                     pack_a(ap, A, sam, sak, m0, mc, k0, kc);
                 if (by_rows || in == 0)
                     pack_b(bp, B, sbk, sbn, n0, nr, k0, kc);
-                gemm_panel(mc, kc, nr, ap, bp, C + (ptrdiff_t)m0 * ldc + n0, ldc, first,
-                           bias && first ? bias + n0 : NULL);
+                const float *a = direct ? A + (ptrdiff_t)m0 * sam + k0 : ap;
+                gemm_panel(mc, kc, nr, a, direct ? sam : kc, bp, C + (ptrdiff_t)m0 * ldc + n0, ldc,
+                           first, bias && first ? bias + n0 : NULL);
             }
         }
     }
@@ -173,7 +199,7 @@ void cpu_linear_bwd(float *dx, float *dW, float *db, const float *dy, const floa
     /* dW[o,i] += sum_n dy[n,o] x[n,i]: A(m=o, k=n) = dy[n*OC + o] */
     cpu_gemm(OC, IC, N, dy, 1, OC, x, IC, 1, dW, IC, 1, NULL);
     if (db) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * OC))
         for (int o0 = 0; o0 < OC; o0 += 64) {
             int o1 = o0 + 64 < OC ? o0 + 64 : OC;
             for (int n = 0; n < N; n++) {
@@ -190,7 +216,7 @@ void cpu_linear_bwd(float *dx, float *dW, float *db, const float *dy, const floa
 void cpu_norm_fwd(float *y, float *mean, float *rstd, const float *x, const float *w,
                   const float *b, int N, int D, float eps, int rms)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * D))
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * D;
         float *yr = y + (size_t)n * D;
@@ -219,7 +245,7 @@ void cpu_norm_fwd(float *y, float *mean, float *rstd, const float *x, const floa
 void cpu_norm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x,
                   const float *mean, const float *rstd, const float *w, int N, int D, int rms)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * D))
     for (int n = 0; n < N; n++) {
         const float *xr = x + (size_t)n * D, *g = dy + (size_t)n * D;
         float *dxr = dx + (size_t)n * D;
@@ -239,7 +265,7 @@ void cpu_norm_bwd(float *dx, float *dw, float *db, const float *dy, const float 
         }
     }
     /* parameter gradients: columns in parallel, rows in order */
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * D))
     for (int i0 = 0; i0 < D; i0 += 64) {
         int i1 = i0 + 64 < D ? i0 + 64 : D;
         for (int n = 0; n < N; n++) {
@@ -260,7 +286,7 @@ void cpu_norm_bwd(float *dx, float *dw, float *db, const float *dy, const float 
 
 void cpu_gelu_fwd(float *y, const float *x, size_t n, int tanh_form)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)n))
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
         if (tanh_form)
@@ -272,7 +298,7 @@ void cpu_gelu_fwd(float *y, const float *x, size_t n, int tanh_form)
 
 void cpu_gelu_bwd(float *dx, const float *dy, const float *x, size_t n, int tanh_form)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)n))
     for (size_t i = 0; i < n; i++) {
         float v = x[i], d;
         if (tanh_form) {
@@ -291,7 +317,7 @@ void cpu_gelu_bwd(float *dx, const float *dy, const float *x, size_t n, int tanh
 
 void cpu_swiglu_fwd(float *h, const float *fc, int N, int F)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * F))
     for (int n = 0; n < N; n++) {
         const float *g = fc + (size_t)n * 2 * F, *u = g + F;
         float *hr = h + (size_t)n * F;
@@ -304,7 +330,7 @@ void cpu_swiglu_fwd(float *h, const float *fc, int N, int F)
 
 void cpu_swiglu_bwd(float *dfc, const float *dh, const float *fc, int N, int F)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * F))
     for (int n = 0; n < N; n++) {
         const float *g = fc + (size_t)n * 2 * F, *u = g + F, *d = dh + (size_t)n * F;
         float *dg = dfc + (size_t)n * 2 * F, *du = dg + F;
@@ -323,7 +349,7 @@ void cpu_rope(float *qkv, const float *cos_t, const float *sin_t, int B, int T, 
               int n_kv_heads, int hd, int inverse)
 {
     int half = hd / 2, width = (n_heads + 2 * n_kv_heads) * hd, nrot = n_heads + n_kv_heads;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)B * T * width))
     for (int r = 0; r < B * T; r++) {
         int t = r % T;
         const float *c = cos_t + (size_t)t * half, *s = sin_t + (size_t)t * half;
@@ -347,7 +373,7 @@ void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int
 {
     int width = (H + 2 * Hkv) * hd, group = H / Hkv;
     float scale = 1.0f / sqrtf((float)hd);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (SL_PAR((double)B * T * T * width))
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             int g = h / group;
@@ -395,7 +421,7 @@ void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const flo
     float scale = 1.0f / sqrtf((float)hd);
     memset(dqkv, 0, (size_t)B * T * width * sizeof(float));
     /* one task per (batch, kv head): the q heads sharing k and v run in order */
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (SL_PAR((double)B * T * T * width))
     for (int b = 0; b < B; b++) {
         for (int g = 0; g < Hkv; g++) {
 #ifdef _OPENMP
@@ -516,7 +542,7 @@ static void row_softmax_grad(float *l, int V, float lse, float dloss)
 void cpu_xent_fwd(float *losses, float *lse, const float *logits, const int32_t *targets, int N,
                   int V)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * V))
     for (int n = 0; n < N; n++) {
         const float *l = logits + (size_t)n * V;
         lse[n] = row_lse(l, V);
@@ -527,7 +553,7 @@ void cpu_xent_fwd(float *losses, float *lse, const float *logits, const int32_t 
 void cpu_xent_bwd(float *logits, const float *lse, const int32_t *targets, int N, int V,
                   float dloss)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * V))
     for (int n = 0; n < N; n++) {
         float *l = logits + (size_t)n * V;
         row_softmax_grad(l, V, lse[n], dloss);

@@ -62,7 +62,7 @@ void adamw_step(const struct adamw *o, const struct model_layout *l, float *para
         const struct model_tensor *t = &l->t[ti];
         float decay = t->decay ? (float)(1.0 - lr * o->weight_decay) : 1.0f;
         size_t off = t->offset, n = t->numel;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 2097152)
         for (size_t i = off; i < off + n; i++) {
             float g = grads[i];
             float p = params[i] * decay;
@@ -84,7 +84,7 @@ double grad_global_norm(const float *grads, size_t n)
     double part[64];
     for (size_t c0 = 0; c0 < nchunks; c0 += 64) {
         size_t c1 = c0 + 64 < nchunks ? c0 + 64 : nchunks;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 2097152)
         for (size_t c = c0; c < c1; c++) {
             size_t b = c * chunk, e = b + chunk < n ? b + chunk : n;
             double s = 0.0;
@@ -106,7 +106,7 @@ double grad_clip(float *grads, size_t n, double norm, double max_norm)
     if (coef >= 1.0)
         return 1.0;
     float cf = (float)coef;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 2097152)
     for (size_t i = 0; i < n; i++)
         grads[i] *= cf;
     return coef;

@@ -60,6 +60,7 @@ struct topts {
     struct adamw adam;
     double clip;
     const char *prefix, *split, *cache_dir;
+    char *prefix_list; /* data.prefix given as a list, joined (owned) */
     int normalize_weights, synthetic;
     long eval_interval, eval_iters;
     const char *ckpt_dir;
@@ -162,15 +163,9 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
         data->used = 1;
         o->synthetic = 1;
     } else {
-        if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix)) ||
-            (rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
-            (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
-            (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)) ||
-            (rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
-            return rc;
         struct sl_cfg *pn = sl_cfg_get(root, "data.prefix");
         if (pn && pn->kind == SL_CFG_SEQ) {
-            /* a YAML list: join its items with spaces */
+            /* a YAML list (NeMo's data_prefix): join its items with spaces */
             const char **items;
             size_t n;
             if ((rc = sl_cfg_strs(root, "data.prefix", &items, &n)))
@@ -179,11 +174,16 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
             for (size_t i = 0; i < n; i++)
                 sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
             free(items);
-            /* kept alive by the config tree */
-            free(pn->value);
-            pn->value = sl_buf_detach(&b, NULL);
-            o->prefix = pn->value;
+            o->prefix_list = sl_buf_detach(&b, NULL);
+            o->prefix = o->prefix_list;
+        } else if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix))) {
+            return rc;
         }
+        if ((rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
+            (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
+            (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)) ||
+            (rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
+            return rc;
         o->synthetic = !o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0];
     }
     if (!o->data_seed)
@@ -387,6 +387,8 @@ static int train_loop(struct trainer *t)
                        (size_t)(B * T) * (size_t)o->mc.vocab_size * sizeof(float));
             cpu_model_backward(t->cm, t->params, t->grads, t->tokens, t->targets, scale);
         }
+        if (rc)
+            sl_error("%s", sl_err_msg());
         if ((rc = all_ok(t, rc)))
             return rc;
         if ((rc = sl_world_allreduce_f32(t->w, t->grads, total, SL_SUM)))
@@ -505,6 +507,7 @@ static int run(struct sl_cfg *root)
     int rc = load_opts(&t->o, root, t->w->size);
     if (rc) {
         sl_error("%s", sl_err_msg());
+        free(t->o.prefix_list);
         return 2;
     }
     const struct topts *o = &t->o;
@@ -685,6 +688,7 @@ out:
     free(t->dump_logits);
     free(t->config_json);
     free(t->optim_json);
+    free(t->o.prefix_list);
     return rc;
 }
 
