@@ -97,6 +97,42 @@ static void gemm_panel(int mc, int kc, int nr, const float *ap, ptrdiff_t lda, c
     }
 }
 
+/* The same product with A packed k-major in groups of 4 rows: ap[(g * kc + k) * 4 + r]. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void gemm_panel_kmajor(int mc, int kc, int nr, const float *ap, const float *bp, float *C,
+                              ptrdiff_t ldc, int first, const float *bias)
+{
+    for (int m0 = 0; m0 < mc; m0 += GEMM_MR) {
+        const float *a = ap + (ptrdiff_t)m0 * kc;
+        v8fa c00 = { 0 }, c01 = { 0 }, c10 = { 0 }, c11 = { 0 };
+        v8fa c20 = { 0 }, c21 = { 0 }, c30 = { 0 }, c31 = { 0 };
+        for (int k = 0; k < kc; k++) {
+            v8fa b0 = *(const v8fa *)(bp + k * GEMM_NR);
+            v8fa b1 = *(const v8fa *)(bp + k * GEMM_NR + 8);
+            float x0 = a[4 * k], x1 = a[4 * k + 1], x2 = a[4 * k + 2], x3 = a[4 * k + 3];
+            c00 += x0 * b0;
+            c01 += x0 * b1;
+            c10 += x1 * b0;
+            c11 += x1 * b1;
+            c20 += x2 * b0;
+            c21 += x2 * b1;
+            c30 += x3 * b0;
+            c31 += x3 * b1;
+        }
+        int mr = mc - m0 < GEMM_MR ? mc - m0 : GEMM_MR;
+        float *c = C + (ptrdiff_t)m0 * ldc;
+        tile_store(c, c00, c01, nr, first, bias);
+        if (mr > 1)
+            tile_store(c + ldc, c10, c11, nr, first, bias);
+        if (mr > 2)
+            tile_store(c + 2 * ldc, c20, c21, nr, first, bias);
+        if (mr > 3)
+            tile_store(c + 3 * ldc, c30, c31, nr, first, bias);
+    }
+}
+
 #define GEMM_MC 64 /* rows per packed block of A */
 
 /* A[m0:m0+mc, k0:k0+kc] row-major with stride kc, rows padded with zeros to a multiple of
@@ -104,35 +140,50 @@ static void gemm_panel(int mc, int kc, int nr, const float *ap, ptrdiff_t lda, c
 static void pack_a(float *ap, const float *A, ptrdiff_t sam, ptrdiff_t sak, int m0, int mc, int k0,
                    int kc)
 {
-    if (sak == 1) {
+    if (sak == 1) { /* rows contiguous along k: row-major, stride kc */
         for (int r = 0; r < mc; r++)
             memcpy(ap + r * kc, A + (ptrdiff_t)(m0 + r) * sam + k0, (size_t)kc * sizeof(float));
-    } else {
-        for (int k = 0; k < kc; k++) {
-            const float *a = A + (ptrdiff_t)(k0 + k) * sak + (ptrdiff_t)m0 * sam;
-            for (int r = 0; r < mc; r++)
-                ap[r * kc + k] = a[(ptrdiff_t)r * sam];
+        for (int r = mc; r % GEMM_MR; r++)
+            memset(ap + r * kc, 0, (size_t)kc * sizeof(float));
+        return;
+    }
+    /* otherwise k-major groups of 4 rows (gemm_panel_kmajor), read along m */
+    int groups = (mc + GEMM_MR - 1) / GEMM_MR;
+    for (int k = 0; k < kc; k++) {
+        const float *a = A + (ptrdiff_t)(k0 + k) * sak + (ptrdiff_t)m0 * sam;
+        for (int g = 0; g < groups; g++) {
+            float *d = ap + ((ptrdiff_t)g * kc + k) * GEMM_MR;
+            for (int r = 0; r < GEMM_MR; r++) {
+                int m = g * GEMM_MR + r;
+                d[r] = m < mc ? a[(ptrdiff_t)m * sam] : 0.0f;
+            }
         }
     }
-    for (int r = mc; r % GEMM_MR; r++)
-        memset(ap + r * kc, 0, (size_t)kc * sizeof(float));
 }
 
 /* B[k0:k0+kc, n0:n0+nr] as kc rows of GEMM_NR (zero padded). */
 static void pack_b(float *bp, const float *B, ptrdiff_t sbk, ptrdiff_t sbn, int n0, int nr, int k0,
                    int kc)
 {
-    for (int k = 0; k < kc; k++) {
-        const float *b = B + (ptrdiff_t)(k0 + k) * sbk + (ptrdiff_t)n0 * sbn;
-        float *d = bp + k * GEMM_NR;
-        if (sbn == 1) {
-            memcpy(d, b, (size_t)nr * sizeof(float));
-        } else {
-            for (int j = 0; j < nr; j++)
-                d[j] = b[(ptrdiff_t)j * sbn];
+    if (sbn == 1) {
+        for (int k = 0; k < kc; k++) {
+            float *d = bp + k * GEMM_NR;
+            memcpy(d, B + (ptrdiff_t)(k0 + k) * sbk + n0, (size_t)nr * sizeof(float));
+            for (int j = nr; j < GEMM_NR; j++)
+                d[j] = 0.0f;
         }
-        for (int j = nr; j < GEMM_NR; j++)
-            d[j] = 0.0f;
+        return;
+    }
+    /* B(k, n) contiguous along k (a transposed weight): read each column in one sweep */
+    for (int j = 0; j < GEMM_NR; j++) {
+        if (j < nr) {
+            const float *b = B + (ptrdiff_t)(n0 + j) * sbn + (ptrdiff_t)k0 * sbk;
+            for (int k = 0; k < kc; k++)
+                bp[k * GEMM_NR + j] = b[(ptrdiff_t)k * sbk];
+        } else {
+            for (int k = 0; k < kc; k++)
+                bp[k * GEMM_NR + j] = 0.0f;
+        }
     }
 }
 
@@ -177,9 +228,13 @@ void cpu_gemm(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t sak,
                     pack_a(ap, A, sam, sak, m0, mc, k0, kc);
                 if (by_rows || in == 0)
                     pack_b(bp, B, sbk, sbn, n0, nr, k0, kc);
-                const float *a = direct ? A + (ptrdiff_t)m0 * sam + k0 : ap;
-                gemm_panel(mc, kc, nr, a, direct ? sam : kc, bp, C + (ptrdiff_t)m0 * ldc + n0, ldc,
-                           first, bias && first ? bias + n0 : NULL);
+                float *c = C + (ptrdiff_t)m0 * ldc + n0;
+                const float *bias_n = bias && first ? bias + n0 : NULL;
+                if (sak != 1)
+                    gemm_panel_kmajor(mc, kc, nr, ap, bp, c, ldc, first, bias_n);
+                else
+                    gemm_panel(mc, kc, nr, direct ? A + (ptrdiff_t)m0 * sam + k0 : ap,
+                               direct ? sam : kc, bp, c, ldc, first, bias_n);
             }
         }
     }
@@ -503,10 +558,29 @@ __attribute__((target_clones("arch=x86-64-v3", "default")))
 static float row_lse(const float *l, int V)
 {
     float mx = -INFINITY;
-    for (int v = 0; v < V; v++)
+    int v = 0;
+    if (V >= 8) {
+        v8fa m;
+        memcpy(&m, l, sizeof(m));
+        for (v = 8; v + 8 <= V; v += 8) {
+            v8fa x;
+            memcpy(&x, l + v, sizeof(x));
+            v8i gt = x > m;
+            v8i xb, mb;
+            memcpy(&xb, &x, sizeof(x));
+            memcpy(&mb, &m, sizeof(m));
+            mb = (gt & xb) | (~gt & mb);
+            memcpy(&m, &mb, sizeof(m));
+        }
+        float a[8];
+        memcpy(a, &m, sizeof(a));
+        for (int k = 0; k < 8; k++)
+            mx = a[k] > mx ? a[k] : mx;
+    }
+    for (; v < V; v++)
         mx = l[v] > mx ? l[v] : mx;
     double sum = 0.0;
-    int v = 0;
+    v = 0;
     for (; v + 256 <= V; v += 256) { /* blocks of 256 in float lanes, blocks added in double */
         v8fa acc = { 0 };
         for (int k = 0; k < 256; k += 8) {

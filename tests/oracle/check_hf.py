@@ -130,7 +130,7 @@ def main():
     except Exception:
         print("skip transformers check: transformers/torch not importable")
     else:
-        model = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32)
+        model = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
         check("transformers loads %s" % arch, type(model).__name__ == arch, type(model).__name__)
         with torch.no_grad():
             lg = model(torch.tensor(toks[:, :-1])).logits.reshape(-1, cfg["vocab_size"]).double().numpy()
