@@ -424,14 +424,15 @@ static int train_loop(struct trainer *t)
         t->st.loss = loss;
         double dt = sl_now() - t0;
         double tok_s = (double)o->global_batch * T / dt;
-        double tflops = t->flops_per_token * tok_s / 1e12;
+        /* per rank, as the published tables give it */
+        double tflops = t->flops_per_token * tok_s / 1e12 / W;
         double mfu = o->peak_tflops > 0 ? tflops / o->peak_tflops : NAN;
         if (t->w->rank == 0 && (step % o->log_interval == 0 || step == o->steps)) {
             char mfu_s[32] = "-";
             if (isfinite(mfu))
                 snprintf(mfu_s, sizeof(mfu_s), "%.2f%%", 100.0 * mfu);
             printf("step %ld/%ld | consumed_samples %llu | loss %.4f | lr %.4e | grad_norm %.4f | "
-                   "step_time %.3f s | tokens/s %.0f | TFLOP/s %.4f | MFU %s%s\n",
+                   "step_time %.3f s | tokens/s %.0f | TFLOP/s/rank %.4f | MFU %s%s\n",
                    step, o->steps, (unsigned long long)t->st.consumed_samples, loss, lr, norm, dt,
                    tok_s, tflops, mfu_s, finite ? "" : " | skipped");
             fflush(stdout);
@@ -442,7 +443,7 @@ static int train_loop(struct trainer *t)
             log_json(t,
                      "{\"type\":\"train\",\"step\":%ld,\"consumed_samples\":%llu,\"loss\":%s,"
                      "\"lr\":%.9g,\"grad_norm\":%s,\"step_time_s\":%.6f,\"tokens_per_s\":%.3f,"
-                     "\"tflops\":%.6f,\"mfu\":%s,\"skipped\":%s}\n",
+                     "\"tflops_per_rank\":%.6f,\"mfu\":%s,\"skipped\":%s}\n",
                      step, (unsigned long long)t->st.consumed_samples, jl, lr, jn, dt, tok_s,
                      tflops, jm, finite ? "false" : "true");
         }

@@ -39,7 +39,7 @@ expect_out "step 3/3 | consumed_samples 12 | loss "
 expect_out "| lr "; expect_out "| grad_norm "; expect_out "| tokens/s "; expect_out "| MFU "
 expect_eq "$(grep -c '"type":"train"' "$T/log.jsonl")" 3
 expect_eq "$(json_line "$T/log.jsonl" 3 "sorted(m)")" \
-    "['consumed_samples', 'grad_norm', 'loss', 'lr', 'mfu', 'skipped', 'step', 'step_time_s', 'tflops', 'tokens_per_s', 'type']"
+    "['consumed_samples', 'grad_norm', 'loss', 'lr', 'mfu', 'skipped', 'step', 'step_time_s', 'tflops_per_rank', 'tokens_per_s', 'type']"
 
 case_ "a typo in a key is reported with the nearest known key"
 run "$SLUICE" train "$CFG" data=synthetic optim.lrr=1
