@@ -26,7 +26,8 @@ typedef float v8fa __attribute__((vector_size(32)));
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-static inline void tile_store(float *c, v8fa lo, v8fa hi, int nr, int first, const float *bias)
+static inline __attribute__((always_inline)) void tile_store(float *c, v8fa lo, v8fa hi, int nr,
+                                                          int first, const float *bias)
 {
     if (nr == GEMM_NR) {
         v8fa c0, c1;

@@ -155,6 +155,7 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
     o->lr.warmup_steps = warmup;
     o->lr.decay_steps = decay_steps;
     o->lr.style = (enum lr_decay)idx;
+    o->data_seed = o->seed;
     struct sl_cfg *data = sl_cfg_get(root, "data");
     if (data && data->kind == SL_CFG_SCALAR) {
         if (strcmp(data->value, "synthetic") != 0)
@@ -186,8 +187,6 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
             return rc;
         o->synthetic = !o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0];
     }
-    if (!o->data_seed)
-        o->data_seed = o->seed;
     if ((rc = cfg_nonneg(root, "eval.interval", 0, &o->eval_interval, 0)) ||
         (rc = cfg_nonneg(root, "eval.iters", 10, &o->eval_iters, 1)) ||
         (rc = sl_cfg_str(root, "checkpoint.dir", NULL, &o->ckpt_dir)) ||
