@@ -6,6 +6,8 @@
 #   make asan         the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly
 #   make bench        run the benchmarks in bench/ against the peer tools
+#   make test-gpu     build and run the CUDA kernel tests (SKIP without nvcc or a GPU)
+#   make bench-kernels  time the CUDA kernels (one table)
 #
 # Knobs: WERROR=1 (CI), CUDA=0 / MPI=0 to build without them, O=-O0 for debugging,
 #        NATIVE=1 for -march=native, BUILD=dir for another build directory.
@@ -178,10 +180,11 @@ $(BUILD)/test_unit: $(UNIT_OBJS) $(BUILD)/libsluice.a
 	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(UNIT_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
 
 .PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short demo \
-        bench clean format check-format
+        bench clean format check-format test-gpu bench-kernels
 FORCE:
 
-all: config $(BUILD)/sluice
+# With CUDA, `all` also builds the GPU test and benchmark programs: every .cu compiles and links.
+all: config $(BUILD)/sluice $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
 
 # Print what was found, once per make invocation that builds.
 config:
@@ -204,14 +207,31 @@ test-unit: $(BUILD)/test_unit
 	@echo "== unit tests ($(BUILD))"
 	@SLUICE_TEST_DATA=$(CURDIR)/tests/fixtures $(BUILD)/test_unit
 
-test-cli: $(BUILD)/sluice
+test-cli: $(BUILD)/sluice $(BUILD)/test_world
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
-	@SLUICE=$(CURDIR)/$(BUILD)/sluice SANITIZE=$(SANITIZE) tests/cli/run.sh
+	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
+
+test-gpu:
+ifeq ($(HAVE_CUDA),1)
+	@$(MAKE) --no-print-directory $(BUILD)/test_kernels
+	@echo "== GPU kernel tests ($(BUILD))"
+	@$(BUILD)/test_kernels $(TEST_GPU_ARGS)
+else
+	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
+endif
+
+bench-kernels:
+ifeq ($(HAVE_CUDA),1)
+	@$(MAKE) --no-print-directory $(BUILD)/bench_kernels
+	@$(BUILD)/bench_kernels $(BENCH_ARGS)
+else
+	@echo "bench-kernels: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
+endif
 
 asan:
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 all
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 test-unit
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 test-cli
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 all
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 test-unit
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 test-cli
 
 FUZZ_BINS := $(addprefix build-fuzz/,$(FUZZ_TARGETS))
 fuzz:

@@ -5,6 +5,8 @@
 #define SL_CLI_COMMANDS_H
 
 int cmd_reshard(int argc, const char **argv);
+int cmd_download(int argc, const char **argv);
+int cmd_extract(int argc, const char **argv);
 int cmd_train(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
 

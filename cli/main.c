@@ -21,6 +21,8 @@ struct command {
 };
 
 static const struct command commands[] = {
+    { "download", cmd_download, "fetch corpus files over HTTP(S): resume, retry, verify checksums" },
+    { "extract", cmd_extract, "WARC/WET, arXiv, Pile, C4, JSONL -> uniform JSONL documents" },
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
     { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
     { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },

@@ -2,3 +2,7 @@
 # Components add their own fuzz targets (tests/fuzz/<name>.c) to FUZZ_TARGETS.
 UNIT_SRCS += tests/harness.c $(sort $(wildcard tests/unit/*.c))
 FUZZ_TARGETS += fuzz_jsonl fuzz_stream fuzz_config
+
+# An MPI program for the world's collectives, run under mpirun by tests/cli/t_mpi.sh.
+$(BUILD)/test_world: $(BUILD)/obj/tests/mpi/test_world.o $(BUILD)/libsluice.a
+	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)

@@ -10,6 +10,12 @@ if ! have_mpi; then
     exit 0
 fi
 
+for np in 1 2 3 4; do
+    case_ "world collectives under mpirun -np $np"
+    run timeout 120 "${MPIRUN[@]}" -np $np "${SLUICE_BUILD:-$(dirname "$SLUICE")}/test_world"
+    expect_rc 0; expect_out "ok $np ranks"
+done
+
 mkdir -p "$T/in"
 python3 - "$T/in" <<'PY'
 import json, sys, gzip, random

@@ -103,7 +103,7 @@ expect_err "blns.jsonl.zst:2: \"text\" is not a string"
 
 case_ "progress: plain lines when not a terminal, none with -q"
 SLUICE_PROGRESS_INTERVAL=0.000001 run "$SLUICE" reshard --out "$T/o5" --shards 2 "$T/in"
-expect_rc 0; expect_err "reshard: "; expect_err "MB/s"
+expect_rc 0; expect_err "reshard: "; expect_err "B/s"  # a rate; its unit depends on the machine
 SLUICE_PROGRESS_INTERVAL=0.000001 run "$SLUICE" -q reshard --out "$T/o6" --shards 2 "$T/in"
 expect_rc 0; expect_err_empty
 SLUICE_PROGRESS_INTERVAL=0.000001 run "$SLUICE" reshard -q --out "$T/o7" --shards 2 "$T/in"

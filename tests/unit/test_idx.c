@@ -150,7 +150,8 @@ TEST(idx_bad_files)
     CHECK_EQ_INT(idx_reader_open(&r, path), SL_ERR_FORMAT);
     CHECK_CONTAINS(sl_err_msg(), "fairseq");
     /* bad magic */
-    sl_test_write("t4.idx", "NOTANIDX\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 40);
+    static const char bad_idx[40] = "NOTANIDX"; /* zero-padded: 40 readable bytes */
+    sl_test_write("t4.idx", bad_idx, sizeof(bad_idx));
     sl_test_write("t4.bin", "", 0);
     prefix_path(path, sizeof(path), "t4");
     CHECK_EQ_INT(idx_reader_open(&r, path), SL_ERR_FORMAT);

@@ -1,0 +1,3 @@
+# curate/download: fetch corpus files over HTTP(S) (sluice download).
+LIB_SRCS += curate/download/cmd_download.c curate/download/fetch.c curate/download/checksum.c
+PKGS += libcurl libcrypto

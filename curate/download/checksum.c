@@ -1,0 +1,123 @@
+/* Checksum lists (sha256sum/md5sum format) and file digests through libcrypto's EVP. */
+#include "curate/download/checksum.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/stream.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int checksum_list_load(struct checksum_list *l, const char *path)
+{
+    memset(l, 0, sizeof(*l));
+    struct sl_buf b = SL_BUF_INIT;
+    sl_buf_init(&b, 64u << 20);
+    int rc = sl_read_file(path, &b);
+    if (rc) {
+        sl_buf_release(&b);
+        return sl_err_wrap(rc, "cannot read checksums: ");
+    }
+    size_t cap = 0, line = 0;
+    char *p = b.data ? b.data : "", *end = p + b.len;
+    while (p < end && !rc) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        line++;
+        while (le > p && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
+            le--;
+        *le = 0;
+        char *s = p;
+        p = nl ? nl + 1 : end;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (!*s || *s == '#')
+            continue;
+        size_t h = 0;
+        while (isxdigit((unsigned char)s[h]))
+            h++;
+        char *name = s + h;
+        if ((h != 64 && h != 32) || (*name != ' ' && *name != '\t')) {
+            rc = sl_err_set(SL_ERR_FORMAT,
+                            "%s:%zu: expected 'HEX  NAME' with a sha256 (64 hex digits) or md5 "
+                            "(32) digest",
+                            path, line);
+            break;
+        }
+        while (*name == ' ' || *name == '\t')
+            name++;
+        if (*name == '*')
+            name++;
+        const char *slash = strrchr(name, '/');
+        if (slash)
+            name = (char *)slash + 1;
+        if (!*name) {
+            rc = sl_err_set(SL_ERR_FORMAT, "%s:%zu: digest without a file name", path, line);
+            break;
+        }
+        if (l->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            l->v = sl_xrealloc(l->v, cap * sizeof(*l->v));
+        }
+        struct checksum_entry *e = &l->v[l->n++];
+        e->name = sl_xstrdup(name);
+        for (size_t k = 0; k < h; k++)
+            e->hex[k] = (char)tolower((unsigned char)s[k]);
+        e->hex[h] = 0;
+        e->sha256 = h == 64;
+    }
+    sl_buf_release(&b);
+    if (rc)
+        checksum_list_release(l);
+    return rc;
+}
+
+void checksum_list_release(struct checksum_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].name);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+const struct checksum_entry *checksum_list_find(const struct checksum_list *l, const char *name)
+{
+    for (size_t i = l->n; i-- > 0;)
+        if (!strcmp(l->v[i].name, name))
+            return &l->v[i];
+    return NULL;
+}
+
+int checksum_file(const char *path, int sha256, char out[65])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int rc = 0;
+    if (!ctx || EVP_DigestInit_ex(ctx, sha256 ? EVP_sha256() : EVP_md5(), NULL) != 1) {
+        rc = sl_err_set(SL_ERR_NOMEM, "cannot start a digest");
+    } else {
+        static unsigned char buf[1 << 16];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
+            EVP_DigestUpdate(ctx, buf, got);
+        if (ferror(f))
+            rc = sl_err_set(SL_ERR_IO, "cannot read '%s'", path);
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        if (!rc && EVP_DigestFinal_ex(ctx, md, &len) == 1) {
+            for (unsigned i = 0; i < len; i++)
+                snprintf(out + 2 * i, 3, "%02x", md[i]);
+            out[2 * len] = 0;
+        }
+    }
+    EVP_MD_CTX_free(ctx);
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,422 @@
+/* sluice download: fetch corpus files (URLs, a URL list, or a numbered URL template) into
+ * a stage directory with a manifest. Each file is fetched into DIR/.NAME.part (kept
+ * between runs for Range resume), verified against --checksums when given, and only then
+ * renamed to DIR/NAME; MPI ranks split the files. */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/err.h"
+#include "core/inputs.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "curate/download/checksum.h"
+#include "curate/download/fetch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const usage[] = {
+    "sluice download --out DIR (--url URL... | --url-list FILE | --url-template T --file-numbers N) [options]",
+    "",
+    "Download files into DIR, resuming partial downloads (HTTP Range) and retrying with",
+    "backoff on 5xx answers and dropped connections. A file appears under its final name",
+    "only when complete (and verified, with --checksums); DIR/.NAME.part holds the partial",
+    "data in between, so running the same command again continues where it stopped.",
+    "--url-template uses {n} or {n:05d} for the numbers of --file-numbers (0,3,5-7).",
+    "DIR gets a manifest.json; 'sluice extract --rm-inputs' may delete what it lists.",
+    NULL,
+};
+
+struct opts {
+    const char *out, *url_list, *url_template, *file_numbers, *checksums;
+    struct sl_strlist urls;
+    long retries;
+    double retry_wait;
+    long connect_timeout, stall_timeout;
+    int force;
+};
+
+/* Expand "{n}" / "{n:05d}" / "{n:d}" in t for number v. */
+static int expand_template(const char *t, uint64_t v, struct sl_buf *out)
+{
+    const char *p = t;
+    int found = 0;
+    while (*p) {
+        const char *b = strchr(p, '{');
+        if (!b) {
+            sl_buf_puts(out, p);
+            break;
+        }
+        sl_buf_append(out, p, (size_t)(b - p));
+        const char *e = strchr(b, '}');
+        if (!e || b[1] != 'n')
+            return sl_err_set(SL_ERR_USAGE, "--url-template: expected '{n}' or '{n:05d}' in '%s'", t);
+        int width = 0, zero = 0;
+        const char *q = b + 2;
+        if (*q == ':') {
+            q++;
+            if (*q == '0') {
+                zero = 1;
+                q++;
+            }
+            while (*q >= '0' && *q <= '9')
+                width = width * 10 + (*q++ - '0');
+            if (*q == 'd')
+                q++;
+        }
+        if (q != e || width > 32)
+            return sl_err_set(SL_ERR_USAGE, "--url-template: cannot read '%.*s' (use {n} or {n:05d})",
+                              (int)(e - b + 1), b);
+        sl_buf_printf(out, zero ? "%0*llu" : "%*llu", width, (unsigned long long)v);
+        found = 1;
+        p = e + 1;
+    }
+    if (!found)
+        return sl_err_set(SL_ERR_USAGE, "--url-template '%s' has no {n}", t);
+    return 0;
+}
+
+/* The file name a URL is saved under: the last path segment, without query/fragment. */
+static char *url_name(const char *url)
+{
+    const char *s = strstr(url, "://");
+    s = s ? s + 3 : url;
+    size_t end = strcspn(s, "?#");
+    const char *last = NULL;
+    for (size_t i = 0; i < end; i++)
+        if (s[i] == '/')
+            last = s + i;
+    if (!last || (size_t)(s + end - last) <= 1)
+        return NULL;
+    return sl_xstrndup(last + 1, (size_t)(s + end - last - 1));
+}
+
+static int name_ok(const char *n)
+{
+    return n && n[0] && n[0] != '.' && !strchr(n, '/') && !strchr(n, '\\') &&
+           strcmp(n, "manifest.json") != 0 && strcmp(n, "plan") != 0 && strlen(n) < 240;
+}
+
+static int collect_urls(const struct opts *o, struct sl_strlist *urls)
+{
+    int rc = 0;
+    for (size_t i = 0; i < o->urls.n; i++)
+        sl_strlist_push(urls, o->urls.v[i]);
+    if (o->url_list) {
+        struct sl_buf b = SL_BUF_INIT;
+        sl_buf_init(&b, 256u << 20);
+        rc = sl_read_file(o->url_list, &b);
+        if (rc) {
+            sl_buf_release(&b);
+            return sl_err_wrap(rc, "--url-list: ");
+        }
+        char *p = b.data ? b.data : "", *end = p + b.len;
+        while (p < end) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            char *le = nl ? nl : end;
+            while (le > p && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
+                le--;
+            *le = 0;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            if (*p && *p != '#')
+                sl_strlist_push(urls, p);
+            p = nl ? nl + 1 : end;
+        }
+        sl_buf_release(&b);
+    }
+    if (o->url_template) {
+        uint64_t *nums = NULL;
+        size_t nn = 0;
+        rc = sl_parse_ranges(o->file_numbers, &nums, &nn);
+        if (rc)
+            return sl_err_wrap(rc, "--file-numbers: ");
+        struct sl_buf u = SL_BUF_INIT;
+        for (size_t i = 0; i < nn && !rc; i++) {
+            sl_buf_reset(&u);
+            rc = expand_template(o->url_template, nums[i], &u);
+            if (!rc)
+                sl_strlist_push(urls, u.data);
+        }
+        sl_buf_release(&u);
+        free(nums);
+    }
+    return rc;
+}
+
+struct progress_ctx {
+    struct sl_progress *p;
+    uint64_t bytes, files;
+};
+
+static void on_bytes(void *ctx, uint64_t n)
+{
+    struct progress_ctx *pc = ctx;
+    pc->bytes += n;
+    sl_progress_update(pc->p, pc->bytes, pc->files);
+}
+
+static const char *cur_name;
+
+static void on_retry(void *ctx, int attempt, double wait, const char *why)
+{
+    (void)ctx;
+    sl_warn("'%s': %s; retry %d in %.1f s", cur_name, why, attempt, wait);
+}
+
+/* Fetch one URL to DIR/NAME. 0, or <0 with the message set (the run goes on with the
+ * other files and fails at the end). */
+static int download_one(const struct opts *o, struct sl_stage *st, const char *url,
+                        const char *name, const struct checksum_list *sums,
+                        struct progress_ctx *pc, struct sl_counters *total)
+{
+    char *final = sl_xasprintf("%s/%s", o->out, name);
+    char *part = sl_xasprintf("%s/.%s.part", o->out, name);
+    const struct checksum_entry *want = sums ? checksum_list_find(sums, name) : NULL;
+    struct sl_counters c;
+    sl_counters_init(&c);
+    int rc = 0;
+    struct stat sb;
+    if (sl_stage_done(st, name)) {
+        sl_counters_add(total, "files_already_present", 1);
+        goto out;
+    }
+    if (stat(final, &sb) == 0) {
+        /* a complete file from a run that did not get to record it */
+        if (want) {
+            char got[65];
+            rc = checksum_file(final, want->sha256, got);
+            if (!rc && strcmp(got, want->hex) != 0) {
+                rc = sl_err_set(SL_ERR_CORRUPT,
+                                "'%s' is already in '%s' but its %s is %s, not %s\n"
+                                "hint: remove it to download it again",
+                                name, o->out, want->sha256 ? "sha256" : "md5", got, want->hex);
+                goto out;
+            }
+        }
+        sl_counters_add(&c, "files", 1);
+        sl_counters_add(&c, "bytes_out", (uint64_t)sb.st_size);
+        sl_counters_add(&c, "files_already_present", 1);
+        if (!rc)
+            rc = sl_stage_record(st, name, &c);
+        goto out;
+    }
+    struct fetch_opts fo = { (int)o->retries, o->retry_wait, o->connect_timeout, o->stall_timeout,
+                             NULL, on_retry, on_bytes, pc };
+    cur_name = name;
+    for (int round = 0; round < 2; round++) {
+        struct fetch_result fr;
+        rc = fetch_url(url, part, &fo, &fr);
+        sl_counters_add(&c, "bytes_received", fr.received);
+        if (fr.attempts > 1)
+            sl_counters_add(&c, "retries", (uint64_t)fr.attempts - 1);
+        if (fr.resumed)
+            sl_counters_add(&c, "files_resumed", 1);
+        if (rc)
+            break;
+        if (want) {
+            char got[65];
+            rc = checksum_file(part, want->sha256, got);
+            if (rc)
+                break;
+            if (strcmp(got, want->hex) != 0) {
+                sl_counters_add(&c, "checksum_mismatches", 1);
+                unlink(part); /* the data is wrong: never resume from it */
+                if (round == 0 && fr.resumed) {
+                    sl_warn("'%s': %s mismatch after a resumed download; downloading it whole again",
+                            name, want->sha256 ? "sha256" : "md5");
+                    continue;
+                }
+                rc = sl_err_set(SL_ERR_CORRUPT,
+                                "checksum mismatch for '%s': %s is %s, expected %s\n"
+                                "hint: the file was removed; check the checksum list or the URL",
+                                name, want->sha256 ? "sha256" : "md5", got, want->hex);
+                break;
+            }
+            sl_counters_add(&c, "files_verified", 1);
+        }
+        if (rename(part, final) != 0) {
+            rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", part, final, strerror(errno));
+            break;
+        }
+        sl_counters_add(&c, "files", 1);
+        sl_counters_add(&c, "bytes_out", fr.size);
+        rc = sl_stage_record(st, name, &c);
+        break;
+    }
+out:
+    sl_counters_merge(total, &c);
+    sl_counters_release(&c);
+    free(final);
+    free(part);
+    return rc;
+}
+
+static int run(struct opts *o, int argc, const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    struct sl_strlist urls = { 0 };
+    struct checksum_list sums = { 0 };
+    char **names = NULL;
+    int rc = collect_urls(o, &urls);
+    if (!rc && urls.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no URLs to download (empty --url-list?)");
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_strlist_release(&urls);
+        return rc == SL_ERR_USAGE ? 2 : 1;
+    }
+    names = sl_xcalloc(urls.n, sizeof(char *));
+    for (size_t i = 0; i < urls.n && !rc; i++) {
+        names[i] = url_name(urls.v[i]);
+        if (!name_ok(names[i]))
+            rc = sl_err_set(SL_ERR_USAGE, "cannot name the file for URL '%s'\n"
+                            "hint: the URL must end in a file name (not '/', not hidden)", urls.v[i]);
+        for (size_t k = 0; k < i && !rc; k++)
+            if (!strcmp(names[k], names[i]))
+                rc = sl_err_set(SL_ERR_USAGE, "URLs '%s' and '%s' would both be saved as '%s'",
+                                urls.v[k], urls.v[i], names[i]);
+    }
+    if (!rc && o->checksums)
+        rc = checksum_list_load(&sums, o->checksums);
+    if (!rc)
+        rc = fetch_global_init();
+    struct sl_inputs none = { NULL, 0 };
+    struct sl_stage st;
+    int have_stage = 0;
+    if (!rc) {
+        struct sl_stage_cfg cfg = { "download", o->out, argc, argv, &none, "{}", o->force };
+        rc = sl_stage_begin(&st, w, &cfg);
+        have_stage = !rc;
+    }
+    if (rc) {
+        int code = rc == SL_ERR_USAGE ? 2 : 1;
+        sl_error("%s", sl_err_msg());
+        for (size_t i = 0; i < urls.n; i++)
+            free(names[i]);
+        free(names);
+        sl_strlist_release(&urls);
+        checksum_list_release(&sums);
+        return code;
+    }
+
+    struct sl_progress prog;
+    sl_progress_start(&prog, "download", 0, 1, w->rank == 0);
+    struct progress_ctx pc = { &prog, 0, 0 };
+    struct sl_counters total;
+    sl_counters_init(&total);
+    int64_t failed = 0;
+    double t0 = sl_now();
+    for (size_t i = 0; i < urls.n; i++) {
+        if ((int)(i % (size_t)w->size) != w->rank)
+            continue;
+        int r = download_one(o, &st, urls.v[i], names[i], o->checksums ? &sums : NULL, &pc, &total);
+        if (r) {
+            sl_error("%s", sl_err_msg());
+            failed++;
+        }
+        pc.files++;
+        sl_progress_update(&prog, pc.bytes, pc.files);
+    }
+    sl_progress_finish(&prog);
+    double dt = sl_now() - t0;
+    sl_world_allreduce_i64(w, &failed, 1, SL_SUM);
+    uint64_t sums_v[2] = { pc.bytes, 0 };
+    sl_world_allreduce_u64(w, sums_v, 1, SL_SUM);
+    if (!failed) {
+        rc = sl_stage_finish(&st, names, urls.n, NULL, NULL);
+        if (rc)
+            sl_error("%s", sl_err_msg());
+        else if (w->rank == 0) {
+            char a[32], b[32];
+            sl_info("download: %zu files in '%s'; %s received in %.1f s (%s/s)", urls.n, o->out,
+                    sl_human_bytes((double)sums_v[0], a, sizeof(a)), dt,
+                    sl_human_bytes(dt > 0 ? (double)sums_v[0] / dt : 0, b, sizeof(b)));
+        }
+    } else if (w->rank == 0) {
+        sl_error("%lld of %zu files failed; the others are complete\n"
+                 "hint: run the same command again to retry the failed ones (partial files resume)",
+                 (long long)failed, urls.n);
+    }
+    if (have_stage)
+        sl_stage_release(&st);
+    fetch_global_cleanup();
+    sl_counters_release(&total);
+    for (size_t i = 0; i < urls.n; i++)
+        free(names[i]);
+    free(names);
+    sl_strlist_release(&urls);
+    checksum_list_release(&sums);
+    return failed || rc ? 1 : 0;
+}
+
+int cmd_download(int argc, const char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    o.retries = 5;
+    o.retry_wait = 1.0;
+    o.connect_timeout = 30;
+    o.stall_timeout = 60;
+    struct sl_option options[] = {
+        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+        SL_OPT_STRINGS(0, "url", &o.urls, "URL", "a URL to fetch (repeatable)"),
+        SL_OPT_STRING(0, "url-list", &o.url_list, "FILE", "a file of URLs, one a line ('#' comments)"),
+        SL_OPT_STRING(0, "url-template", &o.url_template, "T",
+                      "URL with {n} or {n:02d} for each of --file-numbers"),
+        SL_OPT_STRING(0, "file-numbers", &o.file_numbers, "LIST", "numbers for the template: 0,3,5-7"),
+        SL_OPT_STRING(0, "checksums", &o.checksums, "FILE",
+                      "sha256sum or md5sum lines to verify the files against"),
+        SL_OPT_INTEGER(0, "retries", &o.retries, "N", "retries per file after the first attempt (default 5)"),
+        SL_OPT_DOUBLE(0, "retry-wait", &o.retry_wait, "SECONDS",
+                      "wait before the first retry, doubled each time up to 60 (default 1)"),
+        SL_OPT_INTEGER(0, "connect-timeout", &o.connect_timeout, "SECONDS", "connect timeout (default 30)"),
+        SL_OPT_INTEGER(0, "stall-timeout", &o.stall_timeout, "SECONDS",
+                       "give up an attempt that receives nothing for this long (default 60)"),
+        SL_OPT_FLAG_(0, "force", &o.force, "reuse a directory that holds another stage's outputs"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        sl_strlist_release(&o.urls);
+        return 0;
+    }
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && rest.n)
+        rc = sl_err_set(SL_ERR_USAGE, "unexpected operand '%s' (URLs go after --url)", rest.v[0]);
+    if (!rc && !o.urls.n && !o.url_list && !o.url_template)
+        rc = sl_err_set(SL_ERR_USAGE, "nothing to download: give --url, --url-list or --url-template");
+    if (!rc && (!o.url_template) != (!o.file_numbers))
+        rc = sl_err_set(SL_ERR_USAGE, "--url-template and --file-numbers go together");
+    if (!rc && (o.retries < 0 || o.retries > 100))
+        rc = sl_err_set(SL_ERR_USAGE, "--retries must be 0..100");
+    if (!rc && (o.retry_wait < 0 || o.retry_wait > 600))
+        rc = sl_err_set(SL_ERR_USAGE, "--retry-wait must be 0..600 seconds");
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        sl_strlist_release(&o.urls);
+        return 2;
+    }
+    rc = run(&o, argc, argv);
+    sl_strlist_release(&rest);
+    sl_strlist_release(&o.urls);
+    return rc;
+}

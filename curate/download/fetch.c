@@ -1,0 +1,270 @@
+/* One URL -> one partial file over libcurl: Range resume, retry with backoff, and the
+ * bookkeeping that keeps a partial file consistent when servers ignore Range. */
+#include "curate/download/fetch.h"
+
+#include "core/err.h"
+#include "core/stage.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int fetch_global_init(void)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return sl_err_set(SL_ERR_NET, "cannot initialise libcurl");
+    return 0;
+}
+
+void fetch_global_cleanup(void)
+{
+    curl_global_cleanup();
+}
+
+/* State of one attempt. */
+struct attempt {
+    int fd;
+    uint64_t offset;   /* bytes in the file when the attempt started */
+    uint64_t written;
+    long status;       /* status of the latest response head */
+    int64_t range_start, range_total; /* from Content-Range (-1: none) */
+    double retry_after;
+    int decided;       /* the first body byte decided append / truncate / discard */
+    int discard;       /* body of an error response: not written */
+    int io_error;
+    const struct fetch_opts *o;
+};
+
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+    struct attempt *a = ctx;
+    size_t len = size * n;
+    if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
+        /* a new response (after a redirect or 100-continue): forget the last one */
+        const char *sp = memchr(p, ' ', len);
+        a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        a->range_start = a->range_total = -1;
+        a->retry_after = 0;
+    } else if (len > 14 && !strncasecmp(p, "content-range:", 14)) {
+        /* bytes START-END/TOTAL or bytes * / TOTAL */
+        const char *q = p + 14;
+        while (*q == ' ')
+            q++;
+        if (!strncasecmp(q, "bytes", 5)) {
+            q += 5;
+            while (*q == ' ')
+                q++;
+            if (*q == '*')
+                a->range_start = -1;
+            else
+                a->range_start = strtoll(q, NULL, 10);
+            const char *slash = memchr(q, '/', len - (size_t)(q - p));
+            if (slash && slash[1] != '*')
+                a->range_total = strtoll(slash + 1, NULL, 10);
+        }
+    } else if (len > 12 && !strncasecmp(p, "retry-after:", 12)) {
+        double v = strtod(p + 12, NULL);
+        if (v > 0 && v < 3600)
+            a->retry_after = v;
+    }
+    return len;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ctx)
+{
+    struct attempt *a = ctx;
+    size_t len = size * n;
+    if (!a->decided) {
+        a->decided = 1;
+        if (a->status == 206 && a->range_start == (int64_t)a->offset) {
+            /* continues the partial file */
+        } else if (a->status == 200 || (a->status == 206 && a->range_start == 0)) {
+            /* the whole resource again: start over */
+            if (a->offset && ftruncate(a->fd, 0) != 0)
+                a->io_error = errno;
+            if (a->offset && lseek(a->fd, 0, SEEK_SET) < 0)
+                a->io_error = errno;
+            a->offset = 0;
+        } else {
+            a->discard = 1; /* an error page, or a range we did not ask for */
+        }
+    }
+    if (a->discard)
+        return len;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(a->fd, p + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            a->io_error = errno;
+            return 0; /* aborts the transfer */
+        }
+        off += (size_t)w;
+    }
+    a->written += len;
+    if (a->o->on_bytes)
+        a->o->on_bytes(a->o->ctx, len);
+    return len;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int transient_curl(CURLcode c)
+{
+    switch (c) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o,
+              struct fetch_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    CURL *h = curl_easy_init();
+    if (!h)
+        return sl_err_set(SL_ERR_NOMEM, "cannot start a libcurl handle");
+    char ua[64];
+    snprintf(ua, sizeof(ua), "sluice/%s", sl_version());
+    char errbuf[CURL_ERROR_SIZE];
+    int rc = 0;
+    double wait = o->retry_wait > 0 ? o->retry_wait : 1.0;
+    for (int attempt = 0;; attempt++) {
+        struct attempt a;
+        memset(&a, 0, sizeof(a));
+        a.o = o;
+        a.range_start = a.range_total = -1;
+        a.offset = file_size(part_path);
+        a.fd = open(part_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+        if (a.fd < 0) {
+            rc = sl_err_set(SL_ERR_IO, "cannot write '%s': %s", part_path, strerror(errno));
+            break;
+        }
+        if (a.offset)
+            r->resumed = 1;
+        curl_easy_reset(h);
+        errbuf[0] = 0;
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+        curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+        curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : ua);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout > 0 ? o->connect_timeout : 30L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_timeout > 0 ? o->stall_timeout : 60L);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+        /* files are stored as served: no transparent decompression */
+        curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+        char range[32];
+        if (a.offset) {
+            /* a plain Range header: a server that ignores it answers 200, handled above */
+            snprintf(range, sizeof(range), "%llu-", (unsigned long long)a.offset);
+            curl_easy_setopt(h, CURLOPT_RANGE, range);
+        }
+        CURLcode cc = curl_easy_perform(h);
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        r->status = status;
+        r->attempts = attempt + 1;
+        r->received += a.written;
+        if (close(a.fd) != 0 && !a.io_error)
+            a.io_error = errno;
+        if (a.io_error) {
+            rc = sl_err_set(SL_ERR_IO, "cannot write '%s': %s", part_path, strerror(a.io_error));
+            break;
+        }
+        char why[CURL_ERROR_SIZE + 64];
+        int retry = 0;
+        if (cc == CURLE_OK && (status == 200 || status == 206) && !a.discard) {
+            r->size = file_size(part_path);
+            break; /* complete */
+        }
+        if (status == 416 && a.offset) {
+            /* nothing past our end: complete when the total matches, else start over */
+            if (a.range_total == (int64_t)a.offset) {
+                r->size = a.offset;
+                break;
+            }
+            if (truncate(part_path, 0) != 0) {
+                rc = sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", part_path, strerror(errno));
+                break;
+            }
+            snprintf(why, sizeof(why), "HTTP 416 for a range past the end; starting over");
+            retry = 1;
+        } else if (cc == CURLE_OK && a.discard && status == 206) {
+            /* a range we did not ask for */
+            if (truncate(part_path, 0) != 0) {
+                rc = sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", part_path, strerror(errno));
+                break;
+            }
+            snprintf(why, sizeof(why), "server sent an unexpected range; starting over");
+            retry = 1;
+        } else if (status == 404 || status == 410) {
+            rc = sl_err_set(SL_ERR_NOTFOUND, "cannot download '%s': HTTP %ld (not found)", url, status);
+            break;
+        } else if (status >= 500 || status == 408 || status == 429) {
+            snprintf(why, sizeof(why), "HTTP %ld", status);
+            retry = 1;
+        } else if (status >= 400) {
+            rc = sl_err_set(SL_ERR_NET, "cannot download '%s': HTTP %ld%s", url, status,
+                            status == 401 || status == 403 ? "\nhint: the server needs credentials or refuses this client" : "");
+            break;
+        } else if (cc != CURLE_OK && transient_curl(cc)) {
+            snprintf(why, sizeof(why), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            retry = 1;
+        } else {
+            rc = sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url,
+                            errbuf[0] ? errbuf : cc != CURLE_OK ? curl_easy_strerror(cc) : "unexpected response");
+            break;
+        }
+        if (retry && attempt >= o->retries) {
+            rc = sl_err_set(SL_ERR_NET, "cannot download '%s': %s (gave up after %d attempts)\n"
+                            "hint: run the same command again to resume; --retries N tries longer",
+                            url, why, attempt + 1);
+            break;
+        }
+        double w = a.retry_after > wait ? a.retry_after : wait;
+        if (o->on_retry)
+            o->on_retry(o->ctx, attempt + 1, w, why);
+        sleep_s(w);
+        wait = wait * 2 > 60 ? 60 : wait * 2;
+    }
+    curl_easy_cleanup(h);
+    return rc;
+}

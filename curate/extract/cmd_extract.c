@@ -1,0 +1,384 @@
+/* sluice extract: raw corpora (WARC/WET, arXiv sources, Pile, C4/mC4, JSONL, and the
+ * HTML and Wikipedia readers) -> uniform JSONL documents, one output shard per input
+ * file so the output does not depend on the number of MPI ranks. */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/counters.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/inputs.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "curate/extract/extract.h"
+#include "curate/extract/page.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const usage[] = {
+    "sluice extract --format FORMAT --out DIR [options] IN...",
+    "",
+    "Turn raw corpora into JSONL documents (id, text, url, source, lang, metadata):",
+    "  warc   Common Crawl WARC 1.0/1.1 (and ARC): HTML responses -> main text",
+    "  wet    Common Crawl WET text records",
+    "  html   one HTML page per file (.html, .htm, optionally compressed) -> main text",
+    "  wiki   MediaWiki XML exports (pages-articles*.xml.bz2, multistream too)",
+    "  arxiv  arXiv LaTeX sources (.tar of per-paper .gz/.tar.gz, or single papers)",
+    "  pile   the Pile's .jsonl.zst (meta.pile_set_name -> source)",
+    "  c4     C4/mC4 .json.gz (lang from the file name)",
+    "  jsonl  any JSONL (--text-key names the text member)",
+    "Each input file becomes one part-NNNNN.jsonl.zst shard (in input order), so the output",
+    "is the same for any number of MPI ranks. Skipped records are counted by reason in the",
+    "manifest; a damaged compressed file stops the run unless --skip-corrupt is given.",
+    NULL,
+};
+
+static const char *const warc_exts[] = { ".warc", ".warc.gz", ".warc.zst", ".warc.bz2", ".arc",
+                                         ".arc.gz", NULL };
+static const char *const wet_exts[] = { ".wet", ".wet.gz", ".wet.zst", ".wet.bz2", NULL };
+static const char *const html_exts[] = { ".html", ".htm", ".xhtml", ".html.gz", ".htm.gz",
+                                         ".html.zst", ".html.bz2", NULL };
+static const char *const wiki_exts[] = { ".xml", ".xml.bz2", ".xml.gz", ".xml.zst", NULL };
+static const char *const arxiv_exts[] = { ".tar", ".tar.gz", ".tgz", ".gz", NULL };
+
+struct format {
+    const char *name;
+    const char *const *exts;
+    extract_file_fn fn;
+};
+
+static const struct format formats[] = {
+    { "warc", warc_exts, extract_warc_file },
+    { "wet", wet_exts, extract_warc_file },
+    { "html", html_exts, extract_html_adapter },
+    { "wiki", wiki_exts, extract_wiki_adapter },
+    { "arxiv", arxiv_exts, extract_arxiv_file },
+    { "pile", sl_jsonl_exts, extract_jsonl_file },
+    { "c4", sl_jsonl_exts, extract_jsonl_file },
+    { "jsonl", sl_jsonl_exts, extract_jsonl_file },
+};
+
+struct opts {
+    const char *out, *format, *text_key, *source;
+    uint64_t max_record;
+    long level;
+    int force, skip_corrupt, keep_truncated, rm_inputs;
+};
+
+/* The shard being written for one input file. */
+struct shard {
+    struct sl_writer *w;
+    struct sl_counters *c;
+    size_t s_out;
+    struct sl_progress *prog;
+    uint64_t *docs;
+};
+
+static int emit(void *ctx, struct sl_doc *doc)
+{
+    struct shard *s = ctx;
+    int rc = sl_doc_write(doc, s->w);
+    if (rc)
+        return rc;
+    s->c->values[s->s_out]++;
+    (*s->docs)++;
+    return 0;
+}
+
+static void on_warn(void *ctx, const char *reason, const char *message)
+{
+    (void)ctx;
+    sl_warn_limited(reason, 20, "%s", message);
+}
+
+/* --rm-inputs only deletes what `sluice download` wrote: the file's directory holds a
+ * download manifest that lists it. */
+static int check_removable(const struct sl_input *in)
+{
+    char *dir = sl_xstrdup(in->path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : in->path;
+    if (slash)
+        *slash = 0;
+    char *mpath = sl_xasprintf("%s/manifest.json", slash ? dir : ".");
+    struct json_object *m = json_object_from_file(mpath), *stage, *outs;
+    int ok = 0;
+    if (m && json_object_object_get_ex(m, "stage", &stage) &&
+        !strcmp(json_object_get_string(stage), "download") &&
+        json_object_object_get_ex(m, "outputs", &outs) && json_object_is_type(outs, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(outs) && !ok; i++) {
+            struct json_object *p, *o = json_object_array_get_idx(outs, i);
+            if (json_object_object_get_ex(o, "path", &p) && !strcmp(json_object_get_string(p), base))
+                ok = 1;
+        }
+    }
+    json_object_put(m);
+    free(mpath);
+    free(dir);
+    if (!ok)
+        return sl_err_set(SL_ERR_USAGE,
+                          "--rm-inputs: refusing to delete '%s': it is not listed in a 'sluice "
+                          "download' manifest beside it\n"
+                          "hint: --rm-inputs only removes files that sluice download fetched",
+                          in->path);
+    return 0;
+}
+
+static int remove_input(const struct sl_input *in)
+{
+    if (unlink(in->path) != 0 && errno != ENOENT) {
+        sl_warn("cannot remove input '%s': %s", in->path, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+static int run(const struct opts *o, const struct format *f, struct sl_strlist *operands,
+               int argc, const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    struct sl_inputs in;
+    int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, f->exts);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    for (size_t i = 0; o->rm_inputs && i < in.n; i++)
+        if ((rc = check_removable(&in.v[i])) != 0) {
+            sl_error("%s", sl_err_msg());
+            sl_inputs_release(&in);
+            return 2;
+        }
+
+    struct sl_buf settings = SL_BUF_INIT;
+    sl_buf_puts(&settings, "{\"format\":");
+    sl_buf_json_str(&settings, f->name, strlen(f->name));
+    sl_buf_puts(&settings, ",\"text_key\":");
+    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
+    sl_buf_puts(&settings, ",\"source\":");
+    if (o->source)
+        sl_buf_json_str(&settings, o->source, strlen(o->source));
+    else
+        sl_buf_puts(&settings, "null");
+    sl_buf_printf(&settings,
+                  ",\"max_record\":%llu,\"keep_truncated\":%s,\"skip_corrupt\":%s,\"level\":%ld,"
+                  "\"html_engine\":\"%s\"}",
+                  (unsigned long long)o->max_record, o->keep_truncated ? "true" : "false",
+                  o->skip_corrupt ? "true" : "false", o->level, page_text_engine());
+    struct sl_stage st;
+    struct sl_stage_cfg cfg = { "extract", o->out, argc, argv, &in, settings.data, o->force };
+    rc = sl_stage_begin(&st, w, &cfg);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_buf_release(&settings);
+        sl_inputs_release(&in);
+        return 1;
+    }
+
+    size_t nf = in.n ? in.n : 1;
+    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nf, sizeof(int));
+    uint64_t mine = 0;
+    for (size_t i = 0; i < in.n; i++)
+        sizes[i] = in.v[i].size;
+    sl_assign_by_size(sizes, in.n, w->size, owner);
+    for (size_t i = 0; i < in.n; i++)
+        if (owner[i] == w->rank)
+            mine += sizes[i];
+
+    struct extract_opts eo;
+    memset(&eo, 0, sizeof(eo));
+    eo.format = f->name;
+    eo.source = o->source;
+    eo.text_key = o->text_key;
+    eo.max_record = o->max_record;
+    eo.keep_truncated = o->keep_truncated;
+    eo.on_warn = on_warn;
+
+    struct sl_progress prog;
+    char label[64];
+    snprintf(label, sizeof(label), "extract %s", f->name);
+    sl_progress_start(&prog, label, mine, 1, w->rank == 0);
+    uint64_t done_bytes = 0, docs = 0;
+    int64_t failed = 0;
+    uint64_t removed = 0;
+    for (size_t i = 0; i < in.n && !failed; i++) {
+        if (owner[i] != w->rank)
+            continue;
+        char *name = sl_stage_shard_name(i, ".jsonl.zst");
+        if (sl_stage_done(&st, name)) {
+            if (o->rm_inputs)
+                removed += (uint64_t)remove_input(&in.v[i]);
+            free(name);
+            done_bytes += in.v[i].size;
+            continue;
+        }
+        char *path = sl_stage_shard_path(&st, i, ".jsonl.zst");
+        struct sl_counters c;
+        sl_counters_init(&c);
+        sl_counters_add(&c, "documents_in", 0);
+        struct shard s = { NULL, &c, sl_counters_slot(&c, "documents_out"), &prog, &docs };
+        struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
+        rc = sl_writer_open(&s.w, path, &wo);
+        if (!rc) {
+            struct extract_input ei = { in.v[i].path, in.v[i].rel };
+            rc = f->fn(&ei, &eo, emit, &s, &c);
+            if (rc && o->skip_corrupt &&
+                (rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_UNSUPPORTED ||
+                 rc == SL_ERR_FORMAT)) {
+                sl_warn("%s (keeping the %llu documents before it)", sl_err_msg(),
+                        (unsigned long long)c.values[s.s_out]);
+                sl_counters_add(&c, "corrupt_files", 1);
+                rc = 0;
+            } else if (rc) {
+                sl_err_wrap(rc, "%s", "");
+            }
+        }
+        if (!rc) {
+            uint64_t unc = sl_writer_bytes_in(s.w);
+            rc = sl_writer_commit(s.w);
+            s.w = NULL;
+            struct stat sb;
+            if (!rc) {
+                sl_counters_add(&c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+                sl_counters_add(&c, "uncompressed_bytes_out", unc);
+                rc = sl_stage_record(&st, name, &c);
+            }
+        }
+        if (rc) {
+            sl_writer_abort(s.w);
+            sl_error("%s%s", sl_err_msg(),
+                     o->skip_corrupt || strstr(sl_err_msg(), "hint:")
+                         ? ""
+                         : "\nhint: use --skip-corrupt to keep what can be read and go on");
+            failed = 1;
+        } else if (o->rm_inputs) {
+            removed += (uint64_t)remove_input(&in.v[i]);
+        }
+        sl_counters_release(&c);
+        free(path);
+        free(name);
+        done_bytes += in.v[i].size;
+        sl_progress_update(&prog, done_bytes, docs);
+    }
+    sl_progress_finish(&prog);
+    sl_warn_limited_summary();
+    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    if (failed) {
+        free(sizes);
+        free(owner);
+        sl_stage_release(&st);
+        sl_buf_release(&settings);
+        sl_inputs_release(&in);
+        return 1;
+    }
+
+    char **names = sl_xcalloc(nf, sizeof(char *));
+    for (size_t i = 0; i < in.n; i++)
+        names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+    struct sl_counters extra, totals;
+    sl_counters_init(&extra);
+    sl_counters_init(&totals);
+    sl_world_allreduce_u64(w, &removed, 1, SL_SUM);
+    rc = sl_stage_finish(&st, names, in.n, NULL, &totals);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+    } else if (w->rank == 0) {
+        char a[32];
+        uint64_t skipped = 0;
+        for (size_t i = 0; i < totals.n; i++)
+            if (!strncmp(totals.names[i], "skipped_", 8))
+                skipped += totals.values[i];
+        sl_info("extract %s: %llu documents from %llu records in %zu files (%llu skipped, by "
+                "reason in '%s/manifest.json'); %s written%s",
+                f->name, (unsigned long long)sl_counters_get(&totals, "documents_out"),
+                (unsigned long long)sl_counters_get(&totals, "documents_in"), in.n,
+                (unsigned long long)skipped, o->out,
+                sl_human_bytes((double)sl_counters_get(&totals, "bytes_out"), a, sizeof(a)),
+                st.resumed ? " (resumed)" : "");
+        if (removed)
+            sl_info("removed %llu input files (--rm-inputs)", (unsigned long long)removed);
+        if (sl_counters_get(&totals, "corrupt_files"))
+            sl_warn("%llu damaged files were read only in part (--skip-corrupt)",
+                    (unsigned long long)sl_counters_get(&totals, "corrupt_files"));
+    }
+    for (size_t i = 0; i < in.n; i++)
+        free(names[i]);
+    free(names);
+    sl_counters_release(&extra);
+    sl_counters_release(&totals);
+    free(sizes);
+    free(owner);
+    sl_stage_release(&st);
+    sl_buf_release(&settings);
+    sl_inputs_release(&in);
+    return rc ? 1 : 0;
+}
+
+int cmd_extract(int argc, const char **argv)
+{
+    struct opts o = { NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0 };
+    struct sl_option options[] = {
+        SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
+                      "input format (required)"),
+        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
+                      "jsonl: member that holds the text (default text)"),
+        SL_OPT_STRING(0, "source", &o.source, "NAME",
+                      "value of the source field (default: the format; pile: its set name)"),
+        SL_OPT_SIZE(0, "max-record", &o.max_record, "SIZE",
+                    "largest record, decoded page, paper or line kept (default 64M)"),
+        SL_OPT_FLAG_(0, "keep-truncated", &o.keep_truncated,
+                     "warc: extract records the crawler truncated (WARC-Truncated)"),
+        SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
+                     "keep the readable part of damaged compressed files and go on"),
+        SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
+                     "delete each downloaded input once its shard is complete"),
+        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    const struct format *f = NULL;
+    for (size_t i = 0; o.format && i < sizeof(formats) / sizeof(formats[0]); i++)
+        if (!strcmp(formats[i].name, o.format))
+            f = &formats[i];
+    if (!rc && !o.format)
+        rc = sl_err_set(SL_ERR_USAGE, "--format is required");
+    if (!rc && !f)
+        rc = sl_err_set(SL_ERR_USAGE, "--format '%s' is not available in this build", o.format);
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc && (o.level < 1 || o.level > 22))
+        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
+    if (!rc && o.max_record < 1024)
+        rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        return 2;
+    }
+    rc = run(&o, f, &rest, argc, argv);
+    sl_strlist_release(&rest);
+    return rc;
+}

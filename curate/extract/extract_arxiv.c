@@ -1,0 +1,391 @@
+/* --format arxiv: arXiv source tarballs -> one document per paper. An input is either a
+ * bulk tar of per-paper files (each a gzipped .tex or a gzipped tar) or one paper itself.
+ * Everything is read in memory with libarchive: no archive entry is ever written to
+ * disk, so entry names (even "../../etc/passwd") only serve as keys for \input. */
+#include "curate/extract/extract.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "curate/extract/latex.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct paper {
+    struct latex_file *f;
+    char **names;
+    struct sl_buf *data;
+    size_t n, cap;
+    uint64_t bytes;
+};
+
+static void paper_clear(struct paper *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->names[i]);
+        sl_buf_release(&p->data[i]);
+    }
+    p->n = 0;
+    p->bytes = 0;
+}
+
+static void paper_free(struct paper *p)
+{
+    paper_clear(p);
+    free(p->f);
+    free(p->names);
+    free(p->data);
+}
+
+struct arxiv_job {
+    const struct extract_input *in;
+    const struct extract_opts *o;
+    extract_emit_fn emit;
+    void *ctx;
+    struct sl_counters *c;
+    struct sl_doc doc;
+    struct sl_buf text;
+    struct paper paper;
+};
+
+static void warn(struct arxiv_job *j, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void warn(struct arxiv_job *j, const char *reason, const char *fmt, ...)
+{
+    if (!j->o->on_warn)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    j->o->on_warn(j->o->warn_ctx, reason, msg);
+}
+
+static int unsafe_name(const char *s)
+{
+    return s[0] == '/' || !strncmp(s, "../", 3) || strstr(s, "/../") || !strcmp(s, "..") ||
+           (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/.."));
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Read the current entry's data into b (cap b->max). 0, SL_ERR_TOOBIG or SL_ERR_CORRUPT. */
+static int read_entry(struct archive *a, struct sl_buf *b)
+{
+    char chunk[1 << 16];
+    for (;;) {
+        la_ssize_t got = archive_read_data(a, chunk, sizeof(chunk));
+        if (got == 0)
+            return 0;
+        if (got < 0)
+            return sl_err_set(SL_ERR_CORRUPT, "%s", archive_error_string(a) ? archive_error_string(a) : "read error");
+        if (sl_buf_append(b, chunk, (size_t)got) != 0)
+            return SL_ERR_TOOBIG;
+    }
+}
+
+static struct archive *open_reader(void)
+{
+    struct archive *a = archive_read_new();
+    archive_read_support_filter_gzip(a);
+    archive_read_support_filter_bzip2(a);
+    archive_read_support_filter_xz(a);
+    archive_read_support_filter_zstd(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_raw(a);
+    return a;
+}
+
+/* Collect the text files of one paper from an archive in memory (or a raw gz). */
+static int load_paper(struct arxiv_job *j, const char *mem, size_t n, const char *label)
+{
+    struct paper *p = &j->paper;
+    paper_clear(p);
+    struct archive *a = open_reader();
+    int rc = 0;
+    if (archive_read_open_memory(a, mem, n) != ARCHIVE_OK) {
+        rc = sl_err_set(SL_ERR_FORMAT, "%s: %s", label, archive_error_string(a));
+        archive_read_free(a);
+        return rc;
+    }
+    struct archive_entry *e;
+    int raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
+    for (;;) {
+        int r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r < ARCHIVE_WARN) {
+            rc = sl_err_set(SL_ERR_CORRUPT, "%s: %s", label, archive_error_string(a));
+            break;
+        }
+        raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
+        const char *name = raw ? "data" : archive_entry_pathname(e);
+        if (!name || archive_entry_filetype(e) != AE_IFREG)
+            continue;
+        while (name[0] == '.' && name[1] == '/')
+            name += 2;
+        if (unsafe_name(name)) {
+            sl_counters_add(j->c, "unsafe_entry_names", 1);
+            warn(j, "unsafe_entry", "%s: archive entry '%s' points outside the paper; read in memory only",
+                 label, name);
+        }
+        int tex = raw || ends_with(name, ".tex") || ends_with(name, ".ltx") ||
+                  ends_with(name, ".latex") || ends_with(name, ".TEX");
+        if (!tex)
+            continue;
+        if (p->n == p->cap) {
+            p->cap = p->cap ? p->cap * 2 : 16;
+            p->names = sl_xrealloc(p->names, p->cap * sizeof(char *));
+            p->data = sl_xrealloc(p->data, p->cap * sizeof(struct sl_buf));
+        }
+        struct sl_buf *b = &p->data[p->n];
+        uint64_t left = j->o->max_record > p->bytes ? j->o->max_record - p->bytes : 0;
+        sl_buf_init(b, left ? (size_t)left : 1);
+        int er = read_entry(a, b);
+        if (er == SL_ERR_TOOBIG) {
+            sl_buf_release(b);
+            rc = SL_ERR_TOOBIG;
+            break;
+        }
+        if (er) {
+            sl_buf_release(b);
+            rc = sl_err_set(SL_ERR_CORRUPT, "%s: entry '%s': %s", label, name, sl_err_msg());
+            break;
+        }
+        p->names[p->n] = sl_xstrdup(name);
+        p->bytes += b->len;
+        p->n++;
+    }
+    archive_read_free(a);
+    return rc;
+}
+
+/* "1901/1901.00001.gz" -> "1901.00001"; "hep-th9901001.tar.gz" -> "hep-th9901001". */
+static void paper_id(const char *name, char *out, size_t n)
+{
+    const char *b = strrchr(name, '/');
+    b = b ? b + 1 : name;
+    snprintf(out, n, "%s", b);
+    static const char *const exts[] = { ".tar.gz", ".tgz", ".gz", ".tar", ".tex", ".pdf", NULL };
+    for (size_t k = 0; exts[k]; k++)
+        if (ends_with(out, exts[k])) {
+            out[strlen(out) - strlen(exts[k])] = 0;
+            break;
+        }
+}
+
+static int new_style_id(const char *id)
+{
+    size_t i = 0, d = 0;
+    while (id[i] >= '0' && id[i] <= '9')
+        i++, d++;
+    if (d != 4 || id[i] != '.')
+        return 0;
+    i++;
+    d = 0;
+    while (id[i] >= '0' && id[i] <= '9')
+        i++, d++;
+    return (d == 4 || d == 5) && (id[i] == 0 || id[i] == 'v');
+}
+
+static int do_paper(struct arxiv_job *j, const char *mem, size_t n, const char *entry_name)
+{
+    char id[256];
+    paper_id(entry_name, id, sizeof(id));
+    sl_counters_add(j->c, "documents_in", 1);
+    sl_counters_add(j->c, "bytes_in", n);
+    if (n >= 4 && !memcmp(mem, "%PDF", 4)) {
+        sl_counters_add(j->c, "skipped_pdf_only", 1);
+        return 0;
+    }
+    char label[512];
+    snprintf(label, sizeof(label), "%s: paper '%s'", j->in->path, entry_name);
+    int rc = load_paper(j, mem, n, label);
+    if (rc == SL_ERR_TOOBIG) {
+        sl_counters_add(j->c, "skipped_too_large", 1);
+        warn(j, "too_large", "%s: larger than --max-record when decompressed, skipped", label);
+        return 0;
+    }
+    if (rc) {
+        sl_counters_add(j->c, "skipped_bad_archive", 1);
+        warn(j, "bad_archive", "%s, skipped", sl_err_msg());
+        return 0;
+    }
+    struct paper *p = &j->paper;
+    if (p->n == 0 && n >= 4 && !memcmp(mem, "%PDF", 4)) {
+        sl_counters_add(j->c, "skipped_pdf_only", 1);
+        return 0;
+    }
+    p->f = sl_xrealloc(p->f, (p->n ? p->n : 1) * sizeof(*p->f));
+    for (size_t i = 0; i < p->n; i++) {
+        p->f[i].name = p->names[i];
+        p->f[i].data = p->data[i].data ? p->data[i].data : "";
+        p->f[i].len = p->data[i].len;
+    }
+    long main = latex_find_main(p->f, p->n);
+    if (main < 0) {
+        sl_counters_add(j->c, p->n ? "skipped_no_main_tex" : "skipped_no_tex", 1);
+        return 0;
+    }
+    if (p->f[main].len >= 4 && !memcmp(p->f[main].data, "%PDF", 4)) {
+        sl_counters_add(j->c, "skipped_pdf_only", 1);
+        return 0;
+    }
+    sl_buf_reset(&j->text);
+    size_t missing = 0;
+    rc = latex_clean_paper(p->f, p->n, (size_t)main, &j->text, &missing);
+    if (rc == SL_ERR_TOOBIG) {
+        sl_counters_add(j->c, "skipped_too_large", 1);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (missing)
+        sl_counters_add(j->c, "missing_inputs", missing);
+    if (j->text.len == 0) {
+        sl_counters_add(j->c, "skipped_empty", 1);
+        return 0;
+    }
+    /* LaTeX sources are usually ASCII or UTF-8; anything else is repaired */
+    struct sl_doc *d = &j->doc;
+    sl_doc_reset(d);
+    char docid[300];
+    snprintf(docid, sizeof(docid), "arxiv:%s", id);
+    rc = sl_doc_set_str(d, "id", docid, strlen(docid));
+    if (!rc)
+        rc = sl_doc_set_str(d, "text", j->text.data, j->text.len);
+    if (!rc && new_style_id(id)) {
+        char url[300];
+        snprintf(url, sizeof(url), "https://arxiv.org/abs/%s", id);
+        rc = sl_doc_set_str(d, "url", url, strlen(url));
+    }
+    const char *src = j->o->source ? j->o->source : "arxiv";
+    if (!rc)
+        rc = sl_doc_set_str(d, "source", src, strlen(src));
+    if (!rc)
+        rc = sl_doc_set_str(d, "arxiv_id", id, strlen(id));
+    if (!rc)
+        rc = sl_doc_set_str(d, "main_file", p->f[main].name, strlen(p->f[main].name));
+    if (!rc)
+        rc = sl_doc_set_int(d, "source_files", (int64_t)p->n);
+    if (rc)
+        return rc;
+    return j->emit(j->ctx, d);
+}
+
+int extract_arxiv_file(const struct extract_input *in, const struct extract_opts *o,
+                       extract_emit_fn emit, void *ctx, struct sl_counters *c)
+{
+    struct arxiv_job j;
+    memset(&j, 0, sizeof(j));
+    j.in = in;
+    j.o = o;
+    j.emit = emit;
+    j.ctx = ctx;
+    j.c = c;
+    size_t cap = o->max_record ? (size_t)o->max_record : (64u << 20);
+    sl_doc_init(&j.doc);
+    sl_buf_init(&j.text, cap);
+
+    struct archive *a = open_reader();
+    int rc = 0;
+    if (archive_read_open_filename(a, in->path, 1 << 16) != ARCHIVE_OK) {
+        rc = sl_err_set(SL_ERR_IO, "cannot open '%s': %s", in->path, archive_error_string(a));
+        goto out;
+    }
+    struct archive_entry *e;
+    struct sl_buf ent = SL_BUF_INIT;
+    sl_buf_init(&ent, cap);
+    int bulk = -1; /* unknown until the first regular entry */
+    int first = 1;
+    for (;;) {
+        int r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r < ARCHIVE_WARN) {
+            rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s': %s", in->path,
+                            archive_error_string(a));
+            break;
+        }
+        int raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
+        if (raw || (first && bulk < 0 && archive_entry_filetype(e) == AE_IFREG &&
+                    !(ends_with(archive_entry_pathname(e), ".gz") ||
+                      ends_with(archive_entry_pathname(e), ".tgz") ||
+                      ends_with(archive_entry_pathname(e), ".pdf")))) {
+            /* the input is one paper: re-read it whole from the file */
+            bulk = 0;
+            break;
+        }
+        if (archive_entry_filetype(e) != AE_IFREG)
+            continue;
+        first = 0;
+        bulk = 1;
+        const char *name = archive_entry_pathname(e);
+        if (unsafe_name(name)) {
+            sl_counters_add(c, "unsafe_entry_names", 1);
+            if (o->on_warn) {
+                char msg[512];
+                snprintf(msg, sizeof(msg), "%s: archive entry '%s' points outside the archive; read in memory only",
+                         in->path, name);
+                o->on_warn(o->warn_ctx, "unsafe_entry", msg);
+            }
+        }
+        sl_buf_reset(&ent);
+        int er = read_entry(a, &ent);
+        if (er == SL_ERR_TOOBIG) {
+            sl_counters_add(c, "documents_in", 1);
+            sl_counters_add(c, "skipped_too_large", 1);
+            continue;
+        }
+        if (er) {
+            rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s' at entry '%s': %s", in->path,
+                            name, sl_err_msg());
+            break;
+        }
+        rc = do_paper(&j, ent.data ? ent.data : "", ent.len, name);
+        if (rc)
+            break;
+    }
+    if (!rc && bulk == 0) {
+        /* a single paper (.gz or .tar.gz): load it whole, capped */
+        struct sl_buf whole = SL_BUF_INIT;
+        sl_buf_init(&whole, cap);
+        FILE *fp = fopen(in->path, "rb");
+        if (!fp) {
+            rc = sl_err_set(SL_ERR_IO, "cannot open '%s'", in->path);
+        } else {
+            char chunk[1 << 16];
+            size_t got;
+            while (!rc && (got = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+                if (sl_buf_append(&whole, chunk, got) != 0)
+                    rc = SL_ERR_TOOBIG;
+            fclose(fp);
+            if (rc == SL_ERR_TOOBIG) {
+                sl_counters_add(c, "documents_in", 1);
+                sl_counters_add(c, "skipped_too_large", 1);
+                rc = 0;
+            } else if (!rc) {
+                rc = do_paper(&j, whole.data ? whole.data : "", whole.len, in->rel);
+            }
+        }
+        sl_buf_release(&whole);
+    }
+    sl_buf_release(&ent);
+out:
+    archive_read_free(a);
+    paper_free(&j.paper);
+    sl_doc_release(&j.doc);
+    sl_buf_release(&j.text);
+    return rc;
+}

@@ -1,0 +1,131 @@
+/* --format pile|c4|jsonl: JSONL corpora -> uniform documents. The Pile's meta.pile_set_name
+ * becomes `source`; C4/mC4 files give `lang` from their name; generic JSONL takes its text
+ * from --text-key. Other members pass through byte for byte. */
+#include "curate/extract/extract.h"
+
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/jsonl.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *extract_c4_lang(const char *path, char *buf, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "c4-", 3) != 0)
+        return NULL;
+    const char *p = base + 3;
+    /* C4 English: c4-train.00000-of-01024.json.gz, c4-validation..., */
+    if (!strncmp(p, "train.", 6) || !strncmp(p, "validation.", 11))
+        return "en";
+    /* mC4: c4-de.tfrecord-..., c4-de-validation.tfrecord-..., c4-zh-Latn.tfrecord-... */
+    size_t k = 0;
+    while (p[k] && p[k] != '.' && k + 1 < n) {
+        if (!strncmp(p + k, "-validation", 11) || !strncmp(p + k, "-train", 6))
+            break;
+        k++;
+    }
+    if (k < 2 || k > 10 || k + 1 >= n)
+        return NULL;
+    for (size_t i = 0; i < k; i++) {
+        char ch = p[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '-'))
+            return NULL;
+    }
+    memcpy(buf, p, k);
+    buf[k] = 0;
+    if (!strcmp(buf, "und"))
+        return NULL;
+    return buf;
+}
+
+struct jsonl_job {
+    const struct extract_opts *o;
+    struct sl_counters *c;
+};
+
+static void on_skip(void *ctx, const char *reason, const char *message)
+{
+    struct jsonl_job *j = ctx;
+    if (message && j->o->on_warn)
+        j->o->on_warn(j->o->warn_ctx, reason, message);
+}
+
+int extract_jsonl_file(const struct extract_input *in, const struct extract_opts *o,
+                       extract_emit_fn emit, void *ctx, struct sl_counters *c)
+{
+    const char *fmt = o->format ? o->format : "jsonl";
+    int pile = !strcmp(fmt, "pile"), c4 = !strcmp(fmt, "c4");
+    const char *text_key = o->text_key && !pile && !c4 ? o->text_key : "text";
+    char langbuf[32];
+    const char *lang = c4 ? extract_c4_lang(in->rel, langbuf, sizeof(langbuf)) : NULL;
+    const char *source = o->source;
+    if (!source && c4)
+        source = lang && strcmp(lang, "en") != 0 ? "mc4" : "c4";
+
+    char *stem = sl_jsonl_id_stem(in->rel);
+    struct jsonl_job j = { o, c };
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.max_line = o->max_record ? (size_t)o->max_record : 0;
+    jo.text_key = text_key;
+    jo.id_prefix = stem;
+    jo.max_output = o->max_output;
+    jo.counters = c;
+    jo.on_skip = on_skip;
+    jo.ctx = &j;
+    struct sl_jsonl_reader *r = NULL;
+    int rc = sl_jsonl_open(&r, in->path, &jo);
+    struct sl_doc d;
+    sl_doc_init(&d);
+    sl_doc_set_text_key(&d, text_key);
+    size_t s_in = sl_counters_slot(c, "documents_in"), s_bytes = sl_counters_slot(c, "bytes_in");
+    while (!rc) {
+        int got = sl_jsonl_next(r, &d);
+        if (got <= 0) {
+            rc = got;
+            break;
+        }
+        c->values[s_in]++;
+        c->values[s_bytes] += d.raw.len + 1;
+        if (strcmp(text_key, "text") != 0) {
+            /* the text moves to "text" (set_str copies before the old member goes) */
+            size_t tl;
+            const char *t = sl_doc_text(&d, &tl);
+            rc = sl_doc_set_str(&d, "text", t, tl);
+            sl_doc_remove(&d, text_key);
+        }
+        if (!rc && pile) {
+            struct json_object *meta = sl_doc_get_json(&d, "meta"), *set = NULL;
+            if (meta && json_object_object_get_ex(meta, "pile_set_name", &set) &&
+                json_object_is_type(set, json_type_string)) {
+                const char *s = json_object_get_string(set);
+                rc = sl_doc_set_str(&d, "source", s, strlen(s));
+            } else {
+                sl_counters_add(c, "documents_without_pile_set_name", 1);
+                const char *s = o->source ? o->source : "pile";
+                rc = sl_doc_set_str(&d, "source", s, strlen(s));
+            }
+            if (meta)
+                json_object_put(meta);
+        } else if (!rc && o->source) {
+            rc = sl_doc_set_str(&d, "source", o->source, strlen(o->source));
+        } else if (!rc && source && sl_doc_find(&d, "source") < 0) {
+            rc = sl_doc_set_str(&d, "source", source, strlen(source));
+        }
+        if (!rc && lang && sl_doc_find(&d, "lang") < 0)
+            rc = sl_doc_set_str(&d, "lang", lang, strlen(lang));
+        if (!rc)
+            rc = emit(ctx, &d);
+    }
+    sl_doc_release(&d);
+    sl_jsonl_close(r);
+    free(stem);
+    return rc;
+}

@@ -1,0 +1,65 @@
+/* --format html and wiki: the extract command's adapters for the HTML page reader
+ * (html_file.h) and the MediaWiki export reader (wiki.h). They add what every extract
+ * reader adds: documents_in, source, and the skip counters by reason. */
+#include "curate/extract/extract.h"
+
+#include "core/counters.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "curate/extract/html_file.h"
+#include "curate/extract/wiki.h"
+
+#include <string.h>
+
+int extract_html_adapter(const struct extract_input *in, const struct extract_opts *o,
+                         extract_emit_fn emit, void *ctx, struct sl_counters *c)
+{
+    struct sl_doc d;
+    sl_doc_init(&d);
+    sl_counters_add(c, "documents_in", 1);
+    int rc = html_extract_file(in->path, &d, c);
+    if (rc == 1) {
+        const char *src = o->source ? o->source : "html";
+        rc = sl_doc_set_str(&d, "source", src, strlen(src));
+        if (!rc)
+            rc = emit(ctx, &d);
+    } else if (rc == 0) {
+        sl_counters_add(c, "skipped_empty", 1);
+    } else if (rc == SL_ERR_TOOBIG) {
+        sl_counters_add(c, "skipped_too_large", 1);
+        if (o->on_warn)
+            o->on_warn(o->warn_ctx, "too_large", sl_err_msg());
+        rc = 0;
+    }
+    sl_doc_release(&d);
+    return rc;
+}
+
+struct wiki_ctx {
+    const struct extract_opts *o;
+    extract_emit_fn emit;
+    void *ctx;
+};
+
+static int wiki_emit(void *ctx, struct sl_doc *doc)
+{
+    struct wiki_ctx *w = ctx;
+    if (w->o->source) {
+        int rc = sl_doc_set_str(doc, "source", w->o->source, strlen(w->o->source));
+        if (rc)
+            return rc;
+    }
+    return w->emit(w->ctx, doc);
+}
+
+int extract_wiki_adapter(const struct extract_input *in, const struct extract_opts *o,
+                         extract_emit_fn emit, void *ctx, struct sl_counters *c)
+{
+    struct wiki_opts wo;
+    memset(&wo, 0, sizeof(wo));
+    wo.max_page_bytes = o->max_record ? (size_t)o->max_record : 0;
+    struct wiki_ctx w = { o, emit, ctx };
+    int rc = wiki_extract_file(in->path, &wo, wiki_emit, &w, c);
+    sl_counters_add(c, "documents_in", sl_counters_get(c, "wiki_pages"));
+    return rc;
+}

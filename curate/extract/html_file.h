@@ -1,0 +1,28 @@
+/* One HTML page per file (`.html`, `.htm`, optionally `.gz`/`.zst`/`.bz2` compressed,
+ * detected from the bytes) turned into one document, for `sluice extract --format html`.
+ *
+ * The document gets: "id" = the file name without its directory and extensions
+ * (".html.gz", ".htm", ...), "text" = the main text (html_extract), "title" and "lang"
+ * when the page has them. The caller adds url/source and writes it.
+ */
+#ifndef SL_HTML_FILE_H
+#define SL_HTML_FILE_H
+
+#include <stddef.h>
+
+struct sl_doc;
+struct sl_counters;
+
+/* Read and extract `path` into doc (sl_doc_reset first; doc must be initialised).
+ * Returns 1 when doc holds a document, 0 when the page has no main text (doc is not
+ * meant to be written; counted as "html_no_text"), or a negative enum sl_err with a
+ * message naming the file: SL_ERR_IO (unreadable), SL_ERR_CORRUPT (bad compression),
+ * SL_ERR_TOOBIG (over HTML_MAX_INPUT; counted as "html_too_large"). Every call adds 1 to
+ * "html_files" and the page size to "html_bytes". c may be NULL. */
+int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c);
+
+/* The id for a path: base name without extensions (".html.gz" -> ""). Writes at most
+ * n-1 bytes and a NUL into out; returns the length. */
+size_t html_file_id(const char *path, char *out, size_t n);
+
+#endif

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# sluice download against a real HTTP server on 127.0.0.1 that injects failures: a
+# connection dropped mid-file (resumed with Range), 503 then success, a server that
+# ignores Range, a wrong checksum, a 404; URL templates; MPI ranks; the manifest and
+# extract --rm-inputs.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+mkdir -p "$T/www"
+python3 - "$T/www" <<'PY'
+import os, random, sys, json
+random.seed(3)
+d = sys.argv[1]
+for i in range(8):
+    with open("%s/shard-%02d.jsonl" % (d, i), "w") as f:
+        for k in range(200 + 50 * i):
+            f.write(json.dumps({"text": "file %d doc %d " % (i, k) + "x" * random.randint(1, 400)}) + "\n")
+with open(d + "/big.bin", "wb") as f:
+    f.write(os.urandom(3 << 20))
+PY
+(cd "$T/www" && sha256sum shard-00.jsonl big.bin > ../sums.sha256 && md5sum shard-01.jsonl >> ../sums.sha256)
+
+python3 "$(dirname "$0")/helpers/http_server.py" "$T/www" "$T/port" "$T/log" 150 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+port=$(cat "$T/port")
+B="http://127.0.0.1:$port"
+DL=(--retry-wait 0.05)
+
+case_ "--url: a plain download, verified with a sha256 list; manifest written"
+run "$SLUICE" download --out "$T/d1" "${DL[@]}" --checksums "$T/sums.sha256" --url "$B/files/shard-00.jsonl"
+expect_rc 0
+cmp -s "$T/www/shard-00.jsonl" "$T/d1/shard-00.jsonl" && ok || fail "content differs"
+expect_eq "$(json "$T/d1/manifest.json" "m['stage']")" download
+expect_eq "$(json "$T/d1/manifest.json" "[o['path'] for o in m['outputs']]")" "['shard-00.jsonl']"
+expect_eq "$(json "$T/d1/manifest.json" "m['counts']['files_verified']")" 1
+expect_no_file "$T/d1/.shard-00.jsonl.part"
+
+case_ "a connection dropped mid-file is resumed with Range; the result is whole"
+: > "$T/log"
+run "$SLUICE" download --out "$T/d2" "${DL[@]}" --checksums "$T/sums.sha256" --url "$B/drop/big.bin"
+expect_rc 0
+cmp -s "$T/www/big.bin" "$T/d2/big.bin" && ok || fail "resumed file differs"
+grep -q "GET /drop/big.bin bytes=[1-9][0-9]*- 206" "$T/log" && ok || fail "no Range request after the drop: $(cat "$T/log")"
+expect_err "retry 1"
+expect_eq "$(json "$T/d2/manifest.json" "m['counts']['files_resumed']")" 1
+
+case_ "503 then success: retried with backoff"
+run "$SLUICE" download --out "$T/d3" "${DL[@]}" --url "$B/flaky/shard-02.jsonl"
+expect_rc 0; expect_err "HTTP 503"
+cmp -s "$T/www/shard-02.jsonl" "$T/d3/shard-02.jsonl" && ok || fail "content differs"
+expect_eq "$(json "$T/d3/manifest.json" "m['counts']['retries']")" 2
+
+case_ "a server that ignores Range: the partial file is started over, not corrupted"
+run "$SLUICE" download --out "$T/d4" "${DL[@]}" --url "$B/norange/shard-03.jsonl"
+expect_rc 0
+cmp -s "$T/www/shard-03.jsonl" "$T/d4/shard-03.jsonl" && ok || fail "content differs"
+
+case_ "wrong checksum: exit 1, nothing under the final name, no partial kept"
+printf '%s  shard-04.jsonl\n' "$(printf 0%.0s $(seq 64))" > "$T/bad.sha256"
+run "$SLUICE" download --out "$T/d5" "${DL[@]}" --checksums "$T/bad.sha256" --url "$B/files/shard-04.jsonl"
+expect_rc 1; expect_err "checksum mismatch for 'shard-04.jsonl'"
+expect_no_file "$T/d5/shard-04.jsonl"; expect_no_file "$T/d5/.shard-04.jsonl.part"
+expect_no_file "$T/d5/manifest.json"
+
+case_ "md5 lines are understood"
+run "$SLUICE" download --out "$T/d5m" "${DL[@]}" --checksums "$T/sums.sha256" --url "$B/files/shard-01.jsonl"
+expect_rc 0; expect_eq "$(json "$T/d5m/manifest.json" "m['counts']['files_verified']")" 1
+
+case_ "404: a clear error, no retries, the other files still complete"
+: > "$T/log"
+run "$SLUICE" download --out "$T/d6" "${DL[@]}" --url "$B/files/missing.jsonl" --url "$B/files/shard-05.jsonl"
+expect_rc 1; expect_err "HTTP 404"; expect_err "1 of 2 files failed"
+expect_file "$T/d6/shard-05.jsonl"; expect_no_file "$T/d6/missing.jsonl"
+expect_eq "$(grep -c missing "$T/log")" 1
+
+case_ "persistent 503: gives up after --retries with a resume hint"
+run "$SLUICE" download --out "$T/d7" --retry-wait 0.01 --retries 2 --url "$B/always503/shard-06.jsonl"
+expect_rc 1; expect_err "gave up after 3 attempts"; expect_err "hint:"
+expect_no_file "$T/d7/shard-06.jsonl"
+
+case_ "--url-template with --file-numbers (NeMo syntax) and --url-list"
+run "$SLUICE" download --out "$T/d8" "${DL[@]}" --url-template "$B/files/shard-{n:02d}.jsonl" --file-numbers 0,3,5-7
+expect_rc 0
+for i in 00 03 05 06 07; do cmp -s "$T/www/shard-$i.jsonl" "$T/d8/shard-$i.jsonl" && ok || fail "shard-$i"; done
+expect_no_file "$T/d8/shard-01.jsonl"
+printf '# a comment\n%s/files/shard-01.jsonl\n\n%s/files/shard-02.jsonl\n' "$B" "$B" > "$T/urls.txt"
+run "$SLUICE" download --out "$T/d9" "${DL[@]}" --url-list "$T/urls.txt"
+expect_rc 0; expect_file "$T/d9/shard-01.jsonl"; expect_file "$T/d9/shard-02.jsonl"
+
+case_ "a re-run skips complete files (resumed stage)"
+: > "$T/log"
+run "$SLUICE" download --out "$T/d8" "${DL[@]}" --url-template "$B/files/shard-{n:02d}.jsonl" --file-numbers 0,3,5-7
+expect_rc 0
+expect_eq "$(wc -l < "$T/log")" 0 "(files fetched again)"
+
+case_ "usage errors exit 2"
+run "$SLUICE" download --out "$T/dx" --url-template "$B/files/x-{m}.jsonl" --file-numbers 1
+expect_rc 2; expect_err "{n}"
+run "$SLUICE" download --out "$T/dx" --url "$B/files/"
+expect_rc 2; expect_err "cannot name the file"
+run "$SLUICE" download --out "$T/dx"
+expect_rc 2; expect_err "nothing to download"
+
+if have_mpi; then
+    case_ "mpirun -np 2 splits the files; the manifest lists them all"
+    run "${MPIRUN[@]}" -np 2 "$SLUICE" download --out "$T/dm" "${DL[@]}" --url-template "$B/files/shard-{n:02d}.jsonl" --file-numbers 0-7
+    expect_rc 0
+    expect_eq "$(json "$T/dm/manifest.json" "len(m['outputs'])")" 8
+    expect_eq "$(json "$T/dm/manifest.json" "m['ranks']")" 2
+    for i in 00 01 02 03 04 05 06 07; do cmp -s "$T/www/shard-$i.jsonl" "$T/dm/shard-$i.jsonl" && ok || fail "shard-$i"; done
+fi
+
+case_ "extract --rm-inputs deletes downloaded files once their shards are complete"
+run "$SLUICE" extract --format jsonl --rm-inputs --out "$T/x8" "$T/d8"
+expect_rc 0; expect_err "removed 5 input files"
+expect_no_file "$T/d8/shard-00.jsonl"
+expect_eq "$(json "$T/x8/manifest.json" "m['counts']['documents_out']")" "$(cat "$T"/www/shard-0[03567].jsonl | wc -l)"
+
+case_ "extract --rm-inputs refuses files that download did not write"
+run "$SLUICE" extract --format jsonl --rm-inputs --out "$T/xw" "$T/www/shard-01.jsonl"
+expect_rc 2; expect_err "refusing to delete"
+expect_file "$T/www/shard-01.jsonl"
+
+case_ "every option of -h is in docs/commands/download.md"
+for opt in $("$SLUICE" download -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+    grep -q -- "$opt" "$ROOT/docs/commands/download.md" && ok || fail "$opt missing from docs/commands/download.md"
+done
+
+kill $server 2>/dev/null || true
+finish

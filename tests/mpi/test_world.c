@@ -1,0 +1,127 @@
+/* The MPI world's collectives under real mpirun (run by tests/cli/t_mpi.sh with -np 1..4):
+ * allreduce, bcast, allgather, gather, alltoallv with uneven sizes, counter reduction and
+ * the size-balanced assignment. Prints "ok" on rank 0 or the first failure. */
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/err.h"
+#include "core/inputs.h"
+#include "core/world.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...)                                                                          \
+    do {                                                                                   \
+        fprintf(stderr, "rank %d: ", w.rank);                                              \
+        fprintf(stderr, __VA_ARGS__);                                                      \
+        fputc('\n', stderr);                                                               \
+        sl_world_abort(&w, 1);                                                             \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    struct sl_world w;
+    if (sl_world_init(&w, &argc, &argv))
+        return 1;
+    int R = w.size, r = w.rank;
+
+    uint64_t v[2] = { (uint64_t)r + 1, (uint64_t)r * 10 };
+    sl_world_allreduce_u64(&w, v, 2, SL_SUM);
+    if (v[0] != (uint64_t)R * (R + 1) / 2 || v[1] != (uint64_t)10 * R * (R - 1) / 2)
+        FAIL("allreduce sum: %llu %llu", (unsigned long long)v[0], (unsigned long long)v[1]);
+    double d = r;
+    sl_world_allreduce_f64(&w, &d, 1, SL_MAX);
+    if (d != R - 1)
+        FAIL("allreduce max: %g", d);
+
+    char msg[16] = "";
+    if (r == 0)
+        strcpy(msg, "from rank 0");
+    sl_world_bcast(&w, msg, sizeof(msg), 0);
+    if (strcmp(msg, "from rank 0"))
+        FAIL("bcast: '%s'", msg);
+
+    /* every rank contributes r+1 copies of the letter 'a'+r */
+    char mine[8];
+    memset(mine, 'a' + r, sizeof(mine));
+    struct sl_buf all = SL_BUF_INIT;
+    uint64_t *counts = calloc((size_t)R, sizeof(uint64_t));
+    sl_world_allgather_bytes(&w, mine, (size_t)r + 1, &all, counts);
+    size_t off = 0;
+    for (int s = 0; s < R; s++) {
+        if (counts[s] != (uint64_t)s + 1)
+            FAIL("allgather count %d: %llu", s, (unsigned long long)counts[s]);
+        for (int k = 0; k <= s; k++)
+            if (all.data[off++] != 'a' + s)
+                FAIL("allgather data from %d", s);
+    }
+    sl_buf_reset(&all);
+    sl_world_gather_bytes(&w, mine, (size_t)r + 1, 0, &all, counts);
+    if (r == 0 && all.len != (size_t)R * (R + 1) / 2)
+        FAIL("gather length %zu", all.len);
+    if (r != 0 && all.len != 0)
+        FAIL("gather delivered to a non-root rank");
+
+    /* alltoallv: rank r sends (r + d) bytes of value r*16+d to rank d */
+    uint64_t *sc = calloc((size_t)R, sizeof(uint64_t)), *so = calloc((size_t)R, sizeof(uint64_t));
+    uint64_t *rc = calloc((size_t)R, sizeof(uint64_t));
+    struct sl_buf send = SL_BUF_INIT, recv = SL_BUF_INIT;
+    for (int dst = 0; dst < R; dst++) {
+        so[dst] = send.len;
+        sc[dst] = (uint64_t)(r + dst);
+        for (int k = 0; k < r + dst; k++)
+            sl_buf_putc(&send, (char)(r * 16 + dst));
+    }
+    if (sl_world_alltoallv(&w, send.data ? send.data : "", sc, so, &recv, rc))
+        FAIL("alltoallv: %s", sl_err_msg());
+    off = 0;
+    for (int src = 0; src < R; src++) {
+        if (rc[src] != (uint64_t)(src + r))
+            FAIL("alltoallv count from %d: %llu", src, (unsigned long long)rc[src]);
+        for (int k = 0; k < src + r; k++)
+            if (recv.data[off++] != (char)(src * 16 + r))
+                FAIL("alltoallv data from %d", src);
+    }
+
+    struct sl_counters c;
+    sl_counters_init(&c);
+    sl_counters_add(&c, "docs", (uint64_t)r + 1);
+    sl_counters_max(&c, "len_max", (uint64_t)r * 7);
+    if (r == R - 1)
+        sl_counters_add(&c, "only_last", 5);
+    sl_world_reduce_counters(&w, &c, 0);
+    if (r == 0) {
+        if (sl_counters_get(&c, "docs") != (uint64_t)R * (R + 1) / 2 ||
+            sl_counters_get(&c, "len_max") != (uint64_t)(R - 1) * 7 ||
+            sl_counters_get(&c, "only_last") != 5)
+            FAIL("reduce_counters");
+    }
+
+    /* every rank computes the same assignment */
+    uint64_t sizes[7] = { 5, 900, 3, 77, 77, 1000, 0 };
+    int owner[7];
+    sl_assign_by_size(sizes, 7, R, owner);
+    int64_t sig = 0;
+    for (int i = 0; i < 7; i++)
+        sig = sig * 31 + owner[i];
+    int64_t sig_max = sig, sig_min = sig;
+    sl_world_allreduce_i64(&w, &sig_max, 1, SL_MAX);
+    sl_world_allreduce_i64(&w, &sig_min, 1, SL_MIN);
+    if (sig_max != sig_min)
+        FAIL("assignments differ between ranks");
+
+    sl_world_barrier(&w);
+    if (r == 0)
+        printf("ok %d ranks\n", R);
+    sl_counters_release(&c);
+    sl_buf_release(&all);
+    sl_buf_release(&send);
+    sl_buf_release(&recv);
+    free(counts);
+    free(sc);
+    free(so);
+    free(rc);
+    sl_world_finalize(&w);
+    return 0;
+}
