@@ -132,9 +132,9 @@ TEST(gemm_matches_plain_loops)
         float *C = malloc(sizeof(float) * M * N), *bias = malloc(sizeof(float) * N);
         double *R = malloc(sizeof(double) * M * N);
         for (int i = 0; i < M * K; i++)
-            A[i] = (float)((i * 7919) % 101 - 50) / 50.0f;
+            A[i] = (float)((int)((unsigned)i * 7919u % 101u) - 50) / 50.0f;
         for (int i = 0; i < K * N; i++)
-            B[i] = (float)((i * 104729) % 89 - 44) / 44.0f;
+            B[i] = (float)((int)((unsigned)i * 104729u % 89u) - 44) / 44.0f;
         for (int i = 0; i < N; i++)
             bias[i] = (float)i;
         /* four layouts: A row-major or transposed, B row-major or transposed */
