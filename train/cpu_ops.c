@@ -22,7 +22,9 @@ typedef float v8fa __attribute__((vector_size(32)));
 
 /* 8-float vectors stay inside this file (static, inlined), so the note that their calling
  * convention differs with and without AVX does not apply. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
