@@ -38,6 +38,7 @@ struct cpu_model {
     float *rope_cos, *rope_sin; /* [T, hd/2] */
     /* backward scratch */
     float *dres, *dn, *dqkv, *datty, *dfc, *dact, *att_scratch;
+    float *head_t; /* [D, V]: the output layer's weight gradient, transposed */
 };
 
 size_t cpu_model_bytes(const struct cpu_model *m)
@@ -96,6 +97,7 @@ static size_t layout_acts(struct cpu_model *m, float *base)
     m->datty = carve(base, &off, N * qd);
     m->dfc = carve(base, &off, N * fc);
     m->dact = carve(base, &off, N * F);
+    m->head_t = carve(base, &off, D * (size_t)m->V);
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -255,7 +257,7 @@ void cpu_model_backward(struct cpu_model *m, const float *params, float *grads,
 
     cpu_xent_bwd(m->logits, m->lse, targets, N, m->V, dloss_scale);
     cpu_linear_bwd(m->dn, G(grads, l, head_id), NULL, m->logits, m->nf, P(params, l, head_id), N,
-                   D, m->V);
+                   D, m->V, m->head_t);
     memset(m->dres, 0, (size_t)N * D * sizeof(float));
     cpu_norm_bwd(m->dres, G(grads, l, l->final_norm_w), G(grads, l, l->final_norm_b), m->dn,
                  m->res_out, m->nfm, m->nfr, P(params, l, l->final_norm_w), N, D, rms);
@@ -264,25 +266,25 @@ void cpu_model_backward(struct cpu_model *m, const float *params, float *grads,
         const struct model_layer_ids *id = &l->layer[li];
         /* MLP: dres holds the gradient of the layer output (= of mid via the skip) */
         cpu_linear_bwd(m->dact, G(grads, l, id->mlp_proj_w), G(grads, l, id->mlp_proj_b), m->dres,
-                       a->act, P(params, l, id->mlp_proj_w), N, F, D);
+                       a->act, P(params, l, id->mlp_proj_w), N, F, D, NULL);
         if (c->act == MODEL_SWIGLU)
             cpu_swiglu_bwd(m->dfc, m->dact, a->fc, N, F);
         else
             cpu_gelu_bwd(m->dfc, m->dact, a->fc, (size_t)N * F, c->act == MODEL_GELU_TANH);
         cpu_linear_bwd(m->dn, G(grads, l, id->fc_w), G(grads, l, id->fc_b), m->dfc, a->n2,
-                       P(params, l, id->fc_w), N, D, fc);
+                       P(params, l, id->fc_w), N, D, fc, NULL);
         cpu_norm_bwd(m->dres, G(grads, l, id->mlp_norm_w), G(grads, l, id->mlp_norm_b), m->dn,
                      a->mid, a->n2m, a->n2r, P(params, l, id->mlp_norm_w), N, D, rms);
         /* attention: dres now holds the gradient of mid (= of res via the skip) */
         cpu_linear_bwd(m->datty, G(grads, l, id->attn_proj_w), G(grads, l, id->attn_proj_b),
-                       m->dres, a->atty, P(params, l, id->attn_proj_w), N, qd, D);
+                       m->dres, a->atty, P(params, l, id->attn_proj_w), N, qd, D, NULL);
         cpu_attention_bwd(m->dqkv, m->datty, a->qkv, a->att, m->B, T, c->n_heads, c->n_kv_heads,
                           c->head_dim, m->att_scratch);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(m->dqkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
                      c->head_dim, 1);
         cpu_linear_bwd(m->dn, G(grads, l, id->qkv_w), G(grads, l, id->qkv_b), m->dqkv, a->n1,
-                       P(params, l, id->qkv_w), N, D, qkv);
+                       P(params, l, id->qkv_w), N, D, qkv, NULL);
         cpu_norm_bwd(m->dres, G(grads, l, id->attn_norm_w), G(grads, l, id->attn_norm_b), m->dn,
                      a->res, a->n1m, a->n1r, P(params, l, id->attn_norm_w), N, D, rms);
     }

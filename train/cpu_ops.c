@@ -2,6 +2,7 @@
  * GELU/SwiGLU, RoPE, causal attention, softmax + cross-entropy. */
 #include "train/cpu_ops.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -212,10 +213,17 @@ void cpu_gemm(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t sak,
     threads = omp_get_max_threads();
 #endif
     int by_rows = sbn == 1 ? (nblocks >= 2 * threads || nblocks >= npanels) : npanels < 2 * threads;
+    /* a single row block that needs packing is packed once per depth block, for all threads */
+    int direct_all = sak == 1 && M % GEMM_MR == 0;
+    int shared_a = !by_rows && nblocks == 1 && !direct_all;
+    static_assert(GEMM_MC * GEMM_KC * sizeof(float) <= 65536, "packed A block fits the stack");
+    float ap_shared[GEMM_MC * GEMM_KC] __attribute__((aligned(64)));
     for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
         int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
         int first = !accumulate && k0 == 0;
         int outer = by_rows ? nblocks : npanels, inner = by_rows ? npanels : nblocks;
+        if (shared_a)
+            pack_a(ap_shared, A, sam, sak, 0, M, k0, kc);
 #pragma omp parallel for schedule(static) if (SL_PAR((double)M * N * kc))
         for (int o = 0; o < outer; o++) {
             float ap[GEMM_MC * GEMM_KC] __attribute__((aligned(64)));
@@ -227,16 +235,17 @@ void cpu_gemm(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t sak,
                 int nr = N - n0 < GEMM_NR ? N - n0 : GEMM_NR;
                 /* rows of A used in place when contiguous along k and complete */
                 int direct = sak == 1 && mc % GEMM_MR == 0;
-                if (!direct && (!by_rows || in == 0))
+                const float *apk = shared_a ? ap_shared : ap;
+                if (!direct && !shared_a && (!by_rows || in == 0))
                     pack_a(ap, A, sam, sak, m0, mc, k0, kc);
                 if (by_rows || in == 0)
                     pack_b(bp, B, sbk, sbn, n0, nr, k0, kc);
                 float *c = C + (ptrdiff_t)m0 * ldc + n0;
                 const float *bias_n = bias && first ? bias + n0 : NULL;
                 if (sak != 1)
-                    gemm_panel_kmajor(mc, kc, nr, ap, bp, c, ldc, first, bias_n);
+                    gemm_panel_kmajor(mc, kc, nr, apk, bp, c, ldc, first, bias_n);
                 else
-                    gemm_panel(mc, kc, nr, direct ? A + (ptrdiff_t)m0 * sam + k0 : ap,
+                    gemm_panel(mc, kc, nr, direct ? A + (ptrdiff_t)m0 * sam + k0 : apk,
                                direct ? sam : kc, bp, c, ldc, first, bias_n);
             }
         }
@@ -250,12 +259,25 @@ void cpu_linear_fwd(float *y, const float *x, const float *W, const float *b, in
 }
 
 void cpu_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
-                    int N, int IC, int OC)
+                    int N, int IC, int OC, float *scratch)
 {
     if (dx) /* dx[n,i] = sum_o dy[n,o] W[o,i] */
         cpu_gemm(N, IC, OC, dy, OC, 1, W, IC, 1, dx, IC, 0, NULL);
-    /* dW[o,i] += sum_n dy[n,o] x[n,i]: A(m=o, k=n) = dy[n*OC + o] */
-    cpu_gemm(OC, IC, N, dy, 1, OC, x, IC, 1, dW, IC, 1, NULL);
+    if (scratch) {
+        /* dW^T[i,o] = sum_n x[n,i] dy[n,o] into scratch, then added transposed: for wide
+         * outputs (the vocabulary) this reads dy along its rows */
+        cpu_gemm(IC, OC, N, x, 1, IC, dy, OC, 1, scratch, OC, 0, NULL);
+#pragma omp parallel for schedule(static) if (SL_PAR((double)OC * IC))
+        for (int o0 = 0; o0 < OC; o0 += 64) {
+            int o1 = o0 + 64 < OC ? o0 + 64 : OC;
+            for (int o = o0; o < o1; o++)
+                for (int i = 0; i < IC; i++)
+                    dW[(size_t)o * IC + i] += scratch[(size_t)i * OC + o];
+        }
+    } else {
+        /* dW[o,i] += sum_n dy[n,o] x[n,i]: A(m=o, k=n) = dy[n*OC + o] */
+        cpu_gemm(OC, IC, N, dy, 1, OC, x, IC, 1, dW, IC, 1, NULL);
+    }
     if (db) {
 #pragma omp parallel for schedule(static) if (SL_PAR((double)N * OC))
         for (int o0 = 0; o0 < OC; o0 += 64) {

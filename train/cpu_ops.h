@@ -19,10 +19,12 @@ void cpu_gemm(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t sak,
               const float *bias);
 
 /* Linear layer y[N,OC] = x[N,IC] . W[OC,IC]^T + b, and its backward:
- * dx = dy . W (overwrites dx; skipped when dx is NULL), dW += dy^T . x, db += sum dy. */
+ * dx = dy . W (overwrites dx; skipped when dx is NULL), dW += dy^T . x, db += sum dy.
+ * scratch (IC * OC floats, or NULL) lets dW be computed transposed first, which is faster
+ * when OC is much larger than IC (the output layer). */
 void cpu_linear_fwd(float *y, const float *x, const float *W, const float *b, int N, int IC, int OC);
 void cpu_linear_bwd(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W,
-                    int N, int IC, int OC);
+                    int N, int IC, int OC, float *scratch);
 
 /* LayerNorm (b may be NULL) or RMSNorm (rms = 1) over rows of D; saves mean and rstd. */
 void cpu_norm_fwd(float *y, float *mean, float *rstd, const float *x, const float *w,

@@ -17,6 +17,13 @@ run "$SLUICE" train -h
 expect_rc 0
 expect_out "usage: sluice train CONFIG.yaml [key=value ...]"
 
+case_ "every option of -h is in docs/commands/{train,export}.md"
+for cmd in train export; do
+    for opt in $("$SLUICE" $cmd -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        grep -q -- "$opt" "$ROOT/docs/commands/$cmd.md" && ok || fail "$opt missing from docs/commands/$cmd.md"
+    done
+done
+
 case_ "train without a config is a usage error"
 run "$SLUICE" train
 expect_rc 2
