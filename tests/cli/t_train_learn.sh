@@ -7,25 +7,27 @@
 # (the tokens val_loss is measured on), with its add-alpha smoothing chosen to make U as
 # small as possible on those very tokens (tests/oracle/unigram_bound.py; U = 6.51 nats
 # here, against 6.28 for the train split's own unigram entropy and ln(50257) = 10.8 for
-# the untrained model). We require val_loss <= U - MARGIN with MARGIN = 0.3 nats: the
-# model's validation perplexity is at most exp(-0.3) = 0.74 of the best context-free
-# model's, which it reaches only by using the context. (Measured: 6.14 after 150 steps of a
-# 300-step schedule; see docs/trainer.md.)
+# the untrained model). We require val_loss <= U - MARGIN with MARGIN = 0.4 nats: the
+# model's validation perplexity is at most exp(-0.4) = 0.67 of the best context-free
+# model's, which it reaches only by using the context. Measured: 5.96 (0.54 below U) after
+# 300 steps of 4 x 128 tokens (154k tokens, under half an epoch). The run is deterministic
+# (bit-identical for any thread count), so the slack only has to absorb the rounding
+# difference between machines with and without FMA.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 if [ "${SANITIZE:-0}" = 1 ]; then
-    echo "skip: the learning test (150 steps of a 3.3M-parameter model) is too slow under ASan"
+    echo "skip: the learning test (300 steps of a 3.3M-parameter model) is too slow under ASan"
     finish
     exit 0
 fi
-MARGIN=0.3
+MARGIN=0.4
 PREFIX="$FIX/tinyshakespeare/tinyshakespeare_text_document"
-STEPS=150
+STEPS=300
 
-case_ "tiny-gpt on tinyshakespeare, $STEPS steps of 8 x 128 tokens"
+case_ "tiny-gpt on tinyshakespeare, $STEPS steps of 4 x 128 tokens"
 run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" data.prefix="$PREFIX" data.cache_dir="$T/cache" \
-    train.steps=$STEPS train.micro_batch_size=8 train.global_batch_size=8 optim.lr=6e-3 \
-    optim.min_lr=6e-4 optim.warmup_steps=10 eval.interval=$STEPS eval.iters=8 log.file="$T/log.jsonl" \
+    train.steps=$STEPS train.micro_batch_size=4 train.global_batch_size=4 optim.lr=6e-3 \
+    optim.min_lr=6e-4 optim.warmup_steps=10 eval.interval=$STEPS eval.iters=16 log.file="$T/log.jsonl" \
     log.interval=50
 expect_rc 0
 val=$(python3 -c "import json,sys; print([json.loads(l)['val_loss'] for l in open(sys.argv[1]) if '\"valid\"' in l][-1])" "$T/log.jsonl")
