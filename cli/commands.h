@@ -7,6 +7,10 @@
 int cmd_reshard(int argc, const char **argv);
 int cmd_download(int argc, const char **argv);
 int cmd_extract(int argc, const char **argv);
+int cmd_tokenize(int argc, const char **argv);
+int cmd_tokenizer(int argc, const char **argv);
+int cmd_dataset(int argc, const char **argv);
+int cmd_dedup(int argc, const char **argv);
 int cmd_train(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
 

@@ -22,8 +22,12 @@ struct command {
 
 static const struct command commands[] = {
     { "download", cmd_download, "fetch corpus files over HTTP(S): resume, retry, verify checksums" },
-    { "extract", cmd_extract, "WARC/WET, arXiv, Pile, C4, JSONL -> uniform JSONL documents" },
+    { "extract", cmd_extract, "WARC/WET, HTML, Wikipedia, arXiv, Pile, C4, JSONL -> JSONL documents" },
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
+    { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
+    { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
+    { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
+    { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },
     { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
     { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },
 };

@@ -550,6 +550,10 @@ int sl_reader_getline(struct sl_reader *r, const char **line, size_t *len, size_
     sl_buf_reset(&r->line);
     for (;;) {
         ssize_t avail = fill_output(r);
+        /* SL_ERR_TOOBIG from here means "this line was skipped, go on": a fatal cap (the
+         * output cap of a compression bomb) must not look like it, or callers loop */
+        if (avail == SL_ERR_TOOBIG)
+            return SL_ERR_CORRUPT;
         if (avail < 0)
             return (int)avail;
         if (avail == 0) {

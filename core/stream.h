@@ -73,7 +73,8 @@ ssize_t sl_reader_read(struct sl_reader *r, void *buf, size_t n);
 /* Read the next line (without its '\n'; a '\r' before it is kept). Returns 1 with *line
  * and *len set (valid until the next call), 0 at the end, SL_ERR_TOOBIG when the line
  * is longer than max_len (the line is skipped, the reader is positioned after it, and the
- * caller may go on), or another negative enum sl_err (fatal for this stream). A final
+ * caller may go on), or another negative enum sl_err (fatal for this stream; the output
+ * cap of opts.max_output is reported here as SL_ERR_CORRUPT, with its message). A final
  * line without '\n' is returned as a line. */
 int sl_reader_getline(struct sl_reader *r, const char **line, size_t *len, size_t max_len);
 

@@ -1,1 +1,17 @@
-# tokenize/: sources of this component (none yet).
+# tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
+LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/tokenizer.c
+PKGS += libpcre2-8
+LIB_SRCS += tokenize/spm.cc tokenize/spm_train.cc
+PKGS += sentencepiece
+LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode
+
+# The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
+.PHONY: gen-unicat
+gen-unicat:
+	$(CC) -I. -O1 -o $(BUILD)/unicat_gen tokenize/gen/unicat_gen.c -lutf8proc
+	$(BUILD)/unicat_gen > tokenize/unicat_table.h
+
+# The encoder benchmark program (bench/tokenize.sh builds it; `make` does not).
+$(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)

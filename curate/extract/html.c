@@ -13,8 +13,8 @@
 /* aux bits */
 #define AUX_NEGCTX 0x1u /* inside a boilerplate element (for scoring) */
 #define AUX_SCORED 0x2u /* score initialised */
-#define AUX_KEEP 0x4u   /* chosen as (part of) the main content */
-#define AUX_PATH 0x8u   /* ancestor of a chosen node */
+#define AUX_KEEP   0x4u /* chosen as (part of) the main content */
+#define AUX_PATH   0x8u /* ancestor of a chosen node */
 
 void html_doc_init(struct html_doc *d)
 {
@@ -52,16 +52,14 @@ static void text_stats(const unsigned char *s, size_t n, uint32_t *chars, uint32
             c++;
             /* ，。、 (CJK), ، (Arabic), । (Devanagari), ។ (Khmer), ။ ၊ (Myanmar),
              * ། (Tibetan), ። ፣ (Ethiopic) */
-            if (i + 2 < n && ((b == 0xEF && s[i + 1] == 0xBC && s[i + 2] == 0x8C) ||
-                              (b == 0xE3 && s[i + 1] == 0x80 &&
-                               (s[i + 2] == 0x81 || s[i + 2] == 0x82)) ||
-                              (b == 0xE0 && s[i + 1] == 0xA5 && s[i + 2] == 0xA4) ||
-                              (b == 0xE1 && s[i + 1] == 0x9F && s[i + 2] == 0x94) ||
-                              (b == 0xE1 && s[i + 1] == 0x81 &&
-                               (s[i + 2] == 0x8A || s[i + 2] == 0x8B)) ||
-                              (b == 0xE0 && s[i + 1] == 0xBC && s[i + 2] == 0x8D) ||
-                              (b == 0xE1 && s[i + 1] == 0x8D &&
-                               (s[i + 2] == 0xA2 || s[i + 2] == 0xA3))))
+            if (i + 2 < n &&
+                ((b == 0xEF && s[i + 1] == 0xBC && s[i + 2] == 0x8C) ||
+                 (b == 0xE3 && s[i + 1] == 0x80 && (s[i + 2] == 0x81 || s[i + 2] == 0x82)) ||
+                 (b == 0xE0 && s[i + 1] == 0xA5 && s[i + 2] == 0xA4) ||
+                 (b == 0xE1 && s[i + 1] == 0x9F && s[i + 2] == 0x94) ||
+                 (b == 0xE1 && s[i + 1] == 0x81 && (s[i + 2] == 0x8A || s[i + 2] == 0x8B)) ||
+                 (b == 0xE0 && s[i + 1] == 0xBC && s[i + 2] == 0x8D) ||
+                 (b == 0xE1 && s[i + 1] == 0x8D && (s[i + 2] == 0xA2 || s[i + 2] == 0xA3))))
                 p++;
             else if (i + 1 < n && b == 0xD8 && s[i + 1] == 0x8C)
                 p++;
@@ -77,10 +75,11 @@ static int boiler_tag(unsigned tag)
     return tag == HT_NAV || tag == HT_ASIDE || tag == HT_FOOTER || tag == HT_HEADER;
 }
 
-/* A <header> holding real paragraphs (a preamble, a lead) is content, not a banner. */
+/* A <header> holding real paragraphs (a preamble, a lead, a whole post) is content, not
+ * a banner: 400+ characters, under 35 % of them in links. */
 static int content_header(const struct html_node *n)
 {
-    return n->tag == HT_HEADER && n->chars >= 400 && n->link_chars * 5 < n->chars &&
+    return n->tag == HT_HEADER && n->chars >= 400 && n->link_chars * 20 < n->chars * 7 &&
            (n->punct >= 4 || n->chars >= 1000);
 }
 
@@ -106,8 +105,7 @@ static void compute_stats(struct html_tree *t)
     for (size_t i = t->count; i-- > 1;) {
         struct html_node *x = &n[i];
         if (x->tag == HT_TEXT) {
-            text_stats((const unsigned char *)t->text.data + x->off, x->len, &x->chars,
-                       &x->punct);
+            text_stats((const unsigned char *)t->text.data + x->off, x->len, &x->chars, &x->punct);
             x->own_chars = x->chars;
             x->own_punct = x->punct;
             if (x->flags & HN_INLINK)
@@ -204,7 +202,8 @@ static uint32_t choose_top(struct html_tree *t, float *top_score)
         if (x->tag == HT_BODY || x->tag == HT_HTML)
             continue;
         float own_ld = (float)x->own_link / (float)x->own_chars;
-        float s = 1.0f + (float)x->own_punct + (x->own_chars >= 300 ? 3.0f : (float)(x->own_chars / 100));
+        float s =
+            1.0f + (float)x->own_punct + (x->own_chars >= 300 ? 3.0f : (float)(x->own_chars / 100));
         s *= 1.0f - own_ld;
         if (s <= 0)
             continue;
@@ -239,6 +238,52 @@ static uint32_t choose_top(struct html_tree *t, float *top_score)
     return best;
 }
 
+static uint32_t lca(const struct html_node *n, uint32_t a, uint32_t b)
+{
+    while (n[a].depth > n[b].depth)
+        a = n[a].parent;
+    while (n[b].depth > n[a].depth)
+        b = n[b].parent;
+    while (a != b) {
+        a = n[a].parent;
+        b = n[b].parent;
+    }
+    return a;
+}
+
+/* An article split into several containers (around ads or images) shows up as two or
+ * more candidates of similar score in different branches: move the top up to their
+ * common ancestor when that ancestor holds little else. */
+static uint32_t merge_split(struct html_tree *t, uint32_t top, float top_score)
+{
+    struct html_node *n = t->n;
+    for (int round = 0; round < 4; round++) {
+        uint32_t up = 0;
+        for (size_t i = 1; i < t->count && !up; i++) {
+            struct html_node *x = &n[i];
+            if (!(x->aux & AUX_SCORED) || (x->aux & AUX_NEGCTX) || x->score < 0.6f * top_score ||
+                i == top || link_density(x) > 0.2f)
+                continue;
+            /* the parts of one article look alike: same content hints, or a close score */
+            unsigned kind = HN_POS | HN_BODY;
+            if ((x->flags & kind) != (n[top].flags & kind) && x->score < 0.8f * top_score)
+                continue;
+            uint32_t a = lca(n, top, (uint32_t)i);
+            if (a == top || a == i || a == 0)
+                continue; /* nested: not a split */
+            if (n[a].tag == HT_BODY || n[a].tag == HT_HTML)
+                continue;
+            if ((float)n[a].chars <= 1.5f * (float)(n[top].chars + x->chars) &&
+                link_density(&n[a]) < 0.35f)
+                up = a;
+        }
+        if (!up)
+            break;
+        top = up;
+    }
+    return top;
+}
+
 /* Mark the top node and the siblings that belong with it. */
 static void mark_content(struct html_tree *t, uint32_t top, float top_score)
 {
@@ -255,7 +300,9 @@ static void mark_content(struct html_tree *t, uint32_t top, float top_score)
         }
         if (!HT_IS_BLOCK(x->tag) || (x->aux & AUX_NEGCTX) || x->chars == 0)
             continue;
-        float bonus = ((x->flags & (HN_POS | HN_BODY)) && (n[top].flags & (HN_POS | HN_BODY))) ? top_score * 0.2f : 0;
+        float bonus = ((x->flags & (HN_POS | HN_BODY)) && (n[top].flags & (HN_POS | HN_BODY)))
+                          ? top_score * 0.2f
+                          : 0;
         if ((x->aux & AUX_SCORED) && x->score + bonus >= thr) {
             x->aux |= AUX_KEEP;
             continue;
@@ -413,10 +460,15 @@ static int drop_inside(const struct html_tree *t, const struct html_node *x, uin
         float ld = link_density(x);
         if (ld > 0.6f)
             return 1;
-        if ((x->tag == HT_UL || x->tag == HT_OL) && ld > 0.4f)
-            return 1;
+        if ((x->tag == HT_UL || x->tag == HT_OL) && ld > 0.4f) {
+            /* a link list has short items; a content list may link its first words */
+            uint32_t items = 0;
+            for (uint32_t c = x->first; c; c = t->n[c].next)
+                items += t->n[c].tag == HT_LI;
+            if (!items || x->chars / items < 120)
+                return 1;
+        }
     }
-    (void)t;
     return 0;
 }
 
@@ -552,6 +604,7 @@ int html_extract(const char *html, size_t len, const char *charset_hint, struct 
     uint32_t top = choose_top(&t, &top_score);
     struct writer w = { &out->text, SEP_NONE, 0, 0, 0 };
     if (top) {
+        top = merge_split(&t, top, top_score);
         mark_content(&t, top, top_score);
         write_kept(&t, &w, t.n[top].chars);
     }

@@ -11,8 +11,7 @@
  * Output text: blocks separated by a blank line, list items and table rows by a newline,
  * table cells by " | ", whitespace collapsed (kept inside <pre>), always valid UTF-8.
  *
- * Thread-safe: no global state besides libxml2's (call xmlInitParser() once before using
- * this from several threads). Never prints.
+ * Thread-safe (libxml2 is initialised once, on first use). Never prints.
  */
 #ifndef SL_HTML_H
 #define SL_HTML_H

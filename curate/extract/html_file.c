@@ -12,8 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const EXTS[] = { ".gz", ".zst", ".bz2", ".html", ".htm", ".xhtml",
-                                    ".shtml" };
+static const char *const EXTS[] = { ".gz", ".zst", ".bz2", ".html", ".htm", ".xhtml", ".shtml" };
 
 size_t html_file_id(const char *path, char *out, size_t n)
 {
@@ -56,8 +55,8 @@ int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *
     rc = sl_read_file(path, &raw);
     if (rc == SL_ERR_TOOBIG) {
         count(c, "html_too_large", 1);
-        rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu MiB cap",
-                        path, HTML_MAX_INPUT >> 20);
+        rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu MiB cap", path,
+                        HTML_MAX_INPUT >> 20);
         goto out;
     }
     if (rc)

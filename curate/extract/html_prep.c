@@ -74,8 +74,8 @@ int html_charset_canon(const char *label, size_t n, char out[32])
         label++;
         n--;
     }
-    while (n && (isspace((unsigned char)label[n - 1]) || label[n - 1] == '"' ||
-                 label[n - 1] == '\''))
+    while (n &&
+           (isspace((unsigned char)label[n - 1]) || label[n - 1] == '"' || label[n - 1] == '\''))
         n--;
     if (n == 0 || n >= 32)
         return -1;
@@ -166,7 +166,9 @@ int html_to_utf8(const char *in, size_t len, const char *charset, struct sl_buf 
     iconv_t cd = iconv_open("UTF-8", charset);
     if (cd == (iconv_t)-1)
         goto as_utf8;
-    size_t unit = strncmp(charset, "utf-16", 6) == 0 ? 2 : strncmp(charset, "utf-32", 6) == 0 ? 4 : 1;
+    size_t unit = strncmp(charset, "utf-16", 6) == 0   ? 2
+                  : strncmp(charset, "utf-32", 6) == 0 ? 4
+                                                       : 1;
     char *ip = (char *)in;
     size_t ileft = len;
     while (ileft > 0) {
@@ -215,49 +217,46 @@ as_utf8:
 /* Whole tokens of class/id values (split at anything not a letter or digit) that mark
  * boilerplate. Sorted for bsearch. */
 static const char *const NEG_WORDS[] = {
-    "ad",          "adblock",     "ads",         "adsense",      "adslot",
-    "adunit",      "advert",      "advertisement", "advertising", "adverts",
-    "agegate",     "author",      "authors",     "banner",       "bio",
-    "breadcrumb",  "breadcrumbs", "byline",      "bylines",      "caption",
-    "comment",     "comments",    "consent",     "contentinfo",  "cookie",
-    "cookies",     "copyright",   "credit",      "credits",      "dateline",
-    "dfp",         "disclaimer",  "disqus",      "donate",       "donation",
-    "footer",      "gdpr",        "hidden",      "hide",         "invisible",
-    "login",       "masthead",    "menu",        "meta",         "modal",
-    "more",        "nav",         "navbar",      "navigation",   "newsletter",
-    "newsletters", "outbrain",    "overlay",     "pagination",   "paywall",
-    "popular",     "popup",       "print",       "promo",        "promos",
-    "promoted",    "promotion",   "rail",        "recirc",       "recirculation",
-    "recommend",   "recommended", "related",     "share",        "sharebar",
-    "shares",      "sharing",     "sidebar",     "signup",       "skip",
-    "social",      "sponsor",     "sponsored",   "sronly",       "subscribe",
-    "subscription", "taboola",    "tag",         "tags",         "timestamp",
-    "toolbar",     "tools",       "trending",    "visually",     "widget",
+    "ad",          "adblock",       "ads",          "adsense",    "adslot",        "adunit",
+    "advert",      "advertisement", "advertising",  "adverts",    "agegate",       "author",
+    "authors",     "banner",        "bio",          "breadcrumb", "breadcrumbs",   "byline",
+    "bylines",     "caption",       "comment",      "comments",   "consent",       "contentinfo",
+    "cookie",      "cookies",       "copyright",    "credit",     "credits",       "dateline",
+    "dfp",         "disclaimer",    "disqus",       "donate",     "donation",      "footer",
+    "gdpr",        "hidden",        "hide",         "invisible",  "login",         "masthead",
+    "menu",        "meta",          "modal",        "more",       "nav",           "navbar",
+    "navigation",  "newsletter",    "newsletters",  "outbrain",   "overlay",       "pagination",
+    "paywall",     "popular",       "popup",        "print",      "promo",         "promos",
+    "promoted",    "promotion",     "rail",         "recirc",     "recirculation", "recommend",
+    "recommended", "related",       "share",        "sharebar",   "shares",        "sharing",
+    "sidebar",     "signup",        "skip",         "social",     "sponsor",       "sponsored",
+    "sronly",      "subscribe",     "subscription", "taboola",    "tag",           "tags",
+    "timestamp",   "toolbar",       "tools",        "trending",   "visually",      "widget",
     "widgets",
 };
 
 /* Prefixes of such tokens ("comments-area", "sharebuttons", "sidebar2", ...). */
 static const char *const NEG_PREFIXES[] = {
     "comment", "sidebar", "newsletter", "breadcrumb", "advert", "sponsor", "social",
-    "share", "related", "subscri", "footer", "navbar", "cookie", "recommend",
+    "share",   "related", "subscri",    "footer",     "navbar", "cookie",  "recommend",
 };
 
 static const char *const POS_WORDS[] = {
-    "article", "articlebody", "blog", "body", "content", "entry",
+    "article", "articlebody", "blog",  "body",  "content", "entry",
     "main",    "post",        "prose", "story", "text",
 };
 
 /* Single tokens that name an article body. */
 static const char *const BODY_WORDS[] = {
-    "articlebody", "articlecontent", "articletext", "bodytext", "postbody", "postcontent",
-    "storybody",   "storycontent",   "storytext",
+    "articlebody", "articlecontent", "articletext",  "bodytext",  "postbody",
+    "postcontent", "storybody",      "storycontent", "storytext",
 };
 
 /* Pairs of consecutive tokens that name an article body ("article-body", "entry_content",
  * "story__text", ...), by word id. */
 enum { PW_ARTICLE = 1, PW_STORY, PW_ENTRY, PW_POST, PW_BODY, PW_MAIN, PW_CONTENT, PW_TEXT };
-static const char *const PAIR_WORDS[] = { "", "article", "story", "entry", "post", "body",
-                                          "main", "content", "text" };
+static const char *const PAIR_WORDS[] = { "",     "article", "story",   "entry", "post",
+                                          "body", "main",    "content", "text" };
 /* for each first word: the second words that complete a pair (bit = 1 << id) */
 static const unsigned PAIR_OK[] = {
     [PW_ARTICLE] = 1u << PW_BODY | 1u << PW_CONTENT | 1u << PW_TEXT | 1u << PW_MAIN,
@@ -376,9 +375,9 @@ unsigned html_class_hints(const char *v, size_t n)
 
 static unsigned role_hints(const char *v, size_t n)
 {
-    static const char *const neg[] = { "navigation", "banner", "contentinfo", "complementary",
-                                       "menu", "menubar", "search", "dialog", "alertdialog",
-                                       "toolbar" };
+    static const char *const neg[] = { "navigation",  "banner",  "contentinfo", "complementary",
+                                       "menu",        "menubar", "search",      "dialog",
+                                       "alertdialog", "toolbar" };
     for (size_t i = 0; i < NELEM(neg); i++)
         if (strlen(neg[i]) == n && !strncasecmp(v, neg[i], n))
             return HN_NEG;
@@ -417,21 +416,21 @@ struct raw_el {
     unsigned char len, raw;
 };
 static const struct raw_el RAW[] = {
-    { "script", 6, 1 },   { "style", 5, 1 },  { "noscript", 8, 1 }, { "iframe", 6, 1 },
-    { "noembed", 7, 1 },  { "noframes", 8, 1 }, { "svg", 3, 0 },    { "math", 4, 0 },
-    { "template", 8, 0 }, { "object", 6, 0 }, { "video", 5, 0 },    { "audio", 5, 0 },
+    { "script", 6, 1 },   { "style", 5, 1 },    { "noscript", 8, 1 }, { "iframe", 6, 1 },
+    { "noembed", 7, 1 },  { "noframes", 8, 1 }, { "svg", 3, 0 },      { "math", 4, 0 },
+    { "template", 8, 0 }, { "object", 6, 0 },   { "video", 5, 0 },    { "audio", 5, 0 },
     { "select", 6, 0 },   { "canvas", 6, 0 },   { "textarea", 8, 1 }, { "xmp", 3, 1 },
 };
 
 /* Inline elements that are only formatting: their tags are dropped when they carry no
  * hints (their text stays in place). Void elements that hold no text are dropped always. */
 static const char *const TRANSPARENT[] = {
-    "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em",
-    "font", "i", "ins", "kbd", "mark", "nobr", "picture", "q", "s", "samp", "small", "span",
-    "strike", "strong", "sub", "sup", "time", "tt", "u", "var",
+    "abbr",  "acronym", "b",      "bdi",    "bdo", "big",  "cite", "code",    "data", "del", "dfn",
+    "em",    "font",    "i",      "ins",    "kbd", "mark", "nobr", "picture", "q",    "s",   "samp",
+    "small", "span",    "strike", "strong", "sub", "sup",  "time", "tt",      "u",    "var",
 };
-static const char *const VOID_DROP[] = { "base", "col", "img", "link", "param", "source",
-                                         "track", "wbr" };
+static const char *const VOID_DROP[] = { "base",  "col",    "img",   "link",
+                                         "param", "source", "track", "wbr" };
 
 #define STACK_BITS 64
 
@@ -445,8 +444,7 @@ struct rw {
 
 static int is_name_end(char c)
 {
-    return c == '>' || c == '/' || c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-           c == '\f';
+    return c == '>' || c == '/' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
 }
 
 static int is_ws(char c)
@@ -561,8 +559,7 @@ static int put_val(struct sl_buf *o, const char *v, size_t n)
 
 /* Rewrite the start tag whose name (lowercase, nlen bytes) ends at p. Returns the position
  * after the tag; *rc gets an error. */
-static const char *start_tag(struct rw *w, const char *name, size_t nlen, const char *p,
-                             int *rc)
+static const char *start_tag(struct rw *w, const char *name, size_t nlen, const char *p, int *rc)
 {
     const char *end = w->end;
     struct attr a;
@@ -651,8 +648,7 @@ static const char *start_tag(struct rw *w, const char *name, size_t nlen, const 
 }
 
 /* An end tag: dropped when its transparent start tag was dropped. */
-static const char *end_tag(struct rw *w, const char *name, const char *lt, const char *p,
-                           int *rc)
+static const char *end_tag(struct rw *w, const char *name, const char *lt, const char *p, int *rc)
 {
     const char *gt = memchr(p, '>', (size_t)(w->end - p));
     const char *after = gt ? gt + 1 : w->end;

@@ -136,6 +136,7 @@ static uint32_t tt_hash(const char *s)
 
 static void tt_build(void)
 {
+    xmlInitParser(); /* once, before any thread parses */
     for (size_t i = 0; i < sizeof(TAGS) / sizeof(TAGS[0]); i++) {
         uint32_t h = tt_hash(TAGS[i].name) & (TT_SIZE - 1);
         while (TT[h])
@@ -161,13 +162,13 @@ enum { S_TRANSPARENT = 0, S_STORED = 1, S_STORED_A = 2 };
 
 struct builder {
     struct html_tree *t;
-    uint32_t cur;            /* current stored node */
-    unsigned char *stack;    /* per open element: S_* */
+    uint32_t cur;         /* current stored node */
+    unsigned char *stack; /* per open element: S_* */
     size_t sp, scap;
-    size_t skip;             /* >0: inside a dropped subtree (nesting count) */
-    unsigned links;          /* open <a> count */
+    size_t skip;    /* >0: inside a dropped subtree (nesting count) */
+    unsigned links; /* open <a> count */
     int in_title, title_done;
-    int full;                /* node or text cap reached */
+    int full; /* node or text cap reached */
 };
 
 static uint32_t node_new(struct builder *b, uint8_t tag, uint8_t flags)
@@ -416,13 +417,12 @@ int html_tree_build(struct html_tree *t, const char *html, size_t len)
     sax.warning = silent;
     sax.error = silent;
     sax.fatalError = silent;
-    htmlParserCtxtPtr ctx = htmlCreatePushParserCtxt(&sax, &b, NULL, 0, NULL,
-                                                     XML_CHAR_ENCODING_UTF8);
+    htmlParserCtxtPtr ctx =
+        htmlCreatePushParserCtxt(&sax, &b, NULL, 0, NULL, XML_CHAR_ENCODING_UTF8);
     if (!ctx)
         return sl_err_set(SL_ERR_NOMEM, "cannot create the html parser");
     htmlCtxtUseOptions(ctx, HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-                                HTML_PARSE_NONET |
-                                HTML_PARSE_IGNORE_ENC);
+                                HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC);
     /* feed in slices: htmlParseChunk takes an int length */
     const size_t slice = (size_t)1 << 26;
     size_t off = 0;

@@ -74,16 +74,16 @@ enum html_tag {
     HT_COUNT
 };
 
-#define HT_IS_BLOCK(t) ((t) >= HT_HTML)
+#define HT_IS_BLOCK(t)   ((t) >= HT_HTML)
 #define HT_IS_HEADING(t) ((t) >= HT_H1 && (t) <= HT_H6)
 
 /* node flags */
-#define HN_NEG 0x01    /* class/id/role says boilerplate (nav, share, comments, ads, ...) */
-#define HN_POS 0x02    /* class/id says content (article, body, post, entry, story, ...) */
-#define HN_BODY 0x04   /* itemprop=articleBody or a well-known article-body class */
-#define HN_HARD 0x08   /* boilerplate even inside the main content (share bars, ads, ...) */
+#define HN_NEG    0x01 /* class/id/role says boilerplate (nav, share, comments, ads, ...) */
+#define HN_POS    0x02 /* class/id says content (article, body, post, entry, story, ...) */
+#define HN_BODY   0x04 /* itemprop=articleBody or a well-known article-body class */
+#define HN_HARD   0x08 /* boilerplate even inside the main content (share bars, ads, ...) */
 #define HN_INLINK 0x10 /* text node inside <a> */
-#define HN_HIDE 0x20   /* hidden (attribute, aria-hidden, display:none): not stored */
+#define HN_HIDE   0x20 /* hidden (attribute, aria-hidden, display:none): not stored */
 
 struct html_node {
     uint32_t parent, first, last, next; /* 0: none (the root has index 0) */
@@ -92,7 +92,7 @@ struct html_node {
     uint8_t flags;                      /* HN_* */
     uint16_t depth;
     /* filled by the extractor */
-    uint32_t chars, link_chars, punct; /* whole subtree: code points (non-space), in links */
+    uint32_t chars, link_chars, punct;       /* whole subtree: code points (non-space), in links */
     uint32_t own_chars, own_link, own_punct; /* text not inside nested blocks */
     float score;
     uint32_t aux;

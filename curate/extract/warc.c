@@ -343,7 +343,7 @@ static ssize_t fill(struct warc_reader *r)
     }
     if (r->len == r->cap)
         return sl_err_set(SL_ERR_STATE, "warc window full");
-    ssize_t n;
+    ssize_t n = 0; /* set on every path below; gcc -O2 with ASan cannot see it */
     if (r->gz) {
         n = gz_fill(r);
         if (n == -1) {

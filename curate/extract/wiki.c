@@ -82,8 +82,39 @@ static void count(struct sl_counters *c, const char *name)
         sl_counters_add(c, name, 1);
 }
 
-/* "enwiki" -> "en", "zh_yuewiki" -> "zh-yue"; else the host's first label of <base>. */
+/* A language code: 2-3 lowercase letters, then optional "-part"s; or "simple". */
+static void site_lang_guess(struct wiki_state *s);
+
+static int lang_code(const char *l)
+{
+    size_t i = 0;
+    if (!strcmp(l, "simple"))
+        return 1;
+    while (l[i] >= 'a' && l[i] <= 'z')
+        i++;
+    if (i < 2 || i > 3)
+        return 0;
+    while (l[i] == '-') {
+        size_t j = ++i;
+        while ((l[i] >= 'a' && l[i] <= 'z') || (l[i] >= '0' && l[i] <= '9'))
+            i++;
+        if (i == j)
+            return 0;
+    }
+    return l[i] == 0;
+}
+
+/* "enwiki" -> "en", "zh_yuewiki" -> "zh-yue"; else the host's first label of <base>
+ * (*.wikipedia.org only). Names that are not language codes ("commonswiki") give none. */
 static void site_lang(struct wiki_state *s)
+{
+    s->lang[0] = 0;
+    site_lang_guess(s);
+    if (s->lang[0] && !lang_code(s->lang))
+        s->lang[0] = 0;
+}
+
+static void site_lang_guess(struct wiki_state *s)
 {
     const char *db = s->dbname.data ? s->dbname.data : "";
     size_t n = strlen(db);
@@ -230,8 +261,7 @@ static void trim_buf(struct sl_buf *b)
 }
 
 int wiki_extract_file(const char *path, const struct wiki_opts *o,
-                      int (*emit)(void *ctx, struct sl_doc *doc), void *ctx,
-                      struct sl_counters *c)
+                      int (*emit)(void *ctx, struct sl_doc *doc), void *ctx, struct sl_counters *c)
 {
     static const struct wiki_opts defaults = { 0, 0, 0, NULL };
     struct wiki_state s;
@@ -253,8 +283,8 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
     void *old_generic_ctx = xmlGenericErrorContext;
     xmlSetGenericErrorFunc(NULL, silent_generic);
     xr = xmlReaderForIO(read_cb, close_cb, &s, path, NULL,
-                        XML_PARSE_NONET | XML_PARSE_HUGE | XML_PARSE_COMPACT |
-                            XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+                        XML_PARSE_NONET | XML_PARSE_HUGE | XML_PARSE_COMPACT | XML_PARSE_NOERROR |
+                            XML_PARSE_NOWARNING);
     if (!xr) {
         xmlSetGenericErrorFunc(old_generic_ctx, old_generic);
         rc = s.read_err ? s.read_err
@@ -405,8 +435,8 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
         if (s.read_err)
             rc = s.read_err; /* the stream's message names the file and offset */
         else
-            rc = sl_err_set(SL_ERR_FORMAT, "cannot parse '%s': xml error at line %d: %s",
-                            path, s.xml_line, s.xml_err[0] ? s.xml_err : "malformed xml");
+            rc = sl_err_set(SL_ERR_FORMAT, "cannot parse '%s': xml error at line %d: %s", path,
+                            s.xml_line, s.xml_err[0] ? s.xml_err : "malformed xml");
     }
 out:
     if (xr)
@@ -415,9 +445,8 @@ out:
         sl_reader_close(s.r);
     sl_doc_release(&doc);
     sl_buf_release(&text);
-    struct sl_buf *bufs[] = { &s.base,    &s.dbname,   &s.nsname,  &s.url_prefix,
-                              &s.title,   &s.nsval,    &s.id,      &s.rev_text,
-                              &s.rev_ts,  &s.page_text, &s.page_ts };
+    struct sl_buf *bufs[] = { &s.base, &s.dbname,   &s.nsname, &s.url_prefix, &s.title,  &s.nsval,
+                              &s.id,   &s.rev_text, &s.rev_ts, &s.page_text,  &s.page_ts };
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         sl_buf_release(bufs[i]);
     return rc;

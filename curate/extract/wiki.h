@@ -40,7 +40,6 @@ struct wiki_opts {
  * an error stay emitted (the XML reader parses a little ahead, so the one or two pages
  * just before the error may be lost). Never prints. */
 int wiki_extract_file(const char *path, const struct wiki_opts *o,
-                      int (*emit)(void *ctx, struct sl_doc *doc), void *ctx,
-                      struct sl_counters *c);
+                      int (*emit)(void *ctx, struct sl_doc *doc), void *ctx, struct sl_counters *c);
 
 #endif

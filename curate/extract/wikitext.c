@@ -52,33 +52,87 @@ struct wtag {
 
 /* sorted */
 static const struct wtag WTAGS[] = {
-    { "abbr", T_STRIP },        { "b", T_STRIP },           { "bdi", T_STRIP },
-    { "big", T_STRIP },         { "blockquote", T_NEWLINE }, { "br", T_BR },
-    { "caption", T_NEWLINE },   { "categorytree", T_DROP }, { "ce", T_DROP },
-    { "center", T_NEWLINE },    { "chem", T_DROP },         { "cite", T_STRIP },
-    { "code", T_STRIP },        { "dd", T_NEWLINE },        { "del", T_STRIP },
-    { "dfn", T_STRIP },         { "div", T_NEWLINE },       { "dl", T_NEWLINE },
-    { "dt", T_NEWLINE },        { "em", T_STRIP },          { "font", T_STRIP },
-    { "gallery", T_DROP },      { "graph", T_DROP },        { "h1", T_NEWLINE },
-    { "h2", T_NEWLINE },        { "h3", T_NEWLINE },        { "h4", T_NEWLINE },
-    { "h5", T_NEWLINE },        { "h6", T_NEWLINE },        { "hiero", T_DROP },
-    { "hr", T_NEWLINE },        { "i", T_STRIP },           { "imagemap", T_DROP },
-    { "includeonly", T_DROP },  { "indicator", T_DROP },    { "inputbox", T_DROP },
-    { "ins", T_STRIP },         { "kbd", T_STRIP },         { "li", T_NEWLINE },
-    { "mapframe", T_DROP },     { "maplink", T_DROP },      { "mark", T_STRIP },
-    { "math", T_DROP },         { "noinclude", T_STRIP },   { "nowiki", T_LITERAL },
-    { "ol", T_NEWLINE },        { "onlyinclude", T_STRIP }, { "p", T_NEWLINE },
-    { "poem", T_NEWLINE },      { "pre", T_LITERAL },       { "q", T_STRIP },
-    { "rb", T_STRIP },          { "ref", T_DROP },          { "references", T_DROP },
-    { "rp", T_DROP },           { "rt", T_STRIP },          { "ruby", T_STRIP },
-    { "s", T_STRIP },           { "samp", T_STRIP },        { "score", T_DROP },
-    { "section", T_STRIP },     { "small", T_STRIP },       { "source", T_LITERAL },
-    { "span", T_STRIP },        { "strike", T_STRIP },      { "strong", T_STRIP },
-    { "sub", T_STRIP },         { "sup", T_STRIP },         { "syntaxhighlight", T_LITERAL },
-    { "table", T_NEWLINE },     { "td", T_CELL },           { "templatedata", T_DROP },
-    { "templatestyles", T_DROP }, { "th", T_CELL },         { "time", T_STRIP },
-    { "timeline", T_DROP },     { "tr", T_NEWLINE },        { "tt", T_STRIP },
-    { "u", T_STRIP },           { "ul", T_NEWLINE },        { "var", T_STRIP },
+    { "abbr", T_STRIP },
+    { "b", T_STRIP },
+    { "bdi", T_STRIP },
+    { "big", T_STRIP },
+    { "blockquote", T_NEWLINE },
+    { "br", T_BR },
+    { "caption", T_NEWLINE },
+    { "categorytree", T_DROP },
+    { "ce", T_DROP },
+    { "center", T_NEWLINE },
+    { "chem", T_DROP },
+    { "cite", T_STRIP },
+    { "code", T_STRIP },
+    { "dd", T_NEWLINE },
+    { "del", T_STRIP },
+    { "dfn", T_STRIP },
+    { "div", T_NEWLINE },
+    { "dl", T_NEWLINE },
+    { "dt", T_NEWLINE },
+    { "em", T_STRIP },
+    { "font", T_STRIP },
+    { "gallery", T_DROP },
+    { "graph", T_DROP },
+    { "h1", T_NEWLINE },
+    { "h2", T_NEWLINE },
+    { "h3", T_NEWLINE },
+    { "h4", T_NEWLINE },
+    { "h5", T_NEWLINE },
+    { "h6", T_NEWLINE },
+    { "hiero", T_DROP },
+    { "hr", T_NEWLINE },
+    { "i", T_STRIP },
+    { "imagemap", T_DROP },
+    { "includeonly", T_DROP },
+    { "indicator", T_DROP },
+    { "inputbox", T_DROP },
+    { "ins", T_STRIP },
+    { "kbd", T_STRIP },
+    { "li", T_NEWLINE },
+    { "mapframe", T_DROP },
+    { "maplink", T_DROP },
+    { "mark", T_STRIP },
+    { "math", T_DROP },
+    { "noinclude", T_STRIP },
+    { "nowiki", T_LITERAL },
+    { "ol", T_NEWLINE },
+    { "onlyinclude", T_STRIP },
+    { "p", T_NEWLINE },
+    { "poem", T_NEWLINE },
+    { "pre", T_LITERAL },
+    { "q", T_STRIP },
+    { "rb", T_STRIP },
+    { "ref", T_DROP },
+    { "references", T_DROP },
+    { "rp", T_DROP },
+    { "rt", T_STRIP },
+    { "ruby", T_STRIP },
+    { "s", T_STRIP },
+    { "samp", T_STRIP },
+    { "score", T_DROP },
+    { "section", T_STRIP },
+    { "small", T_STRIP },
+    { "source", T_LITERAL },
+    { "span", T_STRIP },
+    { "strike", T_STRIP },
+    { "strong", T_STRIP },
+    { "sub", T_STRIP },
+    { "sup", T_STRIP },
+    { "syntaxhighlight", T_LITERAL },
+    { "table", T_NEWLINE },
+    { "td", T_CELL },
+    { "templatedata", T_DROP },
+    { "templatestyles", T_DROP },
+    { "th", T_CELL },
+    { "time", T_STRIP },
+    { "timeline", T_DROP },
+    { "tr", T_NEWLINE },
+    { "tt", T_STRIP },
+    { "u", T_STRIP },
+    { "ul", T_NEWLINE },
+    { "var", T_STRIP },
 };
 
 static const struct wtag *wtag_find(const char *name)
@@ -359,18 +413,30 @@ struct tpl {
 
 /* Templates that show inline text (lowercase names, sorted). */
 static const struct tpl TPLS[] = {
-    { "abbr", TK_FIRST, NULL },     { "big", TK_FIRST, NULL },
-    { "convert", TK_CONVERT, NULL }, { "cvt", TK_CONVERT, NULL },
-    { "flag", TK_FIRST, NULL },     { "ill", TK_FIRST, NULL },
-    { "lang", TK_SECOND, NULL },    { "mdash", TK_TEXT, "\xE2\x80\x94" },
-    { "nbsp", TK_TEXT, " " },       { "ndash", TK_TEXT, "\xE2\x80\x93" },
-    { "nobold", TK_FIRST, NULL },   { "nobr", TK_FIRST, NULL },
-    { "nobreak", TK_FIRST, NULL },  { "nowrap", TK_FIRST, NULL },
-    { "okina", TK_TEXT, "\xCA\xBB" }, { "sic", TK_LAST, NULL },
-    { "small", TK_FIRST, NULL },    { "smaller", TK_FIRST, NULL },
-    { "snd", TK_TEXT, " \xE2\x80\x93 " }, { "spaced ndash", TK_TEXT, " \xE2\x80\x93 " },
-    { "transl", TK_LAST, NULL },    { "transliteration", TK_LAST, NULL },
-    { "unicode", TK_FIRST, NULL },  { "upright", TK_FIRST, NULL },
+    { "abbr", TK_FIRST, NULL },
+    { "big", TK_FIRST, NULL },
+    { "convert", TK_CONVERT, NULL },
+    { "cvt", TK_CONVERT, NULL },
+    { "flag", TK_FIRST, NULL },
+    { "ill", TK_FIRST, NULL },
+    { "lang", TK_SECOND, NULL },
+    { "mdash", TK_TEXT, "\xE2\x80\x94" },
+    { "nbsp", TK_TEXT, " " },
+    { "ndash", TK_TEXT, "\xE2\x80\x93" },
+    { "nobold", TK_FIRST, NULL },
+    { "nobr", TK_FIRST, NULL },
+    { "nobreak", TK_FIRST, NULL },
+    { "nowrap", TK_FIRST, NULL },
+    { "okina", TK_TEXT, "\xCA\xBB" },
+    { "sic", TK_LAST, NULL },
+    { "small", TK_FIRST, NULL },
+    { "smaller", TK_FIRST, NULL },
+    { "snd", TK_TEXT, " \xE2\x80\x93 " },
+    { "spaced ndash", TK_TEXT, " \xE2\x80\x93 " },
+    { "transl", TK_LAST, NULL },
+    { "transliteration", TK_LAST, NULL },
+    { "unicode", TK_FIRST, NULL },
+    { "upright", TK_FIRST, NULL },
 };
 
 static const struct tpl LANG_X = { "lang-", TK_FIRST, NULL };
@@ -394,8 +460,8 @@ static const struct tpl *tpl_find(const char *name)
 }
 
 /* Positional argument `idx` (0-based, named arguments skipped) among parts[1..]. */
-static int positional(const char **part, const size_t *plen, size_t np, size_t idx,
-                      const char **a, size_t *an)
+static int positional(const char **part, const size_t *plen, size_t np, size_t idx, const char **a,
+                      size_t *an)
 {
     size_t k = 0;
     for (size_t i = 1; i < np; i++) {
@@ -503,15 +569,13 @@ static int pass_templates(const char *s, size_t n, struct sl_buf *o, int depth)
 
 /* Namespace prefixes (lowercase) whose links are not text: files and categories. */
 static const char *const DROP_NS[] = {
-    "archivo",   "bestand",  "bild",     "categoria", "categoría", "categorie",
-    "catégorie", "category", "datei",    "dosya",     "fichier",   "ficheiro",
-    "fil",       "file",     "image",    "imagen",    "immagine",  "kategori",
-    "kategoria", "kategorie", "kategorija", "kuva",   "luokka",    "media",
-    "plik",      "soubor",   "tiedosto", "категория", "категорија", "категорія",
-    "изображение", "файл",   "Категория", "Категорија", "Категорія", "Изображение",
-    "Файл",      "קובץ",     "קטגוריה",   "تصنيف",     "ملف",
-    "分类",      "文件",     "ファイル", "カテゴリ",  "画像",      "분류",
-    "파일",
+    "archivo",     "bestand",   "bild",        "categoria", "categoría", "categorie",  "catégorie",
+    "category",    "datei",     "dosya",       "fichier",   "ficheiro",  "fil",        "file",
+    "image",       "imagen",    "immagine",    "kategori",  "kategoria", "kategorie",  "kategorija",
+    "kuva",        "luokka",    "media",       "plik",      "soubor",    "tiedosto",   "категория",
+    "категорија",  "категорія", "изображение", "файл",      "Категория", "Категорија", "Категорія",
+    "Изображение", "Файл",      "קובץ",        "קטגוריה",   "تصنيف",     "ملف",        "分类",
+    "文件",        "ファイル",  "カテゴリ",    "画像",      "분류",      "파일",
 };
 
 static int prefix_is(const char *p, size_t n, const char *const *list, size_t ln)
@@ -602,7 +666,7 @@ static int render_link(const char *body, size_t n, struct sl_buf *o, int depth)
 static int ext_scheme(const char *p, size_t n)
 {
     static const char *const schemes[] = { "http://", "https://", "ftp://", "//",
-                                           "mailto:", "irc://", "news:", "ftps://" };
+                                           "mailto:", "irc://",   "news:",  "ftps://" };
     for (size_t i = 0; i < NELEM(schemes); i++) {
         size_t l = strlen(schemes[i]);
         if (n >= l && strncasecmp(p, schemes[i], l) == 0)
@@ -682,8 +746,8 @@ struct lines {
     struct sl_buf pend[MAX_PENDING];
     int pend_level[MAX_PENDING];
     int npend;
-    int last;    /* kind of the last line written */
-    int tables;  /* table nesting */
+    int last;   /* kind of the last line written */
+    int tables; /* table nesting */
     struct sl_buf row, cell;
     int rc;
 };
@@ -768,8 +832,7 @@ static int put_inline(struct sl_buf *o, const char *s, size_t n)
         }
         /* a run of ordinary bytes */
         size_t j = i + 1;
-        while (j < n && s[j] != '\'' && s[j] != '_' && s[j] != '&' &&
-               !isspace((unsigned char)s[j]))
+        while (j < n && s[j] != '\'' && s[j] != '_' && s[j] != '&' && !isspace((unsigned char)s[j]))
             j++;
         rc = sl_buf_append(o, s + i, j - i);
         i = j;
@@ -997,8 +1060,8 @@ static int finish(const char *s, size_t n, struct sl_buf *o)
     while (i < n && !rc) {
         unsigned char c = (unsigned char)s[i];
         if (c == 0xEE && i + 2 < n && ((unsigned char)s[i + 1] & 0xFE) == 0x80) {
-            rc = sl_buf_putc(o, (char)((((unsigned char)s[i + 1] & 1) << 6) |
-                                       ((unsigned char)s[i + 2] & 0x3F)));
+            rc = sl_buf_putc(
+                o, (char)((((unsigned char)s[i + 1] & 1) << 6) | ((unsigned char)s[i + 2] & 0x3F)));
             i += 3;
             continue;
         }

@@ -8,8 +8,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const hints[] = { NULL, "utf-8", "windows-1252", "shift_jis", "utf-16",
-                                         "no-such-charset" };
+    static const char *const hints[] = { NULL,        "utf-8",  "windows-1252",
+                                         "shift_jis", "utf-16", "no-such-charset" };
     if (size == 0)
         return 0;
     const char *hint = hints[data[0] % (sizeof(hints) / sizeof(hints[0]))];

@@ -25,32 +25,68 @@ static const char *extract(struct html_doc *d, const char *html, const char *hin
 
 #define PARA(s) "<p>" s " This sentence, with commas, makes the paragraph long enough.</p>"
 
-static const char *PAGE =
-    "<!doctype html><html lang=\"en-GB\"><head><title>The Story | Site</title>"
-    "<script>var x = '<p>not text</p>';</script><style>p{color:red}</style></head><body>"
-    "<div id=\"cookie-banner\"><p>We use cookies, to improve things, accept them all now "
-    "please.</p></div>"
-    "<nav><ul><li><a href=\"/\">Home</a></li><li><a href=\"/n\">News</a></li></ul></nav>"
-    "<header class=\"site-header\"><a href=\"/\">Logo</a></header>"
-    "<main><article><h1>The Story</h1>"
-    "<div class=\"share-tools\"><a href=\"#\">Share on Facebook</a></div>"
-    PARA("First paragraph of the story.")
-    "<!-- a comment, never text -->"
-    PARA("Second paragraph of the story.")
-    "<h2>A subheading</h2>"
-    PARA("Third paragraph under the subheading.")
-    "<ul><li>first item of the list</li><li>second item of the list</li></ul>"
-    "<table><tr><th>Name</th><th>Value</th></tr><tr><td>alpha</td><td>1</td></tr></table>"
-    "<pre>code   keeps\n  its spaces</pre>"
-    "<p style=\"display:none\">hidden by style</p><p hidden>hidden by attribute</p>"
-    "<span aria-hidden=\"true\">aria hidden</span>"
-    PARA("Fourth paragraph &amp; an entity.")
-    "</article>"
-    "<section class=\"comments\"><p>A reader comment, with many words, that is long "
-    "enough to be a paragraph too.</p></section></main>"
-    "<aside><p>Sidebar text, related stories, and so on, which is boilerplate.</p></aside>"
-    "<footer><p>Copyright 2024, all rights reserved, by the company.</p></footer>"
-    "</body></html>";
+static const char
+    *PAGE =
+        "<!doctype html><html lang=\"en-GB\"><head><title>The Story | Site</title>"
+        "<script>var x = '<p>not text</p>';</script><style>p{color:red}</style></head><body>"
+        "<div id=\"cookie-banner\"><p>We use cookies, to improve things, accept them all now "
+        "please.</p></div>"
+        "<nav><ul><li><a href=\"/\">Home</a></li><li><a href=\"/n\">News</a></li></ul></nav>"
+        "<header class=\"site-header\"><a href=\"/\">Logo</a></header>"
+        "<main><article><h1>The Story</h1>"
+        "<div class=\"share-tools\"><a href=\"#\">Share on Facebook</a></div>" PARA("First "
+                                                                                    "paragraph of "
+                                                                                    "the story.") "<!-- a comment, never text -->" PARA("Second paragraph of the story.") "<h2>A subheading</h2>" PARA(
+            "Third paragraph under the subheading.") "<ul><li>first item of the "
+                                                     "list</li><li>second item of the "
+                                                     "list</li></ul>"
+                                                     "<table><tr><th>Name</th><th>Value</th></"
+                                                     "tr><tr><td>alpha</td><td>1</td></tr></table>"
+                                                     "<pre>code   keeps\n  its spaces</pre>"
+                                                     "<p style=\"display:none\">hidden by "
+                                                     "style</p><p hidden>hidden by attribute</p>"
+                                                     "<span aria-hidden=\"true\">aria "
+                                                     "hidden</span>" PARA("Fourth paragraph &amp; "
+                                                                          "an entity.") "</article>"
+                                                                                        "<section "
+                                                                                        "class="
+                                                                                        "\"comments"
+                                                                                        "\"><p>A "
+                                                                                        "reader "
+                                                                                        "comment, "
+                                                                                        "with many "
+                                                                                        "words, "
+                                                                                        "that is "
+                                                                                        "long "
+                                                                                        "enough to "
+                                                                                        "be a "
+                                                                                        "paragraph "
+                                                                                        "too.</p></"
+                                                                                        "section></"
+                                                                                        "main>"
+                                                                                        "<aside><p>"
+                                                                                        "Sidebar "
+                                                                                        "text, "
+                                                                                        "related "
+                                                                                        "stories, "
+                                                                                        "and so "
+                                                                                        "on, which "
+                                                                                        "is "
+                                                                                        "boilerplat"
+                                                                                        "e.</p></"
+                                                                                        "aside>"
+                                                                                        "<footer><"
+                                                                                        "p>"
+                                                                                        "Copyright "
+                                                                                        "2024, all "
+                                                                                        "rights "
+                                                                                        "reserved, "
+                                                                                        "by the "
+                                                                                        "company.</"
+                                                                                        "p></"
+                                                                                        "footer>"
+                                                                                        "</body></"
+                                                                                        "html>";
 
 TEST(html_main_text_and_boilerplate)
 {
@@ -63,9 +99,9 @@ TEST(html_main_text_and_boilerplate)
     CHECK_CONTAINS(t, "first item of the list\nsecond item of the list");
     CHECK_CONTAINS(t, "Name | Value\nalpha | 1");
     CHECK_CONTAINS(t, "code   keeps\n  its spaces");
-    const char *absent[] = { "cookies",  "Home",       "Logo",      "Share on",
-                             "comment",  "Sidebar",    "Copyright", "hidden by",
-                             "aria",     "not text",   "color:red", "The Story\n" };
+    const char *absent[] = { "cookies", "Home",     "Logo",      "Share on",
+                             "comment", "Sidebar",  "Copyright", "hidden by",
+                             "aria",    "not text", "color:red", "The Story\n" };
     for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
         if (strstr(t, absent[i]))
             sl_test_fail(__FILE__, __LINE__, "text should not contain \"%s\":\n%s", absent[i], t);
@@ -79,10 +115,9 @@ TEST(html_h1_kept_unless_title)
 {
     struct html_doc d;
     html_doc_init(&d);
-    const char *t = extract(&d,
-                            "<title>Other</title><body><h1>A Declaration</h1>" PARA("One.")
-                                PARA("Two.") "</body>",
-                            NULL);
+    const char *t = extract(
+        &d, "<title>Other</title><body><h1>A Declaration</h1>" PARA("One.") PARA("Two.") "</body>",
+        NULL);
     CHECK(strncmp(t, "A Declaration\n\nOne.", 19) == 0);
     html_doc_release(&d);
 }
@@ -93,8 +128,7 @@ TEST(html_empty_and_textless)
     html_doc_init(&d);
     CHECK_EQ_INT(html_extract("", 0, NULL, &d), 0);
     CHECK_EQ_INT(d.text.len, 0);
-    CHECK_EQ_STR(extract(&d, "<html><body><img src=x><script>x</script></body></html>", NULL),
-                 "");
+    CHECK_EQ_STR(extract(&d, "<html><body><img src=x><script>x</script></body></html>", NULL), "");
     CHECK_EQ_STR(extract(&d, "just some text", NULL), "just some text");
     html_doc_release(&d);
 }
@@ -104,9 +138,9 @@ TEST(html_charsets)
     struct html_doc d;
     html_doc_init(&d);
     /* declared windows-1252 in <meta> */
-    CHECK_CONTAINS(extract(&d, "<meta charset=\"iso-8859-1\"><p>caf\xe9 cr\xe8me \x93q\x94</p>",
-                           NULL),
-                   "caf\xc3\xa9 cr\xc3\xa8me \xe2\x80\x9cq\xe2\x80\x9d");
+    CHECK_CONTAINS(
+        extract(&d, "<meta charset=\"iso-8859-1\"><p>caf\xe9 cr\xe8me \x93q\x94</p>", NULL),
+        "caf\xc3\xa9 cr\xc3\xa8me \xe2\x80\x9cq\xe2\x80\x9d");
     /* http-equiv form, Shift_JIS */
     CHECK_CONTAINS(extract(&d,
                            "<meta http-equiv=\"Content-Type\" content=\"text/html; "
@@ -121,7 +155,8 @@ TEST(html_charsets)
     REQUIRE(html_extract(u16, sizeof(u16) - 1, "windows-1252", &d) == 0);
     CHECK_EQ_STR(d.text.data, "h\xc3\xa9");
     /* invalid UTF-8 becomes U+FFFD; an unknown charset is read as UTF-8 */
-    CHECK_EQ_STR(extract(&d, "<p>a\xff\xfe b\xc3</p>", NULL), "a\xef\xbf\xbd\xef\xbf\xbd b\xef\xbf\xbd");
+    CHECK_EQ_STR(extract(&d, "<p>a\xff\xfe b\xc3</p>", NULL),
+                 "a\xef\xbf\xbd\xef\xbf\xbd b\xef\xbf\xbd");
     CHECK_EQ_STR(extract(&d, "<p>ok \xc3\xa9</p>", "x-no-such-charset"), "ok \xc3\xa9");
     html_doc_release(&d);
 }

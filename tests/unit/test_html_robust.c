@@ -69,10 +69,10 @@ TEST(html_huge_pages)
 TEST(html_invalid_bytes_every_charset)
 {
     static const char *const cs[] = {
-        NULL,        "utf-8",      "windows-1252", "iso-8859-2", "iso-8859-5", "koi8-r",
-        "windows-1251", "shift_jis", "euc-jp",     "iso-2022-jp", "gb2312",    "gb18030",
-        "big5",      "euc-kr",     "utf-16",      "utf-16le",   "utf-16be",   "utf-32",
-        "tis-620",   "windows-874", "x-mac-roman", "bogus-charset", "",
+        NULL,           "utf-8",       "windows-1252", "iso-8859-2",    "iso-8859-5", "koi8-r",
+        "windows-1251", "shift_jis",   "euc-jp",       "iso-2022-jp",   "gb2312",     "gb18030",
+        "big5",         "euc-kr",      "utf-16",       "utf-16le",      "utf-16be",   "utf-32",
+        "tis-620",      "windows-874", "x-mac-roman",  "bogus-charset", "",
     };
     uint64_t x = 0x9E3779B97F4A7C15ull;
     struct sl_buf b = SL_BUF_INIT;
@@ -92,8 +92,7 @@ TEST(html_invalid_bytes_every_charset)
             sl_buf_puts(&b, "</p></body></html>");
             int rc = html_extract(b.data, b.len, cs[c], &d);
             if (rc != 0)
-                sl_test_fail(__FILE__, __LINE__, "charset %s: rc %d", cs[c] ? cs[c] : "(none)",
-                             rc);
+                sl_test_fail(__FILE__, __LINE__, "charset %s: rc %d", cs[c] ? cs[c] : "(none)", rc);
             check_valid(&d);
         }
     }

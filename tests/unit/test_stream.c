@@ -151,6 +151,19 @@ TEST(stream_output_cap_stops_bombs)
     CHECK_EQ_INT(sl_reader_read_all(r, &back), SL_ERR_TOOBIG);
     CHECK_CONTAINS(sl_err_msg(), "bomb.gz");
     sl_reader_close(r);
+    /* by lines (no newline in 8 MB of zeros): the cap is fatal, not "line too long, go on",
+     * so a caller that skips long lines stops instead of looping */
+    REQUIRE(sl_reader_open_source(&r, sl_source_mem(z.data, z.len, "bomb.gz"), &o) == 0);
+    const char *line;
+    size_t len;
+    int rc;
+    int calls = 0;
+    while ((rc = sl_reader_getline(r, &line, &len, 4096)) == SL_ERR_TOOBIG && ++calls < 10000)
+        ;
+    CHECK_EQ_INT(rc, SL_ERR_CORRUPT);
+    CHECK_CONTAINS(sl_err_msg(), "compression bomb");
+    CHECK_EQ_INT(sl_reader_getline(r, &line, &len, 4096), SL_ERR_CORRUPT);
+    sl_reader_close(r);
     sl_buf_release(&zeros);
     sl_buf_release(&z);
     sl_buf_release(&back);

@@ -53,8 +53,7 @@ static void got_release(struct got *g)
         sl_buf_release(&g->text[i]);
 }
 
-static int run(const char *fixture, const struct wiki_opts *o, struct got *g,
-               struct sl_counters *c)
+static int run(const char *fixture, const struct wiki_opts *o, struct got *g, struct sl_counters *c)
 {
     memset(g, 0, sizeof(*g));
     sl_counters_init(c);
@@ -247,5 +246,51 @@ TEST(wiki_caps_stop_and_errors)
     /* a missing file */
     CHECK_EQ_INT(wiki_extract_file("/nonexistent/dump.xml", NULL, collect, &g, NULL), SL_ERR_IO);
     sl_buf_release(&raw);
+    sl_buf_release(&z);
+}
+
+static void bz2_append(struct sl_buf *dst, const char *p, size_t n)
+{
+    struct sl_writer *w;
+    struct sl_writer_opts o = { SL_CODEC_BZIP2, 0 };
+    REQUIRE(sl_writer_open_buf(&w, dst, &o) == 0);
+    REQUIRE(sl_writer_write(w, p, n) == 0);
+    REQUIRE(sl_writer_commit(w) == 0);
+}
+
+/* A multistream dump: header, pages and footer in separate bzip2 streams. */
+TEST(wiki_multistream_bz2)
+{
+    struct sl_buf xml = SL_BUF_INIT, z = SL_BUF_INIT;
+    REQUIRE(sl_read_file(sl_test_fixture("wiki/pair-0.10.xml"), &xml) == 0);
+    const char *p1 = strstr(xml.data, "<page>");
+    REQUIRE(p1);
+    const char *p2 = strstr(p1 + 1, "<page>");
+    REQUIRE(p2);
+    const char *foot = strstr(p2, "</mediawiki>");
+    REQUIRE(foot);
+    bz2_append(&z, xml.data, (size_t)(p1 - xml.data));
+    bz2_append(&z, p1, (size_t)(p2 - p1));
+    bz2_append(&z, p2, (size_t)(foot - p2));
+    bz2_append(&z, foot, strlen(foot));
+    const char *path = sl_test_write("multistream.xml.bz2", z.data, z.len);
+    struct got a, b;
+    struct sl_counters c;
+    sl_counters_init(&c);
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    struct wiki_opts all = { 1, 0, 0, NULL };
+    REQUIRE(wiki_extract_file(path, &all, collect, &a, &c) == 0);
+    REQUIRE(wiki_extract_file(sl_test_fixture("wiki/pair-0.10.xml"), &all, collect, &b, &c) == 0);
+    CHECK_EQ_INT(a.n, b.n);
+    CHECK(a.n >= 1);
+    for (int i = 0; i < a.n && i < 8; i++) {
+        CHECK_EQ_STR(a.title[i], b.title[i]);
+        CHECK_EQ_MEM(a.text[i].data, a.text[i].len, b.text[i].data, b.text[i].len);
+    }
+    got_release(&a);
+    got_release(&b);
+    sl_counters_release(&c);
+    sl_buf_release(&xml);
     sl_buf_release(&z);
 }

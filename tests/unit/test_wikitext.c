@@ -56,8 +56,7 @@ TEST(wikitext_blocks)
     CHECK_EQ_STR(wt("Before\n{| class=\"wikitable\"\n|+ Caption\n|-\n! Name !! Value\n|-\n"
                     "| style=\"x\" | alpha || [[One|1]]\n|-\n| beta\n| 2\n|}\nAfter"),
                  "Before\n\nCaption\nName | Value\nalpha | 1\nbeta | 2\n\nAfter");
-    CHECK_EQ_STR(wt("== References ==\n<references/>\n== External links ==\n{{Commons}}\n"),
-                 "");
+    CHECK_EQ_STR(wt("== References ==\n<references/>\n== External links ==\n{{Commons}}\n"), "");
 }
 
 TEST(wikitext_pathological)
@@ -105,8 +104,7 @@ TEST(wikitext_pathological)
     /* the output cap */
     struct sl_buf small;
     sl_buf_init(&small, 16);
-    CHECK_EQ_INT(wikitext_to_text("a long enough text to pass the cap", 34, &small),
-                 SL_ERR_TOOBIG);
+    CHECK_EQ_INT(wikitext_to_text("a long enough text to pass the cap", 34, &small), SL_ERR_TOOBIG);
     CHECK(small.len <= 16);
     sl_buf_release(&small);
     sl_buf_release(&in);

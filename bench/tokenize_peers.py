@@ -1,0 +1,92 @@
+"""The peers of bench/tokenize.sh, on one core.
+
+  tokenize_peers.py encode tiktoken|hf GPT2_DIR RANKS INPUT [jsonl] [repeat]
+      encode a text file (one string) or a JSONL file's "text" members with tiktoken
+      (GPT-2 ranks) or HF tokenizers (GPT-2 vocab + merges); prints tokens, best seconds,
+      MB/s and the same FNV-1a hash of the ids that bench/encode.c prints
+  tokenize_peers.py preprocess RANKS INPUT.jsonl[.zst|.gz] PREFIX
+      what Megatron's preprocess_data.py does with one worker, with tiktoken: read JSONL,
+      encode each text, append <|endoftext|> to non-empty documents, write
+      PREFIX_text_document.bin/.idx with numpy (an empty document repeats its bookend,
+      as Megatron's add_document([], []) does)
+"""
+import gzip, io, json, struct, subprocess, sys, time
+
+import numpy as np
+
+
+def fnv(ids_iter):
+    h = 1469598103934665603
+    for ids in ids_iter:
+        for i in ids:
+            h = ((h ^ i) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def gpt2_tiktoken(ranks_path):
+    import tiktoken
+    import tiktoken.load
+    from tiktoken.core import Encoding
+    pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+    return Encoding("gpt2", pat_str=pat, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(ranks_path),
+                    special_tokens={"<|endoftext|>": 50256})
+
+
+def open_text(path):
+    if path.endswith(".zst"):
+        return io.StringIO(subprocess.run(["zstd", "-dc", path], check=True, capture_output=True).stdout.decode())
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt")
+    return open(path)
+
+
+def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
+    if jsonl:
+        texts = [json.loads(l)["text"] for l in open_text(path)]
+    else:
+        texts = [open_text(path).read()]
+    nbytes = sum(len(t.encode()) for t in texts)
+    if kind == "tiktoken":
+        enc = gpt2_tiktoken(ranks)
+        f = enc.encode_ordinary
+    else:
+        from tokenizers import Tokenizer, models, pre_tokenizers
+        tok = Tokenizer(models.BPE.from_file(gpt2_dir + "/encoder.json", gpt2_dir + "/vocab.bpe"))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        f = lambda t: tok.encode(t).ids
+    best, out = 1e30, None
+    for _ in range(repeat):
+        t0 = time.thread_time()  # CPU seconds, as bench/encode.c measures
+        out = [f(t) for t in texts]
+        best = min(best, time.thread_time() - t0)
+    print("tokens %d bytes %d seconds %.4f MB/s %.1f fnv %016x"
+          % (sum(len(x) for x in out), nbytes, best, nbytes / best / 1e6, fnv(out)))
+
+
+def preprocess(ranks, path, prefix):
+    enc = gpt2_tiktoken(ranks)
+    lengths, pointers, docs, pos = [], [], [0], 0
+    with open(prefix + "_text_document.bin", "wb") as b:
+        for line in open_text(path):
+            ids = enc.encode_ordinary(json.loads(line)["text"])
+            if ids:
+                ids.append(50256)
+            arr = np.asarray(ids, dtype=np.uint16)
+            b.write(arr.tobytes())
+            if ids:
+                lengths.append(len(ids))
+                pointers.append(pos)
+                pos += arr.nbytes
+            docs.append(len(lengths))
+    with open(prefix + "_text_document.idx", "wb") as f:
+        f.write(b"MMIDIDX\x00\x00" + struct.pack("<QBQQ", 1, 8, len(lengths), len(docs)))
+        f.write(np.asarray(lengths, "<i4").tobytes() + np.asarray(pointers, "<i8").tobytes())
+        f.write(np.asarray(docs, dtype="<i8").tobytes())
+
+
+if __name__ == "__main__":
+    a = sys.argv
+    if a[1] == "encode":
+        encode(a[2], a[3], a[4], a[5], len(a) > 6 and a[6] == "jsonl", int(a[7]) if len(a) > 7 else 3)
+    else:
+        preprocess(a[2], a[3], a[4])

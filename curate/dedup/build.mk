@@ -1,0 +1,8 @@
+# curate/dedup: exact and MinHash/LSH fuzzy deduplication (memory or Redis Cluster index).
+LIB_SRCS += curate/dedup/normalize.c curate/dedup/shingle.c curate/dedup/minhash.c \
+            curate/dedup/lsh.c curate/dedup/unionfind.c curate/dedup/components.c \
+            curate/dedup/shuffle.c curate/dedup/corpus.c curate/dedup/exact.c \
+            curate/dedup/dedup.c curate/dedup/fuzzy.c curate/dedup/lsh_index.c \
+            curate/dedup/lsh_redis.c curate/dedup/redis_cluster.c
+PKGS += hiredis
+FUZZ_TARGETS += fuzz_shingle fuzz_redis_reply

@@ -1,0 +1,544 @@
+/* The documents of a dedup run: file assignment, global ids, scanning with the id
+ * uniqueness check, and the output phase (shards, duplicates.jsonl, clusters.jsonl). */
+#include "curate/dedup/corpus.h"
+
+#include "core/alloc.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/hash.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "curate/dedup/shuffle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int dd_corpus_init(struct dd_corpus *c, const struct sl_world *w, const char *const *operands,
+                   size_t n)
+{
+    memset(c, 0, sizeof(*c));
+    c->w = w;
+    c->text_key = "text";
+    c->id_key = "id";
+    c->max_line = SL_JSONL_DEFAULT_MAX_LINE;
+    sl_counters_init(&c->counts);
+    int rc = sl_inputs_expand(&c->in, operands, n, sl_jsonl_exts);
+    if (rc)
+        return rc;
+    if (c->in.n >= (1u << DD_GID_FILE_BITS))
+        return sl_err_set(SL_ERR_TOOBIG, "too many input files (%zu): at most %u", c->in.n,
+                          (1u << DD_GID_FILE_BITS) - 1);
+    uint64_t *sizes = sl_xcalloc(c->in.n + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < c->in.n; i++)
+        sizes[i] = c->in.v[i].size;
+    c->owner = sl_xcalloc(c->in.n + 1, sizeof(int));
+    sl_assign_by_size(sizes, c->in.n, w->size, c->owner);
+    free(sizes);
+    return 0;
+}
+
+void dd_corpus_release(struct dd_corpus *c)
+{
+    sl_inputs_release(&c->in);
+    free(c->owner);
+    sl_counters_release(&c->counts);
+    memset(c, 0, sizeof(*c));
+}
+
+int dd_corpus_owner(const struct dd_corpus *c, uint64_t gid)
+{
+    if (DD_GID_GEN(gid) != c->gen || DD_GID_FILE(gid) >= c->in.n)
+        return 0;
+    return c->owner[DD_GID_FILE(gid)];
+}
+
+const char *dd_corpus_where(const struct dd_corpus *c, uint64_t gid, char *out, size_t n)
+{
+    if (DD_GID_GEN(gid) != c->gen || DD_GID_FILE(gid) >= c->in.n)
+        snprintf(out, n, "the index (document %llu of file %llu)",
+                 (unsigned long long)DD_GID_LINE(gid), (unsigned long long)DD_GID_FILE(gid));
+    else
+        snprintf(out, n, "'%s' line %llu", c->in.v[DD_GID_FILE(gid)].path,
+                 (unsigned long long)DD_GID_LINE(gid));
+    return out;
+}
+
+struct id_rec {
+    uint64_t lo, hi, gid;
+};
+
+static int cmp_id(const void *pa, const void *pb)
+{
+    const struct id_rec *a = pa, *b = pb;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    if (a->lo != b->lo)
+        return a->lo < b->lo ? -1 : 1;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+static int check_ids(struct dd_corpus *c, struct id_rec *ids, size_t n)
+{
+    int *dest = sl_xmalloc((n + 1) * sizeof(int));
+    for (size_t i = 0; i < n; i++)
+        dest[i] = (int)(((unsigned __int128)ids[i].hi * (unsigned)c->w->size) >> 64);
+    struct sl_buf buf = SL_BUF_INIT;
+    size_t m;
+    int rc = dd_shuffle(c->w, ids, n, sizeof(*ids), dest, &buf, &m);
+    free(dest);
+    if (!rc) {
+        struct id_rec *r = (struct id_rec *)buf.data;
+        if (m > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(r, m, sizeof(*r), cmp_id);
+        for (size_t i = 1; i < m; i++) {
+            if (r[i].hi == r[i - 1].hi && r[i].lo == r[i - 1].lo) {
+                char a[512], b[512];
+                rc = sl_err_set(SL_ERR_FORMAT,
+                                "duplicate document id: %s and %s have the same id\nhint: ids "
+                                "must be unique across all inputs; drop the id field to have "
+                                "sluice assign '<file>:<line>' ids",
+                                dd_corpus_where(c, r[i - 1].gid, a, sizeof(a)),
+                                dd_corpus_where(c, r[i].gid, b, sizeof(b)));
+                break;
+            }
+        }
+    }
+    sl_buf_release(&buf);
+    return rc;
+}
+
+static int open_file(struct dd_corpus *c, size_t i, struct sl_jsonl_reader **r, char **stem,
+                     struct sl_counters *counts,
+                     void (*on_skip)(void *, const char *, const char *), void *ctx)
+{
+    *stem = sl_jsonl_id_stem(c->in.v[i].rel);
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.max_line = c->max_line;
+    jo.text_key = c->text_key;
+    jo.id_key = c->id_key;
+    jo.repair_utf8 = c->repair_utf8;
+    jo.id_prefix = *stem;
+    jo.counters = counts;
+    jo.on_skip = on_skip;
+    jo.ctx = ctx;
+    return sl_jsonl_open(r, c->in.v[i].path, &jo);
+}
+
+int dd_corpus_scan(struct dd_corpus *c, const char *label, int check, dd_doc_fn fn, void *ctx)
+{
+    struct sl_doc d;
+    sl_doc_init(&d);
+    sl_doc_set_text_key(&d, c->text_key);
+    struct id_rec *ids = NULL;
+    size_t nids = 0, capids = 0;
+    uint64_t total = 0, done = 0, docs = 0;
+    for (size_t i = 0; i < c->in.n; i++)
+        if (c->owner[i] == c->w->rank)
+            total += c->in.v[i].size;
+    struct sl_progress prog;
+    sl_progress_start(&prog, label, total, 1, c->w->rank == 0);
+    int rc = 0;
+    for (size_t i = 0; i < c->in.n && !rc; i++) {
+        if (c->owner[i] != c->w->rank)
+            continue;
+        struct sl_jsonl_reader *r;
+        char *stem;
+        rc = open_file(c, i, &r, &stem, NULL, NULL, NULL);
+        while (!rc) {
+            int got = sl_jsonl_next(r, &d);
+            if (got < 0)
+                rc = got;
+            if (got <= 0)
+                break;
+            uint64_t line = sl_jsonl_line_no(r);
+            if (line >= (1ull << DD_GID_LINE_BITS)) {
+                rc = sl_err_set(SL_ERR_TOOBIG, "'%s': more than 2^36 lines", c->in.v[i].path);
+                break;
+            }
+            uint64_t gid = DD_GID(c->gen, i, line);
+            if (check) {
+                size_t len;
+                const char *id = sl_doc_get_raw(&d, c->id_key, &len);
+                struct sl_hash128 h = sl_hash128(id ? id : "", id ? len : 0, 0x1d5);
+                if (nids == capids) {
+                    capids = capids ? capids * 2 : 4096;
+                    ids = sl_xrealloc(ids, capids * sizeof(*ids));
+                }
+                ids[nids].lo = h.lo;
+                ids[nids].hi = h.hi;
+                ids[nids].gid = gid;
+                nids++;
+            }
+            rc = fn(ctx, gid, &d);
+            docs++;
+            if ((docs & 255) == 0)
+                sl_progress_update(&prog, done + sl_jsonl_bytes_in(r), docs);
+        }
+        done += c->in.v[i].size;
+        sl_jsonl_close(r);
+        free(stem);
+    }
+    sl_progress_finish(&prog);
+    sl_doc_release(&d);
+    if (check) {
+        /* every rank takes part in the exchange, even one that failed to read */
+        int64_t bad = rc != 0;
+        sl_world_allreduce_i64(c->w, &bad, 1, SL_MAX);
+        if (!bad)
+            rc = check_ids(c, ids, nids);
+        else if (!rc)
+            rc = sl_err_set(SL_ERR_STATE, "another rank failed");
+    }
+    free(ids);
+    return rc;
+}
+
+static int cmp_fate(const void *pa, const void *pb)
+{
+    const struct dd_fate *a = pa, *b = pb;
+    if (a->gid != b->gid)
+        return a->gid < b->gid ? -1 : 1;
+    return a->keep < b->keep ? -1 : a->keep > b->keep;
+}
+
+int dd_fates_to_owners(const struct dd_corpus *c, struct dd_fate **fates, size_t *n)
+{
+    int *dest = sl_xmalloc((*n + 1) * sizeof(int));
+    for (size_t i = 0; i < *n; i++)
+        dest[i] = dd_corpus_owner(c, (*fates)[i].gid);
+    struct sl_buf buf = SL_BUF_INIT;
+    size_t m;
+    int rc = dd_shuffle(c->w, *fates, *n, sizeof(**fates), dest, &buf, &m);
+    free(dest);
+    free(*fates);
+    *fates = NULL;
+    *n = 0;
+    if (rc) {
+        sl_buf_release(&buf);
+        return rc;
+    }
+    struct dd_fate *f = (struct dd_fate *)buf.data;
+    if (m > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(f, m, sizeof(*f), cmp_fate);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!k || f[i].gid != f[k - 1].gid)
+            f[k++] = f[i];
+    size_t len;
+    *fates = (struct dd_fate *)sl_buf_detach(&buf, &len);
+    *n = k;
+    return 0;
+}
+
+/* ---- output phase --------------------------------------------------------------------- */
+
+static void apply_skip(void *ctx, const char *reason, const char *message)
+{
+    (void)ctx;
+    if (message)
+        sl_warn_limited(reason, 20, "%s", message);
+}
+
+/* A member record for rank 0: keep, gid, id length, id bytes. */
+static void put_member(struct sl_buf *b, uint64_t keep, uint64_t gid, const char *id, size_t n)
+{
+    uint32_t len = (uint32_t)n;
+    sl_buf_append(b, &keep, 8);
+    sl_buf_append(b, &gid, 8);
+    sl_buf_append(b, &len, 4);
+    sl_buf_append(b, id, n);
+}
+
+struct member {
+    uint64_t keep, gid;
+    const char *id;
+    uint32_t len;
+};
+
+static int cmp_member(const void *pa, const void *pb)
+{
+    const struct member *a = pa, *b = pb;
+    if (a->keep != b->keep)
+        return a->keep < b->keep ? -1 : 1;
+    /* the kept one first, then input order */
+    int ak = a->gid == a->keep, bk = b->gid == b->keep;
+    if (ak != bk)
+        return ak ? -1 : 1;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+static int cmp_member_gid(const void *pa, const void *pb)
+{
+    const struct member *a = pa, *b = pb;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+static const struct member *member_of(const struct member *m, size_t n, uint64_t gid)
+{
+    struct member key = { 0, gid, NULL, 0 };
+    return n ? bsearch(&key, m, n, sizeof(*m), cmp_member_gid) : NULL;
+}
+
+/* The raw JSON id of gid into out: a cluster member, or (older generations) the index. */
+static void pair_id(const struct member *m, size_t n, uint64_t gid, const struct dd_apply_opts *o,
+                    struct sl_buf *out)
+{
+    const struct member *x = member_of(m, n, gid);
+    if (x)
+        sl_buf_append(out, x->id, x->len);
+    else if (!o->old_id || o->old_id(o->old_ctx, gid, out))
+        sl_buf_puts(out, "null");
+}
+
+static int write_pairs(const char *out_dir, struct member *m, size_t n, const struct dd_pair *p,
+                       size_t np, const struct dd_apply_opts *o)
+{
+    if (n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(m, n, sizeof(*m), cmp_member_gid);
+    char *path = sl_xasprintf("%s/pairs.jsonl", out_dir);
+    struct sl_writer *w = NULL;
+    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    int rc = sl_writer_open(&w, path, &wo);
+    struct sl_buf b = SL_BUF_INIT;
+    for (size_t i = 0; i < np && !rc; i++) {
+        sl_buf_reset(&b);
+        sl_buf_puts(&b, "{\"a\":");
+        pair_id(m, n, p[i].u, o, &b);
+        sl_buf_puts(&b, ",\"b\":");
+        pair_id(m, n, p[i].v, o, &b);
+        if (p[i].jaccard >= 0)
+            sl_buf_printf(&b, ",\"jaccard\":%.6f}\n", p[i].jaccard);
+        else
+            sl_buf_puts(&b, ",\"jaccard\":null}\n");
+        rc = sl_writer_write(w, b.data, b.len);
+    }
+    if (!rc)
+        rc = sl_writer_commit(w);
+    else
+        sl_writer_abort(w);
+    sl_buf_release(&b);
+    free(path);
+    return rc;
+}
+
+static int write_side_files(const char *out_dir, struct member *m, size_t n, int clusters,
+                            uint64_t *groups)
+{
+    if (n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(m, n, sizeof(*m), cmp_member);
+    char *p1 = sl_xasprintf("%s/duplicates.jsonl", out_dir);
+    char *p2 = sl_xasprintf("%s/clusters.jsonl", out_dir);
+    struct sl_writer *w1 = NULL, *w2 = NULL;
+    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    int rc = sl_writer_open(&w1, p1, &wo);
+    if (!rc && clusters)
+        rc = sl_writer_open(&w2, p2, &wo);
+    struct sl_buf b = SL_BUF_INIT, c = SL_BUF_INIT;
+    uint64_t g = 0;
+    for (size_t i = 0; i < n && !rc;) {
+        size_t j = i;
+        while (j < n && m[j].keep == m[i].keep)
+            j++;
+        sl_buf_reset(&b);
+        sl_buf_printf(&b, "{\"group\":%llu,\"kept\":", (unsigned long long)g);
+        size_t r0 = i;
+        if (m[i].gid == m[i].keep) {
+            sl_buf_append(&b, m[i].id, m[i].len);
+            r0 = i + 1;
+        } else {
+            sl_buf_puts(&b, "null");
+        }
+        sl_buf_puts(&b, ",\"removed\":[");
+        for (size_t k = r0; k < j; k++) {
+            if (k > r0)
+                sl_buf_putc(&b, ',');
+            sl_buf_append(&b, m[k].id, m[k].len);
+        }
+        sl_buf_puts(&b, "]}\n");
+        rc = sl_writer_write(w1, b.data, b.len);
+        for (size_t k = i; k < j && !rc && w2; k++) {
+            sl_buf_reset(&c);
+            sl_buf_puts(&c, "{\"id\":");
+            sl_buf_append(&c, m[k].id, m[k].len);
+            sl_buf_printf(&c, ",\"cluster\":%llu,\"size\":%zu,\"kept\":%s}\n",
+                          (unsigned long long)g, j - i, m[k].gid == m[k].keep ? "true" : "false");
+            rc = sl_writer_write(w2, c.data, c.len);
+        }
+        g++;
+        i = j;
+    }
+    if (!rc)
+        rc = sl_writer_commit(w1);
+    else
+        sl_writer_abort(w1);
+    if (w2) {
+        if (!rc)
+            rc = sl_writer_commit(w2);
+        else
+            sl_writer_abort(w2);
+    }
+    if (!clusters)
+        remove(p2); /* a clusters.jsonl of another kind of run would mislead */
+    sl_buf_release(&b);
+    sl_buf_release(&c);
+    free(p1);
+    free(p2);
+    *groups = g;
+    return rc;
+}
+
+int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fates, size_t nf,
+                    const struct dd_apply_opts *o, uint64_t *groups)
+{
+    const struct sl_world *w = c->w;
+    if (nf > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(fates, nf, sizeof(*fates), cmp_fate);
+    struct sl_buf members = SL_BUF_INIT, idb = SL_BUF_INIT;
+    struct sl_doc d;
+    sl_doc_init(&d);
+    sl_doc_set_text_key(&d, c->text_key);
+    size_t k = 0;
+    int rc = 0;
+    uint64_t total = 0, done = 0, docs = 0;
+    for (size_t i = 0; i < c->in.n; i++)
+        if (c->owner[i] == w->rank)
+            total += c->in.v[i].size;
+    struct sl_progress prog;
+    sl_progress_start(&prog, "dedup: writing", total, 1, w->rank == 0);
+    for (size_t i = 0; i < c->in.n && !rc; i++) {
+        if (c->owner[i] != w->rank)
+            continue;
+        char *name = sl_stage_shard_name(i, ".jsonl.zst");
+        int is_done = sl_stage_done(st, name);
+        struct sl_writer *out = NULL;
+        struct sl_counters cnt;
+        sl_counters_init(&cnt);
+        sl_counters_add(&cnt, "documents_in", 0);
+        sl_counters_add(&cnt, "documents_out", 0);
+        sl_counters_add(&cnt, "duplicates_removed", 0);
+        if (!is_done) {
+            char *path = sl_stage_shard_path(st, i, ".jsonl.zst");
+            struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
+            rc = sl_writer_open(&out, path, &wo);
+            free(path);
+        }
+        struct sl_jsonl_reader *r = NULL;
+        char *stem = NULL;
+        if (!rc)
+            rc = open_file(c, i, &r, &stem, &cnt, apply_skip, NULL);
+        while (!rc) {
+            int got = sl_jsonl_next(r, &d);
+            if (got < 0)
+                rc = got;
+            if (got <= 0)
+                break;
+            uint64_t gid = DD_GID(c->gen, i, sl_jsonl_line_no(r));
+            sl_counters_add(&cnt, "documents_in", 1);
+            sl_counters_add(&cnt, "bytes_in", d.raw.len + 1);
+            while (k < nf && fates[k].gid < gid)
+                k++;
+            int removed = 0;
+            if (k < nf && fates[k].gid == gid) {
+                size_t len;
+                const char *id = sl_doc_get_raw(&d, c->id_key, &len);
+                put_member(&members, fates[k].keep, gid, id ? id : "null", id ? len : 4);
+                removed = fates[k].keep != gid;
+            }
+            if (removed) {
+                sl_counters_add(&cnt, "duplicates_removed", 1);
+            } else {
+                sl_counters_add(&cnt, "documents_out", 1);
+                if (out)
+                    rc = sl_doc_write(&d, out);
+            }
+            if ((++docs & 255) == 0)
+                sl_progress_update(&prog, done + sl_jsonl_bytes_in(r), docs);
+        }
+        sl_jsonl_close(r);
+        free(stem);
+        done += c->in.v[i].size;
+        if (out) {
+            if (rc) {
+                sl_writer_abort(out);
+            } else {
+                uint64_t unc = sl_writer_bytes_in(out);
+                rc = sl_writer_commit(out);
+                char *path = sl_stage_shard_path(st, i, ".jsonl.zst");
+                struct stat sb;
+                sl_counters_add(&cnt, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+                sl_counters_add(&cnt, "uncompressed_bytes_out", unc);
+                free(path);
+                if (!rc)
+                    rc = sl_stage_record(st, name, &cnt);
+            }
+        }
+        sl_counters_release(&cnt);
+        free(name);
+    }
+    sl_progress_finish(&prog);
+    sl_doc_release(&d);
+    sl_warn_limited_summary();
+
+    int64_t bad = rc != 0;
+    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+    if (bad) {
+        free(fates);
+        sl_buf_release(&members);
+        return rc ? rc : sl_err_set(SL_ERR_STATE, "another rank failed");
+    }
+    /* rank 0: documents of older generations (from the index) */
+    if (w->rank == 0) {
+        for (size_t i = 0; i < nf; i++) {
+            if (DD_GID_GEN(fates[i].gid) == c->gen)
+                continue;
+            sl_buf_reset(&idb);
+            if (!o->old_id || o->old_id(o->old_ctx, fates[i].gid, &idb))
+                sl_buf_puts(&idb, "null");
+            put_member(&members, fates[i].keep, fates[i].gid, idb.data, idb.len);
+        }
+    }
+    free(fates);
+    struct sl_buf all = SL_BUF_INIT;
+    rc = sl_world_gather_bytes(w, members.data ? members.data : "", members.len, 0, &all, NULL);
+    sl_buf_release(&members);
+    sl_buf_release(&idb);
+    *groups = 0;
+    if (!rc && w->rank == 0) {
+        size_t cap = 1024, n = 0;
+        struct member *m = sl_xmalloc(cap * sizeof(*m));
+        for (size_t p = 0; p + 20 <= all.len;) {
+            if (n == cap) {
+                cap *= 2;
+                m = sl_xrealloc(m, cap * sizeof(*m));
+            }
+            memcpy(&m[n].keep, all.data + p, 8);
+            memcpy(&m[n].gid, all.data + p + 8, 8);
+            memcpy(&m[n].len, all.data + p + 16, 4);
+            m[n].id = all.data + p + 20;
+            p += 20 + m[n].len;
+            n++;
+        }
+        rc = write_side_files(st->cfg.out_dir, m, n, o->clusters, groups);
+        if (!rc && o->pairs) {
+            rc = write_pairs(st->cfg.out_dir, m, n, o->pairs, o->npairs, o);
+        } else if (!rc) {
+            char *pp = sl_xasprintf("%s/pairs.jsonl", st->cfg.out_dir);
+            remove(pp); /* left by an earlier run: it would not match these outputs */
+            free(pp);
+        }
+        free(m);
+    }
+    sl_buf_release(&all);
+    int64_t bad2 = rc != 0;
+    sl_world_allreduce_i64(w, &bad2, 1, SL_MAX);
+    if (bad2 && !rc)
+        rc = sl_err_set(SL_ERR_STATE, "rank 0 failed to write the side files");
+    return rc;
+}

@@ -1,0 +1,98 @@
+/* sluice dedup: dispatch to `exact` or `fuzzy`, and helpers both use. */
+#include "cli/commands.h"
+#include "curate/dedup/dedup.h"
+
+#include "core/buf.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/log.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const usage =
+    "usage: sluice dedup exact --out DIR [options] IN...\n"
+    "   or: sluice dedup fuzzy --out DIR [options] IN...\n"
+    "\n"
+    "Remove duplicate documents. 'exact' drops documents whose (optionally normalised)\n"
+    "text, or another member (--key url), has the same 128-bit hash as an earlier one.\n"
+    "'fuzzy' finds near-duplicates with MinHash and LSH (in memory, or in a Redis Cluster)\n"
+    "and keeps the first document of each connected group. 'sluice dedup exact -h' and\n"
+    "'sluice dedup fuzzy -h' show their options.\n";
+
+int dedup_usage_error(const char *synopsis)
+{
+    sl_error("%s", sl_err_msg());
+    fprintf(stderr, "usage: %s\n", synopsis);
+    return 2;
+}
+
+int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
+{
+    const char *dot = strchr(key, '.');
+    if (!dot)
+        return sl_doc_get_text_form(d, key, out);
+    char first[256];
+    size_t fl = (size_t)(dot - key);
+    if (fl >= sizeof(first))
+        return SL_ERR_NOTFOUND;
+    memcpy(first, key, fl);
+    first[fl] = '\0';
+    struct json_object *o = sl_doc_get_json(d, first);
+    if (!o)
+        return SL_ERR_NOTFOUND;
+    struct json_object *cur = o;
+    const char *p = dot + 1;
+    int rc = 0;
+    while (*p) {
+        size_t len = strcspn(p, ".");
+        char seg[256];
+        if (len >= sizeof(seg) || !json_object_is_type(cur, json_type_object)) {
+            rc = SL_ERR_NOTFOUND;
+            break;
+        }
+        memcpy(seg, p, len);
+        seg[len] = '\0';
+        struct json_object *next;
+        if (!json_object_object_get_ex(cur, seg, &next)) {
+            rc = SL_ERR_NOTFOUND;
+            break;
+        }
+        cur = next;
+        p += len;
+        if (*p == '.')
+            p++;
+    }
+    if (!rc) {
+        if (json_object_is_type(cur, json_type_string))
+            rc = sl_buf_append(out, json_object_get_string(cur),
+                               (size_t)json_object_get_string_len(cur));
+        else if (json_object_is_type(cur, json_type_null))
+            rc = SL_ERR_NOTFOUND;
+        else
+            rc = sl_buf_puts(out, json_object_to_json_string_ext(cur, JSON_C_TO_STRING_PLAIN));
+    }
+    json_object_put(o);
+    return rc;
+}
+
+int cmd_dedup(int argc, const char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "exact"))
+        return dedup_exact_main(argc - 1, argv + 1);
+    if (!strcmp(sub, "fuzzy"))
+        return dedup_fuzzy_main(argc - 1, argv + 1);
+    sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'", sub);
+    fputs(usage, stderr);
+    return 2;
+}

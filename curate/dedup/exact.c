@@ -1,0 +1,306 @@
+/* sluice dedup exact: 128-bit hashes of the (normalised) text or of another member,
+ * partitioned by value over the ranks; the first document (or the longest) of each group
+ * of equal hashes is kept. */
+#include "curate/dedup/dedup.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/hash.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/stage.h"
+#include "core/world.h"
+#include "curate/dedup/corpus.h"
+#include "curate/dedup/normalize.h"
+#include "curate/dedup/shuffle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const usage[] = {
+    "sluice dedup exact --out DIR [--key KEY] [--norm LIST] [--keep first|longest] IN...",
+    "",
+    "Remove exact duplicates: documents whose text (or member --key, e.g. url or",
+    "metadata.url) has the same 128-bit XXH3 hash, after the normalisations in --norm, as",
+    "another document's. Of each group the first document in input order is kept (or the",
+    "longest, with --keep longest). Writes one part-NNNNN.jsonl.zst per input file,",
+    "duplicates.jsonl (group, kept id, removed ids) and manifest.json. Under mpirun the",
+    "hashes are partitioned by value over the ranks; the output is the same for any number",
+    "of ranks. Document ids must be unique (missing ids are assigned as '<file>:<line>').",
+    NULL,
+};
+
+struct opts {
+    const char *out, *key, *norm, *keep, *text_key, *id_key;
+    uint64_t max_line;
+    long level;
+    int force, repair_utf8;
+};
+
+struct rec {
+    uint64_t lo, hi, gid, len;
+};
+
+struct scan_ctx {
+    const struct opts *o;
+    unsigned norm;
+    struct sl_buf val, tmp;
+    struct rec *r;
+    size_t n, cap;
+    uint64_t missing_key;
+};
+
+static int on_doc(void *vctx, uint64_t gid, struct sl_doc *d)
+{
+    struct scan_ctx *s = vctx;
+    const char *v;
+    size_t len, text_len;
+    sl_doc_text(d, &text_len); /* --keep longest compares the texts as they are */
+    if (s->o->key) {
+        sl_buf_reset(&s->val);
+        if (dedup_get_key(d, s->o->key, &s->val)) {
+            s->missing_key++;
+            return 0;
+        }
+        v = s->val.data ? s->val.data : "";
+        len = s->val.len;
+    } else {
+        v = sl_doc_text(d, &len);
+    }
+    if (s->norm) {
+        sl_buf_reset(&s->tmp);
+        int rc = dd_normalize(v, len, s->norm, &s->tmp);
+        if (rc)
+            return rc;
+        v = s->tmp.data ? s->tmp.data : "";
+        len = s->tmp.len;
+    }
+    struct sl_hash128 h = sl_hash128(v, len, 0);
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4096;
+        s->r = sl_xrealloc(s->r, sl_mul_size(s->cap, sizeof(*s->r)));
+    }
+    s->r[s->n].lo = h.lo;
+    s->r[s->n].hi = h.hi;
+    s->r[s->n].gid = gid;
+    s->r[s->n].len = text_len;
+    s->n++;
+    return 0;
+}
+
+static int cmp_rec(const void *pa, const void *pb)
+{
+    const struct rec *a = pa, *b = pb;
+    if (a->hi != b->hi)
+        return a->hi < b->hi ? -1 : 1;
+    if (a->lo != b->lo)
+        return a->lo < b->lo ? -1 : 1;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+/* Group equal hashes (this rank's share) into fates. */
+static int find_groups(const struct sl_world *w, struct scan_ctx *s, int longest,
+                       struct dd_fate **fates, size_t *nf)
+{
+    int *dest = sl_xmalloc((s->n + 1) * sizeof(int));
+    for (size_t i = 0; i < s->n; i++)
+        dest[i] = (int)(((unsigned __int128)s->r[i].hi * (unsigned)w->size) >> 64);
+    struct sl_buf buf = SL_BUF_INIT;
+    size_t n;
+    int rc = dd_shuffle(w, s->r, s->n, sizeof(*s->r), dest, &buf, &n);
+    free(dest);
+    free(s->r);
+    s->r = NULL;
+    if (rc) {
+        sl_buf_release(&buf);
+        return rc;
+    }
+    struct rec *r = (struct rec *)buf.data;
+    if (n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(r, n, sizeof(*r), cmp_rec);
+    size_t cap = 0;
+    *fates = NULL;
+    *nf = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && r[j].hi == r[i].hi && r[j].lo == r[i].lo)
+            j++;
+        if (j - i > 1) {
+            uint64_t keep = r[i].gid, best = r[i].len;
+            if (longest)
+                for (size_t k = i + 1; k < j; k++)
+                    if (r[k].len > best) {
+                        best = r[k].len;
+                        keep = r[k].gid;
+                    }
+            for (size_t k = i; k < j; k++) {
+                if (*nf == cap) {
+                    cap = cap ? cap * 2 : 1024;
+                    *fates = sl_xrealloc(*fates, cap * sizeof(**fates));
+                }
+                (*fates)[*nf].gid = r[k].gid;
+                (*fates)[*nf].keep = keep;
+                (*nf)++;
+            }
+        }
+        i = j;
+    }
+    sl_buf_release(&buf);
+    return 0;
+}
+
+static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int argc,
+               const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    struct dd_corpus c;
+    int rc = dd_corpus_init(&c, w, (const char *const *)operands->v, operands->n);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        dd_corpus_release(&c);
+        return 1;
+    }
+    c.text_key = o->text_key;
+    c.id_key = o->id_key;
+    c.max_line = o->max_line;
+    c.repair_utf8 = o->repair_utf8;
+
+    char nn[64];
+    struct sl_buf settings = SL_BUF_INIT;
+    sl_buf_puts(&settings, "{\"mode\":\"exact\",\"key\":");
+    if (o->key)
+        sl_buf_json_str(&settings, o->key, strlen(o->key));
+    else
+        sl_buf_puts(&settings, "null");
+    sl_buf_printf(&settings, ",\"norm\":\"%s\",\"keep\":\"%s\",\"hash\":\"xxh3-128\",\"text_key\":",
+                  dd_norm_name(norm, nn, sizeof(nn)), o->keep);
+    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
+    sl_buf_puts(&settings, ",\"id_key\":");
+    sl_buf_json_str(&settings, o->id_key, strlen(o->id_key));
+    sl_buf_printf(&settings, ",\"level\":%ld,\"repair_utf8\":%s}", o->level,
+                  o->repair_utf8 ? "true" : "false");
+    struct sl_stage st;
+    /* the manifest shows the whole command line: "dedup exact ..." */
+    struct sl_stage_cfg cfg = { "dedup-exact", o->out, argc + 1, argv - 1, &c.in, settings.data,
+                                o->force };
+    rc = sl_stage_begin(&st, w, &cfg);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_buf_release(&settings);
+        dd_corpus_release(&c);
+        return 1;
+    }
+
+    struct scan_ctx s;
+    memset(&s, 0, sizeof(s));
+    s.o = o;
+    s.norm = norm;
+    sl_buf_init(&s.tmp, 0);
+    rc = dd_corpus_scan(&c, "dedup exact: hashing", 1, on_doc, &s);
+    sl_buf_release(&s.val);
+    sl_buf_release(&s.tmp);
+    struct dd_fate *fates = NULL;
+    size_t nf = 0;
+    if (!rc)
+        rc = find_groups(w, &s, !strcmp(o->keep, "longest"), &fates, &nf);
+    if (!rc)
+        rc = dd_fates_to_owners(&c, &fates, &nf);
+    uint64_t groups = 0;
+    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0 };
+    if (!rc)
+        rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
+    else
+        free(fates);
+    free(s.r);
+
+    struct sl_counters extra, totals;
+    sl_counters_init(&extra);
+    sl_counters_init(&totals);
+    if (!rc) {
+        sl_counters_add(&extra, "missing_key", s.missing_key);
+        rc = sl_world_reduce_counters(w, &extra, 0);
+        if (w->rank == 0)
+            sl_counters_set(&extra, "duplicate_groups", groups);
+    }
+    if (!rc) {
+        char **names = sl_xcalloc(c.in.n + 1, sizeof(char *));
+        for (size_t i = 0; i < c.in.n; i++)
+            names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+        rc = sl_stage_finish(&st, names, c.in.n, &extra, &totals);
+        for (size_t i = 0; i < c.in.n; i++)
+            free(names[i]);
+        free(names);
+    }
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+    } else if (w->rank == 0) {
+        sl_info("dedup exact: %llu of %llu documents removed as duplicates (%llu groups); "
+                "%llu kept in '%s'%s",
+                (unsigned long long)sl_counters_get(&totals, "duplicates_removed"),
+                (unsigned long long)sl_counters_get(&totals, "documents_in"),
+                (unsigned long long)groups,
+                (unsigned long long)sl_counters_get(&totals, "documents_out"), o->out,
+                st.resumed ? " (resumed)" : "");
+        if (s.missing_key || sl_counters_get(&totals, "missing_key"))
+            sl_warn("%llu documents have no '%s' and were kept without comparison",
+                    (unsigned long long)sl_counters_get(&totals, "missing_key"), o->key);
+    }
+    sl_counters_release(&extra);
+    sl_counters_release(&totals);
+    sl_stage_release(&st);
+    sl_buf_release(&settings);
+    dd_corpus_release(&c);
+    return rc ? 1 : 0;
+}
+
+int dedup_exact_main(int argc, const char **argv)
+{
+    struct opts o = { NULL, NULL, "none", "first", "text", "id", SL_JSONL_DEFAULT_MAX_LINE, 3, 0, 0 };
+    struct sl_option options[] = {
+        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+        SL_OPT_STRING(0, "key", &o.key, "KEY",
+                      "compare this member instead of the text (url, metadata.url, ...)"),
+        SL_OPT_STRING(0, "norm", &o.norm, "LIST",
+                      "normalise first: lower,punct,space,digits,accents | all | none (default none)"),
+        SL_OPT_CHOICE(0, "keep", &o.keep, "first|longest",
+                      "which document of a group to keep (default first)"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+        SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)"),
+        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
+        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
+        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    unsigned norm = 0;
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc)
+        rc = dd_norm_parse(o.norm, &norm);
+    if (!rc && (o.level < 1 || o.level > 22))
+        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
+    if (!rc && o.key && !*o.key)
+        rc = sl_err_set(SL_ERR_USAGE, "--key must name a member");
+    if (rc) {
+        sl_strlist_release(&rest);
+        return dedup_usage_error(usage[0]);
+    }
+    rc = run(&o, norm, &rest, argc, argv);
+    sl_strlist_release(&rest);
+    return rc;
+}

@@ -1,0 +1,1126 @@
+/* sluice dedup fuzzy: MinHash signatures and LSH bands per document, candidate pairs from
+ * shared buckets (in memory, shuffled to the bucket's owner rank, or in a Redis Cluster),
+ * optional verification by the true Jaccard similarity of the shingle sets, connected
+ * components across ranks, and the first document of each component kept. */
+#include "curate/dedup/dedup.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/hash.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "curate/dedup/components.h"
+#include "curate/dedup/corpus.h"
+#include "curate/dedup/lsh.h"
+#include "curate/dedup/lsh_index.h"
+#include "curate/dedup/lsh_redis.h"
+#include "curate/dedup/minhash.h"
+#include "curate/dedup/normalize.h"
+#include "curate/dedup/shingle.h"
+#include "curate/dedup/shuffle.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const usage[] = {
+    "sluice dedup fuzzy --out DIR [--preset datatrove|nemo] [options] IN...",
+    "",
+    "Remove near-duplicates. Each text is normalised (--norm), cut into shingles (--ngram",
+    "words:N or chars:N; a text shorter than one shingle is hashed whole), and MinHashed",
+    "with --bands x --rows permutations of its 64-bit shingle hashes. Documents that share",
+    "a band are candidate pairs; --verify keeps only pairs whose true Jaccard similarity",
+    "of shingles is at least --threshold. Connected documents form a cluster, of which the",
+    "first in input order is kept. Buckets live in memory (shuffled to owner ranks under",
+    "mpirun) or in a Redis Cluster (--backend redis); the answer is the same either way",
+    "and for any number of ranks. Writes part-NNNNN.jsonl.zst per input file,",
+    "duplicates.jsonl, clusters.jsonl (and pairs.jsonl with --pairs) and manifest.json.",
+    "Presets: datatrove = words:5, 14x8, --norm all (the default); nemo = chars:24, 20x13,",
+    "--norm none.",
+    NULL,
+};
+
+struct opts {
+    const char *out, *preset, *ngram, *norm, *family, *backend, *redis, *redis_prefix;
+    const char *index_in, *index_out, *text_key, *id_key;
+    long bands, rows, anchors, level, redis_batch;
+    double redis_timeout;
+    uint64_t seed, max_line;
+    double threshold;
+    int verify, pairs, force, repair_utf8;
+};
+
+struct fz {
+    struct dd_shingler sh;
+    unsigned norm, bands, rows, anchors;
+    struct minhash mh;
+    uint64_t seed;
+    double threshold;
+    int verify;
+    char minhash_json[512]; /* the settings an index must share */
+};
+
+#define BANDS_PER_ROUND 4
+
+/* ---- pass 1: signatures ----------------------------------------------------------------- */
+
+struct p1 {
+    const struct fz *f;
+    struct sl_buf nbuf;
+    struct dd_u64s sh;
+    uint64_t sig[DD_MH_MAX_PERM];
+    struct dd_u64s gids, keys;
+    uint64_t empty, whole;
+    struct dd_index_writer *ids; /* --index-out: ids of this rank's documents */
+    const char *id_key;
+};
+
+/* The shingles of a document (normalised first). */
+static size_t doc_shingles(const struct fz *f, struct sl_doc *d, struct sl_buf *nbuf,
+                           struct dd_u64s *sh, int *whole)
+{
+    size_t len;
+    const char *t = sl_doc_text(d, &len);
+    if (f->norm) {
+        sl_buf_reset(nbuf);
+        if (dd_normalize(t, len, f->norm, nbuf))
+            return 0;
+        t = nbuf->data ? nbuf->data : "";
+        len = nbuf->len;
+    }
+    sh->n = 0;
+    return dd_shingle(&f->sh, t, len, sh, whole);
+}
+
+static int p1_doc(void *ctx, uint64_t gid, struct sl_doc *d)
+{
+    struct p1 *p = ctx;
+    const struct fz *f = p->f;
+    if (p->ids) {
+        size_t len;
+        const char *id = sl_doc_get_raw(d, p->id_key, &len);
+        int rc = dd_index_write_id(p->ids, gid, id ? id : "null", id ? len : 4);
+        if (rc)
+            return rc;
+    }
+    int whole = 0;
+    size_t n = doc_shingles(f, d, &p->nbuf, &p->sh, &whole);
+    if (!n) {
+        p->empty++;
+        return 0;
+    }
+    p->whole += (uint64_t)whole;
+    minhash_sign(&f->mh, p->sh.v, p->sh.n, p->sig);
+    dd_u64s_reserve(&p->keys, f->bands);
+    minhash_band_keys(p->sig, f->bands, f->rows, f->seed, p->keys.v + p->keys.n);
+    p->keys.n += f->bands;
+    dd_u64s_push(&p->gids, gid);
+    return 0;
+}
+
+/* ---- memory backend -------------------------------------------------------------------- */
+
+struct old_index {
+    struct lsh_rec *r; /* records this rank owns, sorted */
+    size_t n, cap;
+    int P, rank;
+};
+
+static int keep_owned(uint32_t band, uint64_t key, void *ctx)
+{
+    struct old_index *o = ctx;
+    return lsh_owner(band, key, o->P) == o->rank;
+}
+
+static int memory_pairs(const struct sl_world *w, const struct fz *f, const struct p1 *p,
+                        struct old_index *old, uint64_t min_new, struct dd_index_writer *bw,
+                        struct dd_edge **e, size_t *ne, size_t *cap)
+{
+    size_t nd = p->gids.n;
+    struct sl_buf buf = SL_BUF_INIT;
+    int rc = 0;
+    size_t oi = 0;
+    for (unsigned b0 = 0; b0 < f->bands && !rc; b0 += BANDS_PER_ROUND) {
+        unsigned b1 = b0 + BANDS_PER_ROUND < f->bands ? b0 + BANDS_PER_ROUND : f->bands;
+        size_t n = nd * (b1 - b0);
+        struct lsh_rec *r = sl_xmalloc(sl_mul_size(n + 1, sizeof(*r)));
+        int *dest = sl_xmalloc(sl_mul_size(n + 1, sizeof(int)));
+        size_t k = 0;
+        for (size_t i = 0; i < nd; i++)
+            for (unsigned b = b0; b < b1; b++) {
+                r[k].key = p->keys.v[i * f->bands + b];
+                r[k].gid = p->gids.v[i];
+                r[k].band = b;
+                r[k].pad = 0;
+                dest[k] = lsh_owner(b, r[k].key, w->size);
+                k++;
+            }
+        size_t m;
+        rc = dd_shuffle(w, r, n, sizeof(*r), dest, &buf, &m);
+        free(r);
+        free(dest);
+        if (rc)
+            break;
+        /* the earlier corpus' records of these bands */
+        size_t o0 = oi;
+        while (oi < old->n && old->r[oi].band < b1)
+            oi++;
+        if (oi > o0)
+            sl_buf_append(&buf, old->r + o0, (oi - o0) * sizeof(*old->r));
+        m += oi - o0;
+        struct lsh_rec *recs = (struct lsh_rec *)buf.data;
+        lsh_sort(recs, m);
+        lsh_pairs(recs, m, f->anchors, min_new, e, ne, cap);
+        *ne = dd_edges_sort_unique(*e, *ne);
+        if (bw)
+            rc = dd_index_write_recs(bw, recs, m);
+    }
+    sl_buf_release(&buf);
+    return rc;
+}
+
+/* ---- verification ------------------------------------------------------------------------ */
+
+/* Shingle sets by gid: entries point into one pool. */
+struct sset {
+    struct sset_ent {
+        uint64_t gid;
+        size_t off, n;
+    } *e;
+    size_t n, cap;
+    struct dd_u64s pool;
+};
+
+static void sset_add(struct sset *s, uint64_t gid, const uint64_t *v, size_t n)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->e = sl_xrealloc(s->e, s->cap * sizeof(*s->e));
+    }
+    s->e[s->n].gid = gid;
+    s->e[s->n].off = s->pool.n;
+    s->e[s->n].n = n;
+    s->n++;
+    if (!n)
+        return;
+    dd_u64s_reserve(&s->pool, n);
+    memcpy(s->pool.v + s->pool.n, v, n * sizeof(uint64_t));
+    s->pool.n += n;
+}
+
+static int cmp_ent(const void *pa, const void *pb)
+{
+    const struct sset_ent *a = pa, *b = pb;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+static const struct sset_ent *sset_find(const struct sset *s, uint64_t gid)
+{
+    struct sset_ent key = { gid, 0, 0 };
+    return s->n ? bsearch(&key, s->e, s->n, sizeof(*s->e), cmp_ent) : NULL;
+}
+
+static void sset_release(struct sset *s)
+{
+    free(s->e);
+    dd_u64s_release(&s->pool);
+    memset(s, 0, sizeof(*s));
+}
+
+struct need_ctx {
+    const struct fz *f;
+    const uint64_t *need; /* sorted gids whose shingles this rank must produce */
+    size_t n, k;
+    struct sset *set;
+    struct sl_buf nbuf;
+    struct dd_u64s sh;
+};
+
+static int need_doc(void *ctx, uint64_t gid, struct sl_doc *d)
+{
+    struct need_ctx *c = ctx;
+    while (c->k < c->n && c->need[c->k] < gid)
+        c->k++;
+    if (c->k >= c->n || c->need[c->k] != gid)
+        return 0;
+    int whole;
+    doc_shingles(c->f, d, &c->nbuf, &c->sh, &whole);
+    dd_u64s_sort_unique(&c->sh);
+    sset_add(c->set, gid, c->sh.v, c->sh.n);
+    return 0;
+}
+
+struct req {
+    uint64_t gid;
+    uint64_t rank;
+};
+
+static int cmp_req(const void *pa, const void *pb)
+{
+    const struct req *a = pa, *b = pb;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+/* Keep the pairs whose shingle sets have Jaccard >= threshold. Pairs end up on the rank of
+ * their first document. */
+static int verify_pairs(struct dd_corpus *c, const struct fz *f, struct dd_edge *e, size_t ne,
+                        struct dd_pair **out, size_t *nout, uint64_t *checked)
+{
+    const struct sl_world *w = c->w;
+    struct sl_buf buf = SL_BUF_INIT;
+    int *dest = sl_xmalloc((ne + 1) * sizeof(int));
+    for (size_t i = 0; i < ne; i++)
+        dest[i] = dd_corpus_owner(c, e[i].u);
+    size_t m;
+    int rc = dd_shuffle(w, e, ne, sizeof(*e), dest, &buf, &m);
+    free(dest);
+    free(e);
+    if (rc) {
+        sl_buf_release(&buf);
+        return rc;
+    }
+    size_t len;
+    struct dd_edge *E = (struct dd_edge *)sl_buf_detach(&buf, &len);
+    m = dd_edges_sort_unique(E, m);
+
+    /* requests for the shingles of documents other ranks read */
+    struct req *rq = sl_xmalloc((m + 1) * sizeof(*rq));
+    int *rdest = sl_xmalloc((m + 1) * sizeof(int));
+    struct dd_u64s need = { 0 };
+    size_t nrq = 0;
+    for (size_t i = 0; i < m; i++) {
+        dd_u64s_push(&need, E[i].u);
+        int ov = dd_corpus_owner(c, E[i].v);
+        if (ov == w->rank) {
+            dd_u64s_push(&need, E[i].v);
+        } else {
+            rq[nrq].gid = E[i].v;
+            rq[nrq].rank = (uint64_t)w->rank;
+            rdest[nrq] = ov;
+            nrq++;
+        }
+    }
+    rc = dd_shuffle(w, rq, nrq, sizeof(*rq), rdest, &buf, &nrq);
+    free(rq);
+    free(rdest);
+    struct req *in = NULL;
+    if (!rc) {
+        in = (struct req *)sl_buf_detach(&buf, &len);
+        if (nrq > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(in, nrq, sizeof(*in), cmp_req);
+        size_t k = 0;
+        for (size_t i = 0; i < nrq; i++)
+            if (!k || in[i].gid != in[k - 1].gid || in[i].rank != in[k - 1].rank)
+                in[k++] = in[i];
+        nrq = k;
+        for (size_t i = 0; i < nrq; i++)
+            dd_u64s_push(&need, in[i].gid);
+        dd_u64s_sort_unique(&need);
+    }
+
+    /* read this rank's files again for the shingles of the needed documents */
+    struct sset local = { 0 }, remote = { 0 };
+    if (!rc) {
+        struct need_ctx nc;
+        memset(&nc, 0, sizeof(nc));
+        nc.f = f;
+        nc.need = need.v;
+        nc.n = need.n;
+        nc.set = &local;
+        rc = dd_corpus_scan(c, "dedup fuzzy: verifying", 0, need_doc, &nc);
+        sl_buf_release(&nc.nbuf);
+        dd_u64s_release(&nc.sh);
+        if (local.n > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(local.e, local.n, sizeof(*local.e), cmp_ent);
+    }
+    dd_u64s_release(&need);
+
+    /* answer the requests: per destination rank, records (gid, n, n hashes) */
+    if (!rc) {
+        int P = w->size;
+        uint64_t *cnt = sl_xcalloc((size_t)P, sizeof(uint64_t));
+        uint64_t *off = sl_xcalloc((size_t)P, sizeof(uint64_t));
+        uint64_t *rcnt = sl_xcalloc((size_t)P, sizeof(uint64_t));
+        struct sl_buf send = SL_BUF_INIT;
+        for (int r = 0; r < P; r++) {
+            off[r] = send.len;
+            for (size_t i = 0; i < nrq; i++) {
+                if ((int)in[i].rank != r)
+                    continue;
+                const struct sset_ent *x = sset_find(&local, in[i].gid);
+                uint64_t hdr[2] = { in[i].gid, x ? x->n : 0 };
+                sl_buf_append(&send, hdr, sizeof(hdr));
+                if (x && x->n)
+                    sl_buf_append(&send, local.pool.v + x->off, x->n * sizeof(uint64_t));
+            }
+            cnt[r] = send.len - off[r];
+        }
+        sl_buf_reset(&buf);
+        rc = sl_world_alltoallv(w, send.data ? send.data : "", cnt, off, &buf, rcnt);
+        sl_buf_release(&send);
+        free(cnt);
+        free(off);
+        free(rcnt);
+        for (size_t p = 0; !rc && p + 16 <= buf.len;) {
+            uint64_t hdr[2];
+            memcpy(hdr, buf.data + p, 16);
+            p += 16;
+            sset_add(&remote, hdr[0], (const uint64_t *)(buf.data + p), hdr[1]);
+            p += hdr[1] * 8;
+        }
+        if (remote.n > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(remote.e, remote.n, sizeof(*remote.e), cmp_ent);
+    }
+    free(in);
+    sl_buf_release(&buf);
+
+    *out = NULL;
+    *nout = 0;
+    *checked = m;
+    if (!rc) {
+        *out = sl_xmalloc((m + 1) * sizeof(**out));
+        for (size_t i = 0; i < m; i++) {
+            const struct sset_ent *a = sset_find(&local, E[i].u);
+            const struct sset_ent *b = sset_find(&local, E[i].v);
+            const uint64_t *bp = local.pool.v;
+            if (!b) {
+                b = sset_find(&remote, E[i].v);
+                bp = remote.pool.v;
+            }
+            if (!a || !b)
+                continue; /* cannot happen: every needed set was produced */
+            double j = dd_jaccard(local.pool.v + a->off, a->n, bp + b->off, b->n);
+            if (j >= f->threshold) {
+                (*out)[*nout].u = E[i].u;
+                (*out)[*nout].v = E[i].v;
+                (*out)[*nout].jaccard = j;
+                (*nout)++;
+            }
+        }
+    }
+    free(E);
+    sset_release(&local);
+    sset_release(&remote);
+    return rc;
+}
+
+/* ---- index in and out -------------------------------------------------------------------- */
+
+struct old_ids {
+    struct member_id {
+        uint64_t gid;
+        char *id;
+        size_t len;
+    } *v;
+    size_t n, cap;
+    const uint64_t *want; /* sorted */
+    size_t nwant;
+};
+
+static int bsearch_u64(const uint64_t *v, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == x;
+}
+
+static int collect_id(uint64_t gid, const char *id, size_t len, void *ctx)
+{
+    struct old_ids *o = ctx;
+    if (!bsearch_u64(o->want, o->nwant, gid))
+        return 0;
+    if (o->n == o->cap) {
+        o->cap = o->cap ? o->cap * 2 : 256;
+        o->v = sl_xrealloc(o->v, o->cap * sizeof(*o->v));
+    }
+    o->v[o->n].gid = gid;
+    o->v[o->n].id = sl_xstrndup(id, len);
+    o->v[o->n].len = len;
+    o->n++;
+    return 0;
+}
+
+static int cmp_mid(const void *pa, const void *pb)
+{
+    const struct member_id *a = pa, *b = pb;
+    return a->gid < b->gid ? -1 : a->gid > b->gid;
+}
+
+static int old_id_lookup(void *ctx, uint64_t gid, struct sl_buf *out)
+{
+    struct old_ids *o = ctx;
+    struct member_id key = { gid, NULL, 0 };
+    struct member_id *x = o->n ? bsearch(&key, o->v, o->n, sizeof(*o->v), cmp_mid) : NULL;
+    if (!x)
+        return SL_ERR_NOTFOUND;
+    return sl_buf_append(out, x->id, x->len);
+}
+
+/* Call fn for each "ids-*" file in dir. */
+static int for_each_ids_file(const char *dir, int (*fn)(const char *path, void *ctx), void *ctx)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return sl_err_set(SL_ERR_IO, "cannot read the dedup index '%s': %s", dir, strerror(errno));
+    struct dirent *de;
+    int rc = 0;
+    char **names = NULL;
+    size_t n = 0;
+    while ((de = readdir(d)))
+        if (!strncmp(de->d_name, "ids-", 4) && strstr(de->d_name, ".sldx.zst")) {
+            names = sl_xrealloc(names, (n + 1) * sizeof(*names));
+            names[n++] = sl_xasprintf("%s/%s", dir, de->d_name);
+        }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        if (!rc)
+            rc = fn(names[i], ctx);
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static int read_ids_file(const char *path, void *ctx)
+{
+    return dd_index_read_ids(path, collect_id, ctx);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", from, strerror(errno));
+    char tmp[4096];
+    size_t k;
+    while ((k = fread(tmp, 1, sizeof(tmp), in)) > 0)
+        sl_buf_append(&b, tmp, k);
+    fclose(in);
+    struct sl_writer *w;
+    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    int rc = sl_writer_open(&w, to, &wo);
+    if (!rc) {
+        rc = sl_writer_write(w, b.data ? b.data : "", b.len);
+        if (!rc)
+            rc = sl_writer_commit(w);
+        else
+            sl_writer_abort(w);
+    }
+    sl_buf_release(&b);
+    return rc;
+}
+
+struct copy_ctx {
+    const char *to_dir;
+};
+
+static int copy_ids_file(const char *path, void *ctx)
+{
+    struct copy_ctx *c = ctx;
+    const char *base = strrchr(path, '/');
+    char *to = sl_xasprintf("%s/%s", c->to_dir, base ? base + 1 : path);
+    int rc = copy_file(path, to);
+    free(to);
+    return rc;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char *p = sl_xstrdup(dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        mkdir(p, 0777);
+        *s = '/';
+    }
+    int rc = 0;
+    if (mkdir(p, 0777) && errno != EEXIST)
+        rc = sl_err_set(SL_ERR_IO, "cannot create '%s': %s", p, strerror(errno));
+    free(p);
+    return rc;
+}
+
+static int same_dir(const char *a, const char *b)
+{
+    struct stat x, y;
+    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+/* Move pairs to the rank of their first document and drop repeats (so that counts and
+ * outputs do not depend on which rank found a pair). */
+static int pairs_to_owner(const struct dd_corpus *c, struct dd_edge **e, size_t *ne)
+{
+    int *dest = sl_xmalloc((*ne + 1) * sizeof(int));
+    for (size_t i = 0; i < *ne; i++)
+        dest[i] = dd_corpus_owner(c, (*e)[i].u);
+    struct sl_buf buf = SL_BUF_INIT;
+    size_t m;
+    int rc = dd_shuffle(c->w, *e, *ne, sizeof(**e), dest, &buf, &m);
+    free(dest);
+    free(*e);
+    size_t len;
+    *e = (struct dd_edge *)sl_buf_detach(&buf, &len);
+    *ne = rc ? 0 : dd_edges_sort_unique(*e, m);
+    return rc;
+}
+
+static int cmp_pair(const void *pa, const void *pb)
+{
+    const struct dd_pair *a = pa, *b = pb;
+    if (a->u != b->u)
+        return a->u < b->u ? -1 : 1;
+    return a->v < b->v ? -1 : a->v > b->v;
+}
+
+static char *run_prefix(const struct dd_corpus *c, const char *settings, const char *kind)
+{
+    struct sl_hasher h;
+    sl_hasher_init(&h, 17);
+    sl_hasher_str(&h, settings);
+    for (size_t i = 0; i < c->in.n; i++) {
+        sl_hasher_str(&h, c->in.v[i].path);
+        sl_hasher_u64(&h, c->in.v[i].size);
+    }
+    return sl_xasprintf("sluice:%s:%016llx", kind, (unsigned long long)sl_hasher_final(&h));
+}
+
+static void print_stats(double t_lsh, unsigned rounds, uint64_t rss_max_kb, uint64_t rss_mean_kb)
+{
+    sl_debug("lsh stage %.3f s (slowest rank), %u component rounds", t_lsh, rounds);
+    sl_debug("peak memory per rank: max %.1f MB, mean %.1f MB", rss_max_kb / 1024.0,
+             rss_mean_kb / 1024.0);
+}
+
+static int fail(int rc)
+{
+    sl_error("%s", sl_err_msg());
+    return rc;
+}
+
+static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int argc,
+               const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    struct dd_corpus c;
+    int rc = dd_corpus_init(&c, w, (const char *const *)operands->v, operands->n);
+    if (rc) {
+        dd_corpus_release(&c);
+        return fail(1);
+    }
+    c.text_key = o->text_key;
+    c.id_key = o->id_key;
+    c.max_line = o->max_line;
+    c.repair_utf8 = o->repair_utf8;
+    int redis = !strcmp(o->backend, "redis");
+
+    /* the index this run builds on */
+    struct old_index old;
+    memset(&old, 0, sizeof(old));
+    old.P = w->size;
+    old.rank = w->rank;
+    char *old_prefix = NULL;
+    uint64_t old_gen = 0;
+    if (o->index_in) {
+        char *settings = NULL, *backend = NULL;
+        int parts = 0;
+        rc = dd_index_read_meta(o->index_in, &settings, &old_gen, &parts, &backend, &old_prefix);
+        if (!rc && strcmp(settings, f->minhash_json))
+            rc = sl_err_set(SL_ERR_CONFIG,
+                            "the index '%s' was built with other MinHash settings: %s\nhint: "
+                            "use the same --preset/--ngram/--bands/--rows/--norm/--seed as "
+                            "when it was written (these are %s)",
+                            o->index_in, settings, f->minhash_json);
+        if (!rc && strcmp(backend, o->backend))
+            rc = sl_err_set(SL_ERR_CONFIG,
+                            "the index '%s' was built with --backend %s\nhint: use --backend %s",
+                            o->index_in, backend, backend);
+        if (!rc && old_gen >= 255)
+            rc = sl_err_set(SL_ERR_UNSUPPORTED, "the index '%s' has 255 generations already",
+                            o->index_in);
+        for (int p = 0; !rc && !redis && p < parts; p++) {
+            char *path = sl_xasprintf("%s/bands-%05d.sldx.zst", o->index_in, p);
+            rc = dd_index_read_recs(path, keep_owned, &old, &old.r, &old.n, &old.cap);
+            free(path);
+        }
+        lsh_sort(old.r, old.n);
+        free(settings);
+        free(backend);
+        c.gen = old_gen + 1;
+        if (rc) {
+            free(old.r);
+            free(old_prefix);
+            dd_corpus_release(&c);
+            return fail(1);
+        }
+    }
+
+    char nn[64];
+    struct sl_buf settings = SL_BUF_INIT;
+    sl_buf_printf(&settings, "{\"mode\":\"fuzzy\",\"minhash\":%s,\"verify\":%s,\"threshold\":%.6g,"
+                             "\"anchors\":%u,\"index_in\":",
+                  f->minhash_json, f->verify ? "true" : "false", f->threshold, f->anchors);
+    if (o->index_in)
+        sl_buf_json_str(&settings, o->index_in, strlen(o->index_in));
+    else
+        sl_buf_puts(&settings, "null");
+    sl_buf_printf(&settings, ",\"index_generation\":%llu,\"text_key\":", (unsigned long long)c.gen);
+    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
+    sl_buf_puts(&settings, ",\"id_key\":");
+    sl_buf_json_str(&settings, o->id_key, strlen(o->id_key));
+    sl_buf_printf(&settings, ",\"pairs\":%s,\"level\":%ld,\"repair_utf8\":%s}",
+                  o->pairs ? "true" : "false", o->level, o->repair_utf8 ? "true" : "false");
+    (void)nn;
+    struct sl_stage st;
+    /* the manifest shows the whole command line: "dedup fuzzy ..." */
+    struct sl_stage_cfg cfg = { "dedup-fuzzy", o->out, argc + 1, argv - 1, &c.in, settings.data,
+                                o->force };
+    rc = sl_stage_begin(&st, w, &cfg);
+    if (rc) {
+        sl_buf_release(&settings);
+        free(old.r);
+        free(old_prefix);
+        dd_corpus_release(&c);
+        return fail(1);
+    }
+
+    /* where the Redis buckets of this run go */
+    struct lsh_redis lr;
+    memset(&lr, 0, sizeof(lr));
+    char *prefix = NULL;
+    int temp_keys = 0;
+    const char *query_old = NULL;
+    if (redis) {
+        if (o->index_in && o->index_out) {
+            prefix = sl_xstrdup(old_prefix); /* the index grows in place */
+        } else if (o->index_in) {
+            prefix = run_prefix(&c, settings.data, "run");
+            query_old = old_prefix;
+            temp_keys = 1;
+        } else if (o->index_out) {
+            prefix = o->redis_prefix ? sl_xstrdup(o->redis_prefix)
+                                     : run_prefix(&c, settings.data, "index");
+        } else {
+            prefix = o->redis_prefix ? sl_xstrdup(o->redis_prefix)
+                                     : run_prefix(&c, settings.data, "run");
+            temp_keys = 1;
+        }
+        const char *pw = getenv("SLUICE_REDIS_PASSWORD");
+        rc = lsh_redis_open(&lr, o->redis, pw && *pw ? pw : NULL, prefix, (unsigned)o->redis_batch,
+                            o->redis_timeout);
+    }
+
+    /* index-out writers */
+    struct dd_index_writer idw, bw;
+    memset(&idw, 0, sizeof(idw));
+    memset(&bw, 0, sizeof(bw));
+    int iout = o->index_out != NULL;
+    if (!rc && iout) {
+        if (w->rank == 0)
+            rc = mkdir_p(o->index_out);
+        int64_t bad = rc != 0;
+        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+        if (bad && !rc)
+            rc = sl_err_set(SL_ERR_IO, "rank 0 cannot create '%s'", o->index_out);
+        if (!rc) {
+            char *p = sl_xasprintf("%s/ids-%03llu-%05d.sldx.zst", o->index_out,
+                                   (unsigned long long)c.gen, w->rank);
+            rc = dd_index_writer_open(&idw, p, DD_INDEX_MAGIC_IDS);
+            free(p);
+        }
+        if (!rc && !redis) {
+            char *p = sl_xasprintf("%s/bands-%05d.sldx.zst", o->index_out, w->rank);
+            rc = dd_index_writer_open(&bw, p, DD_INDEX_MAGIC_BANDS);
+            free(p);
+        }
+    }
+
+    /* pass 1: signatures and band keys */
+    struct p1 p;
+    memset(&p, 0, sizeof(p));
+    p.f = f;
+    p.ids = iout ? &idw : NULL;
+    p.id_key = o->id_key;
+    if (!rc)
+        rc = dd_corpus_scan(&c, "dedup fuzzy: minhash", 1, p1_doc, &p);
+    sl_buf_release(&p.nbuf);
+    dd_u64s_release(&p.sh);
+
+    /* candidate pairs */
+    struct dd_edge *e = NULL;
+    size_t ne = 0, cap = 0;
+    double t0 = sl_now();
+    if (!rc && !redis) {
+        rc = memory_pairs(w, f, &p, &old, DD_GID(c.gen, 0, 0), iout ? &bw : NULL, &e, &ne, &cap);
+    } else if (!rc) {
+        rc = lsh_redis_insert(&lr, p.gids.v, p.keys.v, p.gids.n, f->bands);
+        int64_t bad = rc != 0;
+        sl_world_allreduce_i64(w, &bad, 1, SL_MAX); /* every insert is in before any query */
+        if (!rc && bad)
+            rc = sl_err_set(SL_ERR_NET, "another rank failed to write to the Redis Cluster");
+        if (!rc)
+            rc = lsh_redis_pairs(&lr, query_old, p.gids.v, p.keys.v, p.gids.n, f->bands,
+                                 f->anchors, &e, &ne, &cap);
+        bad = rc != 0;
+        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+        if (!rc && bad)
+            rc = sl_err_set(SL_ERR_NET, "another rank failed to read the Redis Cluster");
+        if (!rc && temp_keys)
+            rc = lsh_redis_delete(&lr, p.keys.v, p.gids.n, f->bands);
+    }
+    double t_lsh = sl_now() - t0;
+    free(old.r);
+    if (!rc)
+        rc = pairs_to_owner(&c, &e, &ne);
+    uint64_t counts[2] = { ne, 0 };
+
+    /* verification */
+    struct dd_pair *pairs = NULL;
+    size_t np = 0;
+    if (!rc && f->verify) {
+        uint64_t checked;
+        rc = verify_pairs(&c, f, e, ne, &pairs, &np, &checked);
+        e = NULL;
+    } else if (!rc) {
+        pairs = sl_xmalloc((ne + 1) * sizeof(*pairs));
+        for (size_t i = 0; i < ne; i++) {
+            pairs[i].u = e[i].u;
+            pairs[i].v = e[i].v;
+            pairs[i].jaccard = -1;
+        }
+        np = ne;
+    }
+    free(e);
+    counts[1] = np;
+
+    /* connected components */
+    struct dd_edge *labels = NULL;
+    size_t nl = 0;
+    unsigned rounds = 0;
+    if (!rc) {
+        struct dd_edge *ce = sl_xmalloc((np + 1) * sizeof(*ce));
+        for (size_t i = 0; i < np; i++) {
+            ce[i].u = pairs[i].u;
+            ce[i].v = pairs[i].v;
+        }
+        rc = dd_components(w, ce, np, getenv("SLUICE_DEDUP_FORCE_STAR") != NULL, &labels, &nl,
+                           &rounds);
+    }
+    struct dd_fate *fates = NULL;
+    size_t nf = 0;
+    if (!rc) {
+        fates = sl_xmalloc((nl + 1) * sizeof(*fates));
+        for (size_t i = 0; i < nl; i++) {
+            /* documents of the index were settled by their own run: only a cluster's
+             * first document (kept) is reported from there */
+            if (DD_GID_GEN(labels[i].u) != c.gen && labels[i].u != labels[i].v)
+                continue;
+            fates[nf].gid = labels[i].u;
+            fates[nf].keep = labels[i].v;
+            nf++;
+        }
+        rc = dd_fates_to_owners(&c, &fates, &nf);
+    }
+    free(labels);
+
+    /* pairs for pairs.jsonl, on rank 0 */
+    struct sl_buf allp = SL_BUF_INIT;
+    if (!rc && o->pairs) {
+        rc = sl_world_gather_bytes(w, pairs ? (const void *)pairs : "", np * sizeof(*pairs), 0,
+                                   &allp, NULL);
+        if (!rc && w->rank == 0)
+            if (allp.len / sizeof(*pairs) > 1) /* qsort wants a valid pointer even for nothing */
+                qsort(allp.data, allp.len / sizeof(*pairs), sizeof(*pairs), cmp_pair);
+    }
+    free(pairs);
+
+    /* ids of earlier documents in clusters (rank 0) */
+    struct old_ids oid;
+    memset(&oid, 0, sizeof(oid));
+    struct dd_u64s want = { 0 };
+    if (!rc && o->index_in && w->rank == 0) {
+        for (size_t i = 0; i < nf; i++)
+            if (DD_GID_GEN(fates[i].gid) != c.gen)
+                dd_u64s_push(&want, fates[i].gid);
+        const struct dd_pair *ap = (const struct dd_pair *)allp.data;
+        for (size_t i = 0; i < allp.len / sizeof(*ap); i++)
+            if (DD_GID_GEN(ap[i].u) != c.gen)
+                dd_u64s_push(&want, ap[i].u);
+        dd_u64s_sort_unique(&want);
+        oid.want = want.v;
+        oid.nwant = want.n;
+        if (want.n)
+            rc = for_each_ids_file(o->index_in, read_ids_file, &oid);
+        if (oid.n > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(oid.v, oid.n, sizeof(*oid.v), cmp_mid);
+    }
+
+    uint64_t groups = 0;
+    if (!rc) {
+        struct dd_apply_opts ao = { 1, o->level, old_id_lookup, &oid,
+                                    o->pairs ? (const struct dd_pair *)allp.data : NULL,
+                                    allp.len / sizeof(struct dd_pair) };
+        rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
+    } else {
+        free(fates);
+    }
+    sl_buf_release(&allp);
+    for (size_t i = 0; i < oid.n; i++)
+        free(oid.v[i].id);
+    free(oid.v);
+    dd_u64s_release(&want);
+
+    /* finish the index */
+    if (iout) {
+        if (!rc)
+            rc = dd_index_writer_commit(&idw);
+        else if (idw.w)
+            dd_index_writer_abort(&idw);
+        if (bw.w) {
+            if (!rc)
+                rc = dd_index_writer_commit(&bw);
+            else
+                dd_index_writer_abort(&bw);
+        }
+        int64_t bad = rc != 0;
+        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+        if (!rc && bad)
+            rc = sl_err_set(SL_ERR_IO, "another rank failed to write the index");
+        if (!rc && w->rank == 0) {
+            if (o->index_in && !same_dir(o->index_in, o->index_out)) {
+                struct copy_ctx cc = { o->index_out };
+                rc = for_each_ids_file(o->index_in, copy_ids_file, &cc);
+            }
+            if (!rc)
+                rc = dd_index_write_meta(o->index_out, f->minhash_json, c.gen, w->size,
+                                         o->backend, redis ? prefix : NULL);
+        }
+    }
+
+    struct sl_counters extra, totals;
+    sl_counters_init(&extra);
+    sl_counters_init(&totals);
+    if (!rc) {
+        sl_counters_add(&extra, "empty_documents", p.empty);
+        sl_counters_add(&extra, "short_documents_hashed_whole", p.whole);
+        rc = sl_world_reduce_counters(w, &extra, 0);
+        sl_world_allreduce_u64(w, counts, 2, SL_SUM);
+        if (w->rank == 0) {
+            sl_counters_set(&extra, "candidate_pairs", counts[0]);
+            if (f->verify)
+                sl_counters_set(&extra, "verified_pairs", counts[1]);
+            sl_counters_set(&extra, "duplicate_clusters", groups);
+        }
+    }
+    if (!rc) {
+        char **names = sl_xcalloc(c.in.n + 1, sizeof(char *));
+        for (size_t i = 0; i < c.in.n; i++)
+            names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+        rc = sl_stage_finish(&st, names, c.in.n, &extra, &totals);
+        for (size_t i = 0; i < c.in.n; i++)
+            free(names[i]);
+        free(names);
+    }
+    /* peak memory of the ranks (for benchmarks: -v prints it) */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    uint64_t rss[2] = { (uint64_t)ru.ru_maxrss, (uint64_t)ru.ru_maxrss };
+    double tl[1] = { t_lsh };
+    if (!rc) {
+        sl_world_allreduce_u64(w, rss, 1, SL_MAX);
+        sl_world_allreduce_u64(w, rss + 1, 1, SL_SUM);
+        sl_world_allreduce_f64(w, tl, 1, SL_MAX);
+    }
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        if (redis)
+            fprintf(stderr, "hint: the outputs in '%s' are resumable: run the same command again "
+                            "once the cluster is healthy\n", o->out);
+    } else if (w->rank == 0) {
+        char sn[32];
+        char vp[64] = "";
+        if (f->verify)
+            snprintf(vp, sizeof(vp), ", %llu verified", (unsigned long long)counts[1]);
+        sl_info("dedup fuzzy: %llu of %llu documents removed as near-duplicates (%llu clusters; "
+                "%llu candidate pairs%s); %llu kept in '%s'%s",
+                (unsigned long long)sl_counters_get(&totals, "duplicates_removed"),
+                (unsigned long long)sl_counters_get(&totals, "documents_in"),
+                (unsigned long long)groups, (unsigned long long)counts[0], vp,
+                (unsigned long long)sl_counters_get(&totals, "documents_out"), o->out,
+                st.resumed ? " (resumed)" : "");
+        print_stats(tl[0], rounds, rss[0], rss[1] / (uint64_t)w->size);
+        uint64_t whole = sl_counters_get(&totals, "short_documents_hashed_whole");
+        uint64_t empty = sl_counters_get(&totals, "empty_documents");
+        if (whole)
+            sl_info("%llu documents are shorter than one shingle (%s) and were hashed whole",
+                    (unsigned long long)whole, dd_shingler_name(&f->sh, sn, sizeof(sn)));
+        if (empty)
+            sl_warn("%llu documents have no text to compare (empty after normalisation) and "
+                    "were kept", (unsigned long long)empty);
+    }
+    sl_counters_release(&extra);
+    sl_counters_release(&totals);
+    if (redis)
+        lsh_redis_close(&lr);
+    free(prefix);
+    free(old_prefix);
+    dd_u64s_release(&p.gids);
+    dd_u64s_release(&p.keys);
+    sl_stage_release(&st);
+    sl_buf_release(&settings);
+    dd_corpus_release(&c);
+    return rc ? 1 : 0;
+}
+
+int dedup_fuzzy_main(int argc, const char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    o.preset = "datatrove";
+    o.family = "multiply";
+    o.backend = "memory";
+    o.text_key = "text";
+    o.id_key = "id";
+    o.bands = o.rows = o.anchors = -1;
+    o.level = 3;
+    o.redis_batch = 10000;
+    o.redis_timeout = 60;
+    o.seed = 1;
+    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
+    o.threshold = 0.8;
+    struct sl_option options[] = {
+        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+        SL_OPT_GROUP_("MinHash and LSH"),
+        SL_OPT_CHOICE(0, "preset", &o.preset, "datatrove|nemo",
+                      "defaults for the four settings below (default datatrove)"),
+        SL_OPT_STRING(0, "ngram", &o.ngram, "SPEC", "shingles: words:N or chars:N"),
+        SL_OPT_INTEGER(0, "bands", &o.bands, "B", "LSH bands"),
+        SL_OPT_INTEGER(0, "rows", &o.rows, "R", "rows (permutations) per band"),
+        SL_OPT_STRING(0, "norm", &o.norm, "LIST",
+                      "normalise first: lower,punct,space,digits,accents | all | none"),
+        SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the hash functions (default 1)"),
+        SL_OPT_CHOICE(0, "hash", &o.family, "multiply|multiply32|mersenne",
+                      "permutations: (a*h+b) mod 2^64, 32-bit mod 2^32, or mod 2^61-1 "
+                      "(default multiply)"),
+        SL_OPT_GROUP_("Pairs"),
+        SL_OPT_FLAG_(0, "verify", &o.verify,
+                     "keep only candidate pairs whose true Jaccard is >= --threshold"),
+        SL_OPT_DOUBLE(0, "threshold", &o.threshold, "J", "Jaccard threshold of --verify (default 0.8)"),
+        SL_OPT_INTEGER(0, "anchors", &o.anchors, "N",
+                       "pair each bucket member with up to N earlier ones (default 1; 8 with --verify)"),
+        SL_OPT_FLAG_(0, "pairs", &o.pairs, "also write the pairs found to OUT/pairs.jsonl"),
+        SL_OPT_GROUP_("Index"),
+        SL_OPT_CHOICE(0, "backend", &o.backend, "memory|redis", "where buckets live (default memory)"),
+        SL_OPT_STRING(0, "redis", &o.redis, "HOST:PORT,...", "Redis Cluster seed nodes (--backend redis)"),
+        SL_OPT_STRING(0, "redis-prefix", &o.redis_prefix, "P",
+                      "key prefix in Redis (default sluice:run:<hash of the run>)"),
+        SL_OPT_INTEGER(0, "redis-batch", &o.redis_batch, "N",
+                       "commands per pipelined batch to one node (default 10000)"),
+        SL_OPT_DOUBLE(0, "redis-timeout", &o.redis_timeout, "SECONDS",
+                      "how long to wait for a failed node or a failover (default 60)"),
+        SL_OPT_STRING(0, "index-out", &o.index_out, "DIR", "save the band index for later runs"),
+        SL_OPT_STRING(0, "index-in", &o.index_in, "DIR",
+                      "also dedup against the documents of this saved index"),
+        SL_OPT_GROUP_("Input and output"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+        SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)"),
+        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
+        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
+        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    struct fz f;
+    memset(&f, 0, sizeof(f));
+    int nemo = !strcmp(o.preset, "nemo");
+    const char *ngram = o.ngram ? o.ngram : nemo ? "chars:24" : "words:5";
+    const char *norm = o.norm ? o.norm : nemo ? "none" : "all";
+    long bands = o.bands >= 0 ? o.bands : nemo ? 20 : 14;
+    long rows = o.rows >= 0 ? o.rows : nemo ? 13 : 8;
+    enum dd_mh_family fam = DD_MH_MULTIPLY;
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc)
+        rc = dd_shingler_parse(&f.sh, ngram, o.seed);
+    if (!rc)
+        rc = dd_norm_parse(norm, &f.norm);
+    if (!rc && (bands < 1 || rows < 1 || bands * rows > DD_MH_MAX_PERM))
+        rc = sl_err_set(SL_ERR_USAGE, "--bands x --rows must be 1..%d permutations", DD_MH_MAX_PERM);
+    if (!rc)
+        rc = minhash_family_parse(o.family, &fam);
+    if (!rc && (o.threshold <= 0 || o.threshold > 1))
+        rc = sl_err_set(SL_ERR_USAGE, "--threshold must be in (0, 1]");
+    if (!rc && o.anchors == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--anchors must be at least 1");
+    if (!rc && (o.level < 1 || o.level > 22))
+        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
+    if (!rc && !strcmp(o.backend, "redis") && !o.redis)
+        rc = sl_err_set(SL_ERR_USAGE, "--backend redis needs --redis HOST:PORT[,HOST:PORT...]");
+    if (!rc && o.redis && strcmp(o.backend, "redis"))
+        rc = sl_err_set(SL_ERR_USAGE, "--redis is only used with --backend redis");
+    if (!rc && o.redis_timeout <= 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--redis-timeout must be positive");
+    if (!rc && (o.redis_batch < 1 || o.redis_batch > 1000000))
+        rc = sl_err_set(SL_ERR_USAGE, "--redis-batch must be 1..1000000");
+    if (!rc && o.verify && o.index_in)
+        rc = sl_err_set(SL_ERR_USAGE,
+                        "--verify cannot be used with --index-in: the index keeps band keys, "
+                        "not the shingles of the earlier documents\nhint: verify within each "
+                        "run, or dedup old and new documents together");
+    if (rc) {
+        sl_strlist_release(&rest);
+        return dedup_usage_error(usage[0]);
+    }
+    f.bands = (unsigned)bands;
+    f.rows = (unsigned)rows;
+    f.seed = o.seed;
+    f.verify = o.verify;
+    f.threshold = o.threshold;
+    f.anchors = o.anchors > 0 ? (unsigned)o.anchors : o.verify ? 8 : 1;
+    minhash_init(&f.mh, f.bands * f.rows, o.seed, fam);
+    char sn[32], nn[64];
+    snprintf(f.minhash_json, sizeof(f.minhash_json),
+             "{\"ngram\":\"%s\",\"norm\":\"%s\",\"bands\":%u,\"rows\":%u,\"seed\":%llu,"
+             "\"hash\":\"%s\"}",
+             dd_shingler_name(&f.sh, sn, sizeof(sn)), dd_norm_name(f.norm, nn, sizeof(nn)),
+             f.bands, f.rows, (unsigned long long)o.seed, minhash_family_name(fam));
+    rc = run(&o, &f, &rest, argc, argv);
+    minhash_release(&f.mh);
+    sl_strlist_release(&rest);
+    return rc;
+}

@@ -1,0 +1,618 @@
+/* Redis Cluster client: slot map, per-node pipelines, redirects, failover waits
+ * (see redis_cluster.h). */
+#include "curate/dedup/redis_cluster.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/progress.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- slots -------------------------------------------------------------------------------- */
+
+uint16_t redis_crc16(const char *buf, size_t len)
+{
+    uint16_t crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (uint16_t)((unsigned char)buf[i] << 8);
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+unsigned redis_key_slot(const char *key, size_t len)
+{
+    const char *open = memchr(key, '{', len);
+    if (open) {
+        size_t rest = len - (size_t)(open - key) - 1;
+        const char *close = memchr(open + 1, '}', rest);
+        if (close && close > open + 1)
+            return redis_crc16(open + 1, (size_t)(close - open - 1)) & (RC_SLOTS - 1);
+    }
+    return redis_crc16(key, len) & (RC_SLOTS - 1);
+}
+
+int redis_parse_redirect(const char *err, size_t len, unsigned *slot, char *host, size_t hostn,
+                         int *port)
+{
+    int kind;
+    size_t p;
+    if (len > 6 && !memcmp(err, "MOVED ", 6)) {
+        kind = 1;
+        p = 6;
+    } else if (len > 4 && !memcmp(err, "ASK ", 4)) {
+        kind = 2;
+        p = 4;
+    } else {
+        return 0;
+    }
+    unsigned long s = 0;
+    size_t d = 0;
+    while (p < len && err[p] >= '0' && err[p] <= '9' && d < 6) {
+        s = s * 10 + (unsigned long)(err[p++] - '0');
+        d++;
+    }
+    if (!d || s >= RC_SLOTS || p >= len || err[p] != ' ')
+        return 0;
+    p++;
+    /* host:port, the port after the last ':' (IPv6 hosts have colons) */
+    size_t end = len;
+    while (end > p && (err[end - 1] == '\r' || err[end - 1] == '\n' || err[end - 1] == ' '))
+        end--;
+    size_t colon = end;
+    while (colon > p && err[colon - 1] != ':')
+        colon--;
+    if (colon <= p || colon >= end)
+        return 0;
+    long prt = 0;
+    for (size_t i = colon; i < end; i++) {
+        if (err[i] < '0' || err[i] > '9' || prt > 65535)
+            return 0;
+        prt = prt * 10 + (err[i] - '0');
+    }
+    if (prt <= 0 || prt > 65535)
+        return 0;
+    size_t hl = colon - 1 - p;
+    if (hl + 1 > hostn)
+        return 0;
+    memcpy(host, err + p, hl);
+    host[hl] = '\0';
+    *slot = (unsigned)s;
+    *port = (int)prt;
+    return kind;
+}
+
+static int topo_node(struct rc_topology *t, const char *host, size_t hl, int port)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->nodes[i].port == port && strlen(t->nodes[i].host) == hl &&
+            !memcmp(t->nodes[i].host, host, hl))
+            return (int)i;
+    if (t->n >= 4096)
+        return -1;
+    t->nodes = sl_xrealloc(t->nodes, (t->n + 1) * sizeof(*t->nodes));
+    memset(&t->nodes[t->n], 0, sizeof(t->nodes[0]));
+    memcpy(t->nodes[t->n].host, host, hl);
+    t->nodes[t->n].port = port;
+    return (int)t->n++;
+}
+
+int redis_parse_slots(const struct redisReply *r, const char *default_host, struct rc_topology *t)
+{
+    memset(t, 0, sizeof(*t));
+    for (int s = 0; s < RC_SLOTS; s++)
+        t->owner[s] = -1;
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS did not answer with an array");
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (!e || e->type != REDIS_REPLY_ARRAY || e->elements < 3 || !e->element[0] ||
+            !e->element[1] || e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER)
+            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu is malformed", i);
+        long long a = e->element[0]->integer, b = e->element[1]->integer;
+        if (a < 0 || b < a || b >= RC_SLOTS)
+            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu has slots %lld-%lld", i, a, b);
+        const redisReply *m = e->element[2];
+        if (!m || m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !m->element[0] ||
+            !m->element[1] || m->element[0]->type != REDIS_REPLY_STRING ||
+            m->element[1]->type != REDIS_REPLY_INTEGER || m->element[1]->integer <= 0 ||
+            m->element[1]->integer > 65535 || m->element[0]->len >= sizeof(t->nodes[0].host))
+            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu has a malformed master", i);
+        const char *host = m->element[0]->str;
+        size_t hl = m->element[0]->len;
+        if (hl == 0 || (hl == 1 && host[0] == '?')) {
+            host = default_host;
+            hl = strlen(default_host);
+        }
+        int k = topo_node(t, host, hl, (int)m->element[1]->integer);
+        if (k < 0)
+            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS lists too many nodes");
+        int reps = 0;
+        for (size_t j = 3; j < e->elements; j++)
+            if (e->element[j] && e->element[j]->type == REDIS_REPLY_ARRAY)
+                reps++;
+        if (reps > t->nodes[k].replicas)
+            t->nodes[k].replicas = reps;
+        for (long long s = a; s <= b; s++)
+            t->owner[s] = (int16_t)k;
+    }
+    return 0;
+}
+
+/* ---- batches ------------------------------------------------------------------------------ */
+
+void rc_batch_add(struct rc_batch *b, int argc, const char **argv, const size_t *len)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 1024;
+        b->c = sl_xrealloc(b->c, b->cap * sizeof(*b->c));
+    }
+    struct rc_cmd *c = &b->c[b->n++];
+    memset(c, 0, sizeof(*c));
+    c->argc = argc;
+    for (int i = 0; i < argc && i < RC_MAX_ARGS; i++) {
+        c->argv[i] = argv[i];
+        c->len[i] = len[i];
+    }
+    c->slot = argc > 1 ? redis_key_slot(argv[1], len[1]) : 0;
+    c->ask_node = -1;
+}
+
+void rc_batch_reset(struct rc_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->c[i].reply)
+            freeReplyObject(b->c[i].reply);
+    b->n = 0;
+}
+
+void rc_batch_release(struct rc_batch *b)
+{
+    rc_batch_reset(b);
+    free(b->c);
+    memset(b, 0, sizeof(*b));
+}
+
+/* ---- the cluster ---------------------------------------------------------------------------- */
+
+struct rc_node {
+    char host[256];
+    int port;
+    int replicas;
+    redisContext *ctx;
+    char last_error[160];
+};
+
+struct redis_cluster {
+    struct rc_node *nodes;
+    size_t n;
+    int16_t owner[RC_SLOTS];
+    char *password;
+    unsigned pipeline;
+    double timeout_s;
+    struct redis_cluster_stats st;
+    char problem[512]; /* the last transient problem, for the final message */
+};
+
+static int node_index(struct redis_cluster *rc, const char *host, int port)
+{
+    for (size_t i = 0; i < rc->n; i++)
+        if (rc->nodes[i].port == port && !strcmp(rc->nodes[i].host, host))
+            return (int)i;
+    rc->nodes = sl_xrealloc(rc->nodes, (rc->n + 1) * sizeof(*rc->nodes));
+    memset(&rc->nodes[rc->n], 0, sizeof(rc->nodes[0]));
+    snprintf(rc->nodes[rc->n].host, sizeof(rc->nodes[0].host), "%s", host);
+    rc->nodes[rc->n].port = port;
+    return (int)rc->n++;
+}
+
+static void node_close(struct rc_node *n)
+{
+    if (n->ctx)
+        redisFree(n->ctx);
+    n->ctx = NULL;
+}
+
+/* Connect (and authenticate) if not connected. 0 or SL_ERR_NET (n->last_error says why). */
+static int node_connect(struct redis_cluster *rc, struct rc_node *n)
+{
+    if (n->ctx)
+        return 0;
+    struct timeval tv = { 2, 0 };
+    redisContext *c = redisConnectWithTimeout(n->host, n->port, tv);
+    if (!c || c->err) {
+        snprintf(n->last_error, sizeof(n->last_error), "%s",
+                 c ? c->errstr : "cannot allocate a connection");
+        if (c)
+            redisFree(c);
+        return SL_ERR_NET;
+    }
+    struct timeval cmd = { 15, 0 };
+    redisSetTimeout(c, cmd);
+    if (rc->password) {
+        redisReply *r = redisCommand(c, "AUTH %s", rc->password);
+        if (!r || r->type == REDIS_REPLY_ERROR) {
+            snprintf(n->last_error, sizeof(n->last_error), "AUTH refused: %s",
+                     r ? r->str : c->errstr);
+            if (r)
+                freeReplyObject(r);
+            redisFree(c);
+            return SL_ERR_USAGE; /* a wrong password does not get better by waiting */
+        }
+        freeReplyObject(r);
+    }
+    n->ctx = c;
+    rc->st.reconnects++;
+    return 0;
+}
+
+static void apply_topology(struct redis_cluster *rc, const struct rc_topology *t)
+{
+    int16_t map[4096];
+    for (size_t i = 0; i < t->n && i < 4096; i++) {
+        map[i] = (int16_t)node_index(rc, t->nodes[i].host, t->nodes[i].port);
+        rc->nodes[map[i]].replicas = t->nodes[i].replicas;
+    }
+    for (int s = 0; s < RC_SLOTS; s++)
+        rc->owner[s] = t->owner[s] < 0 ? -1 : map[t->owner[s]];
+}
+
+static size_t unassigned(const struct redis_cluster *rc)
+{
+    size_t k = 0;
+    for (int s = 0; s < RC_SLOTS; s++)
+        k += rc->owner[s] < 0;
+    return k;
+}
+
+/* Fetch CLUSTER SLOTS from the first node that answers. */
+static int refresh(struct redis_cluster *rc)
+{
+    rc->st.refreshes++;
+    int rc_last = SL_ERR_NET;
+    for (size_t i = 0; i < rc->n; i++) {
+        struct rc_node *n = &rc->nodes[i];
+        int k = node_connect(rc, n);
+        if (k == SL_ERR_USAGE)
+            return sl_err_set(SL_ERR_USAGE, "redis node %s:%d: %s\nhint: set the password in "
+                                            "SLUICE_REDIS_PASSWORD",
+                              n->host, n->port, n->last_error);
+        if (k)
+            continue;
+        redisReply *r = redisCommand(n->ctx, "CLUSTER SLOTS");
+        if (!r) {
+            snprintf(n->last_error, sizeof(n->last_error), "%s", n->ctx->errstr);
+            node_close(n);
+            continue;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            snprintf(n->last_error, sizeof(n->last_error), "%s", r->str);
+            int nocluster = strstr(r->str, "cluster support disabled") != NULL;
+            freeReplyObject(r);
+            if (nocluster)
+                return sl_err_set(SL_ERR_CONFIG,
+                                  "redis node %s:%d is not part of a cluster: %s\nhint: "
+                                  "--backend redis needs a Redis Cluster (cluster-enabled yes)",
+                                  n->host, n->port, n->last_error);
+            continue;
+        }
+        struct rc_topology t;
+        int prc = redis_parse_slots(r, n->host, &t);
+        freeReplyObject(r);
+        if (prc) {
+            free(t.nodes);
+            rc_last = sl_err_wrap(prc, "redis node %s:%d: ", n->host, n->port);
+            continue;
+        }
+        apply_topology(rc, &t);
+        free(t.nodes);
+        return 0;
+    }
+    if (rc_last != SL_ERR_NET)
+        return rc_last;
+    struct {
+        char b[1024];
+    } msg;
+    size_t len = 0;
+    msg.b[0] = '\0';
+    for (size_t i = 0; i < rc->n && len < sizeof(msg.b) - 1; i++)
+        len += (size_t)snprintf(msg.b + len, sizeof(msg.b) - len, "%s%s:%d (%s)", i ? ", " : "",
+                                rc->nodes[i].host, rc->nodes[i].port, rc->nodes[i].last_error);
+    return sl_err_set(SL_ERR_NET, "cannot reach any Redis Cluster node: %s", msg.b);
+}
+
+int redis_cluster_open(struct redis_cluster **out, const char *seeds, const char *password,
+                       unsigned pipeline, double timeout_s)
+{
+    struct redis_cluster *rc = sl_xcalloc(1, sizeof(*rc));
+    *out = NULL;
+    rc->password = password ? sl_xstrdup(password) : NULL;
+    rc->pipeline = pipeline ? pipeline : 1000;
+    rc->timeout_s = timeout_s > 0 ? timeout_s : 60;
+    for (int s = 0; s < RC_SLOTS; s++)
+        rc->owner[s] = -1;
+    const char *p = seeds;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char item[300];
+        if (len == 0 || len >= sizeof(item)) {
+            redis_cluster_free(rc);
+            return sl_err_set(SL_ERR_USAGE, "bad --redis node list '%s'", seeds);
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        char *colon = strrchr(item, ':');
+        char *end = NULL;
+        long port = colon ? strtol(colon + 1, &end, 10) : 0;
+        if (!colon || colon == item || !end || *end || port <= 0 || port > 65535) {
+            redis_cluster_free(rc);
+            return sl_err_set(SL_ERR_USAGE, "bad Redis node '%s'\nhint: write HOST:PORT", item);
+        }
+        *colon = '\0';
+        node_index(rc, item, (int)port);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (!rc->n) {
+        redis_cluster_free(rc);
+        return sl_err_set(SL_ERR_USAGE, "no Redis nodes given");
+    }
+    int r = refresh(rc);
+    if (!r && unassigned(rc))
+        r = sl_err_set(SL_ERR_CONFIG,
+                       "the Redis Cluster does not serve every slot: %zu of %d slots have no "
+                       "master\nhint: assign them (redis-cli --cluster fix HOST:PORT) or wait "
+                       "for the cluster to finish forming",
+                       unassigned(rc), RC_SLOTS);
+    if (r) {
+        redis_cluster_free(rc);
+        return r;
+    }
+    *out = rc;
+    return 0;
+}
+
+void redis_cluster_free(struct redis_cluster *rc)
+{
+    if (!rc)
+        return;
+    for (size_t i = 0; i < rc->n; i++)
+        node_close(&rc->nodes[i]);
+    free(rc->nodes);
+    free(rc->password);
+    free(rc);
+}
+
+const struct redis_cluster_stats *redis_cluster_stats(const struct redis_cluster *rc)
+{
+    return &rc->st;
+}
+
+size_t redis_cluster_masters(const struct redis_cluster *rc)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < rc->n; i++) {
+        int used = 0;
+        for (int s = 0; s < RC_SLOTS && !used; s++)
+            used = rc->owner[s] == (int16_t)i;
+        k += used;
+    }
+    return k;
+}
+
+static int transient_error(const char *s)
+{
+    return !strncmp(s, "TRYAGAIN", 8) || !strncmp(s, "CLUSTERDOWN", 11) ||
+           !strncmp(s, "LOADING", 7) || !strncmp(s, "MASTERDOWN", 10);
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    nanosleep(&ts, NULL);
+}
+
+/* One pass over the pending commands: returns 0 when the pass ran (some commands may
+ * still be pending: *retry says whether a wait is due), or a hard error. */
+static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, int *conn_fail)
+{
+    size_t nn = rc->n;
+    /* commands per node for this pass (at most `pipeline` each) */
+    size_t **list = sl_xcalloc(nn, sizeof(size_t *));
+    size_t *cnt = sl_xcalloc(nn, sizeof(size_t));
+    for (size_t i = 0; i < b->n; i++) {
+        struct rc_cmd *c = &b->c[i];
+        if (c->done)
+            continue;
+        int node = c->ask_node >= 0 ? c->ask_node : rc->owner[c->slot];
+        if (node < 0) {
+            snprintf(rc->problem, sizeof(rc->problem), "slot %u has no master", c->slot);
+            *retry = 1;
+            *conn_fail = 1;
+            continue;
+        }
+        if (cnt[node] >= rc->pipeline)
+            continue;
+        if (!list[node])
+            list[node] = sl_xmalloc(rc->pipeline * sizeof(size_t));
+        list[node][cnt[node]++] = i;
+        c->node = node;
+    }
+    int hard = 0;
+    /* write every node's pipeline */
+    for (size_t k = 0; k < nn; k++) {
+        if (!cnt[k])
+            continue;
+        struct rc_node *n = &rc->nodes[k];
+        int cr = node_connect(rc, n);
+        if (cr == SL_ERR_USAGE) {
+            hard = sl_err_set(SL_ERR_USAGE, "redis node %s:%d: %s\nhint: set the password in "
+                                            "SLUICE_REDIS_PASSWORD",
+                              n->host, n->port, n->last_error);
+            break;
+        }
+        if (cr) {
+            snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
+                     n->last_error);
+            cnt[k] = 0; /* not sent: pending */
+            *retry = 1;
+            *conn_fail = 1;
+            continue;
+        }
+        for (size_t j = 0; j < cnt[k]; j++) {
+            struct rc_cmd *c = &b->c[list[k][j]];
+            if (c->ask_node >= 0) {
+                const char *asking = "ASKING";
+                size_t al = 6;
+                redisAppendCommandArgv(n->ctx, 1, &asking, &al);
+            }
+            redisAppendCommandArgv(n->ctx, c->argc, c->argv, c->len);
+            rc->st.commands++;
+        }
+        if (b->writes && n->replicas > 0)
+            redisAppendCommand(n->ctx, "WAIT 1 5000");
+        rc->st.pipelines++;
+        int done = 0;
+        while (!done)
+            if (redisBufferWrite(n->ctx, &done) != REDIS_OK)
+                break;
+    }
+    /* read the replies */
+    for (size_t k = 0; k < nn && !hard; k++) {
+        if (!cnt[k])
+            continue;
+        struct rc_node *n = &rc->nodes[k];
+        int broken = 0;
+        for (size_t j = 0; j < cnt[k] && !broken && !hard; j++) {
+            struct rc_cmd *c = &b->c[list[k][j]];
+            void *rp = NULL;
+            if (c->ask_node >= 0) {
+                if (redisGetReply(n->ctx, &rp) != REDIS_OK) {
+                    broken = 1;
+                    break;
+                }
+                freeReplyObject(rp);
+                rp = NULL;
+            }
+            if (redisGetReply(n->ctx, &rp) != REDIS_OK) {
+                broken = 1;
+                break;
+            }
+            redisReply *r = rp;
+            c->ask_node = -1;
+            if (r->type == REDIS_REPLY_ERROR) {
+                unsigned slot;
+                char host[256];
+                int port;
+                int kind = redis_parse_redirect(r->str, r->len, &slot, host, sizeof(host), &port);
+                if (kind && ++c->redirects > 32) {
+                    hard = sl_err_set(SL_ERR_NET, "redis: too many redirects for slot %u (last: %s)",
+                                      c->slot, r->str);
+                } else if (kind == 1) {
+                    rc->owner[slot] = (int16_t)node_index(rc, host, port);
+                    rc->st.moved++;
+                } else if (kind == 2) {
+                    c->ask_node = node_index(rc, host, port);
+                    rc->st.ask++;
+                } else if (transient_error(r->str)) {
+                    snprintf(rc->problem, sizeof(rc->problem), "node %s:%d answered '%s'", n->host,
+                             n->port, r->str);
+                    *retry = 1;
+                } else {
+                    hard = sl_err_set(SL_ERR_NET, "redis node %s:%d answered '%s' to %.*s", n->host,
+                                      n->port, r->str, (int)c->len[0], c->argv[0]);
+                }
+                freeReplyObject(r);
+                continue;
+            }
+            if (c->reply)
+                freeReplyObject(c->reply);
+            c->reply = r;
+            c->done = b->writes && n->replicas > 0 ? 2 : 1; /* 2: waits for WAIT */
+        }
+        if (!broken && !hard && b->writes && n->replicas > 0) {
+            void *rp = NULL;
+            if (redisGetReply(n->ctx, &rp) != REDIS_OK) {
+                broken = 1;
+            } else {
+                redisReply *r = rp;
+                int ok = r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
+                if (!ok)
+                    snprintf(rc->problem, sizeof(rc->problem),
+                             "node %s:%d: no replica acknowledged the writes (WAIT)", n->host,
+                             n->port);
+                freeReplyObject(r);
+                for (size_t j = 0; j < cnt[k]; j++) {
+                    struct rc_cmd *c = &b->c[list[k][j]];
+                    if (c->done == 2)
+                        c->done = ok ? 1 : 0;
+                }
+                if (!ok)
+                    *retry = 1;
+            }
+        }
+        if (broken) {
+            snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
+                     n->ctx->errstr[0] ? n->ctx->errstr : "connection lost");
+            snprintf(n->last_error, sizeof(n->last_error), "%s", rc->problem);
+            node_close(n);
+            /* nothing of this pipeline is known to be durable: send it all again */
+            for (size_t j = 0; j < cnt[k]; j++)
+                if (b->c[list[k][j]].done == 2)
+                    b->c[list[k][j]].done = 0;
+            *retry = 1;
+            *conn_fail = 1;
+        }
+    }
+    if (hard) /* replies may be left unread: these connections cannot be reused */
+        for (size_t k = 0; k < nn; k++)
+            if (cnt[k])
+                node_close(&rc->nodes[k]);
+    for (size_t k = 0; k < nn; k++)
+        free(list[k]);
+    free(list);
+    free(cnt);
+    return hard;
+}
+
+int redis_cluster_exec(struct redis_cluster *rc, struct rc_batch *b)
+{
+    double start = sl_now(), backoff = 0.05;
+    for (;;) {
+        int retry = 0, conn_fail = 0;
+        int hard = exec_pass(rc, b, &retry, &conn_fail);
+        if (hard)
+            return hard;
+        size_t pending = 0;
+        for (size_t i = 0; i < b->n; i++)
+            pending += !b->c[i].done;
+        if (!pending)
+            return 0;
+        if (!retry)
+            continue; /* more than one pipeline's worth, or redirects: go on at once */
+        rc->st.retries++;
+        if (sl_now() - start > rc->timeout_s)
+            return sl_err_set(SL_ERR_NET,
+                              "the Redis Cluster did not recover within %.0f s: %s\nhint: check "
+                              "the nodes (redis-cli --cluster check HOST:PORT); a failed master "
+                              "needs a replica to take over",
+                              rc->timeout_s, rc->problem);
+        sleep_s(backoff);
+        backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
+        if (conn_fail) {
+            int r = refresh(rc);
+            if (r == SL_ERR_USAGE || r == SL_ERR_CONFIG)
+                return r;
+            if (r && !rc->problem[0])
+                snprintf(rc->problem, sizeof(rc->problem), "%s", sl_err_msg());
+        }
+    }
+}

@@ -1,0 +1,347 @@
+/* sluice dataset inspect|verify|merge|cat: Megatron .bin/.idx token shards. Only rank 0
+ * works under mpirun (these are quick, I/O-bound operations); the others wait. */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/world.h"
+#include "dataset/idx.h"
+#include "tokenize/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const usage[] = {
+    "sluice dataset inspect [--json] PREFIX...",
+    "sluice dataset verify [--tokenizer SPEC | --vocab-size N] PREFIX...",
+    "sluice dataset merge --out PREFIX PREFIX...",
+    "sluice dataset cat [--tokenizer SPEC | --ids] [--docs LIST] [--jsonl] PREFIX",
+    "",
+    "Work with Megatron-LM MMIDIDX token shards (PREFIX.bin + PREFIX.idx; a PREFIX may be",
+    "given with its .bin or .idx extension).",
+    "  inspect  documents, sequences, tokens, dtype and the sequence-length histogram",
+    "  verify   check every invariant of the index and the .bin size (and token ids below",
+    "           the vocabulary size when it is known); exit 1 on the first broken shard",
+    "  merge    concatenate shards into one, documents in the order given",
+    "  cat      decode documents back to text (one per line; --jsonl for JSON lines)",
+    NULL,
+};
+
+struct opts {
+    int json, ids, jsonl;
+    const char *tokenizer, *out, *docs;
+    uint64_t vocab_size;
+};
+
+/* PREFIX from PREFIX, PREFIX.bin or PREFIX.idx (caller frees). */
+static char *prefix_of(const char *arg)
+{
+    size_t n = strlen(arg);
+    if (n > 4 && (!strcmp(arg + n - 4, ".bin") || !strcmp(arg + n - 4, ".idx")))
+        n -= 4;
+    return sl_xstrndup(arg, n);
+}
+
+static int inspect(const struct opts *o, const struct sl_strlist *pre)
+{
+    int failed = 0;
+    if (o->json)
+        printf("[");
+    for (size_t i = 0; i < pre->n; i++) {
+        char *p = prefix_of(pre->v[i]);
+        struct idx_reader *r;
+        if (idx_reader_open(&r, p)) {
+            sl_error("%s", sl_err_msg());
+            failed = 1;
+            free(p);
+            continue;
+        }
+        uint64_t S = idx_reader_sequences(r), D = idx_reader_documents(r);
+        uint64_t hist[34] = { 0 }, minl = UINT64_MAX, maxl = 0, empty = 0;
+        for (uint64_t s = 0; s < S; s++) {
+            uint64_t len = idx_reader_seq_len(r, s);
+            int b = 0;
+            while (b < 33 && (1ull << b) <= len)
+                b++;
+            hist[b]++; /* bucket b: [2^(b-1), 2^b) tokens, bucket 0: empty */
+            minl = len < minl ? len : minl;
+            maxl = len > maxl ? len : maxl;
+        }
+        for (uint64_t d = 0; d < D; d++)
+            empty += idx_reader_doc_index(r, d + 1) == idx_reader_doc_index(r, d);
+        uint64_t T = idx_reader_tokens(r);
+        if (o->json) {
+            struct sl_buf b = SL_BUF_INIT;
+            sl_buf_json_str(&b, p, strlen(p));
+            printf("%s\n  {\"prefix\": %s, \"dtype\": \"%s\", \"documents\": %llu, \"empty_documents\": %llu, "
+                   "\"sequences\": %llu, \"tokens\": %llu, \"min_length\": %llu, \"max_length\": %llu, "
+                   "\"length_histogram\": {",
+                   i ? "," : "", b.data, idx_dtype_name(idx_reader_dtype(r)), (unsigned long long)D,
+                   (unsigned long long)empty, (unsigned long long)S, (unsigned long long)T,
+                   (unsigned long long)(S ? minl : 0), (unsigned long long)maxl);
+            int first = 1;
+            for (int k = 0; k < 34; k++)
+                if (hist[k]) {
+                    printf("%s\"%llu\": %llu", first ? "" : ", ", k ? 1ull << (k - 1) : 0ull,
+                           (unsigned long long)hist[k]);
+                    first = 0;
+                }
+            printf("}}");
+            sl_buf_release(&b);
+        } else {
+            printf("%s\n  dtype       %s\n  documents   %llu (%llu empty)\n  sequences   %llu\n"
+                   "  tokens      %llu\n  length      min %llu, mean %.1f, max %llu\n  histogram"
+                   " (sequence length: count)\n",
+                   p, idx_dtype_name(idx_reader_dtype(r)), (unsigned long long)D,
+                   (unsigned long long)empty, (unsigned long long)S, (unsigned long long)T,
+                   (unsigned long long)(S ? minl : 0), S ? (double)T / (double)S : 0.0,
+                   (unsigned long long)maxl);
+            for (int k = 0; k < 34; k++)
+                if (hist[k]) {
+                    if (k == 0)
+                        printf("    %21s: %llu\n", "0", (unsigned long long)hist[k]);
+                    else
+                        printf("    %10llu..%-10llu: %llu\n", 1ull << (k - 1), (1ull << k) - 1,
+                               (unsigned long long)hist[k]);
+                }
+        }
+        idx_reader_close(r);
+        free(p);
+    }
+    if (o->json)
+        printf("\n]\n");
+    return failed;
+}
+
+static int verify(const struct opts *o, const struct sl_strlist *pre)
+{
+    uint64_t max_token = o->vocab_size;
+    if (o->tokenizer) {
+        struct tokenizer *t;
+        if (tokenizer_open(&t, o->tokenizer)) {
+            sl_error("%s", sl_err_msg());
+            return 1;
+        }
+        max_token = t->vocab_size;
+        tokenizer_free(t);
+    }
+    int failed = 0;
+    for (size_t i = 0; i < pre->n; i++) {
+        char *p = prefix_of(pre->v[i]);
+        struct idx_reader *r;
+        int rc = idx_reader_open(&r, p);
+        if (!rc) {
+            rc = idx_reader_verify(r, max_token);
+            if (!rc)
+                printf("ok %s: %llu documents, %llu sequences, %llu tokens (%s)\n", p,
+                       (unsigned long long)idx_reader_documents(r),
+                       (unsigned long long)idx_reader_sequences(r),
+                       (unsigned long long)idx_reader_tokens(r), idx_dtype_name(idx_reader_dtype(r)));
+            idx_reader_close(r);
+        }
+        if (rc) {
+            sl_error("%s", sl_err_msg());
+            printf("FAILED %s\n", p);
+            failed = 1;
+        }
+        free(p);
+    }
+    return failed;
+}
+
+static int merge(const struct opts *o, const struct sl_strlist *pre)
+{
+    char *out = prefix_of(o->out);
+    int dtype = 0, rc = 0;
+    for (size_t i = 0; i < pre->n && !rc; i++) {
+        char *p = prefix_of(pre->v[i]);
+        struct idx_reader *r;
+        rc = idx_reader_open(&r, p);
+        if (!rc) {
+            if (!dtype)
+                dtype = idx_reader_dtype(r);
+            else if (dtype != idx_reader_dtype(r))
+                rc = sl_err_set(SL_ERR_FORMAT, "cannot merge '%s': its dtype is %s, the first shard's is %s",
+                                p, idx_dtype_name(idx_reader_dtype(r)), idx_dtype_name(dtype));
+            if (!rc && !strcmp(p, out))
+                rc = sl_err_set(SL_ERR_USAGE, "cannot merge '%s' into itself", p);
+            idx_reader_close(r);
+        }
+        free(p);
+    }
+    struct idx_writer *w = NULL;
+    if (!rc)
+        rc = idx_writer_open(&w, out, (enum idx_dtype)dtype);
+    for (size_t i = 0; i < pre->n && !rc; i++) {
+        char *p = prefix_of(pre->v[i]);
+        rc = idx_writer_append_shard(w, p);
+        free(p);
+    }
+    uint64_t docs = w ? idx_writer_documents(w) : 0, toks = w ? idx_writer_tokens(w) : 0;
+    if (!rc)
+        rc = idx_writer_commit(w);
+    else
+        idx_writer_abort(w);
+    if (rc)
+        sl_error("%s", sl_err_msg());
+    else
+        sl_info("merged %zu shards into '%s': %llu documents, %llu tokens", pre->n, out,
+                (unsigned long long)docs, (unsigned long long)toks);
+    free(out);
+    return rc ? 1 : 0;
+}
+
+static int cat(const struct opts *o, const struct sl_strlist *pre)
+{
+    if (pre->n != 1) {
+        sl_error("cat takes one PREFIX");
+        return 2;
+    }
+    struct tokenizer *t = NULL;
+    if (!o->ids && tokenizer_open(&t, o->tokenizer)) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    char *p = prefix_of(pre->v[0]);
+    struct idx_reader *r = NULL;
+    int rc = idx_reader_open(&r, p);
+    uint64_t D = r ? idx_reader_documents(r) : 0;
+    uint64_t *list = NULL;
+    size_t nlist = 0;
+    if (!rc && o->docs)
+        rc = sl_parse_ranges(o->docs, &list, &nlist);
+    if (!rc && !o->docs) {
+        nlist = D;
+        list = sl_xcalloc(D ? D : 1, sizeof(uint64_t));
+        for (uint64_t d = 0; d < D; d++)
+            list[d] = d;
+    }
+    struct sl_buf text = SL_BUF_INIT, line = SL_BUF_INIT;
+    uint32_t *ids = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < nlist && !rc; i++) {
+        uint64_t d = list[i];
+        if (d >= D) {
+            rc = sl_err_set(SL_ERR_USAGE, "document %llu does not exist ('%s' has %llu)",
+                            (unsigned long long)d, p, (unsigned long long)D);
+            break;
+        }
+        sl_buf_reset(&text);
+        size_t n = 0;
+        for (uint64_t s = idx_reader_doc_index(r, d); s < idx_reader_doc_index(r, d + 1) && !rc; s++) {
+            size_t len = idx_reader_seq_len(r, s);
+            if (n + len > cap) {
+                cap = (n + len) * 2;
+                ids = sl_xrealloc(ids, cap * sizeof(uint32_t));
+            }
+            rc = idx_reader_read(r, s, 0, len, ids + n);
+            n += len;
+        }
+        if (rc)
+            break;
+        if (o->ids) {
+            for (size_t k = 0; k < n; k++)
+                sl_buf_printf(&text, k ? (o->jsonl ? ",%u" : " %u") : "%u", ids[k]);
+        } else {
+            rc = tokenizer_decode(t, ids, n, &text);
+            if (rc) {
+                sl_err_wrap(rc, "'%s' document %llu: ", p, (unsigned long long)d);
+                break;
+            }
+        }
+        sl_buf_reset(&line);
+        if (o->jsonl) {
+            sl_buf_printf(&line, "{\"document\":%llu,\"%s\":", (unsigned long long)d, o->ids ? "ids" : "text");
+            if (o->ids)
+                sl_buf_printf(&line, "[%s]}\n", text.data ? text.data : "");
+            else {
+                sl_buf_json_str(&line, text.data ? text.data : "", text.len);
+                sl_buf_puts(&line, "}\n");
+            }
+        } else {
+            sl_buf_append(&line, text.data ? text.data : "", text.len);
+            sl_buf_putc(&line, '\n');
+        }
+        fwrite(line.data, 1, line.len, stdout);
+    }
+    if (rc)
+        sl_error("%s", sl_err_msg());
+    free(ids);
+    free(list);
+    sl_buf_release(&text);
+    sl_buf_release(&line);
+    idx_reader_close(r);
+    tokenizer_free(t);
+    free(p);
+    return rc ? (rc == SL_ERR_USAGE ? 2 : 1) : 0;
+}
+
+int cmd_dataset(int argc, const char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    struct sl_option options[] = {
+        SL_OPT_GROUP_("inspect"),
+        SL_OPT_FLAG_(0, "json", &o.json, "print JSON instead of text"),
+        SL_OPT_GROUP_("verify, cat"),
+        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC", "gpt2:DIR, tiktoken:FILE or spm:FILE"),
+        SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "verify: every token id must be below N"),
+        SL_OPT_GROUP_("merge"),
+        SL_OPT_STRING('o', "out", &o.out, "PREFIX", "the merged shard"),
+        SL_OPT_GROUP_("cat"),
+        SL_OPT_STRING(0, "docs", &o.docs, "LIST", "documents to print: 0,3,5-7 (default: all)"),
+        SL_OPT_FLAG_(0, "ids", &o.ids, "print token ids instead of decoded text"),
+        SL_OPT_FLAG_(0, "jsonl", &o.jsonl, "one JSON object per document"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    const char *sub = rest.n ? rest.v[0] : NULL;
+    if (!rc && !sub)
+        rc = sl_err_set(SL_ERR_USAGE, "no subcommand given (inspect, verify, merge or cat)");
+    if (!rc && strcmp(sub, "inspect") && strcmp(sub, "verify") && strcmp(sub, "merge") && strcmp(sub, "cat"))
+        rc = sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (inspect, verify, merge or cat)", sub);
+    if (!rc && rest.n < 2)
+        rc = sl_err_set(SL_ERR_USAGE, "no PREFIX given");
+    if (!rc && !strcmp(sub, "merge") && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "merge needs --out PREFIX");
+    if (!rc && !strcmp(sub, "cat") && !o.tokenizer && !o.ids)
+        rc = sl_err_set(SL_ERR_USAGE, "cat needs --tokenizer SPEC (or --ids)");
+    if (!rc && o.tokenizer && o.vocab_size)
+        rc = sl_err_set(SL_ERR_USAGE, "--tokenizer and --vocab-size cannot be used together");
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        return 2;
+    }
+    struct sl_strlist pre = { rest.v + 1, rest.n - 1, 0 };
+    struct sl_world *w = sl_world_get();
+    int code = 0;
+    if (w->rank == 0) {
+        if (!strcmp(sub, "inspect"))
+            code = inspect(&o, &pre);
+        else if (!strcmp(sub, "verify"))
+            code = verify(&o, &pre);
+        else if (!strcmp(sub, "merge"))
+            code = merge(&o, &pre);
+        else
+            code = cat(&o, &pre);
+    }
+    fflush(stdout);
+    int64_t c = code;
+    sl_world_allreduce_i64(w, &c, 1, SL_MAX);
+    sl_strlist_release(&rest);
+    return (int)c;
+}

@@ -1,0 +1,82 @@
+# A throw-away Redis Cluster on loopback for tests and benchmarks (sourced).
+#   rc_start DIR BASE_PORT MASTERS REPLICAS   start MASTERS*(1+REPLICAS) nodes on BASE_PORT..
+#   rc_stop                                   stop every node that rc_start started
+#   rc_server DIR --port P [ARGS...]          one more node (anything redis-server takes)
+# Needs redis-server and redis-cli (Debian redis-server, redis-tools). Nodes are daemons
+# with pid files, keep no data on disk (no RDB, no AOF) and fail over after 2 s
+# (cluster-node-timeout 2000). RC_PIDS lists them in start order.
+RC_PIDS=()
+RC_PORTS=()
+
+rc_start() {
+    local dir=$1 base=$2 masters=$3 replicas=$4
+    local n=$((masters * (1 + replicas))) i port hosts=()
+    mkdir -p "$dir"
+    for ((i = 0; i < n; i++)); do
+        port=$((base + i))
+        mkdir -p "$dir/$port"
+        rc_server "$dir/$port" --port "$port" --cluster-enabled yes \
+            --cluster-config-file "$dir/$port/nodes.conf" --cluster-node-timeout 2000 || return 1
+        RC_PORTS+=("$port")
+        hosts+=("127.0.0.1:$port")
+    done
+    redis-cli --cluster create "${hosts[@]}" --cluster-replicas "$replicas" --cluster-yes \
+        >"$dir/create.log" 2>&1 || { cat "$dir/create.log" >&2; return 1; }
+    rc_wait_ok "$base" "$n"
+}
+
+# rc_server DIR ARGS...: start one daemonised redis-server (no persistence) with its files
+# in DIR, wait until it answers, and add its pid to RC_PIDS
+rc_server() {
+    local dir=$1 port
+    shift
+    mkdir -p "$dir"
+    redis-server --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no --daemonize yes \
+        --pidfile "$dir/pid" --logfile "$dir/log" "$@" >/dev/null 2>&1 || return 1
+    for _ in $(seq 400); do
+        [ -s "$dir/pid" ] && break
+        sleep 0.05
+    done
+    if [ ! -s "$dir/pid" ]; then
+        echo "redis-server in $dir did not start: $(tail -3 "$dir/log" 2>/dev/null)" >&2
+        return 1
+    fi
+    RC_PIDS+=("$(cat "$dir/pid")")
+    port=$(sed -n 's/.*--port \([0-9]*\).*/\1/p' <<<"$*")
+    for _ in $(seq 300); do
+        redis-cli -p "$port" ping 2>/dev/null | grep -q -e PONG -e NOAUTH && return 0
+        sleep 0.1
+    done
+    echo "redis-server on port $port did not start" >&2
+    return 1
+}
+
+# rc_wait_ok BASE N: every node reports cluster_state:ok and knows every slot
+rc_wait_ok() {
+    local base=$1 n=$2 i ok
+    for _ in $(seq 300); do
+        ok=1
+        for ((i = 0; i < n; i++)); do
+            redis-cli -p $((base + i)) cluster info 2>/dev/null | grep -q 'cluster_state:ok' || ok=0
+        done
+        [ $ok = 1 ] && return 0
+        sleep 0.1
+    done
+    echo "redis cluster on ports $base.. did not become ok" >&2
+    return 1
+}
+
+rc_stop() {
+    local pid
+    for pid in "${RC_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${RC_PIDS[@]}"; do
+        for _ in $(seq 100); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.05
+        done
+    done
+    RC_PIDS=()
+    RC_PORTS=()
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# sluice tokenize and sluice dataset: reference ids for whole files, Megatron layout read
+# by an independent numpy reader (and an index it wrote read by us), EOD and empty
+# documents, manifest counts, MPI -np 1/2/4 and --workers giving identical bytes, bad input.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+TF="$FIX/tokenizer"
+mkdir -p "$T/gpt2" "$T/in"
+zstd -q -d "$TF/encoder.json.zst" -o "$T/gpt2/encoder.json"
+zstd -q -d "$TF/vocab.bpe.zst" -o "$T/gpt2/vocab.bpe"
+GPT2="gpt2:$T/gpt2"
+MIDX="$(dirname "$0")/megatron_idx.py"
+
+case_ "-h prints the options; usage errors exit 2"
+run "$SLUICE" tokenize -h
+expect_rc 0; expect_out "--tokenizer"; expect_out "--append-eod"; expect_out "--json-key"
+run "$SLUICE" tokenize --out "$T/x" "$T/in"
+expect_rc 2; expect_err "--tokenizer SPEC is required"
+run "$SLUICE" tokenize --tokenizer bogus:x --out "$T/x" "$T/in"
+expect_rc 2; expect_err "unknown tokenizer 'bogus:x'"
+run "$SLUICE" dataset frob x
+expect_rc 2; expect_err "unknown subcommand 'frob'"
+
+# whole files as one document each: ids equal the reference (sha256 of the ids as uint32 LE)
+python3 - "$TF" "$T/in" <<'PY'
+import json, subprocess, sys
+tf, d = sys.argv[1], sys.argv[2]
+for name, fx in (("tinyshakespeare", "tinyshakespeare.txt.zst"), ("botchan", "botchan.txt.zst")):
+    text = subprocess.run(["zstd", "-q", "-d", "-c", tf + "/" + fx], check=True, capture_output=True).stdout
+    with open("%s/%s.jsonl" % (d, name), "w") as f:
+        f.write(json.dumps({"text": text.decode("utf-8")}) + "\n")
+PY
+for enc in gpt2 cl100k_base o200k_base; do
+    if [ $enc = gpt2 ]; then spec=$GPT2; else spec="tiktoken:$TF/$enc.tiktoken.zst"; fi
+    for name in tinyshakespeare botchan; do
+        case_ "$name under $enc equals the reference ids"
+        run "$SLUICE" tokenize -q --tokenizer "$spec" --out "$T/w_${enc}_$name" "$T/in/$name.jsonl"
+        expect_rc 0
+        got=$("$PY" -c "
+import sys, hashlib, numpy as np
+sys.path.insert(0, '$(dirname "$MIDX")'); import megatron_idx as m
+code, lens, ptrs, doc, b = m.read(sys.argv[1])
+print(hashlib.sha256(np.asarray(b, dtype='<u4').tobytes()).hexdigest(), len(b))" "$T/w_${enc}_${name}_text_document")
+        want=$(python3 -c "
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    if r['file'].endswith(sys.argv[2]) and r['encoding'] == sys.argv[3]:
+        print(r['sha256_of_ids_as_uint32_le'], r['num_tokens'])" "$TF/full_files.json" \
+            "$([ $name = botchan ] && echo botchan.txt || echo input.txt)" $enc)
+        expect_eq "$got" "$want"
+    done
+done
+
+# a corpus with the cases that matter
+python3 - "$T/in/docs.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"text": "hello world", "title": "A"}) + "\n")
+    f.write(json.dumps({"text": "", "title": "B"}) + "\n")           # empty
+    f.write(json.dumps({"title": "C"}) + "\n")                        # missing key
+    f.write(json.dumps({"text": ["first sentence.", "", "second one."], "title": "D"}) + "\n")
+    f.write("not json\n")
+    f.write(json.dumps({"text": "caf\u00e9 \u00fcber na\u00efve " * 50, "title": "E"}) + "\n")
+PY
+printf '{"text": "bad \xff\xfe bytes"}\n' >> "$T/in/docs.jsonl"
+
+case_ "EOD on non-empty documents, empty and missing ones kept as empty documents"
+run "$SLUICE" tokenize --tokenizer "$GPT2" --append-eod --json-key text --json-key title \
+    --out "$T/d" "$T/in/docs.jsonl"
+expect_rc 0; expect_err "docs.jsonl:5"
+expect_file "$T/d_text_document.bin"; expect_file "$T/d_title_document.idx"
+expect_file "$T/d.manifest.json"; expect_no_partials "$T"
+expect_eq "$(json "$T/d.manifest.json" "m['counts']['documents_in']")" 6
+expect_eq "$(json "$T/d.manifest.json" "m['counts']['empty_documents']")" 2
+expect_eq "$(json "$T/d.manifest.json" "m['counts']['missing_key']")" 1
+expect_eq "$(json "$T/d.manifest.json" "m['counts']['missing_key_title']")" 1
+expect_eq "$(json "$T/d.manifest.json" "m['counts']['skipped_invalid_json']")" 1
+expect_eq "$(json "$T/d.manifest.json" "m['counts']['repaired_utf8_lines']")" 1
+expect_eq "$(json "$T/d.manifest.json" "m['settings']['dtype']")" uint16
+run "$PY" "$MIDX" dump "$T/d_text_document"
+expect_rc 0
+expect_eq "$(sed -n 1p "$T/out")" '{"document":0,"ids":[31373,995,50256]}'
+expect_eq "$(sed -n 2p "$T/out")" '{"document":1,"ids":[]}'
+expect_eq "$(sed -n 3p "$T/out")" '{"document":2,"ids":[]}'
+cp "$T/out" "$T/numpy_dump"
+run "$SLUICE" dataset cat --ids --jsonl "$T/d_text_document"
+expect_rc 0
+expect_eq "$(md5sum < "$T/out")" "$(md5sum < "$T/numpy_dump")" "(our reader vs the numpy reader)"
+run "$SLUICE" dataset cat --tokenizer "$GPT2" --docs 0,3 "$T/d_text_document"
+expect_rc 0
+expect_eq "$(cat "$T/out")" "hello world<|endoftext|>
+first sentence.second one.<|endoftext|>"
+run "$SLUICE" dataset inspect "$T/d_text_document"
+expect_rc 0; expect_out "documents   6 (2 empty)"; expect_out "sequences   5"
+run "$SLUICE" dataset verify --tokenizer "$GPT2" "$T/d_text_document" "$T/d_title_document.idx"
+expect_rc 0; expect_out "ok $T/d_text_document: 6 documents"
+
+case_ "the sentence list of document 3 is two sequences, EOD on the last"
+expect_eq "$("$PY" -c "
+import sys; sys.path.insert(0, '$(dirname "$MIDX")'); import megatron_idx as m
+code, lens, ptrs, doc, b = m.read(sys.argv[1]); print([int(x) for x in doc], [int(x) for x in lens[:3]])" "$T/d_text_document")" \
+    "[0, 1, 1, 1, 3, 4, 5] [3, 3, 4]"
+
+case_ "an index written by the numpy writer is read by sluice"
+printf '[[1,2,3],[4]]\n[]\n[[50256]]\n' | "$PY" "$MIDX" write "$T/np" uint16
+run "$SLUICE" dataset verify --vocab-size 50257 "$T/np"
+expect_rc 0; expect_out "3 documents, 3 sequences, 5 tokens (uint16)"
+run "$SLUICE" dataset cat --ids --jsonl "$T/np"
+expect_eq "$(cat "$T/out")" '{"document":0,"ids":[1,2,3,4]}
+{"document":1,"ids":[]}
+{"document":2,"ids":[50256]}'
+
+case_ "merge shifts the document index"
+run "$SLUICE" dataset merge --out "$T/m" "$T/d_text_document" "$T/np"
+expect_rc 0
+run "$PY" "$MIDX" dump "$T/m"
+expect_rc 0; expect_eq "$(wc -l < "$T/out")" 9
+expect_eq "$(sed -n 7p "$T/out")" '{"document":6,"ids":[1,2,3,4]}'
+run "$SLUICE" dataset merge --out "$T/m2" "$T/np" "$T/w_cl100k_base_botchan_text_document"
+expect_rc 1; expect_err "dtype is int32"
+
+case_ "cl100k ids need int32"
+expect_eq "$(json "$T/w_cl100k_base_botchan.manifest.json" "m['settings']['dtype']")" int32
+
+case_ "-np 1/2/4 and --workers 1/3 give identical bytes"
+mkdir -p "$T/many"
+python3 - "$T/many" <<'PY'
+import json, random, sys, gzip
+random.seed(3)
+words = ["alpha", "beta", "Gamma", "delta's", "123", "4567", "  ", "\n", "é", "日本", "!?", "x" * 30]
+for f in range(6):
+    op = gzip.open if f % 2 else open
+    with op("%s/p%d.jsonl%s" % (sys.argv[1], f, ".gz" if f % 2 else ""), "wt") as out:
+        for i in range(random.randint(20, 300)):
+            t = " ".join(random.choice(words) for _ in range(random.randint(0, 200)))
+            out.write(json.dumps({"text": t}) + "\n")
+PY
+run "$SLUICE" tokenize -j 1 --tokenizer "tiktoken:$TF/o200k_base.tiktoken.zst" --append-eod --out "$T/s1" "$T/many"
+expect_rc 0
+run "$SLUICE" tokenize -j 3 --tokenizer "tiktoken:$TF/o200k_base.tiktoken.zst" --append-eod --out "$T/s3" "$T/many"
+expect_rc 0
+cmp -s "$T/s1_text_document.bin" "$T/s3_text_document.bin" && ok || fail ".bin differs for -j 3"
+cmp -s "$T/s1_text_document.idx" "$T/s3_text_document.idx" && ok || fail ".idx differs for -j 3"
+if have_mpi; then
+    for np in 1 2 4; do
+        run "${MPIRUN[@]}" -np $np "$SLUICE" tokenize -j 1 --tokenizer "tiktoken:$TF/o200k_base.tiktoken.zst" \
+            --append-eod --out "$T/n$np" "$T/many"
+        expect_rc 0
+        for ext in bin idx; do
+            cmp -s "$T/s1_text_document.$ext" "$T/n${np}_text_document.$ext" && ok || fail "-np $np: .$ext differs"
+        done
+        expect_eq "$(json "$T/n$np.manifest.json" "json.dumps(m['counts'], sort_keys=True)")" \
+                  "$(json "$T/s1.manifest.json" "json.dumps(m['counts'], sort_keys=True)")"
+        expect_no_partials "$T"
+    done
+fi
+
+case_ "a document over 100 MB is reported with its file and line, counted and skipped"
+python3 -c "
+import json, sys
+sys.stdout.write(json.dumps({'text': 'small'}) + '\n')
+sys.stdout.write('{\"text\": \"' + 'a' * (101 << 20) + '\"}\n')
+sys.stdout.write(json.dumps({'text': 'after'}) + '\n')" | zstd -q -3 > "$T/huge.jsonl.zst"
+run "$SLUICE" tokenize --tokenizer "$GPT2" --out "$T/h" "$T/huge.jsonl.zst"
+expect_rc 0; expect_err "huge.jsonl.zst:2"
+expect_eq "$(json "$T/h.manifest.json" "m['counts']['skipped_line_too_long']")" 1
+expect_eq "$(json "$T/h.manifest.json" "m['counts']['documents_out']")" 2
+
+case_ "a corrupt .model is an error naming the file"
+head -c 5000 /dev/urandom > "$T/bad.model"
+run "$SLUICE" tokenize --tokenizer "spm:$T/bad.model" --out "$T/b" "$T/in/docs.jsonl"
+expect_rc 1; expect_err "bad.model"; expect_err "not a SentencePiece model"
+expect_no_file "$T/b_text_document.bin"
+
+case_ "merges that disagree with the vocabulary are an error naming both files"
+mkdir -p "$T/gbad"; cp "$T/gpt2/encoder.json" "$T/gbad/"
+{ head -3 "$T/gpt2/vocab.bpe"; echo "Ġzzzq xyzw"; } > "$T/gbad/vocab.bpe"
+run "$SLUICE" tokenize --tokenizer "gpt2:$T/gbad" --out "$T/b" "$T/in/docs.jsonl"
+expect_rc 1; expect_err "vocab.bpe"; expect_err "line 4"; expect_err "not in the vocabulary"
+
+case_ "broken shards: truncated .idx, fairseq .idx, short .bin"
+cp "$T/d_text_document.bin" "$T/t1.bin"; head -c 60 "$T/d_text_document.idx" > "$T/t1.idx"
+run "$SLUICE" dataset verify "$T/t1"
+expect_rc 1; expect_err "t1.idx"; expect_err "truncated"
+cp "$T/d_text_document.bin" "$T/t2.bin"; "$PY" "$MIDX" fairseq "$T/d_text_document" "$T/t2"
+run "$SLUICE" dataset inspect "$T/t2"
+expect_rc 1; expect_err "t2.idx"; expect_err "fairseq"
+cp "$T/d_text_document.idx" "$T/t3.idx"; head -c 7 "$T/d_text_document.bin" > "$T/t3.bin"
+run "$SLUICE" dataset cat --ids "$T/t3"
+expect_rc 1; expect_err "t3.bin"; expect_err "the index needs"
+
+finish

@@ -1,0 +1,377 @@
+/* Tests for tokenize/bpe and tokenize/pretok: ids identical to tiktoken's on every
+ * reference text (gpt2 from both file formats, cl100k_base, o200k_base), whole files,
+ * decoding, invalid UTF-8, long pieces, the pre-tokenizers against PCRE2, bad files. */
+#include "tests/harness.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/stream.h"
+#include "tokenize/bpe.h"
+#include "tokenize/pretok.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <json-c/json.h>
+#include <pcre2.h>
+#include <stdlib.h>
+
+static struct bpe *load(const char *which)
+{
+    struct bpe *b = NULL;
+    int rc;
+    if (!strcmp(which, "gpt2")) {
+        char v[1024]; /* sl_test_fixture returns a static buffer */
+        snprintf(v, sizeof(v), "%s", sl_test_fixture("tokenizer/encoder.json.zst"));
+        rc = bpe_load_gpt2(&b, v, sl_test_fixture("tokenizer/vocab.bpe.zst"));
+    } else {
+        char rel[64];
+        snprintf(rel, sizeof(rel), "tokenizer/%s.tiktoken.zst", which);
+        rc = bpe_load_tiktoken(&b, sl_test_fixture(rel), -1);
+    }
+    if (rc)
+        fprintf(stderr, "load %s: %s\n", which, sl_err_msg());
+    return b;
+}
+
+/* Every case of cases.jsonl under one encoding. */
+static void check_cases(struct bpe *b, const char *field)
+{
+    struct sl_buf all = SL_BUF_INIT, dec = SL_BUF_INIT;
+    REQUIRE(sl_read_file(sl_test_fixture("tokenizer/cases.jsonl.zst"), &all) == 0);
+    struct bpe_enc *e = bpe_enc_new(b);
+    struct tok_ids ids = { 0 };
+    size_t ncases = 0, nbad = 0;
+    char *line = all.data;
+    while (line && *line) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        struct json_object *o = json_tokener_parse(line), *t, *want;
+        REQUIRE(o && json_object_object_get_ex(o, "text", &t) &&
+                json_object_object_get_ex(o, field, &want));
+        const char *text = json_object_get_string(t);
+        size_t n = (size_t)json_object_get_string_len(t);
+        ids.n = 0;
+        CHECK_EQ_INT(bpe_encode(e, text, n, &ids), 0);
+        size_t wn = json_object_array_length(want);
+        int same = wn == ids.n;
+        for (size_t i = 0; same && i < wn; i++)
+            same = (uint32_t)json_object_get_int64(json_object_array_get_idx(want, i)) == ids.v[i];
+        if (!same && nbad++ < 5) {
+            struct json_object *id;
+            json_object_object_get_ex(o, "id", &id);
+            sl_test_fail(__FILE__, __LINE__, "%s: case %s: %zu ids, want %zu", field,
+                         json_object_get_string(id), ids.n, wn);
+        }
+        sl_buf_reset(&dec);
+        CHECK_EQ_INT(bpe_decode(b, ids.v, ids.n, &dec), 0);
+        CHECK_EQ_MEM(dec.data ? dec.data : "", dec.len, text, n);
+        json_object_put(o);
+        ncases++;
+        line = nl ? nl + 1 : NULL;
+    }
+    CHECK_EQ_INT(ncases, 741);
+    CHECK_EQ_INT(nbad, 0);
+    tok_ids_release(&ids);
+    bpe_enc_free(e);
+    sl_buf_release(&all);
+    sl_buf_release(&dec);
+}
+
+TEST(bpe_gpt2_reference_cases)
+{
+    struct bpe *b = load("gpt2");
+    REQUIRE(b);
+    CHECK_EQ_INT(bpe_vocab_size(b), 50257);
+    CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), 50256);
+    check_cases(b, "gpt2");
+    bpe_free(b);
+    b = load("r50k_base");
+    REQUIRE(b);
+    CHECK_EQ_INT(bpe_vocab_size(b), 50257);
+    CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), 50256);
+    check_cases(b, "gpt2");
+    bpe_free(b);
+}
+
+TEST(bpe_cl100k_reference_cases)
+{
+    struct bpe *b = load("cl100k_base");
+    REQUIRE(b);
+    CHECK_EQ_INT(bpe_vocab_size(b), 100277);
+    CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), 100257);
+    CHECK_EQ_INT(bpe_pretok(b), PRETOK_CL100K);
+    check_cases(b, "cl100k_base");
+    bpe_free(b);
+}
+
+TEST(bpe_o200k_reference_cases)
+{
+    struct bpe *b = load("o200k_base");
+    REQUIRE(b);
+    CHECK_EQ_INT(bpe_vocab_size(b), 200019);
+    CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), 199999);
+    CHECK_EQ_INT(bpe_pretok(b), PRETOK_O200K);
+    check_cases(b, "o200k_base");
+    bpe_free(b);
+}
+
+/* ---- the pre-tokenizers against PCRE2 ------------------------------------------------ */
+
+struct rx {
+    pcre2_code *code;
+    pcre2_match_data *md;
+};
+
+static void rx_init(struct rx *r, enum pretok_kind k)
+{
+    int err;
+    PCRE2_SIZE off;
+    r->code = pcre2_compile((PCRE2_SPTR)pretok_regex(k), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
+                            &err, &off, NULL);
+    REQUIRE(r->code);
+    pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE);
+    r->md = pcre2_match_data_create_from_pattern(r->code, NULL);
+}
+
+static void rx_free(struct rx *r)
+{
+    pcre2_match_data_free(r->md);
+    pcre2_code_free(r->code);
+}
+
+/* Compare the pieces of s; returns 0 when equal. */
+static int compare_split(struct rx *r, enum pretok_kind k, const char *s, size_t n)
+{
+    size_t pos = 0;
+    while (pos < n) {
+        int rc = pcre2_match(r->code, (PCRE2_SPTR)s, n, pos, PCRE2_ANCHORED | PCRE2_NO_UTF_CHECK, r->md, NULL);
+        if (rc < 0)
+            return -1;
+        size_t end = pcre2_get_ovector_pointer(r->md)[1];
+        size_t ours = pretok_next(k, (const unsigned char *)s + pos, (const unsigned char *)s + n);
+        if (end != pos + ours)
+            return (int)pos + 1;
+        pos = end;
+    }
+    return 0;
+}
+
+TEST(pretok_equals_pcre2_on_reference_texts)
+{
+    struct sl_buf all = SL_BUF_INIT;
+    REQUIRE(sl_read_file(sl_test_fixture("tokenizer/cases.jsonl.zst"), &all) == 0);
+    for (int k = 0; k < 3; k++) {
+        struct rx r;
+        rx_init(&r, (enum pretok_kind)k);
+        size_t bad = 0, n = 0;
+        char *copy = sl_xstrndup(all.data, all.len), *line = copy;
+        while (line && *line) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = 0;
+            struct json_object *o = json_tokener_parse(line), *t;
+            REQUIRE(o && json_object_object_get_ex(o, "text", &t));
+            int rc = compare_split(&r, (enum pretok_kind)k, json_object_get_string(t),
+                                   (size_t)json_object_get_string_len(t));
+            if (rc && bad++ < 3)
+                sl_test_fail(__FILE__, __LINE__, "%s: differs at %d in '%.50s'", pretok_name(k), rc,
+                             json_object_get_string(t));
+            json_object_put(o);
+            n++;
+            line = nl ? nl + 1 : NULL;
+        }
+        CHECK_EQ_INT(n, 741);
+        CHECK_EQ_INT(bad, 0);
+        free(copy);
+        rx_free(&r);
+    }
+    sl_buf_release(&all);
+}
+
+TEST(pretok_equals_pcre2_on_random_texts)
+{
+    /* characters where the patterns' branches meet: contractions (and U+017F, which
+     * case-folds to s), CR/LF and other spaces, upper/lower/title/modifier/other letters,
+     * marks, numbers of three kinds, '/' and other punctuation */
+    static const char *const alphabet[] = {
+        "a", "B", "s", "S", "t", "T", "r", "e", "v", "m", "l", "L", "d", "'", "\xc5\xbf", " ", "  ",
+        "\t", "\r", "\n", "\r\n", "\xc2\xa0", "\xc2\x85", "\xe3\x80\x80", "\xe2\x80\xa8", "0", "7",
+        "\xc2\xbd", "\xe2\x85\xab", "\xd9\xa3", "\xc3\x89", "\xc3\xa9", "\xc7\x85", "\xca\xb0",
+        "\xe6\x97\xa5", "\xcc\x81", "\xe0\xa4\xbe", "/", "!", ".", "-", "\xf0\x9f\x98\x80",
+        "\xe2\x80\x8d", "_", "$", "\xd0\x96", "\xd0\xb6", "\xe1\x83\x90",
+    };
+    size_t na = sizeof(alphabet) / sizeof(alphabet[0]);
+    uint64_t state = 12345;
+    char buf[512];
+    for (int k = 0; k < 3; k++) {
+        struct rx r;
+        rx_init(&r, (enum pretok_kind)k);
+        size_t bad = 0;
+        for (int iter = 0; iter < 20000; iter++) {
+            size_t len = 0, parts = (size_t)(state % 24) + 1;
+            for (size_t i = 0; i < parts; i++) {
+                state = state * 6364136223846793005ull + 1442695040888963407ull;
+                const char *a = alphabet[(state >> 33) % na];
+                size_t al = strlen(a);
+                if (len + al >= sizeof(buf))
+                    break;
+                memcpy(buf + len, a, al);
+                len += al;
+            }
+            int rc = compare_split(&r, (enum pretok_kind)k, buf, len);
+            if (rc && bad++ < 3)
+                sl_test_fail(__FILE__, __LINE__, "%s: differs at %d in '%.*s'", pretok_name(k), rc,
+                             (int)len, buf);
+        }
+        CHECK_EQ_INT(bad, 0);
+        rx_free(&r);
+    }
+}
+
+/* ---- merging: long pieces, any bytes ------------------------------------------------ */
+
+/* tiktoken's algorithm written plainly: the piece itself if it is a token, else merge the
+ * adjacent pair whose concatenation has the lowest rank (= id), leftmost first. */
+static size_t naive_bpe(const struct bpe *b, const unsigned char *p, size_t n, uint32_t *out)
+{
+    int64_t whole = bpe_token_id(b, p, n);
+    if (whole >= 0) {
+        out[0] = (uint32_t)whole;
+        return 1;
+    }
+    size_t *start = malloc((n + 1) * sizeof(size_t)), m = n;
+    for (size_t i = 0; i <= n; i++)
+        start[i] = i;
+    for (;;) {
+        int64_t best = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < m; i++) {
+            int64_t r = bpe_token_id(b, p + start[i], start[i + 2] - start[i]);
+            if (r >= 0 && (best < 0 || r < best)) {
+                best = r;
+                at = i;
+            }
+        }
+        if (best < 0)
+            break;
+        memmove(start + at + 1, start + at + 2, (m - at - 1) * sizeof(size_t));
+        m--;
+    }
+    for (size_t i = 0; i < m; i++)
+        out[i] = (uint32_t)bpe_token_id(b, p + start[i], start[i + 1] - start[i]);
+    free(start);
+    return m;
+}
+
+TEST(bpe_long_pieces_and_any_bytes)
+{
+    struct bpe *b = load("cl100k_base");
+    REQUIRE(b);
+    struct bpe_enc *e = bpe_enc_new(b);
+    struct tok_ids ids = { 0 };
+    struct sl_buf dec = SL_BUF_INIT;
+    uint32_t *ref = malloc(4096 * sizeof(uint32_t));
+    uint64_t state = 99;
+    unsigned char text[4096];
+    /* letter runs up to 450 bytes (one piece each): linear and heap merges */
+    for (int iter = 0; iter < 150; iter++) {
+        size_t n = (size_t)(iter * 3 + 1);
+        for (size_t i = 0; i < n; i++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            text[i] = (unsigned char)("etaoinshrdlucmfwypvbgkqjxz"[(state >> 33) % (iter % 3 ? 26 : 4)]);
+        }
+        ids.n = 0;
+        CHECK_EQ_INT(bpe_encode(e, (const char *)text, n, &ids), 0);
+        size_t m = naive_bpe(b, text, n, ref);
+        if (m != ids.n || memcmp(ref, ids.v, m * 4)) {
+            sl_test_fail(__FILE__, __LINE__, "piece of %zu letters: %zu ids, naive %zu", n, ids.n, m);
+            break;
+        }
+    }
+    /* random bytes (mostly invalid UTF-8) round-trip exactly under every encoding */
+    bpe_enc_free(e);
+    bpe_free(b);
+    const char *names[] = { "gpt2", "r50k_base", "o200k_base" };
+    for (int k = 0; k < 3; k++) {
+        b = load(names[k]);
+        REQUIRE(b);
+        e = bpe_enc_new(b);
+        for (int iter = 0; iter < 200; iter++) {
+            size_t n = (size_t)(state % 4000);
+            for (size_t i = 0; i < n; i++) {
+                state = state * 6364136223846793005ull + 1442695040888963407ull;
+                text[i] = (unsigned char)(state >> 56);
+            }
+            ids.n = 0;
+            CHECK_EQ_INT(bpe_encode(e, (const char *)text, n, &ids), 0);
+            sl_buf_reset(&dec);
+            CHECK_EQ_INT(bpe_decode(b, ids.v, ids.n, &dec), 0);
+            CHECK_EQ_MEM(dec.data ? dec.data : "", dec.len, text, n);
+        }
+        bpe_enc_free(e);
+        bpe_free(b);
+    }
+    /* a 2 MB piece without a break finishes (heap merge) and round-trips */
+    b = load("gpt2");
+    e = bpe_enc_new(b);
+    size_t big = 2u << 20;
+    char *s = malloc(big);
+    for (size_t i = 0; i < big; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        s[i] = (char)('a' + (state >> 33) % 26);
+    }
+    ids.n = 0;
+    CHECK_EQ_INT(bpe_encode(e, s, big, &ids), 0);
+    sl_buf_reset(&dec);
+    CHECK_EQ_INT(bpe_decode(b, ids.v, ids.n, &dec), 0);
+    CHECK_EQ_MEM(dec.data, dec.len, s, big);
+    /* an id cap is honoured */
+    struct tok_ids capped = { 0 };
+    capped.max = 10;
+    CHECK_EQ_INT(bpe_encode(e, s, 1000, &capped), SL_ERR_TOOBIG);
+    tok_ids_release(&capped);
+    free(s);
+    free(ref);
+    bpe_enc_free(e);
+    bpe_free(b);
+    tok_ids_release(&ids);
+    sl_buf_release(&dec);
+}
+
+TEST(bpe_bad_files)
+{
+    struct bpe *b;
+    const char *vocab = "{\"a\": 0, \"b\": 1}";
+    /* no byte tokens */
+    CHECK_EQ_INT(bpe_load_gpt2_mem(&b, vocab, strlen(vocab), "", 0, "v.json"), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "no token for byte");
+    /* not JSON */
+    CHECK_EQ_INT(bpe_load_gpt2_mem(&b, "[1,2", 4, "", 0, "v.json"), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "v.json");
+    /* a merge the vocabulary does not have */
+    char v[1024];
+    char m[1024];
+    snprintf(v, sizeof(v), "%s", sl_test_fixture("tokenizer/encoder.json.zst"));
+    struct sl_buf vb = SL_BUF_INIT;
+    REQUIRE(sl_read_file(v, &vb) == 0);
+    snprintf(m, sizeof(m), "#version: 0.2\nh e\n\xc4\xa0 t\nq zzz\n");
+    CHECK_EQ_INT(bpe_load_gpt2_mem(&b, vb.data, vb.len, m, strlen(m), "enc.json"), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "line 4");
+    CHECK_CONTAINS(sl_err_msg(), "not in the vocabulary");
+    snprintf(m, sizeof(m), "#version: 0.2\nh e x\n");
+    CHECK_EQ_INT(bpe_load_gpt2_mem(&b, vb.data, vb.len, m, strlen(m), "enc.json"), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "line 2");
+    sl_buf_release(&vb);
+    /* rank files */
+    CHECK_EQ_INT(bpe_load_tiktoken_mem(&b, "YQ== 0\nnot base64!! 1\n", 22, PRETOK_GPT2, "r.tiktoken"),
+                 SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "r.tiktoken");
+    CHECK_CONTAINS(sl_err_msg(), "line 2");
+    CHECK_EQ_INT(bpe_load_tiktoken_mem(&b, "YQ== 0\nYQ== 1\n", 14, PRETOK_GPT2, "r.tiktoken"), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "same bytes");
+    CHECK_EQ_INT(bpe_load_tiktoken_mem(&b, "YQ== 0\n", 7, -1, "mystery"), SL_ERR_USAGE);
+    CHECK_CONTAINS(sl_err_msg(), "cannot tell the pre-tokenizer");
+    CHECK_EQ_INT(bpe_load_tiktoken(&b, "/nonexistent/cl100k_base.tiktoken", -1), SL_ERR_IO);
+    CHECK_CONTAINS(sl_err_msg(), "/nonexistent/cl100k_base.tiktoken");
+}

@@ -1,0 +1,388 @@
+/* Byte-level BPE encoding: pre-tokenize, look each piece up in a per-thread cache, else
+ * take the whole-token shortcut or merge (linear scan for short pieces, a heap for long
+ * ones); decoding. The loaders are in bpe_load.c. */
+#include "tokenize/bpe.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "tokenize/bpe_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_PIECE 48
+#define CACHE_BITS 15
+#define CACHE_KEY 16
+#define CACHE_IDS 3
+
+/* The piece cache: pieces of up to 16 bytes whose encoding has up to 3 ids, keyed by
+ * their bytes (zero padded into two words), direct mapped. */
+struct cache_ent {
+    uint64_t k0, k1;
+    uint8_t len, nids;
+    uint16_t pad;
+    uint32_t ids[CACHE_IDS];
+};
+
+struct bpe_enc {
+    const struct bpe *b;
+    struct cache_ent *cache;
+    /* scratch for merging */
+    uint32_t *ids, *next, *prev, *pr;
+    uint64_t *heap;
+    size_t cap;
+};
+
+static void enc_reserve(struct bpe_enc *e, size_t n)
+{
+    if (n <= e->cap)
+        return;
+    size_t cap = e->cap ? e->cap : 256;
+    while (cap < n)
+        cap *= 2;
+    e->ids = sl_xrealloc(e->ids, sl_mul_size(cap, sizeof(*e->ids)));
+    e->next = sl_xrealloc(e->next, sl_mul_size(cap, sizeof(*e->next)));
+    e->prev = sl_xrealloc(e->prev, sl_mul_size(cap, sizeof(*e->prev)));
+    e->pr = sl_xrealloc(e->pr, sl_mul_size(cap, sizeof(*e->pr)));
+    e->heap = sl_xrealloc(e->heap, sl_mul_size(cap * 2, sizeof(*e->heap)));
+    e->cap = cap;
+}
+
+/* Linear scan for the lowest rank (leftmost on ties): best for short pieces. */
+static size_t merge_small(const struct bpe *b, const u8 *p, uint32_t *ids, uint32_t *pr, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ids[i] = b->byte_id[p[i]];
+    for (size_t i = 0; i + 1 < n; i++)
+        pr[i] = b->bp[(uint32_t)p[i] << 8 | p[i + 1]];
+    size_t m = n;
+    while (m > 1) {
+        size_t best = 0;
+        uint32_t br = pr[0];
+        for (size_t i = 1; i + 1 < m; i++)
+            if (pr[i] < br) {
+                br = pr[i];
+                best = i;
+            }
+        if (br == RANK_NONE)
+            break;
+        ids[best] = bpe_merged_id(b, br);
+        for (size_t i = best + 1; i + 1 < m; i++)
+            ids[i] = ids[i + 1];
+        for (size_t i = best + 1; i + 2 < m; i++)
+            pr[i] = pr[i + 1];
+        m--;
+        if (best > 0)
+            pr[best - 1] = bpe_pair_rank(b, ids[best - 1], ids[best]);
+        if (best + 1 < m)
+            pr[best] = bpe_pair_rank(b, ids[best], ids[best + 1]);
+    }
+    return m;
+}
+
+/* Heap entries are rank << 32 | position: the lowest rank first, leftmost on ties. */
+static void heap_push(uint64_t *h, size_t *n, uint64_t x)
+{
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (h[p] <= x)
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *n)
+{
+    uint64_t top = h[0], x = h[--*n];
+    size_t i = 0, m = *n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m)
+            break;
+        if (c + 1 < m && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= x)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m)
+        h[i] = x;
+    return top;
+}
+
+#define NIL UINT32_MAX
+
+/* Heap of candidate merges with lazy invalidation: O(n log n) for long pieces. */
+static size_t merge_large(struct bpe_enc *e, const u8 *p, size_t n)
+{
+    const struct bpe *b = e->b;
+    uint32_t *ids = e->ids, *next = e->next, *prev = e->prev, *pr = e->pr;
+    uint64_t *h = e->heap;
+    size_t hn = 0;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = b->byte_id[p[i]];
+        next[i] = i + 1 < n ? (uint32_t)(i + 1) : NIL;
+        prev[i] = i ? (uint32_t)(i - 1) : NIL;
+        pr[i] = i + 1 < n ? b->bp[(uint32_t)p[i] << 8 | p[i + 1]] : RANK_NONE;
+        if (pr[i] != RANK_NONE)
+            heap_push(h, &hn, (uint64_t)pr[i] << 32 | i);
+    }
+    while (hn) {
+        uint64_t t = heap_pop(h, &hn);
+        uint32_t pos = (uint32_t)t, rank = (uint32_t)(t >> 32);
+        if (pr[pos] != rank || next[pos] == NIL)
+            continue; /* stale: the pair changed or was merged away */
+        uint32_t nx = next[pos];
+        ids[pos] = bpe_merged_id(b, rank);
+        pr[nx] = RANK_NONE;
+        next[pos] = next[nx];
+        next[nx] = NIL;
+        if (next[pos] != NIL)
+            prev[next[pos]] = pos;
+        pr[pos] = next[pos] != NIL ? bpe_pair_rank(b, ids[pos], ids[next[pos]]) : RANK_NONE;
+        if (pr[pos] != RANK_NONE)
+            heap_push(h, &hn, (uint64_t)pr[pos] << 32 | pos);
+        uint32_t pp = prev[pos];
+        if (pp != NIL) {
+            pr[pp] = bpe_pair_rank(b, ids[pp], ids[pos]);
+            if (pr[pp] != RANK_NONE)
+                heap_push(h, &hn, (uint64_t)pr[pp] << 32 | pp);
+        }
+    }
+    size_t m = 0;
+    for (uint32_t i = 0; i != NIL; i = next[i])
+        ids[m++] = ids[i];
+    return m;
+}
+
+/* BPE of one piece: ids in e->ids[0..return). */
+static size_t merge_piece(struct bpe_enc *e, const u8 *p, size_t n)
+{
+    enc_reserve(e, n);
+    if (n <= SMALL_PIECE)
+        return merge_small(e->b, p, e->ids, e->pr, n);
+    return merge_large(e, p, n);
+}
+
+size_t bpe_merge_bytes(struct bpe_enc *e, const u8 *p, size_t n, const uint32_t **ids)
+{
+    size_t m = merge_piece(e, p, n);
+    *ids = e->ids;
+    return m;
+}
+
+static inline uint64_t low_bytes(uint64_t v, size_t n)
+{
+    return n >= 8 ? v : v & ((UINT64_C(1) << (8 * n)) - 1);
+}
+
+/* The piece's bytes zero padded into two words (n <= 16); `room` bytes are readable. */
+static inline void piece_key(const u8 *p, size_t n, size_t room, uint64_t *k0, uint64_t *k1)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (room >= 16) {
+        uint64_t a, c;
+        memcpy(&a, p, 8);
+        memcpy(&c, p + 8, 8);
+        *k0 = low_bytes(a, n);
+        *k1 = n > 8 ? low_bytes(c, n - 8) : 0;
+        return;
+    }
+#endif
+    u8 tmp[16] = { 0 };
+    memcpy(tmp, p, n);
+    memcpy(k0, tmp, 8);
+    memcpy(k1, tmp + 8, 8);
+}
+
+static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
+{
+    if (out->cap - out->n < m) {
+        int rc = tok_ids_reserve(out, m);
+        if (rc)
+            return rc;
+    }
+    memcpy(out->v + out->n, ids, m * sizeof(uint32_t));
+    out->n += m;
+    return 0;
+}
+
+/* A piece that is not in the cache: tiktoken's whole-token shortcut where it can differ
+ * from BPE, else BPE. */
+static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one)
+{
+    const struct bpe *b = e->b;
+    if (b->shortcut) {
+        int64_t id = bpe_vocab_find(b, p, n);
+        if (id >= 0) {
+            *one = (uint32_t)id;
+            return 0;
+        }
+    }
+    return merge_piece(e, p, n);
+}
+
+static inline uint64_t piece_hash(uint64_t k0, uint64_t k1, size_t n)
+{
+    return bpe_mix64((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full) ^ n);
+}
+
+/* One piece of 2..CACHE_KEY bytes whose cache slot is c. */
+static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t room,
+                                struct cache_ent *c, struct tok_ids *out)
+{
+    uint64_t k0, k1;
+    piece_key(p, n, room, &k0, &k1);
+    if (c->k0 == k0 && c->k1 == k1 && c->len == n)
+        return emit(out, c->ids, c->nids);
+    uint32_t one = 0;
+    size_t m = encode_slow(e, p, n, &one);
+    const uint32_t *ids = m ? e->ids : &one;
+    m = m ? m : 1;
+    if (m <= CACHE_IDS) {
+        c->k0 = k0;
+        c->k1 = k1;
+        c->len = (uint8_t)n;
+        c->nids = (uint8_t)m;
+        memcpy(c->ids, ids, m * sizeof(uint32_t));
+    }
+    return emit(out, ids, m);
+}
+
+#define BATCH 64
+
+int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *out)
+{
+    const struct bpe *b = e->b;
+    const u8 *p = (const u8 *)text, *end = p + n;
+    enum pretok_kind k = b->pretok;
+    uint32_t lens[BATCH];
+    struct cache_ent *slot[BATCH];
+    if (n > UINT32_MAX)
+        return sl_err_set(SL_ERR_TOOBIG, "cannot encode a text of %zu bytes (4 GiB at most)", n);
+    while (p < end) {
+        size_t np = pretok_split(k, p, end, lens, BATCH);
+        /* find every piece's cache slot first and prefetch it, so that the memory
+         * latency of the lookups overlaps */
+        const u8 *q = p;
+        for (size_t i = 0; i < np; i++) {
+            size_t len = lens[i];
+            if (len >= 2 && len <= CACHE_KEY) {
+                uint64_t k0, k1;
+                piece_key(q, len, (size_t)(end - q), &k0, &k1);
+                slot[i] = &e->cache[piece_hash(k0, k1, len) >> (64 - CACHE_BITS)];
+                __builtin_prefetch(slot[i]);
+            }
+            q += len;
+        }
+        for (size_t i = 0; i < np; i++) {
+            size_t len = lens[i];
+            int rc;
+            if (len == 1) {
+                rc = tok_ids_push(out, b->byte_id[p[0]]);
+            } else if (len <= CACHE_KEY) {
+                rc = encode_cached(e, p, len, (size_t)(end - p), slot[i], out);
+            } else {
+                uint32_t one = 0;
+                size_t m = encode_slow(e, p, len, &one);
+                rc = m ? emit(out, e->ids, m) : tok_ids_push(out, one);
+            }
+            if (rc)
+                return rc;
+            p += len;
+        }
+    }
+    return 0;
+}
+
+struct bpe_enc *bpe_enc_new(const struct bpe *b)
+{
+    struct bpe_enc *e = sl_xcalloc(1, sizeof(*e));
+    e->b = b;
+    e->cache = sl_xcalloc((size_t)1 << CACHE_BITS, sizeof(*e->cache));
+    return e;
+}
+
+void bpe_enc_free(struct bpe_enc *e)
+{
+    if (!e)
+        return;
+    free(e->cache);
+    free(e->ids);
+    free(e->next);
+    free(e->prev);
+    free(e->pr);
+    free(e->heap);
+    free(e);
+}
+
+int bpe_decode(const struct bpe *b, const uint32_t *ids, size_t n, struct sl_buf *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t id = ids[i];
+        if (id >= b->n_vocab || !(b->flags[id] & FL_PRESENT))
+            return sl_err_set(SL_ERR_FORMAT, "token id %u is not in the vocabulary (%u ids)", id,
+                              b->n_vocab);
+        int rc = sl_buf_append(out, b->bytes + b->off[id], b->off[id + 1] - b->off[id]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- accessors -------------------------------------------------------------------- */
+
+uint32_t bpe_vocab_size(const struct bpe *b)
+{
+    return b->n_vocab;
+}
+
+enum pretok_kind bpe_pretok(const struct bpe *b)
+{
+    return b->pretok;
+}
+
+int64_t bpe_special_id(const struct bpe *b, const char *name)
+{
+    for (size_t i = 0; i < b->nspec; i++)
+        if (!strcmp(b->spec[i].name, name))
+            return b->spec[i].id;
+    return -1;
+}
+
+int64_t bpe_token_id(const struct bpe *b, const void *bytes, size_t n)
+{
+    return n ? bpe_vocab_find(b, bytes, n) : -1;
+}
+
+const unsigned char *bpe_token_bytes(const struct bpe *b, uint32_t id, size_t *len)
+{
+    if (id >= b->n_vocab || !(b->flags[id] & FL_PRESENT))
+        return NULL;
+    *len = b->off[id + 1] - b->off[id];
+    return b->bytes + b->off[id];
+}
+
+void bpe_free(struct bpe *b)
+{
+    if (!b)
+        return;
+    free(b->off);
+    free(b->bytes);
+    free(b->flags);
+    free(b->vtab);
+    free(b->ptab);
+    free(b->merge_id);
+    free(b->bp);
+    free(b->filter);
+    for (size_t i = 0; i < b->nspec; i++)
+        free(b->spec[i].name);
+    free(b->spec);
+    free(b);
+}
+

@@ -1,0 +1,145 @@
+/* Internals of tokenize/bpe.c and tokenize/bpe_load.c: the vocabulary, its hash tables
+ * and the merge table. Not part of the API. */
+#ifndef SL_TOKENIZE_BPE_IMPL_H
+#define SL_TOKENIZE_BPE_IMPL_H
+
+#include "tokenize/bpe.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef unsigned char u8;
+
+enum { FL_PRESENT = 1, FL_SPECIAL = 2 };
+
+#define BPE_ID_BITS 20                 /* ids are below 2^20 - 1 */
+#define BPE_MAX_IDS ((1u << BPE_ID_BITS) - 1)
+#define BPE_RANK_BITS 24               /* merge ranks are below 2^24 - 1 */
+#define RANK_NONE UINT32_MAX
+#define PAIR_EMPTY UINT64_MAX
+
+struct vslot {
+    uint32_t tag, id1; /* id1 = id + 1; 0 is an empty slot */
+};
+
+struct special {
+    char *name;
+    uint32_t id;
+};
+
+struct bpe {
+    enum pretok_kind pretok;
+    int tiktoken;
+    int shortcut; /* a piece that is a token must be looked up: BPE does not reach them all */
+    uint32_t n_vocab;
+    uint32_t *off; /* token bytes are bytes[off[i] .. off[i+1]) */
+    u8 *bytes;
+    u8 *flags;
+    uint32_t byte_id[256];
+    /* token bytes -> id */
+    struct vslot *vtab;
+    uint64_t vmask;
+    /* pair merges: entries (left << 20 | right) << 24 | rank, open addressing */
+    uint64_t *ptab;
+    uint64_t pmask;
+    int pshift;
+    uint32_t *merge_id; /* rank -> merged id; NULL: the id is rank + merge_off */
+    uint32_t merge_off;
+    uint32_t *bp;       /* [b1 << 8 | b2]: rank of merging two single-byte tokens */
+    uint64_t *filter;   /* one bit per hash of each pair (most pairs do not merge): a
+                         * clear bit answers "no merge" without touching ptab */
+    int fshift;
+    struct special *spec;
+    size_t nspec;
+};
+
+static inline uint64_t bpe_mix64(uint64_t h)
+{
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    h ^= h >> 32;
+    return h;
+}
+
+static inline uint64_t bpe_hash_bytes(const u8 *p, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ ((uint64_t)n * 0xff51afd7ed558ccdull);
+    while (n > 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t v;
+    if (n >= 4) {
+        uint32_t a, c;
+        memcpy(&a, p, 4);
+        memcpy(&c, p + n - 4, 4);
+        v = (uint64_t)a << 32 | c;
+    } else if (n) {
+        v = (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 | (uint64_t)p[n - 1] << 16;
+    } else {
+        v = 0;
+    }
+    h = (h ^ v) * 0x94d049bb133111ebull;
+    return bpe_mix64(h);
+}
+
+/* Id of the regular token with these bytes, or -1. */
+static inline int64_t bpe_vocab_find(const struct bpe *b, const u8 *p, size_t n)
+{
+    uint64_t h = bpe_hash_bytes(p, n);
+    uint32_t tag = (uint32_t)(h >> 32);
+    for (uint64_t i = h & b->vmask;; i = (i + 1) & b->vmask) {
+        const struct vslot *s = &b->vtab[i];
+        if (!s->id1)
+            return -1;
+        if (s->tag == tag) {
+            uint32_t id = s->id1 - 1;
+            if (b->off[id + 1] - b->off[id] == n && memcmp(b->bytes + b->off[id], p, n) == 0)
+                return id;
+        }
+    }
+}
+
+static inline uint64_t bpe_pair_key(uint32_t l, uint32_t r)
+{
+    return (uint64_t)l << BPE_ID_BITS | r;
+}
+
+static inline uint64_t bpe_filter_bit(const struct bpe *b, uint64_t key)
+{
+    return ((key + 1) * 0xC2B2AE3D27D4EB4Full) >> b->fshift;
+}
+
+/* Rank of merging tokens l and r, or RANK_NONE. */
+static inline uint32_t bpe_pair_rank(const struct bpe *b, uint32_t l, uint32_t r)
+{
+    uint64_t key = bpe_pair_key(l, r);
+    if (b->filter) {
+        uint64_t bit = bpe_filter_bit(b, key);
+        if (!(b->filter[bit >> 6] & (1ull << (bit & 63))))
+            return RANK_NONE;
+    }
+    for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> b->pshift;; i = (i + 1) & b->pmask) {
+        uint64_t e = b->ptab[i];
+        if ((e >> BPE_RANK_BITS) == key)
+            return (uint32_t)(e & ((1u << BPE_RANK_BITS) - 1));
+        if (e == PAIR_EMPTY)
+            return RANK_NONE;
+    }
+}
+
+static inline uint32_t bpe_merged_id(const struct bpe *b, uint32_t rank)
+{
+    return b->merge_id ? b->merge_id[rank] : rank + b->merge_off;
+}
+
+/* BPE of the bytes p[0..n) without the whole-token shortcut and without the cache (used
+ * when loading to find the tokens the shortcut may be used for). *ids is valid until the
+ * next call on e. */
+size_t bpe_merge_bytes(struct bpe_enc *e, const u8 *p, size_t n, const uint32_t **ids);
+
+#endif

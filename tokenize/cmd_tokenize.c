@@ -1,0 +1,773 @@
+/* sluice tokenize: JSONL documents -> Megatron PREFIX_<key>_document.bin/.idx.
+ *
+ * Each input file is one unit of work: ranks take files (balanced by size), and inside a
+ * rank a reader thread parses documents into batches that worker threads encode while the
+ * reader writes finished batches, in order, into one part shard per file and key. Rank 0
+ * then concatenates the parts in input order. The output therefore depends only on the
+ * inputs and the settings: the same bytes for any number of ranks and threads.
+ */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/atomic.h"
+#include "core/buf.h"
+#include "core/counters.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/inputs.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/world.h"
+#include "dataset/idx.h"
+#include "tokenize/tokenizer.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const usage[] = {
+    "sluice tokenize --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE --out PREFIX [options] IN...",
+    "",
+    "Tokenize JSONL documents (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz; files or directories)",
+    "into Megatron-LM token shards PREFIX_<key>_document.bin/.idx, one pair per --json-key,",
+    "documents in input order. A document whose key is missing or empty is an empty document",
+    "(as Megatron's preprocess_data.py writes it); both are counted in PREFIX.manifest.json.",
+    "The output is the same for any number of MPI ranks and --workers.",
+    NULL,
+};
+
+#define BATCH_BYTES (1u << 20)
+#define BATCH_DOCS 4096
+
+struct opts {
+    const char *tokenizer, *out;
+    struct sl_strlist keys;
+    int append_eod;
+    long eod_id;
+    long workers;
+    uint64_t max_doc;
+};
+
+/* Documents of one batch: for each key, the texts (concatenated) and, after encoding, the
+ * sequences of each document. */
+struct kbatch {
+    struct sl_buf text;
+    size_t *tend;     /* per text: end offset in text */
+    uint32_t *ntexts; /* per document: texts (0: missing key; >1: a list of sentences) */
+    size_t ntext, captext;
+    struct tok_ids toks;
+    uint32_t *seqlen; /* per sequence */
+    size_t nseq, capseq;
+    uint32_t *docseq; /* per document: sequences */
+    int repaired;
+};
+
+struct batch {
+    struct kbatch *k;
+    size_t ndocs, capdocs;
+    size_t bytes;
+    int state; /* 0 free, 1 filling, 2 queued, 3 encoding, 4 done */
+    int rc;
+    char err[256];
+};
+
+struct pipeline {
+    const struct opts *o;
+    const struct tokenizer *tok;
+    size_t nkeys;
+    struct batch *ring;
+    size_t nring;
+    size_t head, tail; /* batches [head, tail) are in flight, in order */
+    size_t next_job;   /* next batch index (mod nring) a worker takes */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    int quit;
+    pthread_t *threads;
+    long nthreads;
+};
+
+static void kbatch_reset(struct kbatch *k)
+{
+    sl_buf_reset(&k->text);
+    k->ntext = 0;
+    k->toks.n = 0;
+    k->nseq = 0;
+    k->repaired = 0;
+}
+
+static void kbatch_release(struct kbatch *k)
+{
+    sl_buf_release(&k->text);
+    free(k->tend);
+    free(k->ntexts);
+    tok_ids_release(&k->toks);
+    free(k->seqlen);
+    free(k->docseq);
+}
+
+static void push_text_end(struct kbatch *k)
+{
+    if (k->ntext == k->captext) {
+        k->captext = k->captext ? k->captext * 2 : 1024;
+        k->tend = sl_xrealloc(k->tend, k->captext * sizeof(*k->tend));
+    }
+    k->tend[k->ntext++] = k->text.len;
+}
+
+static void push_seq(struct kbatch *k, uint32_t len)
+{
+    if (k->nseq == k->capseq) {
+        k->capseq = k->capseq ? k->capseq * 2 : 1024;
+        k->seqlen = sl_xrealloc(k->seqlen, k->capseq * sizeof(*k->seqlen));
+    }
+    k->seqlen[k->nseq++] = len;
+}
+
+/* Encode every document of a batch (worker side). */
+static int encode_batch(struct pipeline *pl, struct tokenizer_enc *enc, struct batch *b)
+{
+    for (size_t k = 0; k < pl->nkeys; k++) {
+        struct kbatch *kb = &b->k[k];
+        size_t t = 0, start = 0;
+        for (size_t d = 0; d < b->ndocs; d++) {
+            uint32_t nseq = 0;
+            for (uint32_t s = 0; s < kb->ntexts[d]; s++, t++) {
+                size_t before = kb->toks.n;
+                int rc = tokenizer_encode(enc, kb->text.data + start, kb->tend[t] - start, &kb->toks);
+                if (rc < 0)
+                    return rc;
+                kb->repaired += rc;
+                start = kb->tend[t];
+                size_t n = kb->toks.n - before;
+                if (n == 0)
+                    continue; /* Megatron drops sentences without tokens */
+                if (n > INT32_MAX)
+                    return sl_err_set(SL_ERR_TOOBIG, "a document has more tokens than the format allows");
+                push_seq(kb, (uint32_t)n);
+                nseq++;
+            }
+            if (nseq && pl->o->append_eod) {
+                int rc = tok_ids_push(&kb->toks, (uint32_t)pl->o->eod_id);
+                if (rc)
+                    return rc;
+                kb->seqlen[kb->nseq - 1]++;
+            }
+            kb->docseq[d] = nseq;
+        }
+    }
+    return 0;
+}
+
+static void *worker(void *arg)
+{
+    struct pipeline *pl = arg;
+    struct tokenizer_enc *enc = tokenizer_enc_new(pl->tok);
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (!pl->quit && (pl->next_job == pl->tail || pl->ring[pl->next_job % pl->nring].state != 2))
+            pthread_cond_wait(&pl->cv_work, &pl->mu);
+        if (pl->quit)
+            break;
+        struct batch *b = &pl->ring[pl->next_job % pl->nring];
+        pl->next_job++;
+        b->state = 3;
+        pthread_mutex_unlock(&pl->mu);
+        sl_err_clear();
+        b->rc = encode_batch(pl, enc, b);
+        if (b->rc)
+            snprintf(b->err, sizeof(b->err), "%s", sl_err_msg());
+        pthread_mutex_lock(&pl->mu);
+        b->state = 4;
+        pthread_cond_broadcast(&pl->cv_done);
+    }
+    pthread_mutex_unlock(&pl->mu);
+    tokenizer_enc_free(enc);
+    return NULL;
+}
+
+/* The part shards of one unit being written. */
+struct unit_out {
+    struct idx_writer **w;
+    struct sl_counters *c;
+    char **ckey_tokens, **ckey_empty; /* counter names per key */
+};
+
+static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
+{
+    for (size_t k = 0; k < pl->nkeys; k++) {
+        struct kbatch *kb = &b->k[k];
+        size_t s = 0, off = 0;
+        for (size_t d = 0; d < b->ndocs; d++) {
+            for (uint32_t i = 0; i < kb->docseq[d]; i++, s++) {
+                int rc = idx_writer_add_sequence(u->w[k], kb->toks.v + off, kb->seqlen[s]);
+                if (rc)
+                    return rc;
+                off += kb->seqlen[s];
+            }
+            int rc = idx_writer_end_document(u->w[k]);
+            if (rc)
+                return rc;
+            if (!kb->docseq[d])
+                sl_counters_add(u->c, u->ckey_empty[k], 1);
+        }
+        sl_counters_add(u->c, u->ckey_tokens[k], kb->toks.n);
+        if (kb->repaired)
+            sl_counters_add(u->c, "repaired_utf8_texts", (uint64_t)kb->repaired);
+    }
+    return 0;
+}
+
+/* Wait for the oldest in-flight batch and write it. */
+static int retire_one(struct pipeline *pl, struct unit_out *u)
+{
+    struct batch *b = &pl->ring[pl->head % pl->nring];
+    pthread_mutex_lock(&pl->mu);
+    while (b->state != 4)
+        pthread_cond_wait(&pl->cv_done, &pl->mu);
+    pthread_mutex_unlock(&pl->mu);
+    int rc = b->rc ? sl_err_set(b->rc, "%s", b->err) : write_batch(pl, b, u);
+    b->state = 0;
+    pl->head++;
+    return rc;
+}
+
+static struct batch *current(struct pipeline *pl, struct unit_out *u, int *rc)
+{
+    struct batch *b = &pl->ring[pl->tail % pl->nring];
+    if (b->state == 1)
+        return b;
+    while (pl->tail - pl->head >= pl->nring && !*rc)
+        *rc = retire_one(pl, u);
+    b = &pl->ring[pl->tail % pl->nring];
+    b->state = 1;
+    b->ndocs = 0;
+    b->bytes = 0;
+    b->rc = 0;
+    for (size_t k = 0; k < pl->nkeys; k++)
+        kbatch_reset(&b->k[k]);
+    return b;
+}
+
+static void submit(struct pipeline *pl)
+{
+    struct batch *b = &pl->ring[pl->tail % pl->nring];
+    if (b->state != 1)
+        return;
+    pthread_mutex_lock(&pl->mu);
+    b->state = 2;
+    pl->tail++;
+    pthread_cond_broadcast(&pl->cv_work);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+/* Add one document's texts for every key. */
+static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc, struct sl_counters *c)
+{
+    if (b->ndocs == b->capdocs) {
+        b->capdocs = b->capdocs ? b->capdocs * 2 : 256;
+        for (size_t k = 0; k < pl->nkeys; k++) {
+            b->k[k].ntexts = sl_xrealloc(b->k[k].ntexts, b->capdocs * sizeof(uint32_t));
+            b->k[k].docseq = sl_xrealloc(b->k[k].docseq, b->capdocs * sizeof(uint32_t));
+        }
+    }
+    for (size_t k = 0; k < pl->nkeys; k++) {
+        struct kbatch *kb = &b->k[k];
+        const char *key = pl->o->keys.v[k];
+        size_t before = kb->text.len;
+        int rc = sl_doc_get_str(doc, key, &kb->text);
+        uint32_t nt = 0;
+        if (rc == 0) {
+            push_text_end(kb);
+            nt = 1;
+        } else {
+            sl_buf_truncate(&kb->text, before);
+            struct json_object *v = rc == SL_ERR_FORMAT ? sl_doc_get_json(doc, key) : NULL;
+            if (v && json_object_is_type(v, json_type_array)) {
+                /* a list of sentences, as preprocess_data.py accepts */
+                for (size_t i = 0; i < json_object_array_length(v); i++) {
+                    struct json_object *s = json_object_array_get_idx(v, i);
+                    if (!json_object_is_type(s, json_type_string))
+                        continue;
+                    sl_buf_append(&kb->text, json_object_get_string(s), (size_t)json_object_get_string_len(s));
+                    push_text_end(kb);
+                    nt++;
+                }
+            } else {
+                char name[160];
+                snprintf(name, sizeof(name), "%s%s%s", rc == SL_ERR_NOTFOUND ? "missing_key" : "key_not_string",
+                         k ? "_" : "", k ? key : "");
+                sl_counters_add(c, name, 1);
+            }
+            json_object_put(v);
+        }
+        kb->ntexts[b->ndocs] = nt;
+        b->bytes += kb->text.len - before;
+    }
+    b->ndocs++;
+}
+
+static void on_skip(void *ctx, const char *reason, const char *message)
+{
+    (void)ctx;
+    if (message)
+        sl_warn_limited(reason, 20, "%s", message);
+}
+
+static char *part_prefix(const char *tmpdir, size_t unit, size_t key)
+{
+    return sl_xasprintf("%s/u%06zu_k%zu", tmpdir, unit, key);
+}
+
+/* Tokenize one input file into its part shards. */
+static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *tmpdir, size_t unit,
+                    enum idx_dtype dtype, struct sl_counters *c, struct sl_progress *prog,
+                    uint64_t *done_bytes, uint64_t *docs)
+{
+    struct unit_out u;
+    u.w = sl_xcalloc(pl->nkeys, sizeof(*u.w));
+    u.c = c;
+    u.ckey_tokens = sl_xcalloc(pl->nkeys, sizeof(char *));
+    u.ckey_empty = sl_xcalloc(pl->nkeys, sizeof(char *));
+    int rc = 0;
+    for (size_t k = 0; k < pl->nkeys && !rc; k++) {
+        char *pp = part_prefix(tmpdir, unit, k);
+        rc = idx_writer_open(&u.w[k], pp, dtype);
+        free(pp);
+        u.ckey_tokens[k] = k ? sl_xasprintf("tokens_%s", pl->o->keys.v[k]) : sl_xstrdup("tokens");
+        u.ckey_empty[k] = k ? sl_xasprintf("empty_documents_%s", pl->o->keys.v[k])
+                            : sl_xstrdup("empty_documents");
+    }
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.max_line = pl->o->max_doc;
+    jo.text_key = pl->o->keys.v[0];
+    jo.allow_missing_text = 1;
+    jo.repair_utf8 = 1;
+    jo.counters = c;
+    jo.on_skip = on_skip;
+    struct sl_jsonl_reader *r = NULL;
+    if (!rc)
+        rc = sl_jsonl_open(&r, in->path, &jo);
+    struct sl_doc doc;
+    sl_doc_init(&doc);
+    uint64_t base = *done_bytes;
+    while (!rc) {
+        int got = sl_jsonl_next(r, &doc);
+        if (got < 0)
+            rc = got;
+        if (got <= 0)
+            break;
+        struct batch *b = current(pl, &u, &rc);
+        if (rc)
+            break;
+        sl_counters_add(c, "documents_in", 1);
+        sl_counters_add(c, "bytes_in", doc.raw.len + 1);
+        add_doc(pl, b, &doc, c);
+        if (b->bytes >= BATCH_BYTES || b->ndocs >= BATCH_DOCS)
+            submit(pl);
+        (*docs)++;
+        *done_bytes = base + sl_jsonl_bytes_in(r);
+        sl_progress_update(prog, *done_bytes, *docs);
+    }
+    if (r)
+        *done_bytes = base + in->size;
+    submit(pl);
+    int rc2 = 0;
+    while (pl->head < pl->tail) {
+        int x = retire_one(pl, &u);
+        if (x && !rc2)
+            rc2 = x;
+    }
+    if (!rc)
+        rc = rc2;
+    for (size_t k = 0; k < pl->nkeys; k++) {
+        if (!rc) {
+            sl_counters_add(c, "documents_out", k ? 0 : idx_writer_documents(u.w[k]));
+            rc = idx_writer_commit(u.w[k]);
+        } else {
+            idx_writer_abort(u.w[k]);
+        }
+        free(u.ckey_tokens[k]);
+        free(u.ckey_empty[k]);
+    }
+    sl_jsonl_close(r);
+    sl_doc_release(&doc);
+    free(u.w);
+    free(u.ckey_tokens);
+    free(u.ckey_empty);
+    return rc;
+}
+
+static long default_workers(const struct sl_world *w)
+{
+    cpu_set_t set;
+    long n = 1;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = CPU_COUNT(&set);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long per = local ? atol(local) : (w->size > 1 ? w->size : 1);
+    if (per > 1)
+        n = n / per;
+    return n < 1 ? 1 : n;
+}
+
+static int rm_rf_parts(const char *tmpdir, size_t nunits, size_t nkeys)
+{
+    for (size_t i = 0; i < nunits; i++)
+        for (size_t k = 0; k < nkeys; k++) {
+            char *pp = part_prefix(tmpdir, i, k);
+            char *a = sl_xasprintf("%s.bin", pp), *b = sl_xasprintf("%s.idx", pp);
+            unlink(a);
+            unlink(b);
+            free(a);
+            free(b);
+            free(pp);
+        }
+    rmdir(tmpdir);
+    return 0;
+}
+
+static int write_manifest(const struct opts *o, const struct tokenizer *tok, enum idx_dtype dtype,
+                          const struct sl_inputs *in, char **outs, const struct sl_counters *c,
+                          int argc, const char **argv, double t0, const char *started, int ranks)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    sl_buf_printf(&b, "{\n  \"sluice_version\": \"%s\",\n  \"stage\": \"tokenize\",\n  \"command\": [",
+                  sl_version());
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            sl_buf_puts(&b, ", ");
+        sl_buf_json_str(&b, argv[i], strlen(argv[i]));
+    }
+    sl_buf_printf(&b, "],\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
+                      "  \"resumed\": false,\n  \"settings\": {\"tokenizer\": ",
+                  started, sl_now() - t0, ranks);
+    sl_buf_json_str(&b, tok->spec, strlen(tok->spec));
+    sl_buf_printf(&b, ", \"tokenizer_kind\": \"%s\", \"vocab_size\": %u, \"dtype\": \"%s\", \"json_keys\": [",
+                  tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
+    for (size_t k = 0; k < o->keys.n; k++) {
+        if (k)
+            sl_buf_puts(&b, ", ");
+        sl_buf_json_str(&b, o->keys.v[k], strlen(o->keys.v[k]));
+    }
+    sl_buf_printf(&b, "], \"append_eod\": %s, \"eod_id\": %ld, \"max_doc_size\": %llu},\n  \"inputs\": [",
+                  o->append_eod ? "true" : "false", o->append_eod ? o->eod_id : -1L,
+                  (unsigned long long)o->max_doc);
+    for (size_t i = 0; i < in->n; i++) {
+        sl_buf_puts(&b, i ? ",\n    {\"path\": " : "\n    {\"path\": ");
+        sl_buf_json_str(&b, in->v[i].path, strlen(in->v[i].path));
+        sl_buf_printf(&b, ", \"bytes\": %llu}", (unsigned long long)in->v[i].size);
+    }
+    sl_buf_puts(&b, "],\n  \"outputs\": [");
+    for (size_t k = 0; k < o->keys.n; k++) {
+        struct idx_reader *r;
+        int rc = idx_reader_open(&r, outs[k]);
+        if (rc) {
+            sl_buf_release(&b);
+            return rc;
+        }
+        const char *base = strrchr(outs[k], '/');
+        base = base ? base + 1 : outs[k];
+        for (int e = 0; e < 2; e++) {
+            sl_buf_puts(&b, k || e ? ",\n    {\"path\": " : "\n    {\"path\": ");
+            char *nm = sl_xasprintf("%s.%s", base, e ? "idx" : "bin");
+            sl_buf_json_str(&b, nm, strlen(nm));
+            free(nm);
+            char *p = sl_xasprintf("%s.%s", outs[k], e ? "idx" : "bin");
+            struct stat sb;
+            uint64_t size = stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+            free(p);
+            sl_buf_printf(&b, ", \"documents\": %llu, \"sequences\": %llu, \"tokens\": %llu, \"bytes\": %llu}",
+                          (unsigned long long)idx_reader_documents(r),
+                          (unsigned long long)idx_reader_sequences(r),
+                          (unsigned long long)idx_reader_tokens(r), (unsigned long long)size);
+        }
+        idx_reader_close(r);
+    }
+    sl_buf_puts(&b, "],\n  \"counts\": {");
+    /* the main counts first, then the others sorted by name */
+    static const char *const first[] = { "documents_in", "documents_out", "bytes_in", "tokens" };
+    int n = 0;
+    for (size_t i = 0; i < 4; i++) {
+        sl_buf_printf(&b, "%s\n    \"%s\": %llu", n++ ? "," : "", first[i],
+                      (unsigned long long)sl_counters_get(c, first[i]));
+    }
+    size_t *idx = sl_xcalloc(c->n + 1, sizeof(size_t));
+    size_t m = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        int skip = 0;
+        for (size_t j = 0; j < 4; j++)
+            skip |= !strcmp(c->names[i], first[j]);
+        if (!skip)
+            idx[m++] = i;
+    }
+    for (size_t i = 1; i < m; i++)
+        for (size_t j = i; j > 0 && strcmp(c->names[idx[j - 1]], c->names[idx[j]]) > 0; j--) {
+            size_t t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    for (size_t i = 0; i < m; i++) {
+        sl_buf_puts(&b, ",\n    ");
+        sl_buf_json_str(&b, c->names[idx[i]], strlen(c->names[idx[i]]));
+        sl_buf_printf(&b, ": %llu", (unsigned long long)c->values[idx[i]]);
+    }
+    free(idx);
+    sl_buf_puts(&b, "\n  }\n}\n");
+    char *path = sl_xasprintf("%s.manifest.json", o->out);
+    int rc = sl_write_file_atomic(path, b.data, b.len);
+    free(path);
+    sl_buf_release(&b);
+    return rc;
+}
+
+static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    double t0 = sl_now();
+    char started[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    struct tokenizer *tok = NULL;
+    int rc = tokenizer_open(&tok, o->tokenizer);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return rc == SL_ERR_USAGE ? 2 : 1;
+    }
+    if (o->append_eod && o->eod_id < 0) {
+        if (tok->eod_id < 0) {
+            sl_error("--append-eod: the tokenizer '%s' has no end-of-document token\n"
+                     "hint: name one with --eod-id ID",
+                     o->tokenizer);
+            tokenizer_free(tok);
+            return 2;
+        }
+        o->eod_id = tok->eod_id;
+    }
+    if (o->append_eod && (uint64_t)o->eod_id >= tok->vocab_size) {
+        sl_error("--eod-id %ld is not below the vocabulary size %u", o->eod_id, tok->vocab_size);
+        tokenizer_free(tok);
+        return 2;
+    }
+    enum idx_dtype dtype = idx_dtype_for_vocab(tok->vocab_size);
+
+    struct sl_inputs in;
+    rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        tokenizer_free(tok);
+        return 1;
+    }
+    /* the temporary directory for the part shards, beside the output */
+    char *dir = sl_xstrdup(o->out), *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : o->out;
+    if (slash)
+        *slash = 0;
+    else
+        strcpy(dir, ".");
+    char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
+    if (w->rank == 0 && sl_mkdir_p(tmpdir) != 0) {
+        sl_error("%s", sl_err_msg());
+        rc = 1;
+    }
+    int64_t failed = rc ? 1 : 0;
+    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+
+    struct pipeline pl;
+    memset(&pl, 0, sizeof(pl));
+    pl.o = o;
+    pl.tok = tok;
+    pl.nkeys = o->keys.n;
+    pl.nthreads = o->workers > 0 ? o->workers : default_workers(w);
+    pl.nring = (size_t)pl.nthreads * 2 + 2;
+    pl.ring = sl_xcalloc(pl.nring, sizeof(*pl.ring));
+    for (size_t i = 0; i < pl.nring; i++)
+        pl.ring[i].k = sl_xcalloc(pl.nkeys, sizeof(struct kbatch));
+    pthread_mutex_init(&pl.mu, NULL);
+    pthread_cond_init(&pl.cv_work, NULL);
+    pthread_cond_init(&pl.cv_done, NULL);
+    pl.threads = sl_xcalloc((size_t)pl.nthreads, sizeof(pthread_t));
+    for (long i = 0; i < pl.nthreads; i++)
+        pthread_create(&pl.threads[i], NULL, worker, &pl);
+
+    size_t nf = in.n ? in.n : 1;
+    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nf, sizeof(int));
+    uint64_t mine = 0;
+    for (size_t i = 0; i < in.n; i++)
+        sizes[i] = in.v[i].size;
+    sl_assign_by_size(sizes, in.n, w->size, owner);
+    for (size_t i = 0; i < in.n; i++)
+        if (owner[i] == w->rank)
+            mine += in.v[i].size;
+    struct sl_counters c;
+    sl_counters_init(&c);
+    sl_counters_add(&c, "documents_in", 0);
+    sl_counters_add(&c, "documents_out", 0);
+    sl_counters_add(&c, "bytes_in", 0);
+    sl_counters_add(&c, "tokens", 0);
+    struct sl_progress prog;
+    sl_progress_start(&prog, "tokenize", mine, 1, w->rank == 0);
+    uint64_t done = 0, docs = 0;
+    for (size_t i = 0; i < in.n && !failed; i++) {
+        if (owner[i] != w->rank)
+            continue;
+        rc = run_unit(&pl, &in.v[i], tmpdir, i, dtype, &c, &prog, &done, &docs);
+        if (rc) {
+            sl_error("%s", sl_err_msg());
+            failed = 1;
+        }
+    }
+    sl_progress_finish(&prog);
+    sl_warn_limited_summary();
+    pthread_mutex_lock(&pl.mu);
+    pl.quit = 1;
+    pthread_cond_broadcast(&pl.cv_work);
+    pthread_mutex_unlock(&pl.mu);
+    for (long i = 0; i < pl.nthreads; i++)
+        pthread_join(pl.threads[i], NULL);
+
+    /* a failed rank makes the dispatcher abort the whole job */
+    if (failed && w->size > 1) {
+        rm_rf_parts(tmpdir, in.n, pl.nkeys);
+        sl_world_abort(w, 1);
+    }
+    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    sl_world_reduce_counters(w, &c, 0);
+
+    char **outs = sl_xcalloc(pl.nkeys, sizeof(char *));
+    for (size_t k = 0; k < pl.nkeys; k++)
+        outs[k] = sl_xasprintf("%s_%s_document", o->out, o->keys.v[k]);
+    if (!failed && w->rank == 0) {
+        /* concatenate the parts in input order */
+        for (size_t k = 0; k < pl.nkeys && !rc; k++) {
+            struct idx_writer *iw;
+            rc = idx_writer_open(&iw, outs[k], dtype);
+            for (size_t i = 0; i < in.n && !rc; i++) {
+                char *pp = part_prefix(tmpdir, i, k);
+                rc = idx_writer_append_shard(iw, pp);
+                free(pp);
+            }
+            if (!rc)
+                rc = idx_writer_commit(iw);
+            else
+                idx_writer_abort(iw);
+        }
+        if (!rc)
+            rc = write_manifest(o, tok, dtype, &in, outs, &c, argc, argv, t0, started, w->size);
+        if (rc) {
+            sl_error("%s", sl_err_msg());
+            failed = 1;
+        } else {
+            char a[32];
+            sl_info("tokenize: %llu documents (%s) from %zu files -> %llu tokens in '%s' (%s)",
+                    (unsigned long long)sl_counters_get(&c, "documents_out"),
+                    sl_human_bytes((double)sl_counters_get(&c, "bytes_in"), a, sizeof(a)), in.n,
+                    (unsigned long long)sl_counters_get(&c, "tokens"), outs[0], idx_dtype_name(dtype));
+            uint64_t skipped = 0;
+            for (size_t i = 0; i < c.n; i++)
+                if (!strncmp(c.names[i], "skipped_", 8))
+                    skipped += c.values[i];
+            if (skipped)
+                sl_warn("%llu lines skipped (counts by reason in '%s.manifest.json')",
+                        (unsigned long long)skipped, o->out);
+        }
+    }
+    sl_world_barrier(w);
+    if (w->rank == 0)
+        rm_rf_parts(tmpdir, in.n, pl.nkeys);
+    for (size_t k = 0; k < pl.nkeys; k++)
+        free(outs[k]);
+    free(outs);
+    sl_counters_release(&c);
+    for (size_t i = 0; i < pl.nring; i++) {
+        for (size_t k = 0; k < pl.nkeys; k++)
+            kbatch_release(&pl.ring[i].k[k]);
+        free(pl.ring[i].k);
+    }
+    free(pl.ring);
+    free(pl.threads);
+    pthread_mutex_destroy(&pl.mu);
+    pthread_cond_destroy(&pl.cv_work);
+    pthread_cond_destroy(&pl.cv_done);
+    free(sizes);
+    free(owner);
+    free(tmpdir);
+    free(dir);
+    sl_inputs_release(&in);
+    tokenizer_free(tok);
+    return failed ? 1 : 0;
+}
+
+int cmd_tokenize(int argc, const char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    o.eod_id = -1;
+    o.max_doc = SL_JSONL_DEFAULT_MAX_LINE;
+    struct sl_option options[] = {
+        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
+                      "gpt2:DIR (vocab.json + merges.txt), tiktoken:FILE or spm:FILE"),
+        SL_OPT_STRING('o', "out", &o.out, "PREFIX", "output prefix: PREFIX_<key>_document.bin/.idx"),
+        SL_OPT_STRINGS(0, "json-key", &o.keys, "KEY", "member to tokenize (repeatable; default text)"),
+        SL_OPT_FLAG_(0, "append-eod", &o.append_eod,
+                     "end every non-empty document with the end-of-document token"),
+        SL_OPT_INTEGER(0, "eod-id", &o.eod_id, "ID",
+                       "the end-of-document id (default <|endoftext|>, or the model's </s>)"),
+        SL_OPT_INTEGER('j', "workers", &o.workers, "N", "encoding threads per rank (default: the cores)"),
+        SL_OPT_SIZE(0, "max-doc-size", &o.max_doc, "SIZE",
+                    "longest JSONL line accepted; longer ones are reported and skipped (default 64M)"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        sl_strlist_release(&o.keys);
+        return 0;
+    }
+    if (!rc && !o.tokenizer)
+        rc = sl_err_set(SL_ERR_USAGE, "--tokenizer SPEC is required");
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out PREFIX is required");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc && (o.workers < 0 || o.workers > 1024))
+        rc = sl_err_set(SL_ERR_USAGE, "--workers must be 0..1024");
+    if (!rc && o.max_doc < 16)
+        rc = sl_err_set(SL_ERR_USAGE, "--max-doc-size is too small");
+    if (!rc && o.eod_id >= 0)
+        o.append_eod = 1;
+    for (size_t k = 0; !rc && k < o.keys.n; k++)
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(o.keys.v[k], o.keys.v[j]))
+                rc = sl_err_set(SL_ERR_USAGE, "--json-key '%s' is given twice", o.keys.v[k]);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        sl_strlist_release(&o.keys);
+        return 2;
+    }
+    if (o.keys.n == 0)
+        sl_strlist_push(&o.keys, "text");
+    rc = run(&o, &rest, argc, argv);
+    sl_strlist_release(&rest);
+    sl_strlist_release(&o.keys);
+    return rc;
+}

@@ -1,0 +1,355 @@
+/* sluice tokenizer train: SentencePiece models from JSONL or text, with sentences sampled
+ * uniformly by a keyed reservoir (each sentence gets a pseudo-random key from the seed,
+ * its file and its position; the sample is the N smallest keys, fed to the trainer in
+ * input order), so memory is bounded by the sample and the result depends only on the
+ * inputs and the settings. Rank 0 does the work under mpirun. */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/hash.h"
+#include "core/inputs.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/rng.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "tokenize/spm_train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const usage[] = {
+    "sluice tokenizer train --model-type bpe|unigram|char|word --vocab-size N --out PREFIX [options] IN...",
+    "",
+    "Train a SentencePiece model on JSONL documents (each line of a document's text is a",
+    "sentence) or text files (.txt, one sentence a line), writing PREFIX.model and",
+    "PREFIX.vocab. Up to --input-sentence-size sentences are sampled uniformly from all",
+    "input. Special ids default to NeMo's: pad 0, unk 1, bos 2, eos 3 (-1 disables one).",
+    NULL,
+};
+
+struct opts {
+    const char *model_type, *out, *key, *uds, *control;
+    uint64_t vocab_size, sample, max_len, seed;
+    double coverage;
+    long pad, unk, bos, eos, threads;
+    int byte_fallback, split_digits;
+    struct sl_strlist extra;
+};
+
+struct sent {
+    uint64_t key, order;
+    char *s;
+};
+
+struct reservoir {
+    struct sent *h; /* max-heap on key when full */
+    size_t n, cap;
+    uint64_t seen, too_long;
+};
+
+static void sift_down(struct sent *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && h[l].key > h[m].key)
+            m = l;
+        if (l + 1 < n && h[l + 1].key > h[m].key)
+            m = l + 1;
+        if (m == i)
+            return;
+        struct sent t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void sift_up(struct sent *h, size_t i)
+{
+    while (i > 0 && h[(i - 1) / 2].key < h[i].key) {
+        struct sent t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static void offer(struct reservoir *r, const struct opts *o, uint64_t order, const char *s, size_t n)
+{
+    while (n && (s[n - 1] == '\r' || s[n - 1] == '\n'))
+        n--;
+    if (n == 0)
+        return;
+    if (n > o->max_len) {
+        r->too_long++;
+        return;
+    }
+    r->seen++;
+    uint64_t st = o->seed ^ (order * 0x9E3779B97F4A7C15ull);
+    uint64_t key = sl_splitmix64(&st);
+    if (o->sample && r->n == o->sample) {
+        if (key >= r->h[0].key)
+            return;
+        free(r->h[0].s);
+        r->h[0] = (struct sent){ key, order, sl_xstrndup(s, n) };
+        sift_down(r->h, r->n, 0);
+        return;
+    }
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 4096;
+        r->h = sl_xrealloc(r->h, r->cap * sizeof(*r->h));
+    }
+    r->h[r->n] = (struct sent){ key, order, sl_xstrndup(s, n) };
+    sift_up(r->h, r->n);
+    r->n++;
+}
+
+/* Offer every line of text. */
+static void offer_lines(struct reservoir *r, const struct opts *o, uint64_t *order, const char *t, size_t n)
+{
+    const char *p = t, *end = t + n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        offer(r, o, (*order)++, p, (size_t)(le - p));
+        p = le + 1;
+    }
+}
+
+static int is_text_file(const char *path)
+{
+    const char *ends[] = { ".txt", ".txt.gz", ".txt.zst", ".txt.bz2" };
+    size_t n = strlen(path);
+    for (size_t i = 0; i < 4; i++) {
+        size_t m = strlen(ends[i]);
+        if (n >= m && !strcmp(path + n - m, ends[i]))
+            return 1;
+    }
+    return 0;
+}
+
+static int by_order(const void *a, const void *b)
+{
+    const struct sent *x = a, *y = b;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void on_skip(void *ctx, const char *reason, const char *message)
+{
+    (void)ctx;
+    if (message)
+        sl_warn_limited(reason, 20, "%s", message);
+}
+
+static int sample_inputs(const struct opts *o, const struct sl_inputs *in, struct reservoir *r)
+{
+    int rc = 0;
+    struct sl_progress prog;
+    sl_progress_start(&prog, "tokenizer train: sampling", sl_inputs_total_size(in), 1, 1);
+    uint64_t done = 0;
+    for (size_t f = 0; f < in->n && !rc; f++) {
+        uint64_t order = (uint64_t)f << 40;
+        if (is_text_file(in->v[f].path)) {
+            struct sl_reader *rd;
+            rc = sl_reader_open(&rd, in->v[f].path, NULL);
+            const char *line;
+            size_t len;
+            while (!rc) {
+                int got = sl_reader_getline(rd, &line, &len, o->max_len * 4 + 1024);
+                if (got == SL_ERR_TOOBIG) {
+                    r->too_long++;
+                    order++;
+                    continue;
+                }
+                if (got < 0)
+                    rc = got;
+                if (got <= 0)
+                    break;
+                offer(r, o, order++, line, len);
+            }
+            if (!rc)
+                sl_reader_close(rd);
+        } else {
+            struct sl_jsonl_opts jo;
+            memset(&jo, 0, sizeof(jo));
+            jo.text_key = o->key;
+            jo.allow_missing_text = 1;
+            jo.repair_utf8 = 1;
+            jo.on_skip = on_skip;
+            struct sl_jsonl_reader *jr;
+            rc = sl_jsonl_open(&jr, in->v[f].path, &jo);
+            struct sl_doc d;
+            sl_doc_init(&d);
+            while (!rc) {
+                int got = sl_jsonl_next(jr, &d);
+                if (got < 0)
+                    rc = got;
+                if (got <= 0)
+                    break;
+                size_t n;
+                const char *t = sl_doc_text(&d, &n);
+                if (t)
+                    offer_lines(r, o, &order, t, n);
+            }
+            sl_doc_release(&d);
+            if (!rc)
+                sl_jsonl_close(jr);
+        }
+        done += in->v[f].size;
+        sl_progress_update(&prog, done, r->seen);
+    }
+    sl_progress_finish(&prog);
+    return rc;
+}
+
+static int run(struct opts *o, struct sl_strlist *operands)
+{
+    static const char *const exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz", ".jsonl.bz2",
+                                        ".txt", ".txt.gz", ".txt.zst", NULL };
+    struct sl_inputs in;
+    int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    struct reservoir r;
+    memset(&r, 0, sizeof(r));
+    rc = sample_inputs(o, &in, &r);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+    } else if (r.n == 0) {
+        sl_error("no sentences in the input to train on");
+        rc = 1;
+    }
+    if (!rc) {
+        qsort(r.h, r.n, sizeof(*r.h), by_order);
+        const char **s = sl_xcalloc(r.n, sizeof(char *));
+        for (size_t i = 0; i < r.n; i++)
+            s[i] = r.h[i].s;
+        struct sl_strlist a = { 0 };
+        char buf[512];
+#define ARG(...) (snprintf(buf, sizeof(buf), __VA_ARGS__), sl_strlist_push(&a, buf))
+        ARG("--model_type=%s", o->model_type);
+        ARG("--vocab_size=%llu", (unsigned long long)o->vocab_size);
+        ARG("--character_coverage=%.6g", o->coverage);
+        ARG("--pad_id=%ld", o->pad);
+        ARG("--unk_id=%ld", o->unk);
+        ARG("--bos_id=%ld", o->bos);
+        ARG("--eos_id=%ld", o->eos);
+        ARG("--byte_fallback=%s", o->byte_fallback ? "true" : "false");
+        ARG("--split_digits=%s", o->split_digits ? "true" : "false");
+        ARG("--max_sentence_length=%llu", (unsigned long long)o->max_len);
+        ARG("--input_sentence_size=0");
+        ARG("--shuffle_input_sentence=false");
+        ARG("--num_threads=%ld", o->threads > 0 ? o->threads : sysconf(_SC_NPROCESSORS_ONLN));
+        if (o->uds)
+            ARG("--user_defined_symbols=%s", o->uds);
+        if (o->control)
+            ARG("--control_symbols=%s", o->control);
+        if (sl_log_level() < SL_LOG_DEBUG)
+            ARG("--minloglevel=1");
+        for (size_t i = 0; i < o->extra.n; i++)
+            ARG("--%s", o->extra.v[i]);
+#undef ARG
+        sl_info("tokenizer train: %zu sentences sampled of %llu (%llu longer than %llu bytes "
+                "skipped); training %s, vocabulary %llu",
+                r.n, (unsigned long long)r.seen, (unsigned long long)r.too_long,
+                (unsigned long long)o->max_len, o->model_type, (unsigned long long)o->vocab_size);
+        rc = spm_train_sentences(s, r.n, (const char *const *)a.v, a.n, o->out);
+        if (rc)
+            sl_error("%s", sl_err_msg());
+        else
+            sl_info("tokenizer train: wrote '%s.model' and '%s.vocab'", o->out, o->out);
+        free(s);
+        sl_strlist_release(&a);
+    }
+    for (size_t i = 0; i < r.n; i++)
+        free(r.h[i].s);
+    free(r.h);
+    sl_inputs_release(&in);
+    return rc ? 1 : 0;
+}
+
+int cmd_tokenizer(int argc, const char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    o.model_type = "unigram";
+    o.key = "text";
+    o.sample = 1000000;
+    o.max_len = 4192;
+    o.coverage = 0.9995;
+    o.pad = 0;
+    o.unk = 1;
+    o.bos = 2;
+    o.eos = 3;
+    struct sl_option options[] = {
+        SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word", "model type (default unigram)"),
+        SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "vocabulary size"),
+        SL_OPT_STRING('o', "out", &o.out, "PREFIX", "writes PREFIX.model and PREFIX.vocab"),
+        SL_OPT_STRING(0, "json-key", &o.key, "KEY", "member of JSONL documents with the text (default text)"),
+        SL_OPT_UINT64(0, "input-sentence-size", &o.sample, "N",
+                      "sentences sampled uniformly from all input (default 1000000; 0: all)"),
+        SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the sample (default 0)"),
+        SL_OPT_DOUBLE(0, "character-coverage", &o.coverage, "F", "characters covered (default 0.9995)"),
+        SL_OPT_FLAG_(0, "byte-fallback", &o.byte_fallback, "unknown characters as <0xNN> byte pieces"),
+        SL_OPT_FLAG_(0, "split-digits", &o.split_digits, "every digit is its own piece"),
+        SL_OPT_STRING(0, "user-defined-symbols", &o.uds, "A,B", "pieces always kept whole"),
+        SL_OPT_STRING(0, "control-symbols", &o.control, "A,B", "control pieces"),
+        SL_OPT_INTEGER(0, "pad-id", &o.pad, "ID", "default 0"),
+        SL_OPT_INTEGER(0, "unk-id", &o.unk, "ID", "default 1"),
+        SL_OPT_INTEGER(0, "bos-id", &o.bos, "ID", "default 2"),
+        SL_OPT_INTEGER(0, "eos-id", &o.eos, "ID", "default 3"),
+        SL_OPT_UINT64(0, "max-sentence-length", &o.max_len, "N", "longer sentences are skipped (default 4192 bytes)"),
+        SL_OPT_INTEGER(0, "threads", &o.threads, "N", "training threads (default: the cores)"),
+        SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE", "any other spm_train option (repeatable)"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        sl_strlist_release(&o.extra);
+        return 0;
+    }
+    if (!rc && (rest.n == 0 || strcmp(rest.v[0], "train")))
+        rc = sl_err_set(SL_ERR_USAGE, rest.n ? "unknown subcommand '%s' (train)" : "no subcommand given (train)",
+                        rest.n ? rest.v[0] : "");
+    if (!rc && !o.vocab_size)
+        rc = sl_err_set(SL_ERR_USAGE, "--vocab-size N is required");
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out PREFIX is required");
+    if (!rc && rest.n < 2)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc && (o.coverage <= 0 || o.coverage > 1))
+        rc = sl_err_set(SL_ERR_USAGE, "--character-coverage must be in (0, 1]");
+    for (size_t i = 0; !rc && i < o.extra.n; i++)
+        if (!strchr(o.extra.v[i], '=') || !strncmp(o.extra.v[i], "input", 5) ||
+            !strncmp(o.extra.v[i], "model_prefix", 12))
+            rc = sl_err_set(SL_ERR_USAGE, "--spm-option '%s': expected NAME=VALUE (not input or model_prefix)",
+                            o.extra.v[i]);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        sl_strlist_release(&o.extra);
+        return 2;
+    }
+    struct sl_strlist ops = { rest.v + 1, rest.n - 1, 0 };
+    struct sl_world *w = sl_world_get();
+    int code = w->rank == 0 ? run(&o, &ops) : 0;
+    int64_t c = code;
+    sl_world_allreduce_i64(w, &c, 1, SL_MAX);
+    sl_strlist_release(&rest);
+    sl_strlist_release(&o.extra);
+    return (int)c;
+}

@@ -1,0 +1,55 @@
+/* SentencePiece models (.model) through Debian's libsentencepiece: a small C API.
+ *
+ * A struct spm is immutable once loaded; spm_encode and spm_decode may be called from any
+ * number of threads at once (the library's processor is const-safe). Encoding is
+ * spm_encode --output_format=id: no sampling, no BOS/EOS added. Text must be UTF-8; each
+ * invalid sequence is replaced by U+FFFD before encoding (the library would do the same
+ * inside its normalizer; doing it here makes the behaviour explicit and counted by the
+ * caller through the return value).
+ */
+#ifndef SL_TOKENIZE_SPM_H
+#define SL_TOKENIZE_SPM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenize/ids.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct sl_buf;
+struct spm;
+
+/* Load a model file (plain or compressed). Errors name the file: missing, not a
+ * SentencePiece model (corrupt or another format). */
+int spm_load(struct spm **out, const char *path);
+/* Load a serialized ModelProto from memory; `name` is used in messages. */
+int spm_load_mem(struct spm **out, const void *data, size_t n, const char *name);
+void spm_free(struct spm *s);
+
+/* Append the ids of text[0..n) to out. Returns 0, or SL_ERR_TOOBIG (out's cap), or 1 when
+ * the ids are complete but invalid UTF-8 had to be replaced. */
+int spm_encode(const struct spm *s, const char *text, size_t n, struct tok_ids *out);
+/* Append the text of ids to out. SL_ERR_FORMAT for an id outside the vocabulary. */
+int spm_decode(const struct spm *s, const uint32_t *ids, size_t n, struct sl_buf *out);
+
+uint32_t spm_vocab_size(const struct spm *s);
+/* Id of a piece, or -1 when the model does not have it. */
+int64_t spm_piece_to_id(const struct spm *s, const char *piece);
+/* The piece of an id (valid while s lives), NULL when out of range. */
+const char *spm_id_to_piece(const struct spm *s, uint32_t id);
+/* Special ids, -1 when the model has none. */
+int64_t spm_bos_id(const struct spm *s);
+int64_t spm_eos_id(const struct spm *s);
+int64_t spm_pad_id(const struct spm *s);
+int64_t spm_unk_id(const struct spm *s);
+/* "unigram", "bpe", "word", "char". */
+const char *spm_model_type(const struct spm *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

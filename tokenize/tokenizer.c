@@ -1,0 +1,96 @@
+/* Tokenizer specs and dispatch to the BPE and SentencePiece implementations. */
+#include "tokenize/tokenizer.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "tokenize/bpe.h"
+#include "tokenize/spm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct tokenizer_enc {
+    const struct tokenizer *t;
+    struct bpe_enc *bpe;
+};
+
+const char *tokenizer_kind_name(enum tokenizer_kind k)
+{
+    return k == TOKENIZER_GPT2 ? "gpt2" : k == TOKENIZER_TIKTOKEN ? "tiktoken" : "spm";
+}
+
+int tokenizer_open(struct tokenizer **out, const char *spec)
+{
+    *out = NULL;
+    const char *colon = strchr(spec, ':');
+    struct tokenizer *t = sl_xcalloc(1, sizeof(*t));
+    t->spec = sl_xstrdup(spec);
+    int rc;
+    if (colon && colon[1] && !strncmp(spec, "gpt2:", 5)) {
+        t->kind = TOKENIZER_GPT2;
+        rc = bpe_load_gpt2_dir(&t->bpe, colon + 1);
+    } else if (colon && colon[1] && !strncmp(spec, "tiktoken:", 9)) {
+        t->kind = TOKENIZER_TIKTOKEN;
+        rc = bpe_load_tiktoken(&t->bpe, colon + 1, -1);
+    } else if (colon && colon[1] && !strncmp(spec, "spm:", 4)) {
+        t->kind = TOKENIZER_SPM;
+        rc = spm_load(&t->spm, colon + 1);
+    } else {
+        rc = sl_err_set(SL_ERR_USAGE,
+                        "unknown tokenizer '%s'\nhint: use gpt2:DIR, tiktoken:FILE or spm:FILE", spec);
+    }
+    if (rc) {
+        tokenizer_free(t);
+        return rc;
+    }
+    if (t->bpe) {
+        t->vocab_size = bpe_vocab_size(t->bpe);
+        t->eod_id = bpe_special_id(t->bpe, "<|endoftext|>");
+    } else {
+        t->vocab_size = spm_vocab_size(t->spm);
+        t->eod_id = spm_eos_id(t->spm);
+    }
+    *out = t;
+    return 0;
+}
+
+void tokenizer_free(struct tokenizer *t)
+{
+    if (!t)
+        return;
+    bpe_free(t->bpe);
+    spm_free(t->spm);
+    free(t->spec);
+    free(t);
+}
+
+struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t)
+{
+    struct tokenizer_enc *e = sl_xcalloc(1, sizeof(*e));
+    e->t = t;
+    if (t->bpe)
+        e->bpe = bpe_enc_new(t->bpe);
+    return e;
+}
+
+void tokenizer_enc_free(struct tokenizer_enc *e)
+{
+    if (!e)
+        return;
+    bpe_enc_free(e->bpe);
+    free(e);
+}
+
+int tokenizer_encode(struct tokenizer_enc *e, const char *text, size_t n, struct tok_ids *out)
+{
+    if (e->bpe)
+        return bpe_encode(e->bpe, text, n, out);
+    return spm_encode(e->t->spm, text, n, out);
+}
+
+int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, struct sl_buf *out)
+{
+    if (t->bpe)
+        return bpe_decode(t->bpe, ids, n, out);
+    return spm_decode(t->spm, ids, n, out);
+}

@@ -1,0 +1,48 @@
+/* struct tokenizer: one interface over the tokenizers sluice reads, chosen by a spec:
+ *
+ *   gpt2:DIR        vocab.json + merges.txt (or encoder.json + vocab.bpe) in DIR
+ *   tiktoken:FILE   a tiktoken rank file (r50k_base, cl100k_base, o200k_base)
+ *   spm:FILE        a SentencePiece .model
+ *
+ * The tokenizer is immutable and shared by threads; each thread encodes through its own
+ * struct tokenizer_enc. */
+#ifndef SL_TOKENIZE_TOKENIZER_H
+#define SL_TOKENIZE_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenize/ids.h"
+
+struct sl_buf;
+struct bpe;
+struct spm;
+
+enum tokenizer_kind { TOKENIZER_GPT2, TOKENIZER_TIKTOKEN, TOKENIZER_SPM };
+
+struct tokenizer {
+    enum tokenizer_kind kind;
+    char *spec;
+    struct bpe *bpe;
+    struct spm *spm;
+    uint32_t vocab_size;
+    int64_t eod_id; /* <|endoftext|>, or the model's </s>; -1 when there is none */
+};
+
+struct tokenizer_enc;
+
+/* Load from a spec. SL_ERR_USAGE for an unknown kind (with the accepted forms as a hint);
+ * loading errors name the file. */
+int tokenizer_open(struct tokenizer **out, const char *spec);
+void tokenizer_free(struct tokenizer *t);
+/* "gpt2", "tiktoken", "spm". */
+const char *tokenizer_kind_name(enum tokenizer_kind k);
+
+struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t);
+void tokenizer_enc_free(struct tokenizer_enc *e);
+/* Append the ids of text to out: 0; 1 when invalid UTF-8 had to be replaced
+ * (SentencePiece only: byte-level BPE encodes any bytes); or a negative enum sl_err. */
+int tokenizer_encode(struct tokenizer_enc *e, const char *text, size_t n, struct tok_ids *out);
+int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, struct sl_buf *out);
+
+#endif
