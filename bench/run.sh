@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Run every benchmark in bench/ against its peer tools (`make bench`). Each script prints
+# its own table (docs/benchmarks.md has the results and what each one measures); this
+# runner keeps going when one fails, saves each one's output to bench/results/NAME.log and
+# ends with a line per benchmark: ok, failed (exit code) or skipped.
+#
+#   bench/run.sh [SLUICE]                  all of them
+#   ONLY="reshard tokenize" bench/run.sh   some of them
+#
+# The peers are installed into .venv-bench by the scripts that need them (pip, from
+# bench/requirements.txt); nothing here is a runtime dependency of sluice.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+sluice=$(realpath "${1:-$root/build/sluice}")
+build=$(dirname "$sluice")
+if [ ! -x "$sluice" ]; then
+    echo "bench/run.sh: $sluice: not built (make)" >&2
+    exit 2
+fi
+
+# name, then the command (run from the repository root)
+benches=(
+    "reshard        bench/reshard.sh $sluice"
+    "tokenize       bench/tokenize.sh $sluice"
+    "warc           bench/warc.sh $sluice"
+    "html           bench/html.sh $build"
+    "filter-speed   bench/filter-speed.sh $sluice"
+    "filter-agreement bench/filter-agreement.sh $sluice"
+    "dedup          bench/dedup.sh $sluice"
+    "dedup-accuracy bench/dedup_accuracy.sh $sluice"
+    "train-cpu      bench/train_cpu.sh $sluice"
+)
+[ -x bench/train_gpu.sh ] && benches+=("train-gpu      bench/train_gpu.sh $sluice")
+
+cd "$root" || exit 2
+mkdir -p bench/results
+summary=()
+status=0
+for entry in "${benches[@]}"; do
+    read -r name cmd <<<"$entry"
+    if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $name "* ]]; then
+        continue
+    fi
+    echo "==== $name: $cmd" >&2
+    start=$(date +%s)
+    # shellcheck disable=SC2086  # cmd is a word list written above
+    bash $cmd 2>&1 | tee "bench/results/$name.log"
+    rc=${PIPESTATUS[0]}
+    secs=$(($(date +%s) - start))
+    if [ "$rc" -eq 0 ]; then
+        summary+=("$(printf '%-17s ok      %5d s' "$name" "$secs")")
+    else
+        summary+=("$(printf '%-17s failed  %5d s  (exit %d; bench/results/%s.log)' "$name" "$secs" "$rc" "$name")")
+        status=1
+    fi
+done
+[ -z "${ONLY:-}" ] && { echo "==== bench-kernels" >&2; make --no-print-directory bench-kernels 2>&1 | tee bench/results/kernels.log; }
+echo
+echo "benchmarks:"
+[ ${#summary[@]} -gt 0 ] && printf "  %s\n" "${summary[@]}"
+exit $status
