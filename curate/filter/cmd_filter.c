@@ -25,7 +25,7 @@
 
 static const char *const usage[] = {
     "sluice filter --config F.yaml --out DIR [--rejected DIR] [--annotate] [options] IN...",
-    "   or: sluice filter --list",
+    "sluice filter --list",
     "",
     "Run JSONL documents (files or directories) through the filters of a YAML config",
     "(configs/filters/*.yaml: nemo-en, gopher, c4, fineweb, non-en) and write the kept",
