@@ -25,7 +25,7 @@
 
 static const char *const usage[] = {
     "sluice filter --config F.yaml --out DIR [--rejected DIR] [--annotate] [options] IN...",
-    "   or: sluice filter --list",
+    "sluice filter --list",
     "",
     "Run JSONL documents (files or directories) through the filters of a YAML config",
     "(configs/filters/*.yaml: nemo-en, gopher, c4, fineweb, non-en) and write the kept",
@@ -381,7 +381,7 @@ int cmd_filter(int argc, const char **argv)
                      "keep every document; write filter_scores (and filter_drop, filter_reason)"),
         SL_OPT_FLAG_(0, "split-by-language", &o.split_lang,
                      "write kept documents to DIR/lang=CODE/ by their detected language"),
-        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE", "override a config value (filters.0.min_doc_words=40)"),
+        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE", "override a config value (filters.1.gopher_quality.min_doc_words=40)"),
         SL_OPT_FLAG_(0, "list", &o.list, "list the filter kinds and exit"),
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),

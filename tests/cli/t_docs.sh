@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Docs stay in step with the binary: every command `sluice --help` lists has a page
+# docs/commands/<command>.md whose "## Usage" section is exactly its -h (and its
+# subcommands' -h), and every relative link in docs/ and README.md points at a file.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+sync=$ROOT/scripts/sync-command-docs.sh
+
+case_ "every listed command has a page whose usage section is its -h"
+run "$sync" --check --sluice "$SLUICE" --docs "$ROOT/docs"
+expect_rc 0
+if [ "$rc" -ne 0 ]; then
+    echo "  pages out of step with -h; run scripts/sync-command-docs.sh (diff below)" >&2
+    sed 's/^/  /' "$T/out" "$T/err" >&2
+fi
+"$SLUICE" --help | awk '/^commands:/ { on = 1; next } on && /^$/ { exit } on { print $1 }' >"$T/cmds"
+while read -r cmd; do
+    if [ -f "$ROOT/docs/commands/$cmd.md" ]; then ok; else fail "no page docs/commands/$cmd.md"; fi
+done <"$T/cmds"
+
+# the check itself: a changed usage text, a missing heading and a missing page all fail
+case_ "the check notices a stale usage block"
+cp -r "$ROOT/docs" "$T/docs"
+sed -i 's/^    -o, --out DIR .*/    -o, --out DIR               (stale text)/' "$T/docs/commands/reshard.md"
+run "$sync" --check --sluice "$SLUICE" --docs "$T/docs"
+expect_rc 1; expect_out "(stale text)"; expect_out "+    -o, --out DIR               output directory (created)"
+
+case_ "the script rewrites a stale usage block and leaves the rest alone"
+run "$sync" --sluice "$SLUICE" --docs "$T/docs"
+expect_rc 0; expect_out "reshard.md"
+run diff -r "$ROOT/docs" "$T/docs"
+expect_rc 0
+
+case_ "the check notices a page without a usage heading"
+sed -i 's/^## Usage$/## How to call it/' "$T/docs/commands/clean.md"
+run "$sync" --check --sluice "$SLUICE" --docs "$T/docs"
+expect_rc 1; expect_err "clean.md has no '## Usage' heading"
+
+case_ "the check notices a command without a page"
+rm "$T/docs/commands/export.md"
+run "$sync" --check --sluice "$SLUICE" --docs "$T/docs"
+expect_rc 1; expect_err "no page for 'export'"
+
+case_ "relative links in docs/ and README.md point at existing files"
+run python3 - "$ROOT" <<'PY'
+import os, re, sys
+root = sys.argv[1]
+pages = [os.path.join(root, "README.md")]
+for d, _, files in os.walk(os.path.join(root, "docs")):
+    pages += [os.path.join(d, f) for f in files if f.endswith(".md")]
+bad = 0
+for page in sorted(pages):
+    text = open(page, encoding="utf-8").read()
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)   # no links in code blocks
+    text = re.sub(r"`[^`\n]*`", "", text)                          # nor in code spans
+    for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", text):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue
+        path = target.split("#", 1)[0]
+        full = os.path.normpath(os.path.join(os.path.dirname(page), path))
+        if not os.path.exists(full):
+            print("%s: broken link %s" % (os.path.relpath(page, root), target))
+            bad += 1
+print("%d broken" % bad)
+PY
+expect_rc 0; expect_out "0 broken"
+
+finish

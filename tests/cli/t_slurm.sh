@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# configs/slurm/*.sub: syntax and shellcheck, then (when Debian's slurmctld and slurmd are
+# installed and start) both scripts submitted with sbatch to a one-node cluster started
+# here in a temporary directory: curation with a Redis Cluster on the bundled examples,
+# and a few CPU training steps on synthetic data.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+subs=("$ROOT/configs/slurm/curate.sub" "$ROOT/configs/slurm/train.sub")
+
+case_ "the .sub scripts parse"
+for s in "${subs[@]}"; do run bash -n "$s"; expect_rc 0; done
+
+case_ "shellcheck finds nothing"
+if command -v shellcheck >/dev/null 2>&1; then
+    run shellcheck "${subs[@]}"; expect_rc 0
+else
+    echo "skip [t_slurm.sh] shellcheck: not installed" >&2
+fi
+
+skip_cluster() { echo "skip [t_slurm.sh] sbatch runs: $*" >&2; finish; exit $?; }
+for p in slurmctld slurmd sbatch srun scontrol redis-server redis-cli; do
+    command -v "$p" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin command -v "$p" >/dev/null 2>&1 ||
+        skip_cluster "'$p' is not installed (Debian slurmctld, slurmd, slurm-client, redis-server)"
+done
+export PATH=$PATH:/usr/sbin
+[ "$(id -u)" -eq 0 ] || skip_cluster "slurmd needs root to start jobs as their user"
+have_mpi || skip_cluster "no mpirun"
+
+# a one-node cluster: free ports, state in $T, no munge (auth/none), no cgroups
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+host=$(hostname -s)
+cpus=$(nproc)
+mkdir -p "$T/slurm/state" "$T/slurm/spool"
+cat >"$T/slurm/slurm.conf" <<EOF
+ClusterName=sluicetest
+SlurmctldHost=$host
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+StateSaveLocation=$T/slurm/state
+SlurmdSpoolDir=$T/slurm/spool
+SlurmctldPidFile=$T/slurm/slurmctld.pid
+SlurmdPidFile=$T/slurm/slurmd.pid
+SlurmctldLogFile=$T/slurm/slurmctld.log
+SlurmdLogFile=$T/slurm/slurmd.log
+NodeName=$host CPUs=$cpus State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+EOF
+export SLURM_CONF=$T/slurm/slurm.conf
+slurmctld -D -i -f "$SLURM_CONF" >"$T/slurm/ctld.out" 2>&1 &
+ctld=$!
+slurmd -D -f "$SLURM_CONF" >"$T/slurm/d.out" 2>&1 &
+sd=$!
+stop_slurm() {
+    kill "$sd" "$ctld" 2>/dev/null || true
+    wait "$sd" "$ctld" 2>/dev/null || true
+}
+trap stop_slurm EXIT
+up=0
+for _ in $(seq 100); do
+    if sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then up=1; break; fi
+    kill -0 "$ctld" 2>/dev/null && kill -0 "$sd" 2>/dev/null || break
+    sleep 0.2
+done
+if [ $up -eq 0 ]; then
+    tail -5 "$T/slurm/slurmctld.log" "$T/slurm/slurmd.log" "$T/slurm/ctld.out" "$T/slurm/d.out" >&2 2>/dev/null || true
+    skip_cluster "slurmctld/slurmd did not come up (logs above)"
+fi
+
+# wait_job ID: until it leaves the queue; prints its final state
+wait_job() {
+    for _ in $(seq 1200); do
+        squeue -h -j "$1" 2>/dev/null | grep -q . || break
+        sleep 0.25
+    done
+    scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+}
+
+cd "$ROOT"
+case_ "curate.sub: Redis Cluster on the allocation, the stages, the cluster stopped at the end"
+port=$(free_port)
+run sbatch --parsable --nodes=1 --ntasks-per-node=1 --time=10 --output="$T/curate.log" \
+    --export=ALL,SLUICE="$SLUICE",IN=examples/jsonl,OUT="$T/cur",REDIS_PORT="$port",SRUN_MPI=none,REDIS_DIR="$T/redis" \
+    configs/slurm/curate.sub
+expect_rc 0
+job=$(cat "$T/out")
+state=$(wait_job "$job")
+if [ "$state" != COMPLETED ]; then fail "curate job $job: $state"; tail -30 "$T/curate.log" >&2; fi
+expect_file "$T/cur/dedup-fuzzy/manifest.json"
+if [ -f "$T/cur/dedup-fuzzy/manifest.json" ]; then
+    expect_eq "$(json "$T/cur/dedup-fuzzy/manifest.json" "m['command'][m['command'].index('--backend') + 1]")" redis
+    expect_eq "$(json "$T/cur/dedup-fuzzy/manifest.json" "m['counts']['documents_in']")" \
+        "$(json "$T/cur/dedup-exact/manifest.json" "m['counts']['documents_out']")"
+fi
+if grep -q "Redis Cluster 127.0.0.1:$port\|Redis Cluster [0-9.]*:$port" "$T/curate.log"; then ok; else fail "no cluster line in the job log"; fi
+run redis-cli -p "$port" ping
+if grep -q PONG "$T/out"; then fail "redis-server on $port still runs after the job"; else ok; fi
+expect_no_file "$T/redis"
+
+case_ "train.sub: a few CPU steps on synthetic data"
+run sbatch --parsable --nodes=1 --ntasks-per-node=1 --cpus-per-task=1 --gpus-per-node=0 --time=10 \
+    --output="$T/train.log" \
+    --export=ALL,SLUICE="$SLUICE",CONFIG=configs/models/tiny-gpt.yaml,DATA=synthetic,CKPT="$T/ckpt",SRUN_MPI=none \
+    configs/slurm/train.sub train.steps=3 train.global_batch_size=8 train.micro_batch_size=8 eval.interval=0
+expect_rc 0
+job=$(cat "$T/out")
+state=$(wait_job "$job")
+if [ "$state" != COMPLETED ]; then fail "train job $job: $state"; tail -30 "$T/train.log" >&2; fi
+if grep -q 'step 3/3' "$T/train.log"; then ok; else fail "no 'step 3/3' in the job log"; tail -20 "$T/train.log" >&2; fi
+expect_file "$T/ckpt/step-00000003/model.safetensors"
+
+finish
