@@ -17,9 +17,10 @@ tests=("$@")
 passed=0
 failed=0
 for t in "${tests[@]}"; do
+    start=$SECONDS
     out=$(bash "$t" 2>&1)
     status=$?
-    echo "$out" | grep -v '^ok ' || true
+    echo "$out" | grep -v '^ok ' | sed "\$s/\$/ ($((SECONDS - start)) s)/" || true
     line=$(echo "$out" | tail -1)
     p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed/\1/p')
     f=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed/\2/p')
