@@ -119,9 +119,11 @@ static char *first_prefix(struct json_object *p)
 /* The tokenizer spec recorded by `sluice tokenize` for the data a checkpoint was trained on:
  * config.data.prefix -> PREFIX.manifest.json (PREFIX without its _<key>_document suffix) ->
  * settings.tokenizer. A relative path in the spec is tried as written, then next to the
- * manifest. NULL when any step is missing. */
-static char *tokenizer_from_checkpoint(const char *step_dir)
+ * manifest. NULL when any step is missing; *prefix_out is then the data prefix looked at
+ * (or NULL), for the message. */
+static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
 {
+    *prefix_out = NULL;
     char *jp = sl_xasprintf("%s/checkpoint.json", step_dir), *spec = NULL, *prefix = NULL;
     struct sl_buf b = SL_BUF_INIT;
     b.max = 64u << 20;
@@ -181,7 +183,10 @@ out:
     json_object_put(o);
     json_object_put(m);
     sl_buf_release(&b);
-    free(prefix);
+    if (!spec)
+        *prefix_out = prefix;
+    else
+        free(prefix);
     free(jp);
     return spec;
 }
@@ -281,7 +286,7 @@ static void printer_emit(struct printer *p, const struct tok_ids *all, int final
 
 static int generate(const struct gopts *o, const char *ckpt_arg)
 {
-    char *step_dir = NULL, *spec = NULL;
+    char *step_dir = NULL, *spec = NULL, *data_prefix = NULL;
     struct model_config mc;
     struct ckpt_state st;
     struct model_layout l;
@@ -335,10 +340,16 @@ static int generate(const struct gopts *o, const char *ckpt_arg)
     } else {
         if (o->tokenizer) {
             spec = sl_xstrdup(o->tokenizer);
-        } else if (!(spec = tokenizer_from_checkpoint(step_dir))) {
-            sl_error("no tokenizer is recorded for the data of '%s'\n"
-                     "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
-                     step_dir);
+        } else if (!(spec = tokenizer_from_checkpoint(step_dir, &data_prefix))) {
+            if (data_prefix)
+                sl_error("no tokenizer found for the training data of '%s': no "
+                         "PREFIX.manifest.json from `sluice tokenize` next to '%s'\n"
+                         "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
+                         step_dir, data_prefix);
+            else
+                sl_error("no tokenizer is recorded for the data of '%s' (synthetic data?)\n"
+                         "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
+                         step_dir);
             code = 2;
             goto out;
         } else {
@@ -346,6 +357,9 @@ static int generate(const struct gopts *o, const char *ckpt_arg)
         }
         if ((rc = tokenizer_open(&tok, spec))) {
             sl_error("%s", sl_err_msg());
+            if (!o->tokenizer)
+                fprintf(stderr, "hint: this tokenizer is named in the training data's manifest; "
+                                "give --tokenizer SPEC\n");
             code = rc == SL_ERR_USAGE ? 2 : 1;
             goto out;
         }
@@ -466,6 +480,7 @@ out:
     if (have_layout)
         model_layout_release(&l);
     free(spec);
+    free(data_prefix);
     free(step_dir);
     return code;
 }
