@@ -4,4 +4,4 @@ LIB_SRCS += train/model.c train/cpu_ops.c train/cpu_model.c train/optim.c train/
             train/checkpoint.c train/train_cmd.c train/export_cmd.c \
             train/decode.c train/sampler.c train/generate_cmd.c \
             train/tbevents.c train/losscurve.c train/trainlog.c
-FUZZ_TARGETS += fuzz_safetensors
+FUZZ_TARGETS += fuzz_safetensors fuzz_tbevents
