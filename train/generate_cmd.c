@@ -12,6 +12,7 @@
 #include "core/options.h"
 #include "core/progress.h"
 #include "core/stream.h"
+#include "core/world.h"
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/decode.h"
@@ -547,7 +548,8 @@ int cmd_generate(int argc, const char **argv)
     if (o.threads > 0)
         omp_set_num_threads((int)o.threads);
 #endif
-    int code = generate(&o, rest.v[0]);
+    /* under mpirun, rank 0 generates (one output, not one per rank) */
+    int code = sl_world_get()->rank == 0 ? generate(&o, rest.v[0]) : 0;
     sl_strlist_release(&rest);
     return code;
 }
