@@ -54,7 +54,8 @@ int train_log_open(struct train_log **out, const char *dir, long resume_step)
     }
     if (!rc)
         rc = tb_writer_open(&tl->tb, dir);
-    if (!rc && resume_step > 0)
+    /* a fresh run in a directory of an earlier one replaces it too */
+    if (!rc)
         rc = tb_writer_session_start(tl->tb, resume_step + 1);
     if (rc) {
         tl->failed = 1;

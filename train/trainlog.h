@@ -2,9 +2,10 @@
  * (train/losscurve.h) in one directory, written by rank 0.
  *
  * Tags: train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu (when
- * log.peak_tflops is set) per logged step, val/loss per evaluation. A resumed run appends a
- * new event file that starts with a restart marker at the first step it redoes, and its
- * curves start from those of the earlier event files, so loss.svg covers the whole run.
+ * log.peak_tflops is set) per logged step, val/loss per evaluation. Each run segment writes
+ * a new event file that starts with a restart marker at the first step it runs (TensorBoard
+ * then hides the earlier files' events from that step on); a resumed run's curves start
+ * from those of the earlier event files, so loss.svg covers the whole run.
  *
  * Every call returns 0 or, once, the first error (a message for a warning); after an error
  * nothing more is written and later calls return 0, so logging never stops training.

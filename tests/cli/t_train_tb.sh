@@ -92,6 +92,17 @@ for m in [m for m in a if m['step'] <= 3] + b: print(json.dumps(m))" "$T/r1.json
 check_tb "$T/r/tb" "$T/r.jsonl" 6
 expect_eq "$(svg_points "$T/r/tb/loss.svg")" "6 3"
 
+case_ "a run started over in the same directory replaces the curves"
+run "$SLUICE" train "$CFG" "${SMALL[@]}" train.steps=5 eval.interval=2 log.peak_tflops=1 \
+    --tensorboard "$T/o" log.file="$T/o1.jsonl"
+expect_rc 0
+sleep 1
+run "$SLUICE" train "$CFG" "${SMALL[@]}" train.steps=3 eval.interval=2 log.peak_tflops=1 \
+    --tensorboard "$T/o" log.file="$T/o2.jsonl" optim.lr=1e-3
+expect_rc 0
+check_tb "$T/o" "$T/o2.jsonl" 3
+expect_eq "$(svg_points "$T/o/loss.svg")" "3 2"
+
 case_ "a killed run leaves readable events up to the kill"
 "$SLUICE" train "$CFG" "${SMALL[@]}" train.steps=100000 eval.interval=0 log.peak_tflops=1 \
     --tensorboard "$T/k" log.file="$T/k.jsonl" >/dev/null 2>&1 &
