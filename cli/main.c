@@ -33,6 +33,7 @@ static const struct command commands[] = {
     { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
     { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
     { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
+    { "generate", cmd_generate, "continue a prompt with a training checkpoint (CPU, sampling)" },
     { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },
 };
 

@@ -1,6 +1,7 @@
-/* XXH3 wrappers. */
+/* XXH3 wrappers and CRC-32C. */
 #include "core/hash.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
@@ -53,4 +54,29 @@ uint64_t sl_hasher_final(struct sl_hasher *h)
     XXH3_freeState(h->state);
     h->state = NULL;
     return v;
+}
+
+/* ---- CRC-32C ---------------------------------------------------------------------------- */
+
+static uint32_t crc32c_table[256];
+
+static void crc32c_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc32c_table[i] = c;
+    }
+}
+
+uint32_t sl_crc32c(uint32_t crc, const void *data, size_t n)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, crc32c_init);
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++)
+        crc = crc32c_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
 }

@@ -24,6 +24,7 @@
 #include "train/model.h"
 #include "train/optim.h"
 #include "train/safetensors.h"
+#include "train/trainlog.h"
 
 #include <errno.h>
 #include <math.h>
@@ -65,7 +66,7 @@ struct topts {
     long eval_interval, eval_iters;
     const char *ckpt_dir;
     long ckpt_interval, keep_last;
-    const char *log_file;
+    const char *log_file, *tb_dir;
     long log_interval;
     double peak_tflops;
     const char *dump_dir;
@@ -193,6 +194,7 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
         (rc = cfg_nonneg(root, "checkpoint.interval", 0, &o->ckpt_interval, 0)) ||
         (rc = cfg_nonneg(root, "checkpoint.keep_last", 3, &o->keep_last, 0)) ||
         (rc = sl_cfg_str(root, "log.file", NULL, &o->log_file)) ||
+        (rc = sl_cfg_str(root, "log.tensorboard_dir", NULL, &o->tb_dir)) ||
         (rc = cfg_nonneg(root, "log.interval", 1, &o->log_interval, 1)) ||
         (rc = sl_cfg_double(root, "log.peak_tflops", 0.0, &o->peak_tflops)) ||
         (rc = sl_cfg_str(root, "debug.dump_dir", NULL, &o->dump_dir)) ||
@@ -221,6 +223,7 @@ struct trainer {
     struct ckpt_state st;
     struct sl_rng rng;
     FILE *log;
+    struct train_log *tlog; /* TensorBoard events and loss.svg (rank 0) */
     char *config_json, *optim_json;
     double flops_per_token;
 };
@@ -445,6 +448,8 @@ static int train_loop(struct trainer *t)
                      "\"tflops_per_rank\":%.6f,\"mfu\":%s,\"skipped\":%s}\n",
                      step, (unsigned long long)t->st.consumed_samples, jl, lr, jn, dt, tok_s,
                      tflops, jm, finite ? "false" : "true");
+            if (train_log_step(t->tlog, step, loss, lr, norm, tok_s, mfu))
+                sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
         }
         if (o->eval_interval && (step % o->eval_interval == 0 || step == o->steps)) {
             double vl;
@@ -458,6 +463,8 @@ static int train_loop(struct trainer *t)
                 char jv[32];
                 jnum(jv, sizeof(jv), vl);
                 log_json(t, "{\"type\":\"valid\",\"step\":%ld,\"val_loss\":%s}\n", step, jv);
+                if (train_log_valid(t->tlog, step, vl))
+                    sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
             }
         }
         if (o->ckpt_dir && ((o->ckpt_interval && step % o->ckpt_interval == 0) || step == o->steps)) {
@@ -465,6 +472,8 @@ static int train_loop(struct trainer *t)
                 sl_error("%s", sl_err_msg());
                 return rc;
             }
+            if (train_log_plot(t->tlog))
+                sl_warn("loss plot: %s", sl_err_msg());
         }
     }
     return 0;
@@ -669,12 +678,21 @@ static int run(struct sl_cfg *root)
                 goto out;
             }
         }
+        char *tb = train_log_dir_for(o->tb_dir, o->ckpt_dir);
+        if (tb && train_log_open(&t->tlog, tb, t->st.step))
+            sl_warn("no TensorBoard log in '%s': %s", tb, sl_err_msg());
+        else if (tb)
+            sl_info("TensorBoard events: '%s'; loss plot: '%s/loss.svg'",
+                    train_log_events_path(t->tlog), tb);
+        free(tb);
     }
     rc = all_ok(t, 0);
     if (!rc)
         rc = train_loop(t);
     rc = rc ? 1 : 0;
 out:
+    if (train_log_close(t->tlog))
+        sl_warn("TensorBoard log: %s", sl_err_msg());
     if (t->log)
         fclose(t->log);
     cpu_model_free(t->cm);
@@ -694,7 +712,10 @@ out:
 
 int cmd_train(int argc, const char **argv)
 {
+    const char *tb = NULL;
     struct sl_option options[] = {
+        SL_OPT_STRING(0, "tensorboard", &tb, "DIR",
+                      "TensorBoard events and loss.svg in DIR (log.tensorboard_dir)"),
         SL_OPT_COMMON,
         SL_OPT_END_,
     };
@@ -724,6 +745,11 @@ int cmd_train(int argc, const char **argv)
             rc = sl_err_set(SL_ERR_USAGE, "'%s' is not a key=value override", rest.v[i]);
         else
             rc = sl_cfg_override(root, rest.v[i]);
+    }
+    if (!rc && tb) {
+        char *kv = sl_xasprintf("log.tensorboard_dir=%s", tb);
+        rc = sl_cfg_override(root, kv);
+        free(kv);
     }
     if (rc) {
         sl_error("%s", sl_err_msg());

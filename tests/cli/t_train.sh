@@ -63,7 +63,7 @@ case_ "uninterrupted 6 steps"
 run "$SLUICE" train "$CFG" data=synthetic train.steps=6 "${SMALL[@]}" checkpoint.dir="$T/a" \
     checkpoint.interval=1 checkpoint.keep_last=2 log.file="$T/a.jsonl"
 expect_rc 0
-expect_eq "$(ls "$T/a" | tr '\n' ' ')" "step-00000005 step-00000006 "
+expect_eq "$(cd "$T/a" && ls -d step-* | tr '\n' ' ')" "step-00000005 step-00000006 "
 expect_no_partials "$T/a"
 expect_file "$T/a/step-00000006/model.safetensors"
 expect_file "$T/a/step-00000006/optimizer.safetensors"

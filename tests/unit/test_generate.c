@@ -1,0 +1,156 @@
+/* Tests for generation: the key/value-cached decoder against the full forward pass (GPT and
+ * Llama layouts), and the sampler (greedy, seeds, temperature, top-k, top-p frequencies). */
+#include "tests/harness.h"
+
+#include "train/cpu_model.h"
+#include "train/decode.h"
+#include "train/model.h"
+#include "train/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static void cfg_small(struct model_config *c, int llama)
+{
+    memset(c, 0, sizeof(*c));
+    c->vocab_size = 97;
+    c->padded_vocab_size = 128;
+    c->max_seq_len = 16;
+    c->n_layers = 2, c->d_model = 32, c->n_heads = 4, c->n_kv_heads = llama ? 2 : 4;
+    c->d_ff = llama ? 48 : 128;
+    c->head_dim = 8;
+    c->norm = llama ? MODEL_RMSNORM : MODEL_LAYERNORM;
+    c->act = llama ? MODEL_SWIGLU : MODEL_GELU_TANH;
+    c->pos = llama ? MODEL_POS_ROPE : MODEL_POS_LEARNED;
+    c->bias = !llama, c->tied_embeddings = !llama, c->norm_eps = 1e-5f;
+    c->rope_theta = 10000;
+    c->init_std = 0.3f; /* large enough for peaked attention and logits */
+}
+
+TEST(decoder_matches_full_forward)
+{
+    for (int llama = 0; llama < 2; llama++) {
+        struct model_config c;
+        cfg_small(&c, llama);
+        REQUIRE(model_config_check(&c) == 0);
+        struct model_layout l;
+        model_layout_init(&l, &c);
+        float *params = aligned_alloc(64, l.total * sizeof(float));
+        REQUIRE(params);
+        model_init_params(&c, &l, params, 42 + (uint64_t)llama);
+        enum { T = 16 };
+        int32_t tokens[T], targets[T] = { 0 };
+        for (int t = 0; t < T; t++)
+            tokens[t] = (t * 37 + 11) % c.vocab_size;
+        struct cpu_model *m;
+        REQUIRE(cpu_model_new(&m, &c, &l, 1, T) == 0);
+        cpu_model_forward(m, params, tokens, targets);
+        const float *full = cpu_model_logits(m);
+        struct decoder *d;
+        REQUIRE(decoder_new(&d, &c, &l, params, T) == 0);
+        for (int pass = 0; pass < 2; pass++) {
+            double worst = 0, scale = 0;
+            for (int t = 0; t < T; t++) {
+                /* the second pass feeds all but the last token without logits */
+                if (pass && t + 1 < T) {
+                    REQUIRE(decoder_feed(d, tokens[t]) == 0);
+                    continue;
+                }
+                const float *lg = decoder_step(d, tokens[t]);
+                REQUIRE(lg);
+                for (int v = 0; v < c.vocab_size; v++) {
+                    worst = fmax(worst, fabs(lg[v] - full[(size_t)t * c.vocab_size + v]));
+                    scale = fmax(scale, fabs(full[(size_t)t * c.vocab_size + v]));
+                }
+            }
+            CHECK(scale > 0.1);
+            if (!(worst <= 1e-6 * scale))
+                sl_test_fail(__FILE__, __LINE__, "%s: decoder logits differ by %g (scale %g)",
+                             llama ? "llama" : "gpt", worst, scale);
+            CHECK_EQ_INT(decoder_len(d), T);
+            CHECK(decoder_step(d, 1) == NULL); /* full */
+            CHECK(decoder_feed(d, 1) != 0);
+            decoder_reset(d);
+        }
+        CHECK(decoder_new(&d, &c, &l, params, T + 1) != 0 || !d);
+        decoder_free(d);
+        cpu_model_free(m);
+        free(params);
+        model_layout_release(&l);
+    }
+}
+
+TEST(sampler_greedy_and_seeds)
+{
+    float lg[6] = { 0.1f, 2.0f, -1.0f, 2.0f, NAN, 1.5f };
+    struct sampler s;
+    REQUIRE(sampler_init(&s, 6, 0.0, 0, 1.0, 1) == 0);
+    CHECK(sampler_greedy(&s));
+    CHECK_EQ_INT(sampler_pick(&s, lg), 1); /* ties: the lowest id */
+    sampler_release(&s);
+    REQUIRE(sampler_init(&s, 6, 1.0, 1, 1.0, 1) == 0);
+    CHECK_EQ_INT(sampler_pick(&s, lg), 1);
+    sampler_release(&s);
+    REQUIRE(sampler_init(&s, 6, 1.0, 0, 0.0, 1) == 0);
+    CHECK_EQ_INT(sampler_pick(&s, lg), 1);
+    sampler_release(&s);
+    CHECK(sampler_init(&s, 6, -1.0, 0, 1.0, 1) != 0);
+    CHECK(sampler_init(&s, 6, 1.0, -2, 1.0, 1) != 0);
+    CHECK(sampler_init(&s, 6, 1.0, 0, NAN, 1) != 0);
+    /* same seed, same draws; another seed, other draws; NaN never drawn */
+    int32_t a[64], b[64], c[64];
+    uint64_t seeds[3] = { 7, 7, 8 };
+    int32_t *outs[3] = { a, b, c };
+    for (int k = 0; k < 3; k++) {
+        REQUIRE(sampler_init(&s, 6, 2.0, 0, 1.0, seeds[k]) == 0);
+        for (int i = 0; i < 64; i++)
+            outs[k][i] = sampler_pick(&s, lg);
+        sampler_release(&s);
+    }
+    CHECK(memcmp(a, b, sizeof(a)) == 0);
+    CHECK(memcmp(a, c, sizeof(a)) != 0);
+    for (int i = 0; i < 64; i++)
+        CHECK(a[i] != 4 && c[i] != 4);
+}
+
+/* Frequencies of n draws over 4 tokens. */
+static void freqs(double temperature, int top_k, double top_p, double f[4])
+{
+    float lg[4] = { logf(0.5f), logf(0.3f), logf(0.15f), logf(0.05f) };
+    struct sampler s;
+    REQUIRE(sampler_init(&s, 4, temperature, top_k, top_p, 99) == 0);
+    int n = 40000, cnt[4] = { 0 };
+    for (int i = 0; i < n; i++)
+        cnt[sampler_pick(&s, lg)]++;
+    for (int i = 0; i < 4; i++)
+        f[i] = (double)cnt[i] / n;
+    sampler_release(&s);
+}
+
+static int near(const double f[4], double a, double b, double c, double d)
+{
+    double w[4] = { a, b, c, d };
+    for (int i = 0; i < 4; i++)
+        if (fabs(f[i] - w[i]) > 0.01)
+            return 0;
+    return 1;
+}
+
+TEST(sampler_distributions)
+{
+    double f[4];
+    freqs(1.0, 0, 1.0, f);
+    CHECK(near(f, 0.5, 0.3, 0.15, 0.05));
+    freqs(1.0, 2, 1.0, f); /* top-k 2: 0.5 and 0.3 renormalised */
+    CHECK(near(f, 0.625, 0.375, 0, 0));
+    freqs(1.0, 0, 0.6, f); /* top-p 0.6: 0.5 + 0.3 reach it */
+    CHECK(near(f, 0.625, 0.375, 0, 0));
+    freqs(1.0, 0, 0.5, f); /* 0.5 alone reaches 0.5 */
+    CHECK(near(f, 1, 0, 0, 0));
+    freqs(1.0, 3, 0.9, f); /* k 3 then p 0.9 of 0.95: all three */
+    CHECK(near(f, 0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0));
+    /* temperature 0.5 squares the probabilities */
+    double z = 0.25 + 0.09 + 0.0225 + 0.0025;
+    freqs(0.5, 0, 1.0, f);
+    CHECK(near(f, 0.25 / z, 0.09 / z, 0.0225 / z, 0.0025 / z));
+}

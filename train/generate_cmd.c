@@ -1,0 +1,555 @@
+/* sluice generate: load a training checkpoint and continue a prompt on the CPU, with a
+ * key/value cache (train/decode.h) and temperature / top-k / top-p sampling
+ * (train/sampler.h). Text goes through the tokenizer the training data was made with, or
+ * the one given; --ids works on raw token ids.
+ */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "tokenize/tokenizer.h"
+#include "train/checkpoint.h"
+#include "train/decode.h"
+#include "train/model.h"
+#include "train/sampler.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const char *const usage[] = {
+    "sluice generate CHECKPOINT --prompt TEXT [options]",
+    "",
+    "Continue TEXT with the model of a training checkpoint (a step directory, or a checkpoint",
+    "directory whose newest step is used), on the CPU with a key/value cache. Prints the",
+    "prompt and its continuation on stdout as they are generated. Temperature 0 (or",
+    "--top-k 1, or --top-p 0) is greedy decoding. The tokenizer defaults to the one that",
+    "made the training data (from its PREFIX.manifest.json); --ids reads and prints token ids.",
+    NULL,
+};
+
+struct gopts {
+    const char *prompt, *tokenizer;
+    long max_tokens, top_k;
+    double temperature, top_p;
+    uint64_t seed;
+    long threads;
+    int ids, ignore_eod;
+};
+
+static int file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The step directory for a path: itself when it holds checkpoint.json, else the newest
+ * complete step under it. */
+static int resolve_checkpoint(const char *path, char **out)
+{
+    *out = NULL;
+    char *j = sl_xasprintf("%s/checkpoint.json", path);
+    int here = file_exists(j);
+    free(j);
+    if (here) {
+        *out = sl_xstrdup(path);
+        return 0;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return sl_err_set(SL_ERR_NOTFOUND, "cannot open checkpoint '%s': %s", path,
+                          strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return sl_err_set(SL_ERR_FORMAT, "checkpoint '%s' is not a directory", path);
+    int rc = ckpt_find_latest(path, out);
+    if (rc)
+        return rc;
+    if (!*out)
+        return sl_err_set(SL_ERR_NOTFOUND,
+                          "'%s' holds no checkpoint (no checkpoint.json, no complete step-* "
+                          "directory)\nhint: give checkpoint.dir of a run, or one of its "
+                          "step-NNNNNNNN directories",
+                          path);
+    return 0;
+}
+
+/* The first prefix of a data.prefix value (a string in Megatron's blend syntax, or a list). */
+static char *first_prefix(struct json_object *p)
+{
+    if (json_object_is_type(p, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(p); i++) {
+            struct json_object *e = json_object_array_get_idx(p, i);
+            if (json_object_is_type(e, json_type_string)) {
+                const char *s = json_object_get_string(e);
+                char *end;
+                strtod(s, &end);
+                if (end == s || *end)
+                    return sl_xstrdup(s);
+            }
+        }
+        return NULL;
+    }
+    if (!json_object_is_type(p, json_type_string))
+        return NULL;
+    char *all = sl_xstrdup(json_object_get_string(p)), *save = NULL, *res = NULL;
+    for (char *w = strtok_r(all, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        char *end;
+        strtod(w, &end);
+        if (end == w || *end) {
+            res = sl_xstrdup(w);
+            break;
+        }
+    }
+    free(all);
+    return res;
+}
+
+/* The tokenizer spec recorded by `sluice tokenize` for the data a checkpoint was trained on:
+ * config.data.prefix -> PREFIX.manifest.json (PREFIX without its _<key>_document suffix) ->
+ * settings.tokenizer. A relative path in the spec is tried as written, then next to the
+ * manifest. NULL when any step is missing; *prefix_out is then the data prefix looked at
+ * (or NULL), for the message. */
+static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
+{
+    *prefix_out = NULL;
+    char *jp = sl_xasprintf("%s/checkpoint.json", step_dir), *spec = NULL, *prefix = NULL;
+    struct sl_buf b = SL_BUF_INIT;
+    b.max = 64u << 20;
+    struct json_object *o = NULL, *m = NULL;
+    if (sl_read_file(jp, &b) != 0)
+        goto out;
+    o = json_tokener_parse(b.data ? b.data : "");
+    struct json_object *cfg, *data, *p;
+    if (!o || !json_object_object_get_ex(o, "config", &cfg) ||
+        !json_object_object_get_ex(cfg, "data", &data) ||
+        !json_object_object_get_ex(data, "prefix", &p) || !(prefix = first_prefix(p)))
+        goto out;
+    /* PREFIX_text_document -> PREFIX.manifest.json; keys may hold '_', so try each cut */
+    size_t n = strlen(prefix);
+    const char *suffix = "_document";
+    char *manifest = NULL;
+    if (n > strlen(suffix) && !strcmp(prefix + n - strlen(suffix), suffix)) {
+        for (size_t cut = n - strlen(suffix); cut > 0 && !manifest; cut--) {
+            if (prefix[cut] != '_' || cut == n - strlen(suffix))
+                continue;
+            char *cand = sl_xasprintf("%.*s.manifest.json", (int)cut, prefix);
+            if (file_exists(cand))
+                manifest = cand;
+            else
+                free(cand);
+        }
+    }
+    if (!manifest) {
+        char *cand = sl_xasprintf("%s.manifest.json", prefix);
+        if (file_exists(cand))
+            manifest = cand;
+        else
+            free(cand);
+    }
+    if (!manifest)
+        goto out;
+    sl_buf_release(&b);
+    b = (struct sl_buf)SL_BUF_INIT;
+    b.max = 64u << 20;
+    if (sl_read_file(manifest, &b) == 0)
+        m = json_tokener_parse(b.data ? b.data : "");
+    struct json_object *settings, *tok;
+    if (m && json_object_object_get_ex(m, "settings", &settings) &&
+        json_object_object_get_ex(settings, "tokenizer", &tok) &&
+        json_object_is_type(tok, json_type_string)) {
+        const char *s = json_object_get_string(tok), *colon = strchr(s, ':');
+        const char *path = colon ? colon + 1 : s, *slash = strrchr(manifest, '/');
+        struct stat sb;
+        if (path[0] == '/' || stat(path, &sb) == 0 || !slash)
+            spec = sl_xstrdup(s);
+        else
+            spec = sl_xasprintf("%.*s%.*s/%s", colon ? (int)(colon - s + 1) : 0, s,
+                                (int)(slash - manifest), manifest, path);
+    }
+    free(manifest);
+out:
+    json_object_put(o);
+    json_object_put(m);
+    sl_buf_release(&b);
+    if (!spec)
+        *prefix_out = prefix;
+    else
+        free(prefix);
+    free(jp);
+    return spec;
+}
+
+/* "5 6,7" -> ids; each below vocab. */
+static int parse_ids(const char *s, int vocab, struct tok_ids *out)
+{
+    const char *p = s;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n')
+            p++;
+        if (!*p)
+            break;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0 || v >= vocab)
+            return sl_err_set(SL_ERR_USAGE, "--ids: '%.*s' is not a token id below %d",
+                              (int)strcspn(p, " ,\t\n"), p, vocab);
+        tok_ids_push(out, (uint32_t)v);
+        p = end;
+    }
+    return 0;
+}
+
+/* Length of the longest prefix of s[0..n) that does not end inside a UTF-8 sequence. */
+static size_t utf8_complete(const char *s, size_t n)
+{
+    for (size_t back = 1; back <= 4 && back <= n; back++) {
+        unsigned char c = (unsigned char)s[n - back];
+        if ((c & 0xc0) == 0x80)
+            continue;
+        size_t need = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+        return need > back ? n - back : n;
+    }
+    return n;
+}
+
+/* Decode ids, skipping any the tokenizer cannot (one at a time then). */
+static void decode_ids(const struct tokenizer *t, const uint32_t *ids, size_t n, struct sl_buf *out)
+{
+    size_t len0 = out->len;
+    if (tokenizer_decode(t, ids, n, out) == 0)
+        return;
+    out->len = len0;
+    for (size_t i = 0; i < n; i++) {
+        size_t before = out->len;
+        if (tokenizer_decode(t, ids + i, 1, out) != 0)
+            out->len = before;
+    }
+}
+
+/* Streams the continuation: text decoded from prompt + generated ids, printed beyond the
+ * decoded prompt, up to the last complete UTF-8 character. */
+struct printer {
+    const struct tokenizer *tok;
+    size_t prompt_ids;
+    struct sl_buf base, full;
+    size_t printed; /* bytes of the continuation written */
+    int ids, last_newline;
+};
+
+static void printer_emit(struct printer *p, const struct tok_ids *all, int final)
+{
+    if (p->ids) {
+        for (size_t i = p->printed; i < all->n; i++)
+            printf("%s%u", i ? " " : "", all->v[i]);
+        p->printed = all->n;
+        if (final)
+            printf("\n");
+        fflush(stdout);
+        return;
+    }
+    p->full.len = 0;
+    decode_ids(p->tok, all->v, all->n, &p->full);
+    const char *cont = p->full.data ? p->full.data : "";
+    size_t n = p->full.len;
+    if (n >= p->base.len && !memcmp(cont, p->base.data ? p->base.data : "", p->base.len)) {
+        cont += p->base.len;
+        n -= p->base.len;
+    } else { /* the prompt did not decode to a prefix: the continuation alone */
+        p->full.len = 0;
+        decode_ids(p->tok, all->v + p->prompt_ids, all->n - p->prompt_ids, &p->full);
+        cont = p->full.data ? p->full.data : "";
+        n = p->full.len;
+    }
+    size_t upto = final ? n : utf8_complete(cont, n);
+    if (upto > p->printed) {
+        fwrite(cont + p->printed, 1, upto - p->printed, stdout);
+        p->last_newline = cont[upto - 1] == '\n';
+        p->printed = upto;
+    }
+    if (final && !p->last_newline)
+        fputc('\n', stdout);
+    fflush(stdout);
+}
+
+static int generate(const struct gopts *o, const char *ckpt_arg)
+{
+    char *step_dir = NULL, *spec = NULL, *data_prefix = NULL;
+    struct model_config mc;
+    struct ckpt_state st;
+    struct model_layout l;
+    int have_layout = 0, code = 1;
+    float *params = NULL;
+    struct tokenizer *tok = NULL;
+    struct tokenizer_enc *enc = NULL;
+    struct decoder *dec = NULL;
+    struct sampler smp;
+    memset(&smp, 0, sizeof(smp));
+    struct tok_ids all = { 0 };
+    struct printer pr;
+    memset(&pr, 0, sizeof(pr));
+
+    int rc = resolve_checkpoint(ckpt_arg, &step_dir);
+    if (!rc)
+        rc = ckpt_read_meta(step_dir, &mc, &st);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        goto out;
+    }
+    model_layout_init(&l, &mc);
+    have_layout = 1;
+    params = aligned_alloc(64, sl_mul_size((l.total + 15) / 16 * 16, sizeof(float)));
+    if (!params) {
+        sl_error("cannot allocate %.1f GiB for the parameters of '%s'",
+                 (double)l.total * sizeof(float) / (1u << 30), step_dir);
+        goto out;
+    }
+    if ((rc = ckpt_load(step_dir, &l, params, NULL, NULL))) {
+        sl_error("cannot load checkpoint '%s': %s", step_dir, sl_err_msg());
+        goto out;
+    }
+    sl_info("checkpoint '%s': step %ld, %llu parameters, %d layers, hidden %d, vocabulary %d, "
+            "context %d",
+            step_dir, st.step, (unsigned long long)l.params, mc.n_layers, mc.d_model, mc.vocab_size,
+            mc.max_seq_len);
+
+    /* the prompt as ids */
+    if (o->ids) {
+        if ((rc = parse_ids(o->prompt ? o->prompt : "", mc.vocab_size, &all))) {
+            sl_error("%s", sl_err_msg());
+            code = 2;
+            goto out;
+        }
+        if (!all.n) {
+            sl_error("--ids needs a prompt of at least one token id (--prompt \"ID ...\")");
+            code = 2;
+            goto out;
+        }
+    } else {
+        if (o->tokenizer) {
+            spec = sl_xstrdup(o->tokenizer);
+        } else if (!(spec = tokenizer_from_checkpoint(step_dir, &data_prefix))) {
+            if (data_prefix)
+                sl_error("no tokenizer found for the training data of '%s': no "
+                         "PREFIX.manifest.json from `sluice tokenize` next to '%s'\n"
+                         "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
+                         step_dir, data_prefix);
+            else
+                sl_error("no tokenizer is recorded for the data of '%s' (synthetic data?)\n"
+                         "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
+                         step_dir);
+            code = 2;
+            goto out;
+        } else {
+            sl_info("tokenizer '%s' (from the training data's manifest)", spec);
+        }
+        if ((rc = tokenizer_open(&tok, spec))) {
+            sl_error("%s", sl_err_msg());
+            if (!o->tokenizer)
+                fprintf(stderr, "hint: this tokenizer is named in the training data's manifest; "
+                                "give --tokenizer SPEC\n");
+            code = rc == SL_ERR_USAGE ? 2 : 1;
+            goto out;
+        }
+        if (tok->vocab_size > (uint32_t)mc.vocab_size)
+            sl_warn("the tokenizer has %u ids, the model %d: is it the tokenizer the model was "
+                    "trained with?",
+                    tok->vocab_size, mc.vocab_size);
+        enc = tokenizer_enc_new(tok);
+        const char *text = o->prompt ? o->prompt : "";
+        if ((rc = tokenizer_encode(enc, text, strlen(text), &all)) < 0) {
+            sl_error("cannot encode the prompt: %s", sl_err_msg());
+            goto out;
+        }
+        for (size_t i = 0; i < all.n; i++)
+            if (all.v[i] >= (uint32_t)mc.vocab_size) {
+                sl_error("the prompt encodes to token id %u, beyond the model's vocabulary of %d\n"
+                         "hint: is '%s' the tokenizer the model was trained with?",
+                         all.v[i], mc.vocab_size, spec);
+                goto out;
+            }
+        if (!all.n) {
+            if (tok->eod_id < 0 || tok->eod_id >= mc.vocab_size) {
+                sl_error("the prompt is empty and the tokenizer has no end-of-document token to "
+                         "start from\nhint: give --prompt TEXT");
+                code = 2;
+                goto out;
+            }
+            tok_ids_push(&all, (uint32_t)tok->eod_id);
+        }
+    }
+    if ((rc =
+             sampler_init(&smp, mc.vocab_size, o->temperature, (int)o->top_k, o->top_p, o->seed))) {
+        sl_error("%s", sl_err_msg());
+        code = 2;
+        goto out;
+    }
+    if ((rc = decoder_new(&dec, &mc, &l, params, mc.max_seq_len))) {
+        sl_error("%s", sl_err_msg());
+        goto out;
+    }
+
+    /* echo the prompt */
+    pr.tok = tok;
+    pr.ids = o->ids;
+    pr.prompt_ids = all.n;
+    if (!o->ids) {
+        decode_ids(tok, all.v, all.n, &pr.base);
+        if (o->prompt && o->prompt[0]) {
+            fputs(o->prompt, stdout);
+            pr.last_newline = o->prompt[strlen(o->prompt) - 1] == '\n';
+        } else {
+            pr.last_newline = 1;
+        }
+        fflush(stdout);
+    } else {
+        printer_emit(&pr, &all, 0);
+    }
+
+    /* the prompt's last window through the cache, then one token per step; a full cache
+     * drops its oldest quarter and is refilled from the tokens kept */
+    int W = decoder_max_len(dec), keep = W - W / 4;
+    if (all.n > (size_t)W)
+        sl_warn("the prompt has %zu tokens, the model's context %d: its last %d are used", all.n, W,
+                W);
+    const float *logits = NULL;
+    double t0 = sl_now();
+    size_t start = all.n > (size_t)W ? all.n - (size_t)W : 0;
+    for (size_t i = start; i + 1 < all.n; i++)
+        decoder_feed(dec, (int32_t)all.v[i]);
+    logits = decoder_step(dec, (int32_t)all.v[all.n - 1]);
+    double t_prompt = sl_now() - t0;
+    int vlimit = mc.vocab_size;
+    if (tok && tok->vocab_size < (uint32_t)vlimit)
+        vlimit = (int)tok->vocab_size;
+    float *masked = NULL;
+    if (vlimit < mc.vocab_size)
+        masked = sl_xmalloc((size_t)mc.vocab_size * sizeof(float));
+    int refills = 0;
+    for (long made = 0; made < o->max_tokens; made++) {
+        if (masked) { /* ids the tokenizer cannot decode are never picked */
+            memcpy(masked, logits, (size_t)vlimit * sizeof(float));
+            for (int i = vlimit; i < mc.vocab_size; i++)
+                masked[i] = -INFINITY;
+        }
+        int32_t next = sampler_pick(&smp, masked ? masked : logits);
+        if (tok && !o->ignore_eod && tok->eod_id >= 0 && next == tok->eod_id)
+            break;
+        tok_ids_push(&all, (uint32_t)next);
+        printer_emit(&pr, &all, 0);
+        if (made + 1 == o->max_tokens)
+            break;
+        if (decoder_len(dec) == W) {
+            decoder_reset(dec);
+            refills++;
+            for (size_t i = all.n - (size_t)keep; i + 1 < all.n; i++)
+                decoder_feed(dec, (int32_t)all.v[i]);
+            logits = decoder_step(dec, next);
+        } else {
+            logits = decoder_step(dec, next);
+        }
+    }
+    printer_emit(&pr, &all, 1);
+    free(masked);
+    double dt = sl_now() - t0 - t_prompt;
+    sl_info("%ld tokens generated in %.2f s (%.1f tokens/s; prompt %zu tokens in %.2f s%s)",
+            (long)(all.n - pr.prompt_ids), dt, dt > 0 ? (double)(all.n - pr.prompt_ids) / dt : 0.0,
+            pr.prompt_ids, t_prompt, refills ? ", context window slid" : "");
+    code = 0;
+out:
+    sl_buf_release(&pr.base);
+    sl_buf_release(&pr.full);
+    tok_ids_release(&all);
+    sampler_release(&smp);
+    decoder_free(dec);
+    tokenizer_enc_free(enc);
+    tokenizer_free(tok);
+    free(params);
+    if (have_layout)
+        model_layout_release(&l);
+    free(spec);
+    free(data_prefix);
+    free(step_dir);
+    return code;
+}
+
+int cmd_generate(int argc, const char **argv)
+{
+    struct gopts o;
+    memset(&o, 0, sizeof(o));
+    o.max_tokens = 128;
+    o.temperature = 0.8;
+    o.top_k = 40;
+    o.top_p = 0.95;
+    o.seed = 1234;
+    struct sl_option options[] = {
+        SL_OPT_STRING('p', "prompt", &o.prompt, "TEXT", "the text to continue (--ids: token ids)"),
+        SL_OPT_INTEGER('n', "max-tokens", &o.max_tokens, "N", "tokens to generate (default 128)"),
+        SL_OPT_DOUBLE(0, "temperature", &o.temperature, "T",
+                      "divide the logits by T (default 0.8; 0: greedy)"),
+        SL_OPT_INTEGER(0, "top-k", &o.top_k, "K",
+                       "sample from the K most likely tokens (default 40; 0: all)"),
+        SL_OPT_DOUBLE(0, "top-p", &o.top_p, "P",
+                      "keep the most likely tokens up to probability P (default 0.95; 1: all)"),
+        SL_OPT_UINT64(0, "seed", &o.seed, "S", "random seed (default 1234)"),
+        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
+                      "gpt2:DIR, tiktoken:FILE or spm:FILE (default: the training data's)"),
+        SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
+        SL_OPT_FLAG_(0, "ids", &o.ids, "the prompt and the output are token ids"),
+        SL_OPT_FLAG_(0, "ignore-eod", &o.ignore_eod,
+                     "go on past the end-of-document token (default: stop there)"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    if (!rc && rest.n != 1)
+        rc = sl_err_set(SL_ERR_USAGE,
+                        rest.n ? "give exactly one checkpoint" : "no checkpoint given");
+    if (!rc && o.max_tokens < 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--max-tokens must be 0 or more");
+    if (!rc && (o.top_k < 0 || o.top_k > 0x7fffffff))
+        rc = sl_err_set(SL_ERR_USAGE, "--top-k must be 0 (off) or more");
+    if (!rc && (!isfinite(o.temperature) || o.temperature < 0))
+        rc = sl_err_set(SL_ERR_USAGE, "--temperature must be 0 or more");
+    if (!rc && (!isfinite(o.top_p) || o.top_p < 0 || o.top_p > 1))
+        rc = sl_err_set(SL_ERR_USAGE, "--top-p must be in [0, 1]");
+    if (!rc && o.threads < 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--threads must be 0 (all cores) or more");
+    if (!rc && o.ids && o.tokenizer)
+        rc = sl_err_set(SL_ERR_USAGE, "--ids and --tokenizer cannot be used together");
+    if (!rc && o.ids && (!o.prompt || !o.prompt[0]))
+        rc = sl_err_set(SL_ERR_USAGE, "--ids needs --prompt \"ID ...\"");
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        return 2;
+    }
+#ifdef _OPENMP
+    if (o.threads > 0)
+        omp_set_num_threads((int)o.threads);
+#endif
+    /* under mpirun, rank 0 generates (one output, not one per rank) */
+    int code = sl_world_get()->rank == 0 ? generate(&o, rest.v[0]) : 0;
+    sl_strlist_release(&rest);
+    return code;
+}

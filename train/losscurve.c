@@ -1,0 +1,209 @@
+/* Loss curves and their SVG plot: linear axes with 1-2-5 ticks, one polyline per series
+ * (long series averaged into at most MAX_POINTS points), markers for validation points. */
+#include "train/losscurve.h"
+
+#include "core/alloc.h"
+#include "core/atomic.h"
+#include "core/buf.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W          800
+#define H          480
+#define ML         70 /* margins: left, right, top, bottom */
+#define MR         20
+#define MT         40
+#define MB         55
+#define MAX_POINTS 1500
+
+void loss_curve_release(struct loss_curve *c)
+{
+    free(c->train.v);
+    free(c->val.v);
+    memset(c, 0, sizeof(*c));
+}
+
+void loss_series_add(struct loss_series *s, int64_t step, double loss)
+{
+    while (s->n && s->v[s->n - 1].step >= step)
+        s->n--;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->v = sl_xrealloc(s->v, s->cap * sizeof(*s->v));
+    }
+    s->v[s->n++] = (struct loss_point){ step, loss };
+}
+
+static void series_truncate(struct loss_series *s, int64_t step)
+{
+    while (s->n && s->v[s->n - 1].step > step)
+        s->n--;
+}
+
+void loss_curve_truncate(struct loss_curve *c, int64_t step)
+{
+    series_truncate(&c->train, step);
+    series_truncate(&c->val, step);
+}
+
+/* A 1, 2 or 5 times a power of ten near span / n. */
+static double nice_step(double span, int n)
+{
+    double raw = span / n, p = pow(10.0, floor(log10(raw))), f = raw / p;
+    return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+}
+
+struct frame {
+    double x0, x1, y0, y1;
+};
+
+static double px(const struct frame *f, double x)
+{
+    return ML + (x - f->x0) / (f->x1 - f->x0) * (W - ML - MR);
+}
+
+static double py(const struct frame *f, double y)
+{
+    return H - MB - (y - f->y0) / (f->y1 - f->y0) * (H - MT - MB);
+}
+
+static void range(const struct loss_series *s, struct frame *f, int *any)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (!isfinite(s->v[i].loss))
+            continue;
+        double x = (double)s->v[i].step, y = s->v[i].loss;
+        if (!*any) {
+            f->x0 = f->x1 = x;
+            f->y0 = f->y1 = y;
+            *any = 1;
+        }
+        f->x0 = fmin(f->x0, x), f->x1 = fmax(f->x1, x);
+        f->y0 = fmin(f->y0, y), f->y1 = fmax(f->y1, y);
+    }
+}
+
+static void polyline(struct sl_buf *b, const struct frame *f, const struct loss_series *s,
+                     const char *color, int markers)
+{
+    size_t finite = 0;
+    for (size_t i = 0; i < s->n; i++)
+        finite += isfinite(s->v[i].loss) != 0;
+    if (!finite)
+        return;
+    size_t group = (finite + MAX_POINTS - 1) / MAX_POINTS;
+    sl_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
+    double sx = 0, sy = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (!isfinite(s->v[i].loss))
+            continue;
+        sx += (double)s->v[i].step;
+        sy += s->v[i].loss;
+        if (++k == group) {
+            sl_buf_printf(b, "%.1f,%.1f ", px(f, sx / k), py(f, sy / k));
+            sx = sy = 0;
+            k = 0;
+        }
+    }
+    if (k)
+        sl_buf_printf(b, "%.1f,%.1f ", px(f, sx / k), py(f, sy / k));
+    sl_buf_puts(b, "\"/>\n");
+    if (markers && finite <= MAX_POINTS)
+        for (size_t i = 0; i < s->n; i++)
+            if (isfinite(s->v[i].loss))
+                sl_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
+                              px(f, (double)s->v[i].step), py(f, s->v[i].loss), color);
+}
+
+static void text_escaped(struct sl_buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            sl_buf_puts(b, "&lt;");
+        else if (*s == '>')
+            sl_buf_puts(b, "&gt;");
+        else if (*s == '&')
+            sl_buf_puts(b, "&amp;");
+        else if (*s == '"')
+            sl_buf_puts(b, "&quot;");
+        else
+            sl_buf_putc(b, *s);
+    }
+}
+
+int loss_curve_svg(const struct loss_curve *c, const char *title, struct sl_buf *b)
+{
+    struct frame f = { 0, 1, 0, 1 };
+    int any = 0;
+    range(&c->train, &f, &any);
+    range(&c->val, &f, &any);
+    if (f.x1 - f.x0 < 1)
+        f.x0 -= 1, f.x1 += 1;
+    double pad = (f.y1 - f.y0) * 0.05;
+    if (pad <= 0)
+        pad = fmax(fabs(f.y0) * 0.05, 0.05);
+    f.y0 -= pad, f.y1 += pad;
+    sl_buf_printf(b,
+                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                  "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                  "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+                  W, H, W, H, W, H);
+    sl_buf_printf(b, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">", W / 2);
+    text_escaped(b, title);
+    sl_buf_puts(b, "</text>\n");
+    /* grid, ticks and labels */
+    double xs = nice_step(f.x1 - f.x0, 8), ys = nice_step(f.y1 - f.y0, 6);
+    for (double x = ceil(f.x0 / xs) * xs; x <= f.x1 + 1e-9 * xs; x += xs)
+        sl_buf_printf(b,
+                      "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e4e4e4\"/>\n"
+                      "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.10g</text>\n",
+                      px(&f, x), MT, px(&f, x), H - MB, px(&f, x), H - MB + 16, x);
+    for (double y = ceil(f.y0 / ys) * ys; y <= f.y1 + 1e-9 * ys; y += ys)
+        sl_buf_printf(b,
+                      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n"
+                      "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
+                      ML, py(&f, y), W - MR, py(&f, y), ML - 6, py(&f, y) + 4,
+                      fabs(y) < 1e-12 * ys ? 0.0 : y);
+    sl_buf_printf(b,
+                  "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                  "stroke=\"#444\"/>\n"
+                  "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n"
+                  "<text x=\"18\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 18 %d)\">"
+                  "loss</text>\n",
+                  ML, MT, W - ML - MR, H - MT - MB, (W + ML - MR) / 2, H - 14, (H + MT - MB) / 2,
+                  (H + MT - MB) / 2);
+    if (!any)
+        sl_buf_printf(b,
+                      "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\">no "
+                      "losses yet</text>\n",
+                      (W + ML - MR) / 2, (H + MT - MB) / 2);
+    polyline(b, &f, &c->train, "#1f77b4", 0);
+    polyline(b, &f, &c->val, "#ff7f0e", 1);
+    /* legend */
+    int lx = W - MR - 150, ly = MT + 12;
+    sl_buf_printf(b,
+                  "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#1f77b4\" "
+                  "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">train loss</text>\n",
+                  lx, ly, lx + 24, ly, lx + 30, ly + 4);
+    if (c->val.n)
+        sl_buf_printf(b,
+                      "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ff7f0e\" "
+                      "stroke-width=\"2\"/><circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"#ff7f0e\"/>"
+                      "<text x=\"%d\" y=\"%d\">validation loss</text>\n",
+                      lx, ly + 18, lx + 24, ly + 18, lx + 12, ly + 18, lx + 30, ly + 22);
+    return sl_buf_puts(b, "</svg>\n");
+}
+
+int loss_curve_write_svg(const struct loss_curve *c, const char *title, const char *path)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    int rc = loss_curve_svg(c, title, &b);
+    if (!rc)
+        rc = sl_write_file_atomic(path, b.data, b.len);
+    sl_buf_release(&b);
+    return rc;
+}

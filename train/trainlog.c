@@ -1,0 +1,135 @@
+/* The trainer's TensorBoard events and loss.svg: one event file per run segment, the curves
+ * of earlier segments read back from their event files. */
+#include "train/trainlog.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "train/losscurve.h"
+#include "train/tbevents.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct train_log {
+    char *dir, *svg;
+    struct tb_writer *tb;
+    struct loss_curve curve;
+    int failed;
+};
+
+char *train_log_dir_for(const char *setting, const char *ckpt_dir)
+{
+    if (setting)
+        return !setting[0] || !strcmp(setting, "none") ? NULL : sl_xstrdup(setting);
+    return ckpt_dir ? sl_xasprintf("%s/tb", ckpt_dir) : NULL;
+}
+
+/* Earlier segments: losses by tag; a restart marker drops what it restarts. */
+static int on_scalar(void *ctx, const char *tag, int64_t step, double wall, float value)
+{
+    struct loss_curve *c = ctx;
+    (void)wall;
+    if (!tag)
+        loss_curve_truncate(c, step - 1);
+    else if (!strcmp(tag, "train/loss"))
+        loss_series_add(&c->train, step, value);
+    else if (!strcmp(tag, "val/loss"))
+        loss_series_add(&c->val, step, value);
+    return 0;
+}
+
+int train_log_open(struct train_log **out, const char *dir, long resume_step)
+{
+    *out = NULL;
+    struct train_log *tl = sl_xcalloc(1, sizeof(*tl));
+    tl->dir = sl_xstrdup(dir);
+    tl->svg = sl_xasprintf("%s/loss.svg", dir);
+    int rc = 0;
+    if (resume_step > 0) {
+        rc = tb_read_dir(dir, on_scalar, &tl->curve);
+        if (rc)
+            sl_err_wrap(rc, "reading the earlier TensorBoard events: ");
+        loss_curve_truncate(&tl->curve, resume_step);
+    }
+    if (!rc)
+        rc = tb_writer_open(&tl->tb, dir);
+    /* a fresh run in a directory of an earlier one replaces it too */
+    if (!rc)
+        rc = tb_writer_session_start(tl->tb, resume_step + 1);
+    if (rc) {
+        tl->failed = 1;
+        train_log_close(tl);
+        return rc;
+    }
+    *out = tl;
+    return 0;
+}
+
+const char *train_log_events_path(const struct train_log *tl)
+{
+    return tb_writer_path(tl->tb);
+}
+
+/* The first error is returned; later ones are swallowed. */
+static int fail(struct train_log *tl, int rc)
+{
+    if (!rc || tl->failed)
+        return 0;
+    tl->failed = 1;
+    return rc;
+}
+
+int train_log_step(struct train_log *tl, long step, double loss, double lr, double grad_norm,
+                   double tokens_per_s, double mfu)
+{
+    if (!tl || tl->failed)
+        return 0;
+    loss_series_add(&tl->curve.train, step, loss);
+    int rc = tb_writer_scalar(tl->tb, step, "train/loss", (float)loss);
+    if (!rc)
+        rc = tb_writer_scalar(tl->tb, step, "train/lr", (float)lr);
+    if (!rc)
+        rc = tb_writer_scalar(tl->tb, step, "train/grad_norm", (float)grad_norm);
+    if (!rc)
+        rc = tb_writer_scalar(tl->tb, step, "train/tokens_per_s", (float)tokens_per_s);
+    if (!rc && isfinite(mfu))
+        rc = tb_writer_scalar(tl->tb, step, "train/mfu", (float)mfu);
+    return fail(tl, rc);
+}
+
+int train_log_valid(struct train_log *tl, long step, double val_loss)
+{
+    if (!tl || tl->failed)
+        return 0;
+    loss_series_add(&tl->curve.val, step, val_loss);
+    int rc = tb_writer_scalar(tl->tb, step, "val/loss", (float)val_loss);
+    if (rc)
+        return fail(tl, rc);
+    return train_log_plot(tl);
+}
+
+int train_log_plot(struct train_log *tl)
+{
+    if (!tl || tl->failed)
+        return 0;
+    char *title = sl_xasprintf("loss: %s", tl->dir);
+    int rc = loss_curve_write_svg(&tl->curve, title, tl->svg);
+    free(title);
+    return fail(tl, rc);
+}
+
+int train_log_close(struct train_log *tl)
+{
+    if (!tl)
+        return 0;
+    int rc = train_log_plot(tl);
+    int rc2 = tb_writer_close(tl->tb);
+    if (!rc)
+        rc = fail(tl, rc2);
+    loss_curve_release(&tl->curve);
+    free(tl->dir);
+    free(tl->svg);
+    free(tl);
+    return rc;
+}

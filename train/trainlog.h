@@ -1,0 +1,38 @@
+/* The trainer's logs for people: TensorBoard scalars (train/tbevents.h) and a loss.svg plot
+ * (train/losscurve.h) in one directory, written by rank 0.
+ *
+ * Tags: train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu (when
+ * log.peak_tflops is set) per logged step, val/loss per evaluation. Each run segment writes
+ * a new event file that starts with a restart marker at the first step it runs (TensorBoard
+ * then hides the earlier files' events from that step on); a resumed run's curves start
+ * from those of the earlier event files, so loss.svg covers the whole run.
+ *
+ * Every call returns 0 or, once, the first error (a message for a warning); after an error
+ * nothing more is written and later calls return 0, so logging never stops training.
+ */
+#ifndef SL_TRAIN_TRAINLOG_H
+#define SL_TRAIN_TRAINLOG_H
+
+struct train_log;
+
+/* The log directory for log.tensorboard_dir = setting (NULL when unset) and checkpoint.dir
+ * ckpt_dir (may be NULL): setting; else ckpt_dir/tb; NULL when logging is off (setting
+ * "none" or "", or neither set). A fresh string. */
+char *train_log_dir_for(const char *setting, const char *ckpt_dir);
+
+/* Open dir (created) for a run that continues after resume_step (0: a fresh run). On error
+ * *out is NULL. */
+int train_log_open(struct train_log **out, const char *dir, long resume_step);
+/* The new event file's path. */
+const char *train_log_events_path(const struct train_log *tl);
+
+int train_log_step(struct train_log *tl, long step, double loss, double lr, double grad_norm,
+                   double tokens_per_s, double mfu);
+/* A validation loss; also rewrites loss.svg. */
+int train_log_valid(struct train_log *tl, long step, double val_loss);
+/* Rewrite dir/loss.svg from the curves so far (at checkpoints). */
+int train_log_plot(struct train_log *tl);
+/* Rewrite loss.svg, close the event file, free. NULL is a no-op. */
+int train_log_close(struct train_log *tl);
+
+#endif
