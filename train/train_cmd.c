@@ -133,7 +133,10 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
     static const char *const device_names[] = { "auto", "cpu", "cuda", NULL };
     static const char *const attn_names[] = { "auto", "cudnn", "flash", NULL };
     static const char *const recompute_names[] = { "none", "selective", "full", NULL };
-    if ((rc = cfg_choice(root, "train.device", "auto", device_names, &o->device)) ||
+    /* SLUICE_TRAIN_DEVICE sets the default (the CLI tests pin the CPU reference path) */
+    const char *dev_default = getenv("SLUICE_TRAIN_DEVICE");
+    if ((rc = cfg_choice(root, "train.device", dev_default && *dev_default ? dev_default : "auto",
+                         device_names, &o->device)) ||
         (rc = cfg_choice(root, "train.attention", "auto", attn_names, &o->attention)) ||
         (rc = cfg_choice(root, "train.recompute", "none", recompute_names, &o->recompute)))
         return rc;
