@@ -1,9 +1,10 @@
 # train/: the model, the CPU reference trainer, the CUDA trainer, optimizer, checkpoints, the
 # train and export commands. gpu_train.c builds everywhere (without CUDA it only says so);
-# gpu_ops.cu only where nvcc is found.
+# the rest of the CUDA trainer (C over the CUDA runtime, and gpu_ops.cu) only where nvcc is
+# found.
 LIB_SRCS += train/model.c train/cpu_ops.c train/cpu_model.c train/optim.c train/safetensors.c \
             train/checkpoint.c train/gpu_train.c train/train_cmd.c train/export_cmd.c
-CU_SRCS += train/gpu_ops.cu
+CU_SRCS += train/gpu_model.c train/gpu_zero.c train/gpu_loader.c train/gpu_ops.cu
 FUZZ_TARGETS += fuzz_safetensors
 
 # Like the kernels: nvcc objects that do not depend on the version header.
