@@ -115,8 +115,8 @@ static void *carve(struct carver *c, size_t bytes, int cat)
     return c->base ? c->base + a : NULL;
 }
 
-/* Lay out every device buffer; with base NULL only count. */
-static void plan_memory(struct gt *t, char *base)
+/* Lay out every device buffer; with base NULL only count. Returns the arena's size. */
+static size_t plan_memory(struct gt *t, char *base)
 {
     struct carver c = { base, 0, t->mem };
     memset(t->mem, 0, sizeof(t->mem));
@@ -190,6 +190,7 @@ static void plan_memory(struct gt *t, char *base)
     t->d_tok_eval = carve(&c, 2 * N * sizeof(int32_t), MEM_WORK);
     t->d_stats = carve(&c, (size_t)(1 + t->a->accum) * f4, MEM_WORK);
     t->d_eval = carve(&c, (size_t)(t->a->eval_iters * t->a->accum) * f4, MEM_WORK);
+    return c.off;
 }
 
 static struct gacts acts(const struct gt *t, int li)
@@ -325,8 +326,8 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
     lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
 }
 
-/* Bucket k's gradient is final for this step: reduce-scatter it on the communication stream
- * (sum over ranks; each rank keeps its slice, in place). */
+/* Backward of layer li from the gradient of its output in t->dres; leaves the gradient of
+ * its input there. */
 static void layer_bwd(struct gt *t, int li, const struct gacts *a)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
@@ -445,11 +446,7 @@ int gpu_setup_model(struct gt *t)
                           a->attention == GPU_ATTN_CUDNN ? attn_cudnn_error() : "");
     t->emb_scratch_bytes = embedding_bwd_scratch_size(t->B, t->T, t->V);
 
-    plan_memory(t, NULL);
-    size_t bytes = 0;
-    for (int i = 0; i < MEM_N; i++)
-        bytes += t->mem[i];
-    bytes += 256 * 128; /* alignment of every carve */
+    size_t bytes = plan_memory(t, NULL);
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     cudaError_t e = cudaMalloc(&t->arena, bytes);

@@ -33,6 +33,8 @@ int gpu_setup_nccl(struct gt *t)
 #endif
 }
 
+/* Bucket k's gradient is final for this step: reduce-scatter it on the communication stream
+ * (sum over ranks; each rank keeps its slice, in place). */
 void gpu_bucket_reduce(struct gt *t, int k)
 {
 #ifdef SL_HAVE_NCCL
