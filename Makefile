@@ -6,7 +6,7 @@
 #   make asan         the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly
 #   make bench        run the benchmarks in bench/ against the peer tools
-#   make test-gpu     build and run the CUDA kernel tests (SKIP without nvcc or a GPU)
+#   make test-gpu     build and run the CUDA kernel and GPU trainer tests (SKIP without nvcc or a GPU)
 #   make bench-kernels  time the CUDA kernels (one table)
 #
 # Knobs: WERROR=1 (CI), CUDA=0 / MPI=0 to build without them, O=-O0 for debugging,
@@ -213,9 +213,11 @@ test-cli: $(BUILD)/sluice $(BUILD)/test_world
 
 test-gpu:
 ifeq ($(HAVE_CUDA),1)
-	@$(MAKE) --no-print-directory $(BUILD)/test_kernels
+	@$(MAKE) --no-print-directory $(BUILD)/test_kernels $(BUILD)/sluice
 	@echo "== GPU kernel tests ($(BUILD))"
 	@$(BUILD)/test_kernels $(TEST_GPU_ARGS)
+	@echo "== GPU trainer against the CPU path ($(BUILD))"
+	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) tests/cli/run.sh tests/gpu/t_train_gpu.sh
 else
 	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
 endif

@@ -67,68 +67,150 @@ static int write_tensors(const char *path, const struct model_layout *l, const f
     return rc;
 }
 
-int ckpt_save(const char *dir, const struct model_config *c, const struct model_layout *l,
-              const float *params, const float *m, const float *v, const struct ckpt_state *st,
-              const char *config_json, const char *optim_json)
+static char *step_path(const char *dir, const char *fmt, long step)
+{
+    return sl_xasprintf(fmt, dir, step);
+}
+
+char *ckpt_tmp_path(const char *dir, long step)
+{
+    return step_path(dir, "%s/.step-%08ld.tmp", step);
+}
+
+int ckpt_begin(const char *dir, long step)
 {
     int rc = sl_mkdir_p(dir);
     if (rc)
         return rc;
-    char *final = sl_xasprintf("%s/step-%08ld", dir, st->step);
-    char *tmp = sl_xasprintf("%s/.step-%08ld.tmp", dir, st->step);
-    char *old = sl_xasprintf("%s/.step-%08ld.old", dir, st->step);
-    char *p = NULL;
-    struct sl_buf j = SL_BUF_INIT;
+    char *tmp = ckpt_tmp_path(dir, step);
     rm_flat_dir(tmp);
-    if (mkdir(tmp, 0777) != 0) {
+    if (mkdir(tmp, 0777) != 0)
         rc = sl_err_set(SL_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
+    free(tmp);
+    return rc;
+}
+
+void ckpt_abort(const char *dir, long step)
+{
+    char *tmp = ckpt_tmp_path(dir, step);
+    rm_flat_dir(tmp);
+    free(tmp);
+}
+
+int ckpt_write_model(const char *dir, long step, const struct model_layout *l, const float *params)
+{
     char stepbuf[32];
-    snprintf(stepbuf, sizeof(stepbuf), "%ld", st->step);
+    snprintf(stepbuf, sizeof(stepbuf), "%ld", step);
     const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, NULL };
-    p = sl_xasprintf("%s/model.safetensors", tmp);
-    rc = write_tensors(p, l, params, "", meta);
+    char *tmp = ckpt_tmp_path(dir, step);
+    char *p = sl_xasprintf("%s/model.safetensors", tmp);
+    int rc = write_tensors(p, l, params, "", meta);
     free(p);
-    p = NULL;
-    if (rc)
-        goto out;
-    if (m && v) {
-        p = sl_xasprintf("%s/optimizer.safetensors", tmp);
-        struct st_tensor *t = sl_xcalloc(2 * (size_t)l->n, sizeof(*t));
-        char **names = sl_xcalloc(2 * (size_t)l->n, sizeof(char *));
-        for (int k = 0; k < 2; k++)
-            for (int i = 0; i < l->n; i++) {
-                struct st_tensor *x = &t[k * l->n + i];
-                names[k * l->n + i] = sl_xasprintf("%s.%s", k ? "exp_avg_sq" : "exp_avg", l->t[i].name);
-                x->name = names[k * l->n + i];
-                x->dtype = "F32";
-                x->ndim = l->t[i].ndim;
-                x->shape[0] = l->t[i].shape[0];
-                x->shape[1] = l->t[i].shape[1];
-                x->data = (k ? v : m) + l->t[i].offset;
-                x->nbytes = l->t[i].numel * sizeof(float);
-            }
-        rc = st_write(p, t, 2 * (size_t)l->n, meta);
-        for (int i = 0; i < 2 * l->n; i++)
-            free(names[i]);
-        free(names);
-        free(t);
-        free(p);
-        p = NULL;
-        if (rc)
-            goto out;
+    free(tmp);
+    return rc;
+}
+
+static int write_optimizer(const char *dir, long step, const struct model_layout *l, const float *m,
+                           const float *v)
+{
+    char stepbuf[32];
+    snprintf(stepbuf, sizeof(stepbuf), "%ld", step);
+    const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, NULL };
+    char *tmp = ckpt_tmp_path(dir, step);
+    char *p = sl_xasprintf("%s/optimizer.safetensors", tmp);
+    struct st_tensor *t = sl_xcalloc(2 * (size_t)l->n, sizeof(*t));
+    char **names = sl_xcalloc(2 * (size_t)l->n, sizeof(char *));
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < l->n; i++) {
+            struct st_tensor *x = &t[k * l->n + i];
+            names[k * l->n + i] = sl_xasprintf("%s.%s", k ? "exp_avg_sq" : "exp_avg", l->t[i].name);
+            x->name = names[k * l->n + i];
+            x->dtype = "F32";
+            x->ndim = l->t[i].ndim;
+            x->shape[0] = l->t[i].shape[0];
+            x->shape[1] = l->t[i].shape[1];
+            x->data = (k ? v : m) + l->t[i].offset;
+            x->nbytes = l->t[i].numel * sizeof(float);
+        }
+    int rc = st_write(p, t, 2 * (size_t)l->n, meta);
+    for (int i = 0; i < 2 * l->n; i++)
+        free(names[i]);
+    free(names);
+    free(t);
+    free(p);
+    free(tmp);
+    return rc;
+}
+
+static const char *const part_names[3] = { "master", "exp_avg", "exp_avg_sq" };
+
+int ckpt_write_shard(const char *dir, long step, int rank, int nranks,
+                     const struct ckpt_range *r, size_t nr)
+{
+    char stepbuf[32], rankbuf[16], nbuf[16];
+    snprintf(stepbuf, sizeof(stepbuf), "%ld", step);
+    snprintf(rankbuf, sizeof(rankbuf), "%d", rank);
+    snprintf(nbuf, sizeof(nbuf), "%d", nranks);
+    const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, "rank", rankbuf,
+                           "ranks", nbuf, NULL };
+    struct st_tensor *t = sl_xcalloc(3 * nr + 1, sizeof(*t));
+    char **names = sl_xcalloc(3 * nr + 1, sizeof(char *));
+    size_t n = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (!r[i].n)
+            continue;
+        const float *src[3] = { r[i].master, r[i].m, r[i].v };
+        for (int k = 0; k < 3; k++) {
+            names[n] = sl_xasprintf("%s@%zu", part_names[k], r[i].first);
+            t[n] = (struct st_tensor){ names[n], "F32", 1, { (int64_t)r[i].n }, src[k],
+                                       r[i].n * sizeof(float) };
+            n++;
+        }
     }
+    char *tmp = ckpt_tmp_path(dir, step);
+    char *p = sl_xasprintf("%s/optimizer-%05d-of-%05d.safetensors", tmp, rank, nranks);
+    int rc = st_write(p, t, n, meta);
+    free(p);
+    free(tmp);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(t);
+    return rc;
+}
+
+int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt_state *st,
+                const char *config_json, const char *optim_json, int optimizer, int shards)
+{
+    char *final = step_path(dir, "%s/step-%08ld", st->step);
+    char *tmp = ckpt_tmp_path(dir, st->step);
+    char *old = step_path(dir, "%s/.step-%08ld.old", st->step);
+    char *p = NULL;
+    int rc = 0;
+    struct sl_buf j = SL_BUF_INIT;
     sl_buf_printf(&j, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"step\": %ld,\n", CKPT_FORMAT,
                   CKPT_VERSION, st->step);
     sl_buf_puts(&j, "  \"model\": ");
     model_config_to_json(c, &j);
-    sl_buf_puts(&j, ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\"},\n");
-    sl_buf_printf(&j,
-                  "  \"optimizer\": {\"file\": %s, \"type\": \"adamw\", \"adam_step\": %ld, "
-                  "\"moments\": [\"exp_avg.<tensor>\", \"exp_avg_sq.<tensor>\"], \"settings\": %s},\n",
-                  m && v ? "\"optimizer.safetensors\"" : "null", st->adam_step,
-                  optim_json ? optim_json : "null");
+    if (shards > 0)
+        sl_buf_puts(&j, ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\", "
+                        "\"source\": \"bf16\"},\n");
+    else
+        sl_buf_puts(&j, ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\"},\n");
+    if (shards > 0)
+        sl_buf_printf(&j,
+                      "  \"optimizer\": {\"file\": null, \"shards\": %d, \"shard_file\": "
+                      "\"optimizer-RRRRR-of-%05d.safetensors\", \"type\": \"adamw\", "
+                      "\"adam_step\": %ld, \"moments\": [\"master@<first>\", \"exp_avg@<first>\", "
+                      "\"exp_avg_sq@<first>\"], \"settings\": %s},\n",
+                      shards, shards, st->adam_step, optim_json ? optim_json : "null");
+    else
+        sl_buf_printf(&j,
+                      "  \"optimizer\": {\"file\": %s, \"type\": \"adamw\", \"adam_step\": %ld, "
+                      "\"moments\": [\"exp_avg.<tensor>\", \"exp_avg_sq.<tensor>\"], \"settings\": "
+                      "%s},\n",
+                      optimizer ? "\"optimizer.safetensors\"" : "null", st->adam_step,
+                      optim_json ? optim_json : "null");
     sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu},\n",
                   (unsigned long long)st->consumed_samples);
     sl_buf_printf(&j,
@@ -176,6 +258,22 @@ out:
     free(final);
     free(tmp);
     free(old);
+    return rc;
+}
+
+int ckpt_save(const char *dir, const struct model_config *c, const struct model_layout *l,
+              const float *params, const float *m, const float *v, const struct ckpt_state *st,
+              const char *config_json, const char *optim_json)
+{
+    int rc = ckpt_begin(dir, st->step);
+    if (rc)
+        return rc;
+    rc = ckpt_write_model(dir, st->step, l, params);
+    if (!rc && m && v)
+        rc = write_optimizer(dir, st->step, l, m, v);
+    if (!rc)
+        return ckpt_commit(dir, c, st, config_json, optim_json, m && v, 0);
+    ckpt_abort(dir, st->step);
     return rc;
 }
 
@@ -343,8 +441,154 @@ static int load_slab(const char *file, const struct model_layout *l, float *slab
     return rc;
 }
 
+/* The optimizer shard files of a step directory (sorted), or none. */
+static int list_shards(const char *path, char ***files, size_t *n)
+{
+    *files = NULL;
+    *n = 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return sl_err_set(SL_ERR_IO, "cannot open checkpoint '%s': %s", path, strerror(errno));
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int r, w;
+        char tail[32];
+        if (sscanf(e->d_name, "optimizer-%d-of-%d.%31s", &r, &w, tail) != 3 ||
+            strcmp(tail, "safetensors") != 0)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            *files = sl_xrealloc(*files, cap * sizeof(char *));
+        }
+        (*files)[(*n)++] = sl_xasprintf("%s/%s", path, e->d_name);
+    }
+    closedir(d);
+    for (size_t i = 1; i < *n; i++)
+        for (size_t k = i; k > 0 && strcmp((*files)[k - 1], (*files)[k]) > 0; k--) {
+            char *t = (*files)[k];
+            (*files)[k] = (*files)[k - 1];
+            (*files)[k - 1] = t;
+        }
+    return 0;
+}
+
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Copy the overlap of the source elements [s0, s0 + sn) with each range into it. */
+static void copy_overlap(const float *src, size_t s0, size_t sn, const struct ckpt_range *r,
+                         size_t nr, float *const *dst)
+{
+    for (size_t i = 0; i < nr; i++) {
+        size_t a = s0 > r[i].first ? s0 : r[i].first;
+        size_t b0 = s0 + sn, b1 = r[i].first + r[i].n;
+        size_t b = b0 < b1 ? b0 : b1;
+        if (a < b)
+            memcpy(dst[i] + (a - r[i].first), src + (a - s0), (b - a) * sizeof(float));
+    }
+}
+
+int ckpt_is_sharded(const char *path)
+{
+    char **files;
+    size_t n;
+    if (list_shards(path, &files, &n))
+        return 0;
+    free_list(files, n);
+    return n > 0;
+}
+
+int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_part part,
+                     const struct ckpt_range *r, size_t nr, float *const *dst)
+{
+    for (size_t i = 0; i < nr; i++)
+        memset(dst[i], 0, r[i].n * sizeof(float));
+    char **files;
+    size_t nf;
+    int rc = list_shards(path, &files, &nf);
+    if (rc)
+        return rc;
+    if (nf) {
+        /* sharded (GPU) checkpoint: flat ranges named <part>@<first> in every shard */
+        size_t plen = strlen(part_names[part]);
+        size_t covered = 0;
+        for (size_t k = 0; k < nf && !rc; k++) {
+            struct st_file *f;
+            if ((rc = st_open(&f, files[k])))
+                break;
+            for (size_t i = 0; i < st_count(f); i++) {
+                const struct st_tensor *t = st_at(f, i);
+                if (strncmp(t->name, part_names[part], plen) != 0 || t->name[plen] != '@')
+                    continue;
+                char *end;
+                unsigned long long first = strtoull(t->name + plen + 1, &end, 10);
+                if (*end || strcmp(t->dtype, "F32") != 0 || t->ndim != 1 ||
+                    first + (unsigned long long)t->shape[0] > l->total) {
+                    rc = sl_err_set(SL_ERR_CORRUPT,
+                                    "checkpoint shard '%s': tensor '%s' is not an F32 range "
+                                    "inside the model's %zu elements",
+                                    files[k], t->name, l->total);
+                    break;
+                }
+                copy_overlap((const float *)t->data, (size_t)first, (size_t)t->shape[0], r, nr,
+                             dst);
+                covered += (size_t)t->shape[0];
+            }
+            st_close(f);
+        }
+        if (!rc && covered != l->total)
+            rc = sl_err_set(SL_ERR_CORRUPT,
+                            "checkpoint '%s': the optimizer shards cover %zu of %zu elements of "
+                            "'%s'\nhint: is a shard file missing?",
+                            path, covered, l->total, part_names[part]);
+        free_list(files, nf);
+        return rc;
+    }
+    free_list(files, nf);
+    /* per-tensor (CPU) checkpoint */
+    static const char *const prefixes[3] = { "", "exp_avg.", "exp_avg_sq." };
+    char *p = sl_xasprintf("%s/%s", path, part == CKPT_PARAMS ? "model.safetensors" : "optimizer.safetensors");
+    struct st_file *f;
+    rc = st_open(&f, p);
+    char name[MODEL_NAME_MAX + 16];
+    for (int i = 0; !rc && i < l->n; i++) {
+        const struct model_tensor *mt = &l->t[i];
+        int needed = 0;
+        for (size_t k = 0; k < nr; k++)
+            needed |= mt->offset < r[k].first + r[k].n && r[k].first < mt->offset + mt->numel;
+        if (!needed)
+            continue;
+        snprintf(name, sizeof(name), "%s%s", prefixes[part], mt->name);
+        const struct st_tensor *t = st_find(f, name);
+        if (!t || strcmp(t->dtype, "F32") != 0 || t->nbytes != mt->numel * sizeof(float)) {
+            rc = sl_err_set(SL_ERR_CORRUPT, "checkpoint file '%s': tensor '%s' is %s", p, name,
+                            t ? "not F32 of the model's shape" : "missing");
+            break;
+        }
+        copy_overlap((const float *)t->data, mt->offset, mt->numel, r, nr, dst);
+    }
+    st_close(f);
+    free(p);
+    return rc;
+}
+
 int ckpt_load(const char *path, const struct model_layout *l, float *params, float *m, float *v)
 {
+    if (ckpt_is_sharded(path)) {
+        /* written by the GPU trainer: the fp32 master weights and moments are in the shards */
+        struct ckpt_range all = { 0, l->total, NULL, NULL, NULL };
+        int rc = ckpt_read_ranges(path, l, CKPT_PARAMS, &all, 1, &params);
+        if (!rc && m && v)
+            rc = ckpt_read_ranges(path, l, CKPT_EXP_AVG, &all, 1, &m);
+        if (!rc && m && v)
+            rc = ckpt_read_ranges(path, l, CKPT_EXP_AVG_SQ, &all, 1, &v);
+        return rc;
+    }
     char *p = sl_xasprintf("%s/model.safetensors", path);
     int rc = load_slab(p, l, params, "");
     free(p);

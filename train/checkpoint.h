@@ -29,6 +29,34 @@ int ckpt_save(const char *dir, const struct model_config *c, const struct model_
               const float *params, const float *m, const float *v, const struct ckpt_state *st,
               const char *config_json, const char *optim_json);
 
+/* The steps of ckpt_save, for writers that hold the state in pieces (the GPU trainer: every
+ * rank writes its optimizer shard into the same directory, on a shared file system).
+ * ckpt_begin (one rank) makes a fresh DIR/.step-NNNNNNNN.tmp; ckpt_write_model and
+ * ckpt_write_shard write into it; ckpt_commit (one rank, after all writers are done) adds
+ * checkpoint.json and renames the directory to DIR/step-NNNNNNNN; ckpt_abort removes it.
+ * ckpt_tmp_path returns a fresh string. */
+char *ckpt_tmp_path(const char *dir, long step);
+int ckpt_begin(const char *dir, long step);
+void ckpt_abort(const char *dir, long step);
+int ckpt_write_model(const char *dir, long step, const struct model_layout *l, const float *params);
+
+/* A range of the flat parameter index space of the layout (elements [first, first + n)) and
+ * the fp32 master weights and AdamW moments over it. */
+struct ckpt_range {
+    size_t first, n;
+    const float *master, *m, *v;
+};
+/* DIR/.step-N.tmp/optimizer-RRRRR-of-WWWWW.safetensors: 1-D F32 tensors master@<first>,
+ * exp_avg@<first>, exp_avg_sq@<first> for each range (ranges may have any size; empty ones
+ * are left out). Together the shards of all ranks must cover [0, l->total). */
+int ckpt_write_shard(const char *dir, long step, int rank, int nranks,
+                     const struct ckpt_range *r, size_t nr);
+/* shards > 0: the optimizer state is in that many shard files (and model.safetensors holds
+ * the bf16 working weights widened to fp32); shards == 0: optimizer says whether
+ * optimizer.safetensors was written. */
+int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt_state *st,
+                const char *config_json, const char *optim_json, int optimizer, int shards);
+
 /* The newest complete checkpoint under dir (a step-* directory with a checkpoint.json);
  * *path is a fresh string, or NULL when there is none (returns 0 then). */
 int ckpt_find_latest(const char *dir, char **path);
@@ -36,8 +64,20 @@ int ckpt_find_latest(const char *dir, char **path);
 /* Read checkpoint.json of a step directory: the model config and the state. */
 int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *st);
 /* Load the parameters (and moments when m, v are not NULL) of a step directory into slabs
- * laid out by l. Every tensor must be present with its shape; errors name the file. */
+ * laid out by l. Every tensor must be present with its shape; errors name the file. A
+ * sharded (GPU) checkpoint gives the fp32 master weights from its shards. */
 int ckpt_load(const char *path, const struct model_layout *l, float *params, float *m, float *v);
+
+/* 1 when the step directory holds optimizer shards (written by the GPU trainer). */
+int ckpt_is_sharded(const char *path);
+
+enum ckpt_part { CKPT_PARAMS, CKPT_EXP_AVG, CKPT_EXP_AVG_SQ };
+/* Read one part over nr ranges of the flat index space into dst[i] (r[i].n floats each; the
+ * master/m/v pointers of r are ignored), from either kind of checkpoint: the shards
+ * (masters for CKPT_PARAMS) or the per-tensor files. Alignment gaps read as 0. Any number of
+ * ranks can read what any number wrote. */
+int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_part part,
+                     const struct ckpt_range *r, size_t nr, float *const *dst);
 
 /* Remove all but the newest keep step-* directories (keep <= 0: keep all). */
 int ckpt_prune(const char *dir, int keep);

@@ -21,6 +21,7 @@
 #include "dataset/loader.h"
 #include "train/checkpoint.h"
 #include "train/cpu_model.h"
+#include "train/gpu_train.h"
 #include "train/model.h"
 #include "train/optim.h"
 #include "train/safetensors.h"
@@ -44,7 +45,8 @@ static const char *const usage[] = {
     "Train a GPT- or Llama-style model (configs/models/*.yaml) on .bin/.idx prefixes",
     "(data.prefix, Megatron syntax: \"0.3 PREFIX_A 0.7 PREFIX_B\") or on synthetic tokens",
     "(data=synthetic). Overrides use dotted keys: train.steps=200 optim.lr=3e-4.",
-    "Without a GPU trainer the CPU reference path runs (OpenMP; MPI ranks are data parallel).",
+    "train.device=auto (default) trains on the GPU when this build has CUDA and one is",
+    "present, else on the CPU reference path (OpenMP; MPI ranks are data parallel).",
     "See docs/trainer.md for every key.",
     NULL,
 };
@@ -71,6 +73,8 @@ struct topts {
     double peak_tflops;
     const char *dump_dir;
     long dump_steps;
+    int device; /* 0 auto, 1 cpu, 2 cuda */
+    int attention, recompute; /* enum gpu_attention, enum gpu_recompute */
 };
 
 static int cfg_choice(struct sl_cfg *root, const char *path, const char *def, const char *const *names,
@@ -127,6 +131,16 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
         (rc = cfg_choice(root, "train.on_nan", "stop", nan_names, &idx)))
         return rc;
     o->on_nan = idx ? NAN_SKIP : NAN_STOP;
+    static const char *const device_names[] = { "auto", "cpu", "cuda", NULL };
+    static const char *const attn_names[] = { "auto", "cudnn", "flash", NULL };
+    static const char *const recompute_names[] = { "none", "selective", "full", NULL };
+    /* SLUICE_TRAIN_DEVICE sets the default (the CLI tests pin the CPU reference path) */
+    const char *dev_default = getenv("SLUICE_TRAIN_DEVICE");
+    if ((rc = cfg_choice(root, "train.device", dev_default && *dev_default ? dev_default : "auto",
+                         device_names, &o->device)) ||
+        (rc = cfg_choice(root, "train.attention", "auto", attn_names, &o->attention)) ||
+        (rc = cfg_choice(root, "train.recompute", "none", recompute_names, &o->recompute)))
+        return rc;
     if (o->seq_len > o->mc.max_seq_len) {
         struct sl_cfg *n = sl_cfg_get(root, "train.seq_len");
         return sl_err_set(SL_ERR_CONFIG,
@@ -485,6 +499,78 @@ static int gpu_present(void)
     return stat("/dev/nvidia0", &sb) == 0 || stat("/proc/driver/nvidia/gpus", &sb) == 0;
 }
 
+/* train.device: auto (the GPU when this build has CUDA and every rank sees one), cpu, or
+ * cuda (an error without one). Returns 0 (and *on_gpu), or 1 after printing the error. */
+static int choose_device(struct trainer *t, int threads, int *on_gpu)
+{
+    char why[256];
+    int64_t have = t->o.device == 1 ? 0 : gpu_train_available(why, sizeof(why));
+    sl_world_allreduce_i64(t->w, &have, 1, SL_MIN);
+    *on_gpu = have != 0;
+    if (t->o.device == 2 && !have) {
+        if (t->w->rank == 0)
+            sl_error("train.device=cuda: %s\nhint: train.device=auto falls back to the CPU",
+                     why[0] ? why : "a rank has no CUDA device");
+        return 1;
+    }
+    if (have || t->w->rank != 0)
+        return 0;
+    if (t->o.device == 1)
+        sl_info("train.device=cpu: training on the CPU (%d threads x %d ranks)", threads,
+                t->w->size);
+    else if (gpu_present())
+        sl_info("a GPU is present but the GPU trainer cannot use it (%s): training on the CPU "
+                "(%d threads x %d ranks)",
+                why, threads, t->w->size);
+    else
+        sl_info("no GPU found: training on the CPU (%d threads x %d ranks)", threads, t->w->size);
+    return 0;
+}
+
+/* Hand the run to the CUDA trainer (train/gpu_train.c). */
+static int run_gpu(struct trainer *t)
+{
+    const struct topts *o = &t->o;
+    if (o->dump_dir) {
+        if (t->w->rank == 0)
+            sl_error("debug.dump_dir is supported on the CPU path only\nhint: train.device=cpu");
+        return 1;
+    }
+    struct gpu_train_args a;
+    memset(&a, 0, sizeof(a));
+    a.mc = o->mc;
+    a.seq_len = o->seq_len;
+    a.micro_batch = o->micro_batch;
+    a.global_batch = o->global_batch;
+    a.steps = o->steps;
+    a.accum = t->accum;
+    a.seed = o->seed;
+    a.data_seed = o->data_seed;
+    a.resume = o->resume;
+    a.on_nan_skip = o->on_nan == NAN_SKIP;
+    a.lr = o->lr;
+    a.adam = o->adam;
+    a.clip = o->clip;
+    a.prefix = o->synthetic ? NULL : o->prefix;
+    a.split = o->split;
+    a.cache_dir = o->cache_dir;
+    a.normalize_weights = o->normalize_weights;
+    a.eval_interval = o->eval_interval;
+    a.eval_iters = o->eval_iters;
+    a.ckpt_dir = o->ckpt_dir;
+    a.ckpt_interval = o->ckpt_interval;
+    a.keep_last = o->keep_last;
+    a.log_file = o->log_file;
+    a.tb_dir = o->tb_dir;
+    a.log_interval = o->log_interval;
+    a.peak_tflops = o->peak_tflops;
+    a.config_json = t->config_json;
+    a.optim_json = t->optim_json;
+    a.attention = (enum gpu_attention)o->attention;
+    a.recompute = (enum gpu_recompute)o->recompute;
+    return gpu_train_run(&a, t->w);
+}
+
 static int setup_threads(long want)
 {
     int n = (int)want;
@@ -535,14 +621,11 @@ static int run(struct sl_cfg *root)
     t->accum = o->global_batch / (o->micro_batch * t->w->size);
 
     int threads = setup_threads(o->threads);
-    if (t->w->rank == 0) {
-        if (gpu_present())
-            sl_info("a GPU is present but this build has no GPU trainer: training on the CPU "
-                    "(%d threads x %d ranks)",
-                    threads, t->w->size);
-        else
-            sl_info("no GPU found: training on the CPU (%d threads x %d ranks)", threads,
-                    t->w->size);
+    int on_gpu = 0;
+    if ((rc = choose_device(t, threads, &on_gpu)) != 0 || on_gpu) {
+        if (on_gpu)
+            rc = run_gpu(t);
+        goto out;
     }
 
     model_layout_init(&t->l, &o->mc);

@@ -5,6 +5,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${SLUICE:?set SLUICE to the sluice binary}"
 export SLUICE
 export SLUICE_PROGRESS_INTERVAL=${SLUICE_PROGRESS_INTERVAL:-30}
+# the trainer's CLI tests check the CPU reference path, also on machines with a GPU
+# (tests/gpu/t_train_gpu.sh names train.device in every run)
+export SLUICE_TRAIN_DEVICE=${SLUICE_TRAIN_DEVICE:-cpu}
 # Open MPI in containers: no shared-memory transport warnings, no hwloc binding
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1

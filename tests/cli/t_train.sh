@@ -48,6 +48,40 @@ expect_eq "$(grep -c '"type":"train"' "$T/log.jsonl")" 3
 expect_eq "$(json_line "$T/log.jsonl" 3 "sorted(m)")" \
     "['consumed_samples', 'grad_norm', 'loss', 'lr', 'mfu', 'skipped', 'step', 'step_time_s', 'tflops_per_rank', 'tokens_per_s', 'type']"
 
+case_ "train.device=cpu forces the CPU path"
+run "$SLUICE" train "$CFG" data=synthetic train.steps=1 "${SMALL[@]}" train.device=cpu
+expect_rc 0
+expect_err "train.device=cpu: training on the CPU"
+
+# Without a GPU (CI): cuda is a clear error, auto falls back to the CPU with an info line.
+# With one, tests/gpu/t_train_gpu.sh (make test-gpu) covers both devices.
+if ! { [ -e /dev/nvidia0 ] || nvidia-smi -L >/dev/null 2>&1; }; then
+    case_ "train.device=cuda without a GPU fails cleanly"
+    run "$SLUICE" train "$CFG" data=synthetic train.steps=1 "${SMALL[@]}" train.device=cuda
+    expect_rc 1
+    expect_err "train.device=cuda: "
+    expect_err "hint: train.device=auto falls back to the CPU"
+    expect_no_err "fatal"
+    case_ "train.device=auto without a GPU falls back to the CPU"
+    run "$SLUICE" train "$CFG" data=synthetic train.steps=1 "${SMALL[@]}" train.device=auto
+    expect_rc 0
+    expect_err "no GPU found: training on the CPU"
+    expect_out "step 1/1 | consumed_samples 4 | loss "
+else
+    echo "  skip: train.device=cuda/auto without a GPU (a GPU is present; see make test-gpu)"
+fi
+
+case_ "train.device, train.attention, train.recompute take their listed values only"
+run "$SLUICE" train "$CFG" data=synthetic train.device=tpu
+expect_rc 2
+expect_err "hint: one of auto, cpu, cuda"
+run "$SLUICE" train "$CFG" data=synthetic train.attention=sdpa
+expect_rc 2
+expect_err "hint: one of auto, cudnn, flash"
+run "$SLUICE" train "$CFG" data=synthetic train.recompute=some
+expect_rc 2
+expect_err "hint: one of none, selective, full"
+
 case_ "a typo in a key is reported with the nearest known key"
 run "$SLUICE" train "$CFG" data=synthetic optim.lrr=1
 expect_rc 2

@@ -3,10 +3,12 @@
  * table (known model sizes), FLOPs per token, safetensors round trips and damaged files. */
 #include "tests/harness.h"
 
+#include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "dataset/blend.h"
 #include "dataset/gpt_index.h"
+#include "train/checkpoint.h"
 #include "train/cpu_ops.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -14,6 +16,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 TEST(mt19937_matches_numpy)
 {
@@ -277,4 +280,90 @@ TEST(safetensors_round_trip_and_damage)
     memcpy(img + 8, bad_shape, sizeof(bad_shape) - 1);
     CHECK_EQ_INT(st_open_mem(&f, img, 8 + sizeof(bad_shape) - 1 + 8, "bad"), SL_ERR_FORMAT);
     sl_buf_release(&raw);
+}
+
+/* The GPU trainer's sharded checkpoints: any number of writers, read back by ranges or whole
+ * (the CPU path's ckpt_load) exactly; per-tensor checkpoints read by ranges too. */
+TEST(checkpoint_shards_any_rank_count)
+{
+    struct model_config c;
+    cfg_gpt2(&c);
+    c.vocab_size = 250, c.padded_vocab_size = 256, c.max_seq_len = 16, c.n_layers = 2;
+    c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 4, c.d_ff = 128, c.head_dim = 16;
+    REQUIRE(model_config_check(&c) == 0);
+    struct model_layout l;
+    model_layout_init(&l, &c);
+    size_t n = l.total;
+    float *src = calloc(3 * n, sizeof(float)), *dst = calloc(3 * n, sizeof(float));
+    REQUIRE(src && dst);
+    for (int i = 0; i < l.n; i++) /* gaps between tensors stay 0 */
+        for (size_t k = 0; k < l.t[i].numel; k++)
+            for (int p = 0; p < 3; p++)
+                src[p * n + l.t[i].offset + k] =
+                    (float)(p + 1) * 0.001f * (float)(l.t[i].offset + k) + 0.5f;
+    const char *dir = sl_test_tmpdir();
+    struct ckpt_state st;
+    memset(&st, 0, sizeof(st));
+    st.step = 5;
+    st.adam_step = 5;
+    st.consumed_samples = 40;
+    /* 3 writers; cut [0, n) into 7 uneven ranges dealt round-robin, like ZeRO-1 bucket slices */
+    size_t cuts[8] = { 0, 1, n / 7, n / 3, n / 3 + 64, n / 2, n - 5, n };
+    REQUIRE(ckpt_begin(dir, st.step) == 0);
+    REQUIRE(ckpt_write_model(dir, st.step, &l, src) == 0);
+    for (int r = 0; r < 3; r++) {
+        struct ckpt_range rg[3];
+        size_t nr = 0;
+        for (int k = r; k < 7; k += 3, nr++)
+            rg[nr] = (struct ckpt_range){ cuts[k], cuts[k + 1] - cuts[k], src + cuts[k],
+                                          src + n + cuts[k], src + 2 * n + cuts[k] };
+        REQUIRE(ckpt_write_shard(dir, st.step, r, 3, rg, nr) == 0);
+    }
+    REQUIRE(ckpt_commit(dir, &c, &st, "{}", "{}", 1, 3) == 0);
+    char *path = NULL;
+    REQUIRE(ckpt_find_latest(dir, &path) == 0 && path);
+    CHECK(ckpt_is_sharded(path));
+    struct model_config c2;
+    struct ckpt_state st2;
+    REQUIRE(ckpt_read_meta(path, &c2, &st2) == 0);
+    CHECK_EQ_INT(st2.adam_step, 5);
+    CHECK_EQ_INT(st2.consumed_samples, 40);
+    /* whole, as the CPU trainer resumes */
+    REQUIRE(ckpt_load(path, &l, dst, dst + n, dst + 2 * n) == 0);
+    CHECK_EQ_MEM(dst, 3 * n * sizeof(float), src, 3 * n * sizeof(float));
+    /* by ranges, as a GPU rank of another world size resumes */
+    struct ckpt_range want[2] = { { 3, 100, NULL, NULL, NULL },
+                                  { n / 3 - 10, 200, NULL, NULL, NULL } };
+    for (int p = 0; p < 3; p++) {
+        float a[100], b[200];
+        float *d[2] = { a, b };
+        REQUIRE(ckpt_read_ranges(path, &l, (enum ckpt_part)p, want, 2, d) == 0);
+        CHECK_EQ_MEM(a, sizeof(a), src + p * n + 3, sizeof(a));
+        CHECK_EQ_MEM(b, sizeof(b), src + p * n + n / 3 - 10, sizeof(b));
+    }
+    /* a per-tensor (CPU) checkpoint read by ranges */
+    st.step = 6;
+    REQUIRE(ckpt_save(dir, &c, &l, src, src + n, src + 2 * n, &st, "{}", "{}") == 0);
+    free(path);
+    REQUIRE(ckpt_find_latest(dir, &path) == 0 && path);
+    CHECK(!ckpt_is_sharded(path));
+    for (int p = 0; p < 3; p++) {
+        float a[100], b[200];
+        float *d[2] = { a, b };
+        REQUIRE(ckpt_read_ranges(path, &l, (enum ckpt_part)p, want, 2, d) == 0);
+        CHECK_EQ_MEM(a, sizeof(a), src + p * n + 3, sizeof(a));
+        CHECK_EQ_MEM(b, sizeof(b), src + p * n + n / 3 - 10, sizeof(b));
+    }
+    /* a missing shard is an error that says so */
+    free(path);
+    path = sl_xasprintf("%s/step-%08d", dir, 5);
+    char *shard = sl_xasprintf("%s/optimizer-00001-of-00003.safetensors", path);
+    REQUIRE(unlink(shard) == 0);
+    CHECK(ckpt_load(path, &l, dst, dst + n, dst + 2 * n) != 0);
+    CHECK_CONTAINS(sl_err_msg(), "shard file missing");
+    free(shard);
+    free(path);
+    free(src);
+    free(dst);
+    model_layout_release(&l);
 }

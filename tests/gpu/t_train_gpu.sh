@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# The CUDA trainer against the CPU reference path (make test-gpu; SKIP without a GPU):
+#  - one to three steps of tiny-gpt (tanh and erf GELU) and tiny-llama: loss and gradient norm
+#    equal the CPU path's to bf16 tolerance;
+#  - 200 steps of tiny-gpt on tinyshakespeare: the same loss curve as the CPU path within noise;
+#  - train.recompute=none|selective|full and train.attention=flash|cudnn: the same losses;
+#  - NCCL / ZeRO-1 under mpirun -np 1 (and -np 2 against one rank when there are 2 GPUs);
+#  - checkpoints: GPU -> GPU resume bit-identical, GPU -> CPU and CPU -> GPU resume.
+#
+# Tolerances. The GPU path keeps activations, weights and gradients in bf16 (8 bits of
+# mantissa: a relative rounding error of 2^-9 = 0.2% per stored value) with fp32 sums; the CPU
+# path is fp32 throughout. At initialisation the loss is ln(50257) = 10.8 and the stored
+# roundings average out over the 64-wide rows, so one step's loss agrees to well under 0.2%:
+# we allow 0.5% (LOSS_RTOL). The gradient norm sums squares of bf16 gradients that were
+# accumulated in bf16 over micro-batches: we allow 5% (NORM_RTOL). Over 200 steps the runs
+# drift apart like two seeds of the same run would not (same data, same init), but rounding
+# noise accumulates: the mean |difference| of the per-step losses must stay below 0.05 nats
+# and the final validation losses within 0.05 nats (the loss falls from 10.8 to about 6).
+set -euo pipefail
+source "$(dirname "$0")/../cli/lib.sh"
+LOSS_RTOL=0.005
+NORM_RTOL=0.05
+CURVE_TOL=0.05
+GPT="$ROOT/configs/models/tiny-gpt.yaml"
+LLAMA="$ROOT/configs/models/tiny-llama.yaml"
+PREFIX="$FIX/tinyshakespeare/tinyshakespeare_text_document"
+DATA=(data.prefix="$PREFIX" data.cache_dir="$T/cache")
+
+run "$SLUICE" train "$GPT" data=synthetic train.steps=0 train.device=cuda
+if [ "$rc" != 0 ]; then
+    echo "SKIP: no GPU for the CUDA trainer ($(grep -m1 'error' "$T/err" || head -1 "$T/err"))"
+    finish
+    exit 0
+fi
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+
+# compare A.jsonl B.jsonl FIRST_STEP: losses and gradient norms of the train lines from
+# FIRST_STEP on, within LOSS_RTOL / NORM_RTOL (relative), or exactly when the tolerances are 0
+compare() {
+    python3 - "$1" "$2" "$3" "${4:-$LOSS_RTOL}" "${5:-$NORM_RTOL}" <<'PY'
+import json, sys
+a, b, first, lt, nt = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+def rows(p):
+    return {m["step"]: m for m in map(json.loads, open(p)) if m["type"] == "train" and m["step"] >= first}
+ra, rb = rows(a), rows(b)
+if sorted(ra) != sorted(rb) or not ra:
+    sys.exit(f"steps differ: {sorted(ra)} vs {sorted(rb)}")
+bad = []
+for s in sorted(ra):
+    for k, tol in (("loss", lt), ("grad_norm", nt)):
+        x, y = ra[s][k], rb[s][k]
+        err = abs(x - y) / max(abs(y), 1e-12)
+        print(f"  step {s} {k}: {x:.6f} vs {y:.6f} (rel {err:.2e}, tolerance {tol:g})")
+        if err > tol:
+            bad.append(f"step {s} {k} {x} vs {y}")
+sys.exit("; ".join(bad) if bad else 0)
+PY
+}
+
+# --- 1. a few steps against the CPU path ---------------------------------------------
+for model in gpt gpt-erf llama; do
+    case $model in
+        gpt) cfg=$GPT; extra=() ;;
+        gpt-erf) cfg=$GPT; extra=(model.activation=gelu) ;;
+        llama) cfg=$LLAMA; extra=() ;;
+    esac
+    for dev in cpu cuda; do
+        run "$SLUICE" train "$cfg" "${DATA[@]}" "${extra[@]}" train.steps=3 eval.interval=0 \
+            train.device=$dev log.file="$T/$model-$dev.jsonl"
+        case_ "$model: 3 steps on $dev"
+        expect_rc 0
+    done
+    case_ "$model: GPU start-up lines"
+    expect_err "training on the GPU"
+    expect_err "GPU memory per rank: parameters"
+    expect_err "GPU memory: "
+    case_ "$model: first step (loss, grad norm) GPU = CPU to bf16 tolerance"
+    compare "$T/$model-cuda.jsonl" "$T/$model-cpu.jsonl" 1 && ok || fail "see above"
+done
+
+# --- 2. recomputation and attention backends give the same losses ------------------------
+for model in gpt llama; do
+    cfg=$GPT; [ $model = llama ] && cfg=$LLAMA
+    for mode in none selective full; do
+        run "$SLUICE" train "$cfg" "${DATA[@]}" train.steps=5 eval.interval=0 train.device=cuda \
+            train.recompute=$mode log.file="$T/rc-$model-$mode.jsonl"
+        case_ "$model: train.recompute=$mode runs"
+        expect_rc 0
+        expect_err "recompute: $mode"
+    done
+    for mode in selective full; do
+        case_ "$model: recompute $mode = none"
+        compare "$T/rc-$model-$mode.jsonl" "$T/rc-$model-none.jsonl" 1 0.002 0.02 && ok || fail "see above"
+    done
+    run "$SLUICE" train "$cfg" "${DATA[@]}" train.steps=5 eval.interval=0 train.device=cuda \
+        train.attention=flash log.file="$T/at-$model-flash.jsonl"
+    case_ "$model: train.attention=flash"
+    expect_rc 0
+    expect_err "own flash-attention kernels"
+    run "$SLUICE" train "$cfg" "${DATA[@]}" train.steps=5 eval.interval=0 train.device=cuda \
+        train.attention=cudnn log.file="$T/at-$model-cudnn.jsonl"
+    if [ "$rc" = 0 ]; then
+        case_ "$model: cuDNN attention = own kernels"
+        compare "$T/at-$model-cudnn.jsonl" "$T/at-$model-flash.jsonl" 1 0.002 0.02 && ok || fail "see above"
+    else
+        echo "  skip: train.attention=cudnn: $(grep -m1 cudnn "$T/err" || true)"
+    fi
+done
+
+# --- 3. 200 steps on tinyshakespeare: the CPU path's loss curve --------------------------
+for dev in cpu cuda; do
+    run "$SLUICE" train "$GPT" "${DATA[@]}" train.steps=200 eval.interval=200 \
+        train.device=$dev log.file="$T/curve-$dev.jsonl"
+    case_ "200 steps on $dev"
+    expect_rc 0
+done
+case_ "200 steps: GPU loss curve = CPU loss curve within $CURVE_TOL nats"
+python3 - "$T/curve-cuda.jsonl" "$T/curve-cpu.jsonl" "$CURVE_TOL" <<'PY' && ok || fail "see above"
+import json, sys
+def load(p):
+    rows = [json.loads(l) for l in open(p)]
+    return ({m["step"]: m["loss"] for m in rows if m["type"] == "train"},
+            [m["val_loss"] for m in rows if m["type"] == "valid"][-1])
+(ga, gv), (ca, cv) = load(sys.argv[1]), load(sys.argv[2])
+tol = float(sys.argv[3])
+diffs = [abs(ga[s] - ca[s]) for s in sorted(ca)]
+mean = sum(diffs) / len(diffs)
+last = abs(sum(ga[s] for s in sorted(ga)[-20:]) - sum(ca[s] for s in sorted(ca)[-20:])) / 20
+print(f"  mean |loss difference| {mean:.4f}, last 20 steps {last:.4f}, val_loss {gv:.4f} vs {cv:.4f} "
+      f"(final train loss {ga[max(ga)]:.4f} vs {ca[max(ca)]:.4f})")
+sys.exit(0 if mean <= tol and last <= tol and abs(gv - cv) <= tol else "loss curves differ")
+PY
+
+# --- 4. NCCL / ZeRO-1 under mpirun -----------------------------------------------------
+if have_mpi; then
+    run "${MPIRUN[@]}" -np 1 "$SLUICE" train "$LLAMA" "${DATA[@]}" train.steps=3 eval.interval=0 \
+        train.device=cuda train.attention=flash log.file="$T/mpi1.jsonl"
+    case_ "mpirun -np 1: NCCL with one rank"
+    expect_rc 0
+    expect_err "ZeRO-1 over 1 rank"
+    run "$SLUICE" train "$LLAMA" "${DATA[@]}" train.steps=3 eval.interval=0 train.device=cuda \
+        train.attention=flash log.file="$T/plain1.jsonl"
+    case_ "mpirun -np 1 = no launcher (bit-identical)"
+    compare "$T/mpi1.jsonl" "$T/plain1.jsonl" 1 0 0 && ok || fail "see above"
+    if [ "${NGPU:-0}" -ge 2 ]; then
+        run "${MPIRUN[@]}" -np 2 "$SLUICE" train "$LLAMA" "${DATA[@]}" train.steps=3 eval.interval=2 \
+            eval.iters=2 train.device=cuda train.micro_batch_size=8 train.global_batch_size=16 \
+            checkpoint.dir="$T/ck2" log.file="$T/mpi2.jsonl"
+        case_ "mpirun -np 2: ZeRO-1 over 2 GPUs"
+        expect_rc 0
+        expect_err "ZeRO-1 over 2 ranks"
+        expect_file "$T/ck2/step-00000003/optimizer-00001-of-00002.safetensors"
+        case_ "2 ranks x micro 8 = 1 rank x micro 8 x 2 accumulation steps (bf16 tolerance)"
+        compare "$T/mpi2.jsonl" "$T/llama-cuda.jsonl" 1 && ok || fail "see above"
+        run "$SLUICE" train "$LLAMA" "${DATA[@]}" train.steps=4 eval.interval=0 train.device=cuda \
+            checkpoint.dir="$T/ck2"
+        case_ "a 2-rank checkpoint resumes on 1 rank"
+        expect_rc 0
+        expect_err "resumed from"
+    else
+        echo "  skip: mpirun -np 2 needs 2 GPUs (found ${NGPU:-0})"
+    fi
+else
+    echo "  skip: mpirun not found"
+fi
+
+# --- 5. checkpoints across devices ---------------------------------------------------
+CK=(train.steps=4 eval.interval=0 checkpoint.interval=2 checkpoint.keep_last=0 train.attention=flash)
+run "$SLUICE" train "$LLAMA" "${DATA[@]}" "${CK[@]}" train.device=cuda checkpoint.dir="$T/g" \
+    log.file="$T/g.jsonl"
+case_ "GPU run with checkpoints"
+expect_rc 0
+expect_file "$T/g/step-00000002/optimizer-00000-of-00001.safetensors"
+expect_file "$T/g/step-00000002/model.safetensors"
+cp -r "$T/g" "$T/g2" && rm -rf "$T/g2/step-00000004"
+run "$SLUICE" train "$LLAMA" "${DATA[@]}" "${CK[@]}" train.device=cuda checkpoint.dir="$T/g2" \
+    log.file="$T/g2.jsonl"
+case_ "GPU -> GPU resume is bit-identical"
+expect_rc 0
+expect_err "resumed from"
+compare "$T/g2.jsonl" "$T/g.jsonl" 3 0 0 && ok || fail "see above"
+cp -r "$T/g" "$T/gc" && rm -rf "$T/gc/step-00000004"
+run "$SLUICE" train "$LLAMA" "${DATA[@]}" "${CK[@]}" train.device=cpu checkpoint.dir="$T/gc" \
+    log.file="$T/gc.jsonl"
+case_ "GPU checkpoint resumes on the CPU"
+expect_rc 0
+expect_err "resumed from"
+compare "$T/gc.jsonl" "$T/g.jsonl" 3 && ok || fail "see above"
+run "$SLUICE" train "$LLAMA" "${DATA[@]}" "${CK[@]}" train.device=cpu checkpoint.dir="$T/c" \
+    log.file="$T/c.jsonl"
+case_ "CPU run with checkpoints"
+expect_rc 0
+cp -r "$T/c" "$T/cg" && rm -rf "$T/cg/step-00000004"
+run "$SLUICE" train "$LLAMA" "${DATA[@]}" "${CK[@]}" train.device=cuda checkpoint.dir="$T/cg" \
+    log.file="$T/cg.jsonl"
+case_ "CPU checkpoint resumes on the GPU"
+expect_rc 0
+expect_err "resumed from"
+compare "$T/cg.jsonl" "$T/c.jsonl" 3 && ok || fail "see above"
+run "$SLUICE" export hf --out "$T/hf" "$T/g/step-00000004"
+case_ "a GPU checkpoint exports to Hugging Face"
+expect_rc 0
+expect_file "$T/hf/model.safetensors"
+
+finish

@@ -1,0 +1,168 @@
+/* Internal to the CUDA trainer (train/gpu_train.c, gpu_model.c, gpu_zero.c, gpu_loader.c):
+ * the trainer's state and the functions its files share. Not a public interface: the
+ * entry points are in train/gpu_train.h.
+ */
+#ifndef SL_TRAIN_GPU_INTERNAL_H
+#define SL_TRAIN_GPU_INTERNAL_H
+
+#include "dataset/loader.h"
+#include "kernels/attention.h"
+#include "kernels/cuda_common.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
+#include "core/rng.h"
+#include "train/checkpoint.h"
+#include "train/gpu_train.h"
+#include "train/model.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#ifdef SL_HAVE_NCCL
+#include <nccl.h>
+#define NCCL_CHECK(call)                                                                           \
+    do {                                                                                           \
+        ncclResult_t r_ = (call);                                                                  \
+        if (r_ != ncclSuccess)                                                                     \
+            sl_cuda_fatal("nccl", ncclGetErrorString(r_), #call, __FILE__, __LINE__);              \
+    } while (0)
+#endif
+
+/* GEMM and attention launchers return -1 for a shape they cannot run: fatal here (the shapes
+ * were all checked at start-up, so this is a bug, not bad input). */
+#define GEMM_CHECK(call)                                                                           \
+    do {                                                                                           \
+        if ((call) != 0)                                                                           \
+            sl_cuda_fatal("cublaslt", gemm_error(), #call, __FILE__, __LINE__);                    \
+    } while (0)
+#define ATTN_CHECK(call)                                                                           \
+    do {                                                                                           \
+        if ((call) != 0)                                                                           \
+            sl_cuda_fatal("attention", "shape not supported by the chosen backend", #call,         \
+                          __FILE__, __LINE__);                                                     \
+    } while (0)
+
+/* ---- the pieces ---------------------------------------------------------------------- */
+
+/* A bucket of the gradient: the tensors before the first layer (embeddings), one layer, or
+ * those after the last one (final norm, output layer). Contiguous in the layout and on the
+ * device; on the device padded so that every rank's slice has the same multiple of 64
+ * elements. Rank r owns [dev + r len/W, dev + (r+1) len/W) of every bucket. */
+struct gbucket {
+    size_t la, lb;   /* layout range [la, lb) */
+    size_t dev, len; /* device range [dev, dev + len) */
+    size_t shard;    /* this rank's slice starts here in the master/m/v storage */
+};
+
+/* Activations of one layer (shared buffers where recomputation rebuilds them). */
+struct gacts {
+    sl_bf16 *res;   /* [N, D] layer input (residual stream) */
+    sl_bf16 *ln1;   /* [N, D] attention norm output */
+    float *m1, *r1; /* [N] its mean (LayerNorm) and rstd */
+    sl_bf16 *qkv;   /* [N, QKV] after RoPE */
+    sl_bf16 *atty;  /* [N, H d] attention output */
+    float *lse;     /* [B, H, T] */
+    sl_bf16 *mid;   /* [N, D] residual after attention */
+    sl_bf16 *ln2;   /* [N, D] MLP norm output */
+    float *m2, *r2; /* [N] */
+    sl_bf16 *fc;    /* [N, FC] pre-activation */
+    sl_bf16 *act;   /* [N, F] */
+};
+
+/* The input pipeline: a thread fills pinned buffers (two steps deep) from the data loader. */
+struct gloader {
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const struct data_loader *data;
+    int dev;
+    long B, T, accum, W, rank, global;
+    int32_t *pinned[2]; /* per slot: accum x [tokens N | targets N] */
+    cudaEvent_t copied[2];
+    int pending[2]; /* a copy out of the slot was enqueued */
+    int ready[2];
+    long next, last;    /* steps the thread fills */
+    long step0;         /* steps taken before the first one filled */
+    uint64_t consumed0; /* samples consumed before step step0 + 1 */
+    uint32_t *sample;
+    int rc, stop;
+    char err[1024];
+};
+
+enum { MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_ACTS, MEM_WORK, MEM_N };
+
+struct gt {
+    const struct gpu_train_args *a;
+    struct sl_world *w;
+    int rank, W, dev;
+    struct cudaDeviceProp prop;
+    struct model_layout l;
+    int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
+    float attn_scale;
+    /* device layout */
+    size_t *doff; /* device offset of each tensor */
+    struct gbucket *bk;
+    int nbk;
+    size_t dtotal, shard_n;
+    /* the arena */
+    void *arena;
+    size_t mem[MEM_N];
+    sl_bf16 *params, *grads;
+    float *master, *m, *v;
+    struct adamw_tensor *d_tensors;
+    int ntensors;
+    struct gacts *per, shared;
+    sl_bf16 *res_final, *nf, *tmp, *logits;
+    float *nfm, *nfr, *losses;
+    sl_bf16 *dres, *dn, *dqkv, *datty, *dfc, *dact;
+    float *rope_cos, *rope_sin;
+    void *gemm_ws, *attn_ws, *norm_scratch, *emb_scratch, *gn_scratch;
+    size_t attn_ws_bytes, emb_scratch_bytes;
+    int32_t *d_tok[2], *d_tok_eval;
+    float *d_stats; /* [0] grad norm squared, [1 + a] mean loss of micro-step a */
+    float *d_eval;  /* eval_iters x accum mean losses */
+    float *h_stats; /* pinned: d_stats then d_eval */
+    /* libraries and streams */
+    struct gemm *gemm;
+    struct attention *attn;
+    cudaStream_t st, comm, copy;
+    cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
+#ifdef SL_HAVE_NCCL
+    ncclComm_t nccl;
+    int nccl_ok;
+#endif
+    struct data_loader *data;
+    struct gloader ld;
+    struct ckpt_state cs;
+    struct sl_rng rng;
+    FILE *log;
+    struct train_log *tlog; /* TensorBoard events and loss.svg (rank 0; NULL: off) */
+    double flops_per_token;
+};
+
+/* gpu_train.c */
+int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank, or 0 */
+
+/* gpu_model.c: device layout, the arena, forward and backward */
+int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams, tables */
+void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
+                  size_t *n_layout);
+void gpu_model_fwd(struct gt *t, const int32_t *tok);
+void gpu_model_bwd(struct gt *t, const int32_t *tok, int reduce);
+
+/* gpu_zero.c: NCCL, ZeRO-1 optimizer step, state in and out */
+int gpu_setup_nccl(struct gt *t);
+void gpu_bucket_reduce(struct gt *t, int k);
+void gpu_reduce_stats(struct gt *t);
+void gpu_optimizer_step(struct gt *t, double lr);
+int gpu_load_state(struct gt *t, const char *from);
+int gpu_save_checkpoint(struct gt *t);
+
+/* gpu_loader.c: the input pipeline */
+void gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N);
+int gpu_loader_start(struct gt *t);
+int gpu_loader_take(struct gt *t, long s);
+void gpu_loader_stop(struct gt *t);
+
+#endif

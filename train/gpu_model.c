@@ -1,0 +1,515 @@
+/* The CUDA trainer's model: the device layout of the parameters (buckets padded for
+ * ZeRO-1), every device buffer carved from one arena (with the memory report), and the
+ * forward and backward passes over the kernels of kernels/, with recomputation.
+ */
+#include "train/gpu_internal.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "train/gpu_ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const sl_bf16 *P(const struct gt *t, int id)
+{
+    return id < 0 ? NULL : t->params + t->doff[id];
+}
+
+static sl_bf16 *G(const struct gt *t, int id)
+{
+    return id < 0 ? NULL : t->grads + t->doff[id];
+}
+
+/* ---- device layout, buckets, the arena ----------------------------------------------- */
+
+static int bucket_of(const struct gt *t, const struct model_tensor *mt, int seen_layer)
+{
+    if (mt->layer >= 0)
+        return 1 + mt->layer;
+    return seen_layer ? t->L + 1 : 0;
+}
+
+static int plan_buckets(struct gt *t)
+{
+    const struct model_layout *l = &t->l;
+    t->nbk = t->L + 2;
+    t->bk = sl_xcalloc((size_t)t->nbk, sizeof(*t->bk));
+    t->doff = sl_xcalloc((size_t)l->n, sizeof(size_t));
+    int *first = sl_xmalloc((size_t)t->nbk * sizeof(int));
+    for (int k = 0; k < t->nbk; k++)
+        first[k] = -1;
+    int seen = 0, prev = 0;
+    for (int i = 0; i < l->n; i++) {
+        int k = bucket_of(t, &l->t[i], seen);
+        seen |= l->t[i].layer >= 0;
+        if (k < prev) {
+            free(first);
+            return sl_err_set(SL_ERR_STATE, "the parameter table is not in layer order ('%s')",
+                              l->t[i].name);
+        }
+        prev = k;
+        if (first[k] < 0)
+            first[k] = i;
+    }
+    size_t unit = (size_t)t->W * 64, dev = 0, shard = 0;
+    for (int k = 0; k < t->nbk; k++) {
+        struct gbucket *b = &t->bk[k];
+        b->la = first[k] < 0 ? 0 : l->t[first[k]].offset;
+        size_t end = l->total;
+        for (int j = k + 1; j < t->nbk; j++)
+            if (first[j] >= 0) {
+                end = l->t[first[j]].offset;
+                break;
+            }
+        b->lb = first[k] < 0 ? b->la : end;
+        b->dev = dev;
+        b->len = (b->lb - b->la + unit - 1) / unit * unit;
+        b->shard = shard;
+        dev += b->len;
+        shard += b->len / (size_t)t->W;
+    }
+    free(first);
+    for (int i = 0; i < l->n; i++) {
+        int k = -1;
+        for (int j = 0; j < t->nbk; j++)
+            if (t->bk[j].lb > t->bk[j].la && l->t[i].offset >= t->bk[j].la &&
+                l->t[i].offset < t->bk[j].lb)
+                k = j;
+        t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
+    }
+    t->dtotal = dev;
+    t->shard_n = shard;
+    return 0;
+}
+
+/* This rank's slice of bucket k: device start, element count, and the layout range it maps
+ * to (n_layout <= count; the rest is padding). */
+void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
+                  size_t *n_layout)
+{
+    const struct gbucket *b = &t->bk[k];
+    size_t cnt = b->len / (size_t)t->W;
+    size_t off = (size_t)t->rank * cnt;
+    *dev0 = b->dev + off;
+    *count = cnt;
+    *lay0 = b->la + off;
+    size_t real = b->lb - b->la;
+    *n_layout = off >= real ? 0 : (real - off < cnt ? real - off : cnt);
+}
+
+struct carver {
+    char *base;
+    size_t off;
+    size_t *mem;
+};
+
+static void *carve(struct carver *c, size_t bytes, int cat)
+{
+    size_t a = (c->off + 255) & ~(size_t)255;
+    c->off = a + bytes;
+    c->mem[cat] += bytes;
+    return c->base ? c->base + a : NULL;
+}
+
+/* Lay out every device buffer; with base NULL only count. Returns the arena's size. */
+static size_t plan_memory(struct gt *t, char *base)
+{
+    struct carver c = { base, 0, t->mem };
+    memset(t->mem, 0, sizeof(t->mem));
+    size_t N = (size_t)t->N, D = (size_t)t->D, b2 = sizeof(sl_bf16), f4 = sizeof(float);
+    int rc_mode = (int)t->a->recompute;
+    t->params = carve(&c, t->dtotal * b2, MEM_PARAMS);
+    t->grads = carve(&c, t->dtotal * b2, MEM_GRADS);
+    t->master = carve(&c, t->shard_n * f4, MEM_OPTIM);
+    t->m = carve(&c, t->shard_n * f4, MEM_OPTIM);
+    t->v = carve(&c, t->shard_n * f4, MEM_OPTIM);
+    t->d_tensors = carve(&c, (size_t)t->ntensors * sizeof(struct adamw_tensor), MEM_OPTIM);
+    /* per layer when recompute <= keep, else one shared buffer */
+#define FIELD(f, keep, bytes)                                                                      \
+    do {                                                                                           \
+        if (rc_mode <= (keep)) {                                                                   \
+            t->shared.f = NULL;                                                                    \
+            for (int li = 0; li < t->L; li++)                                                      \
+                t->per[li].f = carve(&c, (bytes), MEM_ACTS);                                       \
+        } else {                                                                                   \
+            for (int li = 0; li < t->L; li++)                                                      \
+                t->per[li].f = NULL;                                                               \
+            t->shared.f = carve(&c, (bytes), MEM_ACTS);                                            \
+        }                                                                                          \
+    } while (0)
+    size_t mean_bytes = t->a->mc.norm == MODEL_RMSNORM ? 0 : N * f4;
+    FIELD(res, GPU_RECOMPUTE_FULL, N * D * b2);
+    FIELD(ln1, GPU_RECOMPUTE_NONE, N * D * b2);
+    FIELD(m1, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
+    FIELD(r1, GPU_RECOMPUTE_SELECTIVE, N * f4);
+    FIELD(qkv, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QKV * b2);
+    FIELD(atty, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QD * b2);
+    FIELD(lse, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->H * f4);
+    FIELD(mid, GPU_RECOMPUTE_SELECTIVE, N * D * b2);
+    FIELD(ln2, GPU_RECOMPUTE_NONE, N * D * b2);
+    FIELD(m2, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
+    FIELD(r2, GPU_RECOMPUTE_SELECTIVE, N * f4);
+    FIELD(fc, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->FC * b2);
+    FIELD(act, GPU_RECOMPUTE_NONE, N * (size_t)t->F * b2);
+#undef FIELD
+    t->res_final = carve(&c, N * D * b2, MEM_ACTS);
+    t->nf = carve(&c, N * D * b2, MEM_ACTS);
+    t->nfm = carve(&c, N * f4, MEM_ACTS);
+    t->nfr = carve(&c, N * f4, MEM_ACTS);
+    t->tmp = carve(&c, N * D * b2, MEM_ACTS);
+    t->logits = carve(&c, N * (size_t)t->Vp * b2, MEM_ACTS);
+    t->losses = carve(&c, N * f4, MEM_ACTS);
+    t->dres = carve(&c, N * D * b2, MEM_ACTS);
+    t->dn = carve(&c, N * D * b2, MEM_ACTS);
+    t->dqkv = carve(&c, N * (size_t)t->QKV * b2, MEM_ACTS);
+    t->datty = carve(&c, N * (size_t)t->QD * b2, MEM_ACTS);
+    t->dfc = carve(&c, N * (size_t)t->FC * b2, MEM_ACTS);
+    t->dact = carve(&c, N * (size_t)t->F * b2, MEM_ACTS);
+    /* workspace */
+    size_t half = (size_t)t->hd / 2;
+    t->rope_cos = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
+    t->rope_sin = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
+    t->gemm_ws = carve(&c, GEMM_WORKSPACE_BYTES, MEM_WORK);
+    t->attn_ws = carve(&c, t->attn_ws_bytes, MEM_WORK);
+    int widths[3] = { t->D, t->QKV, t->FC };
+    size_t ns = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t s = norm_bwd_scratch_size(t->N, widths[i]);
+        ns = s > ns ? s : ns;
+    }
+    t->norm_scratch = carve(&c, ns, MEM_WORK);
+    t->emb_scratch = carve(&c, t->emb_scratch_bytes, MEM_WORK);
+    t->gn_scratch = carve(&c, global_norm_scratch_size(), MEM_WORK);
+    size_t tok = (size_t)t->a->accum * 2 * N * sizeof(int32_t);
+    t->d_tok[0] = carve(&c, tok, MEM_WORK);
+    t->d_tok[1] = carve(&c, tok, MEM_WORK);
+    t->d_tok_eval = carve(&c, 2 * N * sizeof(int32_t), MEM_WORK);
+    t->d_stats = carve(&c, (size_t)(1 + t->a->accum) * f4, MEM_WORK);
+    t->d_eval = carve(&c, (size_t)(t->a->eval_iters * t->a->accum) * f4, MEM_WORK);
+    return c.off;
+}
+
+static struct gacts acts(const struct gt *t, int li)
+{
+    const struct gacts *p = &t->per[li], *s = &t->shared;
+    struct gacts a;
+#define PICK(f) a.f = p->f ? p->f : s->f
+    PICK(res);
+    PICK(ln1);
+    PICK(m1);
+    PICK(r1);
+    PICK(qkv);
+    PICK(atty);
+    PICK(lse);
+    PICK(mid);
+    PICK(ln2);
+    PICK(m2);
+    PICK(r2);
+    PICK(fc);
+    PICK(act);
+#undef PICK
+    return a;
+}
+
+/* ---- forward and backward ------------------------------------------------------------ */
+
+static void norm_fwd(struct gt *t, sl_bf16 *out, float *mean, float *rstd, sl_bf16 *resid_out,
+                     const sl_bf16 *x, const sl_bf16 *r, int wid, int bid)
+{
+    if (t->a->mc.norm == MODEL_RMSNORM)
+        rmsnorm_fwd(out, rstd, resid_out, x, r, P(t, wid), t->N, t->D, t->a->mc.norm_eps, t->st);
+    else
+        layernorm_fwd(out, mean, rstd, resid_out, x, r, P(t, wid), P(t, bid), t->N, t->D,
+                      t->a->mc.norm_eps, t->st);
+}
+
+static void norm_bwd(struct gt *t, const sl_bf16 *dresid, const sl_bf16 *dout, const sl_bf16 *h,
+                     int wid, int bid, const float *mean, const float *rstd)
+{
+    if (t->a->mc.norm == MODEL_RMSNORM)
+        rmsnorm_bwd(t->dres, G(t, wid), t->norm_scratch, dresid, dout, h, P(t, wid), rstd, t->N,
+                    t->D, t->st);
+    else
+        layernorm_bwd(t->dres, G(t, wid), G(t, bid), t->norm_scratch, dresid, dout, h, P(t, wid),
+                      mean, rstd, t->N, t->D, t->st);
+}
+
+static void lin_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid, int IC, int OC)
+{
+    GEMM_CHECK(linear_fwd(t->gemm, y, NULL, x, P(t, wid), P(t, bid), t->N, IC, OC, 0, t->st));
+}
+
+/* dx = dy W; dW += dy^T x; db += column sums of dy. */
+static void lin_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x, int wid,
+                    int bid, int IC, int OC)
+{
+    GEMM_CHECK(linear_bwd_data(t->gemm, dx, NULL, dy, P(t, wid), NULL, t->N, IC, OC, 0, t->st));
+    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, wid), NULL, dy, x, t->N, IC, OC, 1, t->st));
+    if (bid >= 0)
+        bias_bwd(G(t, bid), t->norm_scratch, dy, t->N, OC, t->st);
+}
+
+static void act_fwd(struct gt *t, sl_bf16 *act, const sl_bf16 *fc)
+{
+    size_t n = (size_t)t->N * t->F;
+    switch (t->a->mc.act) {
+    case MODEL_SWIGLU:
+        swiglu_fwd(act, fc, t->N, t->F, t->st);
+        break;
+    case MODEL_GELU_TANH:
+        gelu_fwd(act, fc, n, t->st);
+        break;
+    case MODEL_GELU:
+        gelu_erf_fwd(act, fc, n, t->st);
+        break;
+    }
+}
+
+static void act_bwd(struct gt *t, sl_bf16 *dfc, const sl_bf16 *dact, const sl_bf16 *fc)
+{
+    size_t n = (size_t)t->N * t->F;
+    switch (t->a->mc.act) {
+    case MODEL_SWIGLU:
+        swiglu_bwd(dfc, dact, fc, t->N, t->F, t->st);
+        break;
+    case MODEL_GELU_TANH:
+        gelu_bwd(dfc, dact, fc, n, t->st);
+        break;
+    case MODEL_GELU:
+        gelu_erf_bwd(dfc, dact, fc, n, t->st);
+        break;
+    }
+}
+
+/* Layer li up to the MLP activation. Its input is x + r written to a->res (r != NULL), or
+ * x == a->res. The MLP output projection (into t->tmp) is the caller's. */
+static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16 *x,
+                      const sl_bf16 *r)
+{
+    const struct model_layer_ids *id = &t->l.layer[li];
+    norm_fwd(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
+    lin_fwd(t, a->qkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    if (t->a->mc.pos == MODEL_POS_ROPE)
+        rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
+    ATTN_CHECK(attention_fwd(t->attn, a->atty, a->lse, a->qkv, t->B, t->T, t->H, t->Hkv, t->hd,
+                             t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
+    lin_fwd(t, t->tmp, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD, t->D);
+    norm_fwd(t, a->ln2, a->m2, a->r2, a->mid, a->res, t->tmp, id->mlp_norm_w, id->mlp_norm_b);
+    lin_fwd(t, a->fc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
+    act_fwd(t, a->act, a->fc);
+}
+
+/* Forward to the logits of tokens tok[N] (targets follow at tok + N). */
+void gpu_model_fwd(struct gt *t, const int32_t *tok)
+{
+    const struct model_layout *l = &t->l;
+    struct gacts a0 = acts(t, 0);
+    embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
+    for (int li = 0; li < t->L; li++) {
+        struct gacts a = acts(t, li);
+        if (li == 0) {
+            layer_fwd(t, 0, &a, a.res, NULL);
+        } else {
+            struct gacts p = acts(t, li - 1);
+            layer_fwd(t, li, &a, p.mid, t->tmp);
+        }
+        lin_fwd(t, t->tmp, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F, t->D);
+    }
+    struct gacts last = acts(t, t->L - 1);
+    norm_fwd(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
+             l->final_norm_b);
+    int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
+    lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
+}
+
+/* Backward of layer li from the gradient of its output in t->dres; leaves the gradient of
+ * its input there. */
+static void layer_bwd(struct gt *t, int li, const struct gacts *a)
+{
+    const struct model_layer_ids *id = &t->l.layer[li];
+    /* t->dres: the gradient of the layer output (and, through the skip, of a->mid) */
+    lin_bwd(t, t->dact, t->dres, a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
+    act_bwd(t, t->dfc, t->dact, a->fc);
+    lin_bwd(t, t->dn, t->dfc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
+    norm_bwd(t, t->dres, t->dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
+    /* t->dres: the gradient of a->mid (and, through the skip, of a->res) */
+    lin_bwd(t, t->datty, t->dres, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD, t->D);
+    ATTN_CHECK(attention_bwd(t->attn, t->dqkv, t->datty, a->qkv, a->atty, a->lse, t->B, t->T, t->H,
+                             t->Hkv, t->hd, t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
+    if (t->a->mc.pos == MODEL_POS_ROPE)
+        rope_bwd(t->dqkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
+    lin_bwd(t, t->dn, t->dqkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    norm_bwd(t, t->dres, t->dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
+}
+
+/* Backward of the last gpu_model_fwd, after the classifier turned the logits into their
+ * gradient. Gradients accumulate (+=). On the last micro-step every bucket is
+ * reduce-scattered as soon as its gradient is complete. */
+void gpu_model_bwd(struct gt *t, const int32_t *tok, int reduce)
+{
+    const struct model_layout *l = &t->l;
+    int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
+    GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
+                               0, t->st));
+    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, t->logits, t->nf, t->N, t->D, t->Vp, 1,
+                                 t->st));
+    norm_bwd(t, NULL, t->dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
+    if (reduce)
+        gpu_bucket_reduce(t, t->L + 1);
+    for (int li = t->L - 1; li >= 0; li--) {
+        struct gacts a = acts(t, li);
+        const struct model_layer_ids *id = &l->layer[li];
+        if (t->a->recompute == GPU_RECOMPUTE_SELECTIVE) {
+            norm_fwd(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
+            norm_fwd(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
+            act_fwd(t, a.act, a.fc);
+        } else if (t->a->recompute == GPU_RECOMPUTE_FULL) {
+            layer_fwd(t, li, &a, a.res, NULL);
+        }
+        layer_bwd(t, li, &a);
+        if (reduce)
+            gpu_bucket_reduce(t, 1 + li);
+    }
+    embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres, tok,
+                  t->B, t->T, t->D, t->V, t->st);
+    if (reduce)
+        gpu_bucket_reduce(t, 0);
+}
+
+static void memory_report(struct gt *t, size_t arena_bytes)
+{
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (t->rank != 0)
+        return;
+    static const char *const rc_names[] = { "none", "selective", "full" };
+    char b[MEM_N][32], tot[32], fr[32], all[32];
+    for (int i = 0; i < MEM_N; i++)
+        sl_human_bytes((double)t->mem[i], b[i], sizeof(b[i]));
+    sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16), optimizer state %s "
+            "(fp32 master + AdamW moments, 1/%d shard), activations %s (recompute %s), "
+            "workspace %s",
+            b[MEM_PARAMS], b[MEM_GRADS], b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute],
+            b[MEM_WORK]);
+    sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
+            sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
+            sl_human_bytes((double)free_b, fr, sizeof(fr)),
+            sl_human_bytes((double)total_b, all, sizeof(all)));
+}
+
+int gpu_setup_model(struct gt *t)
+{
+    const struct gpu_train_args *a = t->a;
+    const struct model_config *c = &a->mc;
+    t->B = (int)a->micro_batch;
+    t->T = (int)a->seq_len;
+    t->N = t->B * t->T;
+    t->D = c->d_model;
+    t->H = c->n_heads;
+    t->Hkv = c->n_kv_heads;
+    t->hd = c->head_dim;
+    t->QKV = model_qkv_dim(c);
+    t->QD = c->n_heads * c->head_dim;
+    t->F = c->d_ff;
+    t->FC = model_fc_dim(c);
+    t->V = c->vocab_size;
+    t->Vp = c->padded_vocab_size;
+    t->L = c->n_layers;
+    t->attn_scale = (float)(1.0 / sqrt((double)t->hd));
+    if (t->L < 1)
+        return sl_err_set(SL_ERR_CONFIG, "the GPU trainer needs at least one layer");
+    if (t->D > 8192)
+        return sl_err_set(SL_ERR_CONFIG, "hidden size %d: the GPU norms support up to 8192", t->D);
+    model_layout_init(&t->l, c);
+    int rc = plan_buckets(t);
+    if (rc)
+        return rc;
+    t->ntensors = t->l.n;
+    t->per = sl_xcalloc((size_t)t->L, sizeof(*t->per));
+
+    static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
+    t->attn = attention_new(backends[a->attention]);
+    if (!t->attn)
+        return sl_err_set(SL_ERR_UNSUPPORTED, "train.attention=%s: %s",
+                          a->attention == GPU_ATTN_CUDNN ? "cudnn" : "flash", attn_cudnn_error());
+    if (attention_prepare(t->attn, t->B, t->T, t->H, t->Hkv, t->hd, &t->attn_ws_bytes) != 0)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "attention cannot run batch %d x %d tokens, %d/%d heads of %d%s%s\n"
+                          "hint: our kernels take head sizes 16, 32, 64, 128; train.attention=auto "
+                          "uses cuDNN where it can",
+                          t->B, t->T, t->H, t->Hkv, t->hd,
+                          a->attention == GPU_ATTN_CUDNN ? ": " : "",
+                          a->attention == GPU_ATTN_CUDNN ? attn_cudnn_error() : "");
+    t->emb_scratch_bytes = embedding_bwd_scratch_size(t->B, t->T, t->V);
+
+    size_t bytes = plan_memory(t, NULL);
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    cudaError_t e = cudaMalloc(&t->arena, bytes);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        char need[32], fr[32];
+        return sl_err_set(SL_ERR_NOMEM,
+                          "cannot allocate %s of GPU memory (%s free)\nhint: lower "
+                          "train.micro_batch_size, or set train.recompute=selective or full",
+                          sl_human_bytes((double)bytes, need, sizeof(need)),
+                          sl_human_bytes((double)free_b, fr, sizeof(fr)));
+    }
+    plan_memory(t, t->arena);
+    CUDA_CHECK(cudaMemset(t->arena, 0, bytes));
+    memory_report(t, bytes);
+
+    t->gemm = gemm_new(t->gemm_ws, GEMM_WORKSPACE_BYTES);
+    if (!t->gemm)
+        return sl_err_set(SL_ERR_STATE, "cuBLASLt: %s", gemm_error());
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t->st, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t->comm, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t->copy, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_grad, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_comm, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_stats, cudaEventDisableTiming));
+    for (int i = 0; i < 2; i++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&t->step_done[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventRecord(t->step_done[i], t->st));
+    }
+    size_t nstats = (size_t)(1 + a->accum + a->eval_iters * a->accum);
+    CUDA_CHECK(cudaHostAlloc((void **)&t->h_stats, nstats * sizeof(float), cudaHostAllocDefault));
+
+    /* the AdamW table, in device offsets */
+    struct adamw_tensor *tab = sl_xcalloc((size_t)t->ntensors, sizeof(*tab));
+    for (int i = 0; i < t->l.n; i++) {
+        tab[i].offset = (int64_t)t->doff[i];
+        tab[i].size = (int64_t)t->l.t[i].numel;
+        tab[i].wd_mult = t->l.t[i].decay ? 1.0f : 0.0f;
+        tab[i].lr_mult = 1.0f;
+    }
+    CUDA_CHECK(
+        cudaMemcpy(t->d_tensors, tab, (size_t)t->ntensors * sizeof(*tab), cudaMemcpyHostToDevice));
+    free(tab);
+
+    if (c->pos == MODEL_POS_ROPE) {
+        /* as the CPU path builds them: the angle in fp32, then cos/sin */
+        int half = t->hd / 2;
+        double *inv = sl_xmalloc(((size_t)half + 1) * sizeof(double));
+        float *cs = sl_xmalloc(2 * (size_t)t->T * (size_t)half * sizeof(float));
+        model_rope_inv_freq(c, inv);
+        for (int p = 0; p < t->T; p++)
+            for (int i = 0; i < half; i++) {
+                float ang = (float)p * (float)inv[i];
+                cs[(size_t)p * half + i] = cosf(ang);
+                cs[(size_t)t->T * half + (size_t)p * half + i] = sinf(ang);
+            }
+        size_t tb = (size_t)t->T * (size_t)half * sizeof(float);
+        CUDA_CHECK(cudaMemcpy(t->rope_cos, cs, tb, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(t->rope_sin, cs + (size_t)t->T * half, tb, cudaMemcpyHostToDevice));
+        free(cs);
+        free(inv);
+    }
+    /* the set-up copies and the arena's memset ran on the legacy stream */
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}

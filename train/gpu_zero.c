@@ -1,0 +1,280 @@
+/* The CUDA trainer's data parallelism, ZeRO-1 over NCCL: the communicator (bootstrapped over
+ * MPI), per-bucket reduce-scatter of the gradient, the global norm, the sharded AdamW step
+ * and the parameter all-gather; the sharded state in and out of checkpoints.
+ */
+#include "train/gpu_internal.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/world.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int gpu_setup_nccl(struct gt *t)
+{
+#ifdef SL_HAVE_NCCL
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    if (t->rank == 0)
+        NCCL_CHECK(ncclGetUniqueId(&id));
+    int rc = sl_world_bcast(t->w, &id, sizeof(id), 0);
+    if (rc)
+        return rc;
+    NCCL_CHECK(ncclCommInitRank(&t->nccl, t->W, id, t->rank));
+    t->nccl_ok = 1;
+    return 0;
+#else
+    if (t->W > 1)
+        return sl_err_set(SL_ERR_UNSUPPORTED, "this build has no NCCL: the GPU trainer runs "
+                                              "one rank only\nhint: install NCCL and rebuild");
+    return 0;
+#endif
+}
+
+/* Bucket k's gradient is final for this step: reduce-scatter it on the communication stream
+ * (sum over ranks; each rank keeps its slice, in place). */
+void gpu_bucket_reduce(struct gt *t, int k)
+{
+#ifdef SL_HAVE_NCCL
+    const struct gbucket *b = &t->bk[k];
+    if (!b->len)
+        return;
+    size_t cnt = b->len / (size_t)t->W;
+    CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
+    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
+    NCCL_CHECK(ncclReduceScatter(t->grads + b->dev, t->grads + b->dev + (size_t)t->rank * cnt, cnt,
+                                 ncclBfloat16, ncclSum, t->nccl, t->comm));
+#else
+    (void)t;
+    (void)k;
+#endif
+}
+
+/* ---- optimizer ----------------------------------------------------------------------- */
+
+/* After the last micro-step's backward: wait for the reduce-scatters, the squared global
+ * norm of the reduced gradient (each rank over its slices, summed over ranks), the losses
+ * summed over ranks, and the statistics copied to pinned memory (event ev_stats). */
+void gpu_reduce_stats(struct gt *t)
+{
+    CUDA_CHECK(cudaEventRecord(t->ev_comm, t->comm));
+    CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_comm, 0));
+    int first = 1;
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        if (!cnt)
+            continue;
+        global_norm_sq(t->d_stats, t->gn_scratch, t->grads + d0, cnt, !first, t->st);
+        first = 0;
+    }
+    if (first)
+        fill_f32(t->d_stats, 0.0f, 1, t->st);
+#ifdef SL_HAVE_NCCL
+    NCCL_CHECK(ncclAllReduce(t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), ncclFloat, ncclSum,
+                             t->nccl, t->st));
+#endif
+    CUDA_CHECK(cudaMemcpyAsync(t->h_stats, t->d_stats, (size_t)(1 + t->a->accum) * sizeof(float),
+                               cudaMemcpyDeviceToHost, t->st));
+    CUDA_CHECK(cudaEventRecord(t->ev_stats, t->st));
+}
+
+/* Cast this rank's master slices to the bf16 working copy and all-gather the parameters. */
+static void gather_params(struct gt *t, int cast)
+{
+    for (int k = 0; cast && k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        if (cnt)
+            cast_f32_to_bf16(t->params + d0, t->master + t->bk[k].shard, cnt, t->st);
+    }
+#ifdef SL_HAVE_NCCL
+    NCCL_CHECK(ncclGroupStart());
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        if (cnt)
+            NCCL_CHECK(ncclAllGather(t->params + d0, t->params + t->bk[k].dev, cnt, ncclBfloat16,
+                                     t->nccl, t->st));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+#endif
+}
+
+void gpu_optimizer_step(struct gt *t, double lr)
+{
+    const struct gpu_train_args *a = t->a;
+    struct adamw_hparams hp;
+    memset(&hp, 0, sizeof(hp));
+    hp.lr = (float)lr;
+    hp.beta1 = (float)a->adam.beta1;
+    hp.beta2 = (float)a->adam.beta2;
+    hp.eps = (float)a->adam.eps;
+    hp.weight_decay = (float)a->adam.weight_decay;
+    hp.step = t->cs.adam_step;
+    hp.grad_scale = 1.0f;
+    hp.max_grad_norm = a->clip > 0 ? (float)a->clip : 0.0f;
+    hp.grad_norm_sq = t->d_stats;
+    hp.seed = (uint64_t)t->cs.step;
+    hp.stochastic_rounding = 0;
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        if (!cnt)
+            continue;
+        size_t s0 = t->bk[k].shard;
+        adamw_update(t->params + d0, t->grads + d0, t->master + s0, t->m + s0, t->v + s0,
+                     (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp, t->st);
+    }
+    gather_params(t, 0);
+}
+
+/* ---- state: initialisation, resume, checkpoints -------------------------------------- */
+
+/* The ranges of the layout this rank's shard covers, and where each lands in host buffers
+ * laid out like the shard storage. */
+static struct ckpt_range *shard_ranges(struct gt *t, float *master, float *m, float *v)
+{
+    struct ckpt_range *r = sl_xcalloc((size_t)t->nbk, sizeof(*r));
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        r[k].first = l0;
+        r[k].n = nl;
+        r[k].master = master + t->bk[k].shard;
+        r[k].m = m + t->bk[k].shard;
+        r[k].v = v + t->bk[k].shard;
+    }
+    return r;
+}
+
+/* Fill the device state from host buffers shaped like the shard storage. */
+static void upload_state(struct gt *t, const float *master, const float *m, const float *v)
+{
+    size_t bytes = t->shard_n * sizeof(float);
+    CUDA_CHECK(cudaMemcpy(t->master, master, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t->m, m, bytes, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(t->v, v, bytes, cudaMemcpyHostToDevice));
+    /* a pageable cudaMemcpy may return before its DMA is done, and our streams do not
+     * wait for the legacy stream */
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemsetAsync(t->params, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    gather_params(t, 1);
+    CUDA_CHECK(cudaStreamSynchronize(t->st));
+}
+
+/* Fresh weights (the CPU path's initialisation, on every rank) or a checkpoint's. */
+int gpu_load_state(struct gt *t, const char *from)
+{
+    size_t n = t->shard_n;
+    float *host = calloc(3 * n + 1, sizeof(float));
+    if (!host)
+        return sl_err_set(SL_ERR_NOMEM,
+                          "cannot allocate %zu MiB of host memory for the "
+                          "optimizer shard",
+                          3 * n * sizeof(float) >> 20);
+    float *hm = host, *mm = host + n, *vv = host + 2 * n;
+    struct ckpt_range *r = shard_ranges(t, hm, mm, vv);
+    int rc = 0;
+    if (from) {
+        float **dst = sl_xcalloc((size_t)t->nbk, sizeof(float *));
+        for (int k = 0; k < t->nbk; k++)
+            dst[k] = (float *)r[k].master;
+        rc = ckpt_read_ranges(from, &t->l, CKPT_PARAMS, r, (size_t)t->nbk, dst);
+        for (int k = 0; k < t->nbk; k++)
+            dst[k] = (float *)r[k].m;
+        if (!rc)
+            rc = ckpt_read_ranges(from, &t->l, CKPT_EXP_AVG, r, (size_t)t->nbk, dst);
+        for (int k = 0; k < t->nbk; k++)
+            dst[k] = (float *)r[k].v;
+        if (!rc)
+            rc = ckpt_read_ranges(from, &t->l, CKPT_EXP_AVG_SQ, r, (size_t)t->nbk, dst);
+        free(dst);
+    } else {
+        float *slab = malloc(t->l.total * sizeof(float));
+        if (!slab) {
+            rc = sl_err_set(SL_ERR_NOMEM,
+                            "cannot allocate %zu MiB of host memory for the "
+                            "initial weights",
+                            t->l.total * sizeof(float) >> 20);
+        } else {
+            model_init_params(&t->a->mc, &t->l, slab, sl_rng_u64(&t->rng));
+            for (int k = 0; k < t->nbk; k++)
+                if (r[k].n)
+                    memcpy((float *)r[k].master, slab + r[k].first, r[k].n * sizeof(float));
+            free(slab);
+        }
+    }
+    if (!rc)
+        upload_state(t, hm, mm, vv);
+    free(r);
+    free(host);
+    return rc;
+}
+
+int gpu_save_checkpoint(struct gt *t)
+{
+    const struct gpu_train_args *a = t->a;
+    long step = t->cs.step;
+    int rc = t->rank == 0 ? ckpt_begin(a->ckpt_dir, step) : 0;
+    if ((rc = gpu_all_ok(t, rc)))
+        return rc;
+    CUDA_CHECK(cudaStreamSynchronize(t->st));
+    size_t n = t->shard_n;
+    float *host = malloc((3 * n + 1) * sizeof(float));
+    float *slab = NULL;
+    uint16_t *bits = NULL;
+    if (!host) {
+        rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate host memory for the checkpoint");
+        goto done;
+    }
+    CUDA_CHECK(cudaMemcpy(host, t->master, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(host + n, t->m, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(host + 2 * n, t->v, n * sizeof(float), cudaMemcpyDeviceToHost));
+    struct ckpt_range *r = shard_ranges(t, host, host + n, host + 2 * n);
+    rc = ckpt_write_shard(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk);
+    free(r);
+    if (!rc && t->rank == 0) {
+        /* model.safetensors: the bf16 working weights, widened (exact) to fp32 */
+        slab = calloc(t->l.total + 1, sizeof(float));
+        bits = malloc(t->dtotal * sizeof(uint16_t));
+        if (!slab || !bits) {
+            rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate host memory for the checkpoint");
+            goto done;
+        }
+        CUDA_CHECK(
+            cudaMemcpy(bits, t->params, t->dtotal * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < t->l.n; i++) {
+            const struct model_tensor *mt = &t->l.t[i];
+            for (size_t k = 0; k < mt->numel; k++) {
+                uint32_t u = (uint32_t)bits[t->doff[i] + k] << 16;
+                memcpy(&slab[mt->offset + k], &u, sizeof(u));
+            }
+        }
+        rc = ckpt_write_model(a->ckpt_dir, step, &t->l, slab);
+    }
+done:
+    free(host);
+    free(slab);
+    free(bits);
+    if (rc)
+        sl_error("%s", sl_err_msg());
+    if ((rc = gpu_all_ok(t, rc))) {
+        if (t->rank == 0)
+            ckpt_abort(a->ckpt_dir, step);
+        return rc;
+    }
+    if (t->rank == 0) {
+        memcpy(t->cs.rng, t->rng.s, sizeof(t->cs.rng));
+        rc = ckpt_commit(a->ckpt_dir, &a->mc, &t->cs, a->config_json, a->optim_json, 1, t->W);
+        if (!rc)
+            rc = ckpt_prune(a->ckpt_dir, (int)a->keep_last);
+        if (!rc)
+            sl_info("saved checkpoint '%s/step-%08ld'", a->ckpt_dir, step);
+        else
+            sl_error("%s", sl_err_msg());
+    }
+    return gpu_all_ok(t, rc);
+}
