@@ -14,5 +14,6 @@ int cmd_dedup(int argc, const char **argv);
 int cmd_clean(int argc, const char **argv);
 int cmd_filter(int argc, const char **argv);
 int cmd_classifier(int argc, const char **argv);
+int cmd_run(int argc, const char **argv);
 
 #endif
