@@ -33,6 +33,8 @@ static const struct command commands[] = {
     { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
     { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
     { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
+    { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
+    { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

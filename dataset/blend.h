@@ -1,0 +1,25 @@
+/* Blending datasets by weights with Megatron's greedy rule (helpers.cpp
+ * build_blending_indices): sample s comes from the dataset whose weight * max(s, 1) minus
+ * the samples it already gave is largest (the lowest index wins ties). No randomness. */
+#ifndef SL_DATASET_BLEND_H
+#define SL_DATASET_BLEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fill dataset_index[size] and dataset_sample_index[size] for n datasets of weights w
+ * (normalised). */
+void blend_build(const double *w, int n, size_t size, int16_t *dataset_index,
+                 int64_t *dataset_sample_index);
+/* Samples to request from a component of weight w for a blend of `size` samples:
+ * ceil(ceil(size * w) * 1.005), Megatron's 0.5% surplus. */
+uint64_t blend_component_size(uint64_t size, double w);
+
+/* Parse Megatron's data-path syntax: "PREFIX", or "W1 PREFIX1 W2 PREFIX2 ...". Several
+ * prefixes need weights. With normalize = 0, weights must sum to 1 (within 1e-6).
+ * On success *prefixes (strings inside *storage) and *weights are fresh arrays the
+ * caller frees (free(*prefixes), free(*weights), free(*storage)). */
+int blend_parse_prefix(const char *spec, int normalize, char ***prefixes, double **weights,
+                       int *n, char **storage);
+
+#endif

@@ -1,0 +1,569 @@
+/* Checkpoints: atomic step directories of safetensors + JSON, resume lookup, pruning, and
+ * the Hugging Face export. */
+#include "train/checkpoint.h"
+
+#include "core/alloc.h"
+#include "core/atomic.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/stream.h"
+#include "train/safetensors.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CKPT_FORMAT "sluice-checkpoint"
+#define CKPT_VERSION 1
+
+/* Remove a directory holding only files. */
+static int rm_flat_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char *p = sl_xasprintf("%s/%s", path, e->d_name);
+        if (unlink(p) != 0 && !rc)
+            rc = sl_err_set(SL_ERR_IO, "cannot remove '%s': %s", p, strerror(errno));
+        free(p);
+    }
+    closedir(d);
+    if (!rc && rmdir(path) != 0)
+        rc = sl_err_set(SL_ERR_IO, "cannot remove '%s': %s", path, strerror(errno));
+    return rc;
+}
+
+static int write_tensors(const char *path, const struct model_layout *l, const float *slab,
+                         const char *prefix, const char *const *meta)
+{
+    struct st_tensor *t = sl_xcalloc((size_t)l->n, sizeof(*t));
+    char **names = sl_xcalloc((size_t)l->n, sizeof(char *));
+    for (int i = 0; i < l->n; i++) {
+        names[i] = sl_xasprintf("%s%s", prefix, l->t[i].name);
+        t[i].name = names[i];
+        t[i].dtype = "F32";
+        t[i].ndim = l->t[i].ndim;
+        t[i].shape[0] = l->t[i].shape[0];
+        t[i].shape[1] = l->t[i].shape[1];
+        t[i].data = slab + l->t[i].offset;
+        t[i].nbytes = l->t[i].numel * sizeof(float);
+    }
+    int rc = st_write(path, t, (size_t)l->n, meta);
+    for (int i = 0; i < l->n; i++)
+        free(names[i]);
+    free(names);
+    free(t);
+    return rc;
+}
+
+int ckpt_save(const char *dir, const struct model_config *c, const struct model_layout *l,
+              const float *params, const float *m, const float *v, const struct ckpt_state *st,
+              const char *config_json, const char *optim_json)
+{
+    int rc = sl_mkdir_p(dir);
+    if (rc)
+        return rc;
+    char *final = sl_xasprintf("%s/step-%08ld", dir, st->step);
+    char *tmp = sl_xasprintf("%s/.step-%08ld.tmp", dir, st->step);
+    char *old = sl_xasprintf("%s/.step-%08ld.old", dir, st->step);
+    char *p = NULL;
+    struct sl_buf j = SL_BUF_INIT;
+    rm_flat_dir(tmp);
+    if (mkdir(tmp, 0777) != 0) {
+        rc = sl_err_set(SL_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+        goto out;
+    }
+    char stepbuf[32];
+    snprintf(stepbuf, sizeof(stepbuf), "%ld", st->step);
+    const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, NULL };
+    p = sl_xasprintf("%s/model.safetensors", tmp);
+    rc = write_tensors(p, l, params, "", meta);
+    free(p);
+    p = NULL;
+    if (rc)
+        goto out;
+    if (m && v) {
+        p = sl_xasprintf("%s/optimizer.safetensors", tmp);
+        struct st_tensor *t = sl_xcalloc(2 * (size_t)l->n, sizeof(*t));
+        char **names = sl_xcalloc(2 * (size_t)l->n, sizeof(char *));
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < l->n; i++) {
+                struct st_tensor *x = &t[k * l->n + i];
+                names[k * l->n + i] = sl_xasprintf("%s.%s", k ? "exp_avg_sq" : "exp_avg", l->t[i].name);
+                x->name = names[k * l->n + i];
+                x->dtype = "F32";
+                x->ndim = l->t[i].ndim;
+                x->shape[0] = l->t[i].shape[0];
+                x->shape[1] = l->t[i].shape[1];
+                x->data = (k ? v : m) + l->t[i].offset;
+                x->nbytes = l->t[i].numel * sizeof(float);
+            }
+        rc = st_write(p, t, 2 * (size_t)l->n, meta);
+        for (int i = 0; i < 2 * l->n; i++)
+            free(names[i]);
+        free(names);
+        free(t);
+        free(p);
+        p = NULL;
+        if (rc)
+            goto out;
+    }
+    sl_buf_printf(&j, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"step\": %ld,\n", CKPT_FORMAT,
+                  CKPT_VERSION, st->step);
+    sl_buf_puts(&j, "  \"model\": ");
+    model_config_to_json(c, &j);
+    sl_buf_puts(&j, ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\"},\n");
+    sl_buf_printf(&j,
+                  "  \"optimizer\": {\"file\": %s, \"type\": \"adamw\", \"adam_step\": %ld, "
+                  "\"moments\": [\"exp_avg.<tensor>\", \"exp_avg_sq.<tensor>\"], \"settings\": %s},\n",
+                  m && v ? "\"optimizer.safetensors\"" : "null", st->adam_step,
+                  optim_json ? optim_json : "null");
+    sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu},\n",
+                  (unsigned long long)st->consumed_samples);
+    sl_buf_printf(&j,
+                  "  \"rng\": {\"generator\": \"xoshiro256**\", \"state\": [\"%016llx\", "
+                  "\"%016llx\", \"%016llx\", \"%016llx\"]},\n",
+                  (unsigned long long)st->rng[0], (unsigned long long)st->rng[1],
+                  (unsigned long long)st->rng[2], (unsigned long long)st->rng[3]);
+    sl_buf_printf(&j, "  \"skipped_steps\": %ld,\n  \"loss\": ", st->skipped);
+    if (st->loss == st->loss)
+        sl_buf_printf(&j, "%.9g", st->loss);
+    else
+        sl_buf_puts(&j, "null");
+    sl_buf_printf(&j, ",\n  \"config\": %s\n}\n", config_json ? config_json : "null");
+    p = sl_xasprintf("%s/checkpoint.json", tmp);
+    rc = sl_write_file_atomic(p, j.data, j.len);
+    free(p);
+    p = NULL;
+    if (rc)
+        goto out;
+    struct stat sb;
+    if (stat(final, &sb) == 0) {
+        rm_flat_dir(old);
+        if (rename(final, old) != 0) {
+            rc = sl_err_set(SL_ERR_IO, "cannot replace '%s': %s", final, strerror(errno));
+            goto out;
+        }
+    }
+    if (rename(tmp, final) != 0) {
+        rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, final, strerror(errno));
+        goto out;
+    }
+    rm_flat_dir(old);
+    /* make the rename durable */
+    {
+        int fd = open(dir, O_RDONLY);
+        if (fd >= 0) {
+            fsync(fd);
+            close(fd);
+        }
+    }
+out:
+    if (rc)
+        rm_flat_dir(tmp);
+    sl_buf_release(&j);
+    free(final);
+    free(tmp);
+    free(old);
+    return rc;
+}
+
+static int step_of(const char *name, long *step)
+{
+    if (strncmp(name, "step-", 5) != 0)
+        return 0;
+    char *end;
+    long s = strtol(name + 5, &end, 10);
+    if (*end || end == name + 5 || s < 0)
+        return 0;
+    *step = s;
+    return 1;
+}
+
+/* Step numbers of the complete checkpoints under dir, ascending. */
+static int list_steps(const char *dir, long **steps, size_t *n)
+{
+    *steps = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", dir, strerror(errno));
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long s;
+        if (!step_of(e->d_name, &s))
+            continue;
+        char *j = sl_xasprintf("%s/%s/checkpoint.json", dir, e->d_name);
+        struct stat sb;
+        int ok = stat(j, &sb) == 0;
+        free(j);
+        if (!ok)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            *steps = sl_xrealloc(*steps, cap * sizeof(long));
+        }
+        (*steps)[(*n)++] = s;
+    }
+    closedir(d);
+    for (size_t i = 1; i < *n; i++) /* insertion sort: few entries */
+        for (size_t k = i; k > 0 && (*steps)[k - 1] > (*steps)[k]; k--) {
+            long t = (*steps)[k];
+            (*steps)[k] = (*steps)[k - 1];
+            (*steps)[k - 1] = t;
+        }
+    return 0;
+}
+
+int ckpt_find_latest(const char *dir, char **path)
+{
+    *path = NULL;
+    long *steps;
+    size_t n;
+    int rc = list_steps(dir, &steps, &n);
+    if (rc)
+        return rc;
+    if (n)
+        *path = sl_xasprintf("%s/step-%08ld", dir, steps[n - 1]);
+    free(steps);
+    return 0;
+}
+
+int ckpt_prune(const char *dir, int keep)
+{
+    if (keep <= 0)
+        return 0;
+    long *steps;
+    size_t n;
+    int rc = list_steps(dir, &steps, &n);
+    for (size_t i = 0; !rc && n > (size_t)keep && i < n - (size_t)keep; i++) {
+        char *p = sl_xasprintf("%s/step-%08ld", dir, steps[i]);
+        rc = rm_flat_dir(p);
+        free(p);
+    }
+    free(steps);
+    return rc;
+}
+
+int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *st)
+{
+    memset(st, 0, sizeof(*st));
+    char *jp = sl_xasprintf("%s/checkpoint.json", path);
+    struct sl_buf b = SL_BUF_INIT;
+    b.max = 64u << 20;
+    int rc = sl_read_file(jp, &b);
+    if (rc) {
+        sl_err_wrap(rc, "checkpoint '%s': ", path);
+        free(jp);
+        return rc;
+    }
+    struct json_tokener *tok = json_tokener_new();
+    struct json_object *o = json_tokener_parse_ex(tok, b.data ? b.data : "", (int)b.len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    struct json_object *v, *model, *opt, *data, *rng, *state;
+    rc = SL_ERR_CORRUPT;
+    if (!o || jerr != json_tokener_success || !json_object_is_type(o, json_type_object))
+        goto bad;
+    if (!json_object_object_get_ex(o, "format", &v) ||
+        strcmp(json_object_get_string(v), CKPT_FORMAT) != 0)
+        goto bad;
+    if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != CKPT_VERSION) {
+        rc = sl_err_set(SL_ERR_UNSUPPORTED, "checkpoint '%s': version %s is not supported", jp,
+                        json_object_to_json_string(v));
+        goto out;
+    }
+    if (!json_object_object_get_ex(o, "step", &v))
+        goto bad;
+    st->step = (long)json_object_get_int64(v);
+    if (!json_object_object_get_ex(o, "model", &model))
+        goto bad;
+    const char *ms = json_object_to_json_string(model);
+    rc = model_config_from_json(c, ms, strlen(ms));
+    if (rc) {
+        sl_err_wrap(rc, "checkpoint '%s': ", jp);
+        goto out;
+    }
+    rc = SL_ERR_CORRUPT;
+    if (json_object_object_get_ex(o, "optimizer", &opt) &&
+        json_object_object_get_ex(opt, "adam_step", &v))
+        st->adam_step = (long)json_object_get_int64(v);
+    if (!json_object_object_get_ex(o, "data", &data) ||
+        !json_object_object_get_ex(data, "consumed_samples", &v))
+        goto bad;
+    st->consumed_samples = (uint64_t)json_object_get_int64(v);
+    if (json_object_object_get_ex(o, "skipped_steps", &v))
+        st->skipped = (long)json_object_get_int64(v);
+    if (json_object_object_get_ex(o, "loss", &v))
+        st->loss = json_object_get_double(v);
+    if (!json_object_object_get_ex(o, "rng", &rng) ||
+        !json_object_object_get_ex(rng, "state", &state) ||
+        !json_object_is_type(state, json_type_array) || json_object_array_length(state) != 4)
+        goto bad;
+    for (int i = 0; i < 4; i++)
+        st->rng[i] = strtoull(json_object_get_string(json_object_array_get_idx(state, (size_t)i)),
+                              NULL, 16);
+    rc = 0;
+    goto out;
+bad:
+    rc = sl_err_set(SL_ERR_CORRUPT, "checkpoint '%s' is damaged: not a %s JSON file with step, "
+                                    "model, data and rng",
+                    jp, CKPT_FORMAT);
+out:
+    json_object_put(o);
+    sl_buf_release(&b);
+    free(jp);
+    return rc;
+}
+
+static int load_slab(const char *file, const struct model_layout *l, float *slab, const char *prefix)
+{
+    struct st_file *f;
+    int rc = st_open(&f, file);
+    if (rc)
+        return rc;
+    char name[MODEL_NAME_MAX + 16];
+    for (int i = 0; i < l->n && !rc; i++) {
+        snprintf(name, sizeof(name), "%s%s", prefix, l->t[i].name);
+        rc = st_read_f32(f, name, slab + l->t[i].offset, l->t[i].numel);
+    }
+    st_close(f);
+    return rc;
+}
+
+int ckpt_load(const char *path, const struct model_layout *l, float *params, float *m, float *v)
+{
+    char *p = sl_xasprintf("%s/model.safetensors", path);
+    int rc = load_slab(p, l, params, "");
+    free(p);
+    if (rc || !m || !v)
+        return rc;
+    p = sl_xasprintf("%s/optimizer.safetensors", path);
+    rc = load_slab(p, l, m, "exp_avg.");
+    if (!rc)
+        rc = load_slab(p, l, v, "exp_avg_sq.");
+    free(p);
+    return rc;
+}
+
+/* ---- Hugging Face export ------------------------------------------------------------- */
+
+struct hf_out {
+    struct st_tensor *t;
+    char **names;
+    float **bufs;
+    size_t n, cap;
+};
+
+/* Add a tensor [rows, cols] built from src (row-major [rows, cols], or the transpose of a
+ * row-major [cols, rows] matrix when transpose is set). */
+static void hf_add(struct hf_out *o, const char *name, const float *src, int64_t rows, int64_t cols,
+                   int transpose, int ndim)
+{
+    if (o->n == o->cap) {
+        o->cap = o->cap ? o->cap * 2 : 64;
+        o->t = sl_xrealloc(o->t, o->cap * sizeof(*o->t));
+        o->names = sl_xrealloc(o->names, o->cap * sizeof(char *));
+        o->bufs = sl_xrealloc(o->bufs, o->cap * sizeof(float *));
+    }
+    size_t cnt = (size_t)rows * (size_t)cols;
+    float *b = sl_xmalloc(cnt * sizeof(float) + 1);
+    if (transpose) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++)
+                b[r * cols + c] = src[c * rows + r];
+    } else {
+        memcpy(b, src, cnt * sizeof(float));
+    }
+    struct st_tensor *t = &o->t[o->n];
+    memset(t, 0, sizeof(*t));
+    o->names[o->n] = sl_xstrdup(name);
+    o->bufs[o->n] = b;
+    t->name = o->names[o->n];
+    t->dtype = "F32";
+    t->ndim = ndim;
+    t->shape[0] = rows;
+    t->shape[1] = cols;
+    t->data = b;
+    t->nbytes = cnt * sizeof(float);
+    o->n++;
+}
+
+static void hf_release(struct hf_out *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        free(o->names[i]);
+        free(o->bufs[i]);
+    }
+    free(o->t);
+    free(o->names);
+    free(o->bufs);
+}
+
+int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
+{
+    struct model_config c;
+    struct ckpt_state st;
+    int rc = ckpt_read_meta(path, &c, &st);
+    if (rc)
+        return rc;
+    int gpt2 = c.pos == MODEL_POS_LEARNED && c.norm == MODEL_LAYERNORM && c.act != MODEL_SWIGLU &&
+               c.bias && c.n_kv_heads == c.n_heads;
+    int llama = c.pos == MODEL_POS_ROPE && c.norm == MODEL_RMSNORM && c.act == MODEL_SWIGLU;
+    if (!gpt2 && !llama)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "cannot export '%s': no transformers class has this mix (%s, %s, %s, "
+                          "bias %s)\nhint: GPT2LMHeadModel needs learned positions, LayerNorm, "
+                          "GELU and biases; LlamaForCausalLM needs RoPE, RMSNorm and SwiGLU",
+                          path, model_pos_name(c.pos), model_norm_name(c.norm),
+                          model_act_name(c.act), c.bias ? "on" : "off");
+    *arch = gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
+    struct model_layout l;
+    model_layout_init(&l, &c);
+    float *p = sl_xcalloc(l.total, sizeof(float));
+    rc = ckpt_load(path, &l, p, NULL, NULL);
+    if (rc)
+        goto out;
+    rc = sl_mkdir_p(out_dir);
+    if (rc)
+        goto out;
+    struct hf_out o = { 0 };
+    char nm[128];
+    int64_t D = c.d_model, V = c.vocab_size, F = c.d_ff, hd = c.head_dim;
+    int64_t qd = (int64_t)c.n_heads * hd, kd = (int64_t)c.n_kv_heads * hd;
+#define W(id) (p + l.t[id].offset)
+    if (gpt2) {
+        hf_add(&o, "transformer.wte.weight", W(l.embed), V, D, 0, 2);
+        hf_add(&o, "transformer.wpe.weight", W(l.pos), c.max_seq_len, D, 0, 2);
+        for (int i = 0; i < c.n_layers; i++) {
+            const struct model_layer_ids *li = &l.layer[i];
+#define H(suffix, id, rows, cols, tr, nd)                                                    \
+    do {                                                                                   \
+        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                        \
+        hf_add(&o, nm, W(id), rows, cols, tr, nd);                                         \
+    } while (0)
+            H("ln_1.weight", li->attn_norm_w, D, 1, 0, 1);
+            H("ln_1.bias", li->attn_norm_b, D, 1, 0, 1);
+            /* Conv1D stores [in, out]: the transpose of our [out, in] */
+            H("attn.c_attn.weight", li->qkv_w, D, 3 * D, 1, 2);
+            H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 0, 1);
+            H("attn.c_proj.weight", li->attn_proj_w, D, D, 1, 2);
+            H("attn.c_proj.bias", li->attn_proj_b, D, 1, 0, 1);
+            H("ln_2.weight", li->mlp_norm_w, D, 1, 0, 1);
+            H("ln_2.bias", li->mlp_norm_b, D, 1, 0, 1);
+            H("mlp.c_fc.weight", li->fc_w, D, F, 1, 2);
+            H("mlp.c_fc.bias", li->fc_b, F, 1, 0, 1);
+            H("mlp.c_proj.weight", li->mlp_proj_w, F, D, 1, 2);
+            H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 0, 1);
+#undef H
+        }
+        hf_add(&o, "transformer.ln_f.weight", W(l.final_norm_w), D, 1, 0, 1);
+        hf_add(&o, "transformer.ln_f.bias", W(l.final_norm_b), D, 1, 0, 1);
+        if (!c.tied_embeddings)
+            hf_add(&o, "lm_head.weight", W(l.lm_head), V, D, 0, 2);
+    } else {
+        hf_add(&o, "model.embed_tokens.weight", W(l.embed), V, D, 0, 2);
+        for (int i = 0; i < c.n_layers; i++) {
+            const struct model_layer_ids *li = &l.layer[i];
+            const float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
+#define H(suffix, src, rows, cols, nd)                                                       \
+    do {                                                                                   \
+        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                         \
+        hf_add(&o, nm, src, rows, cols, 0, nd);                                            \
+    } while (0)
+            H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
+            H("self_attn.q_proj.weight", qkv, qd, D, 2);
+            H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
+            H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
+            if (c.bias) {
+                const float *b = W(li->qkv_b);
+                H("self_attn.q_proj.bias", b, qd, 1, 1);
+                H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
+                H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
+            }
+            H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
+            if (c.bias)
+                H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
+            H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
+            H("mlp.gate_proj.weight", fc, F, D, 2);
+            H("mlp.up_proj.weight", fc + F * D, F, D, 2);
+            H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
+            if (c.bias) {
+                H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
+                H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
+                H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
+            }
+#undef H
+        }
+        hf_add(&o, "model.norm.weight", W(l.final_norm_w), D, 1, 0, 1);
+        if (!c.tied_embeddings)
+            hf_add(&o, "lm_head.weight", W(l.lm_head), V, D, 0, 2);
+    }
+#undef W
+    char *sp = sl_xasprintf("%s/model.safetensors", out_dir);
+    const char *meta[] = { "format", "pt", NULL };
+    rc = st_write(sp, o.t, o.n, meta);
+    free(sp);
+    hf_release(&o);
+    if (rc)
+        goto out;
+    struct sl_buf j = SL_BUF_INIT;
+    if (gpt2) {
+        sl_buf_printf(&j,
+                      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+                      "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
+                      "  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n"
+                      "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
+                      "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
+                      "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
+                      "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
+                      "  \"torch_dtype\": \"float32\"\n}\n",
+                      c.vocab_size, c.max_seq_len, c.max_seq_len, c.d_model, c.n_layers, c.n_heads,
+                      c.d_ff, c.act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c.norm_eps,
+                      (double)c.init_std, c.tied_embeddings ? "true" : "false", c.vocab_size - 1,
+                      c.vocab_size - 1);
+    } else {
+        sl_buf_printf(&j,
+                      "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+                      "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n"
+                      "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
+                      "  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+                      "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
+                      "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
+                      "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
+                      "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n",
+                      c.vocab_size, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads,
+                      c.head_dim, c.max_seq_len, (double)c.norm_eps, c.rope_theta,
+                      c.bias ? "true" : "false", c.bias ? "true" : "false",
+                      c.tied_embeddings ? "true" : "false", (double)c.init_std);
+        if (c.rope_factor > 0)
+            sl_buf_printf(&j,
+                          "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, "
+                          "\"low_freq_factor\": %.17g, \"high_freq_factor\": %.17g, "
+                          "\"original_max_position_embeddings\": %d}\n}\n",
+                          c.rope_factor, c.rope_low_freq_factor, c.rope_high_freq_factor,
+                          c.rope_original_max_pos);
+        else
+            sl_buf_puts(&j, "  \"rope_scaling\": null\n}\n");
+    }
+    char *cp = sl_xasprintf("%s/config.json", out_dir);
+    rc = sl_write_file_atomic(cp, j.data, j.len);
+    free(cp);
+    sl_buf_release(&j);
+out:
+    free(p);
+    model_layout_release(&l);
+    return rc;
+}
