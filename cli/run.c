@@ -12,10 +12,13 @@
 #include "pipeline/record.h"
 #include "pipeline/report.h"
 
+#include <errno.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/atomic.h"
 
@@ -24,8 +27,8 @@ static const char *const usage[] = {
     "sluice run --keys",
     "",
     "Run the stages of a pipeline (configs/pipelines/*.yaml) in order: download, extract,",
-    "clean, filter, dedup_exact, dedup_fuzzy, reshard, tokenizer_train, tokenize. Each",
-    "stage reads the previous stage's output and writes WORK/<stage>. key=value overrides",
+    "clean, filter, dedup_exact, dedup_fuzzy, reshard, tokenizer_train, tokenize, train.",
+    "Each stage reads the previous stage's output and writes WORK/<stage>. key=value overrides",
     "any key (download.file_numbers=0-2, work_dir=/scratch/x); stages=[extract,clean]",
     "runs only those. A stage whose outputs are complete (same command, same inputs) is",
     "skipped, and an interrupted stage resumes, so running the same command again",
@@ -43,7 +46,7 @@ struct runner {
 static const struct runner runners[] = {
     { "download", cmd_download }, { "extract", cmd_extract },   { "clean", cmd_clean },
     { "filter", cmd_filter },     { "dedup", cmd_dedup },       { "reshard", cmd_reshard },
-    { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize },
+    { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize },   { "train", cmd_train },
 };
 
 static int (*find_runner(const char *cmd))(int, const char **)
@@ -54,18 +57,41 @@ static int (*find_runner(const char *cmd))(int, const char **)
     return NULL;
 }
 
-/* The command line to run: the step's, plus --force when its earlier outputs are stale. */
+/* The command line to run: the step's, plus --force when its earlier outputs are stale
+ * (the trainer: train.resume=none, a fresh start). */
 static void step_argv(const struct pl_step *s, int force, struct sl_strlist *out)
 {
     for (size_t i = 0; i < s->argv.n; i++)
         sl_strlist_push(out, s->argv.v[i]);
     if (force && s->can_force) {
+        const char *arg = s->stage == PL_TRAIN ? "train.resume=none" : "--force";
         int have = 0;
         for (size_t i = 0; i < s->argv.n; i++)
-            have |= !strcmp(s->argv.v[i], "--force");
+            have |= !strcmp(s->argv.v[i], arg);
         if (!have)
-            sl_strlist_push(out, "--force");
+            sl_strlist_push(out, arg);
     }
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* A fresh start of a step: remove what the pipeline put in its directory before. */
+static int fresh_start(const struct pl_step *s)
+{
+    for (int k = 0; k < 2; k++) {
+        struct stat st;
+        if (!s->fresh_rm[k] || lstat(s->fresh_rm[k], &st) != 0)
+            continue;
+        if (nftw(s->fresh_rm[k], rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            return sl_err_set(SL_ERR_IO, "cannot remove '%s': %s", s->fresh_rm[k], strerror(errno));
+    }
+    return 0;
 }
 
 /* Rank 0 decides, every rank learns the answer (and the message of a failure). */
@@ -163,6 +189,8 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
             sl_info("run: %s", s->note);
         /* outputs of tokenize/tokenizer are prefixes: their directory must exist */
         rc = sl_mkdir_p(s->out);
+        if (!rc && state == PL_STATE_STALE)
+            rc = fresh_start(s);
         if (!rc)
             rc = pl_step_prepare(s);
         if (!rc)

@@ -200,6 +200,27 @@ static const struct key tokenize_keys[] = {
     END,
 };
 
+/* The trainer's config sections that a train stage may override (flattened to key=value). */
+static const char *const train_sections[] = { "model", "train", "optim", "data", "eval",
+                                              "checkpoint", "log", "debug", NULL };
+
+static const struct key train_keys[] = {
+    RUNKEY("config", "the model and run config (configs/models/*.yaml); required"),
+    RUNKEY("model", "a map of model.* overrides (default vocab_size: tokenizer_train's)"),
+    RUNKEY("train", "a map of train.* overrides (steps, seq_len, micro_batch_size, ...)"),
+    RUNKEY("optim", "a map of optim.* overrides (lr, warmup_steps, ...)"),
+    RUNKEY("data", "a map of data.* overrides (default prefix: the tokenize stage's)"),
+    RUNKEY("eval", "a map of eval.* overrides (interval, iters)"),
+    RUNKEY("checkpoint", "a map of checkpoint.* overrides (default dir: OUT/checkpoints)"),
+    RUNKEY("log", "a map of log.* overrides (default file: OUT/log.jsonl)"),
+    RUNKEY("debug", "a map of debug.* overrides"),
+    RUNKEY("in", "the token shards (a prefix or a list); default: the tokenize stage's"),
+    RUNKEY("out", "output directory; default: WORK/train"),
+    FLAG("quiet", "quiet"),
+    FLAG("verbose", "verbose"),
+    END,
+};
+
 struct stage_def {
     const char *name;
     const char *cmd, *sub;
@@ -218,7 +239,7 @@ static const struct stage_def stages[PL_NSTAGES] = {
     [PL_RESHARD] = { "reshard", "reshard", NULL, reshard_keys, 1, 1 },
     [PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train", tokenizer_train_keys, 0, 0 },
     [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, tokenize_keys, 0, 0 },
-    [PL_TRAIN] = { "train", NULL, NULL, NULL, 0, 0 }, /* the trainer: not in this build */
+    [PL_TRAIN] = { "train", "train", NULL, train_keys, 0, 1 },
 };
 
 static const char *const top_keys[] = { "name", "work_dir", "stages", NULL };
@@ -669,6 +690,9 @@ static void step_release(struct pl_step *s)
     free(s->paths_prefix);
     free(s->paths_numbers);
     free(s->note);
+    free(s->train_log);
+    free(s->fresh_rm[0]);
+    free(s->fresh_rm[1]);
 }
 
 static void add_dep(struct pl_step *s, size_t d)
@@ -687,6 +711,9 @@ struct flow {
     size_t ndoc;
     char *tok_model;        /* tokenizer_train's model */
     size_t tok_step;
+    char *vocab_size;       /* tokenizer_train's vocab_size, when given */
+    char *tokens;           /* tokenize's first prefix (PREFIX_text_document) */
+    size_t tokens_step;
 };
 
 static void flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t first)
@@ -892,14 +919,191 @@ static int download_options(struct loader *L, struct sl_cfg *map, struct pl_step
     return section_options(L, rest, map, s);
 }
 
+/* Flatten a map of trainer keys into "a.b=value" overrides (lists as YAML flow lists). */
+static int flatten(struct loader *L, struct sl_cfg *node, const char *path, struct sl_strlist *out,
+                   int *seen_vocab, int *seen_prefix, char **log, char **ckpt)
+{
+    node->used = 1;
+    if (node->kind == SL_CFG_MAP) {
+        for (size_t i = 0; i < node->n; i++) {
+            char *sub = sl_xasprintf("%s.%s", path, node->items[i]->key);
+            int rc = flatten(L, node->items[i], sub, out, seen_vocab, seen_prefix, log, ckpt);
+            free(sub);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    struct sl_strlist vs = { 0 };
+    int rc = scalars(L, node, &vs);
+    if (rc) {
+        sl_strlist_release(&vs);
+        return rc;
+    }
+    char *v;
+    if (node->kind == SL_CFG_SEQ) {
+        char *j = strlist_join(&vs, ", ");
+        v = sl_xasprintf("[%s]", j);
+        free(j);
+    } else {
+        v = sl_xstrdup(vs.n ? vs.v[0] : "");
+    }
+    char *kv = sl_xasprintf("%s=%s", path, v);
+    push(out, kv);
+    free(kv);
+    *seen_vocab |= !strcmp(path, "model.vocab_size");
+    *seen_prefix |= !strcmp(path, "data.prefix") || !strcmp(path, "data");
+    if (!strcmp(path, "log.file")) {
+        free(*log);
+        *log = sl_xstrdup(v);
+    }
+    if (!strcmp(path, "checkpoint.dir")) {
+        free(*ckpt);
+        *ckpt = sl_xstrdup(v);
+    }
+    free(v);
+    sl_strlist_release(&vs);
+    return 0;
+}
+
+/* train: sluice train CONFIG section.key=value ... with the pipeline's defaults (data
+ * from the tokenize stage, vocabulary from tokenizer_train, checkpoints and the log in
+ * OUT). */
+static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
+{
+    struct pl_pipeline *p = L->p;
+    if (sec->kind != SL_CFG_MAP)
+        return where_err(sec, "'train' takes one map: config and the trainer's sections");
+    int rc = check_keys(sec, train_keys, 0);
+    if (rc)
+        return rc;
+    struct sl_cfg *cf = sl_cfg_child(sec, "config");
+    if (!cf)
+        return where_err(sec, "'train' needs 'config:' (a trainer config, e.g. "
+                              "configs/models/tiny-gpt.yaml)");
+    size_t idx = p->n;
+    struct pl_step *s = new_step(p, PL_TRAIN);
+    s->label = sl_xstrdup("train");
+    struct sl_cfg *o = sl_cfg_child(sec, "out");
+    char *config = NULL, *log = NULL, *ckpt = NULL;
+    if (o)
+        rc = one_scalar(L, o, &s->out);
+    else
+        s->out = sl_xasprintf("%s/train", p->work_dir);
+    if (!rc)
+        rc = one_scalar(L, cf, &config);
+    if (rc)
+        return rc;
+    push(&s->argv, config);
+    push(&s->inputs, config);
+    free(config);
+    int seen_vocab = 0, seen_prefix = 0;
+    for (int k = 0; train_sections[k] && !rc; k++) {
+        struct sl_cfg *c = sl_cfg_child(sec, train_sections[k]);
+        if (!c)
+            continue;
+        if (c->kind != SL_CFG_MAP && strcmp(train_sections[k], "data") != 0)
+            return where_err(c, "expected a map of %s.* keys", train_sections[k]);
+        rc = flatten(L, c, train_sections[k], &s->argv, &seen_vocab, &seen_prefix, &log, &ckpt);
+    }
+    struct sl_cfg *in = sl_cfg_child(sec, "in");
+    struct sl_strlist prefixes = { 0 };
+    if (!rc && in && seen_prefix)
+        rc = where_err(in, "give 'in' or 'data.prefix', not both");
+    if (!rc && in) {
+        rc = scalars(L, in, &prefixes);
+        if (!rc && prefixes.n == 0)
+            rc = where_err(in, "no inputs given");
+    } else if (!rc && !seen_prefix) {
+        if (!fl->tokens)
+            rc = where_err(sec, "'train' has no data: give 'in:' (token shard prefixes), "
+                                "'data: {prefix: ...}', or a 'tokenize' stage before it");
+        else {
+            push(&prefixes, fl->tokens);
+            add_dep(&p->steps[idx], fl->tokens_step);
+        }
+    }
+    s = &p->steps[idx];
+    if (!rc && prefixes.n) {
+        char *j = strlist_join(&prefixes, " ");
+        char *kv = sl_xasprintf("data.prefix=%s", j);
+        push(&s->argv, kv);
+        free(kv);
+        free(j);
+        for (size_t i = 0; i < prefixes.n; i++) {
+            /* weights (numbers) among the prefixes are not files */
+            char *end = NULL;
+            strtod(prefixes.v[i], &end);
+            if (end && !*end)
+                continue;
+            char *bin = sl_xasprintf("%s.bin", prefixes.v[i]);
+            char *ix = sl_xasprintf("%s.idx", prefixes.v[i]);
+            push(&s->inputs, bin);
+            push(&s->inputs, ix);
+            free(bin);
+            free(ix);
+            for (size_t k = 0; k < idx; k++)
+                if (p->steps[k].stage == PL_TOKENIZE && p->steps[k].argv.n > 2 &&
+                    !strncmp(prefixes.v[i], p->steps[k].argv.v[2], strlen(p->steps[k].argv.v[2])))
+                    add_dep(s, k);
+        }
+    }
+    sl_strlist_release(&prefixes);
+    if (!rc && !seen_vocab && fl->vocab_size) {
+        char *kv = sl_xasprintf("model.vocab_size=%s", fl->vocab_size);
+        push(&s->argv, kv);
+        free(kv);
+        add_dep(s, fl->tok_step);
+    }
+    if (!rc) {
+        /* the index caches, checkpoints and the log stay in the step's directory */
+        int have_cache = 0;
+        for (size_t i = 0; i < s->argv.n; i++)
+            have_cache |= !strncmp(s->argv.v[i], "data.cache_dir=", 15);
+        char *kv = sl_xasprintf("data.cache_dir=%s/index-cache", s->out);
+        if (!have_cache)
+            push(&s->argv, kv);
+        free(kv);
+        if (!ckpt) {
+            s->fresh_rm[0] = sl_xasprintf("%s/checkpoints", s->out);
+            kv = sl_xasprintf("checkpoint.dir=%s", s->fresh_rm[0]);
+            push(&s->argv, kv);
+            free(kv);
+        }
+        if (!log) {
+            s->fresh_rm[1] = sl_xasprintf("%s/log.jsonl", s->out);
+            s->train_log = sl_xstrdup(s->fresh_rm[1]);
+            kv = sl_xasprintf("log.file=%s", s->train_log);
+            push(&s->argv, kv);
+            free(kv);
+        } else {
+            s->train_log = log;
+            log = NULL;
+        }
+        struct sl_cfg *q = sl_cfg_child(sec, "quiet"), *v = sl_cfg_child(sec, "verbose");
+        int on = 0;
+        if (q)
+            q->used = 1;
+        if (v)
+            v->used = 1;
+        if (q && !(rc = sl_cfg_node_bool(q, &on)) && on)
+            push(&s->argv, "--quiet");
+        on = 0;
+        if (!rc && v && !(rc = sl_cfg_node_bool(v, &on)) && on)
+            push(&s->argv, "--verbose");
+    }
+    free(log);
+    free(ckpt);
+    return rc;
+}
+
 static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct flow *fl)
 {
     struct pl_pipeline *p = L->p;
     const struct stage_def *d = &stages[stage];
     sec->used = 1;
-    if (!d->keys)
-        return where_err(sec, "the 'train' stage needs the trainer ('sluice train'), which this "
-                              "build does not have");
+    if (stage == PL_TRAIN)
+        return build_train(L, sec, fl);
     struct entry *ents = NULL;
     size_t ne = 0;
     int in_list = sec->kind == SL_CFG_SEQ;
@@ -976,8 +1180,22 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
                     free(fl->tok_model);
                     fl->tok_model = sl_xasprintf("%s.model", full);
                     fl->tok_step = idx;
+                    struct sl_cfg *vs = sl_cfg_child(m, "vocab_size");
+                    free(fl->vocab_size);
+                    fl->vocab_size = NULL;
+                    if (vs)
+                        rc = one_scalar(L, vs, &fl->vocab_size);
                 } else {
                     s->counts_manifest = sl_xasprintf("%s.manifest.json", full);
+                    /* the first --json-key names the shards the trainer reads */
+                    struct sl_cfg *jk = sl_cfg_child(m, "json_key");
+                    struct sl_strlist keys = { 0 };
+                    if (jk)
+                        rc = scalars(L, jk, &keys);
+                    free(fl->tokens);
+                    fl->tokens = sl_xasprintf("%s_%s_document", full, keys.n ? keys.v[0] : "text");
+                    fl->tokens_step = idx;
+                    sl_strlist_release(&keys);
                 }
                 free(full);
             }
@@ -1222,6 +1440,8 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
     sl_strlist_release(&fl.docs);
     free(fl.doc_steps);
     free(fl.tok_model);
+    free(fl.vocab_size);
+    free(fl.tokens);
     if (rc) {
         pl_pipeline_release(p);
         return rc;

@@ -2,7 +2,9 @@
  * overrides, turned into the command lines that run its stages, in order.
  *
  * A pipeline has one section per stage it defines (download, extract, clean, filter,
- * dedup_exact, dedup_fuzzy, reshard, tokenizer_train, tokenize, train). The sections
+ * dedup_exact, dedup_fuzzy, reshard, tokenizer_train, tokenize, train). The train
+ * section names a trainer config and maps of its keys to override; it reads the tokenize
+ * stage's shards and takes the vocabulary size of the tokenizer_train stage. The sections
  * present form the chain, always in that order; `stages: [...]` picks which of them run
  * now (default: all). A section's keys are the command's long options with '_' for '-'
  * (docs/pipelines.md has the table); unknown keys are errors naming FILE:LINE. A section
@@ -58,7 +60,7 @@ struct pl_step {
     struct sl_strlist argv; /* the command line without the program: "dedup", "exact", ... */
     int selected;         /* picked by `stages` */
     int aux;              /* a helper run (the paths file of a download), not a stage output */
-    int can_force;        /* the command takes --force */
+    int can_force;        /* the command takes --force (train: train.resume=none) */
     int rm_inputs;        /* the command deletes its inputs when done (extract --rm-inputs) */
     struct sl_strlist inputs; /* paths the command reads: operands and input files of options */
     size_t *deps;         /* indices of the steps whose outputs this step reads */
@@ -67,6 +69,11 @@ struct pl_step {
     enum pl_prep prep;
     char *urls_path, *urls_text, *paths_file, *paths_prefix, *paths_numbers;
     char *note;           /* a line that explains a generated input (for --dry-run), or NULL */
+    /* train: the trainer's JSON-lines log, and what a fresh start (a STALE step) removes
+     * first: the checkpoint directory and log the pipeline chose (NULL when the pipeline
+     * gave a path of the user's own) */
+    char *train_log;
+    char *fresh_rm[2];
 };
 
 struct pl_pipeline {
