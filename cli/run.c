@@ -34,7 +34,8 @@ static const char *const usage[] = {
     "skipped, and an interrupted stage resumes, so running the same command again",
     "continues where it stopped. Under mpirun/srun every stage uses all ranks. At the end",
     "it prints documents in and out per step and writes WORK/summary.json and",
-    "WORK/funnel.svg. 'sluice run --keys' lists each stage's keys and their options.",
+    "WORK/funnel.svg (and WORK/loss.svg after training). 'sluice run --keys' lists each",
+    "stage's keys and their options.",
     NULL,
 };
 
@@ -294,19 +295,24 @@ int cmd_run(int argc, const char **argv)
     if (!rc && w->rank == 0) {
         char *json = sl_xasprintf("%s/summary.json", p.work_dir);
         char *svg = sl_xasprintf("%s/funnel.svg", p.work_dir);
+        char *loss = sl_xasprintf("%s/loss.svg", p.work_dir);
         int e = sl_mkdir_p(p.work_dir);
         printf("pipeline '%s': %zu of %zu steps ran, %zu were complete (%s)\n", p.name, ran, total,
                total - ran, p.work_dir);
         if (!e)
-            e = pl_report(&p, stdout, json, svg);
+            e = pl_report(&p, stdout, json, svg, loss);
         if (e) {
             sl_error("%s", sl_err_msg());
             rc = 1;
         } else {
             printf("summary: %s\nfunnel: %s\n", json, svg);
+            struct stat st;
+            if (stat(loss, &st) == 0)
+                printf("loss curve: %s\n", loss);
         }
         free(json);
         free(svg);
+        free(loss);
     }
     fflush(stdout);
     pl_pipeline_release(&p);
