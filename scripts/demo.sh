@@ -13,7 +13,7 @@ start=$(date +%s)
 echo "== sluice demo: configs/pipelines/demo.yaml over examples/ (work directory $out)"
 "$sluice" run configs/pipelines/demo.yaml work_dir="$out" "${@:2}"
 python3 - "$out" <<'PY'
-import json, math, sys
+import glob, json, math, sys
 out = sys.argv[1]
 s = json.load(open(out + "/summary.json"))
 steps = {st["step"]: st for st in s["steps"]}
@@ -25,14 +25,8 @@ print("documents: %d extracted from examples/, %d left after filter and dedup (%
 print("tokens: %d in %s" % (tok[0]["tokens"], tok[0]["out"]))
 t = s.get("train")
 if t:
-    vocab = 2048
-    try:
-        cfg = json.load(open(out + "/train/checkpoints/" + sorted(
-            d for d in __import__("os").listdir(out + "/train/checkpoints") if d.startswith("step-"))[-1]
-            + "/config.json"))
-        vocab = cfg.get("vocab_size", vocab)
-    except Exception:
-        pass
+    ckpts = sorted(glob.glob(t["out"] + "/checkpoints/step-*/checkpoint.json"))
+    vocab = json.load(open(ckpts[-1]))["model"]["vocab_size"] if ckpts else 2048
     print("training: %d steps in %.0f s; final training loss %.3f, validation loss %.3f nats/token"
           " (uniform guessing: ln %d = %.3f)" % (t["steps"], t["seconds"], t["loss"],
                                                   t.get("val_loss", float("nan")), vocab, math.log(vocab)))
