@@ -1,4 +1,4 @@
-/* Step records (OUT/.sluice/run.json): file fingerprints and the state of a step. */
+/* Step records (OUT/.sluice/run/step.json): file fingerprints and the state of a step. */
 #include "pipeline/record.h"
 
 #include "core/alloc.h"
