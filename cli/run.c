@@ -45,9 +45,9 @@ struct runner {
 };
 
 static const struct runner runners[] = {
-    { "download", cmd_download }, { "extract", cmd_extract },   { "clean", cmd_clean },
-    { "filter", cmd_filter },     { "dedup", cmd_dedup },       { "reshard", cmd_reshard },
-    { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize },   { "train", cmd_train },
+    { "download", cmd_download },   { "extract", cmd_extract },   { "clean", cmd_clean },
+    { "filter", cmd_filter },       { "dedup", cmd_dedup },       { "reshard", cmd_reshard },
+    { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize }, { "train", cmd_train },
 };
 
 static int (*find_runner(const char *cmd))(int, const char **)
@@ -258,8 +258,9 @@ int cmd_run(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "no pipeline given");
     for (size_t i = 1; !rc && i < rest.n; i++)
         if (!strchr(rest.v[i], '='))
-            rc = sl_err_set(SL_ERR_USAGE, "'%s' is not a key=value override\nhint: one pipeline "
-                                          "file, then key=value pairs",
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "'%s' is not a key=value override\nhint: one pipeline "
+                            "file, then key=value pairs",
                             rest.v[i]);
     if (rc) {
         sl_error("%s", sl_err_msg());

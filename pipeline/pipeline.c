@@ -35,15 +35,30 @@ struct key {
     const char *help; /* for K_RUN keys */
 };
 
-#define FLAG(k, o) { k, o, K_FLAG, 0, NULL }
-#define VAL(k, o) { k, o, K_VALUE, 0, NULL }
-#define VALIN(k, o) { k, o, K_VALUE, F_IN, NULL }
-#define RUNKEY(k, h) { k, NULL, K_RUN, 0, h }
-#define END { NULL, NULL, K_RUN, 0, NULL }
-#define COMMON                                                                              \
-    RUNKEY("in", "inputs (a path or a list); default: the previous document stage's output"), \
-        RUNKEY("out", "output directory; default: WORK/<stage>[/<entry>]"),                 \
-        RUNKEY("name", "entry name in a list of runs (default: its position)"),             \
+#define FLAG(k, o)                                                                                 \
+    {                                                                                              \
+        k, o, K_FLAG, 0, NULL                                                                      \
+    }
+#define VAL(k, o)                                                                                  \
+    {                                                                                              \
+        k, o, K_VALUE, 0, NULL                                                                     \
+    }
+#define VALIN(k, o)                                                                                \
+    {                                                                                              \
+        k, o, K_VALUE, F_IN, NULL                                                                  \
+    }
+#define RUNKEY(k, h)                                                                               \
+    {                                                                                              \
+        k, NULL, K_RUN, 0, h                                                                       \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        NULL, NULL, K_RUN, 0, NULL                                                                 \
+    }
+#define COMMON                                                                                     \
+    RUNKEY("in", "inputs (a path or a list); default: the previous document stage's output"),      \
+        RUNKEY("out", "output directory; default: WORK/<stage>[/<entry>]"),                        \
+        RUNKEY("name", "entry name in a list of runs (default: its position)"),                    \
         FLAG("quiet", "quiet"), FLAG("verbose", "verbose")
 
 static const struct key download_keys[] = {
@@ -201,8 +216,8 @@ static const struct key tokenize_keys[] = {
 };
 
 /* The trainer's config sections that a train stage may override (flattened to key=value). */
-static const char *const train_sections[] = { "model", "train", "optim", "data", "eval",
-                                              "checkpoint", "log", "debug", NULL };
+static const char *const train_sections[] = { "model",      "train", "optim", "data", "eval",
+                                              "checkpoint", "log",   "debug", NULL };
 
 static const struct key train_keys[] = {
     RUNKEY("config", "the model and run config (configs/models/*.yaml); required"),
@@ -225,7 +240,7 @@ struct stage_def {
     const char *name;
     const char *cmd, *sub;
     const struct key *keys;
-    int docs;      /* writes documents the next stage reads */
+    int docs; /* writes documents the next stage reads */
     int can_force;
 };
 
@@ -275,7 +290,9 @@ void pl_print_keys(FILE *f)
                               : k->kind == K_KV     ? "each key: value of a map as k=v: "
                                                     : "";
             fprintf(f, "  %-22s %s--%s%s\n", k->key, how, k->opt,
-                    k->kind == K_FLAG ? "" : k->kind == K_KV ? " K=V" : " VALUE");
+                    k->kind == K_FLAG ? ""
+                    : k->kind == K_KV ? " K=V"
+                                      : " VALUE");
         }
     }
 }
@@ -374,16 +391,16 @@ int pl_format_template(const char *tmpl, unsigned long long n, const char *lang,
                 while (isdigit((unsigned char)*q))
                     width = width * 10 + (*q++ - '0');
                 if (strcmp(q, "d") != 0 || width > 20 || (width && !zero && spec[0] != '0')) {
-                    rc = sl_err_set(SL_ERR_CONFIG,
-                                    "url template '%s': cannot read '{%s:%s}' (use {%s} or {%s:05d})",
-                                    tmpl, field, spec, field, field);
+                    rc = sl_err_set(
+                        SL_ERR_CONFIG,
+                        "url template '%s': cannot read '{%s:%s}' (use {%s} or {%s:05d})", tmpl,
+                        field, spec, field, field);
                     break;
                 }
             }
             sl_buf_printf(&b, "%0*llu", width, v);
         } else {
-            rc = sl_err_set(SL_ERR_CONFIG,
-                            "url template '%s': unknown field '{%s}'%s", tmpl, field,
+            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field '{%s}'%s", tmpl, field,
                             !strcmp(field, "lang") ? " (give 'languages')"
                             : !strcmp(field, "total")
                                 ? " (give 'languages' as a map: language -> number of files)"
@@ -408,7 +425,8 @@ struct loader {
     const char *file;
 };
 
-static int where_err(struct sl_cfg *node, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int where_err(struct sl_cfg *node, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int where_err(struct sl_cfg *node, const char *fmt, ...)
 {
     char msg[768];
@@ -417,7 +435,8 @@ static int where_err(struct sl_cfg *node, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     char *path = sl_cfg_path(node);
-    int rc = sl_err_set(SL_ERR_CONFIG, "%s: %s: %s", sl_cfg_where(node), path[0] ? path : "(top)", msg);
+    int rc =
+        sl_err_set(SL_ERR_CONFIG, "%s: %s: %s", sl_cfg_where(node), path[0] ? path : "(top)", msg);
     free(path);
     return rc;
 }
@@ -449,8 +468,9 @@ static int expand_depth(struct loader *L, struct sl_cfg *node, const char *s, ch
             for (int i = 0; i < PL_NSTAGES; i++)
                 is_stage |= !strcmp(var, stages[i].name);
             if (!v || is_stage || !strcmp(var, "stages")) {
-                rc = where_err(node, "unknown variable '${%s}'\nhint: define '%s:' at the top of "
-                                     "the pipeline, or give %s=VALUE on the command line",
+                rc = where_err(node,
+                               "unknown variable '${%s}'\nhint: define '%s:' at the top of "
+                               "the pipeline, or give %s=VALUE on the command line",
                                var, var, var);
             } else if (v->kind != SL_CFG_SCALAR) {
                 rc = where_err(node, "variable '${%s}' is not a single value", var);
@@ -559,8 +579,9 @@ static int check_keys(struct sl_cfg *map, const struct key *t, int in_list)
         if (k)
             return where_err(c, "'name' is only for the entries of a list of runs");
         if (best && bestd <= 3)
-            return where_err(c, "unknown key '%s'\nhint: did you mean '%s'? ('sluice run --keys' "
-                                "lists every stage's keys)",
+            return where_err(c,
+                             "unknown key '%s'\nhint: did you mean '%s'? ('sluice run --keys' "
+                             "lists every stage's keys)",
                              c->key, best);
         return where_err(c, "unknown key '%s'\nhint: 'sluice run --keys' lists every stage's keys",
                          c->key);
@@ -709,10 +730,10 @@ struct flow {
     struct sl_strlist docs; /* output directories of the last document stage */
     size_t *doc_steps;      /* their step indices */
     size_t ndoc;
-    char *tok_model;        /* tokenizer_train's model */
+    char *tok_model; /* tokenizer_train's model */
     size_t tok_step;
-    char *vocab_size;       /* tokenizer_train's vocab_size, when given */
-    char *tokens;           /* tokenize's first prefix (PREFIX_text_document) */
+    char *vocab_size; /* tokenizer_train's vocab_size, when given */
+    char *tokens;     /* tokenize's first prefix (PREFIX_text_document) */
     size_t tokens_step;
 };
 
@@ -904,11 +925,16 @@ static int download_options(struct loader *L, struct sl_cfg *map, struct pl_step
         return section_options(L, download_keys, map, s);
     /* url_template and file_numbers were read into the URL list */
     static const struct key rest[] = {
-        { "url", "url", K_REPEAT, 0, NULL }, VALIN("url_list", "url-list"),
-        VALIN("checksums", "checksums"),     VAL("retries", "retries"),
-        VAL("retry_wait", "retry-wait"),     VAL("connect_timeout", "connect-timeout"),
-        VAL("stall_timeout", "stall-timeout"), FLAG("force", "force"),
-        FLAG("quiet", "quiet"),              FLAG("verbose", "verbose"),
+        { "url", "url", K_REPEAT, 0, NULL },
+        VALIN("url_list", "url-list"),
+        VALIN("checksums", "checksums"),
+        VAL("retries", "retries"),
+        VAL("retry_wait", "retry-wait"),
+        VAL("connect_timeout", "connect-timeout"),
+        VAL("stall_timeout", "stall-timeout"),
+        FLAG("force", "force"),
+        FLAG("quiet", "quiet"),
+        FLAG("verbose", "verbose"),
         END,
     };
     struct sl_cfg *u = sl_cfg_child(map, "url");
@@ -1253,8 +1279,9 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
                     add_dep(s, fl->doc_steps[i]);
                 }
             } else {
-                rc = where_err(m, "'%s' has no inputs: give 'in:' (files or directories), or a "
-                                  "stage before it",
+                rc = where_err(m,
+                               "'%s' has no inputs: give 'in:' (files or directories), or a "
+                               "stage before it",
                                d->name);
             }
             for (size_t i = 0; !rc && i < ops.n; i++) {
@@ -1309,15 +1336,18 @@ static int load_selection(struct loader *L, int present[PL_NSTAGES], int sel[PL_
                 }
             }
             if (bestd <= 3)
-                rc = where_err(node, "unknown stage '%s'\nhint: did you mean '%s'?", names[i], best);
+                rc =
+                    where_err(node, "unknown stage '%s'\nhint: did you mean '%s'?", names[i], best);
             else
-                rc = where_err(node, "unknown stage '%s'\nhint: the stages are download, extract, "
-                                     "clean, filter, dedup_exact, dedup_fuzzy, reshard, "
-                                     "tokenizer_train, tokenize, train",
+                rc = where_err(node,
+                               "unknown stage '%s'\nhint: the stages are download, extract, "
+                               "clean, filter, dedup_exact, dedup_fuzzy, reshard, "
+                               "tokenizer_train, tokenize, train",
                                names[i]);
         } else if (!present[found]) {
-            rc = where_err(node, "stage '%s' has no section in '%s'\nhint: add a '%s:' section "
-                                 "(it may be empty)",
+            rc = where_err(node,
+                           "stage '%s' has no section in '%s'\nhint: add a '%s:' section "
+                           "(it may be empty)",
                            names[i], L->file, names[i]);
         } else {
             sel[found] = 1;
@@ -1346,14 +1376,16 @@ static int check_top(struct loader *L)
         }
         if (best && bestd <= 3)
             return where_err(c, "unknown key '%s'\nhint: did you mean '%s'?", c->key, best);
-        return where_err(c, "unknown key '%s'\nhint: a top-level key is a stage, 'name', "
-                            "'work_dir', 'stages', or a variable that a value uses as '${%s}'",
+        return where_err(c,
+                         "unknown key '%s'\nhint: a top-level key is a stage, 'name', "
+                         "'work_dir', 'stages', or a variable that a value uses as '${%s}'",
                          c->key, c->key);
     }
     return sl_cfg_check_unused(r);
 }
 
-int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const *overrides, size_t n)
+int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const *overrides,
+                     size_t n)
 {
     memset(p, 0, sizeof(*p));
     struct sl_cfg *root = NULL;
@@ -1397,7 +1429,8 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
         p->name = sl_xstrndup(b, l);
     }
     if (!rc && (!p->name[0] || strchr(p->name, '/')))
-        rc = where_err(nm ? nm : root, "the pipeline's name is a plain file name, got '%s'", p->name);
+        rc = where_err(nm ? nm : root, "the pipeline's name is a plain file name, got '%s'",
+                       p->name);
     if (!rc) {
         if (wd) {
             char *w = NULL;
@@ -1431,9 +1464,10 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
             p->steps[i].selected = sel[s];
     }
     if (!rc && p->n == 0)
-        rc = sl_err_set(SL_ERR_CONFIG, "%s: no stages: give at least one of download, extract, "
-                                       "clean, filter, dedup_exact, dedup_fuzzy, reshard, "
-                                       "tokenizer_train, tokenize, train",
+        rc = sl_err_set(SL_ERR_CONFIG,
+                        "%s: no stages: give at least one of download, extract, "
+                        "clean, filter, dedup_exact, dedup_fuzzy, reshard, "
+                        "tokenizer_train, tokenize, train",
                         path);
     if (!rc)
         rc = check_top(&L);

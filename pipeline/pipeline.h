@@ -54,21 +54,21 @@ enum pl_prep {
 
 /* One run of one command. */
 struct pl_step {
-    int stage;            /* enum pl_stage */
-    char *label;          /* "extract" or "extract/warc" */
-    char *out;            /* the directory the step writes (created by the command or run) */
-    struct sl_strlist argv; /* the command line without the program: "dedup", "exact", ... */
-    int selected;         /* picked by `stages` */
-    int aux;              /* a helper run (the paths file of a download), not a stage output */
-    int can_force;        /* the command takes --force (train: train.resume=none) */
-    int rm_inputs;        /* the command deletes its inputs when done (extract --rm-inputs) */
+    int stage;                /* enum pl_stage */
+    char *label;              /* "extract" or "extract/warc" */
+    char *out;                /* the directory the step writes (created by the command or run) */
+    struct sl_strlist argv;   /* the command line without the program: "dedup", "exact", ... */
+    int selected;             /* picked by `stages` */
+    int aux;                  /* a helper run (the paths file of a download), not a stage output */
+    int can_force;            /* the command takes --force (train: train.resume=none) */
+    int rm_inputs;            /* the command deletes its inputs when done (extract --rm-inputs) */
     struct sl_strlist inputs; /* paths the command reads: operands and input files of options */
-    size_t *deps;         /* indices of the steps whose outputs this step reads */
+    size_t *deps;             /* indices of the steps whose outputs this step reads */
     size_t ndeps;
     char *counts_manifest; /* the manifest with this step's counts (NULL: none) */
     enum pl_prep prep;
     char *urls_path, *urls_text, *paths_file, *paths_prefix, *paths_numbers;
-    char *note;           /* a line that explains a generated input (for --dry-run), or NULL */
+    char *note; /* a line that explains a generated input (for --dry-run), or NULL */
     /* train: the trainer's JSON-lines log, and what a fresh start (a STALE step) removes
      * first: the checkpoint directory and log the pipeline chose (NULL when the pipeline
      * gave a path of the user's own) */
@@ -86,7 +86,8 @@ struct pl_pipeline {
 /* Load PATH, apply overrides ("a.b=value", "stages=[extract,clean]"), check every key and
  * build the steps. 0, or SL_ERR_CONFIG/SL_ERR_USAGE/SL_ERR_IO with a message naming the
  * file and line. On error *p holds nothing to release. */
-int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const *overrides, size_t n);
+int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const *overrides,
+                     size_t n);
 void pl_pipeline_release(struct pl_pipeline *p);
 
 /* Perform a step's preparation (rank 0, before its command). 0 or an error. */

@@ -127,7 +127,8 @@ static int fps_parse(struct json_object *a, struct fps *f)
         struct json_object *p = json_object_array_get_idx(e, 0);
         if (!json_object_is_type(p, json_type_string))
             return -1;
-        fps_add(f, json_object_get_string(p), (long long)json_object_get_int64(json_object_array_get_idx(e, 1)),
+        fps_add(f, json_object_get_string(p),
+                (long long)json_object_get_int64(json_object_array_get_idx(e, 1)),
                 (long long)json_object_get_int64(json_object_array_get_idx(e, 2)));
     }
     if (f->n)
@@ -140,7 +141,8 @@ static char *record_path(const struct pl_step *s)
     return sl_xasprintf("%s/.sluice/run/step.json", s->out);
 }
 
-static int write_record(const struct pl_step *s, const struct fps *in, const struct fps *out, int complete)
+static int write_record(const struct pl_step *s, const struct fps *in, const struct fps *out,
+                        int complete)
 {
     struct sl_buf b = SL_BUF_INIT;
     sl_buf_puts(&b, "{\n  \"step\": ");
@@ -232,12 +234,13 @@ int pl_record_finish(const struct pl_step *s)
 static int same_command(const struct record *r, const struct pl_step *s)
 {
     struct json_object *c = NULL;
-    if (!json_object_object_get_ex(r->root, "command", &c) || !json_object_is_type(c, json_type_array) ||
-        json_object_array_length(c) != s->argv.n)
+    if (!json_object_object_get_ex(r->root, "command", &c) ||
+        !json_object_is_type(c, json_type_array) || json_object_array_length(c) != s->argv.n)
         return 0;
     for (size_t i = 0; i < s->argv.n; i++) {
         struct json_object *a = json_object_array_get_idx(c, i);
-        if (!json_object_is_type(a, json_type_string) || strcmp(json_object_get_string(a), s->argv.v[i]))
+        if (!json_object_is_type(a, json_type_string) ||
+            strcmp(json_object_get_string(a), s->argv.v[i]))
             return 0;
     }
     return 1;
@@ -255,7 +258,8 @@ const char *pl_state_name(enum pl_state s)
     return names[s];
 }
 
-static int state_of(const struct pl_pipeline *p, size_t i, enum pl_state *out, char **why, int depth);
+static int state_of(const struct pl_pipeline *p, size_t i, enum pl_state *out, char **why,
+                    int depth);
 
 /* Outputs of step i that are gone were deleted by a later step that is complete. */
 static int consumed(const struct pl_pipeline *p, size_t i, int depth)
@@ -279,7 +283,8 @@ static void set_why(char **why, const char *fmt, const char *arg)
         *why = sl_xasprintf(fmt, arg);
 }
 
-static int state_of(const struct pl_pipeline *p, size_t i, enum pl_state *out, char **why, int depth)
+static int state_of(const struct pl_pipeline *p, size_t i, enum pl_state *out, char **why,
+                    int depth)
 {
     const struct pl_step *s = &p->steps[i];
     struct record r;
@@ -321,7 +326,8 @@ static int state_of(const struct pl_pipeline *p, size_t i, enum pl_state *out, c
             struct stat sb;
             if (stat(r.out.v[k].path, &sb) != 0) {
                 missing = 1;
-            } else if ((long long)sb.st_size != r.out.v[k].bytes || mtime_of(&sb) != r.out.v[k].mtime_ns) {
+            } else if ((long long)sb.st_size != r.out.v[k].bytes ||
+                       mtime_of(&sb) != r.out.v[k].mtime_ns) {
                 st = PL_STATE_STALE;
                 set_why(why, "output '%s' changed since it was written", r.out.v[k].path);
             }

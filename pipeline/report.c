@@ -52,6 +52,12 @@ static void curve_add(long **steps, double **vals, size_t *n, long step, double 
     (*n)++;
 }
 
+/* "7" is an integer in JSON, "7.25" a double: both are losses; null (not finite) is not */
+static int is_number(struct json_object *v)
+{
+    return json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
+}
+
 static int load_curve(const char *path, struct curve *c)
 {
     memset(c, 0, sizeof(*c));
@@ -68,7 +74,7 @@ static int load_curve(const char *path, struct curve *c)
             long step = (long)json_object_get_int64(st);
             const char *type = json_object_get_string(t);
             if (!strcmp(type, "train") && json_object_object_get_ex(o, "loss", &v) &&
-                json_object_is_type(v, json_type_double)) {
+                is_number(v)) {
                 struct json_object *dt = NULL;
                 /* a restart: the time of what is dropped goes too */
                 while (c->n && c->step[c->n - 1] >= step)
@@ -77,7 +83,7 @@ static int load_curve(const char *path, struct curve *c)
                 if (json_object_object_get_ex(o, "step_time_s", &dt))
                     c->seconds += json_object_get_double(dt);
             } else if (!strcmp(type, "valid") && json_object_object_get_ex(o, "val_loss", &v) &&
-                       json_object_is_type(v, json_type_double)) {
+                       is_number(v)) {
                 curve_add(&c->vstep, &c->vloss, &c->nv, step, json_object_get_double(v));
             }
         }
@@ -134,10 +140,11 @@ static void loss_svg(const char *name, const struct curve *c, struct sl_buf *b)
         sl_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%ld</text>\n", SX(s),
                       y0 + ph + 20, s);
     }
-    sl_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n",
-                  x0 + pw / 2, y0 + ph + 40);
-    sl_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-                     "stroke=\"#888888\"/>\n",
+    sl_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", x0 + pw / 2,
+                  y0 + ph + 40);
+    sl_buf_printf(b,
+                  "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                  "stroke=\"#888888\"/>\n",
                   x0, y0, pw, ph);
     if (c->n) {
         sl_buf_puts(b, "<polyline fill=\"none\" stroke=\"#2171b5\" stroke-width=\"1.5\" points=\"");
@@ -165,7 +172,8 @@ static void loss_svg(const char *name, const struct curve *c, struct sl_buf *b)
 static unsigned long long get_u64(struct json_object *o, const char *k)
 {
     struct json_object *v = NULL;
-    return o && json_object_object_get_ex(o, k, &v) ? (unsigned long long)json_object_get_uint64(v) : 0;
+    return o && json_object_object_get_ex(o, k, &v) ? (unsigned long long)json_object_get_uint64(v)
+                                                    : 0;
 }
 
 static void load_row(struct row *r)
@@ -284,12 +292,14 @@ static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, stru
         commas(nrem, sizeof(nrem), in > bars[i].out ? in - bars[i].out : 0);
         sl_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", left - 10,
                       y + 18, bars[i].name);
-        sl_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"24\" fill=\"#c6dbef\"/>\n",
+        sl_buf_printf(b,
+                      "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"24\" fill=\"#c6dbef\"/>\n",
                       left, y + 3, win);
-        sl_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"24\" fill=\"#2171b5\"/>\n",
+        sl_buf_printf(b,
+                      "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"24\" fill=\"#2171b5\"/>\n",
                       left, y + 3, wout);
-        sl_buf_printf(b, "<text x=\"%.1f\" y=\"%d\">%s", left + (win > wout ? win : wout) + 8, y + 19,
-                      nout);
+        sl_buf_printf(b, "<text x=\"%.1f\" y=\"%d\">%s", left + (win > wout ? win : wout) + 8,
+                      y + 19, nout);
         if (in > bars[i].out)
             sl_buf_printf(b, " (&#8722;%s)", nrem);
         sl_buf_puts(b, "</text>\n");
