@@ -1029,8 +1029,9 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
         if (!c)
             continue;
         if (c->kind != SL_CFG_MAP && strcmp(train_sections[k], "data") != 0)
-            return where_err(c, "expected a map of %s.* keys", train_sections[k]);
-        rc = flatten(L, c, train_sections[k], &s->argv, &seen_vocab, &seen_prefix, &log, &ckpt);
+            rc = where_err(c, "expected a map of %s.* keys", train_sections[k]);
+        else
+            rc = flatten(L, c, train_sections[k], &s->argv, &seen_vocab, &seen_prefix, &log, &ckpt);
     }
     struct sl_cfg *in = sl_cfg_child(sec, "in");
     struct sl_strlist prefixes = { 0 };
