@@ -52,6 +52,7 @@ include core/build.mk
 include dataset/build.mk
 include tokenize/build.mk
 include curate/build.mk
+include pipeline/build.mk
 include train/build.mk
 include kernels/build.mk
 include cli/build.mk

@@ -17,5 +17,6 @@ int cmd_classifier(int argc, const char **argv);
 int cmd_train(int argc, const char **argv);
 int cmd_generate(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
+int cmd_run(int argc, const char **argv);
 
 #endif

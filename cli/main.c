@@ -21,6 +21,7 @@ struct command {
 };
 
 static const struct command commands[] = {
+    { "run", cmd_run, "run a pipeline's stages in order (configs/pipelines/*.yaml), resumable" },
     /* in the order data flows */
     { "download", cmd_download, "fetch corpus files over HTTP(S): resume, retry, verify checksums" },
     { "extract", cmd_extract, "WARC/WET, HTML, Wikipedia, arXiv, Pile, C4, JSONL -> JSONL documents" },

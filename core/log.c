@@ -32,6 +32,11 @@ void sl_log_set_prog(const char *p)
     prog = p;
 }
 
+const char *sl_log_prog(void)
+{
+    return prog;
+}
+
 static void emit(const char *tag, const char *fmt, va_list ap)
 {
     char line[4096];
@@ -122,4 +127,13 @@ void sl_warn_limited_summary(void)
         if (lims[i].count > lims[i].limit)
             sl_warn("%s: %lu more not shown (%lu in all)", lims[i].key,
                     lims[i].count - lims[i].limit, lims[i].count);
+}
+
+void sl_warn_limited_reset(void)
+{
+    for (size_t i = 0; i < nlims; i++)
+        free(lims[i].key);
+    free(lims);
+    lims = NULL;
+    nlims = 0;
 }

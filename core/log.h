@@ -17,8 +17,9 @@ void sl_log_set_level(enum sl_log_level l);
 enum sl_log_level sl_log_level(void);
 /* Prefix messages with "[rank R] " when size > 1. */
 void sl_log_set_rank(int rank, int size);
-/* Program name for error lines ("sluice reshard"). */
+/* Program name for error lines ("sluice reshard"); the pointer is kept, not copied. */
 void sl_log_set_prog(const char *prog);
+const char *sl_log_prog(void);
 
 void sl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -31,5 +32,8 @@ unsigned long sl_warn_limited(const char *key, unsigned limit, const char *fmt, 
     __attribute__((format(printf, 3, 4)));
 /* Print "KEY: N more messages not shown" for each limited key that overflowed. */
 void sl_warn_limited_summary(void);
+/* Forget every key's count (a command that runs after another in the same process, as
+ * under 'sluice run', starts with fresh limits and summary). */
+void sl_warn_limited_reset(void);
 
 #endif

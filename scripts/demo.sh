@@ -1,25 +1,46 @@
 #!/usr/bin/env bash
-# make demo: run sluice end to end on the bundled samples in examples/ and summarise.
+# make demo: run configs/pipelines/demo.yaml over the samples in examples/ (extract, clean,
+# filter, dedup, tokenizer training, tokenization, tiny-gpt training) and summarise:
+# documents in and out per stage, tokens, the validation loss, a sample of generated text,
+# and the pictures funnel.svg and loss.svg. DEMO_OUT names the work directory (default
+# demo-out); a second run skips what is complete, DEMO_FRESH=1 starts over.
 set -euo pipefail
 sluice=${1:-build/sluice}
 cd "$(dirname "$0")/.."
 out=${DEMO_OUT:-demo-out}
-rm -rf "$out"
-mkdir -p "$out"
-echo "== sluice demo: reshard the bundled JSONL samples (examples/jsonl) into balanced shards"
-"$sluice" reshard --out "$out/reshard" --shards 4 examples/jsonl
-python3 - "$out/reshard/manifest.json" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-c = m["counts"]
+[ "${DEMO_FRESH:-0}" = 1 ] && rm -rf "$out"
+start=$(date +%s)
+echo "== sluice demo: configs/pipelines/demo.yaml over examples/ (work directory $out)"
+"$sluice" run configs/pipelines/demo.yaml work_dir="$out" "${@:2}"
+python3 - "$out" <<'PY'
+import glob, json, math, sys
+out = sys.argv[1]
+s = json.load(open(out + "/summary.json"))
+steps = {st["step"]: st for st in s["steps"]}
+extracted = sum(st["documents_out"] for st in s["steps"] if st["stage"] == "extract")
+tok = [st for st in s["steps"] if st["stage"] == "tokenize"]
 print()
-print("stage    inputs  documents in  documents out  MB in   MB out (zstd)")
-print("reshard  %6d  %12d  %13d  %5.1f  %6.1f" % (len(m["inputs"]), c["documents_in"],
-      c["documents_out"], c["bytes_in"] / 1e6, c["bytes_out"] / 1e6))
-skipped = {k: v for k, v in c.items() if k.startswith("skipped_")}
-if skipped:
-    print("skipped lines:", skipped)
-print()
-print("shards:", ", ".join("%s (%d docs)" % (o["path"], o["documents"]) for o in m["outputs"]))
-print("manifest: %s" % sys.argv[1])
+print("documents: %d extracted from examples/, %d left after filter and dedup (%.0f%%)" % (
+    extracted, tok[0]["documents_in"], 100.0 * tok[0]["documents_in"] / max(extracted, 1)))
+print("tokens: %d in %s" % (tok[0]["tokens"], tok[0]["out"]))
+t = s.get("train")
+if t:
+    ckpts = sorted(glob.glob(t["out"] + "/checkpoints/step-*/checkpoint.json"))
+    vocab = json.load(open(ckpts[-1]))["model"]["vocab_size"] if ckpts else 2048
+    print("training: %d steps in %.0f s; final training loss %.3f, validation loss %.3f nats/token"
+          " (uniform guessing: ln %d = %.3f)" % (t["steps"], t["seconds"], t["loss"],
+                                                  t.get("val_loss", float("nan")), vocab, math.log(vocab)))
 PY
+ckpt=$(ls -d "$out"/train/checkpoints/step-* 2>/dev/null | sort | tail -1 || true)
+if [ -n "$ckpt" ] && "$sluice" generate -h >/dev/null 2>&1; then
+    gen=("$sluice" generate "$ckpt" --prompt "The history of" --max-tokens 60 --temperature 0.8 --top-p 0.95)
+    if "$sluice" generate -h 2>/dev/null | grep -q -- "--tokenizer"; then
+        gen+=(--tokenizer "spm:$out/tokenizer_train/tokenizer.model")
+    fi
+    echo
+    echo "== a sample of generated text: ${gen[*]}"
+    "${gen[@]}" || echo "(generation failed)"
+fi
+echo
+echo "pictures: $out/funnel.svg (documents after each stage), $out/loss.svg (the loss curve)"
+echo "demo took $(( $(date +%s) - start )) s"

@@ -4,6 +4,7 @@ injects failures by path prefix. Writes its port to PORTFILE, logs one line per 
 ("METHOD PATH RANGE STATUS") to LOG, and exits by itself after LIFETIME seconds.
 
   /files/NAME    the file, with Range support (206, 416)
+  /tree/PATH     ROOT/PATH (subdirectories, no ".."), as /files
   /drop/NAME     first request: 200 with the full Content-Length, half the body, then the
                  connection is closed; later requests: as /files
   /flaky/NAME    first two requests: 503 (Retry-After: 0); then as /files
@@ -48,10 +49,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.simple(404, b"not found\n")
         mode, name = parts[1], parts[2]
         path = os.path.join(ROOT, os.path.basename(name))
+        if mode == "tree":
+            parts = name.split("?")[0].split("/")
+            path = os.path.join(ROOT, *[p for p in parts if p not in ("", ".", "..")])
         with lock:
             n = counts.get(self.path, 0) + 1
             counts[self.path] = n
-        if mode not in ("files", "drop", "flaky", "norange", "always503") or not os.path.isfile(path):
+        if mode not in ("files", "tree", "drop", "flaky", "norange", "always503") or not os.path.isfile(path):
             return self.simple(404, b"not found\n")
         if mode == "always503" or (mode == "flaky" and n <= 2):
             return self.simple(503, b"busy\n", [("Retry-After", "0")])

@@ -1,0 +1,322 @@
+/* sluice run: a pipeline's stages in order (pipeline/pipeline.h builds the command lines),
+ * each run in this process with every MPI rank, skipped when its record says it is
+ * complete (pipeline/record.h); then the summary table, summary.json and funnel.svg. */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/world.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/record.h"
+#include "pipeline/report.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/atomic.h"
+
+static const char *const usage[] = {
+    "sluice run PIPELINE.yaml [key=value ...] [--dry-run]",
+    "sluice run --keys",
+    "",
+    "Run the stages of a pipeline (configs/pipelines/*.yaml) in order: download, extract,",
+    "clean, filter, dedup_exact, dedup_fuzzy, reshard, tokenizer_train, tokenize, train.",
+    "Each stage reads the previous stage's output and writes WORK/<stage>. key=value",
+    "overrides any key (file_numbers=0-2, work_dir=/scratch/x, train.train.steps=50);",
+    "stages=[extract,clean] runs only those. A stage whose outputs are complete (same",
+    "command, same inputs) is skipped, and an interrupted stage resumes, so running the",
+    "same command again continues where it stopped. Under mpirun/srun every stage uses",
+    "all ranks. At the end it prints documents in and out per step (and the training",
+    "loss) and writes WORK/summary.json, WORK/funnel.svg and, after training,",
+    "WORK/loss.svg. 'sluice run --keys' lists each stage's keys and their options.",
+    NULL,
+};
+
+struct runner {
+    const char *cmd;
+    int (*fn)(int argc, const char **argv);
+};
+
+static const struct runner runners[] = {
+    { "download", cmd_download },   { "extract", cmd_extract },   { "clean", cmd_clean },
+    { "filter", cmd_filter },       { "dedup", cmd_dedup },       { "reshard", cmd_reshard },
+    { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize }, { "train", cmd_train },
+};
+
+static int (*find_runner(const char *cmd))(int, const char **)
+{
+    for (size_t i = 0; i < sizeof(runners) / sizeof(runners[0]); i++)
+        if (!strcmp(runners[i].cmd, cmd))
+            return runners[i].fn;
+    return NULL;
+}
+
+/* The command line to run: the step's, plus --force when its earlier outputs are stale
+ * (the trainer: train.resume=none, a fresh start). */
+static void step_argv(const struct pl_step *s, int force, struct sl_strlist *out)
+{
+    for (size_t i = 0; i < s->argv.n; i++)
+        sl_strlist_push(out, s->argv.v[i]);
+    if (force && s->can_force) {
+        const char *arg = s->stage == PL_TRAIN ? "train.resume=none" : "--force";
+        int have = 0;
+        for (size_t i = 0; i < s->argv.n; i++)
+            have |= !strcmp(s->argv.v[i], arg);
+        if (!have)
+            sl_strlist_push(out, arg);
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* A fresh start of a step: remove what the pipeline put in its directory before. */
+static int fresh_start(const struct pl_step *s)
+{
+    for (int k = 0; k < 2; k++) {
+        struct stat st;
+        if (!s->fresh_rm[k] || lstat(s->fresh_rm[k], &st) != 0)
+            continue;
+        if (nftw(s->fresh_rm[k], rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+            return sl_err_set(SL_ERR_IO, "cannot remove '%s': %s", s->fresh_rm[k], strerror(errno));
+    }
+    return 0;
+}
+
+/* Rank 0 decides, every rank learns the answer (and the message of a failure). */
+static int bcast_status(struct sl_world *w, int rc)
+{
+    int64_t v = rc;
+    char msg[SL_ERR_MSG_MAX] = "";
+    if (w->rank == 0 && rc)
+        snprintf(msg, sizeof(msg), "%s", sl_err_msg());
+    if (sl_world_bcast(w, &v, sizeof(v), 0) || sl_world_bcast(w, msg, sizeof(msg), 0))
+        return SL_ERR_MPI;
+    if (v)
+        return sl_err_set((int)v, "%s", msg);
+    return 0;
+}
+
+static int dry_run(const struct pl_pipeline *p)
+{
+    int *runs = sl_xcalloc(p->n ? p->n : 1, sizeof(int));
+    for (size_t i = 0; i < p->n; i++) {
+        const struct pl_step *s = &p->steps[i];
+        if (!s->selected)
+            continue;
+        enum pl_state st = PL_STATE_NEW;
+        int rc = pl_step_state(p, i, &st, NULL);
+        if (rc) {
+            free(runs);
+            sl_error("%s", sl_err_msg());
+            return 1;
+        }
+        int dirty = 0;
+        for (size_t k = 0; k < s->ndeps; k++)
+            dirty |= runs[s->deps[k]];
+        if (dirty && st != PL_STATE_NEW)
+            st = PL_STATE_STALE; /* its inputs are about to change */
+        runs[i] = st != PL_STATE_COMPLETE;
+        struct sl_strlist av = { 0 };
+        step_argv(s, st == PL_STATE_STALE, &av);
+        char *line = pl_shell_line(&av);
+        if (s->note && runs[i])
+            printf("# %s\n", s->note);
+        printf("%s%s\n", runs[i] ? "" : "# complete, skipped: ", line);
+        free(line);
+        sl_strlist_release(&av);
+    }
+    free(runs);
+    return 0;
+}
+
+static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, size_t num,
+                    size_t total, int *skipped)
+{
+    const struct pl_step *s = &p->steps[i];
+    *skipped = 0;
+    int64_t state = PL_STATE_NEW;
+    char *why = NULL;
+    int rc = 0;
+    if (w->rank == 0) {
+        enum pl_state st;
+        rc = pl_step_state(p, i, &st, &why);
+        state = st;
+    }
+    rc = bcast_status(w, rc);
+    if (!rc && sl_world_bcast(w, &state, sizeof(state), 0))
+        rc = SL_ERR_MPI;
+    if (rc) {
+        free(why);
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    if (state == PL_STATE_COMPLETE) {
+        if (w->rank == 0)
+            sl_info("run: [%zu/%zu] %s: complete, skipped (%s)", num, total, s->label, s->out);
+        *skipped = 1;
+        return 0;
+    }
+    int (*fn)(int, const char **) = find_runner(s->argv.v[0]);
+    if (!fn) {
+        sl_error("step '%s': no command '%s' in this build", s->label, s->argv.v[0]);
+        free(why);
+        return 1;
+    }
+    struct sl_strlist av = { 0 };
+    step_argv(s, state == PL_STATE_STALE, &av);
+    if (w->rank == 0) {
+        char *line = pl_shell_line(&av);
+        if (state == PL_STATE_STALE)
+            sl_info("run: [%zu/%zu] %s (again: %s): %s", num, total, s->label,
+                    why ? why : "changed", line);
+        else
+            sl_info("run: [%zu/%zu] %s%s: %s", num, total, s->label,
+                    state == PL_STATE_PARTIAL ? " (resuming)" : "", line);
+        free(line);
+        if (s->note)
+            sl_info("run: %s", s->note);
+        /* outputs of tokenize/tokenizer are prefixes: their directory must exist */
+        rc = sl_mkdir_p(s->out);
+        if (!rc && state == PL_STATE_STALE)
+            rc = fresh_start(s);
+        if (!rc)
+            rc = pl_step_prepare(s);
+        if (!rc)
+            rc = pl_record_begin(s);
+    }
+    free(why);
+    rc = bcast_status(w, rc);
+    if (rc) {
+        sl_error("step '%s': %s", s->label, sl_err_msg());
+        sl_strlist_release(&av);
+        return 1;
+    }
+    /* the command runs as if started alone: its own log name, level and warning limits */
+    char prog[64];
+    snprintf(prog, sizeof(prog), "sluice %s", s->argv.v[0]);
+    const char *old_prog = sl_log_prog();
+    enum sl_log_level old_level = sl_log_level();
+    sl_log_set_prog(prog);
+    sl_warn_limited_reset();
+    rc = fn((int)av.n, (const char **)av.v);
+    fflush(stdout);
+    sl_warn_limited_reset();
+    sl_log_set_level(old_level);
+    sl_log_set_prog(old_prog);
+    sl_strlist_release(&av);
+    if (rc) {
+        sl_error("step '%s' failed (exit %d)\nhint: fix the cause and run the same command "
+                 "again: finished steps and shards are kept",
+                 s->label, rc);
+        return rc == 2 ? 2 : 1;
+    }
+    if (w->rank == 0)
+        rc = pl_record_finish(s);
+    rc = bcast_status(w, rc);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, const char **argv)
+{
+    int dry = 0, keys = 0;
+    struct sl_option options[] = {
+        SL_OPT_FLAG_(0, "dry-run", &dry, "print the command of each stage instead of running it"),
+        SL_OPT_FLAG_(0, "keys", &keys, "list every stage's keys and the options they map to"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    if (!rc && keys) {
+        pl_print_keys(stdout);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no pipeline given");
+    for (size_t i = 1; !rc && i < rest.n; i++)
+        if (!strchr(rest.v[i], '='))
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "'%s' is not a key=value override\nhint: one pipeline "
+                            "file, then key=value pairs",
+                            rest.v[i]);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        return 2;
+    }
+    struct pl_pipeline p;
+    rc = pl_pipeline_load(&p, rest.v[0], (const char *const *)rest.v + 1, rest.n - 1);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_strlist_release(&rest);
+        return rc == SL_ERR_IO || rc == SL_ERR_NOTFOUND ? 1 : 2;
+    }
+    struct sl_world *w = sl_world_get();
+    size_t total = 0;
+    for (size_t i = 0; i < p.n; i++)
+        total += p.steps[i].selected;
+    if (dry) {
+        rc = w->rank == 0 ? dry_run(&p) : 0;
+        pl_pipeline_release(&p);
+        sl_strlist_release(&rest);
+        return rc;
+    }
+    size_t num = 0, ran = 0;
+    for (size_t i = 0; i < p.n && !rc; i++) {
+        if (!p.steps[i].selected)
+            continue;
+        int skipped = 0;
+        rc = run_step(w, &p, i, ++num, total, &skipped);
+        ran += !skipped;
+    }
+    if (!rc && w->rank == 0) {
+        char *json = sl_xasprintf("%s/summary.json", p.work_dir);
+        char *svg = sl_xasprintf("%s/funnel.svg", p.work_dir);
+        char *loss = sl_xasprintf("%s/loss.svg", p.work_dir);
+        int e = sl_mkdir_p(p.work_dir);
+        printf("pipeline '%s': %zu of %zu steps ran, %zu were complete (%s)\n", p.name, ran, total,
+               total - ran, p.work_dir);
+        if (!e)
+            e = pl_report(&p, stdout, json, svg, loss);
+        if (e) {
+            sl_error("%s", sl_err_msg());
+            rc = 1;
+        } else {
+            printf("summary: %s\nfunnel: %s\n", json, svg);
+            struct stat st;
+            if (stat(loss, &st) == 0)
+                printf("loss curve: %s\n", loss);
+        }
+        free(json);
+        free(svg);
+        free(loss);
+    }
+    fflush(stdout);
+    pl_pipeline_release(&p);
+    sl_strlist_release(&rest);
+    return rc;
+}

@@ -1,0 +1,3 @@
+# pipeline/: pipelines (configs/pipelines/*.yaml) -> command lines, step records, the
+# summary and funnel picture. Run by `sluice run` (cli/run.c).
+LIB_SRCS += pipeline/pipeline.c pipeline/record.c pipeline/report.c

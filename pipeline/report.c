@@ -1,0 +1,433 @@
+/* The summary of a pipeline run: a table, summary.json and funnel.svg. */
+#include "pipeline/report.h"
+
+#include "core/alloc.h"
+#include "core/atomic.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "pipeline/pipeline.h"
+
+#include <json-c/json.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct row {
+    const struct pl_step *s;
+    int have;
+    unsigned long long docs_in, docs_out, bytes_out, tokens;
+    double seconds;
+};
+
+static void svg_escape(struct sl_buf *b, const char *s);
+
+/* The trainer's log: loss per step, validation losses (the last run after a restart). */
+struct curve {
+    long *step, *vstep;
+    double *loss, *vloss;
+    size_t n, nv;
+    double seconds;
+};
+
+static void curve_release(struct curve *c)
+{
+    free(c->step);
+    free(c->loss);
+    free(c->vstep);
+    free(c->vloss);
+    memset(c, 0, sizeof(*c));
+}
+
+/* A resumed or restarted run logs step k again: what came after k before is dropped. */
+static void curve_add(long **steps, double **vals, size_t *n, long step, double v)
+{
+    while (*n && (*steps)[*n - 1] >= step)
+        (*n)--;
+    *steps = sl_xrealloc(*steps, (*n + 1) * sizeof(long));
+    *vals = sl_xrealloc(*vals, (*n + 1) * sizeof(double));
+    (*steps)[*n] = step;
+    (*vals)[*n] = v;
+    (*n)++;
+}
+
+/* "7" is an integer in JSON, "7.25" a double: both are losses; null (not finite) is not */
+static int is_number(struct json_object *v)
+{
+    return json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
+}
+
+static int load_curve(const char *path, struct curve *c)
+{
+    memset(c, 0, sizeof(*c));
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        struct json_object *o = json_tokener_parse(line), *t = NULL, *st = NULL, *v = NULL;
+        if (!o)
+            continue;
+        if (json_object_object_get_ex(o, "type", &t) && json_object_object_get_ex(o, "step", &st)) {
+            long step = (long)json_object_get_int64(st);
+            const char *type = json_object_get_string(t);
+            if (!strcmp(type, "train") && json_object_object_get_ex(o, "loss", &v) &&
+                is_number(v)) {
+                struct json_object *dt = NULL;
+                /* a restart: the time of what is dropped goes too */
+                while (c->n && c->step[c->n - 1] >= step)
+                    c->n--;
+                curve_add(&c->step, &c->loss, &c->n, step, json_object_get_double(v));
+                if (json_object_object_get_ex(o, "step_time_s", &dt))
+                    c->seconds += json_object_get_double(dt);
+            } else if (!strcmp(type, "valid") && json_object_object_get_ex(o, "val_loss", &v) &&
+                       is_number(v)) {
+                curve_add(&c->vstep, &c->vloss, &c->nv, step, json_object_get_double(v));
+            }
+        }
+        json_object_put(o);
+    }
+    free(line);
+    fclose(f);
+    return c->n > 0;
+}
+
+/* Training and validation loss against the step. */
+static void loss_svg(const char *name, const struct curve *c, struct sl_buf *b)
+{
+    const int W = 760, H = 420, x0 = 70, y0 = 50, pw = 640, ph = 300;
+    double lo = 1e300, hi = -1e300;
+    for (size_t i = 0; i < c->n; i++) {
+        lo = c->loss[i] < lo ? c->loss[i] : lo;
+        hi = c->loss[i] > hi ? c->loss[i] : hi;
+    }
+    for (size_t i = 0; i < c->nv; i++) {
+        lo = c->vloss[i] < lo ? c->vloss[i] : lo;
+        hi = c->vloss[i] > hi ? c->vloss[i] : hi;
+    }
+    lo = floor(lo);
+    hi = ceil(hi);
+    if (hi <= lo)
+        hi = lo + 1;
+    long smax = c->n ? c->step[c->n - 1] : 1;
+    if (c->nv && c->vstep[c->nv - 1] > smax)
+        smax = c->vstep[c->nv - 1];
+    if (smax < 1)
+        smax = 1;
+#define SX(s) (x0 + (double)pw * (double)(s) / (double)smax)
+#define SY(v) (y0 + (double)ph * (hi - (v)) / (hi - lo))
+    sl_buf_printf(b,
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                  "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+                  "font-size=\"13\">\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
+                  "<text x=\"20\" y=\"30\" font-size=\"17\" font-weight=\"bold\">",
+                  W, H, W, H, W, H);
+    svg_escape(b, name);
+    sl_buf_puts(b, ": loss (nats per token)</text>\n");
+    int nt = (int)(hi - lo);
+    int every = nt > 8 ? (nt + 7) / 8 : 1;
+    for (int k = 0; k <= nt; k += every) {
+        double v = lo + k, y = SY(v);
+        sl_buf_printf(b,
+                      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n"
+                      "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n",
+                      x0, y, x0 + pw, y, x0 - 8, y + 4, v);
+    }
+    for (int k = 0; k <= 4; k++) {
+        long s = smax * k / 4;
+        sl_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%ld</text>\n", SX(s),
+                      y0 + ph + 20, s);
+    }
+    sl_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", x0 + pw / 2,
+                  y0 + ph + 40);
+    sl_buf_printf(b,
+                  "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                  "stroke=\"#888888\"/>\n",
+                  x0, y0, pw, ph);
+    if (c->n) {
+        sl_buf_puts(b, "<polyline fill=\"none\" stroke=\"#2171b5\" stroke-width=\"1.5\" points=\"");
+        for (size_t i = 0; i < c->n; i++)
+            sl_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", SX(c->step[i]), SY(c->loss[i]));
+        sl_buf_puts(b, "\"/>\n");
+    }
+    if (c->nv) {
+        sl_buf_puts(b, "<polyline fill=\"none\" stroke=\"#d94801\" stroke-width=\"2\" points=\"");
+        for (size_t i = 0; i < c->nv; i++)
+            sl_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", SX(c->vstep[i]), SY(c->vloss[i]));
+        sl_buf_puts(b, "\"/>\n");
+        for (size_t i = 0; i < c->nv; i++)
+            sl_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#d94801\"/>\n",
+                          SX(c->vstep[i]), SY(c->vloss[i]));
+    }
+#undef SX
+#undef SY
+    sl_buf_printf(b,
+                  "<text x=\"%d\" y=\"%d\" fill=\"#2171b5\">training loss</text>\n"
+                  "<text x=\"%d\" y=\"%d\" fill=\"#d94801\">validation loss</text>\n</svg>\n",
+                  x0 + 10, H - 12, x0 + 150, H - 12);
+}
+
+static unsigned long long get_u64(struct json_object *o, const char *k)
+{
+    struct json_object *v = NULL;
+    return o && json_object_object_get_ex(o, k, &v) ? (unsigned long long)json_object_get_uint64(v)
+                                                    : 0;
+}
+
+static void load_row(struct row *r)
+{
+    if (!r->s->counts_manifest)
+        return;
+    struct stat st;
+    if (stat(r->s->counts_manifest, &st) != 0)
+        return;
+    struct json_object *m = json_object_from_file(r->s->counts_manifest);
+    struct json_object *c = NULL, *w = NULL;
+    if (m && json_object_object_get_ex(m, "counts", &c)) {
+        r->have = 1;
+        r->docs_in = get_u64(c, "documents_in");
+        r->docs_out = get_u64(c, "documents_out");
+        r->bytes_out = get_u64(c, "bytes_out");
+        r->tokens = get_u64(c, "tokens");
+        if (json_object_object_get_ex(m, "wall_seconds", &w))
+            r->seconds = json_object_get_double(w);
+        if (r->s->stage == PL_DOWNLOAD) {
+            /* files, not documents */
+            struct json_object *outs = NULL;
+            r->docs_in = r->docs_out = json_object_object_get_ex(m, "outputs", &outs)
+                                           ? (unsigned long long)json_object_array_length(outs)
+                                           : 0;
+        }
+        if (r->s->stage == PL_TOKENIZE && !r->bytes_out) {
+            struct json_object *outs = NULL;
+            if (json_object_object_get_ex(m, "outputs", &outs))
+                for (size_t i = 0; i < json_object_array_length(outs); i++)
+                    r->bytes_out += get_u64(json_object_array_get_idx(outs, i), "bytes");
+        }
+    }
+    json_object_put(m);
+}
+
+static void commas(char *buf, size_t n, unsigned long long v)
+{
+    char raw[32];
+    snprintf(raw, sizeof(raw), "%llu", v);
+    size_t l = strlen(raw), k = 0;
+    for (size_t i = 0; i < l && k + 2 < n; i++) {
+        if (i && (l - i) % 3 == 0)
+            buf[k++] = ',';
+        buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+}
+
+static void svg_escape(struct sl_buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            sl_buf_puts(b, "&lt;");
+        else if (*s == '>')
+            sl_buf_puts(b, "&gt;");
+        else if (*s == '&')
+            sl_buf_puts(b, "&amp;");
+        else
+            sl_buf_putc(b, *s);
+    }
+}
+
+/* One bar per document stage: what is left after it; the part the stage removed is pale. */
+static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, struct sl_buf *b)
+{
+    struct bar {
+        const char *name;
+        unsigned long long in, out;
+        int stage;
+    } bars[PL_NSTAGES];
+    size_t nb = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct row *r = &rows[i];
+        if (!r->have || r->s->aux || r->s->stage == PL_DOWNLOAD)
+            continue;
+        if (nb && bars[nb - 1].stage == r->s->stage) {
+            bars[nb - 1].in += r->docs_in;
+            bars[nb - 1].out += r->docs_out;
+            continue;
+        }
+        bars[nb].name = pl_stage_name(r->s->stage);
+        bars[nb].in = r->docs_in;
+        bars[nb].out = r->docs_out;
+        bars[nb].stage = r->s->stage;
+        nb++;
+    }
+    unsigned long long max = 1;
+    for (size_t i = 0; i < nb; i++) {
+        unsigned long long first = bars[i].stage == PL_EXTRACT ? bars[i].out : bars[i].in;
+        if (first > max)
+            max = first;
+        if (bars[i].out > max)
+            max = bars[i].out;
+    }
+    const int left = 150, width = 420, rowh = 34, top = 56;
+    int h = top + (int)nb * rowh + 40;
+    sl_buf_printf(b,
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"%d\" "
+                  "viewBox=\"0 0 760 %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+                  "font-size=\"13\">\n"
+                  "<rect width=\"760\" height=\"%d\" fill=\"#ffffff\"/>\n"
+                  "<text x=\"20\" y=\"30\" font-size=\"17\" font-weight=\"bold\">",
+                  h, h, h);
+    svg_escape(b, p->name);
+    sl_buf_puts(b, ": documents after each stage</text>\n");
+    for (size_t i = 0; i < nb; i++) {
+        int y = top + (int)i * rowh;
+        /* extract has nothing before it: its bar is its output */
+        unsigned long long in = bars[i].stage == PL_EXTRACT ? bars[i].out : bars[i].in;
+        double win = (double)width * (double)in / (double)max;
+        double wout = (double)width * (double)bars[i].out / (double)max;
+        char nin[32], nout[32], nrem[32];
+        commas(nin, sizeof(nin), in);
+        commas(nout, sizeof(nout), bars[i].out);
+        commas(nrem, sizeof(nrem), in > bars[i].out ? in - bars[i].out : 0);
+        sl_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", left - 10,
+                      y + 18, bars[i].name);
+        sl_buf_printf(b,
+                      "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"24\" fill=\"#c6dbef\"/>\n",
+                      left, y + 3, win);
+        sl_buf_printf(b,
+                      "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"24\" fill=\"#2171b5\"/>\n",
+                      left, y + 3, wout);
+        sl_buf_printf(b, "<text x=\"%.1f\" y=\"%d\">%s", left + (win > wout ? win : wout) + 8,
+                      y + 19, nout);
+        if (in > bars[i].out)
+            sl_buf_printf(b, " (&#8722;%s)", nrem);
+        sl_buf_puts(b, "</text>\n");
+        (void)nin;
+    }
+    sl_buf_printf(b,
+                  "<text x=\"20\" y=\"%d\" fill=\"#555555\">dark: documents kept; pale: removed by "
+                  "the stage</text>\n</svg>\n",
+                  top + (int)nb * rowh + 20);
+}
+
+int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, const char *svg_path,
+              const char *loss_svg_path)
+{
+    struct row *rows = sl_xcalloc(p->n ? p->n : 1, sizeof(*rows));
+    struct curve cv;
+    memset(&cv, 0, sizeof(cv));
+    const struct pl_step *tr = NULL;
+    for (size_t i = 0; i < p->n; i++) {
+        rows[i].s = &p->steps[i];
+        load_row(&rows[i]);
+        if (p->steps[i].stage == PL_TRAIN && p->steps[i].train_log && !tr) {
+            tr = &p->steps[i];
+            if (!load_curve(tr->train_log, &cv))
+                tr = NULL;
+        }
+    }
+    if (table) {
+        fprintf(table, "%-22s %12s %12s %10s %10s %8s\n", "step", "docs in", "docs out", "removed",
+                "MB out", "seconds");
+        for (size_t i = 0; i < p->n; i++) {
+            const struct row *r = &rows[i];
+            if (r->s->aux)
+                continue;
+            if (r->s == tr) {
+                fprintf(table, "%-22s %ld steps, %.1f s; loss %.4f", r->s->label, cv.step[cv.n - 1],
+                        cv.seconds, cv.loss[cv.n - 1]);
+                if (cv.nv)
+                    fprintf(table, ", validation loss %.4f (step %ld)", cv.vloss[cv.nv - 1],
+                            cv.vstep[cv.nv - 1]);
+                fputc('\n', table);
+                continue;
+            }
+            if (!r->have) {
+                if (r->s->stage == PL_TOKENIZER_TRAIN) {
+                    const char *model = r->s->argv.n > 3 ? r->s->argv.v[3] : "";
+                    struct stat st;
+                    char *mp = sl_xasprintf("%s.model", model);
+                    if (stat(mp, &st) == 0)
+                        fprintf(table, "%-22s %s\n", r->s->label, mp);
+                    free(mp);
+                }
+                continue;
+            }
+            char in[32], out[32], rem[32];
+            commas(in, sizeof(in), r->docs_in);
+            commas(out, sizeof(out), r->docs_out);
+            commas(rem, sizeof(rem), r->docs_in > r->docs_out ? r->docs_in - r->docs_out : 0);
+            fprintf(table, "%-22s %12s %12s %10s %10.2f %8.1f", r->s->label, in, out, rem,
+                    (double)r->bytes_out / 1e6, r->seconds);
+            if (r->s->stage == PL_TOKENIZE) {
+                char tk[32];
+                commas(tk, sizeof(tk), r->tokens);
+                fprintf(table, "  %s tokens", tk);
+            }
+            if (r->s->stage == PL_DOWNLOAD)
+                fprintf(table, "  (files)");
+            fputc('\n', table);
+        }
+    }
+    int rc = 0;
+    if (json_path) {
+        struct sl_buf b = SL_BUF_INIT;
+        sl_buf_puts(&b, "{\n  \"pipeline\": ");
+        sl_buf_json_str(&b, p->name, strlen(p->name));
+        sl_buf_puts(&b, ",\n  \"work_dir\": ");
+        sl_buf_json_str(&b, p->work_dir, strlen(p->work_dir));
+        sl_buf_puts(&b, ",\n  \"steps\": [");
+        int first = 1;
+        for (size_t i = 0; i < p->n; i++) {
+            const struct row *r = &rows[i];
+            if (!r->have || r->s->aux)
+                continue;
+            sl_buf_puts(&b, first ? "\n    {\"step\": " : ",\n    {\"step\": ");
+            first = 0;
+            sl_buf_json_str(&b, r->s->label, strlen(r->s->label));
+            sl_buf_puts(&b, ", \"stage\": ");
+            sl_buf_json_str(&b, pl_stage_name(r->s->stage), strlen(pl_stage_name(r->s->stage)));
+            sl_buf_puts(&b, ", \"out\": ");
+            sl_buf_json_str(&b, r->s->out, strlen(r->s->out));
+            sl_buf_printf(&b,
+                          ", \"documents_in\": %llu, \"documents_out\": %llu, \"bytes_out\": %llu, "
+                          "\"seconds\": %.3f",
+                          r->docs_in, r->docs_out, r->bytes_out, r->seconds);
+            if (r->s->stage == PL_TOKENIZE)
+                sl_buf_printf(&b, ", \"tokens\": %llu", r->tokens);
+            sl_buf_putc(&b, '}');
+        }
+        sl_buf_puts(&b, first ? "]" : "\n  ]");
+        if (tr) {
+            sl_buf_puts(&b, ",\n  \"train\": {\"out\": ");
+            sl_buf_json_str(&b, tr->out, strlen(tr->out));
+            sl_buf_puts(&b, ", \"log\": ");
+            sl_buf_json_str(&b, tr->train_log, strlen(tr->train_log));
+            sl_buf_printf(&b, ", \"steps\": %ld, \"seconds\": %.3f, \"loss\": %.9g",
+                          cv.step[cv.n - 1], cv.seconds, cv.loss[cv.n - 1]);
+            if (cv.nv)
+                sl_buf_printf(&b, ", \"val_loss\": %.9g, \"val_step\": %ld", cv.vloss[cv.nv - 1],
+                              cv.vstep[cv.nv - 1]);
+            sl_buf_putc(&b, '}');
+        }
+        sl_buf_puts(&b, "\n}\n");
+        rc = sl_write_file_atomic(json_path, b.data, b.len);
+        sl_buf_release(&b);
+    }
+    if (!rc && svg_path) {
+        struct sl_buf b = SL_BUF_INIT;
+        funnel_svg(p, rows, &b);
+        rc = sl_write_file_atomic(svg_path, b.data, b.len);
+        sl_buf_release(&b);
+    }
+    if (!rc && loss_svg_path && tr) {
+        struct sl_buf b = SL_BUF_INIT;
+        loss_svg(p->name, &cv, &b);
+        rc = sl_write_file_atomic(loss_svg_path, b.data, b.len);
+        sl_buf_release(&b);
+    }
+    curve_release(&cv);
+    free(rows);
+    return rc;
+}

@@ -1,0 +1,119 @@
+/* Tests for pipeline/pipeline: URL templates, shell quoting, and the command lines of a
+ * pipeline with a train stage (defaults from the tokenize and tokenizer_train stages). */
+#include "tests/harness.h"
+
+#include "core/err.h"
+#include "pipeline/pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TEST(pipeline_template)
+{
+    char *u = NULL;
+    CHECK_EQ_INT(pl_format_template("x/{n:02d}.jsonl.zst", 7, NULL, 0, &u), 0);
+    CHECK_EQ_STR(u, "x/07.jsonl.zst");
+    free(u);
+    CHECK_EQ_INT(
+        pl_format_template("c4-{lang}.tfrecord-{n:05d}-of-{total:05d}.json.gz", 3, "sw", 32, &u),
+        0);
+    CHECK_EQ_STR(u, "c4-sw.tfrecord-00003-of-00032.json.gz");
+    free(u);
+    CHECK_EQ_INT(pl_format_template("{n}", 12, NULL, 0, &u), 0);
+    CHECK_EQ_STR(u, "12");
+    free(u);
+    CHECK_EQ_INT(pl_format_template("{lang}", 0, NULL, 0, &u), SL_ERR_CONFIG);
+    CHECK_CONTAINS(sl_err_msg(), "give 'languages'");
+    CHECK_EQ_INT(pl_format_template("{n:5x}", 0, NULL, 0, &u), SL_ERR_CONFIG);
+    CHECK_EQ_INT(pl_format_template("{n", 0, NULL, 0, &u), SL_ERR_CONFIG);
+    CHECK_EQ_INT(pl_format_template("{m}", 0, NULL, 0, &u), SL_ERR_CONFIG);
+}
+
+TEST(pipeline_shell_line)
+{
+    struct sl_strlist a = { 0 };
+    sl_strlist_push(&a, "download");
+    sl_strlist_push(&a, "--url-template");
+    sl_strlist_push(&a, "https://h/{n}.gz");
+    sl_strlist_push(&a, "it's");
+    char *l = pl_shell_line(&a);
+    CHECK_EQ_STR(l, "sluice download --url-template 'https://h/{n}.gz' 'it'\\''s'");
+    free(l);
+    sl_strlist_release(&a);
+}
+
+static char *write_tmp(const char *text)
+{
+    char *path = strdup("/tmp/sluice-test-pipeline-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        free(path);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static const struct pl_step *find_step(const struct pl_pipeline *p, const char *label)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->steps[i].label, label))
+            return &p->steps[i];
+    return NULL;
+}
+
+TEST(pipeline_train_stage)
+{
+    char *path = write_tmp("name: t\n"
+                           "work_dir: w\n"
+                           "extract: {format: jsonl, in: data}\n"
+                           "tokenizer_train: {vocab_size: 512}\n"
+                           "tokenize: {append_eod: true}\n"
+                           "train:\n"
+                           "  config: tiny.yaml\n"
+                           "  train: {steps: 5}\n"
+                           "  optim: {lr: 1e-2}\n");
+    REQUIRE(path);
+    const char *ov[] = { "train.train.steps=7" };
+    struct pl_pipeline p;
+    CHECK_EQ_INT(pl_pipeline_load(&p, path, ov, 1), 0);
+    const struct pl_step *s = find_step(&p, "train");
+    REQUIRE(s);
+    char *l = pl_shell_line(&s->argv);
+    CHECK_EQ_STR(l, "sluice train tiny.yaml train.steps=7 optim.lr=1e-2 "
+                    "data.prefix=w/tokenize/t_text_document model.vocab_size=512 "
+                    "data.cache_dir=w/train/index-cache checkpoint.dir=w/train/checkpoints "
+                    "log.file=w/train/log.jsonl");
+    free(l);
+    CHECK_EQ_STR(s->train_log, "w/train/log.jsonl");
+    CHECK_EQ_STR(s->fresh_rm[0], "w/train/checkpoints");
+    /* it depends on tokenize and tokenizer_train */
+    CHECK_EQ_INT(s->ndeps, 2);
+    pl_pipeline_release(&p);
+
+    /* the user's own data and checkpoint directory: no defaults for them, nothing removed */
+    const char *ov2[] = { "train.data={prefix: other_text_document}",
+                          "train.checkpoint={dir: ck}" };
+    CHECK_EQ_INT(pl_pipeline_load(&p, path, ov2, 2), 0);
+    s = find_step(&p, "train");
+    REQUIRE(s);
+    l = pl_shell_line(&s->argv);
+    CHECK_CONTAINS(l, " data.prefix=other_text_document ");
+    CHECK_CONTAINS(l, " checkpoint.dir=ck ");
+    CHECK(!strstr(l, "data.prefix=w/"));
+    CHECK(s->fresh_rm[0] == NULL);
+    free(l);
+    pl_pipeline_release(&p);
+
+    /* an unknown key of the train stage names the file and line */
+    const char *ov3[] = { "train.optimm={lr: 1}" };
+    CHECK_EQ_INT(pl_pipeline_load(&p, path, ov3, 1), SL_ERR_CONFIG);
+    CHECK_CONTAINS(sl_err_msg(), "unknown key 'optimm'");
+    CHECK_CONTAINS(sl_err_msg(), "did you mean 'optim'");
+    unlink(path);
+    free(path);
+}
