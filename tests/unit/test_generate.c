@@ -72,6 +72,8 @@ TEST(decoder_matches_full_forward)
             CHECK(decoder_feed(d, 1) != 0);
             decoder_reset(d);
         }
+        decoder_free(d);
+        d = NULL;
         CHECK(decoder_new(&d, &c, &l, params, T + 1) != 0 || !d);
         decoder_free(d);
         cpu_model_free(m);
