@@ -32,14 +32,12 @@ if t:
                                                   t.get("val_loss", float("nan")), vocab, math.log(vocab)))
 PY
 ckpt=$(ls -d "$out"/train/checkpoints/step-* 2>/dev/null | sort | tail -1 || true)
-if [ -n "$ckpt" ] && "$sluice" generate -h >/dev/null 2>&1; then
-    gen=("$sluice" generate "$ckpt" --prompt "The history of" --max-tokens 60 --temperature 0.8 --top-p 0.95)
-    if "$sluice" generate -h 2>/dev/null | grep -q -- "--tokenizer"; then
-        gen+=(--tokenizer "spm:$out/tokenizer_train/tokenizer.model")
-    fi
+if [ -n "$ckpt" ]; then
+    gen=("$sluice" generate "$ckpt" --prompt "The history of" --max-tokens 60 --temperature 0.8
+        --top-p 0.95 --tokenizer "spm:$out/tokenizer_train/tokenizer.model")
     echo
     echo "== a sample of generated text: ${gen[*]}"
-    "${gen[@]}" || echo "(generation failed)"
+    "${gen[@]}"
 fi
 echo
 echo "pictures: $out/funnel.svg (documents after each stage), $out/loss.svg (the loss curve)"
