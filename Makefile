@@ -36,7 +36,9 @@ SHELL := /bin/bash
 # ---- what is here --------------------------------------------------------------------
 # Each component appends to these in its build.mk:
 #   LIB_SRCS   C/C++ sources of libsluice.a
-#   CU_SRCS    CUDA sources (built only when CUDA is found)
+#   CU_SRCS    CUDA sources, .cu or C over the CUDA runtime: the GPU library
+#              $(BUILD)/libsluice-gpu.so, built only when CUDA is found and loaded by the
+#              sluice binary only when it trains on a GPU
 #   CLI_SRCS   sources of the sluice binary itself
 #   PKGS       pkg-config packages needed;  LIBS  extra link flags
 #   UNIT_SRCS  unit-test sources;  FUZZ_TARGETS  fuzz harness names (tests/fuzz/<name>.c)
@@ -120,7 +122,6 @@ ifeq ($(HAVE_NCCL),1)
 CPPFLAGS_ALL += -DSL_HAVE_NCCL
 CUDA_LIBS += -lnccl
 endif
-LDLIBS_ALL += $(CUDA_LIBS)
 CUDA_ARCHS ?= 80 90
 NVCCFLAGS := -std=c++17 -O3 -g -lineinfo --expt-relaxed-constexpr -Xcompiler -fPIC \
   $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
@@ -144,9 +145,8 @@ endif
 # ---- objects -------------------------------------------------------------------------
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(1))))
 LIB_OBJS := $(call obj,$(LIB_SRCS))
-ifeq ($(HAVE_CUDA),1)
-LIB_OBJS += $(call obj,$(CU_SRCS))
-endif
+GPU_OBJS := $(call obj,$(CU_SRCS))
+GPU_LIB := $(if $(filter 1,$(HAVE_CUDA)),$(BUILD)/libsluice-gpu.so)
 CLI_OBJS := $(call obj,$(CLI_SRCS))
 UNIT_OBJS := $(call obj,$(UNIT_SRCS))
 
@@ -174,8 +174,15 @@ $(BUILD)/libsluice.a: $(LIB_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
+# The binary holds all of libsluice.a and exports its symbols (-rdynamic): the GPU library
+# calls back into it (errors, logging, the world, checkpoints, the dataset index).
 $(BUILD)/sluice: $(CLI_OBJS) $(BUILD)/libsluice.a
-	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(CLI_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
+	$(Q)$(CXX) $(CFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJS) -Wl,--whole-archive $(BUILD)/libsluice.a \
+	  -Wl,--no-whole-archive $(LDLIBS_ALL) -ldl
+
+# The CUDA trainer and kernels with the CUDA libraries, loaded by train/gpu_plugin.c.
+$(BUILD)/libsluice-gpu.so: $(GPU_OBJS)
+	$(Q)$(CXX) $(CFLAGS_ALL) -shared -o $@ $^ $(CUDA_LIBS) -ldl -lm -lpthread
 
 $(BUILD)/test_unit: $(UNIT_OBJS) $(BUILD)/libsluice.a
 	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(UNIT_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
@@ -185,7 +192,7 @@ $(BUILD)/test_unit: $(UNIT_OBJS) $(BUILD)/libsluice.a
 FORCE:
 
 # With CUDA, `all` also builds the GPU test and benchmark programs: every .cu compiles and links.
-all: config $(BUILD)/sluice $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
+all: config $(BUILD)/sluice $(GPU_LIB) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
 
 # Print what was found, once per make invocation that builds.
 config:
@@ -214,7 +221,7 @@ test-cli: $(BUILD)/sluice $(BUILD)/test_world
 
 test-gpu:
 ifeq ($(HAVE_CUDA),1)
-	@$(MAKE) --no-print-directory $(BUILD)/test_kernels $(BUILD)/sluice
+	@$(MAKE) --no-print-directory $(BUILD)/test_kernels $(BUILD)/sluice $(GPU_LIB)
 	@echo "== GPU kernel tests ($(BUILD))"
 	@$(BUILD)/test_kernels $(TEST_GPU_ARGS)
 	@echo "== GPU trainer against the CPU path ($(BUILD))"

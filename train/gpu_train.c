@@ -2,6 +2,10 @@
  * its log lines (those of the CPU path, train/train_cmd.c), validation and the run's
  * lifecycle. The model is in gpu_model.c, ZeRO-1 and checkpoints in gpu_zero.c, the input
  * pipeline in gpu_loader.c (shared state: gpu_internal.h).
+ *
+ * Built only with CUDA, into the GPU library build/libsluice-gpu.so with the rest of the
+ * CUDA trainer and kernels/; the sluice binary loads it when training on a GPU
+ * (train/gpu_plugin.c), so that no other command pays for loading the CUDA libraries.
  */
 #include "train/gpu_train.h"
 
@@ -10,24 +14,6 @@
 
 #include <stdio.h>
 
-#ifndef SL_HAVE_CUDA
-
-int gpu_train_available(char *why, size_t n)
-{
-    snprintf(why, n, "this build has no CUDA (built with CUDA=0 or without nvcc)");
-    return 0;
-}
-
-int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
-{
-    (void)a;
-    (void)w;
-    sl_error("train.device=cuda: this build has no CUDA\nhint: rebuild where nvcc is found "
-             "(make, not make CUDA=0), or use train.device=cpu");
-    return 1;
-}
-
-#else /* SL_HAVE_CUDA */
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -42,7 +28,7 @@ int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
 #include <stdlib.h>
 #include <string.h>
 
-int gpu_train_available(char *why, size_t n)
+int sl_gpu_plugin_available(char *why, size_t n)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -427,7 +413,7 @@ static void release(struct gt *t)
     free(t->per);
 }
 
-int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
+int sl_gpu_plugin_run(const struct gpu_train_args *a, struct sl_world *w)
 {
     struct gt tr;
     memset(&tr, 0, sizeof(tr));
@@ -526,5 +512,3 @@ out:
     fatal_world = NULL;
     return rc ? 1 : 0;
 }
-
-#endif /* SL_HAVE_CUDA */

@@ -5,7 +5,9 @@
  * ZeRO-1 (gradients reduce-scattered per layer while the backward runs, each rank updating
  * its shard, parameters all-gathered). One rank per GPU. docs/trainer.md describes it.
  *
- * Built in every configuration: without CUDA the functions below say so and fail.
+ * gpu_train_available and gpu_train_run are in every build (train/gpu_plugin.c): they load
+ * the GPU library (libsluice-gpu.so, next to the sluice binary, built where nvcc is found)
+ * on first use and call its sl_gpu_plugin_* functions; without it they say why and fail.
  */
 #ifndef SL_TRAIN_GPU_TRAIN_H
 #define SL_TRAIN_GPU_TRAIN_H
@@ -53,5 +55,9 @@ int gpu_train_available(char *why, size_t n);
 /* Train. Collective over the world: every rank calls it. Errors are printed here; returns
  * 0, or 1 on failure (fatal CUDA/NCCL errors abort all ranks). */
 int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w);
+
+/* The GPU library's entry points (the same contracts as above), found with dlsym. */
+int sl_gpu_plugin_available(char *why, size_t n);
+int sl_gpu_plugin_run(const struct gpu_train_args *a, struct sl_world *w);
 
 #endif

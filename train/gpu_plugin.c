@@ -1,0 +1,105 @@
+/* gpu_train_available / gpu_train_run (train/gpu_train.h) for every build: the CUDA trainer
+ * lives in the GPU library, libsluice-gpu.so next to the sluice binary (or the file named by
+ * SLUICE_GPU_LIB), loaded on first use. Linking the CUDA libraries into the binary itself
+ * would make every command map and relocate them at start (about 200 MB resident and half a
+ * second before main), for the one command that uses them.
+ */
+#include "train/gpu_train.h"
+
+#include "core/err.h"
+#include "core/log.h"
+
+#include <stdio.h>
+
+#ifndef SL_HAVE_CUDA
+
+int gpu_train_available(char *why, size_t n)
+{
+    snprintf(why, n, "this build has no CUDA (built with CUDA=0 or without nvcc)");
+    return 0;
+}
+
+int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
+{
+    (void)a;
+    (void)w;
+    sl_error("train.device=cuda: this build has no CUDA\nhint: rebuild where nvcc is found "
+             "(make, not make CUDA=0), or use train.device=cpu");
+    return 1;
+}
+
+#else /* SL_HAVE_CUDA */
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int (*available_fn)(char *why, size_t n);
+typedef int (*run_fn)(const struct gpu_train_args *a, struct sl_world *w);
+
+static available_fn plugin_available;
+static run_fn plugin_run;
+static char load_error[1024];
+static int tried;
+
+/* Load the library once; 0, or -1 with the reason in load_error. */
+static int load(void)
+{
+    if (tried)
+        return plugin_run ? 0 : -1;
+    tried = 1;
+    char path[PATH_MAX];
+    const char *env = getenv("SLUICE_GPU_LIB");
+    if (env && *env) {
+        snprintf(path, sizeof(path), "%s", env);
+    } else {
+        ssize_t k = readlink("/proc/self/exe", path, sizeof(path) - 1);
+        if (k <= 0) {
+            snprintf(load_error, sizeof(load_error),
+                     "cannot find the sluice binary's directory (/proc/self/exe)");
+            return -1;
+        }
+        path[k] = '\0';
+        char *slash = strrchr(path, '/');
+        size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+        snprintf(path + dir, sizeof(path) - dir, "libsluice-gpu.so");
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(load_error, sizeof(load_error), "cannot load the GPU library: %s", dlerror());
+        return -1;
+    }
+    plugin_available = (available_fn)(uintptr_t)dlsym(h, "sl_gpu_plugin_available");
+    plugin_run = (run_fn)(uintptr_t)dlsym(h, "sl_gpu_plugin_run");
+    if (!plugin_available || !plugin_run) {
+        snprintf(load_error, sizeof(load_error), "'%s' is not sluice's GPU library", path);
+        plugin_available = NULL;
+        plugin_run = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int gpu_train_available(char *why, size_t n)
+{
+    if (load()) {
+        snprintf(why, n, "%s", load_error);
+        return 0;
+    }
+    return plugin_available(why, n);
+}
+
+int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
+{
+    if (load()) {
+        sl_error("train.device=cuda: %s\nhint: build it with make (it is built where nvcc is "
+                 "found), or use train.device=cpu",
+                 load_error);
+        return 1;
+    }
+    return plugin_run(a, w);
+}
+
+#endif /* SL_HAVE_CUDA */
