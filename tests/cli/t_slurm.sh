@@ -90,18 +90,34 @@ wait_job() {
 cd "$ROOT"
 case_ "curate.sub: Redis Cluster on the allocation, the stages, the cluster stopped at the end"
 port=$(free_port)
+# the bundled JSONL through clean, filter and both dedups, the buckets in the job's cluster
+cat > "$T/curate.yaml" <<EOF
+name: curate-test
+work_dir: unused
+redis: 127.0.0.1:1
+extract:
+  format: jsonl
+  in: $ROOT/examples/jsonl
+clean: {}
+filter:
+  config: configs/filters/nemo-en.yaml
+dedup_exact: {}
+dedup_fuzzy:
+  backend: redis
+  redis: \${redis}
+EOF
 run sbatch --parsable --nodes=1 --ntasks-per-node=1 --time=10 --output="$T/curate.log" \
-    --export=ALL,SLUICE="$SLUICE",IN=examples/jsonl,OUT="$T/cur",REDIS_PORT="$port",SRUN_MPI=none,REDIS_DIR="$T/redis" \
+    --export=ALL,SLUICE="$SLUICE",PIPELINE="$T/curate.yaml",OUT="$T/cur",REDIS_PORT="$port",SRUN_MPI=none,REDIS_DIR="$T/redis" \
     configs/slurm/curate.sub
 expect_rc 0
 job=$(cat "$T/out")
 state=$(wait_job "$job")
 if [ "$state" != COMPLETED ]; then fail "curate job $job: $state"; tail -30 "$T/curate.log" >&2; fi
-expect_file "$T/cur/dedup-fuzzy/manifest.json"
-if [ -f "$T/cur/dedup-fuzzy/manifest.json" ]; then
-    expect_eq "$(json "$T/cur/dedup-fuzzy/manifest.json" "m['command'][m['command'].index('--backend') + 1]")" redis
-    expect_eq "$(json "$T/cur/dedup-fuzzy/manifest.json" "m['counts']['documents_in']")" \
-        "$(json "$T/cur/dedup-exact/manifest.json" "m['counts']['documents_out']")"
+expect_file "$T/cur/dedup_fuzzy/manifest.json"
+if [ -f "$T/cur/dedup_fuzzy/manifest.json" ]; then
+    expect_eq "$(json "$T/cur/dedup_fuzzy/manifest.json" "m['command'][m['command'].index('--backend') + 1]")" redis
+    expect_eq "$(json "$T/cur/dedup_fuzzy/manifest.json" "m['counts']['documents_in']")" \
+        "$(json "$T/cur/dedup_exact/manifest.json" "m['counts']['documents_out']")"
 fi
 if grep -q "Redis Cluster 127.0.0.1:$port\|Redis Cluster [0-9.]*:$port" "$T/curate.log"; then ok; else fail "no cluster line in the job log"; fi
 run redis-cli -p "$port" ping
