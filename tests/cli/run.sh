@@ -20,6 +20,12 @@ tests=("$@")
 passed=0
 failed=0
 for t in "${tests[@]}"; do
+    # a test marked "# sanitizer build: skip (reason)" only repeats, slowly, code paths that
+    # the other tests already run under the sanitizers
+    if [ "${SANITIZE:-0}" = 1 ] && grep -q '^# sanitizer build: skip' "$t"; then
+        echo "$(basename "$t"): skipped in the sanitizer build ($(sed -n 's/^# sanitizer build: skip *(\(.*\))$/\1/p' "$t"))"
+        continue
+    fi
     start=$SECONDS
     out=$(bash "$t" 2>&1)
     status=$?

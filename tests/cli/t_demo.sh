@@ -5,6 +5,7 @@
 # shards decoded back to the documents they came from, the pictures, and the trained
 # model's validation loss against bounds that only a model that learned from the text can
 # reach.
+# sanitizer build: skip (the whole demo; each stage runs under the sanitizers in its own test and t_run.sh)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 EX="$ROOT/examples"

@@ -3,6 +3,7 @@
 # installed and start) both scripts submitted with sbatch to a one-node cluster started
 # here in a temporary directory: curation with a Redis Cluster on the bundled examples,
 # and a few CPU training steps on synthetic data.
+# sanitizer build: skip (starts Slurm daemons; the commands it runs are tested under the sanitizers elsewhere)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 subs=("$ROOT/configs/slurm/curate.sub" "$ROOT/configs/slurm/train.sub")

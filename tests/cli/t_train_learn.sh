@@ -13,6 +13,7 @@
 # 300 steps of 4 x 128 tokens (154k tokens, under half an epoch). The run is deterministic
 # (bit-identical for any thread count), so the slack only has to absorb the rounding
 # difference between machines with and without FMA.
+# sanitizer build: skip (300 training steps; t_train.sh runs the same code under the sanitizers)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 if [ "${SANITIZE:-0}" = 1 ]; then

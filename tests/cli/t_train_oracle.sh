@@ -3,6 +3,7 @@
 # loss and every gradient (rel err <= 1e-5), then 10 AdamW steps (losses and parameters,
 # <= 1e-4). The numpy oracle (float64, written from the math) always runs; the PyTorch
 # oracle runs when torch can be imported ($PY, or $SLUICE_TORCH_PY).
+# sanitizer build: skip (numerical agreement; t_train.sh runs the same code under the sanitizers)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ORACLE="$ROOT/tests/oracle"
