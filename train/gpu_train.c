@@ -75,26 +75,6 @@ int gpu_all_ok(struct gt *t, int rc)
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
-static void log_json(struct gt *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void log_json(struct gt *t, const char *fmt, ...)
-{
-    if (!t->log)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(t->log, fmt, ap);
-    va_end(ap);
-    fflush(t->log);
-}
-
-static void jnum(char *buf, size_t n, double v)
-{
-    if (isfinite(v))
-        snprintf(buf, n, "%.9g", v);
-    else
-        snprintf(buf, n, "null");
-}
-
 static void read_stats(struct gt *t, double *loss, double *norm)
 {
     CUDA_CHECK(cudaEventSynchronize(t->ev_stats));
@@ -226,42 +206,21 @@ static int train_loop(struct gt *t)
             double tflops = t->flops_per_token * tok_s / 1e12 / t->W;
             double mfu = a->peak_tflops > 0 ? tflops / a->peak_tflops : NAN;
             if (t->rank == 0) {
-                char mfu_s[32] = "-";
-                if (isfinite(mfu))
-                    snprintf(mfu_s, sizeof(mfu_s), "%.2f%%", 100.0 * mfu);
-                printf("step %ld/%ld | consumed_samples %llu | loss %.4f | lr %.4e | grad_norm "
-                       "%.4f | step_time %.3f s | tokens/s %.0f | TFLOP/s/rank %.4f | MFU %s%s\n",
-                       step, a->steps, (unsigned long long)t->cs.consumed_samples, loss, lr, norm,
-                       dt, tok_s, tflops, mfu_s, finite ? "" : " | skipped");
-                fflush(stdout);
-                char jl[32], jn[32], jm[32];
-                jnum(jl, sizeof(jl), loss);
-                jnum(jn, sizeof(jn), norm);
-                jnum(jm, sizeof(jm), mfu);
-                log_json(t,
-                         "{\"type\":\"train\",\"step\":%ld,\"consumed_samples\":%llu,\"loss\":%s,"
-                         "\"lr\":%.9g,\"grad_norm\":%s,\"step_time_s\":%.6f,\"tokens_per_s\":%.3f,"
-                         "\"tflops_per_rank\":%.6f,\"mfu\":%s,\"skipped\":%s}\n",
-                         step, (unsigned long long)t->cs.consumed_samples, jl, lr, jn, dt, tok_s,
-                         tflops, jm, finite ? "false" : "true");
-                if (train_log_step(t->tlog, step, loss, lr, norm, tok_s, mfu))
-                    sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
+                struct train_step_report r = {
+                    .step = step, .steps = a->steps, .consumed_samples = t->cs.consumed_samples,
+                    .loss = loss, .lr = lr, .grad_norm = norm, .step_time_s = dt,
+                    .tokens_per_s = tok_s, .tflops_per_rank = tflops, .mfu = mfu,
+                    .skipped = !finite,
+                };
+                train_report_step(t->log, t->tlog, &r);
             }
         }
         if (a->eval_interval && (step % a->eval_interval == 0 || step == a->steps)) {
             double vl;
             if ((rc = evaluate(t, &vl)))
                 return rc;
-            if (t->rank == 0) {
-                printf("validation at step %ld | val_loss %.4f | val_ppl %.2f\n", step, vl,
-                       exp(vl));
-                fflush(stdout);
-                char jv[32];
-                jnum(jv, sizeof(jv), vl);
-                log_json(t, "{\"type\":\"valid\",\"step\":%ld,\"val_loss\":%s}\n", step, jv);
-                if (train_log_valid(t->tlog, step, vl))
-                    sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
-            }
+            if (t->rank == 0)
+                train_report_valid(t->log, t->tlog, step, vl);
             t_last = sl_now(); /* validation is not step time */
         }
         if (saving) {

@@ -4,6 +4,7 @@
 
 #include "core/alloc.h"
 #include "core/err.h"
+#include "core/log.h"
 #include "train/losscurve.h"
 #include "train/tbevents.h"
 
@@ -132,4 +133,55 @@ int train_log_close(struct train_log *tl)
     free(tl->svg);
     free(tl);
     return rc;
+}
+
+/* a JSON number, or null for NaN and infinities */
+static void jnum(char *buf, size_t n, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, n, "%.9g", v);
+    else
+        snprintf(buf, n, "null");
+}
+
+void train_report_step(FILE *jsonl, struct train_log *tl, const struct train_step_report *r)
+{
+    char mfu_s[32] = "-";
+    if (isfinite(r->mfu))
+        snprintf(mfu_s, sizeof(mfu_s), "%.2f%%", 100.0 * r->mfu);
+    printf("step %ld/%ld | consumed_samples %llu | loss %.4f | lr %.4e | grad_norm %.4f | "
+           "step_time %.3f s | tokens/s %.0f | TFLOP/s/rank %.4f | MFU %s%s\n",
+           r->step, r->steps, r->consumed_samples, r->loss, r->lr, r->grad_norm, r->step_time_s,
+           r->tokens_per_s, r->tflops_per_rank, mfu_s, r->skipped ? " | skipped" : "");
+    fflush(stdout);
+    if (jsonl) {
+        char jl[32], jn[32], jm[32];
+        jnum(jl, sizeof(jl), r->loss);
+        jnum(jn, sizeof(jn), r->grad_norm);
+        jnum(jm, sizeof(jm), r->mfu);
+        fprintf(jsonl,
+                "{\"type\":\"train\",\"step\":%ld,\"consumed_samples\":%llu,\"loss\":%s,"
+                "\"lr\":%.9g,\"grad_norm\":%s,\"step_time_s\":%.6f,\"tokens_per_s\":%.3f,"
+                "\"tflops_per_rank\":%.6f,\"mfu\":%s,\"skipped\":%s}\n",
+                r->step, r->consumed_samples, jl, r->lr, jn, r->step_time_s, r->tokens_per_s,
+                r->tflops_per_rank, jm, r->skipped ? "true" : "false");
+        fflush(jsonl);
+    }
+    if (train_log_step(tl, r->step, r->loss, r->lr, r->grad_norm, r->tokens_per_s, r->mfu))
+        sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
+}
+
+void train_report_valid(FILE *jsonl, struct train_log *tl, long step, double val_loss)
+{
+    printf("validation at step %ld | val_loss %.4f | val_ppl %.2f\n", step, val_loss,
+           exp(val_loss));
+    fflush(stdout);
+    if (jsonl) {
+        char jv[32];
+        jnum(jv, sizeof(jv), val_loss);
+        fprintf(jsonl, "{\"type\":\"valid\",\"step\":%ld,\"val_loss\":%s}\n", step, jv);
+        fflush(jsonl);
+    }
+    if (train_log_valid(tl, step, val_loss))
+        sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
 }

@@ -13,6 +13,8 @@
 #ifndef SL_TRAIN_TRAINLOG_H
 #define SL_TRAIN_TRAINLOG_H
 
+#include <stdio.h>
+
 struct train_log;
 
 /* The log directory for log.tensorboard_dir = setting (NULL when unset) and checkpoint.dir
@@ -34,5 +36,20 @@ int train_log_valid(struct train_log *tl, long step, double val_loss);
 int train_log_plot(struct train_log *tl);
 /* Rewrite loss.svg, close the event file, free. NULL is a no-op. */
 int train_log_close(struct train_log *tl);
+
+/* What a logged step reports, the same from the CPU and the GPU loop. */
+struct train_step_report {
+    long step, steps;
+    unsigned long long consumed_samples;
+    double loss, lr, grad_norm, step_time_s, tokens_per_s, tflops_per_rank, mfu;
+    int skipped;
+};
+
+/* Rank 0, at a logged step: the step line on stdout, a {"type":"train",...} line in jsonl
+ * (the log.file; NULL: none) and the TensorBoard scalars in tl (NULL: none; a failure is
+ * warned about once). */
+void train_report_step(FILE *jsonl, struct train_log *tl, const struct train_step_report *r);
+/* Rank 0, after a validation: the same three for the validation loss. */
+void train_report_valid(FILE *jsonl, struct train_log *tl, long step, double val_loss);
 
 #endif
