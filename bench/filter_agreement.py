@@ -55,13 +55,13 @@ def cached(name, tool, chain):
     path = os.path.join(cache, "%s-%s-%s.json" % (name, tool, version(tool)))
     known = json.load(open(path)) if os.path.exists(path) else {}
     key = {d["id"]: hashlib.sha256(d["text"].encode()).hexdigest()[:24] for d in docs}
-    todo = [d for d in docs if key[d["id"]] not in known]
-    if todo:
+    pending = [d for d in docs if key[d["id"]] not in known]
+    if pending:
         t = time.time()
         run = run_datatrove if tool == "datatrove" else run_nemo
-        for k, why in run(chain, todo).items():
+        for k, why in run(chain, pending).items():
             known[key[k]] = why
-        print("%s %s: %d documents in %.1f s" % (tool, name, len(todo), time.time() - t), file=sys.stderr)
+        print("%s %s: %d documents in %.1f s" % (tool, name, len(pending), time.time() - t), file=sys.stderr)
         os.makedirs(cache, exist_ok=True)
         json.dump(known, open(path + ".tmp", "w"))
         os.replace(path + ".tmp", path)

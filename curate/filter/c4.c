@@ -99,22 +99,7 @@ static int c4q_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
     for (size_t li = 0; li < lines->n; li++) {
         const char *s = t + lines->v[li].off;
         size_t n = lines->v[li].len, a = 0, b = n;
-        /* strip */
-        while (a < b) {
-            uint32_t cp;
-            size_t l = uc_next(s + a, b - a, &cp);
-            if (!uc_isspace(cp))
-                break;
-            a += l;
-        }
-        while (b > a) {
-            size_t l = uc_prev_len(s + a, b - a);
-            uint32_t cp;
-            uc_next(s + b - l, l, &cp);
-            if (!uc_isspace(cp))
-                break;
-            b -= l;
-        }
+        uc_strip_space(s, &a, &b);
         /* words (str.split) and the longest */
         long nwords = 0;
         int too_long = 0;
@@ -183,21 +168,7 @@ static int c4q_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
     /* "\n".join(kept).strip() */
     const char *o = q->out.data ? q->out.data : "";
     size_t a = 0, b = q->out.len;
-    while (a < b) {
-        uint32_t cp;
-        size_t l = uc_next(o + a, b - a, &cp);
-        if (!uc_isspace(cp))
-            break;
-        a += l;
-    }
-    while (b > a) {
-        size_t l = uc_prev_len(o + a, b - a);
-        uint32_t cp;
-        uc_next(o + b - l, l, &cp);
-        if (!uc_isspace(cp))
-            break;
-        b -= l;
-    }
+    uc_strip_space(o, &a, &b);
     if (b - a != c->len || memcmp(o + a, c->text, b - a) != 0)
         sl_fctx_set_text(c, o + a, b - a);
     return 0;

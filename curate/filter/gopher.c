@@ -250,21 +250,7 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     }
     /* paragraphs: re.split(r"\n{2,}", text.strip()) */
     size_t a = 0, b = c->len;
-    while (a < b) {
-        uint32_t cp;
-        size_t l = uc_next(t + a, b - a, &cp);
-        if (!uc_isspace(cp))
-            break;
-        a += l;
-    }
-    while (b > a) {
-        size_t l = uc_prev_len(t + a, b - a);
-        uint32_t cp;
-        uc_next(t + b - l, l, &cp);
-        if (!uc_isspace(cp))
-            break;
-        b -= l;
-    }
+    uc_strip_space(t, &a, &b);
     struct sl_spanvec *paras = &c->s1;
     paras->n = 0;
     size_t start = a;

@@ -137,26 +137,6 @@ static const size_t *char_classes(struct sl_fctx *c)
     return c->nemo_chars;
 }
 
-/* Strip Python whitespace: [*a, *b) */
-static void strip(const char *s, size_t *a, size_t *b)
-{
-    while (*a < *b) {
-        uint32_t cp;
-        size_t l = uc_next(s + *a, *b - *a, &cp);
-        if (!uc_isspace(cp))
-            break;
-        *a += l;
-    }
-    while (*b > *a) {
-        size_t l = uc_prev_len(s + *a, *b - *a);
-        uint32_t cp;
-        uc_next(s + *b - l, l, &cp);
-        if (!uc_isspace(cp))
-            break;
-        *b -= l;
-    }
-}
-
 static int ends_lit(const char *s, size_t n, const char *lit)
 {
     size_t l = strlen(lit);
@@ -334,7 +314,7 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
         size_t k = 0;
         for (size_t i = 0; i < s->n; i++) {
             size_t a = s->v[i].off, b = a + s->v[i].len;
-            strip(t, &a, &b);
+            uc_strip_space(t, &a, &b);
             const char *p = t + a;
             size_t n = b - a;
             if (q->kind == N_BULLETS) {
@@ -370,7 +350,7 @@ static double score(struct nemo *q, struct sl_fctx *c, int *empty)
             return 0.0;
         for (size_t i = 0; i < s->n; i++) {
             size_t a = s->v[i].off, b = a + s->v[i].len;
-            strip(t, &a, &b);
+            uc_strip_space(t, &a, &b);
             lower_ascii(&q->tmp, t + a, b - a);
             const char *p = q->tmp.data ? q->tmp.data : "";
             size_t n = b - a;

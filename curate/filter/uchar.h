@@ -65,6 +65,26 @@ static inline int uc_isspace(uint32_t c)
            c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
+/* Python str.strip(): narrow [*a, *b) of s past leading and trailing whitespace. */
+static inline void uc_strip_space(const char *s, size_t *a, size_t *b)
+{
+    while (*a < *b) {
+        uint32_t cp;
+        size_t l = uc_next(s + *a, *b - *a, &cp);
+        if (!uc_isspace(cp))
+            break;
+        *a += l;
+    }
+    while (*b > *a) {
+        size_t l = uc_prev_len(s + *a, *b - *a);
+        uint32_t cp;
+        uc_next(s + *b - l, l, &cp);
+        if (!uc_isspace(cp))
+            break;
+        *b -= l;
+    }
+}
+
 /* Python str.splitlines boundaries (\r\n counts as one). */
 static inline int uc_islinebreak(uint32_t c)
 {
