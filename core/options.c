@@ -173,10 +173,13 @@ static int apply(const struct sl_option *o, const char *arg)
     case SL_OPT_STR: *(const char **)o->value = arg; return 0;
     case SL_OPT_STRS: sl_strlist_push(o->value, arg); return 0;
     case SL_OPT_INT:
+    case SL_OPT_ZLEVEL_:
         errno = 0;
         *(long *)o->value = strtol(arg, &end, 10);
         if (end == arg || *end || errno)
             return sl_err_set(SL_ERR_USAGE, "%s expects an integer, got '%s'", name, arg);
+        if (o->type == SL_OPT_ZLEVEL_ && (*(long *)o->value < 1 || *(long *)o->value > 22))
+            return sl_err_set(SL_ERR_USAGE, "%s must be 1..22", name);
         return 0;
     case SL_OPT_U64:
         errno = 0;

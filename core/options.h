@@ -25,6 +25,7 @@ enum sl_opt_type {
     SL_OPT_STR,      /* const char *: last one wins */
     SL_OPT_STRS,     /* struct sl_strlist: appended */
     SL_OPT_INT,      /* long */
+    SL_OPT_ZLEVEL_,  /* long: a zstd compression level, 1..22 */
     SL_OPT_U64,      /* uint64_t */
     SL_OPT_DBL,      /* double */
     SL_OPT_SIZE_,    /* uint64_t: bytes, with k/K/M/G/T suffixes (powers of 1024) */
@@ -54,6 +55,9 @@ struct sl_strlist {
 #define SL_OPT_STRING(s, l, v, a, h) { SL_OPT_STR, (s), (l), (v), (a), (h), NULL }
 #define SL_OPT_STRINGS(s, l, v, a, h) { SL_OPT_STRS, (s), (l), (v), (a), (h), NULL }
 #define SL_OPT_INTEGER(s, l, v, a, h) { SL_OPT_INT, (s), (l), (v), (a), (h), NULL }
+/* --level N: the zstd level of the shards a command writes (checked: 1..22) */
+#define SL_OPT_ZSTD_LEVEL(v)                                                             \
+    { SL_OPT_ZLEVEL_, 0, "level", (v), "N", "zstd level of the shards (default 3)", NULL }
 #define SL_OPT_UINT64(s, l, v, a, h) { SL_OPT_U64, (s), (l), (v), (a), (h), NULL }
 #define SL_OPT_DOUBLE(s, l, v, a, h) { SL_OPT_DBL, (s), (l), (v), (a), (h), NULL }
 #define SL_OPT_SIZE(s, l, v, a, h) { SL_OPT_SIZE_, (s), (l), (v), (a), (h), NULL }

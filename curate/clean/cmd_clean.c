@@ -218,7 +218,7 @@ int cmd_clean(int argc, const char **argv)
         SL_OPT_FLAG_(0, "no-mojibake", &o.c.no_mojibake, "leave mojibake as it is"),
         SL_OPT_FLAG_(0, "no-entities", &o.c.no_entities, "leave HTML entities as they are"),
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
-        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
         SL_OPT_COMMON,
         SL_OPT_END_,
@@ -234,8 +234,6 @@ int cmd_clean(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && (o.level < 1 || o.level > 22))
-        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
     if (rc) {
         sl_error("%s", sl_err_msg());
         fprintf(stderr, "usage: %s\n", usage[0]);

@@ -271,7 +271,7 @@ int dedup_exact_main(int argc, const char **argv)
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
         SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                      "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
@@ -292,8 +292,6 @@ int dedup_exact_main(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (!rc)
         rc = dd_norm_parse(o.norm, &norm);
-    if (!rc && (o.level < 1 || o.level > 22))
-        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
     if (!rc && o.key && !*o.key)
         rc = sl_err_set(SL_ERR_USAGE, "--key must name a member");
     if (rc) {

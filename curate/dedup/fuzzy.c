@@ -1049,7 +1049,7 @@ int dedup_fuzzy_main(int argc, const char **argv)
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
         SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                      "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
@@ -1087,8 +1087,6 @@ int dedup_fuzzy_main(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--threshold must be in (0, 1]");
     if (!rc && o.anchors == 0)
         rc = sl_err_set(SL_ERR_USAGE, "--anchors must be at least 1");
-    if (!rc && (o.level < 1 || o.level > 22))
-        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
     if (!rc && !strcmp(o.backend, "redis") && !o.redis)
         rc = sl_err_set(SL_ERR_USAGE, "--backend redis needs --redis HOST:PORT[,HOST:PORT...]");
     if (!rc && o.redis && strcmp(o.backend, "redis"))

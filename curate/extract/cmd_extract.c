@@ -344,7 +344,7 @@ int cmd_extract(int argc, const char **argv)
                      "keep the readable part of damaged compressed files and go on"),
         SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
                      "delete each downloaded input once its shard is complete"),
-        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
         SL_OPT_COMMON,
         SL_OPT_END_,
@@ -368,8 +368,6 @@ int cmd_extract(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && (o.level < 1 || o.level > 22))
-        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
     if (!rc && o.max_record < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
     if (rc) {

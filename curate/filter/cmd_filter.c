@@ -387,7 +387,7 @@ int cmd_filter(int argc, const char **argv)
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
         SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                      "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
-        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
         SL_OPT_COMMON,
         SL_OPT_END_,
@@ -413,8 +413,6 @@ int cmd_filter(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && (o.level < 1 || o.level > 22))
-        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
     if (!rc && o.rejected && o.annotate)
         rc = sl_err_set(SL_ERR_USAGE, "--rejected and --annotate cannot be used together (annotate keeps every document)");
     if (rc) {

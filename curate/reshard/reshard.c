@@ -440,7 +440,7 @@ int cmd_reshard(int argc, const char **argv)
                     "target uncompressed bytes per shard (default 256M)"),
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_INTEGER(0, "level", &o.level, "N", "zstd level of the shards (default 3)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                      "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
         SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
@@ -462,8 +462,6 @@ int cmd_reshard(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (!rc && o.shards && o.shard_size)
         rc = sl_err_set(SL_ERR_USAGE, "--shards and --shard-size cannot be used together");
-    if (!rc && (o.level < 1 || o.level > 22))
-        rc = sl_err_set(SL_ERR_USAGE, "--level must be 1..22");
     if (!rc && o.max_line < 16)
         rc = sl_err_set(SL_ERR_USAGE, "--max-line is too small");
     if (!rc && !o.shards && !o.shard_size)

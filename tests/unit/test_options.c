@@ -6,6 +6,7 @@
 #include "core/options.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 TEST(options_parse)
 {
@@ -73,6 +74,22 @@ TEST(options_size_and_ranges)
     CHECK_EQ_INT(sl_parse_ranges("3-1", &r, &n), SL_ERR_USAGE);
     CHECK_EQ_INT(sl_parse_ranges("a", &r, &n), SL_ERR_USAGE);
     CHECK_EQ_INT(sl_edit_distance("reshard", "resahrd"), 2);
+}
+
+TEST(options_zstd_level)
+{
+    long level = 3;
+    struct sl_option opts[] = { SL_OPT_ZSTD_LEVEL(&level), SL_OPT_END_ };
+    const char *ok[] = { "cmd", "--level", "22" };
+    const char *low[] = { "cmd", "--level=0" };
+    const char *high[] = { "cmd", "--level", "23" };
+    struct sl_strlist rest = { 0 };
+    CHECK_EQ_INT(sl_parse_options(3, ok, opts, &rest), 0);
+    CHECK_EQ_INT(level, 22);
+    CHECK_EQ_INT(sl_parse_options(2, low, opts, &rest), SL_ERR_USAGE);
+    CHECK(strstr(sl_err_msg(), "--level must be 1..22") != NULL);
+    CHECK_EQ_INT(sl_parse_options(3, high, opts, &rest), SL_ERR_USAGE);
+    sl_strlist_release(&rest);
 }
 
 TEST(options_help_text)
