@@ -6,6 +6,7 @@
 #include "core/buf.h"
 #include "core/err.h"
 #include "pipeline/pipeline.h"
+#include "train/losscurve.h"
 
 #include <json-c/json.h>
 #include <math.h>
@@ -23,34 +24,13 @@ struct row {
 
 static void svg_escape(struct sl_buf *b, const char *s);
 
-/* The trainer's log: loss per step, validation losses (the last run after a restart). */
+/* The trainer's log (log.file): loss per logged step and validation losses, as the curves of
+ * train/losscurve.h (a resumed or restarted run's repeated steps replace the earlier ones),
+ * and `seconds`, the sum of every logged step time, restarts included. */
 struct curve {
-    long *step, *vstep;
-    double *loss, *vloss;
-    size_t n, nv;
+    struct loss_curve lc;
     double seconds;
 };
-
-static void curve_release(struct curve *c)
-{
-    free(c->step);
-    free(c->loss);
-    free(c->vstep);
-    free(c->vloss);
-    memset(c, 0, sizeof(*c));
-}
-
-/* A resumed or restarted run logs step k again: what came after k before is dropped. */
-static void curve_add(long **steps, double **vals, size_t *n, long step, double v)
-{
-    while (*n && (*steps)[*n - 1] >= step)
-        (*n)--;
-    *steps = sl_xrealloc(*steps, (*n + 1) * sizeof(long));
-    *vals = sl_xrealloc(*vals, (*n + 1) * sizeof(double));
-    (*steps)[*n] = step;
-    (*vals)[*n] = v;
-    (*n)++;
-}
 
 /* "7" is an integer in JSON, "7.25" a double: both are losses; null (not finite) is not */
 static int is_number(struct json_object *v)
@@ -71,102 +51,30 @@ static int load_curve(const char *path, struct curve *c)
         if (!o)
             continue;
         if (json_object_object_get_ex(o, "type", &t) && json_object_object_get_ex(o, "step", &st)) {
-            long step = (long)json_object_get_int64(st);
+            int64_t step = json_object_get_int64(st);
             const char *type = json_object_get_string(t);
             if (!strcmp(type, "train") && json_object_object_get_ex(o, "loss", &v) &&
                 is_number(v)) {
                 struct json_object *dt = NULL;
-                /* a restart: the time of what is dropped goes too */
-                while (c->n && c->step[c->n - 1] >= step)
-                    c->n--;
-                curve_add(&c->step, &c->loss, &c->n, step, json_object_get_double(v));
+                loss_series_add(&c->lc.train, step, json_object_get_double(v));
                 if (json_object_object_get_ex(o, "step_time_s", &dt))
                     c->seconds += json_object_get_double(dt);
             } else if (!strcmp(type, "valid") && json_object_object_get_ex(o, "val_loss", &v) &&
                        is_number(v)) {
-                curve_add(&c->vstep, &c->vloss, &c->nv, step, json_object_get_double(v));
+                loss_series_add(&c->lc.val, step, json_object_get_double(v));
             }
         }
         json_object_put(o);
     }
     free(line);
     fclose(f);
-    return c->n > 0;
+    return c->lc.train.n > 0;
 }
 
-/* Training and validation loss against the step. */
-static void loss_svg(const char *name, const struct curve *c, struct sl_buf *b)
+/* the last point of a series (n > 0) */
+static const struct loss_point *last(const struct loss_series *s)
 {
-    const int W = 760, H = 420, x0 = 70, y0 = 50, pw = 640, ph = 300;
-    double lo = 1e300, hi = -1e300;
-    for (size_t i = 0; i < c->n; i++) {
-        lo = c->loss[i] < lo ? c->loss[i] : lo;
-        hi = c->loss[i] > hi ? c->loss[i] : hi;
-    }
-    for (size_t i = 0; i < c->nv; i++) {
-        lo = c->vloss[i] < lo ? c->vloss[i] : lo;
-        hi = c->vloss[i] > hi ? c->vloss[i] : hi;
-    }
-    lo = floor(lo);
-    hi = ceil(hi);
-    if (hi <= lo)
-        hi = lo + 1;
-    long smax = c->n ? c->step[c->n - 1] : 1;
-    if (c->nv && c->vstep[c->nv - 1] > smax)
-        smax = c->vstep[c->nv - 1];
-    if (smax < 1)
-        smax = 1;
-#define SX(s) (x0 + (double)pw * (double)(s) / (double)smax)
-#define SY(v) (y0 + (double)ph * (hi - (v)) / (hi - lo))
-    sl_buf_printf(b,
-                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                  "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
-                  "font-size=\"13\">\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n"
-                  "<text x=\"20\" y=\"30\" font-size=\"17\" font-weight=\"bold\">",
-                  W, H, W, H, W, H);
-    svg_escape(b, name);
-    sl_buf_puts(b, ": loss (nats per token)</text>\n");
-    int nt = (int)(hi - lo);
-    int every = nt > 8 ? (nt + 7) / 8 : 1;
-    for (int k = 0; k <= nt; k += every) {
-        double v = lo + k, y = SY(v);
-        sl_buf_printf(b,
-                      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n"
-                      "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n",
-                      x0, y, x0 + pw, y, x0 - 8, y + 4, v);
-    }
-    for (int k = 0; k <= 4; k++) {
-        long s = smax * k / 4;
-        sl_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%ld</text>\n", SX(s),
-                      y0 + ph + 20, s);
-    }
-    sl_buf_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">step</text>\n", x0 + pw / 2,
-                  y0 + ph + 40);
-    sl_buf_printf(b,
-                  "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-                  "stroke=\"#888888\"/>\n",
-                  x0, y0, pw, ph);
-    if (c->n) {
-        sl_buf_puts(b, "<polyline fill=\"none\" stroke=\"#2171b5\" stroke-width=\"1.5\" points=\"");
-        for (size_t i = 0; i < c->n; i++)
-            sl_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", SX(c->step[i]), SY(c->loss[i]));
-        sl_buf_puts(b, "\"/>\n");
-    }
-    if (c->nv) {
-        sl_buf_puts(b, "<polyline fill=\"none\" stroke=\"#d94801\" stroke-width=\"2\" points=\"");
-        for (size_t i = 0; i < c->nv; i++)
-            sl_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", SX(c->vstep[i]), SY(c->vloss[i]));
-        sl_buf_puts(b, "\"/>\n");
-        for (size_t i = 0; i < c->nv; i++)
-            sl_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#d94801\"/>\n",
-                          SX(c->vstep[i]), SY(c->vloss[i]));
-    }
-#undef SX
-#undef SY
-    sl_buf_printf(b,
-                  "<text x=\"%d\" y=\"%d\" fill=\"#2171b5\">training loss</text>\n"
-                  "<text x=\"%d\" y=\"%d\" fill=\"#d94801\">validation loss</text>\n</svg>\n",
-                  x0 + 10, H - 12, x0 + 150, H - 12);
+    return &s->v[s->n - 1];
 }
 
 static unsigned long long get_u64(struct json_object *o, const char *k)
@@ -335,11 +243,11 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
             if (r->s->aux)
                 continue;
             if (r->s == tr) {
-                fprintf(table, "%-22s %ld steps, %.1f s; loss %.4f", r->s->label, cv.step[cv.n - 1],
-                        cv.seconds, cv.loss[cv.n - 1]);
-                if (cv.nv)
-                    fprintf(table, ", validation loss %.4f (step %ld)", cv.vloss[cv.nv - 1],
-                            cv.vstep[cv.nv - 1]);
+                fprintf(table, "%-22s %lld steps, %.1f s; loss %.4f", r->s->label,
+                        (long long)last(&cv.lc.train)->step, cv.seconds, last(&cv.lc.train)->loss);
+                if (cv.lc.val.n)
+                    fprintf(table, ", validation loss %.4f (step %lld)", last(&cv.lc.val)->loss,
+                            (long long)last(&cv.lc.val)->step);
                 fputc('\n', table);
                 continue;
             }
@@ -405,10 +313,10 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
             sl_buf_puts(&b, ", \"log\": ");
             sl_buf_json_str(&b, tr->train_log, strlen(tr->train_log));
             sl_buf_printf(&b, ", \"steps\": %ld, \"seconds\": %.3f, \"loss\": %.9g",
-                          cv.step[cv.n - 1], cv.seconds, cv.loss[cv.n - 1]);
-            if (cv.nv)
-                sl_buf_printf(&b, ", \"val_loss\": %.9g, \"val_step\": %ld", cv.vloss[cv.nv - 1],
-                              cv.vstep[cv.nv - 1]);
+                          (long)last(&cv.lc.train)->step, cv.seconds, last(&cv.lc.train)->loss);
+            if (cv.lc.val.n)
+                sl_buf_printf(&b, ", \"val_loss\": %.9g, \"val_step\": %ld",
+                              last(&cv.lc.val)->loss, (long)last(&cv.lc.val)->step);
             sl_buf_putc(&b, '}');
         }
         sl_buf_puts(&b, "\n}\n");
@@ -422,12 +330,11 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
         sl_buf_release(&b);
     }
     if (!rc && loss_svg_path && tr) {
-        struct sl_buf b = SL_BUF_INIT;
-        loss_svg(p->name, &cv, &b);
-        rc = sl_write_file_atomic(loss_svg_path, b.data, b.len);
-        sl_buf_release(&b);
+        char *title = sl_xasprintf("%s: loss (nats per token)", p->name);
+        rc = loss_curve_write_svg(&cv.lc, title, loss_svg_path);
+        free(title);
     }
-    curve_release(&cv);
+    loss_curve_release(&cv.lc);
     free(rows);
     return rc;
 }
