@@ -315,8 +315,8 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
             sl_buf_printf(&b, ", \"steps\": %ld, \"seconds\": %.3f, \"loss\": %.9g",
                           (long)last(&cv.lc.train)->step, cv.seconds, last(&cv.lc.train)->loss);
             if (cv.lc.val.n)
-                sl_buf_printf(&b, ", \"val_loss\": %.9g, \"val_step\": %ld",
-                              last(&cv.lc.val)->loss, (long)last(&cv.lc.val)->step);
+                sl_buf_printf(&b, ", \"val_loss\": %.9g, \"val_step\": %ld", last(&cv.lc.val)->loss,
+                              (long)last(&cv.lc.val)->step);
             sl_buf_putc(&b, '}');
         }
         sl_buf_puts(&b, "\n}\n");
