@@ -197,3 +197,27 @@ void sl_buf_consume(struct sl_buf *b, size_t n)
     b->len -= n;
     b->data[b->len] = '\0';
 }
+
+int sl_buf_xml_text(struct sl_buf *b, const char *s)
+{
+    int rc = 0;
+    for (; *s && !rc; s++) {
+        switch (*s) {
+        case '<':
+            rc = sl_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            rc = sl_buf_puts(b, "&gt;");
+            break;
+        case '&':
+            rc = sl_buf_puts(b, "&amp;");
+            break;
+        case '"':
+            rc = sl_buf_puts(b, "&quot;");
+            break;
+        default:
+            rc = sl_buf_putc(b, *s);
+        }
+    }
+    return rc;
+}

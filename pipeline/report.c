@@ -22,8 +22,6 @@ struct row {
     double seconds;
 };
 
-static void svg_escape(struct sl_buf *b, const char *s);
-
 /* The trainer's log (log.file): loss per logged step and validation losses, as the curves of
  * train/losscurve.h (a resumed or restarted run's repeated steps replace the earlier ones),
  * and `seconds`, the sum of every logged step time, restarts included. */
@@ -131,20 +129,6 @@ static void commas(char *buf, size_t n, unsigned long long v)
     buf[k] = '\0';
 }
 
-static void svg_escape(struct sl_buf *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '<')
-            sl_buf_puts(b, "&lt;");
-        else if (*s == '>')
-            sl_buf_puts(b, "&gt;");
-        else if (*s == '&')
-            sl_buf_puts(b, "&amp;");
-        else
-            sl_buf_putc(b, *s);
-    }
-}
-
 /* One bar per document stage: what is left after it; the part the stage removed is pale. */
 static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, struct sl_buf *b)
 {
@@ -186,7 +170,7 @@ static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, stru
                   "<rect width=\"760\" height=\"%d\" fill=\"#ffffff\"/>\n"
                   "<text x=\"20\" y=\"30\" font-size=\"17\" font-weight=\"bold\">",
                   h, h, h);
-    svg_escape(b, p->name);
+    sl_buf_xml_text(b, p->name);
     sl_buf_puts(b, ": documents after each stage</text>\n");
     for (size_t i = 0; i < nb; i++) {
         int y = top + (int)i * rowh;

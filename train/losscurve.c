@@ -118,22 +118,6 @@ static void polyline(struct sl_buf *b, const struct frame *f, const struct loss_
                               px(f, (double)s->v[i].step), py(f, s->v[i].loss), color);
 }
 
-static void text_escaped(struct sl_buf *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '<')
-            sl_buf_puts(b, "&lt;");
-        else if (*s == '>')
-            sl_buf_puts(b, "&gt;");
-        else if (*s == '&')
-            sl_buf_puts(b, "&amp;");
-        else if (*s == '"')
-            sl_buf_puts(b, "&quot;");
-        else
-            sl_buf_putc(b, *s);
-    }
-}
-
 int loss_curve_svg(const struct loss_curve *c, const char *title, struct sl_buf *b)
 {
     struct frame f = { 0, 1, 0, 1 };
@@ -153,7 +137,7 @@ int loss_curve_svg(const struct loss_curve *c, const char *title, struct sl_buf 
                   "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
                   W, H, W, H, W, H);
     sl_buf_printf(b, "<text x=\"%d\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">", W / 2);
-    text_escaped(b, title);
+    sl_buf_xml_text(b, title);
     sl_buf_puts(b, "</text>\n");
     /* grid, ticks and labels */
     double xs = nice_step(f.x1 - f.x0, 8), ys = nice_step(f.y1 - f.y0, 6);

@@ -38,6 +38,14 @@ TEST(buf_json_str_escapes)
     sl_buf_release(&b);
 }
 
+TEST(buf_xml_text_escapes)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    CHECK_EQ_INT(sl_buf_xml_text(&b, "a<b> & \"c\" \xc3\xa9"), 0);
+    CHECK_EQ_STR(b.data, "a&lt;b&gt; &amp; &quot;c&quot; \xc3\xa9");
+    sl_buf_release(&b);
+}
+
 TEST(utf8_validate)
 {
     CHECK_EQ_INT(sl_utf8_validate("plain ascii text here", 21), 21);
