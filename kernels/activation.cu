@@ -1,5 +1,5 @@
-/* GELU (tanh approximation) and SwiGLU, forward and backward: element-wise, fp32 math,
- * 16-byte accesses when aligned.
+/* GELU (tanh approximation and the exact erf form) and SwiGLU, forward and backward:
+ * element-wise, fp32 math, 16-byte accesses when aligned.
  */
 #include "kernels/cuda_common.h"
 #include "kernels/kernels.h"
@@ -18,6 +18,20 @@ __device__ __forceinline__ float gelu_grad_f(float x)
     float u = GELU_S * (x + GELU_K * x * x * x);
     float t = tanhf(u);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_S * (1.0f + 3.0f * GELU_K * x * x);
+}
+
+/* the exact GELU of NeMo/Megatron GPT-3 configs: x Phi(x), Phi the normal CDF */
+__device__ __forceinline__ float gelu_erf_f(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+/* Phi(x) + x phi(x) */
+__device__ __forceinline__ float gelu_erf_grad_f(float x)
+{
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    return cdf + x * pdf;
 }
 
 static unsigned int grid_for(size_t work)
@@ -163,5 +177,68 @@ extern "C" void swiglu_bwd(sl_bf16 *dinp, const sl_bf16 *dout, const sl_bf16 *in
         swiglu_bwd_kernel<8><<<grid_for(units), 256, 0, st>>>(dinp, dout, inp, F, units);
     else
         swiglu_bwd_kernel<1><<<grid_for(units), 256, 0, st>>>(dinp, dout, inp, F, units);
+    CUDA_CHECK_LAUNCH();
+}
+
+/* ---- the exact (erf) GELU ---------------------------------------------------------------- */
+
+__global__ void gelu_erf_fwd_kernel(bf16 *out, const bf16 *x, size_t n, bool vec)
+{
+    size_t nchunks = (n + 7) / 8;
+    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < nchunks;
+         c += (size_t)gridDim.x * blockDim.x) {
+        size_t i = c * 8;
+        if (vec && i + 8 <= n) {
+            float a[8];
+            load8_f32(a, x + i);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                a[k] = gelu_erf_f(a[k]);
+            store8_f32(out + i, a);
+        } else {
+            for (size_t j = i; j < n && j < i + 8; j++)
+                out[j] = __float2bfloat16_rn(gelu_erf_f(__bfloat162float(x[j])));
+        }
+    }
+}
+
+__global__ void gelu_erf_bwd_kernel(bf16 *dx, const bf16 *dout, const bf16 *x, size_t n, bool vec)
+{
+    size_t nchunks = (n + 7) / 8;
+    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < nchunks;
+         c += (size_t)gridDim.x * blockDim.x) {
+        size_t i = c * 8;
+        if (vec && i + 8 <= n) {
+            float a[8], d[8];
+            load8_f32(a, x + i);
+            load8_f32(d, dout + i);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                d[k] *= gelu_erf_grad_f(a[k]);
+            store8_f32(dx + i, d);
+        } else {
+            for (size_t j = i; j < n && j < i + 8; j++)
+                dx[j] = __float2bfloat16_rn(__bfloat162float(dout[j]) *
+                                            gelu_erf_grad_f(__bfloat162float(x[j])));
+        }
+    }
+}
+
+extern "C" void gelu_erf_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st)
+{
+    if (!n)
+        return;
+    gelu_erf_fwd_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(
+        out, x, n, is_aligned16(out) && is_aligned16(x));
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void gelu_erf_bwd(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n,
+                             cudaStream_t st)
+{
+    if (!n)
+        return;
+    gelu_erf_bwd_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(
+        dx, dout, x, n, is_aligned16(dx) && is_aligned16(dout) && is_aligned16(x));
     CUDA_CHECK_LAUNCH();
 }

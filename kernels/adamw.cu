@@ -39,8 +39,19 @@ __device__ __forceinline__ bf16 bf16_round_stochastic(float x, unsigned int r)
     return __ushort_as_bfloat16((unsigned short)(b >> 16));
 }
 
+__device__ __forceinline__ float grad_at(const bf16 *g, int64_t i)
+{
+    return __bfloat162float(g[i]);
+}
+
+__device__ __forceinline__ float grad_at(const float *g, int64_t i)
+{
+    return g[i];
+}
+
+template <typename G>
 __global__ void __launch_bounds__(ADAM_THREADS)
-    adamw_kernel(bf16 *params, const bf16 *grads, float *master, float *m, float *v, int64_t n,
+    adamw_kernel(bf16 *params, const G *grads, float *master, float *m, float *v, int64_t n,
                  int64_t first, const struct adamw_tensor *tab, int ntab, adamw_kparams p)
 {
     __shared__ int s_idx;
@@ -78,7 +89,7 @@ __global__ void __launch_bounds__(ADAM_THREADS)
         if (idx >= ntab || gi < tab[idx].offset)
             continue; /* not a parameter of any tensor: left alone */
         const float wd = p.wd * tab[idx].wd_mult, lr = p.lr * tab[idx].lr_mult;
-        const float g = __bfloat162float(grads[i]) * gs;
+        const float g = grad_at(grads, i) * gs;
         const float mm = p.b1 * m[i] + (1.0f - p.b1) * g;
         const float vv = p.b2 * v[i] + (1.0f - p.b2) * g * g;
         m[i] = mm;
@@ -93,9 +104,10 @@ __global__ void __launch_bounds__(ADAM_THREADS)
     }
 }
 
-extern "C" void adamw_update(sl_bf16 *params, const sl_bf16 *grads, float *master, float *m,
-                             float *v, int64_t n, int64_t first, const struct adamw_tensor *tensors,
-                             int ntensors, const struct adamw_hparams *hp, cudaStream_t st)
+template <typename G>
+static void adamw_launch(sl_bf16 *params, const G *grads, float *master, float *m, float *v,
+                         int64_t n, int64_t first, const struct adamw_tensor *tensors, int ntensors,
+                         const struct adamw_hparams *hp, cudaStream_t st)
 {
     if (n <= 0)
         return;
@@ -119,7 +131,22 @@ extern "C" void adamw_update(sl_bf16 *params, const sl_bf16 *grads, float *maste
     if (blocks > 0x7fffffff)
         sl_cuda_fatal("kernels", "too many parameters for one launch", "adamw_update", __FILE__,
                       __LINE__);
-    adamw_kernel<<<(unsigned int)blocks, ADAM_THREADS, 0, st>>>(params, grads, master, m, v, n,
-                                                                first, tensors, ntensors, p);
+    adamw_kernel<G><<<(unsigned int)blocks, ADAM_THREADS, 0, st>>>(params, grads, master, m, v, n,
+                                                                   first, tensors, ntensors, p);
     CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void adamw_update(sl_bf16 *params, const sl_bf16 *grads, float *master, float *m,
+                             float *v, int64_t n, int64_t first, const struct adamw_tensor *tensors,
+                             int ntensors, const struct adamw_hparams *hp, cudaStream_t st)
+{
+    adamw_launch(params, grads, master, m, v, n, first, tensors, ntensors, hp, st);
+}
+
+extern "C" void adamw_update_f32(sl_bf16 *params, const float *grads, float *master, float *m,
+                                 float *v, int64_t n, int64_t first,
+                                 const struct adamw_tensor *tensors, int ntensors,
+                                 const struct adamw_hparams *hp, cudaStream_t st)
+{
+    adamw_launch(params, grads, master, m, v, n, first, tensors, ntensors, hp, st);
 }

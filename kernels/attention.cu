@@ -627,13 +627,31 @@ extern "C" struct attention *attention_new(enum attn_backend backend)
         return NULL;
     a->want = backend;
     if (backend != ATTN_OWN) {
-        a->cudnn = attn_cudnn_new(1);
+        a->cudnn = attn_cudnn_new(0); /* the faster backward; attention_set_deterministic */
         if (!a->cudnn && backend == ATTN_CUDNN) {
             free(a);
             return NULL;
         }
     }
     return a;
+}
+
+extern "C" int attention_is_deterministic(struct attention *a, int B, int T, int Hq, int Hkv, int D)
+{
+    if (attention_backend(a, B, T, Hq, Hkv, D) != ATTN_CUDNN)
+        return 1;
+    return attn_cudnn_is_deterministic(a->cudnn, B, T, Hq, Hkv, D);
+}
+
+extern "C" void attention_set_deterministic(struct attention *a, int deterministic)
+{
+    if (!a || !a->cudnn)
+        return;
+    struct attn_cudnn *c = attn_cudnn_new(deterministic);
+    if (c) {
+        attn_cudnn_free(a->cudnn);
+        a->cudnn = c;
+    }
 }
 
 extern "C" void attention_free(struct attention *a)

@@ -67,6 +67,14 @@ struct attention;
  * ATTN_CUDNN: cuDNN or fail (NULL here, -1 from attention_prepare). */
 struct attention *attention_new(enum attn_backend backend);
 void attention_free(struct attention *a);
+/* cuDNN's backward: 0 (the default) takes the engine with the fp32 dQ accumulator (atomics:
+ * not bit-reproducible, usually faster, and no B*H*T^2*2-byte workspace); 1 asks for the
+ * deterministic engine first and falls back to the other when no engine takes the shape.
+ * Call before attention_prepare. Our own kernels are deterministic either way. */
+void attention_set_deterministic(struct attention *a, int deterministic);
+/* 1 when the backward of this shape is bit-reproducible (our kernels, or cuDNN's
+ * deterministic engine), after attention_prepare. */
+int attention_is_deterministic(struct attention *a, int B, int T, int Hq, int Hkv, int D);
 /* Choose the backend for a shape and report the workspace forward and backward need
  * (the larger of the two). Call before the first attention_fwd of a shape. */
 int attention_prepare(struct attention *a, int B, int T, int Hq, int Hkv, int D,

@@ -82,6 +82,11 @@ void gelu_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st);
 /* dx = dout * gelu'(x); dx may equal dout. */
 void gelu_bwd(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n, cudaStream_t st);
 
+/* GELU, exact (NeMo/Megatron GPT-3): out = 0.5 x (1 + erf(x / sqrt 2)); out may equal x. */
+void gelu_erf_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st);
+/* dx = dout * (Phi(x) + x phi(x)); dx may equal dout. */
+void gelu_erf_bwd(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n, cudaStream_t st);
+
 /* SwiGLU over rows of inp[N, 2F] = [gate | up]: out[N, F] = silu(gate) * up. */
 void swiglu_fwd(sl_bf16 *out, const sl_bf16 *inp, int N, int F, cudaStream_t st);
 /* dinp[N, 2F] = [dout * up * silu'(gate) | dout * silu(gate)]. */
@@ -158,11 +163,24 @@ void adamw_update(sl_bf16 *params, const sl_bf16 *grads, float *master, float *m
                   int64_t n, int64_t first, const struct adamw_tensor *tensors, int ntensors,
                   const struct adamw_hparams *hp, cudaStream_t st);
 
+/* The same with fp32 gradients (the trainer's fp32 accumulation buffer). */
+void adamw_update_f32(sl_bf16 *params, const float *grads, float *master, float *m, float *v,
+                      int64_t n, int64_t first, const struct adamw_tensor *tensors, int ntensors,
+                      const struct adamw_hparams *hp, cudaStream_t st);
+
 size_t global_norm_scratch_size(void);
 /* out[0] (=, or += when accumulate) sum of g[i]^2 over n elements, in fp32. Two stages with a
  * fixed grid, so deterministic for a given n. */
 void global_norm_sq(float *out, void *scratch, const sl_bf16 *g, size_t n, int accumulate,
                     cudaStream_t st);
+
+/* The same over fp32 values (fixed grid, deterministic). */
+void global_norm_sq_f32(float *out, void *scratch, const float *g, size_t n, int accumulate,
+                        cudaStream_t st);
+
+/* Gradient accumulation in fp32: acc[i] = g[i] (overwrite) or acc[i] + g[i], exact in fp32,
+ * so that micro-batch gradients computed in bf16 are summed without bf16 rounding. */
+void grad_accumulate_f32(float *acc, const sl_bf16 *g, size_t n, int overwrite, cudaStream_t st);
 
 /* ---- utilities -------------------------------------------------------------------- */
 

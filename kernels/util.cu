@@ -270,3 +270,49 @@ extern "C" void global_norm_sq(float *out, void *scratch, const sl_bf16 *g, size
     global_norm_final_kernel<<<1, NORM_BLOCKS, 0, st>>>(out, partials, accumulate);
     CUDA_CHECK_LAUNCH();
 }
+
+/* ---- fp32 gradient accumulation and its norm --------------------------------------------- */
+
+__global__ void grad_accumulate_kernel(float *acc, const bf16 *g, size_t n, int overwrite)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float x = __bfloat162float(g[i]);
+        acc[i] = overwrite ? x : acc[i] + x;
+    }
+}
+
+extern "C" void grad_accumulate_f32(float *acc, const sl_bf16 *g, size_t n, int overwrite,
+                                    cudaStream_t st)
+{
+    if (!n)
+        return;
+    grad_accumulate_kernel<<<grid_for(n), 256, 0, st>>>(acc, g, n, overwrite);
+    CUDA_CHECK_LAUNCH();
+}
+
+/* Stage 1 over fp32 values: the same fixed grid as the bf16 version, element-strided. */
+__global__ void __launch_bounds__(NORM_THREADS)
+    global_norm_partial_f32_kernel(float *partials, const float *g, size_t n)
+{
+    __shared__ float red[32];
+    float acc = 0.0f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float x = g[i];
+        acc += x * x;
+    }
+    acc = block_sum(acc, red);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = acc;
+}
+
+extern "C" void global_norm_sq_f32(float *out, void *scratch, const float *g, size_t n,
+                                   int accumulate, cudaStream_t st)
+{
+    float *partials = (float *)scratch;
+    global_norm_partial_f32_kernel<<<NORM_BLOCKS, NORM_THREADS, 0, st>>>(partials, g, n);
+    CUDA_CHECK_LAUNCH();
+    global_norm_final_kernel<<<1, NORM_BLOCKS, 0, st>>>(out, partials, accumulate);
+    CUDA_CHECK_LAUNCH();
+}
