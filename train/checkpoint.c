@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_FORMAT "sluice-checkpoint"
+#define CKPT_FORMAT  "sluice-checkpoint"
 #define CKPT_VERSION 1
 
 /* Remove a directory holding only files. */
@@ -27,7 +27,9 @@ static int rm_flat_dir(const char *path)
 {
     DIR *d = opendir(path);
     if (!d)
-        return errno == ENOENT ? 0 : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d))) {
@@ -45,7 +47,7 @@ static int rm_flat_dir(const char *path)
 }
 
 static int write_tensors(const char *path, const struct model_layout *l, const float *slab,
-                         const char *prefix, const char *const *meta)
+                         const char *prefix, const char *const *meta, st_fill_fn fill, void *arg)
 {
     struct st_tensor *t = sl_xcalloc((size_t)l->n, sizeof(*t));
     char **names = sl_xcalloc((size_t)l->n, sizeof(char *));
@@ -56,10 +58,11 @@ static int write_tensors(const char *path, const struct model_layout *l, const f
         t[i].ndim = l->t[i].ndim;
         t[i].shape[0] = l->t[i].shape[0];
         t[i].shape[1] = l->t[i].shape[1];
-        t[i].data = slab + l->t[i].offset;
+        t[i].data = slab ? slab + l->t[i].offset : NULL;
         t[i].nbytes = l->t[i].numel * sizeof(float);
     }
-    int rc = st_write(path, t, (size_t)l->n, meta);
+    int rc = fill ? st_write_fill(path, t, (size_t)l->n, meta, fill, arg)
+                  : st_write(path, t, (size_t)l->n, meta);
     for (int i = 0; i < l->n; i++)
         free(names[i]);
     free(names);
@@ -97,17 +100,29 @@ void ckpt_abort(const char *dir, long step)
     free(tmp);
 }
 
-int ckpt_write_model(const char *dir, long step, const struct model_layout *l, const float *params)
+static int write_model(const char *dir, long step, const struct model_layout *l,
+                       const float *params, st_fill_fn fill, void *arg)
 {
     char stepbuf[32];
     snprintf(stepbuf, sizeof(stepbuf), "%ld", step);
     const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, NULL };
     char *tmp = ckpt_tmp_path(dir, step);
     char *p = sl_xasprintf("%s/model.safetensors", tmp);
-    int rc = write_tensors(p, l, params, "", meta);
+    int rc = write_tensors(p, l, params, "", meta, fill, arg);
     free(p);
     free(tmp);
     return rc;
+}
+
+int ckpt_write_model(const char *dir, long step, const struct model_layout *l, const float *params)
+{
+    return write_model(dir, step, l, params, NULL, NULL);
+}
+
+int ckpt_write_model_fill(const char *dir, long step, const struct model_layout *l, st_fill_fn fill,
+                          void *arg)
+{
+    return write_model(dir, step, l, NULL, fill, arg);
 }
 
 static int write_optimizer(const char *dir, long step, const struct model_layout *l, const float *m,
@@ -144,15 +159,15 @@ static int write_optimizer(const char *dir, long step, const struct model_layout
 
 static const char *const part_names[3] = { "master", "exp_avg", "exp_avg_sq" };
 
-int ckpt_write_shard(const char *dir, long step, int rank, int nranks,
-                     const struct ckpt_range *r, size_t nr)
+static int write_shard(const char *dir, long step, int rank, int nranks, const struct ckpt_range *r,
+                       size_t nr, st_fill_fn fill, void *arg)
 {
     char stepbuf[32], rankbuf[16], nbuf[16];
     snprintf(stepbuf, sizeof(stepbuf), "%ld", step);
     snprintf(rankbuf, sizeof(rankbuf), "%d", rank);
     snprintf(nbuf, sizeof(nbuf), "%d", nranks);
-    const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, "rank", rankbuf,
-                           "ranks", nbuf, NULL };
+    const char *meta[] = { "format", CKPT_FORMAT, "step", stepbuf, "rank",
+                           rankbuf,  "ranks",     nbuf,   NULL };
     struct st_tensor *t = sl_xcalloc(3 * nr + 1, sizeof(*t));
     char **names = sl_xcalloc(3 * nr + 1, sizeof(char *));
     size_t n = 0;
@@ -162,14 +177,15 @@ int ckpt_write_shard(const char *dir, long step, int rank, int nranks,
         const float *src[3] = { r[i].master, r[i].m, r[i].v };
         for (int k = 0; k < 3; k++) {
             names[n] = sl_xasprintf("%s@%zu", part_names[k], r[i].first);
-            t[n] = (struct st_tensor){ names[n], "F32", 1, { (int64_t)r[i].n }, src[k],
-                                       r[i].n * sizeof(float) };
+            t[n] = (struct st_tensor){ names[n], "F32",
+                                       1,        { (int64_t)r[i].n },
+                                       src[k],   r[i].n * sizeof(float) };
             n++;
         }
     }
     char *tmp = ckpt_tmp_path(dir, step);
     char *p = sl_xasprintf("%s/optimizer-%05d-of-%05d.safetensors", tmp, rank, nranks);
-    int rc = st_write(p, t, n, meta);
+    int rc = fill ? st_write_fill(p, t, n, meta, fill, arg) : st_write(p, t, n, meta);
     free(p);
     free(tmp);
     for (size_t i = 0; i < n; i++)
@@ -177,6 +193,18 @@ int ckpt_write_shard(const char *dir, long step, int rank, int nranks,
     free(names);
     free(t);
     return rc;
+}
+
+int ckpt_write_shard(const char *dir, long step, int rank, int nranks, const struct ckpt_range *r,
+                     size_t nr)
+{
+    return write_shard(dir, step, rank, nranks, r, nr, NULL, NULL);
+}
+
+int ckpt_write_shard_fill(const char *dir, long step, int rank, int nranks,
+                          const struct ckpt_range *r, size_t nr, st_fill_fn fill, void *arg)
+{
+    return write_shard(dir, step, rank, nranks, r, nr, fill, arg);
 }
 
 int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt_state *st,
@@ -188,15 +216,16 @@ int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt
     char *p = NULL;
     int rc = 0;
     struct sl_buf j = SL_BUF_INIT;
-    sl_buf_printf(&j, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"step\": %ld,\n", CKPT_FORMAT,
-                  CKPT_VERSION, st->step);
+    sl_buf_printf(&j, "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"step\": %ld,\n",
+                  CKPT_FORMAT, CKPT_VERSION, st->step);
     sl_buf_puts(&j, "  \"model\": ");
     model_config_to_json(c, &j);
     if (shards > 0)
         sl_buf_puts(&j, ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\", "
                         "\"source\": \"bf16\"},\n");
     else
-        sl_buf_puts(&j, ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\"},\n");
+        sl_buf_puts(&j,
+                    ",\n  \"weights\": {\"file\": \"model.safetensors\", \"dtype\": \"F32\"},\n");
     if (shards > 0)
         sl_buf_printf(&j,
                       "  \"optimizer\": {\"file\": null, \"shards\": %d, \"shard_file\": "
@@ -296,7 +325,9 @@ static int list_steps(const char *dir, long **steps, size_t *n)
     *n = 0;
     DIR *d = opendir(dir);
     if (!d)
-        return errno == ENOENT ? 0 : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", dir, strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", dir, strerror(errno));
     size_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -411,13 +442,14 @@ int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *
         !json_object_is_type(state, json_type_array) || json_object_array_length(state) != 4)
         goto bad;
     for (int i = 0; i < 4; i++)
-        st->rng[i] = strtoull(json_object_get_string(json_object_array_get_idx(state, (size_t)i)),
-                              NULL, 16);
+        st->rng[i] =
+            strtoull(json_object_get_string(json_object_array_get_idx(state, (size_t)i)), NULL, 16);
     rc = 0;
     goto out;
 bad:
-    rc = sl_err_set(SL_ERR_CORRUPT, "checkpoint '%s' is damaged: not a %s JSON file with step, "
-                                    "model, data and rng",
+    rc = sl_err_set(SL_ERR_CORRUPT,
+                    "checkpoint '%s' is damaged: not a %s JSON file with step, "
+                    "model, data and rng",
                     jp, CKPT_FORMAT);
 out:
     json_object_put(o);
@@ -426,7 +458,8 @@ out:
     return rc;
 }
 
-static int load_slab(const char *file, const struct model_layout *l, float *slab, const char *prefix)
+static int load_slab(const char *file, const struct model_layout *l, float *slab,
+                     const char *prefix)
 {
     struct st_file *f;
     int rc = st_open(&f, file);
@@ -552,7 +585,8 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
     free_list(files, nf);
     /* per-tensor (CPU) checkpoint */
     static const char *const prefixes[3] = { "", "exp_avg.", "exp_avg_sq." };
-    char *p = sl_xasprintf("%s/%s", path, part == CKPT_PARAMS ? "model.safetensors" : "optimizer.safetensors");
+    char *p = sl_xasprintf("%s/%s", path,
+                           part == CKPT_PARAMS ? "model.safetensors" : "optimizer.safetensors");
     struct st_file *f;
     rc = st_open(&f, p);
     char name[MODEL_NAME_MAX + 16];
@@ -693,10 +727,10 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
         hf_add(&o, "transformer.wpe.weight", W(l.pos), c.max_seq_len, D, 0, 2);
         for (int i = 0; i < c.n_layers; i++) {
             const struct model_layer_ids *li = &l.layer[i];
-#define H(suffix, id, rows, cols, tr, nd)                                                    \
-    do {                                                                                   \
-        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                        \
-        hf_add(&o, nm, W(id), rows, cols, tr, nd);                                         \
+#define H(suffix, id, rows, cols, tr, nd)                                                          \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
+        hf_add(&o, nm, W(id), rows, cols, tr, nd);                                                 \
     } while (0)
             H("ln_1.weight", li->attn_norm_w, D, 1, 0, 1);
             H("ln_1.bias", li->attn_norm_b, D, 1, 0, 1);
@@ -722,10 +756,10 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
         for (int i = 0; i < c.n_layers; i++) {
             const struct model_layer_ids *li = &l.layer[i];
             const float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
-#define H(suffix, src, rows, cols, nd)                                                       \
-    do {                                                                                   \
-        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                         \
-        hf_add(&o, nm, src, rows, cols, 0, nd);                                            \
+#define H(suffix, src, rows, cols, nd)                                                             \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
+        hf_add(&o, nm, src, rows, cols, 0, nd);                                                    \
     } while (0)
             H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
             H("self_attn.q_proj.weight", qkv, qd, D, 2);
@@ -765,33 +799,33 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
         goto out;
     struct sl_buf j = SL_BUF_INIT;
     if (gpt2) {
-        sl_buf_printf(&j,
-                      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-                      "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
-                      "  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n"
-                      "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
-                      "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
-                      "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
-                      "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
-                      "  \"torch_dtype\": \"float32\"\n}\n",
-                      c.vocab_size, c.max_seq_len, c.max_seq_len, c.d_model, c.n_layers, c.n_heads,
-                      c.d_ff, c.act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c.norm_eps,
-                      (double)c.init_std, c.tied_embeddings ? "true" : "false", c.vocab_size - 1,
-                      c.vocab_size - 1);
+        sl_buf_printf(
+            &j,
+            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+            "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
+            "  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n"
+            "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
+            "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
+            "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
+            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
+            "  \"torch_dtype\": \"float32\"\n}\n",
+            c.vocab_size, c.max_seq_len, c.max_seq_len, c.d_model, c.n_layers, c.n_heads, c.d_ff,
+            c.act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c.norm_eps, (double)c.init_std,
+            c.tied_embeddings ? "true" : "false", c.vocab_size - 1, c.vocab_size - 1);
     } else {
-        sl_buf_printf(&j,
-                      "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
-                      "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n"
-                      "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
-                      "  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
-                      "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
-                      "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
-                      "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
-                      "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n",
-                      c.vocab_size, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads,
-                      c.head_dim, c.max_seq_len, (double)c.norm_eps, c.rope_theta,
-                      c.bias ? "true" : "false", c.bias ? "true" : "false",
-                      c.tied_embeddings ? "true" : "false", (double)c.init_std);
+        sl_buf_printf(
+            &j,
+            "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+            "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n"
+            "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
+            "  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+            "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
+            "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
+            "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
+            "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n",
+            c.vocab_size, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
+            c.max_seq_len, (double)c.norm_eps, c.rope_theta, c.bias ? "true" : "false",
+            c.bias ? "true" : "false", c.tied_embeddings ? "true" : "false", (double)c.init_std);
         if (c.rope_factor > 0)
             sl_buf_printf(&j,
                           "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, "

@@ -9,18 +9,19 @@
 #define SL_TRAIN_CHECKPOINT_H
 
 #include "train/model.h"
+#include "train/safetensors.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* What is saved besides the tensors. */
 struct ckpt_state {
-    long step;              /* optimizer steps taken (including skipped ones) */
-    long adam_step;         /* AdamW updates applied (bias-correction count) */
-    long skipped;           /* steps skipped for a non-finite loss or gradient */
+    long step;                 /* optimizer steps taken (including skipped ones) */
+    long adam_step;            /* AdamW updates applied (bias-correction count) */
+    long skipped;              /* steps skipped for a non-finite loss or gradient */
     uint64_t consumed_samples; /* train samples consumed: the data position */
-    uint64_t rng[4];        /* the trainer's generator state */
-    double loss;            /* last train loss */
+    uint64_t rng[4];           /* the trainer's generator state */
+    double loss;               /* last train loss */
 };
 
 /* Write DIR/step-NNNNNNNN. config_json is the full run configuration (an object), kept for
@@ -49,8 +50,17 @@ struct ckpt_range {
 /* DIR/.step-N.tmp/optimizer-RRRRR-of-WWWWW.safetensors: 1-D F32 tensors master@<first>,
  * exp_avg@<first>, exp_avg_sq@<first> for each range (ranges may have any size; empty ones
  * are left out). Together the shards of all ranks must cover [0, l->total). */
-int ckpt_write_shard(const char *dir, long step, int rank, int nranks,
-                     const struct ckpt_range *r, size_t nr);
+int ckpt_write_shard(const char *dir, long step, int rank, int nranks, const struct ckpt_range *r,
+                     size_t nr);
+/* The same two with the data produced tensor by tensor by fill (train/safetensors.h
+ * st_write_fill), so that the writer never holds more than one tensor in host memory.
+ * Model: tensor i is layout tensor i (numel floats). Shard: the file's tensors are, for
+ * each non-empty range in order, its master, exp_avg and exp_avg_sq (r[].master/m/v are
+ * ignored). */
+int ckpt_write_model_fill(const char *dir, long step, const struct model_layout *l, st_fill_fn fill,
+                          void *arg);
+int ckpt_write_shard_fill(const char *dir, long step, int rank, int nranks,
+                          const struct ckpt_range *r, size_t nr, st_fill_fn fill, void *arg);
 /* shards > 0: the optimizer state is in that many shard files (and model.safetensors holds
  * the bf16 working weights widened to fp32); shards == 0: optimizer says whether
  * optimizer.safetensors was written. */

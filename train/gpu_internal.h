@@ -1,6 +1,6 @@
 /* Internal to the CUDA trainer (train/gpu_train.c, gpu_model.c, gpu_zero.c, gpu_loader.c):
  * the trainer's state and the functions its files share. Not a public interface: the
- * entry points are in train/gpu_train.h.
+ * backend table is in train/gpu_train.h.
  */
 #ifndef SL_TRAIN_GPU_INTERNAL_H
 #define SL_TRAIN_GPU_INTERNAL_H
@@ -93,7 +93,7 @@ struct gloader {
 enum { MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_ACTS, MEM_WORK, MEM_N };
 
 struct gt {
-    const struct gpu_train_args *a;
+    const struct train_opts *a;
     struct sl_world *w;
     int rank, W, dev;
     struct cudaDeviceProp prop;
@@ -108,7 +108,10 @@ struct gt {
     /* the arena */
     void *arena;
     size_t mem[MEM_N];
-    sl_bf16 *params, *grads;
+    sl_bf16 *params;
+    sl_bf16 *grads;   /* [dtotal] one micro-batch's gradient (bf16, zeroed per micro-batch) */
+    float *main_grad; /* [dtotal] the step's gradient, summed over micro-batches in fp32;
+                       * after the reduce-scatter each rank's slices hold the sum over ranks */
     float *master, *m, *v;
     struct adamw_tensor *d_tensors;
     int ntensors;
@@ -120,9 +123,11 @@ struct gt {
     void *gemm_ws, *attn_ws, *norm_scratch, *emb_scratch, *gn_scratch;
     size_t attn_ws_bytes, emb_scratch_bytes;
     int32_t *d_tok[2], *d_tok_eval;
-    float *d_stats; /* [0] grad norm squared, [1 + a] mean loss of micro-step a */
-    float *d_eval;  /* eval_iters x accum mean losses */
-    float *h_stats; /* pinned: d_stats then d_eval */
+    float *d_stats;  /* [0] grad norm squared, [1 + a] mean loss of micro-step a */
+    float *d_eval;   /* eval_iters x accum mean losses */
+    float *h_stats;  /* pinned: d_stats then d_eval */
+    int32_t *h_eval; /* pinned: one validation micro-batch, tokens then targets */
+    uint32_t *eval_sample;
     /* libraries and streams */
     struct gemm *gemm;
     struct attention *attn;
@@ -132,13 +137,9 @@ struct gt {
     ncclComm_t nccl;
     int nccl_ok;
 #endif
-    struct data_loader *data;
+    struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
-    struct ckpt_state cs;
-    struct sl_rng rng;
-    FILE *log;
-    struct train_log *tlog; /* TensorBoard events and loss.svg (rank 0; NULL: off) */
-    double flops_per_token;
+    float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
 };
 
 /* gpu_train.c */
@@ -149,19 +150,22 @@ int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams
 void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
                   size_t *n_layout);
 void gpu_model_fwd(struct gt *t, const int32_t *tok);
-void gpu_model_bwd(struct gt *t, const int32_t *tok, int reduce);
+/* micro-step m of the step's accum: gradients of the micro-batch into t->grads (bf16), each
+ * bucket then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered */
+void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
 
 /* gpu_zero.c: NCCL, ZeRO-1 optimizer step, state in and out */
 int gpu_setup_nccl(struct gt *t);
-void gpu_bucket_reduce(struct gt *t, int k);
+void gpu_bucket_done(struct gt *t, int k, long m);
 void gpu_reduce_stats(struct gt *t);
-void gpu_optimizer_step(struct gt *t, double lr);
-int gpu_load_state(struct gt *t, const char *from);
-int gpu_save_checkpoint(struct gt *t);
+void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);
+int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed);
+int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
+int gpu_gather_grads(struct gt *t, float *host); /* collective: the full fp32 gradient */
 
 /* gpu_loader.c: the input pipeline */
 void gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N);
-int gpu_loader_start(struct gt *t);
+int gpu_loader_start(struct gt *t, long step0, uint64_t consumed0);
 int gpu_loader_take(struct gt *t, long s);
 void gpu_loader_stop(struct gt *t);
 

@@ -104,10 +104,10 @@ int gpu_loader_take(struct gt *t, long s)
     return 0;
 }
 
-int gpu_loader_start(struct gt *t)
+int gpu_loader_start(struct gt *t, long step0, uint64_t consumed0)
 {
     struct gloader *L = &t->ld;
-    const struct gpu_train_args *a = t->a;
+    const struct train_opts *a = t->a;
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
     L->data = t->data;
@@ -124,9 +124,9 @@ int gpu_loader_start(struct gt *t)
         CUDA_CHECK(cudaEventCreateWithFlags(&L->copied[i], cudaEventDisableTiming));
     }
     L->sample = sl_xmalloc((size_t)(a->seq_len + 1) * sizeof(uint32_t));
-    L->step0 = t->cs.step;
-    L->consumed0 = t->cs.consumed_samples;
-    L->next = t->cs.step + 1;
+    L->step0 = step0;
+    L->consumed0 = consumed0;
+    L->next = step0 + 1;
     L->last = a->steps;
     if (pthread_create(&L->th, NULL, loader_main, L) != 0)
         return sl_err_set(SL_ERR_STATE, "cannot start the data thread: %s", strerror(errno));
@@ -150,10 +150,14 @@ void gpu_loader_stop(struct gt *t)
             cudaFreeHost(L->pinned[i]);
         if (L->copied[i])
             cudaEventDestroy(L->copied[i]);
+        L->pinned[i] = NULL;
+        L->copied[i] = NULL;
     }
     free(L->sample);
+    L->sample = NULL;
     if (L->data) {
         pthread_mutex_destroy(&L->mu);
         pthread_cond_destroy(&L->cv);
+        L->data = NULL;
     }
 }

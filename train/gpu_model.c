@@ -8,7 +8,6 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "train/gpu_ops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -124,6 +123,7 @@ static size_t plan_memory(struct gt *t, char *base)
     int rc_mode = (int)t->a->recompute;
     t->params = carve(&c, t->dtotal * b2, MEM_PARAMS);
     t->grads = carve(&c, t->dtotal * b2, MEM_GRADS);
+    t->main_grad = carve(&c, t->dtotal * f4, MEM_GRADS);
     t->master = carve(&c, t->shard_n * f4, MEM_OPTIM);
     t->m = carve(&c, t->shard_n * f4, MEM_OPTIM);
     t->v = carve(&c, t->shard_n * f4, MEM_OPTIM);
@@ -347,10 +347,12 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
 }
 
 /* Backward of the last gpu_model_fwd, after the classifier turned the logits into their
- * gradient. Gradients accumulate (+=). On the last micro-step every bucket is
- * reduce-scattered as soon as its gradient is complete. */
-void gpu_model_bwd(struct gt *t, const int32_t *tok, int reduce)
+ * gradient: the micro-batch's gradient into t->grads (zeroed first: the kernels add into it),
+ * and each bucket, as soon as it is complete, summed into the fp32 t->main_grad (and on the
+ * last micro-step reduce-scattered: gpu_bucket_done). */
+void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
 {
+    CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
     const struct model_layout *l = &t->l;
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
     GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
@@ -358,8 +360,7 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, int reduce)
     GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, t->logits, t->nf, t->N, t->D, t->Vp, 1,
                                  t->st));
     norm_bwd(t, NULL, t->dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
-    if (reduce)
-        gpu_bucket_reduce(t, t->L + 1);
+    gpu_bucket_done(t, t->L + 1, m);
     for (int li = t->L - 1; li >= 0; li--) {
         struct gacts a = acts(t, li);
         const struct model_layer_ids *id = &l->layer[li];
@@ -371,13 +372,11 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, int reduce)
             layer_fwd(t, li, &a, a.res, NULL);
         }
         layer_bwd(t, li, &a);
-        if (reduce)
-            gpu_bucket_reduce(t, 1 + li);
+        gpu_bucket_done(t, 1 + li, m);
     }
     embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres, tok,
                   t->B, t->T, t->D, t->V, t->st);
-    if (reduce)
-        gpu_bucket_reduce(t, 0);
+    gpu_bucket_done(t, 0, m);
 }
 
 static void memory_report(struct gt *t, size_t arena_bytes)
@@ -390,11 +389,11 @@ static void memory_report(struct gt *t, size_t arena_bytes)
     char b[MEM_N][32], tot[32], fr[32], all[32];
     for (int i = 0; i < MEM_N; i++)
         sl_human_bytes((double)t->mem[i], b[i], sizeof(b[i]));
-    sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16), optimizer state %s "
-            "(fp32 master + AdamW moments, 1/%d shard), activations %s (recompute %s), "
-            "workspace %s",
-            b[MEM_PARAMS], b[MEM_GRADS], b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute],
-            b[MEM_WORK]);
+    sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
+            "accumulation, reduced in %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
+            "shard), activations %s (recompute %s), workspace %s",
+            b[MEM_PARAMS], b[MEM_GRADS], t->a->grad_reduce == GPU_REDUCE_BF16 ? "bf16" : "fp32",
+            b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute], b[MEM_WORK]);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
             sl_human_bytes((double)free_b, fr, sizeof(fr)),
@@ -403,7 +402,7 @@ static void memory_report(struct gt *t, size_t arena_bytes)
 
 int gpu_setup_model(struct gt *t)
 {
-    const struct gpu_train_args *a = t->a;
+    const struct train_opts *a = t->a;
     const struct model_config *c = &a->mc;
     t->B = (int)a->micro_batch;
     t->T = (int)a->seq_len;
@@ -433,6 +432,8 @@ int gpu_setup_model(struct gt *t)
 
     static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
     t->attn = attention_new(backends[a->attention]);
+    if (t->attn)
+        attention_set_deterministic(t->attn, a->deterministic);
     if (!t->attn)
         return sl_err_set(SL_ERR_UNSUPPORTED, "train.attention=%s: %s",
                           a->attention == GPU_ATTN_CUDNN ? "cudnn" : "flash", attn_cudnn_error());
@@ -478,6 +479,10 @@ int gpu_setup_model(struct gt *t)
     }
     size_t nstats = (size_t)(1 + a->accum + a->eval_iters * a->accum);
     CUDA_CHECK(cudaHostAlloc((void **)&t->h_stats, nstats * sizeof(float), cudaHostAllocDefault));
+    /* the validation staging buffer, once: cudaFreeHost synchronises the whole device */
+    CUDA_CHECK(cudaHostAlloc((void **)&t->h_eval, (size_t)(2 * t->N) * sizeof(int32_t),
+                             cudaHostAllocDefault));
+    t->eval_sample = sl_xmalloc((size_t)(t->T + 1) * sizeof(uint32_t));
 
     /* the AdamW table, in device offsets */
     struct adamw_tensor *tab = sl_xcalloc((size_t)t->ntensors, sizeof(*tab));

@@ -1,4 +1,4 @@
-/* gpu_train_available / gpu_train_run (train/gpu_train.h) for every build: the CUDA trainer
+/* gpu_train_backend (train/gpu_train.h) for every build: the CUDA trainer
  * lives in the GPU library, libsluice-gpu.so next to the sluice binary (or the file named by
  * SLUICE_GPU_LIB), loaded on first use. Linking the CUDA libraries into the binary itself
  * would make every command map and relocate them at start (about 200 MB resident and half a
@@ -13,19 +13,10 @@
 
 #ifndef SL_HAVE_CUDA
 
-int gpu_train_available(char *why, size_t n)
+const struct train_backend *gpu_train_backend(char *why, size_t n)
 {
     snprintf(why, n, "this build has no CUDA (built with CUDA=0 or without nvcc)");
-    return 0;
-}
-
-int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
-{
-    (void)a;
-    (void)w;
-    sl_error("train.device=cuda: this build has no CUDA\nhint: rebuild where nvcc is found "
-             "(make, not make CUDA=0), or use train.device=cpu");
-    return 1;
+    return NULL;
 }
 
 #else /* SL_HAVE_CUDA */
@@ -36,11 +27,9 @@ int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
 #include <string.h>
 #include <unistd.h>
 
-typedef int (*available_fn)(char *why, size_t n);
-typedef int (*run_fn)(const struct gpu_train_args *a, struct sl_world *w);
+typedef const struct train_backend *(*backend_fn)(char *why, size_t n);
 
-static available_fn plugin_available;
-static run_fn plugin_run;
+static backend_fn plugin_backend;
 static char load_error[1024];
 static int tried;
 
@@ -48,7 +37,7 @@ static int tried;
 static int load(void)
 {
     if (tried)
-        return plugin_run ? 0 : -1;
+        return plugin_backend ? 0 : -1;
     tried = 1;
     char path[PATH_MAX];
     const char *env = getenv("SLUICE_GPU_LIB");
@@ -71,35 +60,24 @@ static int load(void)
         snprintf(load_error, sizeof(load_error), "cannot load the GPU library: %s", dlerror());
         return -1;
     }
-    plugin_available = (available_fn)(uintptr_t)dlsym(h, "sl_gpu_plugin_available");
-    plugin_run = (run_fn)(uintptr_t)dlsym(h, "sl_gpu_plugin_run");
-    if (!plugin_available || !plugin_run) {
+    plugin_backend = (backend_fn)(uintptr_t)dlsym(h, "sl_gpu_plugin_backend");
+    if (!plugin_backend) {
         snprintf(load_error, sizeof(load_error), "'%s' is not sluice's GPU library", path);
-        plugin_available = NULL;
-        plugin_run = NULL;
         return -1;
     }
     return 0;
 }
 
-int gpu_train_available(char *why, size_t n)
+const struct train_backend *gpu_train_backend(char *why, size_t n)
 {
     if (load()) {
-        snprintf(why, n, "%s", load_error);
-        return 0;
-    }
-    return plugin_available(why, n);
-}
-
-int gpu_train_run(const struct gpu_train_args *a, struct sl_world *w)
-{
-    if (load()) {
-        sl_error("train.device=cuda: %s\nhint: build it with make (it is built where nvcc is "
-                 "found), or use train.device=cpu",
+        snprintf(why, n,
+                 "%s\nhint: build it with make (it is built where nvcc is found), or use "
+                 "train.device=cpu",
                  load_error);
-        return 1;
+        return NULL;
     }
-    return plugin_run(a, w);
+    return plugin_backend(why, n);
 }
 
 #endif /* SL_HAVE_CUDA */

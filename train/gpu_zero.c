@@ -33,22 +33,35 @@ int gpu_setup_nccl(struct gt *t)
 #endif
 }
 
-/* Bucket k's gradient is final for this step: reduce-scatter it on the communication stream
- * (sum over ranks; each rank keeps its slice, in place). */
-void gpu_bucket_reduce(struct gt *t, int k)
+/* Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add it to
+ * the fp32 step gradient t->main_grad (written on the first micro-step), once per bucket and
+ * micro-step, so that micro-batches are summed in fp32 whatever their number. After the last
+ * micro-step, reduce-scatter the bucket on the communication stream (sum over ranks; each
+ * rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the default), or
+ * cast once to bf16, reduced in bf16 (half the traffic) and the slice widened back. */
+void gpu_bucket_done(struct gt *t, int k, long m)
 {
-#ifdef SL_HAVE_NCCL
     const struct gbucket *b = &t->bk[k];
     if (!b->len)
         return;
+    grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
+    if (m != t->a->accum - 1)
+        return;
+#ifdef SL_HAVE_NCCL
     size_t cnt = b->len / (size_t)t->W;
+    size_t mine = b->dev + (size_t)t->rank * cnt;
+    if (t->a->grad_reduce == GPU_REDUCE_BF16)
+        cast_f32_to_bf16(t->grads + b->dev, t->main_grad + b->dev, b->len, t->st);
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
     CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
-    NCCL_CHECK(ncclReduceScatter(t->grads + b->dev, t->grads + b->dev + (size_t)t->rank * cnt, cnt,
-                                 ncclBfloat16, ncclSum, t->nccl, t->comm));
-#else
-    (void)t;
-    (void)k;
+    if (t->a->grad_reduce == GPU_REDUCE_BF16) {
+        NCCL_CHECK(ncclReduceScatter(t->grads + b->dev, t->grads + mine, cnt, ncclBfloat16, ncclSum,
+                                     t->nccl, t->comm));
+        cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
+    } else {
+        NCCL_CHECK(ncclReduceScatter(t->main_grad + b->dev, t->main_grad + mine, cnt, ncclFloat,
+                                     ncclSum, t->nccl, t->comm));
+    }
 #endif
 }
 
@@ -67,7 +80,7 @@ void gpu_reduce_stats(struct gt *t)
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (!cnt)
             continue;
-        global_norm_sq(t->d_stats, t->gn_scratch, t->grads + d0, cnt, !first, t->st);
+        global_norm_sq_f32(t->d_stats, t->gn_scratch, t->main_grad + d0, cnt, !first, t->st);
         first = 0;
     }
     if (first)
@@ -103,9 +116,9 @@ static void gather_params(struct gt *t, int cast)
 #endif
 }
 
-void gpu_optimizer_step(struct gt *t, double lr)
+void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed)
 {
-    const struct gpu_train_args *a = t->a;
+    const struct train_opts *a = t->a;
     struct adamw_hparams hp;
     memset(&hp, 0, sizeof(hp));
     hp.lr = (float)lr;
@@ -113,11 +126,11 @@ void gpu_optimizer_step(struct gt *t, double lr)
     hp.beta2 = (float)a->adam.beta2;
     hp.eps = (float)a->adam.eps;
     hp.weight_decay = (float)a->adam.weight_decay;
-    hp.step = t->cs.adam_step;
+    hp.step = adam_step;
     hp.grad_scale = 1.0f;
     hp.max_grad_norm = a->clip > 0 ? (float)a->clip : 0.0f;
     hp.grad_norm_sq = t->d_stats;
-    hp.seed = (uint64_t)t->cs.step;
+    hp.seed = seed;
     hp.stochastic_rounding = 0;
     for (int k = 0; k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
@@ -125,8 +138,8 @@ void gpu_optimizer_step(struct gt *t, double lr)
         if (!cnt)
             continue;
         size_t s0 = t->bk[k].shard;
-        adamw_update(t->params + d0, t->grads + d0, t->master + s0, t->m + s0, t->v + s0,
-                     (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp, t->st);
+        adamw_update_f32(t->params + d0, t->main_grad + d0, t->master + s0, t->m + s0, t->v + s0,
+                         (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp, t->st);
     }
     gather_params(t, 0);
 }
@@ -166,7 +179,7 @@ static void upload_state(struct gt *t, const float *master, const float *m, cons
 }
 
 /* Fresh weights (the CPU path's initialisation, on every rank) or a checkpoint's. */
-int gpu_load_state(struct gt *t, const char *from)
+int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
 {
     size_t n = t->shard_n;
     float *host = calloc(3 * n + 1, sizeof(float));
@@ -200,7 +213,7 @@ int gpu_load_state(struct gt *t, const char *from)
                             "initial weights",
                             t->l.total * sizeof(float) >> 20);
         } else {
-            model_init_params(&t->a->mc, &t->l, slab, sl_rng_u64(&t->rng));
+            model_init_params(&t->a->mc, &t->l, slab, init_seed);
             for (int k = 0; k < t->nbk; k++)
                 if (r[k].n)
                     memcpy((float *)r[k].master, slab + r[k].first, r[k].n * sizeof(float));
@@ -214,67 +227,97 @@ int gpu_load_state(struct gt *t, const char *from)
     return rc;
 }
 
-int gpu_save_checkpoint(struct gt *t)
+/* Tensor i of model.safetensors: the bf16 working weights of layout tensor i, widened
+ * (exactly) to fp32 in place in buf. */
+static int fill_model(void *arg, size_t i, void *buf, size_t nbytes)
 {
-    const struct gpu_train_args *a = t->a;
-    long step = t->cs.step;
+    struct gt *t = arg;
+    const struct model_tensor *mt = &t->l.t[i];
+    if (nbytes != mt->numel * sizeof(float))
+        return sl_err_set(SL_ERR_STATE, "checkpoint: tensor '%s' has %zu bytes, expected %zu",
+                          mt->name, nbytes, mt->numel * sizeof(float));
+    /* the bf16 bits into the upper half, then widened front to back: out[k] (bytes 4k..4k+3)
+     * never overwrites bits[j] (bytes 2 numel + 2 j) for j > k, since numel > k */
+    uint16_t *bits = (uint16_t *)((char *)buf + mt->numel * sizeof(uint16_t));
+    CUDA_CHECK(cudaMemcpy(bits, t->params + t->doff[i], mt->numel * sizeof(uint16_t),
+                          cudaMemcpyDeviceToHost));
+    uint32_t *out = buf;
+    for (size_t k = 0; k < mt->numel; k++)
+        out[k] = (uint32_t)bits[k] << 16;
+    return 0;
+}
+
+/* Tensor i of this rank's optimizer shard: for each bucket slice with parameters in order,
+ * its master weights, exp_avg and exp_avg_sq (ckpt_write_shard_fill's order). */
+struct shard_fill {
+    struct gt *t;
+    int *bucket; /* file tensor / 3 -> bucket */
+};
+
+static int fill_shard(void *arg, size_t i, void *buf, size_t nbytes)
+{
+    struct shard_fill *f = arg;
+    struct gt *t = f->t;
+    int k = f->bucket[i / 3];
+    const float *src[3] = { t->master, t->m, t->v };
+    size_t d0, cnt, l0, nl;
+    gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+    if (nbytes != nl * sizeof(float))
+        return sl_err_set(SL_ERR_STATE, "checkpoint: shard slice %d has %zu bytes, expected %zu", k,
+                          nbytes, nl * sizeof(float));
+    CUDA_CHECK(cudaMemcpy(buf, src[i % 3] + t->bk[k].shard, nbytes, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+/* Every rank writes its optimizer shard, rank 0 also model.safetensors, one tensor at a time
+ * (host memory: the largest tensor, not the model). */
+int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
+{
+    const struct train_opts *a = t->a;
+    long step = st->step;
     int rc = t->rank == 0 ? ckpt_begin(a->ckpt_dir, step) : 0;
     if ((rc = gpu_all_ok(t, rc)))
         return rc;
     CUDA_CHECK(cudaStreamSynchronize(t->st));
-    size_t n = t->shard_n;
-    float *host = malloc((3 * n + 1) * sizeof(float));
-    float *slab = NULL;
-    uint16_t *bits = NULL;
-    if (!host) {
-        rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate host memory for the checkpoint");
-        goto done;
+    struct ckpt_range *r = sl_xcalloc((size_t)t->nbk, sizeof(*r));
+    struct shard_fill f = { t, sl_xcalloc((size_t)t->nbk + 1, sizeof(int)) };
+    int nf = 0;
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        r[k].first = l0;
+        r[k].n = nl;
+        if (nl)
+            f.bucket[nf++] = k;
     }
-    CUDA_CHECK(cudaMemcpy(host, t->master, n * sizeof(float), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(host + n, t->m, n * sizeof(float), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(host + 2 * n, t->v, n * sizeof(float), cudaMemcpyDeviceToHost));
-    struct ckpt_range *r = shard_ranges(t, host, host + n, host + 2 * n);
-    rc = ckpt_write_shard(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk);
+    rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard, &f);
     free(r);
-    if (!rc && t->rank == 0) {
-        /* model.safetensors: the bf16 working weights, widened (exact) to fp32 */
-        slab = calloc(t->l.total + 1, sizeof(float));
-        bits = malloc(t->dtotal * sizeof(uint16_t));
-        if (!slab || !bits) {
-            rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate host memory for the checkpoint");
-            goto done;
-        }
-        CUDA_CHECK(
-            cudaMemcpy(bits, t->params, t->dtotal * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-        for (int i = 0; i < t->l.n; i++) {
-            const struct model_tensor *mt = &t->l.t[i];
-            for (size_t k = 0; k < mt->numel; k++) {
-                uint32_t u = (uint32_t)bits[t->doff[i] + k] << 16;
-                memcpy(&slab[mt->offset + k], &u, sizeof(u));
-            }
-        }
-        rc = ckpt_write_model(a->ckpt_dir, step, &t->l, slab);
-    }
-done:
-    free(host);
-    free(slab);
-    free(bits);
-    if (rc)
-        sl_error("%s", sl_err_msg());
+    free(f.bucket);
+    if (!rc && t->rank == 0)
+        rc = ckpt_write_model_fill(a->ckpt_dir, step, &t->l, fill_model, t);
     if ((rc = gpu_all_ok(t, rc))) {
         if (t->rank == 0)
             ckpt_abort(a->ckpt_dir, step);
         return rc;
     }
-    if (t->rank == 0) {
-        memcpy(t->cs.rng, t->rng.s, sizeof(t->cs.rng));
-        rc = ckpt_commit(a->ckpt_dir, &a->mc, &t->cs, a->config_json, a->optim_json, 1, t->W);
-        if (!rc)
-            rc = ckpt_prune(a->ckpt_dir, (int)a->keep_last);
-        if (!rc)
-            sl_info("saved checkpoint '%s/step-%08ld'", a->ckpt_dir, step);
-        else
-            sl_error("%s", sl_err_msg());
-    }
+    if (t->rank == 0)
+        rc = ckpt_commit(a->ckpt_dir, &a->mc, st, a->config_json, a->optim_json, 1, t->W);
     return gpu_all_ok(t, rc);
+}
+
+/* The whole fp32 gradient of the step (after the reduce-scatter, before clipping), laid out
+ * like the layout, on every rank: each rank's slices, summed over ranks (the other ranks
+ * contribute zeros, so the sum is exact). Collective. */
+int gpu_gather_grads(struct gt *t, float *host)
+{
+    CUDA_CHECK(cudaStreamSynchronize(t->st));
+    memset(host, 0, t->l.total * sizeof(float));
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt, l0, nl;
+        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+        if (nl)
+            CUDA_CHECK(cudaMemcpy(host + l0, t->main_grad + d0, nl * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+    }
+    return sl_world_allreduce_f32(t->w, host, t->l.total, SL_SUM);
 }

@@ -23,9 +23,9 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[] = {
-    { "F64", 8 }, { "F32", 4 }, { "F16", 2 }, { "BF16", 2 }, { "I64", 8 }, { "I32", 4 },
-    { "I16", 2 }, { "I8", 1 },  { "U8", 1 },  { "BOOL", 1 }, { "U16", 2 }, { "U32", 4 },
-    { "U64", 8 },
+    { "F64", 8 }, { "F32", 4 }, { "F16", 2 }, { "BF16", 2 }, { "I64", 8 },
+    { "I32", 4 }, { "I16", 2 }, { "I8", 1 },  { "U8", 1 },   { "BOOL", 1 },
+    { "U16", 2 }, { "U32", 4 }, { "U64", 8 },
 };
 
 size_t st_dtype_size(const char *dtype)
@@ -36,7 +36,8 @@ size_t st_dtype_size(const char *dtype)
     return 0;
 }
 
-int st_write(const char *path, const struct st_tensor *t, size_t n, const char *const *metadata)
+static int write_file(const char *path, const struct st_tensor *t, size_t n,
+                      const char *const *metadata, st_fill_fn fill, void *arg)
 {
     struct sl_buf h = SL_BUF_INIT;
     sl_buf_putc(&h, '{');
@@ -73,21 +74,48 @@ int st_write(const char *path, const struct st_tensor *t, size_t n, const char *
     for (int i = 0; i < 8; i++)
         len8[i] = (unsigned char)(hl >> (8 * i));
 
+    /* with a fill function: one buffer of the largest tensor's size, refilled per tensor */
+    size_t most = 0;
+    for (size_t i = 0; fill && i < n; i++)
+        most = t[i].nbytes > most ? t[i].nbytes : most;
+    void *buf = NULL;
+    if (most && !(buf = malloc(most))) {
+        sl_buf_release(&h);
+        return sl_err_set(SL_ERR_NOMEM, "cannot write '%s': no memory for a tensor of %zu bytes",
+                          path, most);
+    }
     struct sl_atomic_file f;
     int rc = sl_atomic_open(&f, path);
     if (!rc)
         rc = sl_atomic_write(&f, len8, 8);
     if (!rc)
         rc = sl_atomic_write(&f, h.data, h.len);
-    for (size_t i = 0; i < n && !rc; i++)
-        if (t[i].nbytes)
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!t[i].nbytes)
+            continue;
+        if (fill && !(rc = fill(arg, i, buf, t[i].nbytes)))
+            rc = sl_atomic_write(&f, buf, t[i].nbytes);
+        else if (!fill)
             rc = sl_atomic_write(&f, t[i].data, t[i].nbytes);
+    }
     if (!rc)
         rc = sl_atomic_commit(&f);
     else
         sl_atomic_abort(&f);
+    free(buf);
     sl_buf_release(&h);
     return rc;
+}
+
+int st_write(const char *path, const struct st_tensor *t, size_t n, const char *const *metadata)
+{
+    return write_file(path, t, n, metadata, NULL, NULL);
+}
+
+int st_write_fill(const char *path, const struct st_tensor *t, size_t n,
+                  const char *const *metadata, st_fill_fn fill, void *arg)
+{
+    return write_file(path, t, n, metadata, fill, arg);
 }
 
 struct st_file {
@@ -129,16 +157,17 @@ static int parse(struct st_file *f)
 {
     const char *nm = f->name;
     if (f->map_size < 8)
-        return sl_err_set(SL_ERR_CORRUPT, "cannot read safetensors '%s': truncated (%zu bytes, "
-                                          "no header)",
+        return sl_err_set(SL_ERR_CORRUPT,
+                          "cannot read safetensors '%s': truncated (%zu bytes, "
+                          "no header)",
                           nm, f->map_size);
     uint64_t hl = 0;
     for (int i = 0; i < 8; i++)
         hl |= (uint64_t)f->map[i] << (8 * i);
     if (hl > ST_MAX_HEADER)
         return sl_err_set(SL_ERR_FORMAT,
-                          "cannot read safetensors '%s': header length %llu is not plausible",
-                          nm, (unsigned long long)hl);
+                          "cannot read safetensors '%s': header length %llu is not plausible", nm,
+                          (unsigned long long)hl);
     if (hl > f->map_size - 8)
         return sl_err_set(SL_ERR_CORRUPT,
                           "cannot read safetensors '%s': truncated: header of %llu bytes, file "
@@ -152,8 +181,8 @@ static int parse(struct st_file *f)
     json_tokener_free(tok);
     if (!o || jerr != json_tokener_success || !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
-        return sl_err_set(SL_ERR_FORMAT, "cannot read safetensors '%s': header is not a JSON object",
-                          nm);
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot read safetensors '%s': header is not a JSON object", nm);
     }
     int rc = 0;
     size_t cap = (size_t)json_object_object_length(o);
@@ -164,8 +193,9 @@ static int parse(struct st_file *f)
     {
         if (!strcmp(key, "__metadata__")) {
             if (!json_object_is_type(val, json_type_object)) {
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot read safetensors '%s': __metadata__ is not "
-                                               "an object",
+                rc = sl_err_set(SL_ERR_FORMAT,
+                                "cannot read safetensors '%s': __metadata__ is not "
+                                "an object",
                                 nm);
                 goto out;
             }
@@ -186,7 +216,8 @@ static int parse(struct st_file *f)
             !json_object_object_get_ex(val, "dtype", &dt) ||
             !json_object_object_get_ex(val, "shape", &sh) ||
             !json_object_object_get_ex(val, "data_offsets", &of) ||
-            !json_object_is_type(dt, json_type_string) || !json_object_is_type(sh, json_type_array) ||
+            !json_object_is_type(dt, json_type_string) ||
+            !json_object_is_type(sh, json_type_array) ||
             !json_object_is_type(of, json_type_array) || json_object_array_length(of) != 2) {
             rc = sl_err_set(SL_ERR_FORMAT,
                             "cannot read safetensors '%s': tensor '%s' needs dtype, shape and "
@@ -200,8 +231,9 @@ static int parse(struct st_file *f)
         f->n++;
         size_t es = st_dtype_size(json_object_get_string(dt));
         if (!es) {
-            rc = sl_err_set(SL_ERR_FORMAT, "cannot read safetensors '%s': tensor '%s' has unknown "
-                                           "dtype '%s'",
+            rc = sl_err_set(SL_ERR_FORMAT,
+                            "cannot read safetensors '%s': tensor '%s' has unknown "
+                            "dtype '%s'",
                             nm, key, json_object_get_string(dt));
             goto out;
         }
@@ -210,8 +242,9 @@ static int parse(struct st_file *f)
                 t->dtype = dtypes[i].name;
         size_t nd = json_object_array_length(sh);
         if (nd > ST_MAX_DIMS) {
-            rc = sl_err_set(SL_ERR_UNSUPPORTED, "cannot read safetensors '%s': tensor '%s' has %zu "
-                                                "dimensions (at most %d)",
+            rc = sl_err_set(SL_ERR_UNSUPPORTED,
+                            "cannot read safetensors '%s': tensor '%s' has %zu "
+                            "dimensions (at most %d)",
                             nm, key, nd, ST_MAX_DIMS);
             goto out;
         }
@@ -221,8 +254,9 @@ static int parse(struct st_file *f)
             struct json_object *e = json_object_array_get_idx(sh, d);
             int64_t v = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
             if (v < 0 || v > (int64_t)1 << 48) {
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot read safetensors '%s': tensor '%s' has a bad "
-                                               "shape",
+                rc = sl_err_set(SL_ERR_FORMAT,
+                                "cannot read safetensors '%s': tensor '%s' has a bad "
+                                "shape",
                                 nm, key);
                 goto out;
             }
@@ -230,7 +264,8 @@ static int parse(struct st_file *f)
             count *= (uint64_t)v;
         }
         int64_t b = -1, e = -1;
-        struct json_object *ob = json_object_array_get_idx(of, 0), *oe = json_object_array_get_idx(of, 1);
+        struct json_object *ob = json_object_array_get_idx(of, 0),
+                           *oe = json_object_array_get_idx(of, 1);
         if (json_object_is_type(ob, json_type_int))
             b = json_object_get_int64(ob);
         if (json_object_is_type(oe, json_type_int))
@@ -243,8 +278,9 @@ static int parse(struct st_file *f)
             goto out;
         }
         if (count * es != (__uint128_t)(e - b)) {
-            rc = sl_err_set(SL_ERR_FORMAT, "cannot read safetensors '%s': tensor '%s' has %lld "
-                                           "bytes but its shape needs %llu",
+            rc = sl_err_set(SL_ERR_FORMAT,
+                            "cannot read safetensors '%s': tensor '%s' has %lld "
+                            "bytes but its shape needs %llu",
                             nm, key, (long long)(e - b), (unsigned long long)(count * es));
             goto out;
         }

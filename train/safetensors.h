@@ -31,6 +31,13 @@ size_t st_dtype_size(const char *dtype);
  * entry from NULL-terminated key/value string pairs. */
 int st_write(const char *path, const struct st_tensor *t, size_t n, const char *const *metadata);
 
+/* The same, with the bytes of tensor i produced by fill(arg, i, buf, nbytes) just before they
+ * are written (t[i].data is ignored): only one tensor is in memory at a time. A non-zero
+ * return from fill aborts the write (the file is not created) and is returned. */
+typedef int (*st_fill_fn)(void *arg, size_t i, void *buf, size_t nbytes);
+int st_write_fill(const char *path, const struct st_tensor *t, size_t n,
+                  const char *const *metadata, st_fill_fn fill, void *arg);
+
 struct st_file;
 
 /* Open and validate. Errors name the file: missing, truncated (header or data), header not

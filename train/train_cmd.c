@@ -1,10 +1,10 @@
-/* sluice train: the CPU reference trainer (data parallel over MPI ranks).
+/* sluice train: the trainer's driver, one for both backends (train/train_run.h).
  *
- * Reads a YAML config plus key=value overrides, builds the model and the data indices,
- * resumes from the newest checkpoint when asked, and runs optimizer steps of
- * global_batch_size samples: each rank takes its slice of every micro-batch (Megatron's
- * sampler order), gradients are summed over micro-batches and ranks, clipped, and applied
- * with AdamW. Logs a line per step on stdout and JSON lines to log.file.
+ * Reads a YAML config plus key=value overrides, picks the device, opens the data indices,
+ * finds the checkpoint to resume from, and runs optimizer steps of global_batch_size
+ * samples through a backend: the CPU reference path (train/cpu_train.c) or the CUDA trainer
+ * of the GPU library (train/gpu_train.c). Logs a line per step on stdout and JSON lines to
+ * log.file; validates and saves checkpoints at their intervals.
  */
 #include "cli/commands.h"
 
@@ -20,11 +20,10 @@
 #include "core/world.h"
 #include "dataset/loader.h"
 #include "train/checkpoint.h"
-#include "train/cpu_model.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
 #include "train/optim.h"
-#include "train/safetensors.h"
+#include "train/train_run.h"
 #include "train/trainlog.h"
 
 #include <errno.h>
@@ -51,34 +50,8 @@ static const char *const usage[] = {
     NULL,
 };
 
-enum nan_policy { NAN_STOP, NAN_SKIP };
-
-struct topts {
-    struct model_config mc;
-    long seq_len, micro_batch, global_batch, steps, threads;
-    uint64_t seed, data_seed;
-    const char *resume;
-    enum nan_policy on_nan;
-    struct lr_schedule lr;
-    struct adamw adam;
-    double clip;
-    const char *prefix, *split, *cache_dir;
-    char *prefix_list; /* data.prefix given as a list, joined (owned) */
-    int normalize_weights, synthetic;
-    long eval_interval, eval_iters;
-    const char *ckpt_dir;
-    long ckpt_interval, keep_last;
-    const char *log_file, *tb_dir;
-    long log_interval;
-    double peak_tflops;
-    const char *dump_dir;
-    long dump_steps;
-    int device; /* 0 auto, 1 cpu, 2 cuda */
-    int attention, recompute; /* enum gpu_attention, enum gpu_recompute */
-};
-
-static int cfg_choice(struct sl_cfg *root, const char *path, const char *def, const char *const *names,
-                      int *out)
+static int cfg_choice(struct sl_cfg *root, const char *path, const char *def,
+                      const char *const *names, int *out)
 {
     const char *s;
     int rc = sl_cfg_str(root, path, def, &s);
@@ -111,7 +84,25 @@ static int cfg_nonneg(struct sl_cfg *root, const char *path, long def, long *out
     return rc;
 }
 
-static int load_opts(struct topts *o, struct sl_cfg *root, int world)
+/* value must lie in [lo, hi] (an end excluded when its flag is 0) and be finite */
+static int cfg_range(struct sl_cfg *root, const char *path, double value, double lo, double hi,
+                     int lo_incl, int hi_incl)
+{
+    if (isfinite(value) && (lo_incl ? value >= lo : value > lo) &&
+        (hi_incl ? value <= hi : value < hi))
+        return 0;
+    struct sl_cfg *n = sl_cfg_get(root, path);
+    char range[96];
+    if (isinf(hi))
+        snprintf(range, sizeof(range), "a finite number %s %g", lo_incl ? ">=" : ">", lo);
+    else
+        snprintf(range, sizeof(range), "in %c%g, %g%c", lo_incl ? '[' : '(', lo, hi,
+                 hi_incl ? ']' : ')');
+    return sl_err_set(SL_ERR_CONFIG, "%s: %s: must be %s, got %g", n ? sl_cfg_where(n) : "config",
+                      path, range, value);
+}
+
+static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
 {
     memset(o, 0, sizeof(*o));
     int rc = model_config_load(&o->mc, root);
@@ -130,16 +121,20 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
         (rc = sl_cfg_str(root, "train.resume", "auto", &o->resume)) ||
         (rc = cfg_choice(root, "train.on_nan", "stop", nan_names, &idx)))
         return rc;
-    o->on_nan = idx ? NAN_SKIP : NAN_STOP;
+    o->on_nan_skip = idx == 1;
     static const char *const device_names[] = { "auto", "cpu", "cuda", NULL };
     static const char *const attn_names[] = { "auto", "cudnn", "flash", NULL };
     static const char *const recompute_names[] = { "none", "selective", "full", NULL };
+    static const char *const reduce_names[] = { "fp32", "bf16", NULL };
     /* SLUICE_TRAIN_DEVICE sets the default (the CLI tests pin the CPU reference path) */
     const char *dev_default = getenv("SLUICE_TRAIN_DEVICE");
     if ((rc = cfg_choice(root, "train.device", dev_default && *dev_default ? dev_default : "auto",
                          device_names, &o->device)) ||
         (rc = cfg_choice(root, "train.attention", "auto", attn_names, &o->attention)) ||
-        (rc = cfg_choice(root, "train.recompute", "none", recompute_names, &o->recompute)))
+        (rc = cfg_choice(root, "train.recompute", "none", recompute_names, &o->recompute)) ||
+        (rc = cfg_choice(root, "train.grad_reduce_dtype", "fp32", reduce_names, &o->grad_reduce)) ||
+        (rc = sl_cfg_bool(root, "train.deterministic", 0, &o->deterministic)) ||
+        (rc = sl_cfg_str(root, "train.dump_grads", NULL, &o->dump_grads)))
         return rc;
     if (o->seq_len > o->mc.max_seq_len) {
         struct sl_cfg *n = sl_cfg_get(root, "train.seq_len");
@@ -166,6 +161,17 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
         (rc = sl_cfg_double(root, "optim.beta2", 0.95, &o->adam.beta2)) ||
         (rc = sl_cfg_double(root, "optim.eps", 1e-8, &o->adam.eps)) ||
         (rc = sl_cfg_double(root, "optim.clip_grad", 1.0, &o->clip)))
+        return rc;
+    /* a negative rate, a beta outside [0, 1) or a NaN anywhere would train to garbage (or
+     * to NaN) without an error: refuse them here */
+    if ((rc = cfg_range(root, "optim.lr", o->lr.lr, 0, INFINITY, 1, 0)) ||
+        (rc = cfg_range(root, "optim.min_lr", o->lr.min_lr, 0, INFINITY, 1, 0)) ||
+        (rc = cfg_range(root, "optim.weight_decay", o->adam.weight_decay, 0, INFINITY, 1, 0)) ||
+        (rc = cfg_range(root, "optim.beta1", o->adam.beta1, 0, 1, 1, 0)) ||
+        (rc = cfg_range(root, "optim.beta2", o->adam.beta2, 0, 1, 1, 0)) ||
+        (rc = cfg_range(root, "optim.eps", o->adam.eps, 0, INFINITY, 0, 0)) ||
+        (rc = cfg_range(root, "optim.clip_grad", o->clip, 0, INFINITY, 1, 0)) ||
+        (rc = cfg_range(root, "optim.wsd_decay_fraction", o->lr.wsd_fraction, 0, 1, 1, 1)))
         return rc;
     o->lr.warmup_steps = warmup;
     o->lr.decay_steps = decay_steps;
@@ -219,53 +225,20 @@ static int load_opts(struct topts *o, struct sl_cfg *root, int world)
     return sl_cfg_check_unused(root);
 }
 
-/* Everything the training loop holds. */
+/* Everything the driver holds. */
 struct trainer {
-    struct topts o;
+    struct train_opts o;
     struct sl_world *w;
+    const struct train_backend *be;
+    void *ctx; /* the backend's */
     struct model_layout l;
-    float *slab; /* params | grads | m | v: one allocation */
-    float *params, *grads, *m, *v;
-    struct cpu_model *cm;
     struct data_loader *data;
-    uint32_t *sample; /* seq_len + 1 */
-    int32_t *tokens, *targets;
-    long accum;
-    uint32_t *dump_samples; /* accum * B * (seq_len + 1), when dumping */
-    float *dump_logits;     /* B * seq_len * vocab, when dumping */
-    long dump_micro;        /* micro-step being filled */
     struct ckpt_state st;
     struct sl_rng rng;
     FILE *log;
     struct train_log *tlog; /* TensorBoard events and loss.svg (rank 0) */
-    char *config_json, *optim_json;
     double flops_per_token;
 };
-
-static int fill_batch(struct trainer *t, enum data_split split, uint64_t first)
-{
-    long B = t->o.micro_batch, T = t->o.seq_len;
-    for (long b = 0; b < B; b++) {
-        int rc = data_loader_sample(t->data, split, first + (uint64_t)b, t->sample);
-        if (rc)
-            return rc;
-        if (t->dump_samples && split == DATA_TRAIN)
-            memcpy(t->dump_samples + ((size_t)t->dump_micro * B + b) * (T + 1), t->sample,
-                   (size_t)(T + 1) * sizeof(uint32_t));
-        for (long k = 0; k < T; k++) {
-            t->tokens[b * T + k] = (int32_t)t->sample[k];
-            t->targets[b * T + k] = (int32_t)t->sample[k + 1];
-        }
-    }
-    return 0;
-}
-
-/* The first sample of micro-step a of a batch starting at `base`, for this rank. */
-static uint64_t slice_start(const struct trainer *t, uint64_t base, long a)
-{
-    return base + (uint64_t)a * (uint64_t)(t->o.micro_batch * t->w->size) +
-           (uint64_t)(t->w->rank * t->o.micro_batch);
-}
 
 static int all_ok(struct trainer *t, int rc)
 {
@@ -274,179 +247,122 @@ static int all_ok(struct trainer *t, int rc)
     return bad ? (rc ? rc : SL_ERR_STATE) : 0;
 }
 
-static int evaluate(struct trainer *t, double *loss)
-{
-    double sum = 0.0;
-    long n = 0;
-    int rc = 0;
-    for (long it = 0; it < t->o.eval_iters && !rc; it++) {
-        uint64_t base = (uint64_t)it * (uint64_t)t->o.global_batch;
-        for (long a = 0; a < t->accum && !rc; a++) {
-            rc = fill_batch(t, DATA_VALID, slice_start(t, base, a));
-            if (!rc) {
-                sum += cpu_model_forward(t->cm, t->params, t->tokens, t->targets);
-                n++;
-            }
-        }
-    }
-    rc = all_ok(t, rc);
-    if (rc)
-        return rc;
-    double v[2] = { sum, (double)n };
-    sl_world_allreduce_f64(t->w, v, 2, SL_SUM);
-    *loss = v[0] / v[1];
-    return 0;
-}
-
-/* The debug dump of one step for the test oracles: the samples, loss, lr and gradient
- * norm, and on the first step also the logits of micro-step 0, the parameters before the
- * update and the gradients before clipping. */
-static int dump_step(struct trainer *t, long step, double loss, double lr, double norm)
-{
-    const struct model_layout *l = &t->l;
-    size_t cap = 2 * (size_t)l->n + 8, n = 0;
-    struct st_tensor *x = sl_xcalloc(cap, sizeof(*x));
-    char **names = sl_xcalloc(cap, sizeof(char *));
-    long B = t->o.micro_batch, T = t->o.seq_len;
-    double scal[3] = { loss, lr, norm };
-    x[n++] = (struct st_tensor){ "tokens", "I32", 2, { t->accum * B, T + 1 }, t->dump_samples,
-                                 (size_t)(t->accum * B * (T + 1)) * sizeof(uint32_t) };
-    x[n++] = (struct st_tensor){ "loss", "F64", 1, { 1 }, &scal[0], sizeof(double) };
-    x[n++] = (struct st_tensor){ "lr", "F64", 1, { 1 }, &scal[1], sizeof(double) };
-    x[n++] = (struct st_tensor){ "grad_norm", "F64", 1, { 1 }, &scal[2], sizeof(double) };
-    if (step == 1) {
-        x[n++] = (struct st_tensor){ "logits", "F32", 2, { B * T, t->o.mc.vocab_size }, t->dump_logits,
-                                     (size_t)(B * T) * (size_t)t->o.mc.vocab_size * sizeof(float) };
-        for (int k = 0; k < 2; k++)
-            for (int i = 0; i < l->n; i++) {
-                names[k * l->n + i] = sl_xasprintf("%s.%s", k ? "grad" : "param", l->t[i].name);
-                x[n++] = (struct st_tensor){ names[k * l->n + i], "F32", l->t[i].ndim,
-                                             { l->t[i].shape[0], l->t[i].shape[1] },
-                                             (k ? t->grads : t->params) + l->t[i].offset,
-                                             l->t[i].numel * sizeof(float) };
-            }
-    }
-    int rc = sl_mkdir_p(t->o.dump_dir);
-    if (!rc) {
-        char *p = sl_xasprintf("%s/step-%06ld.safetensors", t->o.dump_dir, step);
-        rc = st_write(p, x, n, NULL);
-        free(p);
-    }
-    for (size_t i = 0; i < cap; i++)
-        free(names[i]);
-    free(names);
-    free(x);
-    return rc;
-}
-
 static int save_checkpoint(struct trainer *t)
 {
-    int rc = 0;
-    if (t->w->rank == 0) {
-        memcpy(t->st.rng, t->rng.s, sizeof(t->st.rng));
-        rc = ckpt_save(t->o.ckpt_dir, &t->o.mc, &t->l, t->params, t->m, t->v, &t->st,
-                       t->config_json, t->optim_json);
-        if (!rc)
-            rc = ckpt_prune(t->o.ckpt_dir, (int)t->o.keep_last);
+    memcpy(t->st.rng, t->rng.s, sizeof(t->st.rng));
+    int rc = t->be->save(t->ctx, &t->st);
+    if (!rc && t->w->rank == 0) {
+        rc = ckpt_prune(t->o.ckpt_dir, (int)t->o.keep_last);
         if (!rc)
             sl_info("saved checkpoint '%s/step-%08ld'", t->o.ckpt_dir, t->st.step);
     }
-    rc = all_ok(t, rc);
-    return rc;
+    return all_ok(t, rc);
+}
+
+/* train.dump_grads=DIR: the file of step `step` */
+static char *grads_path(const struct trainer *t, long step)
+{
+    return sl_xasprintf("%s/grads-step-%06ld.safetensors", t->o.dump_grads, step);
 }
 
 static int train_loop(struct trainer *t)
 {
-    const struct topts *o = &t->o;
-    long B = o->micro_batch, T = o->seq_len, W = t->w->size;
-    float scale = (float)(1.0 / ((double)B * T * t->accum * W));
-    size_t total = t->l.total;
+    const struct train_opts *o = &t->o;
+    long T = o->seq_len, W = t->w->size;
+    double t_last = sl_now();
+    long step_last = t->st.step;
     int rc = 0;
     while (t->st.step < o->steps) {
         long step = t->st.step + 1;
-        double t0 = sl_now();
-        int dumping = o->dump_dir && step <= o->dump_steps && t->w->rank == 0;
-        memset(t->grads, 0, total * sizeof(float));
-        double loss_sum = 0.0;
-        for (long a = 0; a < t->accum && !rc; a++) {
-            t->dump_micro = a;
-            uint32_t *keep = t->dump_samples;
-            if (!dumping)
-                t->dump_samples = NULL;
-            rc = fill_batch(t, DATA_TRAIN, slice_start(t, t->st.consumed_samples, a));
-            t->dump_samples = keep;
-            if (rc)
-                break;
-            loss_sum += cpu_model_forward(t->cm, t->params, t->tokens, t->targets);
-            if (dumping && a == 0 && step == 1)
-                memcpy(t->dump_logits, cpu_model_logits(t->cm),
-                       (size_t)(B * T) * (size_t)o->mc.vocab_size * sizeof(float));
-            cpu_model_backward(t->cm, t->params, t->grads, t->tokens, t->targets, scale);
-        }
-        if (rc)
-            sl_error("%s", sl_err_msg());
-        if ((rc = all_ok(t, rc)))
-            return rc;
-        if ((rc = sl_world_allreduce_f32(t->w, t->grads, total, SL_SUM)))
-            return rc;
-        sl_world_allreduce_f64(t->w, &loss_sum, 1, SL_SUM);
-        double loss = loss_sum / (double)(t->accum * W);
-        double norm = grad_global_norm(t->grads, total);
-        double lr = lr_at(&o->lr, step);
-        if (dumping && (rc = dump_step(t, step, loss, lr, norm))) {
-            sl_error("cannot write the debug dump: %s", sl_err_msg());
+        int logged = step % o->log_interval == 0 || step == o->steps;
+        int saving =
+            o->ckpt_dir && ((o->ckpt_interval && step % o->ckpt_interval == 0) || step == o->steps);
+        int evaluating = o->eval_interval && (step % o->eval_interval == 0 || step == o->steps);
+        char *dump = o->dump_grads && step == 1 ? grads_path(t, step) : NULL;
+        struct train_step s = {
+            .step = step,
+            .lr = lr_at(&o->lr, step),
+            .adam_step = t->st.adam_step + 1,
+            .consumed_samples = t->st.consumed_samples,
+            .want_stats = logged || saving || evaluating,
+            .dump_grads = dump,
+        };
+        rc = t->be->step(t->ctx, &s);
+        free(dump);
+        if (rc) {
+            sl_error("step %ld: %s", step, sl_err_msg());
             return rc;
         }
-        int finite = isfinite(loss) && isfinite(norm);
-        if (!finite) {
-            if (o->on_nan == NAN_STOP) {
-                sl_error("%s at step %ld: stopping (train.on_nan=stop)\n"
-                         "hint: lower optim.lr or raise optim.warmup_steps; train.on_nan=skip "
-                         "skips such steps instead",
-                         isfinite(loss) ? "gradient norm is not finite" : "loss is not finite",
-                         step);
+        int finite = 1;
+        if (s.have_stats) {
+            t->st.loss = s.loss;
+            finite = isfinite(s.loss) && isfinite(s.norm);
+            const char *what =
+                isfinite(s.loss) ? "gradient norm is not finite" : "loss is not finite";
+            if (!finite && !o->on_nan_skip) {
+                if (t->w->rank == 0)
+                    sl_error("%s at step %ld: stopping (train.on_nan=stop)\n"
+                             "hint: lower optim.lr or raise optim.warmup_steps; train.on_nan=skip "
+                             "skips such steps instead",
+                             what, step);
                 return SL_ERR_STATE;
             }
-            sl_warn("%s at step %ld: update skipped (train.on_nan=skip)",
-                    isfinite(loss) ? "gradient norm is not finite" : "loss is not finite", step);
-            t->st.skipped++;
-        } else {
-            grad_clip(t->grads, total, norm, o->clip);
-            t->st.adam_step++;
-            adamw_step(&o->adam, &t->l, t->params, t->grads, t->m, t->v, lr, t->st.adam_step);
+            if (!finite && t->w->rank == 0)
+                sl_warn("%s at step %ld: update skipped (train.on_nan=skip)", what, step);
         }
+        if (s.applied)
+            t->st.adam_step++;
+        else
+            t->st.skipped++;
         t->st.step = step;
         t->st.consumed_samples += (uint64_t)o->global_batch;
-        t->st.loss = loss;
-        double dt = sl_now() - t0;
-        double tok_s = (double)o->global_batch * T / dt;
-        /* per rank, as the published tables give it */
-        double tflops = t->flops_per_token * tok_s / 1e12 / W;
-        double mfu = o->peak_tflops > 0 ? tflops / o->peak_tflops : NAN;
-        if (t->w->rank == 0 && (step % o->log_interval == 0 || step == o->steps)) {
-            struct train_step_report r = {
-                .step = step, .steps = o->steps, .consumed_samples = t->st.consumed_samples,
-                .loss = loss, .lr = lr, .grad_norm = norm, .step_time_s = dt,
-                .tokens_per_s = tok_s, .tflops_per_rank = tflops, .mfu = mfu, .skipped = !finite,
-            };
-            train_report_step(t->log, t->tlog, &r);
+        if (logged) {
+            /* the mean over the steps since the last logged one (a backend may run ahead of
+             * the host between them) */
+            double now = sl_now();
+            double dt = (now - t_last) / (double)(step - step_last);
+            t_last = now;
+            step_last = step;
+            double tok_s = (double)o->global_batch * T / dt;
+            /* per rank, as the published tables give it */
+            double tflops = t->flops_per_token * tok_s / 1e12 / W;
+            double mfu = o->peak_tflops > 0 ? tflops / o->peak_tflops : NAN;
+            if (t->w->rank == 0) {
+                struct train_step_report r = {
+                    .step = step,
+                    .steps = o->steps,
+                    .consumed_samples = t->st.consumed_samples,
+                    .loss = s.loss,
+                    .lr = s.lr,
+                    .grad_norm = s.norm,
+                    .step_time_s = dt,
+                    .tokens_per_s = tok_s,
+                    .tflops_per_rank = tflops,
+                    .mfu = mfu,
+                    .skipped = !s.applied,
+                };
+                train_report_step(t->log, t->tlog, &r);
+            }
         }
-        if (o->eval_interval && (step % o->eval_interval == 0 || step == o->steps)) {
+        if (evaluating) {
             double vl;
-            if ((rc = evaluate(t, &vl))) {
+            if ((rc = t->be->evaluate(t->ctx, &vl))) {
                 sl_error("validation failed: %s", sl_err_msg());
                 return rc;
             }
             if (t->w->rank == 0)
                 train_report_valid(t->log, t->tlog, step, vl);
+            t_last = sl_now(); /* validation is not step time */
         }
-        if (o->ckpt_dir && ((o->ckpt_interval && step % o->ckpt_interval == 0) || step == o->steps)) {
+        if (saving) {
             if ((rc = save_checkpoint(t))) {
-                sl_error("%s", sl_err_msg());
+                if (sl_err_msg()[0])
+                    sl_error("%s", sl_err_msg());
                 return rc;
             }
             if (train_log_plot(t->tlog))
                 sl_warn("loss plot: %s", sl_err_msg());
+            t_last = sl_now();
         }
     }
     return 0;
@@ -459,22 +375,27 @@ static int gpu_present(void)
 }
 
 /* train.device: auto (the GPU when this build has CUDA and every rank sees one), cpu, or
- * cuda (an error without one). Returns 0 (and *on_gpu), or 1 after printing the error. */
-static int choose_device(struct trainer *t, int threads, int *on_gpu)
+ * cuda (an error without one). Returns 0 (and t->be), or 1 after printing the error. The
+ * error for train.device=cuda on a machine without a GPU starts with exactly
+ * "train.device=cuda: no CUDA device" (tests/gpu/t_train_gpu.sh skips on it). */
+static int choose_device(struct trainer *t, int threads)
 {
-    char why[256];
-    int64_t have = t->o.device == 1 ? 0 : gpu_train_available(why, sizeof(why));
+    char why[256] = "";
+    const struct train_backend *gpu = NULL;
+    if (t->o.device != TRAIN_DEVICE_CPU)
+        gpu = gpu_train_backend(why, sizeof(why));
+    int64_t have = gpu != NULL;
     sl_world_allreduce_i64(t->w, &have, 1, SL_MIN);
-    *on_gpu = have != 0;
-    if (t->o.device == 2 && !have) {
+    t->be = have ? gpu : &train_backend_cpu;
+    if (t->o.device == TRAIN_DEVICE_CUDA && !have) {
         if (t->w->rank == 0)
-            sl_error("train.device=cuda: %s\nhint: train.device=auto falls back to the CPU",
-                     why[0] ? why : "a rank has no CUDA device");
+            sl_error("train.device=cuda: %s%s", why[0] ? why : "a rank has no CUDA device",
+                     strstr(why, "hint:") ? "" : "\nhint: train.device=auto falls back to the CPU");
         return 1;
     }
     if (have || t->w->rank != 0)
         return 0;
-    if (t->o.device == 1)
+    if (t->o.device == TRAIN_DEVICE_CPU)
         sl_info("train.device=cpu: training on the CPU (%d threads x %d ranks)", threads,
                 t->w->size);
     else if (gpu_present())
@@ -484,50 +405,6 @@ static int choose_device(struct trainer *t, int threads, int *on_gpu)
     else
         sl_info("no GPU found: training on the CPU (%d threads x %d ranks)", threads, t->w->size);
     return 0;
-}
-
-/* Hand the run to the CUDA trainer (train/gpu_train.c). */
-static int run_gpu(struct trainer *t)
-{
-    const struct topts *o = &t->o;
-    if (o->dump_dir) {
-        if (t->w->rank == 0)
-            sl_error("debug.dump_dir is supported on the CPU path only\nhint: train.device=cpu");
-        return 1;
-    }
-    struct gpu_train_args a;
-    memset(&a, 0, sizeof(a));
-    a.mc = o->mc;
-    a.seq_len = o->seq_len;
-    a.micro_batch = o->micro_batch;
-    a.global_batch = o->global_batch;
-    a.steps = o->steps;
-    a.accum = t->accum;
-    a.seed = o->seed;
-    a.data_seed = o->data_seed;
-    a.resume = o->resume;
-    a.on_nan_skip = o->on_nan == NAN_SKIP;
-    a.lr = o->lr;
-    a.adam = o->adam;
-    a.clip = o->clip;
-    a.prefix = o->synthetic ? NULL : o->prefix;
-    a.split = o->split;
-    a.cache_dir = o->cache_dir;
-    a.normalize_weights = o->normalize_weights;
-    a.eval_interval = o->eval_interval;
-    a.eval_iters = o->eval_iters;
-    a.ckpt_dir = o->ckpt_dir;
-    a.ckpt_interval = o->ckpt_interval;
-    a.keep_last = o->keep_last;
-    a.log_file = o->log_file;
-    a.tb_dir = o->tb_dir;
-    a.log_interval = o->log_interval;
-    a.peak_tflops = o->peak_tflops;
-    a.config_json = t->config_json;
-    a.optim_json = t->optim_json;
-    a.attention = (enum gpu_attention)o->attention;
-    a.recompute = (enum gpu_recompute)o->recompute;
-    return gpu_train_run(&a, t->w);
 }
 
 static int setup_threads(long want)
@@ -552,22 +429,95 @@ static int setup_threads(long want)
 #endif
 }
 
+static int open_data(struct trainer *t)
+{
+    const struct train_opts *o = &t->o;
+    struct data_opts dopt;
+    memset(&dopt, 0, sizeof(dopt));
+    dopt.prefix = o->synthetic ? NULL : o->prefix;
+    dopt.split = o->split;
+    dopt.seq_len = (uint64_t)o->seq_len;
+    dopt.seed = (uint32_t)o->data_seed;
+    dopt.num_samples[DATA_TRAIN] =
+        (uint64_t)(o->steps > 0 ? o->steps : 1) * (uint64_t)o->global_batch;
+    if (o->eval_interval)
+        dopt.num_samples[DATA_VALID] = (uint64_t)o->eval_iters * (uint64_t)o->global_batch;
+    dopt.vocab_size = (uint64_t)o->mc.vocab_size;
+    dopt.cache_dir = o->cache_dir;
+    dopt.normalize_weights = o->normalize_weights;
+    dopt.write_cache = t->w->rank == 0;
+    double td = sl_now();
+    int rc = data_loader_open(&t->data, &dopt);
+    if ((rc = all_ok(t, rc)))
+        return rc;
+    if (t->w->rank != 0)
+        return 0;
+    if (data_loader_synthetic(t->data)) {
+        sl_info("data: synthetic (uniform random token ids below %d)", o->mc.vocab_size);
+    } else {
+        sl_info("data: %d prefix%s, %llu tokens, split %s; train index: %d epoch%s (%s, %.2f s)",
+                data_loader_prefixes(t->data), data_loader_prefixes(t->data) > 1 ? "es" : "",
+                (unsigned long long)data_loader_tokens(t->data), o->split,
+                data_loader_epochs(t->data, DATA_TRAIN),
+                data_loader_epochs(t->data, DATA_TRAIN) == 1 ? "" : "s",
+                data_loader_cached(t->data) ? "from the cache" : "built", sl_now() - td);
+        if (data_loader_note(t->data))
+            sl_warn("%s", data_loader_note(t->data));
+    }
+    return 0;
+}
+
+/* The checkpoint to resume from (NULL: start fresh), its metadata into t->st, and the check
+ * that it holds the configured model. */
+static int find_resume(struct trainer *t, char **from)
+{
+    const struct train_opts *o = &t->o;
+    *from = NULL;
+    if (!strcmp(o->resume, "none"))
+        return 0;
+    if (!strcmp(o->resume, "auto")) {
+        int rc = o->ckpt_dir ? ckpt_find_latest(o->ckpt_dir, from) : 0;
+        if (rc)
+            return rc;
+    } else {
+        *from = sl_xstrdup(o->resume);
+    }
+    if (!*from)
+        return 0;
+    struct model_config saved;
+    int rc = ckpt_read_meta(*from, &saved, &t->st);
+    if (!rc) {
+        struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
+        model_config_to_json(&saved, &a);
+        model_config_to_json(&o->mc, &b);
+        if (strcmp(a.data, b.data) != 0)
+            rc = sl_err_set(SL_ERR_CONFIG,
+                            "checkpoint '%s' holds another model than the config\n"
+                            "hint: checkpoint: %s\n      config:     %s",
+                            *from, a.data, b.data);
+        sl_buf_release(&a);
+        sl_buf_release(&b);
+    }
+    return rc;
+}
+
 static int run(struct sl_cfg *root)
 {
     struct trainer tr;
     memset(&tr, 0, sizeof(tr));
     struct trainer *t = &tr;
     t->w = sl_world_get();
+    char *from = NULL;
     int rc = load_opts(&t->o, root, t->w->size);
     if (rc) {
         sl_error("%s", sl_err_msg());
         free(t->o.prefix_list);
         return 2;
     }
-    const struct topts *o = &t->o;
+    struct train_opts *o = &t->o;
     struct sl_buf cj = SL_BUF_INIT;
     sl_cfg_to_json(root, &cj);
-    t->config_json = sl_buf_detach(&cj, NULL);
+    o->config_json = sl_buf_detach(&cj, NULL);
     struct sl_buf oj = SL_BUF_INIT;
     sl_buf_printf(&oj,
                   "{\"lr\":%.17g,\"min_lr\":%.17g,\"warmup_steps\":%ld,\"decay_steps\":%ld,"
@@ -576,129 +526,44 @@ static int run(struct sl_cfg *root)
                   o->lr.lr, o->lr.min_lr, o->lr.warmup_steps, o->lr.decay_steps,
                   lr_decay_name(o->lr.style), o->adam.weight_decay, o->adam.beta1, o->adam.beta2,
                   o->adam.eps, o->clip);
-    t->optim_json = sl_buf_detach(&oj, NULL);
-    t->accum = o->global_batch / (o->micro_batch * t->w->size);
+    o->optim_json = sl_buf_detach(&oj, NULL);
+    o->accum = o->global_batch / (o->micro_batch * t->w->size);
 
     int threads = setup_threads(o->threads);
-    int on_gpu = 0;
-    if ((rc = choose_device(t, threads, &on_gpu)) != 0 || on_gpu) {
-        if (on_gpu)
-            rc = run_gpu(t);
+    if ((rc = choose_device(t, threads)) != 0)
         goto out;
-    }
-
     model_layout_init(&t->l, &o->mc);
-    size_t total = t->l.total;
-    t->slab = aligned_alloc(64, sl_mul_size(4 * total, sizeof(float)));
-    if (!t->slab) {
-        sl_error("cannot allocate %.1f GiB for parameters, gradients and AdamW state",
-                 4.0 * total * sizeof(float) / (1u << 30));
-        rc = 1;
-        goto out;
-    }
-    memset(t->slab, 0, 4 * total * sizeof(float));
-    t->params = t->slab;
-    t->grads = t->slab + total;
-    t->m = t->slab + 2 * total;
-    t->v = t->slab + 3 * total;
     t->flops_per_token = model_flops_per_token(&o->mc, (int)o->seq_len);
-
-    struct data_opts dopt;
-    memset(&dopt, 0, sizeof(dopt));
-    dopt.prefix = o->synthetic ? NULL : o->prefix;
-    dopt.split = o->split;
-    dopt.seq_len = (uint64_t)o->seq_len;
-    dopt.seed = (uint32_t)o->data_seed;
-    dopt.num_samples[DATA_TRAIN] = (uint64_t)(o->steps > 0 ? o->steps : 1) * (uint64_t)o->global_batch;
-    if (o->eval_interval)
-        dopt.num_samples[DATA_VALID] = (uint64_t)o->eval_iters * (uint64_t)o->global_batch;
-    dopt.vocab_size = (uint64_t)o->mc.vocab_size;
-    dopt.cache_dir = o->cache_dir;
-    dopt.normalize_weights = o->normalize_weights;
-    dopt.write_cache = t->w->rank == 0;
-    double td = sl_now();
-    rc = data_loader_open(&t->data, &dopt);
-    if ((rc = all_ok(t, rc))) {
-        if (sl_err_msg()[0])
-            sl_error("%s", sl_err_msg());
+    if (o->dump_grads && t->w->rank == 0 && sl_mkdir_p(o->dump_grads)) {
+        sl_error("train.dump_grads: %s", sl_err_msg());
         rc = 1;
-        goto out;
     }
-    if (t->w->rank == 0) {
-        if (data_loader_synthetic(t->data)) {
-            sl_info("data: synthetic (uniform random token ids below %d)", o->mc.vocab_size);
-        } else {
-            sl_info("data: %d prefix%s, %llu tokens, split %s; train index: %d epoch%s (%s, %.2f s)",
-                    data_loader_prefixes(t->data), data_loader_prefixes(t->data) > 1 ? "es" : "",
-                    (unsigned long long)data_loader_tokens(t->data), o->split,
-                    data_loader_epochs(t->data, DATA_TRAIN),
-                    data_loader_epochs(t->data, DATA_TRAIN) == 1 ? "" : "s",
-                    data_loader_cached(t->data) ? "from the cache" : "built", sl_now() - td);
-            if (data_loader_note(t->data))
-                sl_warn("%s", data_loader_note(t->data));
-        }
-    }
-
-    rc = cpu_model_new(&t->cm, &o->mc, &t->l, (int)o->micro_batch, (int)o->seq_len);
-    if (rc) {
+    if (!rc && (rc = all_ok(t, open_data(t))))
         sl_error("%s", sl_err_msg());
+    size_t act_bytes = 0;
+    if (!rc && (rc = all_ok(t, t->be->setup(&t->ctx, o, t->w, t->data, &act_bytes))))
+        sl_error("%s", sl_err_msg());
+    if (rc) {
         rc = 1;
         goto out;
-    }
-    t->sample = sl_xmalloc((size_t)(o->seq_len + 1) * sizeof(uint32_t));
-    t->tokens = sl_xmalloc((size_t)(o->micro_batch * o->seq_len) * sizeof(int32_t));
-    t->targets = sl_xmalloc((size_t)(o->micro_batch * o->seq_len) * sizeof(int32_t));
-    if (o->dump_dir && t->w->rank == 0) {
-        t->dump_samples = sl_xcalloc((size_t)(t->accum * o->micro_batch * (o->seq_len + 1)),
-                                     sizeof(uint32_t));
-        t->dump_logits = sl_xmalloc((size_t)(o->micro_batch * o->seq_len) *
-                                    (size_t)o->mc.vocab_size * sizeof(float));
     }
 
     /* resume or start */
-    char *from = NULL;
-    if (strcmp(o->resume, "none") != 0) {
-        if (!strcmp(o->resume, "auto")) {
-            if (o->ckpt_dir && (rc = ckpt_find_latest(o->ckpt_dir, &from))) {
-                sl_error("%s", sl_err_msg());
-                rc = 1;
-                goto out;
-            }
-        } else {
-            from = sl_xstrdup(o->resume);
-        }
-    }
     sl_rng_seed(&t->rng, o->seed, 0);
+    rc = find_resume(t, &from);
+    uint64_t init_seed = sl_rng_u64(&t->rng); /* drawn either way; a resume restores the state */
+    if (!rc)
+        rc = t->be->load(t->ctx, from, init_seed);
+    if ((rc = all_ok(t, rc))) {
+        sl_error("cannot %s: %s", from ? "resume" : "initialise the model", sl_err_msg());
+        rc = 1;
+        goto out;
+    }
     if (from) {
-        struct model_config saved;
-        rc = ckpt_read_meta(from, &saved, &t->st);
-        if (!rc) {
-            struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
-            model_config_to_json(&saved, &a);
-            model_config_to_json(&o->mc, &b);
-            if (strcmp(a.data, b.data) != 0)
-                rc = sl_err_set(SL_ERR_CONFIG,
-                                "checkpoint '%s' holds another model than the config\n"
-                                "hint: checkpoint: %s\n      config:     %s",
-                                from, a.data, b.data);
-            sl_buf_release(&a);
-            sl_buf_release(&b);
-        }
-        if (!rc)
-            rc = ckpt_load(from, &t->l, t->params, t->m, t->v);
-        if (rc) {
-            sl_error("cannot resume: %s", sl_err_msg());
-            free(from);
-            rc = 1;
-            goto out;
-        }
         memcpy(t->rng.s, t->st.rng, sizeof(t->rng.s));
         if (t->w->rank == 0)
             sl_info("resumed from '%s' at step %ld (%llu samples consumed)", from, t->st.step,
                     (unsigned long long)t->st.consumed_samples);
-        free(from);
-    } else {
-        model_init_params(&o->mc, &t->l, t->params, sl_rng_u64(&t->rng));
     }
     if (t->w->rank == 0) {
         char mem[32];
@@ -707,18 +572,16 @@ static int run(struct sl_cfg *root)
                 (unsigned long long)t->l.params, (unsigned long long)model_params_nonembed(&o->mc),
                 o->mc.n_layers, o->mc.d_model, o->mc.n_heads, o->mc.n_kv_heads,
                 model_norm_name(o->mc.norm), model_act_name(o->mc.act), model_pos_name(o->mc.pos),
-                sl_human_bytes((double)cpu_model_bytes(t->cm), mem, sizeof(mem)));
+                sl_human_bytes((double)act_bytes, mem, sizeof(mem)));
         sl_info("batch: global %ld = micro %ld x %d ranks x %ld accumulation steps, seq_len %ld; "
                 "%.3g GFLOP per token",
-                o->global_batch, o->micro_batch, t->w->size, t->accum, o->seq_len,
+                o->global_batch, o->micro_batch, t->w->size, o->accum, o->seq_len,
                 t->flops_per_token / 1e9);
         if (o->log_file) {
             t->log = fopen(o->log_file, "a");
-            if (!t->log) {
-                sl_error("cannot open log file '%s': %s", o->log_file, strerror(errno));
-                rc = 1;
-                goto out;
-            }
+            if (!t->log)
+                rc = sl_err_set(SL_ERR_IO, "cannot open log file '%s': %s", o->log_file,
+                                strerror(errno));
         }
         char *tb = train_log_dir_for(o->tb_dir, o->ckpt_dir);
         if (tb && train_log_open(&t->tlog, tb, t->st.step))
@@ -728,27 +591,26 @@ static int run(struct sl_cfg *root)
                     train_log_events_path(t->tlog), tb);
         free(tb);
     }
-    rc = all_ok(t, 0);
-    if (!rc)
+    if ((rc = all_ok(t, rc))) {
+        if (t->w->rank == 0)
+            sl_error("%s", sl_err_msg());
+    } else {
         rc = train_loop(t);
+    }
     rc = rc ? 1 : 0;
 out:
+    free(from);
+    if (t->be && t->ctx)
+        t->be->release(t->ctx);
     if (train_log_close(t->tlog))
         sl_warn("TensorBoard log: %s", sl_err_msg());
     if (t->log)
         fclose(t->log);
-    cpu_model_free(t->cm);
     data_loader_free(t->data);
     model_layout_release(&t->l);
-    free(t->slab);
-    free(t->sample);
-    free(t->tokens);
-    free(t->targets);
-    free(t->dump_samples);
-    free(t->dump_logits);
-    free(t->config_json);
-    free(t->optim_json);
-    free(t->o.prefix_list);
+    free(o->config_json);
+    free(o->optim_json);
+    free(o->prefix_list);
     return rc;
 }
 
