@@ -222,10 +222,7 @@ test-cli: $(BUILD)/sluice $(BUILD)/test_world
 test-gpu:
 ifeq ($(HAVE_CUDA),1)
 	@$(MAKE) --no-print-directory $(BUILD)/test_kernels $(BUILD)/sluice $(GPU_LIB)
-	@echo "== GPU kernel tests ($(BUILD))"
-	@$(BUILD)/test_kernels $(TEST_GPU_ARGS)
-	@echo "== GPU trainer against the CPU path ($(BUILD))"
-	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) tests/cli/run.sh tests/gpu/t_train_gpu.sh
+	@tests/gpu/run.sh $(CURDIR)/$(BUILD) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
 endif

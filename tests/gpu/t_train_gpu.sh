@@ -26,11 +26,23 @@ LLAMA="$ROOT/configs/models/tiny-llama.yaml"
 PREFIX="$FIX/tinyshakespeare/tinyshakespeare_text_document"
 DATA=(data.prefix="$PREFIX" data.cache_dir="$T/cache")
 
+# The probe. SKIP only on the trainer's one message for a machine without a CUDA device
+# (train/gpu_train.h; tested by tests/cli/t_train_gpu_probe.sh); any other failure (the GPU
+# library missing, a driver that does not work with a GPU present, NCCL, cuDNN, cuBLASLt,
+# out of memory) fails the run.
+NO_GPU="sluice train: error: train.device=cuda: no CUDA device ("
 run "$SLUICE" train "$GPT" data=synthetic train.steps=0 train.device=cuda
 if [ "$rc" != 0 ]; then
-    echo "SKIP: no GPU for the CUDA trainer ($(grep -m1 'error' "$T/err" || head -1 "$T/err"))"
+    first=$(head -1 "$T/err")
+    if [ "$rc" = 1 ] && [ "${first#"$NO_GPU"}" != "$first" ]; then
+        echo "SKIP: no CUDA device (${first#"$NO_GPU"}"
+        finish
+        exit 0
+    fi
+    case_ "GPU probe: train.device=cuda train.steps=0"
+    fail "exit $rc, and not the no-device message"
     finish
-    exit 0
+    exit 1
 fi
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 

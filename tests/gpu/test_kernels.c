@@ -24,6 +24,7 @@
  */
 #include <spawn.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1198,9 +1199,13 @@ int main(int argc, char **argv)
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess || ndev == 0) {
-        printf("test_kernels: SKIP: no CUDA device (%s)\n",
+        /* SKIP only where there is no GPU: with a device node, CUDA not seeing it is a failure */
+        struct stat sb;
+        int node = stat("/dev/nvidia0", &sb) == 0 || stat("/proc/driver/nvidia/gpus", &sb) == 0;
+        printf("test_kernels: %s (%s)\n",
+               node ? "FAIL: a GPU is present but CUDA cannot use it" : "SKIP: no CUDA device",
                e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-        return 0;
+        return node ? 1 : 0;
     }
     struct cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
