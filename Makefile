@@ -123,8 +123,12 @@ CPPFLAGS_ALL += -DSL_HAVE_NCCL
 CUDA_LIBS += -lnccl
 endif
 CUDA_ARCHS ?= 80 90
+# cubins for each architecture, and PTX for the highest, which the driver compiles for newer
+# GPUs (Blackwell) at load time instead of failing with "no kernel image"
+CUDA_PTX_ARCH := $(shell echo $(CUDA_ARCHS) | tr ' ' '\n' | sort -n | tail -1)
 NVCCFLAGS := -std=c++17 -O3 -g -lineinfo --expt-relaxed-constexpr -Xcompiler -fPIC \
   $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+  -gencode arch=compute_$(CUDA_PTX_ARCH),code=compute_$(CUDA_PTX_ARCH) \
   -I. -I$(BUILD)/gen -DSL_HAVE_CUDA $(if $(filter 1,$(HAVE_MPI)),-DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))) \
   $(if $(filter 1,$(HAVE_CUDNN)),-DSL_HAVE_CUDNN) $(if $(filter 1,$(HAVE_NCCL)),-DSL_HAVE_NCCL)
 ifeq ($(WERROR),1)
@@ -199,7 +203,7 @@ config:
 	@echo "sluice $(VERSION_STR): build in $(BUILD)/"
 	@echo "  cc: $(CC) $(shell $(CC) -dumpfullversion 2>/dev/null)$(if $(filter 1,$(SANITIZE)), (asan+ubsan))"
 	@echo "  mpi: $(if $(HAVE_MPI),Open MPI $(MPI_VERSION),no (single-rank build))"
-	@echo "  cuda: $(if $(HAVE_CUDA),$(CUDA_VERSION) at $(CUDA_HOME) [sm_$(subst $() $(),/sm_,$(CUDA_ARCHS))] cublasLt=$(if $(HAVE_CUBLASLT),yes,no) cudnn=$(if $(HAVE_CUDNN),yes,no) nccl=$(if $(HAVE_NCCL),yes,no),no (CPU-only build))"
+	@echo "  cuda: $(if $(HAVE_CUDA),$(CUDA_VERSION) at $(CUDA_HOME) [sm_$(subst $() $(),/sm_,$(CUDA_ARCHS)) + compute_$(CUDA_PTX_ARCH) PTX] cublasLt=$(if $(HAVE_CUBLASLT),yes,no) cudnn=$(if $(HAVE_CUDNN),yes,no) nccl=$(if $(HAVE_NCCL),yes,no),no (CPU-only build))"
 	@echo "  libraries: $(sort $(PKGS))$(if $(MISSING_PKGS), -- MISSING: $(MISSING_PKGS) (run scripts/install-deps.sh))"
 	@$(if $(MISSING_PKGS),exit 1,true)
 
