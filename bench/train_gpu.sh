@@ -5,12 +5,28 @@
 #   2. gpt3-1.3b and llama3-8b (layers reduced to fit one GPU): MFU;
 #   3. a per-step profile of the GPT-2 run: GEMM, attention, other kernels, idle (nsys).
 # Usage: bench/train_gpu.sh [SLUICE] ; environment:
-#   LLMC_DIR     an llm.c checkout with train_gpt2cu built (else it is cloned and built here)
-#   LLMC_CUDNN   1: build llm.c with cuDNN attention (needs cudnn-frontend, see its README)
+#   LLMC_DIR     a prepared llm.c directory with train_gpt2cu built (below); without it the
+#                llm.c row says "llm.c: not comparable (reason)" and the rest runs. Nothing is
+#                downloaded: the GPU machines have no network.
+#   LLMC_CUDNN   1: LLMC_DIR's train_gpt2cu was built with cuDNN attention (for the label)
 #   B            GPT-2 micro-batch (default 16), STEPS (default 40; the first 10 are warm-up)
 #   PEAK_TFLOPS  the GPU's dense bf16 peak (default 989: H100 SXM)
 #   LAYERS_1B3, LAYERS_8B  layers kept of gpt3-1.3b (default 24, all) and llama3-8b (default 8)
-set -euo pipefail
+#
+# Preparing LLMC_DIR, on a machine with network and the CUDA toolkit of the GPU machine, in a
+# scratch directory outside this repository (never committed here):
+#   git clone https://github.com/karpathy/llm.c /scratch/llm.c
+#   git clone https://github.com/NVIDIA/cudnn-frontend /scratch/cudnn-frontend  # header-only
+#   cd /scratch/llm.c
+#   # CUDA 13 removed cudaMemAdvise(ptr, bytes, advice, int device): the last argument is now a
+#   # struct cudaMemLocation. Patch each call that `grep -rn cudaMemAdvise llmc *.cu` lists:
+#   # cudaCpuDeviceId -> (cudaMemLocation){cudaMemLocationTypeHost, 0}, a device id d ->
+#   # (cudaMemLocation){cudaMemLocationTypeDevice, d}. CUDA 12 needs no patch.
+#   make train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH=/scratch/cudnn-frontend/include
+#   # (USE_CUDNN=0 builds llm.c's own attention; then leave LLMC_CUDNN unset)
+# then copy /scratch/llm.c to the GPU machine and run LLMC_DIR=/path/llm.c LLMC_CUDNN=1 here.
+# llm.c's run uses random init (-e d12) on synthetic tokens, so no weights or data are needed.
+set -uo pipefail
 sluice=$(realpath "${1:-build/sluice}")
 root=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-16}
@@ -18,6 +34,18 @@ STEPS=${STEPS:-40}
 PEAK=${PEAK_TFLOPS:-989}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-gpu-XXXXXX")
 trap 'rm -rf "$work"' EXIT
+
+# llm.c is compared only when a prepared directory is given; say why not, never abort
+llmc_why=""
+if [ -z "${LLMC_DIR:-}" ]; then
+    llmc_why="LLMC_DIR is not set; prepare llm.c as the header of bench/train_gpu.sh says"
+elif [ ! -d "$LLMC_DIR" ]; then
+    llmc_why="LLMC_DIR '$LLMC_DIR' is not a directory"
+elif [ ! -x "$LLMC_DIR/train_gpt2cu" ]; then
+    llmc_why="no train_gpt2cu in LLMC_DIR '$LLMC_DIR'; build it there (make train_gpt2cu) as the header of bench/train_gpu.sh says"
+fi
+[ -n "$llmc_why" ] && echo "llm.c: not comparable ($llmc_why)"
+
 if ! nvidia-smi -L >/dev/null 2>&1; then
     echo "bench/train_gpu.sh: SKIP: no GPU (nvidia-smi -L failed)"
     exit 0
@@ -51,19 +79,14 @@ run_sluice() {
 
 echo "== GPT-2 124M, seq 1024, micro-batch $B, one GPU"
 GPT2=(train.seq_len=1024 train.micro_batch_size="$B" train.global_batch_size="$B" train.steps="$STEPS")
-run_sluice "sluice gpt2-124m" gpt2-124m "${GPT2[@]}"
-run_sluice "sluice gpt2-124m selective" gpt2-124m "${GPT2[@]}" train.recompute=selective
+run_sluice "sluice gpt2-124m" gpt2-124m "${GPT2[@]}" || true
+run_sluice "sluice gpt2-124m selective" gpt2-124m "${GPT2[@]}" train.recompute=selective || true
 
-# llm.c: random init (-e d12), synthetic tokens in its own .bin format, same batch
-if [ -z "${LLMC_DIR:-}" ]; then
-    LLMC_DIR="$work/llm.c"
-    git clone -q --depth 1 https://github.com/karpathy/llm.c "$LLMC_DIR"
-fi
-if [ ! -x "$LLMC_DIR/train_gpt2cu" ]; then
-    (cd "$LLMC_DIR" && make -s train_gpt2cu USE_CUDNN="${LLMC_CUDNN:-0}" > "$work/llmc-build.log" 2>&1) ||
-        { echo "llm.c: build failed"; tail -20 "$work/llmc-build.log"; }
-fi
-if [ -x "$LLMC_DIR/train_gpt2cu" ]; then
+# llm.c: random init (-e d12), synthetic tokens in its own .bin format, same batch. -v (how
+# often it validates) must be > 0: llm.c takes step % val_loss_every, so -v 0 divides by zero
+# at step 0. It validates at step 0 and at the last step whatever -v is; -m 1 makes that one
+# batch, and -v above the step count keeps it out of the timed steps.
+if [ -z "$llmc_why" ]; then
     python3 - "$work" <<'PY'
 import struct, random, sys
 random.seed(0)
@@ -73,20 +96,28 @@ for name, n in (("train", 20_000_000), ("val", 1_000_000)):
         f.write(struct.pack(f"<{n}H", *(random.randrange(50257) for _ in range(n))))
 PY
     (cd "$LLMC_DIR" && ./train_gpt2cu -i "$work/llmc_train.bin" -j "$work/llmc_val.bin" -e d12 \
-        -b "$B" -t 1024 -d $((B * 1024)) -x "$STEPS" -v 0 -s 0 -h 0 -l 6e-4 -r 1 -z 0) \
-        > "$work/llmc.out" 2>&1 || { echo "llm.c: run failed"; tail -5 "$work/llmc.out"; }
-    F=$(python3 -c "import json; r=[json.loads(l) for l in open('$work/sluice gpt2-124m.jsonl')][-1]; print(r['tflops_per_rank']*1e12/r['tokens_per_s'])")
-    python3 - "$work/llmc.out" "$F" "$PEAK" "${LLMC_CUDNN:-0}" <<'PY'
+        -b "$B" -t 1024 -d $((B * 1024)) -x "$STEPS" -v $((STEPS + 1)) -m 1 -s 0 -h 0 -l 6e-4 \
+        -r 1 -z 0) > "$work/llmc.out" 2>&1
+    st=$?
+    if [ $st -ne 0 ]; then
+        llmc_why="train_gpt2cu exited $st: $(grep -v '^\s*$' "$work/llmc.out" | tail -1)"
+    elif [ ! -s "$work/sluice gpt2-124m.jsonl" ]; then
+        llmc_why="the sluice GPT-2 run failed, so there is no FLOP count to compare with"
+    else
+        F=$(python3 -c "import json; r=[json.loads(l) for l in open('$work/sluice gpt2-124m.jsonl')][-1]; print(r['tflops_per_rank']*1e12/r['tokens_per_s'])")
+        python3 - "$work/llmc.out" "$F" "$PEAK" "${LLMC_CUDNN:-0}" <<'PY' || llmc_why="no 'tok/s' lines in its output"
 import re, sys
 toks = [float(m.group(1)) for l in open(sys.argv[1]) for m in [re.search(r"\|\s*([0-9.]+) tok/s", l)] if m]
 if not toks:
-    sys.exit("llm.c: no 'tok/s' lines in its output")
+    sys.exit(1)
 later = toks[10:] if len(toks) > 12 else toks[len(toks) // 2:]
 tok = sum(later) / len(later)
 tf = float(sys.argv[2]) * tok / 1e12
 print(f"{'llm.c train_gpt2cu' + (' (cuDNN)' if sys.argv[4] == '1' else ''):<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  "
       f"MFU {100 * tf / float(sys.argv[3]):5.1f}%  (our FLOP formula; llm.c -r 1 recomputes GELU)")
 PY
+    fi
+    [ -n "$llmc_why" ] && echo "llm.c: not comparable ($llmc_why)"
 fi
 
 echo "== larger models, one GPU"
