@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -712,6 +713,23 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
     model_layout_init(&l, &c);
     float *p = sl_xcalloc(l.total, sizeof(float));
     rc = ckpt_load(path, &l, p, NULL, NULL);
+    if (rc)
+        goto out;
+    /* a diverged run's weights would load in transformers and give NaN logits: refuse them
+     * before anything is written */
+    for (int i = 0; i < l.n && !rc; i++) {
+        const float *w = p + l.t[i].offset;
+        size_t bad = 0, first = 0;
+        for (size_t k = 0; k < l.t[i].numel; k++)
+            if (!isfinite(w[k]) && !bad++)
+                first = k;
+        if (bad)
+            rc = sl_err_set(SL_ERR_FORMAT,
+                            "cannot export '%s': tensor '%s' has %zu non-finite values (the first "
+                            "at element %zu)\nhint: the run diverged; export an earlier "
+                            "checkpoint",
+                            path, l.t[i].name, bad, first);
+    }
     if (rc)
         goto out;
     rc = sl_mkdir_p(out_dir);

@@ -169,4 +169,41 @@ run "$SLUICE" export onnx --out "$T/o" "$T/x-tiny-gpt"
 expect_rc 2
 expect_err "unknown export format onnx"
 
+case_ "export hf refuses a checkpoint with non-finite weights, and writes nothing"
+cp -r "$T/x-tiny-gpt/step-00000002" "$T/nanck"
+"$PY" - "$T/nanck/model.safetensors" <<'PY'
+import json, struct, sys, numpy as np
+p = sys.argv[1]
+raw = bytearray(open(p, "rb").read())
+(n,) = struct.unpack("<Q", raw[:8])
+h = json.loads(raw[8:8 + n])
+b = h["final_norm.weight"]["data_offsets"][0]
+raw[8 + n + b + 12:8 + n + b + 16] = np.float32("nan").tobytes()
+open(p, "wb").write(raw)
+PY
+run "$SLUICE" export hf --out "$T/hf-nan" "$T/nanck"
+expect_rc 1
+expect_err "cannot export '$T/nanck': tensor 'final_norm.weight' has 1 non-finite values (the first at element 3)"
+expect_err "hint: the run diverged"
+expect_no_file "$T/hf-nan"
+
+# ---- optimizer settings that would train to garbage ------------------------------------
+for kv in "optim.lr=-1|optim.lr: must be a finite number >= 0, got -1" \
+    "optim.beta1=2|optim.beta1: must be in [0, 1), got 2" \
+    "optim.beta2=1|optim.beta2: must be in [0, 1), got 1" \
+    "optim.weight_decay=-5|optim.weight_decay: must be a finite number >= 0, got -5" \
+    "optim.clip_grad=nan|optim.clip_grad: must be a finite number >= 0, got nan" \
+    "optim.eps=0|optim.eps: must be a finite number > 0, got 0" \
+    "optim.min_lr=-0.1|optim.min_lr: must be a finite number >= 0, got -0.1" \
+    "optim.lr=inf|optim.lr: must be a finite number >= 0, got inf"; do
+    case_ "${kv%%|*} is refused"
+    run "$SLUICE" train "$CFG" data=synthetic train.steps=1 "${SMALL[@]}" "${kv%%|*}"
+    expect_rc 2
+    expect_err "${kv#*|}"
+done
+case_ "train.grad_reduce_dtype takes fp32 or bf16 only"
+run "$SLUICE" train "$CFG" data=synthetic train.steps=1 "${SMALL[@]}" train.grad_reduce_dtype=fp16
+expect_rc 2
+expect_err "train.grad_reduce_dtype: unknown value 'fp16'"
+
 finish
