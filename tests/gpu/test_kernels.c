@@ -1144,6 +1144,115 @@ static void t_attention(void)
     }
 }
 
+/* ---- erf GELU (the exact form of NeMo/Megatron GPT-3 configs) ------------------------------ */
+
+static void t_gelu_erf(void)
+{
+    const size_t sizes[] = { 1, 7, 1000, 4099 };
+    for (int si = 0; si < 4; si++)
+        for (int off = 0; off < 2; off++) {
+            size_t n = sizes[si];
+            uint16_t *x = rand_bf16(n + 1, 2.0f), *g = rand_bf16(n + 1, 1.0f);
+            uint16_t *dx = (uint16_t *)to_dev(x, (n + 1) * 2),
+                     *dg = (uint16_t *)to_dev(g, (n + 1) * 2);
+            uint16_t *out = (uint16_t *)dalloc((n + 1) * 2);
+            double *ref = dvec(n);
+            poison(out, (n + 1) * 2);
+            gelu_erf_fwd(out + off, dx + off, n, 0);
+            for (size_t i = 0; i < n; i++) {
+                double v = bf2f(x[off + i]);
+                ref[i] = 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            }
+            check(nm("gelu_erf_fwd n=%zu off=%d", n, off), ref, get_bf16(out + off, n), n,
+                  TOL_BF16);
+            poison(out, (n + 1) * 2);
+            gelu_erf_bwd(out + off, dg + off, dx + off, n, 0);
+            for (size_t i = 0; i < n; i++) {
+                double v = bf2f(x[off + i]);
+                double d = 0.5 * (1 + erf(v / sqrt(2.0))) + v * exp(-0.5 * v * v) / sqrt(2 * M_PI);
+                ref[i] = bf2f(g[off + i]) * d;
+            }
+            check(nm("gelu_erf_bwd n=%zu off=%d", n, off), ref, get_bf16(out + off, n), n,
+                  TOL_BF16);
+            gelu_erf_bwd(dg + off, dg + off, dx + off, n, 0); /* dx may equal dout */
+            check(nm("gelu_erf_bwd in place n=%zu off=%d", n, off), ref, get_bf16(dg + off, n), n,
+                  TOL_BF16);
+            free_all();
+        }
+}
+
+/* ---- fp32 gradient accumulation: grad_accumulate_f32, global_norm_sq_f32, adamw_update_f32 --- */
+
+static void t_grad_f32(void)
+{
+    const size_t sizes[] = { 1, 1000, (1u << 20) + 3 };
+    for (int si = 0; si < 3; si++) {
+        size_t n = sizes[si];
+        /* 64 micro-batches of gradients summed into fp32 must equal the double sum of the bf16
+         * values to fp32 rounding (a bf16 sum would lose about 1% here) */
+        const int micro = 64;
+        uint16_t *h = rand_bf16(n * micro, 0.01f);
+        uint16_t *d = (uint16_t *)to_dev(h, n * micro * 2);
+        float *acc = (float *)dalloc(n * 4);
+        poison(acc, n * 4);
+        for (int m = 0; m < micro; m++)
+            grad_accumulate_f32(acc, d + (size_t)m * n, n, m == 0, 0);
+        double *ref = dvec(n);
+        for (size_t i = 0; i < n; i++)
+            for (int m = 0; m < micro; m++)
+                ref[i] += bf2f(h[(size_t)m * n + i]);
+        float *got = get_f32(acc, n);
+        check(nm("grad_accumulate_f32 %d micro-batches n=%zu", micro, n), ref, got, n, TOL_F32);
+
+        void *scratch = dalloc(global_norm_scratch_size());
+        float *out = (float *)dalloc(4);
+        poison(out, 4);
+        global_norm_sq_f32(out, scratch, acc, n, 0, 0);
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += (double)got[i] * got[i];
+        float *a = get_f32(out, 1);
+        check(nm("global_norm_sq_f32 n=%zu", n), &s, a, 1, TOL_F32);
+        global_norm_sq_f32(out, scratch, acc, n, 1, 0);
+        double s2 = 2 * s;
+        check(nm("global_norm_sq_f32 accumulate n=%zu", n), &s2, get_f32(out, 1), 1, TOL_F32);
+        global_norm_sq_f32(out, scratch, acc, n, 0, 0);
+        check_bits(nm("global_norm_sq_f32 deterministic n=%zu", n), a, get_f32(out, 1), 4);
+        free_all();
+    }
+    /* AdamW over fp32 gradients = AdamW over the same values in bf16, bit for bit */
+    const int64_t n = 5000;
+    struct adamw_tensor tab[2] = { { 0, 3000, 1.0f, 1.0f }, { 3000, 2000, 0.0f, 1.0f } };
+    uint16_t *p0 = rand_bf16(n, 1.0f), *g = rand_bf16(n, 0.1f);
+    float *w0 = bf16_to_f32_host(p0, n), *g32 = bf16_to_f32_host(g, n);
+    float *m0 = rand_f32(n, 0.01f), *v0 = (float *)halloc(n * 4);
+    for (int64_t i = 0; i < n; i++)
+        v0[i] = 1e-4f * fabsf(rnd_normal()) + 1e-6f;
+    struct adamw_tensor *dtab = (struct adamw_tensor *)to_dev(tab, sizeof(tab));
+    float norm_sq = 4.0f, *dnorm = (float *)to_dev(&norm_sq, 4);
+    struct adamw_hparams hp = { 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3, 1.0f, 1.0f, NULL, 7, 0 };
+    hp.grad_norm_sq = dnorm;
+    void *res[2][4];
+    for (int k = 0; k < 2; k++) {
+        uint16_t *dp = (uint16_t *)to_dev(p0, n * 2);
+        float *dw = (float *)to_dev(w0, n * 4), *dm = (float *)to_dev(m0, n * 4),
+              *dv = (float *)to_dev(v0, n * 4);
+        if (k == 0)
+            adamw_update(dp, (uint16_t *)to_dev(g, n * 2), dw, dm, dv, n, 0, dtab, 2, &hp, 0);
+        else
+            adamw_update_f32(dp, (float *)to_dev(g32, n * 4), dw, dm, dv, n, 0, dtab, 2, &hp, 0);
+        res[k][0] = host_copy(dp, n * 2);
+        res[k][1] = host_copy(dw, n * 4);
+        res[k][2] = host_copy(dm, n * 4);
+        res[k][3] = host_copy(dv, n * 4);
+    }
+    static const char *const what[4] = { "params", "master", "m", "v" };
+    for (int i = 0; i < 4; i++)
+        check_bits(nm("adamw_update_f32 = adamw_update on the same values: %s", what[i]), res[0][i],
+                   res[1][i], (size_t)n * (i ? 4 : 2));
+    free_all();
+}
+
 /* ---- main -------------------------------------------------------------------------------------
  */
 
@@ -1156,7 +1265,8 @@ static const struct {
     { "bias", t_bias },           { "activations", t_activations },
     { "rope", t_rope },           { "classifier", t_classifier },
     { "adamw", t_adamw },         { "gemm", t_gemm },
-    { "attention", t_attention },
+    { "attention", t_attention }, { "gelu_erf", t_gelu_erf },
+    { "grad_f32", t_grad_f32 },
 };
 
 /* Run one group in a fresh process (and CUDA context), so that a crash or a sticky CUDA error
