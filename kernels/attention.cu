@@ -544,10 +544,19 @@ static void own_bwd(sl_bf16 *dqkv, float *delta, const sl_bf16 *dout, const sl_b
                     cudaStream_t st)
 {
     const size_t smem = bwd_smem_bytes<D>();
-    CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dkdv_kernel<D>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_kernel<D>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    /* the shared-memory opt-in is a property of the kernel on a device: set it once per
+     * device, not on every call (it is a driver call on the host path of each backward) */
+    static unsigned long long attr_set; /* bit d: done on device d (d < 64) */
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= 64 || !(attr_set >> dev & 1)) {
+        CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dkdv_kernel<D>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(attn_bwd_dq_kernel<D>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        if (dev < 64)
+            attr_set |= 1ull << dev;
+    }
     const int nb = (T + ATT_TILE - 1) / ATT_TILE;
     attn_bwd_dkdv_kernel<D><<<dim3(nb, Hkv, B), ATT_THREADS, smem, st>>>(
         dqkv, dout, qkv, lse, delta, T, Hq, Hkv, scale, sl2);
@@ -615,9 +624,19 @@ extern "C" int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout,
 
 /* ---- run-time choice ------------------------------------------------------------------- */
 
+/* the backend chosen per shape, so that attention_fwd/bwd do not ask cuDNN again (and do
+ * not format its refusal message again) on every call */
+#define ATTN_MEMO 8
+struct attn_memo {
+    int B, T, Hq, Hkv, D;
+    enum attn_backend be;
+};
+
 struct attention {
     enum attn_backend want;
     struct attn_cudnn *cudnn;
+    struct attn_memo memo[ATTN_MEMO];
+    int nmemo;
 };
 
 extern "C" struct attention *attention_new(enum attn_backend backend)
@@ -651,6 +670,7 @@ extern "C" void attention_set_deterministic(struct attention *a, int determinist
     if (c) {
         attn_cudnn_free(a->cudnn);
         a->cudnn = c;
+        a->nmemo = 0; /* the choices were made with the other handle */
     }
 }
 
@@ -665,11 +685,21 @@ extern "C" void attention_free(struct attention *a)
 extern "C" enum attn_backend attention_backend(struct attention *a, int B, int T, int Hq, int Hkv,
                                                int D)
 {
+    for (int i = 0; i < a->nmemo; i++) {
+        const struct attn_memo *m = &a->memo[i];
+        if (m->B == B && m->T == T && m->Hq == Hq && m->Hkv == Hkv && m->D == D)
+            return m->be;
+    }
     size_t f, b;
+    enum attn_backend be;
     if (a->want != ATTN_OWN && a->cudnn &&
         attn_cudnn_prepare(a->cudnn, B, T, Hq, Hkv, D, &f, &b) == 0)
-        return ATTN_CUDNN;
-    return a->want == ATTN_CUDNN ? ATTN_AUTO /* none */ : ATTN_OWN;
+        be = ATTN_CUDNN;
+    else
+        be = a->want == ATTN_CUDNN ? ATTN_AUTO /* none */ : ATTN_OWN;
+    if (a->nmemo < ATTN_MEMO)
+        a->memo[a->nmemo++] = (struct attn_memo){ B, T, Hq, Hkv, D, be };
+    return be;
 }
 
 extern "C" int attention_prepare(struct attention *a, int B, int T, int Hq, int Hkv, int D,

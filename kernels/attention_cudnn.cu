@@ -452,6 +452,7 @@ struct attn_cudnn {
     int want_det;
     int nplans;
     sdpa_plan *plans[MAX_CACHED];
+    sdpa_plan *last[2]; /* the last forward and backward plan used: the usual hit */
 };
 
 static size_t align256(size_t x)
@@ -709,10 +710,13 @@ static const char *unsupported_reason(int T, int Hq, int Hkv, int D, int bwd)
 
 static sdpa_plan *get_plan(attn_cudnn *a, int B, int T, int Hq, int Hkv, int D, int bwd)
 {
+    sdpa_plan *l = a->last[bwd != 0];
+    if (l && l->B == B && l->T == T && l->Hq == Hq && l->Hkv == Hkv && l->D == D)
+        return l;
     for (int i = 0; i < a->nplans; i++) {
         sdpa_plan *p = a->plans[i];
         if (p->B == B && p->T == T && p->Hq == Hq && p->Hkv == Hkv && p->D == D && p->bwd == bwd)
-            return p;
+            return a->last[bwd != 0] = p;
     }
     if (a->nplans == MAX_CACHED) {
         set_msg("cudnn: more than %d attention shapes", MAX_CACHED);
@@ -765,7 +769,7 @@ static sdpa_plan *get_plan(attn_cudnn *a, int B, int T, int Hq, int Hkv, int D, 
         p->total_ws = off;
     }
     a->plans[a->nplans++] = p;
-    return p;
+    return a->last[bwd != 0] = p;
 }
 
 extern "C" struct attn_cudnn *attn_cudnn_new(int deterministic)
