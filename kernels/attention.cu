@@ -637,6 +637,7 @@ struct attention {
     struct attn_cudnn *cudnn;
     struct attn_memo memo[ATTN_MEMO];
     int nmemo;
+    int deterministic;
 };
 
 extern "C" struct attention *attention_new(enum attn_backend backend)
@@ -664,8 +665,9 @@ extern "C" int attention_is_deterministic(struct attention *a, int B, int T, int
 
 extern "C" void attention_set_deterministic(struct attention *a, int deterministic)
 {
-    if (!a || !a->cudnn)
+    if (!a || !a->cudnn || a->deterministic == !!deterministic)
         return;
+    a->deterministic = !!deterministic;
     struct attn_cudnn *c = attn_cudnn_new(deterministic);
     if (c) {
         attn_cudnn_free(a->cudnn);
