@@ -213,10 +213,13 @@ static int cpu_step(void *ctx, struct train_step *s)
     s->loss = loss_sum / (double)(o->accum * W);
     s->norm = grad_global_norm(t->grads, total);
     s->have_stats = 1;
-    if (dumping && (rc = dump_step(t, s->step, s->loss, s->lr, s->norm)))
-        return sl_err_set(rc, "cannot write the debug dump: %s", sl_err_msg());
-    rc = 0;
-    if (s->dump_grads && t->w->rank == 0)
+    rc = dumping ? dump_step(t, s->step, s->loss, s->lr, s->norm) : 0;
+    if (rc) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", sl_err_msg());
+        sl_err_set(rc, "cannot write the debug dump: %s", why);
+    }
+    if (!rc && s->dump_grads && t->w->rank == 0)
         rc = train_dump_grads(s->dump_grads, &o->mc, &t->l, t->grads);
     if ((rc = all_ok(t, rc)))
         return rc;

@@ -538,10 +538,11 @@ static int run(struct sl_cfg *root)
         sl_error("train.dump_grads: %s", sl_err_msg());
         rc = 1;
     }
-    if (!rc && (rc = all_ok(t, open_data(t))))
+    if (!(rc = all_ok(t, rc)) && (rc = all_ok(t, open_data(t))) && sl_err_msg()[0])
         sl_error("%s", sl_err_msg());
     size_t act_bytes = 0;
-    if (!rc && (rc = all_ok(t, t->be->setup(&t->ctx, o, t->w, t->data, &act_bytes))))
+    if (!rc && (rc = all_ok(t, t->be->setup(&t->ctx, o, t->w, t->data, &act_bytes))) &&
+        sl_err_msg()[0])
         sl_error("%s", sl_err_msg());
     if (rc) {
         rc = 1;
