@@ -55,7 +55,8 @@ TEST(split_rule_and_parse)
     REQUIRE(gpt_split_parse("969,30,1", w) == 0);
     uint64_t lo[3], hi[3];
     gpt_split_ranges(w, 1000, lo, hi);
-    CHECK(lo[0] == 0 && hi[0] == 969 && lo[1] == 969 && hi[1] == 999 && lo[2] == 999 && hi[2] == 1000);
+    CHECK(lo[0] == 0 && hi[0] == 969 && lo[1] == 969 && hi[1] == 999 && lo[2] == 999 &&
+          hi[2] == 1000);
     /* Python's round: halves go to even (0.5 -> 0, 1.5 -> 2, 2.5 -> 2) */
     REQUIRE(gpt_split_parse("1,1", w) == 0);
     gpt_split_ranges(w, 3, lo, hi);
@@ -127,8 +128,9 @@ static void naive(int M, int N, int K, const float *A, ptrdiff_t sam, ptrdiff_t 
 
 TEST(gemm_matches_plain_loops)
 {
-    static const int shapes[][3] = { { 7, 37, 300 }, { 64, 16, 256 }, { 130, 70, 513 }, { 1, 1, 1 },
-                                     { 5, 3, 0 } };
+    static const int shapes[][3] = {
+        { 7, 37, 300 }, { 64, 16, 256 }, { 130, 70, 513 }, { 1, 1, 1 }, { 5, 3, 0 }
+    };
     for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
         int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
         float *A = malloc(sizeof(float) * (M * K + 1)), *B = malloc(sizeof(float) * (K * N + 1));
@@ -274,12 +276,99 @@ TEST(safetensors_round_trip_and_damage)
     /* a header that is not JSON, a shape that disagrees with the bytes */
     memcpy(buf + 8, "xx", 2);
     CHECK_EQ_INT(st_open_mem(&f, buf, n, "bad"), SL_ERR_FORMAT);
-    static const char bad_shape[] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}";
+    static const char bad_shape[] =
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}";
     char img[128] = { 0 };
     img[0] = (char)(sizeof(bad_shape) - 1);
     memcpy(img + 8, bad_shape, sizeof(bad_shape) - 1);
     CHECK_EQ_INT(st_open_mem(&f, img, 8 + sizeof(bad_shape) - 1 + 8, "bad"), SL_ERR_FORMAT);
     sl_buf_release(&raw);
+}
+
+/* st_write_fill (the GPU checkpoint writer's path: one tensor in memory at a time) writes the
+ * same bytes as st_write; a fill that fails leaves no file. */
+struct fill_src {
+    const struct st_tensor *t;
+    size_t fail_at; /* (size_t)-1: never */
+    size_t calls;
+};
+
+static int fill_copy(void *arg, size_t i, void *buf, size_t nbytes)
+{
+    struct fill_src *f = arg;
+    f->calls++;
+    if (i == f->fail_at)
+        return sl_err_set(SL_ERR_IO, "fill failed at tensor %zu", i);
+    if (nbytes != f->t[i].nbytes)
+        return sl_err_set(SL_ERR_STATE, "fill asked %zu bytes for tensor %zu", nbytes, i);
+    memcpy(buf, f->t[i].data, nbytes);
+    return 0;
+}
+
+static size_t slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return 0;
+    size_t n = fread(buf, 1, cap, fp);
+    fclose(fp);
+    return n;
+}
+
+TEST(safetensors_fill_writer)
+{
+    char p1[600], p2[600], p3[600];
+    snprintf(p1, sizeof(p1), "%s/plain.safetensors", sl_test_tmpdir());
+    snprintf(p2, sizeof(p2), "%s/fill.safetensors", sl_test_tmpdir());
+    snprintf(p3, sizeof(p3), "%s/failed.safetensors", sl_test_tmpdir());
+    float a[6] = { 1, 2, 3, 4, 5, 6 }, c[1] = { -2 };
+    int32_t b[2] = { -1, 7 };
+    struct st_tensor t[4] = { { "a.weight", "F32", 2, { 2, 3 }, a, sizeof(a) },
+                              { "empty", "F32", 1, { 0 }, NULL, 0 },
+                              { "b", "I32", 1, { 2 }, b, sizeof(b) },
+                              { "c", "F32", 1, { 1 }, c, sizeof(c) } };
+    const char *meta[] = { "format", "pt", NULL };
+    REQUIRE(st_write(p1, t, 4, meta) == 0);
+    struct st_tensor nodata[4];
+    memcpy(nodata, t, sizeof(t));
+    for (int i = 0; i < 4; i++)
+        nodata[i].data = NULL; /* the fill path must not read them */
+    struct fill_src src = { t, (size_t)-1, 0 };
+    REQUIRE(st_write_fill(p2, nodata, 4, meta, fill_copy, &src) == 0);
+    CHECK_EQ_INT(src.calls, 3); /* not for the empty tensor */
+    static char x[4096], y[4096];
+    size_t nx = slurp(p1, x, sizeof(x)), ny = slurp(p2, y, sizeof(y));
+    CHECK(nx > 0);
+    CHECK_EQ_MEM(x, nx, y, ny);
+    struct fill_src bad = { t, 2, 0 };
+    CHECK_EQ_INT(st_write_fill(p3, nodata, 4, meta, fill_copy, &bad), SL_ERR_IO);
+    CHECK_CONTAINS(sl_err_msg(), "fill failed at tensor 2");
+    CHECK(access(p3, F_OK) != 0);
+}
+
+/* Fill functions over host slabs for ckpt_write_model_fill / ckpt_write_shard_fill. */
+struct ckpt_fill {
+    const struct model_layout *l;
+    const float *src; /* params | m | v, n floats each */
+    size_t n;
+    const struct ckpt_range *ranges; /* the shard's, all non-empty */
+};
+
+static int fill_model(void *arg, size_t i, void *buf, size_t nbytes)
+{
+    struct ckpt_fill *f = arg;
+    memcpy(buf, f->src + f->l->t[i].offset, nbytes);
+    return 0;
+}
+
+static int fill_shard(void *arg, size_t i, void *buf, size_t nbytes)
+{
+    struct ckpt_fill *f = arg;
+    const struct ckpt_range *r = &f->ranges[i / 3];
+    if (nbytes != r->n * sizeof(float))
+        return sl_err_set(SL_ERR_STATE, "shard tensor %zu: %zu bytes", i, nbytes);
+    memcpy(buf, f->src + (i % 3) * f->n + r->first, nbytes);
+    return 0;
 }
 
 /* The GPU trainer's sharded checkpoints: any number of writers, read back by ranges or whole
@@ -310,14 +399,21 @@ TEST(checkpoint_shards_any_rank_count)
     /* 3 writers; cut [0, n) into 7 uneven ranges dealt round-robin, like ZeRO-1 bucket slices */
     size_t cuts[8] = { 0, 1, n / 7, n / 3, n / 3 + 64, n / 2, n - 5, n };
     REQUIRE(ckpt_begin(dir, st.step) == 0);
-    REQUIRE(ckpt_write_model(dir, st.step, &l, src) == 0);
+    /* the model and writer 1 through the tensor-by-tensor writers the GPU trainer uses */
+    struct ckpt_fill cf = { &l, src, n, NULL };
+    REQUIRE(ckpt_write_model_fill(dir, st.step, &l, fill_model, &cf) == 0);
     for (int r = 0; r < 3; r++) {
         struct ckpt_range rg[3];
         size_t nr = 0;
         for (int k = r; k < 7; k += 3, nr++)
             rg[nr] = (struct ckpt_range){ cuts[k], cuts[k + 1] - cuts[k], src + cuts[k],
                                           src + n + cuts[k], src + 2 * n + cuts[k] };
-        REQUIRE(ckpt_write_shard(dir, st.step, r, 3, rg, nr) == 0);
+        if (r == 1) {
+            cf.ranges = rg;
+            REQUIRE(ckpt_write_shard_fill(dir, st.step, r, 3, rg, nr, fill_shard, &cf) == 0);
+        } else {
+            REQUIRE(ckpt_write_shard(dir, st.step, r, 3, rg, nr) == 0);
+        }
     }
     REQUIRE(ckpt_commit(dir, &c, &st, "{}", "{}", 1, 3) == 0);
     char *path = NULL;
