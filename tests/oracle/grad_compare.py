@@ -7,11 +7,15 @@
 Every parameter's gradient of A is compared with B's (the reference) by its relative L2
 error ||a - b|| / ||b||. Fused tensors are split first, so that a small part cannot hide
 inside a large one: the qkv projection into its q, k and v rows (at initialisation the
-gradients of q and k are much smaller than v's, so a wrong dK would barely move the whole
+gradients of q and k are 1% of v's or less, so a wrong dK would barely move the whole
 tensor's error), and SwiGLU's fc into its gate and up rows. A part whose reference norm is
-tiny (below FLOOR x the norm of the whole gradient, e.g. a bias whose gradient is zero in
-exact arithmetic) is compared against that floor instead of its own norm, so that rounding
-noise on a zero is not read as a 100% error. Non-finite values, missing tensors and shape
+below FLOOR x the norm of the whole gradient is compared against that floor instead of its
+own norm, so that rounding noise on a zero is not read as a 100% error: that is the k bias,
+whose gradient is zero in exact arithmetic (softmax does not see a constant added to every
+score; measured 2e-11 on the CPU). Its bf16 noise on the GPU is about 2^-9 ||dK|| (a sum
+over tokens of dK rows each rounded once), ~2e-7 for tiny-gpt, against a floor of
+1e-4 x 1.5 = 1.5e-4; every other part of the tiny models is above the floor (the smallest,
+q and k of the qkv weight, about 7e-4) and is compared with its own norm. Non-finite values, missing tensors and shape
 differences fail. One line per part is printed, the worst first.
 
 Tolerances (the caller's --rtol): CPU against CPU (one rank with accumulation against two
@@ -39,7 +43,7 @@ import sys
 
 import numpy as np
 
-FLOOR = 1e-3
+FLOOR = 1e-4
 
 
 def load(path):
