@@ -229,6 +229,7 @@ ifeq ($(HAVE_CUDA),1)
 	@tests/gpu/run.sh $(CURDIR)/$(BUILD) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
+	@echo "test-gpu: 0 passed, 0 failed"
 endif
 
 bench-kernels:

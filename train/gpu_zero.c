@@ -146,9 +146,8 @@ void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed)
 
 /* ---- state: initialisation, resume, checkpoints -------------------------------------- */
 
-/* The ranges of the layout this rank's shard covers, and where each lands in host buffers
- * laid out like the shard storage. */
-static struct ckpt_range *shard_ranges(struct gt *t, float *master, float *m, float *v)
+/* The ranges of the layout this rank's shard covers (bucket slices; empty ones have n 0). */
+static struct ckpt_range *shard_ranges(struct gt *t)
 {
     struct ckpt_range *r = sl_xcalloc((size_t)t->nbk, sizeof(*r));
     for (int k = 0; k < t->nbk; k++) {
@@ -156,75 +155,62 @@ static struct ckpt_range *shard_ranges(struct gt *t, float *master, float *m, fl
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         r[k].first = l0;
         r[k].n = nl;
-        r[k].master = master + t->bk[k].shard;
-        r[k].m = m + t->bk[k].shard;
-        r[k].v = v + t->bk[k].shard;
     }
     return r;
 }
 
-/* Fill the device state from host buffers shaped like the shard storage. */
-static void upload_state(struct gt *t, const float *master, const float *m, const float *v)
+/* Fresh weights (the CPU path's initialisation, on every rank) or a checkpoint's. The shard
+ * goes to the device one part at a time (master weights, then each moment) through one
+ * host buffer of the shard's size. */
+int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
 {
-    size_t bytes = t->shard_n * sizeof(float);
-    CUDA_CHECK(cudaMemcpy(t->master, master, bytes, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(t->m, m, bytes, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(t->v, v, bytes, cudaMemcpyHostToDevice));
-    /* a pageable cudaMemcpy may return before its DMA is done, and our streams do not
-     * wait for the legacy stream */
+    size_t n = t->shard_n;
+    float *host = calloc(n + 1, sizeof(float));
+    if (!host)
+        return sl_err_set(SL_ERR_NOMEM,
+                          "cannot allocate %zu MiB of host memory for the optimizer shard",
+                          n * sizeof(float) >> 20);
+    struct ckpt_range *r = shard_ranges(t);
+    float **dst = sl_xcalloc((size_t)t->nbk, sizeof(float *));
+    for (int k = 0; k < t->nbk; k++)
+        dst[k] = host + t->bk[k].shard;
+    float *dev[3] = { t->master, t->m, t->v };
+    static const enum ckpt_part parts[3] = { CKPT_PARAMS, CKPT_EXP_AVG, CKPT_EXP_AVG_SQ };
+    int rc = 0;
+    for (int p = 0; p < 3 && !rc; p++) {
+        memset(host, 0, n * sizeof(float)); /* the padding of every slice stays 0 */
+        if (from) {
+            rc = ckpt_read_ranges(from, &t->l, parts[p], r, (size_t)t->nbk, dst);
+        } else if (p == 0) {
+            float *slab = malloc(t->l.total * sizeof(float));
+            if (!slab) {
+                rc = sl_err_set(SL_ERR_NOMEM,
+                                "cannot allocate %zu MiB of host memory for the initial weights",
+                                t->l.total * sizeof(float) >> 20);
+            } else {
+                model_init_params(&t->a->mc, &t->l, slab, init_seed);
+                for (int k = 0; k < t->nbk; k++)
+                    if (r[k].n)
+                        memcpy(dst[k], slab + r[k].first, r[k].n * sizeof(float));
+                free(slab);
+            }
+        } /* fresh moments: zeros */
+        /* pageable: returns when the host buffer may be reused */
+        if (!rc)
+            CUDA_CHECK(cudaMemcpy(dev[p], host, n * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    free(dst);
+    free(r);
+    free(host);
+    if (rc)
+        return rc;
+    /* a pageable cudaMemcpy may return before its DMA is done, and our streams do not wait
+     * for the legacy stream */
     CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemsetAsync(t->params, 0, t->dtotal * sizeof(sl_bf16), t->st));
     gather_params(t, 1);
     CUDA_CHECK(cudaStreamSynchronize(t->st));
-}
-
-/* Fresh weights (the CPU path's initialisation, on every rank) or a checkpoint's. */
-int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
-{
-    size_t n = t->shard_n;
-    float *host = calloc(3 * n + 1, sizeof(float));
-    if (!host)
-        return sl_err_set(SL_ERR_NOMEM,
-                          "cannot allocate %zu MiB of host memory for the "
-                          "optimizer shard",
-                          3 * n * sizeof(float) >> 20);
-    float *hm = host, *mm = host + n, *vv = host + 2 * n;
-    struct ckpt_range *r = shard_ranges(t, hm, mm, vv);
-    int rc = 0;
-    if (from) {
-        float **dst = sl_xcalloc((size_t)t->nbk, sizeof(float *));
-        for (int k = 0; k < t->nbk; k++)
-            dst[k] = (float *)r[k].master;
-        rc = ckpt_read_ranges(from, &t->l, CKPT_PARAMS, r, (size_t)t->nbk, dst);
-        for (int k = 0; k < t->nbk; k++)
-            dst[k] = (float *)r[k].m;
-        if (!rc)
-            rc = ckpt_read_ranges(from, &t->l, CKPT_EXP_AVG, r, (size_t)t->nbk, dst);
-        for (int k = 0; k < t->nbk; k++)
-            dst[k] = (float *)r[k].v;
-        if (!rc)
-            rc = ckpt_read_ranges(from, &t->l, CKPT_EXP_AVG_SQ, r, (size_t)t->nbk, dst);
-        free(dst);
-    } else {
-        float *slab = malloc(t->l.total * sizeof(float));
-        if (!slab) {
-            rc = sl_err_set(SL_ERR_NOMEM,
-                            "cannot allocate %zu MiB of host memory for the "
-                            "initial weights",
-                            t->l.total * sizeof(float) >> 20);
-        } else {
-            model_init_params(&t->a->mc, &t->l, slab, init_seed);
-            for (int k = 0; k < t->nbk; k++)
-                if (r[k].n)
-                    memcpy((float *)r[k].master, slab + r[k].first, r[k].n * sizeof(float));
-            free(slab);
-        }
-    }
-    if (!rc)
-        upload_state(t, hm, mm, vv);
-    free(r);
-    free(host);
-    return rc;
+    return 0;
 }
 
 /* Tensor i of model.safetensors: the bf16 working weights of layout tensor i, widened
