@@ -119,6 +119,11 @@ expect_rc 0; expect_eq "$(wc -l < "$T/out")" 9
 expect_eq "$(sed -n 7p "$T/out")" '{"document":6,"ids":[1,2,3,4]}'
 run "$SLUICE" dataset merge --out "$T/m2" "$T/np" "$T/w_cl100k_base_botchan_text_document"
 expect_rc 1; expect_err "dtype is int32"
+run "$SLUICE" dataset merge --out "$T/merged/all/m" "$T/d_text_document" "$T/np"
+expect_rc 0; cmp -s "$T/merged/all/m.bin" "$T/m.bin" && ok || fail "merge into a new directory"
+: > "$T/afile"
+run "$SLUICE" dataset merge --out "$T/afile/m" "$T/d_text_document" "$T/np"
+expect_rc 1; expect_err "'$T/afile' exists and is not a directory"
 
 case_ "cl100k ids need int32"
 expect_eq "$(json "$T/w_cl100k_base_botchan.manifest.json" "m['settings']['dtype']")" int32
