@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/progress.h"
+#include "core/sniff.h"
 #include "core/stage.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -397,6 +398,26 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
     }
     if (!rc)
         rc = rc2;
+    /* a file with bytes but not one JSON document is the wrong input */
+    uint64_t bad = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8))
+            bad += c->values[i];
+    if (!rc && bad && !sl_counters_get(c, "documents_in")) {
+        const char *kind = sl_sniff_format(in->path);
+        int raw = !strcmp(kind, "warc") || !strcmp(kind, "wet") || !strcmp(kind, "html") ||
+                  !strcmp(kind, "wiki") || !strcmp(kind, "arc");
+        rc = sl_err_set(SL_ERR_FORMAT,
+                        "'%s': not one JSON document in %llu lines (see the warnings)\nhint: "
+                        "tokenize reads JSONL, one {\"text\": ...} object per line; this looks "
+                        "like %s%s%s%s",
+                        in->path, (unsigned long long)bad, sl_sniff_describe(kind),
+                        raw ? ": turn it into documents with `sluice extract --format " : "",
+                        raw ? (!strcmp(kind, "arc") ? "warc" : kind) : "",
+                        raw                     ? "`"
+                        : !strcmp(kind, "text") ? " (jq -Rc '{text: .}' FILE > FILE.jsonl)"
+                                                : "");
+    }
     for (size_t k = 0; k < pl->nkeys; k++) {
         if (!rc) {
             sl_counters_add(c, "documents_out", k ? 0 : idx_writer_documents(u.w[k]));

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/progress.h"
+#include "core/sniff.h"
 #include "core/stage.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -134,6 +135,51 @@ static int check_removable(const struct sl_input *in)
     return 0;
 }
 
+/* The --format a file of this kind wants, or NULL. */
+static const char *format_for(const char *kind)
+{
+    static const char *const map[][2] = {
+        { "warc", "warc" }, { "arc", "warc" },  { "wet", "wet" },   { "jsonl", "jsonl" },
+        { "html", "html" }, { "wiki", "wiki" }, { "tar", "arxiv" },
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(map[i][0], kind))
+            return map[i][1];
+    return NULL;
+}
+
+/* A file of some bytes from which not one record could be read is the wrong input, not an
+ * empty one: an error with a hint naming what it looks like. */
+static int check_yield(const struct sl_input *in, const char *format, const struct sl_counters *c)
+{
+    uint64_t bad = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8) || !strcmp(c->names[i], "bad_records"))
+            bad += c->values[i];
+    if (in->size == 0 || sl_counters_get(c, "documents_in") ||
+        sl_counters_get(c, "documents_out") || !bad)
+        return 0;
+    const char *kind = sl_sniff_format(in->path);
+    const char *want = format_for(kind);
+    if (want && strcmp(want, format) != 0)
+        return sl_err_set(SL_ERR_FORMAT,
+                          "'%s': no %s record could be read (%llu bad, see the warnings)\n"
+                          "hint: this looks like %s: use `sluice extract --format %s`",
+                          in->path, format, (unsigned long long)bad, sl_sniff_describe(kind), want);
+    if (!strcmp(kind, "text") || !strcmp(kind, "json"))
+        return sl_err_set(SL_ERR_FORMAT,
+                          "'%s': no %s record could be read (%llu bad, see the warnings)\n"
+                          "hint: this looks like %s; documents are read as JSONL, one "
+                          "{\"text\": ...} object per line (%s)",
+                          in->path, format, (unsigned long long)bad, sl_sniff_describe(kind),
+                          !strcmp(kind, "json") ? "jq -c '.[]' FILE > FILE.jsonl"
+                                                : "jq -Rc '{text: .}' FILE > FILE.jsonl");
+    return sl_err_set(SL_ERR_FORMAT,
+                      "'%s': no %s record could be read (%llu bad, see the warnings)\nhint: "
+                      "it looks like %s; is it the right file, and --format the right format?",
+                      in->path, format, (unsigned long long)bad, sl_sniff_describe(kind));
+}
+
 static int remove_input(const struct sl_input *in)
 {
     if (unlink(in->path) != 0 && errno != ENOENT) {
@@ -243,6 +289,8 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             } else if (rc) {
                 sl_err_wrap(rc, "%s", "");
             }
+            if (!rc)
+                rc = check_yield(&in.v[i], f->name, &c);
         }
         if (!rc) {
             uint64_t unc = sl_writer_bytes_in(s.w);
