@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/counters.h"
 #include "core/doc.h"
+#include "core/docid.h"
 #include "core/err.h"
 #include "core/inputs.h"
 #include "core/log.h"
@@ -74,6 +75,7 @@ struct opts {
     uint64_t max_record;
     long level;
     int force, skip_corrupt, keep_truncated, rm_inputs;
+    struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
 };
 
 /* The shard being written for one input file. */
@@ -83,12 +85,16 @@ struct shard {
     size_t s_out;
     struct sl_progress *prog;
     uint64_t *docs;
+    const struct sl_docid_opts *ids;
+    const char *name; /* the shard's file name */
 };
 
 static int emit(void *ctx, struct sl_doc *doc)
 {
     struct shard *s = ctx;
-    int rc = sl_doc_write(doc, s->w);
+    int rc = sl_docid_apply(s->ids, doc, s->name, s->c->values[s->s_out]);
+    if (!rc)
+        rc = sl_doc_write(doc, s->w);
     if (rc)
         return rc;
     s->c->values[s->s_out]++;
@@ -218,9 +224,19 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         sl_buf_puts(&settings, "null");
     sl_buf_printf(&settings,
                   ",\"max_record\":%llu,\"keep_truncated\":%s,\"skip_corrupt\":%s,\"level\":%ld,"
-                  "\"html_engine\":\"%s\"}",
+                  "\"html_engine\":\"%s\"",
                   (unsigned long long)o->max_record, o->keep_truncated ? "true" : "false",
                   o->skip_corrupt ? "true" : "false", o->level, page_text_engine());
+    if (sl_docid_active(&o->ids)) {
+        /* in the plan only when given, so earlier outputs stay valid */
+        sl_buf_puts(&settings, ",\"id_prefix\":");
+        if (o->ids.prefix)
+            sl_buf_json_str(&settings, o->ids.prefix, strlen(o->ids.prefix));
+        else
+            sl_buf_puts(&settings, "null");
+        sl_buf_printf(&settings, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
+    }
+    sl_buf_putc(&settings, '}');
     struct sl_stage st;
     struct sl_stage_cfg cfg = { "extract", o->out, argc, argv, &in, settings.data, o->force };
     rc = sl_stage_begin(&st, w, &cfg);
@@ -273,7 +289,8 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         struct sl_counters c;
         sl_counters_init(&c);
         sl_counters_add(&c, "documents_in", 0);
-        struct shard s = { NULL, &c, sl_counters_slot(&c, "documents_out"), &prog, &docs };
+        struct shard s = { NULL,    &c,  sl_counters_slot(&c, "documents_out"), &prog, &docs,
+                           &o->ids, name };
         struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
         rc = sl_writer_open(&s.w, path, &wo);
         if (!rc) {
@@ -375,7 +392,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
 
 int cmd_extract(int argc, const char **argv)
 {
-    struct opts o = { NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0 };
+    struct opts o = { NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0, { NULL, 0 } };
     struct sl_option options[] = {
         SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
                       "input format (required)"),
@@ -392,6 +409,10 @@ int cmd_extract(int argc, const char **argv)
                      "keep the readable part of damaged compressed files and go on"),
         SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
                      "delete each downloaded input once its shard is complete"),
+        SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
+                      "prefix every document id with P: (corpora whose ids repeat)"),
+        SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
+                     "new ids: <output shard>:<position>, after the --id-prefix"),
         SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
         SL_OPT_COMMON,
