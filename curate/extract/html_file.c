@@ -44,15 +44,19 @@ static void count(struct sl_counters *c, const char *name, uint64_t v)
         sl_counters_add(c, name, v);
 }
 
-int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
+int html_read_file(const char *path, struct sl_buf *raw)
 {
-    struct sl_buf raw;
+    sl_buf_init(raw, HTML_MAX_INPUT);
+    return sl_read_file(path, raw);
+}
+
+int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, struct sl_doc *doc,
+                      struct sl_counters *c)
+{
     struct html_doc hd;
-    int rc;
-    sl_buf_init(&raw, HTML_MAX_INPUT);
+    int rc = read_rc;
     html_doc_init(&hd);
     count(c, "html_files", 1);
-    rc = sl_read_file(path, &raw);
     if (rc == SL_ERR_TOOBIG) {
         count(c, "html_too_large", 1);
         rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu MiB cap", path,
@@ -61,8 +65,8 @@ int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *
     }
     if (rc)
         goto out; /* the stream's message names the file */
-    count(c, "html_bytes", raw.len);
-    rc = html_extract(raw.data ? raw.data : "", raw.len, NULL, &hd);
+    count(c, "html_bytes", raw->len);
+    rc = html_extract(raw->data ? raw->data : "", raw->len, NULL, &hd);
     if (rc) {
         rc = sl_err_wrap(rc, "extracting '%s': ", path);
         goto out;
@@ -84,7 +88,15 @@ int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *
         goto out;
     rc = 1;
 out:
-    sl_buf_release(&raw);
     html_doc_release(&hd);
+    return rc;
+}
+
+int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
+{
+    struct sl_buf raw;
+    int rc = html_read_file(path, &raw);
+    rc = html_extract_read(path, rc, &raw, doc, c);
+    sl_buf_release(&raw);
     return rc;
 }
