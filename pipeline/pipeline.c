@@ -684,6 +684,13 @@ static char *resolve_input(struct loader *L, struct sl_cfg *node, const char *v)
     size_t wl = strlen(wd);
     if (wl && !strncmp(path, wd, wl) && (path[wl] == '/' || !path[wl]))
         return sl_xstrdup(v);
+    /* the output of an earlier step (its out: is relative to the working directory) */
+    for (size_t k = 0; k < L->p->n; k++) {
+        const char *o = L->p->steps[k].out;
+        size_t ol = o ? strlen(o) : 0;
+        if (ol && !strncmp(path, o, ol) && (path[ol] == '/' || !path[ol]))
+            return sl_xstrdup(v);
+    }
     if (node->kind == SL_CFG_SCALAR && !strncmp(node->value, "${", 2)) {
         size_t nl = strcspn(node->value + 2, "}");
         char *var = sl_xstrndup(node->value + 2, nl);

@@ -136,7 +136,8 @@ TEST(pipeline_relative_paths)
     fputs("name: t\nwork_dir: w\nsrc: data\n"
           "extract:\n  format: jsonl\n  in: ${src}\n"
           "filter: {config: configs/filters/gopher.yaml}\n"
-          "clean: {in: w/extract}\n",
+          "clean: {in: w/extract, out: mine}\n"
+          "dedup_exact: {in: mine}\n",
           f);
     fclose(f);
     struct pl_pipeline p;
@@ -147,6 +148,11 @@ TEST(pipeline_relative_paths)
     s = find_step(&p, "clean");
     REQUIRE(s && s->inputs.n == 1);
     CHECK_EQ_STR(s->inputs.v[0], "w/extract");
+    /* the out: of an earlier step, as written */
+    s = find_step(&p, "dedup_exact");
+    REQUIRE(s && s->inputs.n == 1);
+    CHECK_EQ_STR(s->inputs.v[0], "mine");
+    CHECK_EQ_INT(s->ndeps, 1);
     s = find_step(&p, "filter");
     REQUIRE(s && s->inputs.n >= 1);
     /* not beside the file: the bundled one (the data directory of this build) */
