@@ -36,6 +36,9 @@ static const char *const usage[] = {
     "all ranks. At the end it prints documents in and out per step (and the training",
     "loss) and writes WORK/summary.json, WORK/funnel.svg and, after training,",
     "WORK/loss.svg. 'sluice run --keys' lists each stage's keys and their options.",
+    "Relative paths in the pipeline file name files beside it (else in sluice's own",
+    "configs/ and examples/); key=null unsets a key; a bare NAME runs the bundled",
+    "configs/pipelines/NAME.yaml. Missing inputs are reported before the first stage runs.",
     NULL,
 };
 
