@@ -58,4 +58,22 @@ run "$SLUICE" extract --format html --skip-corrupt --out "$T/ob2" "$T/bad"
 expect_rc 0
 expect_eq "$(json "$T/ob2/manifest.json" "m['counts']['corrupt_files']")" 1
 
+case_ "gzip pages: one member, several members, plain: the same text as the uncompressed page"
+mkdir -p "$T/gz/a" "$T/gz/b" "$T/gz/c"
+first=$(ls "$EXH"/*.html.gz | head -1)
+zcat "$first" > "$T/page.html"
+head -c 3000 "$T/page.html" > "$T/p1"; tail -c +3001 "$T/page.html" > "$T/p2"
+gzip -c "$T/page.html" > "$T/gz/a/page.html.gz"
+{ gzip -c "$T/p1"; gzip -c "$T/p2"; } > "$T/gz/b/page.html.gz"
+cp "$T/page.html" "$T/gz/c/page.html"
+for d in a b c; do
+    run "$SLUICE" extract --format html --out "$T/gzo-$d" "$T/gz/$d"
+    expect_rc 0
+done
+expect_eq "$(zstdcat "$T/gzo-a/part-00000.jsonl.zst" | md5sum)" "$(zstdcat "$T/gzo-c/part-00000.jsonl.zst" | md5sum)"
+expect_eq "$(zstdcat "$T/gzo-b/part-00000.jsonl.zst" | md5sum)" "$(zstdcat "$T/gzo-c/part-00000.jsonl.zst" | md5sum)"
+head -c 2000 "$T/gz/a/page.html.gz" > "$T/gz/a/cut.html.gz"
+run "$SLUICE" extract --format html --out "$T/gzo-cut" "$T/gz/a"
+expect_rc 1; expect_err "cut.html.gz"
+
 finish
