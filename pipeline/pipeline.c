@@ -1239,6 +1239,16 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
         rc = scalars(L, in, &prefixes);
         if (!rc && prefixes.n == 0)
             rc = where_err(in, "no inputs given");
+        for (size_t i = 0; !rc && i < prefixes.n; i++) {
+            char *end = NULL;
+            strtod(prefixes.v[i], &end);
+            if ((end && !*end) || strchr(prefixes.v[i], ' '))
+                continue; /* a weight, or "W1 P1 W2 P2" in one value */
+            struct sl_cfg *it = in->kind == SL_CFG_SEQ ? in->items[i] : in;
+            char *r = resolve_input(L, it, prefixes.v[i]);
+            free(prefixes.v[i]);
+            prefixes.v[i] = r;
+        }
     } else if (!rc && !seen_prefix) {
         if (!fl->tokens)
             rc = where_err(sec, "'train' has no data: give 'in:' (token shard prefixes), "
