@@ -129,7 +129,7 @@ static int check_inputs(const struct pl_pipeline *p)
                 made = !strncmp(in, p->steps[k].out, l) && (in[l] == '/' || !in[l]);
             }
             struct stat st;
-            if (made || stat(in, &st) == 0)
+            if (made || strstr(in, "://") || stat(in, &st) == 0)
                 continue;
             sl_error("step '%s': input '%s' does not exist%s", s->label, in,
                      in[0] == '/' ? ""
