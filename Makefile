@@ -8,6 +8,7 @@
 #   make bench        run the benchmarks in bench/ against the peer tools
 #   make test-gpu     build and run the CUDA kernel and GPU trainer tests (SKIP without nvcc or a GPU)
 #   make bench-kernels  time the CUDA kernels (one table)
+#   make install PREFIX=/opt/sluice   build, then install (install-files: install what is built)
 #
 # Knobs: WERROR=1 (CI), CUDA=0 / MPI=0 to build without them, O=-O0 for debugging,
 #        NATIVE=1 for -march=native, BUILD=dir for another build directory.
@@ -190,6 +191,29 @@ $(BUILD)/libsluice-gpu.so: $(GPU_OBJS)
 
 $(BUILD)/test_unit: $(UNIT_OBJS) $(BUILD)/libsluice.a
 	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(UNIT_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
+
+# PREFIX/bin/sluice -> PREFIX/libexec/sluice/sluice, with the GPU library beside the binary
+# (where train/gpu_plugin.c looks for it); configs/ and examples/ in PREFIX/share/sluice
+# (where `sluice run` finds the bundled configs, pipeline/pipeline.h pl_data_dir), the
+# documentation in PREFIX/share/doc/sluice. DESTDIR for staging.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: all
+	@$(MAKE) --no-print-directory install-files
+
+install-files:
+	@test -x $(BUILD)/sluice || { echo "install: no $(BUILD)/sluice: run make first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sluice \
+	  $(DESTDIR)$(PREFIX)/share/sluice $(DESTDIR)$(PREFIX)/share/doc/sluice
+	install -m 755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/libexec/sluice/sluice
+	if [ -e $(BUILD)/libsluice-gpu.so ]; then \
+	  install -m 755 $(BUILD)/libsluice-gpu.so $(DESTDIR)$(PREFIX)/libexec/sluice/; fi
+	ln -sfn ../libexec/sluice/sluice $(DESTDIR)$(PREFIX)/bin/sluice
+	rm -rf $(DESTDIR)$(PREFIX)/share/sluice/configs $(DESTDIR)$(PREFIX)/share/sluice/examples
+	cp -R configs examples $(DESTDIR)$(PREFIX)/share/sluice/
+	cp -R README.md docs/. $(DESTDIR)$(PREFIX)/share/doc/sluice/
+
+.PHONY: install install-files
 
 .PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short demo \
         bench clean format check-format test-gpu bench-kernels

@@ -92,3 +92,45 @@ for name in tools:
     print("%-12s %9.1f %8.1f %9.3f %8.3f %7.3f %13.1fx" % (name, n / t, mb / t, s["precision"],
           s["recall"], s["f1"], ratio))
 PY
+
+# The command end to end (reading and decompressing the files, extraction, zstd shards, the
+# manifest; one rank) against the in-memory extraction of the same pages, alternated in
+# each round: pages/s of each and the command's share of the in-memory speed. The pages are
+# linked COPIES times (default 8: 1016 pages) so that the fixed costs of a run (start, plan,
+# manifest, fsyncs) weigh as they do on a directory of crawled pages.
+python3 - "$work" "$build/sluice" "$aeb/html" "$rounds" "${COPIES:-8}" <<'PY'
+import glob, os, resource, shutil, statistics, subprocess, sys, time
+work, sluice, html, rounds, copies = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+pages = os.path.join(work, "pages")
+os.makedirs(pages, exist_ok=True)
+for k in range(copies):
+    for f in sorted(glob.glob(os.path.join(html, "*.html.gz"))):
+        os.symlink(f, os.path.join(pages, "c%d-%s" % (k, os.path.basename(f))))
+files = sorted(glob.glob(os.path.join(pages, "*.html.gz")))
+mem, cmd, cpu = [], [], []
+for r in range(rounds):
+    out = subprocess.run([os.path.join(work, "html_bench"), "-r", "1"] + files, check=True,
+                         capture_output=True, text=True).stdout
+    mem.append(float(dict(x.split("=") for x in out.split())["median_s"]))
+    d = os.path.join(work, "extract-out")
+    shutil.rmtree(d, ignore_errors=True)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run([sluice, "extract", "-q", "--format", "html", "--out", d, pages], check=True)
+    cmd.append(time.perf_counter() - t)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+n = len(files)
+shards = len(glob.glob(os.path.join(d, "part-*.jsonl.zst")))
+print("\nsluice extract --format html, the command end to end (%d pages -> %d shards, one rank) "
+      "vs the in-memory extractor; median over %d rounds, alternated" % (n, shards, rounds))
+print("%-36s %9s %9s" % ("", "pages/s", "best"))
+print("%-36s %9.1f %9.1f" % ("in memory (html_extract)", n / statistics.median(mem), n / min(mem)))
+print("%-36s %9.1f %9.1f" % ("sluice extract --format html", n / statistics.median(cmd), n / min(cmd)))
+print("%-36s %8.0f%% %8.0f%%" % ("command / in memory (paired median)",
+                                 100 * statistics.median(m / c for m, c in zip(mem, cmd)),
+                                 100 * min(mem) / min(cmd)))
+# the command's CPU time (both threads) per page: what it costs whatever else runs
+print("%-36s %9.1f %9.1f" % ("sluice extract, pages per CPU second", n / statistics.median(cpu),
+                             n / min(cpu)))
+PY

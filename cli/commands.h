@@ -14,6 +14,7 @@ int cmd_dedup(int argc, const char **argv);
 int cmd_clean(int argc, const char **argv);
 int cmd_filter(int argc, const char **argv);
 int cmd_classifier(int argc, const char **argv);
+int cmd_stats(int argc, const char **argv);
 int cmd_train(int argc, const char **argv);
 int cmd_generate(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);

@@ -28,6 +28,7 @@ static const struct command commands[] = {
     { "clean", cmd_clean, "repair text: mojibake, HTML entities, controls, NFC, whitespace" },
     { "filter", cmd_filter, "quality filters: Gopher, C4, FineWeb, NeMo, regex, language ID" },
     { "classifier", cmd_classifier, "train a fastText quality classifier" },
+    { "stats", cmd_stats, "statistics of documents: lengths, languages, filter score histograms" },
     { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },
     { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
     { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },

@@ -36,6 +36,9 @@ static const char *const usage[] = {
     "all ranks. At the end it prints documents in and out per step (and the training",
     "loss) and writes WORK/summary.json, WORK/funnel.svg and, after training,",
     "WORK/loss.svg. 'sluice run --keys' lists each stage's keys and their options.",
+    "Relative paths in the pipeline file name files beside it (else in sluice's own",
+    "configs/ and examples/); key=null unsets a key; a bare NAME runs the bundled",
+    "configs/pipelines/NAME.yaml. Missing inputs are reported before the first stage runs.",
     NULL,
 };
 
@@ -109,6 +112,39 @@ static int bcast_status(struct sl_world *w, int rc)
     return 0;
 }
 
+/* Every input of a selected step that no earlier step writes must exist: report each one
+ * missing (with the step that reads it). 0 when all are there. */
+static int check_inputs(const struct pl_pipeline *p)
+{
+    int missing = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct pl_step *s = &p->steps[i];
+        if (!s->selected)
+            continue;
+        for (size_t j = 0; j < s->inputs.n; j++) {
+            const char *in = s->inputs.v[j];
+            int made = 0;
+            for (size_t k = 0; k < i && !made; k++) {
+                size_t l = strlen(p->steps[k].out);
+                made = !strncmp(in, p->steps[k].out, l) && (in[l] == '/' || !in[l]);
+            }
+            struct stat st;
+            if (made || strstr(in, "://") || stat(in, &st) == 0)
+                continue;
+            sl_error("step '%s': input '%s' does not exist%s", s->label, in,
+                     in[0] == '/' ? ""
+                                  : "\nhint: a relative path in a pipeline file names a file "
+                                    "beside the pipeline file (or in sluice's configs/ and "
+                                    "examples/); on the command line, one in the working "
+                                    "directory");
+            missing++;
+        }
+    }
+    return missing ? sl_err_set(SL_ERR_NOTFOUND, "%d input%s missing", missing,
+                                missing == 1 ? " is" : "s are")
+                   : 0;
+}
+
 static int dry_run(const struct pl_pipeline *p)
 {
     int *runs = sl_xcalloc(p->n ? p->n : 1, sizeof(int));
@@ -139,6 +175,11 @@ static int dry_run(const struct pl_pipeline *p)
         sl_strlist_release(&av);
     }
     free(runs);
+    fflush(stdout);
+    if (check_inputs(p)) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
     return 0;
 }
 
@@ -269,7 +310,10 @@ int cmd_run(int argc, const char **argv)
         return 2;
     }
     struct pl_pipeline p;
-    rc = pl_pipeline_load(&p, rest.v[0], (const char *const *)rest.v + 1, rest.n - 1);
+    char *file = NULL;
+    pl_find_pipeline(rest.v[0], &file);
+    rc = pl_pipeline_load(&p, file, (const char *const *)rest.v + 1, rest.n - 1);
+    free(file);
     if (rc) {
         sl_error("%s", sl_err_msg());
         sl_strlist_release(&rest);
@@ -284,6 +328,14 @@ int cmd_run(int argc, const char **argv)
         pl_pipeline_release(&p);
         sl_strlist_release(&rest);
         return rc;
+    }
+    /* a missing input stops the run before its first step, not at the step that reads it */
+    rc = bcast_status(w, w->rank == 0 ? check_inputs(&p) : 0);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        pl_pipeline_release(&p);
+        sl_strlist_release(&rest);
+        return 1;
     }
     size_t num = 0, ran = 0;
     for (size_t i = 0; i < p.n && !rc; i++) {

@@ -204,3 +204,29 @@ int sl_mkdir_p(const char *path)
     free(p);
     return rc;
 }
+
+int sl_prepare_out_prefix(const char *prefix)
+{
+    char *dir = sl_xstrdup(prefix), *slash = strrchr(dir, '/');
+    if (slash && slash != dir)
+        *slash = '\0';
+    else if (slash)
+        dir[1] = '\0';
+    else
+        strcpy(dir, ".");
+    int rc = sl_mkdir_p(dir);
+    if (!rc) {
+        /* a probe file: access(W_OK) says yes to root on a read-only mount */
+        char *probe = sl_xasprintf("%s/.sluice-write-probe.%ld.tmp", dir, (long)getpid());
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0) {
+            rc = sl_err_set(SL_ERR_IO, "cannot write in '%s': %s", dir, strerror(errno));
+        } else {
+            close(fd);
+            unlink(probe);
+        }
+        free(probe);
+    }
+    free(dir);
+    return rc;
+}

@@ -36,4 +36,9 @@ void sl_atomic_install_signal_cleanup(void);
 /* Create a directory and its parents (mode 0777 & ~umask). 0 or SL_ERR_IO. */
 int sl_mkdir_p(const char *path);
 
+/* For an output named by a prefix (DIR/NAME -> DIR/NAME.model, ...): create DIR and its
+ * parents and check that a file can be created there, before any work is done. 0 or
+ * SL_ERR_IO naming the directory. */
+int sl_prepare_out_prefix(const char *prefix);
+
 #endif

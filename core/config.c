@@ -33,10 +33,14 @@ static void node_add(struct sl_cfg *parent, struct sl_cfg *child)
     child->parent = parent;
 }
 
+static void forget_asked(const struct sl_cfg *map);
+
 void sl_cfg_free(struct sl_cfg *c)
 {
     if (!c)
         return;
+    if (c->kind == SL_CFG_MAP)
+        forget_asked(c);
     for (size_t i = 0; i < c->n; i++)
         sl_cfg_free(c->items[i]);
     free(c->items);
@@ -500,6 +504,79 @@ static int type_error(struct sl_cfg *n, const char *want)
 }
 
 /* The node at path if it holds a value; NULL if absent or null. Marks it used. */
+/* ---- unknown keys: what the getters asked for -------------------------------------- */
+
+/* The keys getters asked for that a map does not have: with the keys it has, the known
+ * keys of the map, for the "did you mean" of sl_cfg_check_unused. Only compared by
+ * address; forgotten when the map is freed. */
+#define ASKED_MAX 2048
+static struct {
+    const struct sl_cfg *map;
+    char *key;
+} asked[ASKED_MAX];
+static size_t nasked;
+
+static void forget_asked(const struct sl_cfg *map)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < nasked; i++) {
+        if (asked[i].map == map)
+            free(asked[i].key);
+        else
+            asked[k++] = asked[i];
+    }
+    nasked = k;
+}
+
+/* a and b differ by one inserted or deleted character (num_layer / num_layers, lrr / lr) */
+static int one_ins_del(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + 1 == lb)
+        return one_ins_del(b, a);
+    if (la != lb + 1)
+        return 0;
+    size_t i = 0;
+    while (i < lb && a[i] == b[i])
+        i++;
+    return !strcmp(a + i + 1, b + i);
+}
+
+/* A getter found no `path` (its default applies). Remember the key as known; and when the
+ * map holds an unread key one character away from it, that key is a typo of this one:
+ * report it now, before a check of the default value could hide it. */
+static int absent(struct sl_cfg *root, const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    const char *key = dot ? dot + 1 : path;
+    struct sl_cfg *parent = root;
+    if (dot) {
+        char *pp = sl_xstrndup(path, (size_t)(dot - path));
+        parent = sl_cfg_get(root, pp);
+        free(pp);
+    }
+    if (!parent || parent->kind != SL_CFG_MAP || sl_cfg_child(parent, key))
+        return 0;
+    int seen = 0;
+    for (size_t i = 0; i < nasked && !seen; i++)
+        seen = asked[i].map == parent && !strcmp(asked[i].key, key);
+    if (!seen && nasked < ASKED_MAX) {
+        asked[nasked].map = parent;
+        asked[nasked++].key = sl_xstrdup(key);
+    }
+    for (size_t i = 0; i < parent->n; i++) {
+        struct sl_cfg *c = parent->items[i];
+        if (c->used || !c->key || !one_ins_del(c->key, key))
+            continue;
+        char *cp = sl_cfg_path(c);
+        int rc = sl_err_set(SL_ERR_CONFIG, "%s: unknown key '%s'\nhint: did you mean '%s'?",
+                            sl_cfg_where(c), cp, key);
+        free(cp);
+        return rc;
+    }
+    return 0;
+}
+
 static struct sl_cfg *lookup(struct sl_cfg *root, const char *path)
 {
     struct sl_cfg *n = sl_cfg_get(root, path);
@@ -516,7 +593,7 @@ int sl_cfg_str(struct sl_cfg *root, const char *path, const char *def, const cha
     struct sl_cfg *n = lookup(root, path);
     *out = def;
     if (!n)
-        return 0;
+        return absent(root, path);
     if (n->kind != SL_CFG_SCALAR)
         return type_error(n, "a string");
     *out = n->value;
@@ -581,7 +658,7 @@ int sl_cfg_int(struct sl_cfg *root, const char *path, long def, long *out)
 {
     struct sl_cfg *n = lookup(root, path);
     *out = def;
-    return n ? sl_cfg_node_int(n, out) : 0;
+    return n ? sl_cfg_node_int(n, out) : absent(root, path);
 }
 
 int sl_cfg_u64(struct sl_cfg *root, const char *path, uint64_t def, uint64_t *out)
@@ -589,7 +666,7 @@ int sl_cfg_u64(struct sl_cfg *root, const char *path, uint64_t def, uint64_t *ou
     struct sl_cfg *n = lookup(root, path);
     *out = def;
     if (!n)
-        return 0;
+        return absent(root, path);
     if (n->kind != SL_CFG_SCALAR || n->value[0] == '-')
         return type_error(n, "a non-negative integer");
     char *end;
@@ -605,14 +682,14 @@ int sl_cfg_double(struct sl_cfg *root, const char *path, double def, double *out
 {
     struct sl_cfg *n = lookup(root, path);
     *out = def;
-    return n ? sl_cfg_node_double(n, out) : 0;
+    return n ? sl_cfg_node_double(n, out) : absent(root, path);
 }
 
 int sl_cfg_bool(struct sl_cfg *root, const char *path, int def, int *out)
 {
     struct sl_cfg *n = lookup(root, path);
     *out = def;
-    return n ? sl_cfg_node_bool(n, out) : 0;
+    return n ? sl_cfg_node_bool(n, out) : absent(root, path);
 }
 
 int sl_cfg_size(struct sl_cfg *root, const char *path, uint64_t def, uint64_t *out)
@@ -620,7 +697,7 @@ int sl_cfg_size(struct sl_cfg *root, const char *path, uint64_t def, uint64_t *o
     struct sl_cfg *n = lookup(root, path);
     *out = def;
     if (!n)
-        return 0;
+        return absent(root, path);
     if (n->kind != SL_CFG_SCALAR || sl_parse_size(n->value, out))
         return type_error(n, "a size (like 4096, 64K, 256M)");
     return 0;
@@ -632,7 +709,7 @@ int sl_cfg_strs(struct sl_cfg *root, const char *path, const char ***out, size_t
     *out = NULL;
     *n = 0;
     if (!node)
-        return 0;
+        return absent(root, path);
     if (node->kind == SL_CFG_SCALAR) {
         if (!strchr(node->value, ',')) {
             const char **v = sl_xcalloc(1, sizeof(*v));
@@ -716,6 +793,16 @@ int sl_cfg_check_unused(struct sl_cfg *root)
             if (d < bestd) {
                 bestd = d;
                 best = s->key;
+            }
+        }
+        /* and the keys a getter asked for in the same map that the config lacks */
+        for (size_t i = 0; i < nasked; i++) {
+            if (asked[i].map != u->parent)
+                continue;
+            size_t d = sl_edit_distance(u->key, asked[i].key);
+            if (d < bestd) {
+                bestd = d;
+                best = asked[i].key;
             }
         }
     }

@@ -231,6 +231,33 @@ static const struct sl_option *find_short(const struct sl_option *opts, char c)
     return NULL;
 }
 
+/* The options of the peers' tools (Megatron-LM's preprocess_data.py, NeMo, datatrove,
+ * spm_train) that have another name here; a hint only when the command has ours. */
+static const char *const peer_names[][2] = {
+    { "output-prefix", "out" },
+    { "output-dir", "out" },
+    { "output", "out" },
+    { "tokenizer-type", "tokenizer" },
+    { "tokenizer-model", "tokenizer" },
+    { "vocab-file", "tokenizer" },
+    { "merge-file", "tokenizer" },
+    { "input", NULL },
+    { "model-prefix", "out" },
+    { "model_prefix", "out" },
+    { "vocab_size", "vocab-size" },
+    { "model_type", "model-type" },
+    { "character_coverage", "character-coverage" },
+    { "log-interval", NULL },
+};
+
+static const struct sl_option *find_long_name(const struct sl_option *opts, const char *name)
+{
+    for (const struct sl_option *o = opts; o->type != SL_OPT_END; o++)
+        if (o->long_name && !strcmp(o->long_name, name))
+            return o;
+    return NULL;
+}
+
 static int unknown_long(const struct sl_option *opts, const char *name, size_t n)
 {
     char *given = sl_xstrndup(name, n);
@@ -243,6 +270,42 @@ static int unknown_long(const struct sl_option *opts, const char *name, size_t n
         if (d < bestd) {
             bestd = d;
             best = o->long_name;
+        }
+    }
+    if (bestd > 2) {
+        /* a peer's name for one of ours; else the option the first word names
+         * (--tokenizer-type: --tokenizer, --output-prefix: --out) */
+        for (size_t i = 0; i < sizeof(peer_names) / sizeof(peer_names[0]); i++) {
+            if (strcmp(given, peer_names[i][0]) != 0)
+                continue;
+            if (!peer_names[i][1]) {
+                if (!strcmp(given, "input")) {
+                    int rc = sl_err_set(SL_ERR_USAGE,
+                                        "unknown option '--input'\nhint: give the inputs as "
+                                        "operands, after the options");
+                    free(given);
+                    return rc;
+                }
+                break;
+            }
+            if (find_long_name(opts, peer_names[i][1])) {
+                best = peer_names[i][1];
+                bestd = 0;
+            }
+            break;
+        }
+    }
+    if (bestd > 2) {
+        size_t w = strcspn(given, "-_");
+        for (const struct sl_option *o = opts; o->type != SL_OPT_END && w >= 3; o++) {
+            if (!o->long_name || strchr(o->long_name, '-'))
+                continue;
+            size_t l = strlen(o->long_name);
+            if (l >= 3 && l <= w && !strncmp(given, o->long_name, l)) {
+                best = o->long_name;
+                bestd = 0;
+                break;
+            }
         }
     }
     int rc;

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -157,7 +158,7 @@ static int verify(const struct opts *o, const struct sl_strlist *pre)
 static int merge(const struct opts *o, const struct sl_strlist *pre)
 {
     char *out = prefix_of(o->out);
-    int dtype = 0, rc = 0;
+    int dtype = 0, rc = sl_prepare_out_prefix(out);
     for (size_t i = 0; i < pre->n && !rc; i++) {
         char *p = prefix_of(pre->v[i]);
         struct idx_reader *r;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the key tables ------------------------------------------------------------------ */
 
@@ -89,6 +90,8 @@ static const struct key extract_keys[] = {
     FLAG("keep_truncated", "keep-truncated"),
     FLAG("skip_corrupt", "skip-corrupt"),
     FLAG("rm_inputs", "rm-inputs"),
+    VAL("id_prefix", "id-prefix"),
+    FLAG("reassign_ids", "reassign-ids"),
     VAL("level", "level"),
     FLAG("force", "force"),
     COMMON,
@@ -174,6 +177,8 @@ static const struct key reshard_keys[] = {
     VAL("level", "level"),
     FLAG("repair_utf8", "repair-utf8"),
     FLAG("skip_corrupt", "skip-corrupt"),
+    VAL("id_prefix", "id-prefix"),
+    FLAG("reassign_ids", "reassign-ids"),
     FLAG("force", "force"),
     COMMON,
     END,
@@ -423,7 +428,59 @@ struct loader {
     struct pl_pipeline *p;
     struct sl_cfg *root;
     const char *file;
+    char *dir;                   /* the pipeline file's directory ("." for a bare name) */
+    struct sl_strlist file_refs; /* the ${variables} the file (before overrides) uses */
 };
+
+/* A key whose value is null (`key: null`, `key: ~`, the override key=null) is as if it were
+ * absent. */
+static struct sl_cfg *child(struct sl_cfg *map, const char *key)
+{
+    struct sl_cfg *c = map && map->kind == SL_CFG_MAP ? sl_cfg_child(map, key) : NULL;
+    if (c && c->kind == SL_CFG_NULL) {
+        c->used = 1;
+        return NULL;
+    }
+    return c;
+}
+
+/* The top-level variable that a value consisting only of "${var}" refers to, following
+ * "${a}" -> "${b}" chains; NULL when the value is anything else. */
+static struct sl_cfg *sole_var(struct sl_cfg *root, struct sl_cfg *node)
+{
+    struct sl_cfg *v = node;
+    for (int depth = 0; depth < 8 && v && v->kind == SL_CFG_SCALAR; depth++) {
+        const char *s = v->value;
+        size_t l = strlen(s);
+        if (l < 4 || s[0] != '$' || s[1] != '{' || s[l - 1] != '}' || memchr(s + 2, '}', l - 3))
+            return depth ? v : NULL;
+        char *name = sl_xstrndup(s + 2, l - 3);
+        struct sl_cfg *next = sl_cfg_child(root, name);
+        free(name);
+        if (!next)
+            return NULL;
+        next->used = 1;
+        v = next;
+    }
+    return v == node ? NULL : v;
+}
+
+/* Every stage value that is only "${var}" of a null variable becomes null itself, so that
+ * `redis=null` on the command line drops the option that `redis: ${redis}` gives. */
+static void null_vars(struct sl_cfg *root, struct sl_cfg *node)
+{
+    if (node->kind == SL_CFG_SCALAR) {
+        struct sl_cfg *v = sole_var(root, node);
+        if (v && v->kind == SL_CFG_NULL) {
+            node->kind = SL_CFG_NULL;
+            free(node->value);
+            node->value = sl_xstrdup("");
+        }
+        return;
+    }
+    for (size_t i = 0; i < node->n; i++)
+        null_vars(root, node->items[i]);
+}
 
 static int where_err(struct sl_cfg *node, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -472,6 +529,11 @@ static int expand_depth(struct loader *L, struct sl_cfg *node, const char *s, ch
                                "unknown variable '${%s}'\nhint: define '%s:' at the top of "
                                "the pipeline, or give %s=VALUE on the command line",
                                var, var, var);
+            } else if (v->kind == SL_CFG_NULL) {
+                rc = where_err(node,
+                               "variable '${%s}' is null in '%s'\nhint: a null variable "
+                               "unsets a key only when the value is just '${%s}'",
+                               var, s, var);
             } else if (v->kind != SL_CFG_SCALAR) {
                 rc = where_err(node, "variable '${%s}' is not a single value", var);
             } else if (depth > 8) {
@@ -554,6 +616,133 @@ static const char *input_path(const char *v)
     return v;
 }
 
+const char *pl_data_dir(void)
+{
+    static char dir[4096];
+    static int done;
+    if (done)
+        return dir[0] ? dir : NULL;
+    done = 1;
+    const char *env = getenv("SLUICE_DATA_DIR");
+    struct stat sb;
+    if (env && *env) {
+        snprintf(dir, sizeof(dir), "%s", env);
+        return dir;
+    }
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (k <= 0)
+        return NULL;
+    exe[k] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    /* installed: PREFIX/bin or PREFIX/libexec/sluice; a build: SRC/build */
+    static const char *const rel[] = { "../share/sluice", "../../share/sluice", "..", NULL };
+    for (int i = 0; rel[i]; i++) {
+        char cand[4096 + 64], probe[4096 + 96];
+        snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
+        snprintf(probe, sizeof(probe), "%s/configs/pipelines", cand);
+        if (stat(probe, &sb) == 0 && S_ISDIR(sb.st_mode) && realpath(cand, dir))
+            return dir;
+    }
+    dir[0] = '\0';
+    return NULL;
+}
+
+/* PATH relative to the working directory when it lies below it, else absolute. */
+static char *short_path(const char *abs)
+{
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd))) {
+        size_t l = strlen(cwd);
+        if (!strncmp(abs, cwd, l) && abs[l] == '/')
+            return sl_xstrdup(abs + l + 1);
+    }
+    return sl_xstrdup(abs);
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* A relative input path written in the pipeline file names a file beside the pipeline
+ * file; when there is none there, one in sluice's data directory (its configs/ and
+ * examples/). Paths given on the command line (key=value, or a value that is just a
+ * ${variable} set there) and paths below work_dir stay relative to the working directory.
+ * "kind:PATH" (spm:, gpt2:) keeps its kind. Caller frees. */
+static char *resolve_input(struct loader *L, struct sl_cfg *node, const char *v)
+{
+    const char *path = input_path(v);
+    size_t kindlen = (size_t)(path - v);
+    if (!*path || path[0] == '/' || strstr(path, "://") || node->line == 0)
+        return sl_xstrdup(v);
+    const char *wd = L->p->work_dir;
+    size_t wl = strlen(wd);
+    if (wl && !strncmp(path, wd, wl) && (path[wl] == '/' || !path[wl]))
+        return sl_xstrdup(v);
+    /* the output of an earlier step (its out: is relative to the working directory) */
+    for (size_t k = 0; k < L->p->n; k++) {
+        const char *o = L->p->steps[k].out;
+        size_t ol = o ? strlen(o) : 0;
+        if (ol && !strncmp(path, o, ol) && (path[ol] == '/' || !path[ol]))
+            return sl_xstrdup(v);
+    }
+    if (node->kind == SL_CFG_SCALAR && !strncmp(node->value, "${", 2)) {
+        size_t nl = strcspn(node->value + 2, "}");
+        char *var = sl_xstrndup(node->value + 2, nl);
+        struct sl_cfg *vn = sl_cfg_child(L->root, var);
+        int cli = !strcmp(var, "work_dir") || !strcmp(var, "name") || (vn && vn->line == 0);
+        free(var);
+        if (cli)
+            return sl_xstrdup(v);
+    }
+    char *beside = !strcmp(L->dir, ".") ? sl_xstrdup(path) : sl_xasprintf("%s/%s", L->dir, path);
+    char *found = NULL;
+    if (exists(beside)) {
+        found = beside;
+        beside = NULL;
+    } else if (pl_data_dir()) {
+        char *bundled = sl_xasprintf("%s/%s", pl_data_dir(), path);
+        char real[4096];
+        if (exists(bundled) && realpath(bundled, real))
+            found = short_path(real);
+        free(bundled);
+    }
+    if (!found) {
+        found = beside;
+        beside = NULL;
+    }
+    char *out = sl_xasprintf("%.*s%s", (int)kindlen, v, found);
+    free(found);
+    free(beside);
+    return out;
+}
+
+int pl_find_pipeline(const char *arg, char **path)
+{
+    *path = NULL;
+    if (exists(arg) || strchr(arg, '/') || !pl_data_dir()) {
+        *path = sl_xstrdup(arg);
+        return 0;
+    }
+    const char *dd = pl_data_dir();
+    size_t l = strlen(arg);
+    int has_ext =
+        (l > 5 && !strcmp(arg + l - 5, ".yaml")) || (l > 4 && !strcmp(arg + l - 4, ".yml"));
+    char *cand = sl_xasprintf("%s/configs/pipelines/%s%s", dd, arg, has_ext ? "" : ".yaml");
+    if (exists(cand)) {
+        *path = cand;
+        return 0;
+    }
+    free(cand);
+    *path = sl_xstrdup(arg);
+    return 0;
+}
+
 struct entry {
     struct sl_cfg *map; /* the section (or list item); NULL-kind sections are empty maps */
     char *name;         /* list entries: their name */
@@ -619,11 +808,15 @@ static int section_options(struct loader *L, const struct key *t, struct sl_cfg 
         case K_VALUE: {
             char *v = NULL;
             rc = one_scalar(L, c, &v);
+            if (!rc && (k->flags & F_IN)) {
+                char *r = resolve_input(L, c, v);
+                free(v);
+                v = r;
+                push(&s->inputs, input_path(v));
+            }
             if (!rc) {
                 push(&s->argv, opt);
                 push(&s->argv, v);
-                if (k->flags & F_IN)
-                    push(&s->inputs, input_path(v));
             }
             free(v);
             break;
@@ -754,11 +947,11 @@ static void flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t fi
 /* download: the URL options, or a URL list for languages / a paths file. */
 static int download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p, size_t idx)
 {
-    struct sl_cfg *langs = sl_cfg_child(map, "languages");
-    struct sl_cfg *paths = sl_cfg_child(map, "paths_url");
-    struct sl_cfg *prefix = sl_cfg_child(map, "url_prefix");
-    struct sl_cfg *tmpl = sl_cfg_child(map, "url_template");
-    struct sl_cfg *nums = sl_cfg_child(map, "file_numbers");
+    struct sl_cfg *langs = child(map, "languages");
+    struct sl_cfg *paths = child(map, "paths_url");
+    struct sl_cfg *prefix = child(map, "url_prefix");
+    struct sl_cfg *tmpl = child(map, "url_template");
+    struct sl_cfg *nums = child(map, "file_numbers");
     int rc = 0;
     if (langs)
         langs->used = 1;
@@ -920,7 +1113,7 @@ static int download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipelin
 /* The options of a download step, minus what download_urls turned into a URL list. */
 static int download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s)
 {
-    int list = sl_cfg_child(map, "languages") || sl_cfg_child(map, "paths_url");
+    int list = child(map, "languages") || child(map, "paths_url");
     if (!list)
         return section_options(L, download_keys, map, s);
     /* url_template and file_numbers were read into the URL list */
@@ -937,8 +1130,8 @@ static int download_options(struct loader *L, struct sl_cfg *map, struct pl_step
         FLAG("verbose", "verbose"),
         END,
     };
-    struct sl_cfg *u = sl_cfg_child(map, "url");
-    struct sl_cfg *ul = sl_cfg_child(map, "url_list");
+    struct sl_cfg *u = child(map, "url");
+    struct sl_cfg *ul = child(map, "url_list");
     if (u || ul)
         return where_err(u ? u : ul, "'%s' does not go with 'languages' or 'paths_url'",
                          u ? "url" : "url_list");
@@ -1003,14 +1196,14 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
     int rc = check_keys(sec, train_keys, 0);
     if (rc)
         return rc;
-    struct sl_cfg *cf = sl_cfg_child(sec, "config");
+    struct sl_cfg *cf = child(sec, "config");
     if (!cf)
         return where_err(sec, "'train' needs 'config:' (a trainer config, e.g. "
                               "configs/models/tiny-gpt.yaml)");
     size_t idx = p->n;
     struct pl_step *s = new_step(p, PL_TRAIN);
     s->label = sl_xstrdup("train");
-    struct sl_cfg *o = sl_cfg_child(sec, "out");
+    struct sl_cfg *o = child(sec, "out");
     char *config = NULL, *log = NULL, *ckpt = NULL;
     if (o)
         rc = one_scalar(L, o, &s->out);
@@ -1020,12 +1213,17 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
         rc = one_scalar(L, cf, &config);
     if (rc)
         return rc;
+    {
+        char *r = resolve_input(L, cf, config);
+        free(config);
+        config = r;
+    }
     push(&s->argv, config);
     push(&s->inputs, config);
     free(config);
     int seen_vocab = 0, seen_prefix = 0;
     for (int k = 0; train_sections[k] && !rc; k++) {
-        struct sl_cfg *c = sl_cfg_child(sec, train_sections[k]);
+        struct sl_cfg *c = child(sec, train_sections[k]);
         if (!c)
             continue;
         if (c->kind != SL_CFG_MAP && strcmp(train_sections[k], "data") != 0)
@@ -1033,7 +1231,7 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
         else
             rc = flatten(L, c, train_sections[k], &s->argv, &seen_vocab, &seen_prefix, &log, &ckpt);
     }
-    struct sl_cfg *in = sl_cfg_child(sec, "in");
+    struct sl_cfg *in = child(sec, "in");
     struct sl_strlist prefixes = { 0 };
     if (!rc && in && seen_prefix)
         rc = where_err(in, "give 'in' or 'data.prefix', not both");
@@ -1041,6 +1239,16 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
         rc = scalars(L, in, &prefixes);
         if (!rc && prefixes.n == 0)
             rc = where_err(in, "no inputs given");
+        for (size_t i = 0; !rc && i < prefixes.n; i++) {
+            char *end = NULL;
+            strtod(prefixes.v[i], &end);
+            if ((end && !*end) || strchr(prefixes.v[i], ' '))
+                continue; /* a weight, or "W1 P1 W2 P2" in one value */
+            struct sl_cfg *it = in->kind == SL_CFG_SEQ ? in->items[i] : in;
+            char *r = resolve_input(L, it, prefixes.v[i]);
+            free(prefixes.v[i]);
+            prefixes.v[i] = r;
+        }
     } else if (!rc && !seen_prefix) {
         if (!fl->tokens)
             rc = where_err(sec, "'train' has no data: give 'in:' (token shard prefixes), "
@@ -1107,7 +1315,7 @@ static int build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
             s->train_log = log;
             log = NULL;
         }
-        struct sl_cfg *q = sl_cfg_child(sec, "quiet"), *v = sl_cfg_child(sec, "verbose");
+        struct sl_cfg *q = child(sec, "quiet"), *v = child(sec, "verbose");
         int on = 0;
         if (q)
             q->used = 1;
@@ -1165,7 +1373,7 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
         if (rc)
             break;
         char *name = NULL;
-        struct sl_cfg *nm = m->kind == SL_CFG_MAP ? sl_cfg_child(m, "name") : NULL;
+        struct sl_cfg *nm = child(m, "name");
         if (nm)
             rc = one_scalar(L, nm, &name);
         else if (in_list)
@@ -1180,7 +1388,7 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
         size_t idx = p->n;
         struct pl_step *s = new_step(p, stage);
         s->label = name ? sl_xasprintf("%s/%s", d->name, name) : sl_xstrdup(d->name);
-        struct sl_cfg *o = m->kind == SL_CFG_MAP ? sl_cfg_child(m, "out") : NULL;
+        struct sl_cfg *o = child(m, "out");
         if (o)
             rc = one_scalar(L, o, &s->out);
         else
@@ -1192,7 +1400,7 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
         /* --out */
         push(&s->argv, "--out");
         if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE) {
-            struct sl_cfg *px = sl_cfg_child(m, "prefix");
+            struct sl_cfg *px = child(m, "prefix");
             char *pfx = NULL;
             if (px)
                 rc = one_scalar(L, px, &pfx);
@@ -1207,7 +1415,7 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
                     free(fl->tok_model);
                     fl->tok_model = sl_xasprintf("%s.model", full);
                     fl->tok_step = idx;
-                    struct sl_cfg *vs = sl_cfg_child(m, "vocab_size");
+                    struct sl_cfg *vs = child(m, "vocab_size");
                     free(fl->vocab_size);
                     fl->vocab_size = NULL;
                     if (vs)
@@ -1215,7 +1423,7 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
                 } else {
                     s->counts_manifest = sl_xasprintf("%s.manifest.json", full);
                     /* the first --json-key names the shards the trainer reads */
-                    struct sl_cfg *jk = sl_cfg_child(m, "json_key");
+                    struct sl_cfg *jk = child(m, "json_key");
                     struct sl_strlist keys = { 0 };
                     if (jk)
                         rc = scalars(L, jk, &keys);
@@ -1247,7 +1455,7 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
                 break;
         }
         if (stage == PL_TOKENIZE) {
-            if (!sl_cfg_child(m, "tokenizer")) {
+            if (!child(m, "tokenizer")) {
                 if (!fl->tok_model) {
                     rc = where_err(m, "'tokenize' needs 'tokenizer:' (gpt2:DIR, tiktoken:FILE, "
                                       "spm:FILE), or a 'tokenizer_train' stage before it");
@@ -1263,17 +1471,23 @@ static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct f
         }
         /* inputs */
         if (stage == PL_DOWNLOAD) {
-            if (m->kind == SL_CFG_MAP && sl_cfg_child(m, "in")) {
-                rc = where_err(sl_cfg_child(m, "in"), "'download' reads URLs, not 'in'");
+            if (m->kind == SL_CFG_MAP && child(m, "in")) {
+                rc = where_err(child(m, "in"), "'download' reads URLs, not 'in'");
                 break;
             }
         } else {
-            struct sl_cfg *in = m->kind == SL_CFG_MAP ? sl_cfg_child(m, "in") : NULL;
+            struct sl_cfg *in = child(m, "in");
             struct sl_strlist ops = { 0 };
             if (in) {
                 rc = scalars(L, in, &ops);
                 if (!rc && ops.n == 0)
                     rc = where_err(in, "no inputs given");
+                for (size_t i = 0; !rc && i < ops.n; i++) {
+                    struct sl_cfg *it = in->kind == SL_CFG_SEQ ? in->items[i] : in;
+                    char *r = resolve_input(L, it, ops.v[i]);
+                    free(ops.v[i]);
+                    ops.v[i] = r;
+                }
             } else if (fl->docs.n) {
                 for (size_t i = 0; i < fl->docs.n; i++) {
                     push(&ops, fl->docs.v[i]);
@@ -1358,11 +1572,35 @@ static int load_selection(struct loader *L, int present[PL_NSTAGES], int sel[PL_
     return rc;
 }
 
+/* The names of the variables that the values under node refer to as ${name}. */
+static void collect_refs(const struct sl_cfg *node, struct sl_strlist *out)
+{
+    if (node->kind == SL_CFG_SCALAR) {
+        for (const char *q = node->value; (q = strstr(q, "${")) != NULL; q += 2) {
+            size_t l = strcspn(q + 2, "}");
+            if (q[2 + l] != '}')
+                break;
+            char *name = sl_xstrndup(q + 2, l);
+            push(out, name);
+            free(name);
+        }
+        return;
+    }
+    for (size_t i = 0; i < node->n; i++)
+        collect_refs(node->items[i], out);
+}
+
 static int check_top(struct loader *L)
 {
     struct sl_cfg *r = L->root;
     for (size_t i = 0; i < r->n; i++) {
         struct sl_cfg *c = r->items[i];
+        /* a null variable, or one of the file whose only use an override replaced */
+        int referenced = 0;
+        for (size_t j = 0; j < L->file_refs.n && !referenced; j++)
+            referenced = !strcmp(L->file_refs.v[j], c->key);
+        if (referenced)
+            c->used = 1;
         if (c->used)
             continue;
         const char *best = NULL;
@@ -1399,14 +1637,27 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
         sl_cfg_free(root);
         return sl_err_set(SL_ERR_CONFIG, "%s: a pipeline is a map of stages", path);
     }
+    struct sl_strlist refs = { 0 };
+    collect_refs(root, &refs);
     for (size_t i = 0; i < n && !rc; i++)
         rc = sl_cfg_override(root, overrides[i]);
     if (rc) {
+        sl_strlist_release(&refs);
         sl_cfg_free(root);
         return rc;
     }
     p->cfg = root;
-    struct loader L = { p, root, path };
+    char *dtmp = sl_xstrdup(path), *dslash = strrchr(dtmp, '/');
+    if (dslash)
+        *(dslash == dtmp ? dslash + 1 : dslash) = '\0';
+    struct loader L = { p, root, path, dslash ? dtmp : sl_xstrdup("."), refs };
+    if (!dslash)
+        free(dtmp);
+    for (int s = 0; s < PL_NSTAGES; s++) {
+        struct sl_cfg *sec = sl_cfg_child(root, stages[s].name);
+        if (sec)
+            null_vars(root, sec);
+    }
     struct flow fl;
     memset(&fl, 0, sizeof(fl));
 
@@ -1477,6 +1728,8 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
     free(fl.tok_model);
     free(fl.vocab_size);
     free(fl.tokens);
+    free(L.dir);
+    sl_strlist_release(&L.file_refs);
     if (rc) {
         pl_pipeline_release(p);
         return rc;

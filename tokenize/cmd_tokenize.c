@@ -5,6 +5,11 @@
  * reader writes finished batches, in order, into one part shard per file and key. Rank 0
  * then concatenates the parts in input order. The output therefore depends only on the
  * inputs and the settings: the same bytes for any number of ranks and threads.
+ *
+ * Resume: the parts live in DIR/.PREFIX.sluice-parts/ with plan.json (settings and inputs)
+ * and, per finished input file, uNNNNNN.counts (its counts, written after its parts). A
+ * run with the same plan keeps the finished files' parts and counts and tokenizes the
+ * rest; another plan starts afresh. The folder is removed once the output is written.
  */
 #include "cli/commands.h"
 
@@ -19,11 +24,14 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/progress.h"
+#include "core/sniff.h"
 #include "core/stage.h"
+#include "core/stream.h"
 #include "core/world.h"
 #include "dataset/idx.h"
 #include "tokenize/tokenizer.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -390,6 +398,26 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
     }
     if (!rc)
         rc = rc2;
+    /* a file with bytes but not one JSON document is the wrong input */
+    uint64_t bad = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8))
+            bad += c->values[i];
+    if (!rc && bad && !sl_counters_get(c, "documents_in")) {
+        const char *kind = sl_sniff_format(in->path);
+        int raw = !strcmp(kind, "warc") || !strcmp(kind, "wet") || !strcmp(kind, "html") ||
+                  !strcmp(kind, "wiki") || !strcmp(kind, "arc");
+        rc = sl_err_set(SL_ERR_FORMAT,
+                        "'%s': not one JSON document in %llu lines (see the warnings)\nhint: "
+                        "tokenize reads JSONL, one {\"text\": ...} object per line; this looks "
+                        "like %s%s%s%s",
+                        in->path, (unsigned long long)bad, sl_sniff_describe(kind),
+                        raw ? ": turn it into documents with `sluice extract --format " : "",
+                        raw ? (!strcmp(kind, "arc") ? "warc" : kind) : "",
+                        raw                     ? "`"
+                        : !strcmp(kind, "text") ? " (jq -Rc '{text: .}' FILE > FILE.jsonl)"
+                                                : "");
+    }
     for (size_t k = 0; k < pl->nkeys; k++) {
         if (!rc) {
             sl_counters_add(c, "documents_out", k ? 0 : idx_writer_documents(u.w[k]));
@@ -421,25 +449,127 @@ static long default_workers(const struct sl_world *w)
     return n < 1 ? 1 : n;
 }
 
-static int rm_rf_parts(const char *tmpdir, size_t nunits, size_t nkeys)
+/* Remove the parts folder and everything in it (parts, counts, the plan, temporaries). */
+static void rm_parts_dir(const char *tmpdir)
 {
-    for (size_t i = 0; i < nunits; i++)
-        for (size_t k = 0; k < nkeys; k++) {
-            char *pp = part_prefix(tmpdir, i, k);
-            char *a = sl_xasprintf("%s.bin", pp), *b = sl_xasprintf("%s.idx", pp);
-            unlink(a);
-            unlink(b);
-            free(a);
-            free(b);
-            free(pp);
+    DIR *d = opendir(tmpdir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char *f = sl_xasprintf("%s/%s", tmpdir, e->d_name);
+            unlink(f);
+            free(f);
         }
+        closedir(d);
+    }
     rmdir(tmpdir);
-    return 0;
+}
+
+static char *counts_path(const char *tmpdir, size_t unit)
+{
+    return sl_xasprintf("%s/u%06zu.counts", tmpdir, unit);
+}
+
+/* A finished unit's counts as "name value" lines (written after its parts). */
+static int write_counts(const char *tmpdir, size_t unit, const struct sl_counters *c)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    for (size_t i = 0; i < c->n; i++)
+        sl_buf_printf(&b, "%s %llu\n", c->names[i], (unsigned long long)c->values[i]);
+    char *p = counts_path(tmpdir, unit);
+    int rc = sl_write_file_atomic(p, b.data ? b.data : "", b.len);
+    free(p);
+    sl_buf_release(&b);
+    return rc;
+}
+
+/* 1 when unit finished in an earlier run (its counts and every part are there): its counts
+ * are added to c. */
+static int unit_done(const char *tmpdir, size_t unit, size_t nkeys, struct sl_counters *c)
+{
+    char *p = counts_path(tmpdir, unit);
+    struct sl_buf b = SL_BUF_INIT;
+    struct stat sb;
+    int ok = stat(p, &sb) == 0 && sl_read_file(p, &b) == 0;
+    free(p);
+    for (size_t k = 0; ok && k < nkeys; k++) {
+        char *pp = part_prefix(tmpdir, unit, k);
+        char *a = sl_xasprintf("%s.bin", pp), *i = sl_xasprintf("%s.idx", pp);
+        ok = stat(a, &sb) == 0 && stat(i, &sb) == 0;
+        free(a);
+        free(i);
+        free(pp);
+    }
+    if (ok) {
+        struct sl_counters u;
+        sl_counters_init(&u);
+        char *save = NULL, *text = sl_xstrndup(b.data ? b.data : "", b.len);
+        for (char *line = strtok_r(text, "\n", &save); line && ok;
+             line = strtok_r(NULL, "\n", &save)) {
+            char *sp = strrchr(line, ' ');
+            if (!sp) {
+                ok = 0;
+                break;
+            }
+            *sp = '\0';
+            sl_counters_add(&u, line, strtoull(sp + 1, NULL, 10));
+        }
+        if (ok)
+            sl_counters_merge(c, &u);
+        sl_counters_release(&u);
+        free(text);
+    }
+    sl_buf_release(&b);
+    return ok;
+}
+
+/* The plan of this run: the settings that define the output and the inputs. Rank 0 keeps
+ * the parts folder when an earlier run had the same plan, and empties it otherwise. */
+static int check_plan(const char *tmpdir, const struct opts *o, const struct tokenizer *tok,
+                      enum idx_dtype dtype, const struct sl_inputs *in)
+{
+    struct sl_buf want = SL_BUF_INIT, have = SL_BUF_INIT;
+    sl_buf_puts(&want, "{\"tokenizer\":");
+    sl_buf_json_str(&want, tok->spec, strlen(tok->spec));
+    sl_buf_printf(&want, ",\"kind\":\"%s\",\"vocab_size\":%u,\"dtype\":\"%s\",\"keys\":[",
+                  tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
+    for (size_t k = 0; k < o->keys.n; k++) {
+        if (k)
+            sl_buf_putc(&want, ',');
+        sl_buf_json_str(&want, o->keys.v[k], strlen(o->keys.v[k]));
+    }
+    sl_buf_printf(&want, "],\"append_eod\":%d,\"eod_id\":%ld,\"max_doc_size\":%llu,\"inputs\":[",
+                  o->append_eod, o->append_eod ? o->eod_id : -1L, (unsigned long long)o->max_doc);
+    for (size_t i = 0; i < in->n; i++) {
+        sl_buf_puts(&want, i ? ",\n{\"path\":" : "\n{\"path\":");
+        sl_buf_json_str(&want, in->v[i].path, strlen(in->v[i].path));
+        sl_buf_printf(&want, ",\"bytes\":%llu,\"mtime\":%lld}", (unsigned long long)in->v[i].size,
+                      (long long)in->v[i].mtime);
+    }
+    sl_buf_puts(&want, "]}\n");
+    char *path = sl_xasprintf("%s/plan.json", tmpdir);
+    struct stat sb;
+    int same = stat(path, &sb) == 0 && sl_read_file(path, &have) == 0 && have.len == want.len &&
+               !memcmp(have.data, want.data, want.len);
+    int rc = 0;
+    if (!same) {
+        rm_parts_dir(tmpdir);
+        rc = sl_mkdir_p(tmpdir);
+        if (!rc)
+            rc = sl_write_file_atomic(path, want.data, want.len);
+    }
+    free(path);
+    sl_buf_release(&want);
+    sl_buf_release(&have);
+    return rc;
 }
 
 static int write_manifest(const struct opts *o, const struct tokenizer *tok, enum idx_dtype dtype,
                           const struct sl_inputs *in, char **outs, const struct sl_counters *c,
-                          int argc, const char **argv, double t0, const char *started, int ranks)
+                          int argc, const char **argv, double t0, const char *started, int ranks,
+                          int resumed)
 {
     struct sl_buf b = SL_BUF_INIT;
     sl_buf_printf(&b, "{\n  \"sluice_version\": \"%s\",\n  \"stage\": \"tokenize\",\n  \"command\": [",
@@ -449,9 +579,10 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
             sl_buf_puts(&b, ", ");
         sl_buf_json_str(&b, argv[i], strlen(argv[i]));
     }
-    sl_buf_printf(&b, "],\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
-                      "  \"resumed\": false,\n  \"settings\": {\"tokenizer\": ",
-                  started, sl_now() - t0, ranks);
+    sl_buf_printf(&b,
+                  "],\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
+                  "  \"resumed\": %s,\n  \"settings\": {\"tokenizer\": ",
+                  started, sl_now() - t0, ranks, resumed ? "true" : "false");
     sl_buf_json_str(&b, tok->spec, strlen(tok->spec));
     sl_buf_printf(&b, ", \"tokenizer_kind\": \"%s\", \"vocab_size\": %u, \"dtype\": \"%s\", \"json_keys\": [",
                   tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
@@ -579,7 +710,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     else
         strcpy(dir, ".");
     char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
-    if (w->rank == 0 && sl_mkdir_p(tmpdir) != 0) {
+    if (w->rank == 0 && (sl_mkdir_p(tmpdir) != 0 || check_plan(tmpdir, o, tok, dtype, &in) != 0)) {
         sl_error("%s", sl_err_msg());
         rc = 1;
     }
@@ -622,14 +753,28 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     struct sl_progress prog;
     sl_progress_start(&prog, "tokenize", mine, 1, w->rank == 0);
     uint64_t done = 0, docs = 0;
+    int64_t resumed = 0;
     for (size_t i = 0; i < in.n && !failed; i++) {
         if (owner[i] != w->rank)
             continue;
-        rc = run_unit(&pl, &in.v[i], tmpdir, i, dtype, &c, &prog, &done, &docs);
+        if (unit_done(tmpdir, i, pl.nkeys, &c)) {
+            resumed = 1;
+            done += in.v[i].size;
+            sl_progress_update(&prog, done, docs);
+            continue;
+        }
+        struct sl_counters uc;
+        sl_counters_init(&uc);
+        rc = run_unit(&pl, &in.v[i], tmpdir, i, dtype, &uc, &prog, &done, &docs);
+        if (!rc)
+            rc = write_counts(tmpdir, i, &uc);
         if (rc) {
             sl_error("%s", sl_err_msg());
             failed = 1;
+        } else {
+            sl_counters_merge(&c, &uc);
         }
+        sl_counters_release(&uc);
     }
     sl_progress_finish(&prog);
     sl_warn_limited_summary();
@@ -640,12 +785,12 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     for (long i = 0; i < pl.nthreads; i++)
         pthread_join(pl.threads[i], NULL);
 
-    /* a failed rank makes the dispatcher abort the whole job */
-    if (failed && w->size > 1) {
-        rm_rf_parts(tmpdir, in.n, pl.nkeys);
+    /* a failed rank makes the dispatcher abort the whole job; the finished files' parts
+     * stay for the next run */
+    if (failed && w->size > 1)
         sl_world_abort(w, 1);
-    }
     sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    sl_world_allreduce_i64(w, &resumed, 1, SL_MAX);
     sl_world_reduce_counters(w, &c, 0);
 
     char **outs = sl_xcalloc(pl.nkeys, sizeof(char *));
@@ -667,16 +812,18 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                 idx_writer_abort(iw);
         }
         if (!rc)
-            rc = write_manifest(o, tok, dtype, &in, outs, &c, argc, argv, t0, started, w->size);
+            rc = write_manifest(o, tok, dtype, &in, outs, &c, argc, argv, t0, started, w->size,
+                                resumed > 0);
         if (rc) {
             sl_error("%s", sl_err_msg());
             failed = 1;
         } else {
             char a[32];
-            sl_info("tokenize: %llu documents (%s) from %zu files -> %llu tokens in '%s' (%s)",
+            sl_info("tokenize: %llu documents (%s) from %zu files -> %llu tokens in '%s' (%s)%s",
                     (unsigned long long)sl_counters_get(&c, "documents_out"),
                     sl_human_bytes((double)sl_counters_get(&c, "bytes_in"), a, sizeof(a)), in.n,
-                    (unsigned long long)sl_counters_get(&c, "tokens"), outs[0], idx_dtype_name(dtype));
+                    (unsigned long long)sl_counters_get(&c, "tokens"), outs[0],
+                    idx_dtype_name(dtype), resumed ? " (resumed)" : "");
             uint64_t skipped = 0;
             for (size_t i = 0; i < c.n; i++)
                 if (!strncmp(c.names[i], "skipped_", 8))
@@ -687,8 +834,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         }
     }
     sl_world_barrier(w);
-    if (w->rank == 0)
-        rm_rf_parts(tmpdir, in.n, pl.nkeys);
+    if (w->rank == 0 && !failed)
+        rm_parts_dir(tmpdir);
     for (size_t k = 0; k < pl.nkeys; k++)
         free(outs[k]);
     free(outs);

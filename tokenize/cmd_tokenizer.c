@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/hash.h"
@@ -19,6 +20,7 @@
 #include "core/world.h"
 #include "tokenize/spm_train.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +211,44 @@ static int sample_inputs(const struct opts *o, const struct sl_inputs *in, struc
     return rc;
 }
 
+/* A message of the SentencePiece trainer with its flag names (--character_coverage) turned
+ * into this command's (--character-coverage). Static buffer. */
+static const char *ours(const char *msg)
+{
+    static const char *const map[][2] = {
+        { "--model_type", "--model-type" },
+        { "--vocab_size", "--vocab-size" },
+        { "--character_coverage", "--character-coverage" },
+        { "--byte_fallback", "--byte-fallback" },
+        { "--split_digits", "--split-digits" },
+        { "--user_defined_symbols", "--user-defined-symbols" },
+        { "--control_symbols", "--control-symbols" },
+        { "--pad_id", "--pad-id" },
+        { "--unk_id", "--unk-id" },
+        { "--bos_id", "--bos-id" },
+        { "--eos_id", "--eos-id" },
+        { "--max_sentence_length", "--max-sentence-length" },
+        { "--num_threads", "--threads" },
+    };
+    static char out[SL_ERR_MSG_MAX + 256];
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 32 < sizeof(out);) {
+        size_t k = 0, nmap = sizeof(map) / sizeof(map[0]);
+        while (k < nmap && strncmp(p, map[k][0], strlen(map[k][0])) != 0)
+            k++;
+        /* a whole flag name only: "--pad_id" but not "--pad_identity" */
+        if (k < nmap &&
+            !(isalnum((unsigned char)p[strlen(map[k][0])]) || p[strlen(map[k][0])] == '_')) {
+            n += (size_t)snprintf(out + n, sizeof(out) - n, "%s", map[k][1]);
+            p += strlen(map[k][0]);
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static int run(struct opts *o, struct sl_strlist *operands)
 {
     static const char *const exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz", ".jsonl.bz2",
@@ -217,6 +257,12 @@ static int run(struct opts *o, struct sl_strlist *operands)
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
     if (rc) {
         sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    /* the output directory before the training, not after it */
+    if (sl_prepare_out_prefix(o->out)) {
+        sl_error("%s", sl_err_msg());
+        sl_inputs_release(&in);
         return 1;
     }
     struct reservoir r;
@@ -264,7 +310,7 @@ static int run(struct opts *o, struct sl_strlist *operands)
                 (unsigned long long)o->max_len, o->model_type, (unsigned long long)o->vocab_size);
         rc = spm_train_sentences(s, r.n, (const char *const *)a.v, a.n, o->out);
         if (rc)
-            sl_error("%s", sl_err_msg());
+            sl_error("%s", ours(sl_err_msg()));
         else
             sl_info("tokenizer train: wrote '%s.model' and '%s.vocab'", o->out, o->out);
         free(s);

@@ -4,6 +4,7 @@
 #include <sentencepiece_trainer.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <unistd.h>
 
@@ -14,6 +15,15 @@ extern "C" {
 #include "core/atomic.h"
 #include "core/err.h"
 }
+
+// In libsentencepiece, not in its public headers: the level below which LOG() is silent.
+namespace sentencepiece
+{
+namespace logging
+{
+void SetMinLogLevel(int v);
+}
+} // namespace sentencepiece
 
 namespace {
 class Sentences : public sentencepiece::SentenceIterator {
@@ -49,10 +59,15 @@ extern "C" int spm_train_sentences(const char *const *sentences, size_t n, const
     // Trained into memory (so the model records no prefix and does not depend on where it
     // is written), then written atomically.
     std::string a;
+    int minlog = 0;
     for (size_t i = 0; i < nargs; i++) {
         a += i ? " " : "";
         a += args[i];
+        if (!strncmp(args[i], "--minloglevel=", 14))
+            minlog = atoi(args[i] + 14);
     }
+    // the trainer logs its command line before it reads --minloglevel
+    sentencepiece::logging::SetMinLogLevel(minlog);
     Sentences it(sentences, n);
     std::string proto;
     auto st = sentencepiece::SentencePieceTrainer::Train(a, &it, &proto);

@@ -101,8 +101,9 @@ static int check_ids(struct dd_corpus *c, struct id_rec *ids, size_t n)
                 char a[512], b[512];
                 rc = sl_err_set(SL_ERR_FORMAT,
                                 "duplicate document id: %s and %s have the same id\nhint: ids "
-                                "must be unique across all inputs; drop the id field to have "
-                                "sluice assign '<file>:<line>' ids",
+                                "must be unique across all inputs: give each corpus its own "
+                                "prefix (sluice reshard --id-prefix NAME, or extract "
+                                "--id-prefix), or new ids with --reassign-ids",
                                 dd_corpus_where(c, r[i - 1].gid, a, sizeof(a)),
                                 dd_corpus_where(c, r[i].gid, b, sizeof(b)));
                 break;

@@ -6,18 +6,22 @@
 #include "core/alloc.h"
 #include "core/counters.h"
 #include "core/doc.h"
+#include "core/docid.h"
 #include "core/err.h"
 #include "core/inputs.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/progress.h"
+#include "core/sniff.h"
 #include "core/stage.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "curate/extract/extract.h"
+#include "curate/extract/html_file.h"
 #include "curate/extract/page.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +41,9 @@ static const char *const usage[] = {
     "  pile   the Pile's .jsonl.zst (meta.pile_set_name -> source)",
     "  c4     C4/mC4 .json.gz (lang from the file name)",
     "  jsonl  any JSONL (--text-key names the text member)",
-    "Each input file becomes one part-NNNNN.jsonl.zst shard (in input order), so the output",
-    "is the same for any number of MPI ranks. Skipped records are counted by reason in the",
+    "Each input file becomes one part-NNNNN.jsonl.zst shard (in input order; html: each run",
+    "of consecutive pages up to --shard-size of input), so the output is the same for any",
+    "number of MPI ranks. Skipped records are counted by reason in the",
     "manifest; a damaged compressed file stops the run unless --skip-corrupt is given.",
     NULL,
 };
@@ -73,6 +78,9 @@ struct opts {
     uint64_t max_record;
     long level;
     int force, skip_corrupt, keep_truncated, rm_inputs;
+    struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
+    uint64_t shard_size;      /* html: input bytes per output shard */
+    int group;                /* inputs grouped into shards (html) */
 };
 
 /* The shard being written for one input file. */
@@ -82,12 +90,17 @@ struct shard {
     size_t s_out;
     struct sl_progress *prog;
     uint64_t *docs;
+    const struct sl_docid_opts *ids;
+    const char *name; /* the shard's file name */
+    uint64_t base;    /* documents of the shard before this file's */
 };
 
 static int emit(void *ctx, struct sl_doc *doc)
 {
     struct shard *s = ctx;
-    int rc = sl_doc_write(doc, s->w);
+    int rc = sl_docid_apply(s->ids, doc, s->name, s->base + s->c->values[s->s_out]);
+    if (!rc)
+        rc = sl_doc_write(doc, s->w);
     if (rc)
         return rc;
     s->c->values[s->s_out]++;
@@ -99,6 +112,45 @@ static void on_warn(void *ctx, const char *reason, const char *message)
 {
     (void)ctx;
     sl_warn_limited(reason, 20, "%s", message);
+}
+
+/* html: the next page is read and decompressed by a second thread while this one is
+ * extracted (two slots, used in turn). */
+struct prefetch {
+    pthread_t th;
+    const char *path;
+    struct sl_buf raw;
+    int rc, running;
+    char err[SL_ERR_MSG_MAX];
+};
+
+static void *prefetch_main(void *arg)
+{
+    struct prefetch *p = arg;
+    p->rc = html_read_file(p->path, &p->raw);
+    if (p->rc)
+        snprintf(p->err, sizeof(p->err), "%s", sl_err_msg());
+    return NULL;
+}
+
+static void prefetch_start(struct prefetch *p, const char *path)
+{
+    p->path = path;
+    p->rc = 0;
+    p->err[0] = '\0';
+    p->running = pthread_create(&p->th, NULL, prefetch_main, p) == 0;
+    if (!p->running)
+        prefetch_main(p);
+}
+
+/* Wait for the slot; its read error becomes this thread's message. */
+static void prefetch_wait(struct prefetch *p)
+{
+    if (p->running)
+        pthread_join(p->th, NULL);
+    p->running = 0;
+    if (p->rc)
+        sl_err_set(p->rc, "%s", p->err);
 }
 
 /* --rm-inputs only deletes what `sluice download` wrote: the file's directory holds a
@@ -132,6 +184,51 @@ static int check_removable(const struct sl_input *in)
                           "hint: --rm-inputs only removes files that sluice download fetched",
                           in->path);
     return 0;
+}
+
+/* The --format a file of this kind wants, or NULL. */
+static const char *format_for(const char *kind)
+{
+    static const char *const map[][2] = {
+        { "warc", "warc" }, { "arc", "warc" },  { "wet", "wet" },   { "jsonl", "jsonl" },
+        { "html", "html" }, { "wiki", "wiki" }, { "tar", "arxiv" },
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (!strcmp(map[i][0], kind))
+            return map[i][1];
+    return NULL;
+}
+
+/* A file of some bytes from which not one record could be read is the wrong input, not an
+ * empty one: an error with a hint naming what it looks like. */
+static int check_yield(const struct sl_input *in, const char *format, const struct sl_counters *c)
+{
+    uint64_t bad = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8) || !strcmp(c->names[i], "bad_records"))
+            bad += c->values[i];
+    if (in->size == 0 || sl_counters_get(c, "documents_in") ||
+        sl_counters_get(c, "documents_out") || !bad)
+        return 0;
+    const char *kind = sl_sniff_format(in->path);
+    const char *want = format_for(kind);
+    if (want && strcmp(want, format) != 0)
+        return sl_err_set(SL_ERR_FORMAT,
+                          "'%s': no %s record could be read (%llu bad, see the warnings)\n"
+                          "hint: this looks like %s: use `sluice extract --format %s`",
+                          in->path, format, (unsigned long long)bad, sl_sniff_describe(kind), want);
+    if (!strcmp(kind, "text") || !strcmp(kind, "json"))
+        return sl_err_set(SL_ERR_FORMAT,
+                          "'%s': no %s record could be read (%llu bad, see the warnings)\n"
+                          "hint: this looks like %s; documents are read as JSONL, one "
+                          "{\"text\": ...} object per line (%s)",
+                          in->path, format, (unsigned long long)bad, sl_sniff_describe(kind),
+                          !strcmp(kind, "json") ? "jq -c '.[]' FILE > FILE.jsonl"
+                                                : "jq -Rc '{text: .}' FILE > FILE.jsonl");
+    return sl_err_set(SL_ERR_FORMAT,
+                      "'%s': no %s record could be read (%llu bad, see the warnings)\nhint: "
+                      "it looks like %s; is it the right file, and --format the right format?",
+                      in->path, format, (unsigned long long)bad, sl_sniff_describe(kind));
 }
 
 static int remove_input(const struct sl_input *in)
@@ -172,9 +269,21 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         sl_buf_puts(&settings, "null");
     sl_buf_printf(&settings,
                   ",\"max_record\":%llu,\"keep_truncated\":%s,\"skip_corrupt\":%s,\"level\":%ld,"
-                  "\"html_engine\":\"%s\"}",
+                  "\"html_engine\":\"%s\"",
                   (unsigned long long)o->max_record, o->keep_truncated ? "true" : "false",
                   o->skip_corrupt ? "true" : "false", o->level, page_text_engine());
+    if (o->group)
+        sl_buf_printf(&settings, ",\"shard_size\":%llu", (unsigned long long)o->shard_size);
+    if (sl_docid_active(&o->ids)) {
+        /* in the plan only when given, so earlier outputs stay valid */
+        sl_buf_puts(&settings, ",\"id_prefix\":");
+        if (o->ids.prefix)
+            sl_buf_json_str(&settings, o->ids.prefix, strlen(o->ids.prefix));
+        else
+            sl_buf_puts(&settings, "null");
+        sl_buf_printf(&settings, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
+    }
+    sl_buf_putc(&settings, '}');
     struct sl_stage st;
     struct sl_stage_cfg cfg = { "extract", o->out, argc, argv, &in, settings.data, o->force };
     rc = sl_stage_begin(&st, w, &cfg);
@@ -185,16 +294,31 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         return 1;
     }
 
+    /* units of work: one input file each, or (html) consecutive files grouped up to
+     * --shard-size; each unit is one output shard, so the output does not depend on the
+     * number of ranks */
     size_t nf = in.n ? in.n : 1;
-    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
-    int *owner = sl_xcalloc(nf, sizeof(int));
+    size_t *ufirst = sl_xcalloc(nf + 1, sizeof(size_t));
+    size_t nu = 0;
+    for (size_t i = 0, acc = 0; i < in.n; i++) {
+        if (!o->group || i == 0 || acc >= o->shard_size) {
+            ufirst[nu++] = i;
+            acc = 0;
+        }
+        acc += in.v[i].size;
+    }
+    ufirst[nu] = in.n;
+    size_t nus = nu ? nu : 1;
+    uint64_t *sizes = sl_xcalloc(nus, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nus, sizeof(int));
     uint64_t mine = 0;
-    for (size_t i = 0; i < in.n; i++)
-        sizes[i] = in.v[i].size;
-    sl_assign_by_size(sizes, in.n, w->size, owner);
-    for (size_t i = 0; i < in.n; i++)
-        if (owner[i] == w->rank)
-            mine += sizes[i];
+    for (size_t u = 0; u < nu; u++)
+        for (size_t i = ufirst[u]; i < ufirst[u + 1]; i++)
+            sizes[u] += in.v[i].size;
+    sl_assign_by_size(sizes, nu, w->size, owner);
+    for (size_t u = 0; u < nu; u++)
+        if (owner[u] == w->rank)
+            mine += sizes[u];
 
     struct extract_opts eo;
     memset(&eo, 0, sizeof(eo));
@@ -212,42 +336,79 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
     uint64_t done_bytes = 0, docs = 0;
     int64_t failed = 0;
     uint64_t removed = 0;
-    for (size_t i = 0; i < in.n && !failed; i++) {
-        if (owner[i] != w->rank)
+    for (size_t u = 0; u < nu && !failed; u++) {
+        if (owner[u] != w->rank)
             continue;
-        char *name = sl_stage_shard_name(i, ".jsonl.zst");
+        char *name = sl_stage_shard_name(u, ".jsonl.zst");
         if (sl_stage_done(&st, name)) {
-            if (o->rm_inputs)
+            for (size_t i = ufirst[u]; o->rm_inputs && i < ufirst[u + 1]; i++)
                 removed += (uint64_t)remove_input(&in.v[i]);
             free(name);
-            done_bytes += in.v[i].size;
+            done_bytes += sizes[u];
             continue;
         }
-        char *path = sl_stage_shard_path(&st, i, ".jsonl.zst");
+        char *path = sl_stage_shard_path(&st, u, ".jsonl.zst");
         struct sl_counters c;
         sl_counters_init(&c);
         sl_counters_add(&c, "documents_in", 0);
-        struct shard s = { NULL, &c, sl_counters_slot(&c, "documents_out"), &prog, &docs };
+        sl_counters_add(&c, "documents_out", 0);
         struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
-        rc = sl_writer_open(&s.w, path, &wo);
-        if (!rc) {
-            struct extract_input ei = { in.v[i].path, in.v[i].rel };
-            rc = f->fn(&ei, &eo, emit, &s, &c);
+        struct sl_writer *wr = NULL;
+        rc = sl_writer_open(&wr, path, &wo);
+        struct prefetch pf[2];
+        memset(pf, 0, sizeof(pf));
+        if (!rc && o->group)
+            prefetch_start(&pf[0], in.v[ufirst[u]].path);
+        for (size_t i = ufirst[u]; !rc && i < ufirst[u + 1]; i++) {
+            /* each file counts on its own (for the checks), then into the shard's counts */
+            struct sl_counters fc;
+            sl_counters_init(&fc);
+            sl_counters_add(&fc, "documents_in", 0);
+            struct shard s = { wr,      &fc,  sl_counters_slot(&fc, "documents_out"), &prog, &docs,
+                               &o->ids, name, sl_counters_get(&c, "documents_out") };
+            struct extract_input ei = { in.v[i].path, in.v[i].rel, NULL, 0 };
+            struct prefetch *cur = &pf[(i - ufirst[u]) % 2];
+            if (o->group) {
+                prefetch_wait(cur);
+                if (i + 1 < ufirst[u + 1])
+                    prefetch_start(&pf[(i + 1 - ufirst[u]) % 2], in.v[i + 1].path);
+                ei.raw = &cur->raw;
+                ei.raw_rc = cur->rc;
+            }
+            rc = f->fn(&ei, &eo, emit, &s, &fc);
+            if (o->group)
+                sl_buf_release(&cur->raw);
             if (rc && o->skip_corrupt &&
                 (rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_UNSUPPORTED ||
                  rc == SL_ERR_FORMAT)) {
                 sl_warn("%s (keeping the %llu documents before it)", sl_err_msg(),
-                        (unsigned long long)c.values[s.s_out]);
-                sl_counters_add(&c, "corrupt_files", 1);
+                        (unsigned long long)fc.values[s.s_out]);
+                sl_counters_add(&fc, "corrupt_files", 1);
                 rc = 0;
             } else if (rc) {
                 sl_err_wrap(rc, "%s", "");
             }
+            if (!rc)
+                rc = check_yield(&in.v[i], f->name, &fc);
+            sl_counters_merge(&c, &fc);
+            sl_counters_release(&fc);
+            if (nu < in.n) {
+                done_bytes += in.v[i].size;
+                sl_progress_update(&prog, done_bytes, docs);
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            /* a read still running when a page failed */
+            if (pf[k].running) {
+                pthread_join(pf[k].th, NULL);
+                pf[k].running = 0;
+            }
+            sl_buf_release(&pf[k].raw);
         }
         if (!rc) {
-            uint64_t unc = sl_writer_bytes_in(s.w);
-            rc = sl_writer_commit(s.w);
-            s.w = NULL;
+            uint64_t unc = sl_writer_bytes_in(wr);
+            rc = sl_writer_commit(wr);
+            wr = NULL;
             struct stat sb;
             if (!rc) {
                 sl_counters_add(&c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
@@ -256,25 +417,29 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             }
         }
         if (rc) {
-            sl_writer_abort(s.w);
+            sl_writer_abort(wr);
             sl_error("%s%s", sl_err_msg(),
                      o->skip_corrupt || strstr(sl_err_msg(), "hint:")
                          ? ""
                          : "\nhint: use --skip-corrupt to keep what can be read and go on");
             failed = 1;
-        } else if (o->rm_inputs) {
-            removed += (uint64_t)remove_input(&in.v[i]);
+        } else {
+            for (size_t i = ufirst[u]; o->rm_inputs && i < ufirst[u + 1]; i++)
+                removed += (uint64_t)remove_input(&in.v[i]);
         }
         sl_counters_release(&c);
         free(path);
         free(name);
-        done_bytes += in.v[i].size;
-        sl_progress_update(&prog, done_bytes, docs);
+        if (nu == in.n) {
+            done_bytes += sizes[u];
+            sl_progress_update(&prog, done_bytes, docs);
+        }
     }
     sl_progress_finish(&prog);
     sl_warn_limited_summary();
     sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
     if (failed) {
+        free(ufirst);
         free(sizes);
         free(owner);
         sl_stage_release(&st);
@@ -284,13 +449,13 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
     }
 
     char **names = sl_xcalloc(nf, sizeof(char *));
-    for (size_t i = 0; i < in.n; i++)
-        names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+    for (size_t u = 0; u < nu; u++)
+        names[u] = sl_stage_shard_name(u, ".jsonl.zst");
     struct sl_counters extra, totals;
     sl_counters_init(&extra);
     sl_counters_init(&totals);
     sl_world_allreduce_u64(w, &removed, 1, SL_SUM);
-    rc = sl_stage_finish(&st, names, in.n, NULL, &totals);
+    rc = sl_stage_finish(&st, names, nu, NULL, &totals);
     if (rc) {
         sl_error("%s", sl_err_msg());
     } else if (w->rank == 0) {
@@ -312,11 +477,12 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             sl_warn("%llu damaged files were read only in part (--skip-corrupt)",
                     (unsigned long long)sl_counters_get(&totals, "corrupt_files"));
     }
-    for (size_t i = 0; i < in.n; i++)
-        free(names[i]);
+    for (size_t u = 0; u < nu; u++)
+        free(names[u]);
     free(names);
     sl_counters_release(&extra);
     sl_counters_release(&totals);
+    free(ufirst);
     free(sizes);
     free(owner);
     sl_stage_release(&st);
@@ -327,7 +493,9 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
 
 int cmd_extract(int argc, const char **argv)
 {
-    struct opts o = { NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0 };
+    struct opts o = {
+        NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0, { NULL, 0 }, 64u << 20, 0
+    };
     struct sl_option options[] = {
         SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
                       "input format (required)"),
@@ -344,6 +512,12 @@ int cmd_extract(int argc, const char **argv)
                      "keep the readable part of damaged compressed files and go on"),
         SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
                      "delete each downloaded input once its shard is complete"),
+        SL_OPT_SIZE(0, "shard-size", &o.shard_size, "SIZE",
+                    "html: consecutive pages share a shard up to SIZE of input (default 64M)"),
+        SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
+                      "prefix every document id with P: (corpora whose ids repeat)"),
+        SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
+                     "new ids: <output shard>:<position>, after the --id-prefix"),
         SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
         SL_OPT_COMMON,
@@ -368,6 +542,9 @@ int cmd_extract(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!rc && o.shard_size == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--shard-size must be positive");
+    o.group = f && !strcmp(f->name, "html");
     if (!rc && o.max_record < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
     if (rc) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sl_buf;
 struct sl_counters;
 struct sl_doc;
 
@@ -37,6 +38,9 @@ struct extract_opts {
 struct extract_input {
     const char *path;
     const char *rel;
+    /* html: the file already read (html_read_file) and its result; NULL: read it here */
+    const struct sl_buf *raw;
+    int raw_rc;
 };
 
 typedef int (*extract_file_fn)(const struct extract_input *in, const struct extract_opts *o,

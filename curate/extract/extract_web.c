@@ -17,7 +17,8 @@ int extract_html_adapter(const struct extract_input *in, const struct extract_op
     struct sl_doc d;
     sl_doc_init(&d);
     sl_counters_add(c, "documents_in", 1);
-    int rc = html_extract_file(in->path, &d, c);
+    int rc = in->raw ? html_extract_read(in->path, in->raw_rc, in->raw, &d, c)
+                     : html_extract_file(in->path, &d, c);
     if (rc == 1) {
         const char *src = o->source ? o->source : "html";
         rc = sl_doc_set_str(&d, "source", src, strlen(src));

@@ -1,5 +1,6 @@
 /* html_extract_file: one page per file, read through core/stream (compression detected
- * from the bytes), extracted with html_extract, turned into a struct sl_doc. */
+ * from the bytes; a gzip page in one call of libdeflate), extracted with html_extract,
+ * turned into a struct sl_doc. */
 #include "curate/extract/html_file.h"
 
 #include "core/buf.h"
@@ -9,6 +10,8 @@
 #include "core/stream.h"
 #include "curate/extract/html.h"
 
+#include <libdeflate.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -44,15 +47,74 @@ static void count(struct sl_counters *c, const char *name, uint64_t v)
         sl_counters_add(c, name, v);
 }
 
-int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
+/* A gzip page (the usual crawl layout: one .html.gz per page) in one call of libdeflate,
+ * about twice as fast as zlib's stream. 0, or -1 when this path does not apply or fails
+ * (not gzip, too large, damaged, several members that do not fit): the caller then reads
+ * the file through core/stream, which gives the error its message. */
+static int read_gzip_fast(const char *path, struct sl_buf *raw)
 {
-    struct sl_buf raw;
+    int rc = -1;
+    FILE *f = fopen(path, "rb");
+    struct sl_buf in = SL_BUF_INIT;
+    struct libdeflate_decompressor *d = NULL;
+    if (!f)
+        return -1;
+    unsigned char magic[2];
+    if (fread(magic, 1, 2, f) != 2 || magic[0] != 0x1f || magic[1] != 0x8b)
+        goto out;
+    sl_buf_init(&in, HTML_MAX_INPUT);
+    if (sl_buf_append(&in, magic, 2))
+        goto out;
+    for (;;) {
+        if (sl_buf_reserve(&in, 1 << 16))
+            goto out;
+        size_t k = fread(in.data + in.len, 1, 1 << 16, f);
+        in.len += k;
+        if (k < (1 << 16))
+            break;
+    }
+    if (ferror(f) || in.len < 18)
+        goto out;
+    const unsigned char *t = (const unsigned char *)in.data + in.len - 4;
+    size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
+    if (isize >= HTML_MAX_INPUT || sl_buf_reserve(raw, isize + 1))
+        goto out;
+    d = libdeflate_alloc_decompressor();
+    if (!d)
+        goto out;
+    size_t in_used = 0, out_used = 0;
+    /* the last member's ISIZE is the whole size only for one member; more are rare */
+    if (libdeflate_gzip_decompress_ex(d, in.data, in.len, raw->data, isize + 1, &in_used,
+                                      &out_used) != LIBDEFLATE_SUCCESS ||
+        in_used != in.len || out_used != isize)
+        goto out;
+    raw->len = out_used;
+    raw->data[raw->len] = '\0';
+    rc = 0;
+out:
+    if (rc)
+        sl_buf_reset(raw);
+    libdeflate_free_decompressor(d);
+    sl_buf_release(&in);
+    fclose(f);
+    return rc;
+}
+
+int html_read_file(const char *path, struct sl_buf *raw)
+{
+    sl_buf_init(raw, HTML_MAX_INPUT);
+    if (read_gzip_fast(path, raw) == 0)
+        return 0;
+    return sl_read_file(path, raw);
+}
+
+int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, struct sl_doc *doc,
+                      struct sl_counters *c)
+{
     struct html_doc hd;
-    int rc;
-    sl_buf_init(&raw, HTML_MAX_INPUT);
+    int rc = read_rc;
     html_doc_init(&hd);
     count(c, "html_files", 1);
-    rc = sl_read_file(path, &raw);
     if (rc == SL_ERR_TOOBIG) {
         count(c, "html_too_large", 1);
         rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu MiB cap", path,
@@ -61,8 +123,8 @@ int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *
     }
     if (rc)
         goto out; /* the stream's message names the file */
-    count(c, "html_bytes", raw.len);
-    rc = html_extract(raw.data ? raw.data : "", raw.len, NULL, &hd);
+    count(c, "html_bytes", raw->len);
+    rc = html_extract(raw->data ? raw->data : "", raw->len, NULL, &hd);
     if (rc) {
         rc = sl_err_wrap(rc, "extracting '%s': ", path);
         goto out;
@@ -84,7 +146,15 @@ int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *
         goto out;
     rc = 1;
 out:
-    sl_buf_release(&raw);
     html_doc_release(&hd);
+    return rc;
+}
+
+int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
+{
+    struct sl_buf raw;
+    int rc = html_read_file(path, &raw);
+    rc = html_extract_read(path, rc, &raw, doc, c);
+    sl_buf_release(&raw);
     return rc;
 }

@@ -148,13 +148,164 @@ static int finish_load(struct sl_filter_chain **out, struct sl_filter_chain *c, 
     return 0;
 }
 
+/* The kind and the label of filter entry `it` (either may be NULL). */
+static void entry_names(struct sl_cfg *it, const char **kind, const char **label)
+{
+    *kind = *label = NULL;
+    if (it->kind == SL_CFG_SCALAR) {
+        *kind = it->value;
+    } else if (it->kind == SL_CFG_MAP && sl_cfg_child(it, "filter")) {
+        struct sl_cfg *k = sl_cfg_child(it, "filter"), *n = sl_cfg_child(it, "name");
+        *kind = k->kind == SL_CFG_SCALAR ? k->value : NULL;
+        *label = n && n->kind == SL_CFG_SCALAR ? n->value : NULL;
+    } else if (it->kind == SL_CFG_MAP && it->n == 1) {
+        struct sl_cfg *n =
+            it->items[0]->kind == SL_CFG_MAP ? sl_cfg_child(it->items[0], "name") : NULL;
+        *kind = it->items[0]->key;
+        *label = n && n->kind == SL_CFG_SCALAR ? n->value : NULL;
+    }
+}
+
+static int entry_is(struct sl_cfg *it, const char *name)
+{
+    const char *kind, *label;
+    entry_names(it, &kind, &label);
+    return (kind && !strcmp(kind, name)) || (label && !strcmp(label, name));
+}
+
+/* The filters of the config that a name matches, as "2 (gopher_quality)" text. */
+static void matches_text(struct sl_cfg *list, const char *name, struct sl_buf *b, size_t *count,
+                         size_t *first)
+{
+    *count = 0;
+    for (size_t i = 0; i < list->n; i++) {
+        if (!entry_is(list->items[i], name))
+            continue;
+        if (!*count)
+            *first = i;
+        sl_buf_printf(b, "%sfilters.%zu", (*count)++ ? ", " : "", i);
+    }
+}
+
+/* Apply one --set. "filters.N.KIND.PARAM=V" and "filters.NAME.PARAM=V" address a filter
+ * entry (N must hold a filter of that kind or name); other keys are plain overrides. */
+static int apply_set(struct sl_cfg *root, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    struct sl_cfg *list = sl_cfg_child(root, "filters");
+    if (!eq || strncmp(assignment, "filters.", 8) != 0 || !list || list->kind != SL_CFG_SEQ)
+        return sl_cfg_override(root, assignment);
+    const char *seg = assignment + 8; /* N or NAME */
+    size_t seglen = strcspn(seg, ".=");
+    const char *rest = seg + seglen; /* ".KIND.PARAM=V", ".PARAM=V" or "=V" */
+    char *name = sl_xstrndup(seg, seglen);
+    int rc = 0;
+    size_t idx = 0;
+    char *fixed = NULL;
+    int is_index = seglen > 0 && strspn(name, "0123456789") == seglen;
+    if (is_index) {
+        idx = (size_t)strtoull(name, NULL, 10);
+        if (idx >= list->n || *rest == '=') {
+            free(name);
+            return sl_cfg_override(root, assignment); /* append or replace a whole entry */
+        }
+        /* the segment after the index names the filter there */
+        const char *ks = rest + 1;
+        size_t kl = strcspn(ks, ".=");
+        char *want = sl_xstrndup(ks, kl);
+        struct sl_cfg *it = list->items[idx];
+        const char *kind, *label;
+        entry_names(it, &kind, &label);
+        int filter_form = it->kind == SL_CFG_MAP && sl_cfg_child(it, "filter");
+        if (entry_is(it, want)) {
+            /* filters.N.KIND.P=V: in the `filter:` form the parameters are the entry itself;
+             * a bare name becomes {KIND: {P: V}} */
+            if (filter_form) {
+                if (ks[kl] != '.')
+                    rc = sl_err_set(SL_ERR_USAGE,
+                                    "--set '%s': give a parameter after the filter's name "
+                                    "(filters.%zu.%s.PARAM=VALUE)",
+                                    assignment, idx, want);
+                else
+                    fixed = sl_xasprintf("filters.%zu%s", idx, ks + kl);
+            } else {
+                fixed = sl_xasprintf("filters.%zu.%s%s", idx, kind, ks + kl);
+            }
+        } else if (filter_form && !sl_filter_kind_find(want)) {
+            /* filters.N.PARAM=V on a `filter:` entry */
+            fixed = sl_xstrdup(assignment);
+        } else {
+            struct sl_buf where = SL_BUF_INIT;
+            size_t count = 0, first = 0;
+            matches_text(list, want, &where, &count, &first);
+            const char *is = label ? label : kind ? kind : "(not a filter)";
+            if (count)
+                rc = sl_err_set(SL_ERR_USAGE,
+                                "--set '%s': filters.%zu is '%s', not '%s'\nhint: '%s' is %s; "
+                                "or address it by name: --set filters.%s%s",
+                                assignment, idx, is, want, want, where.data, want, ks + kl);
+            else
+                rc =
+                    sl_err_set(SL_ERR_USAGE,
+                               "--set '%s': filters.%zu is '%s', not '%s'\nhint: "
+                               "filters.N.KIND.PARAM=VALUE names the filter at position N (from 0)",
+                               assignment, idx, is, want);
+            sl_buf_release(&where);
+        }
+        free(want);
+    } else {
+        /* filters.NAME.PARAM=V: the one entry of that kind or name */
+        struct sl_buf where = SL_BUF_INIT;
+        size_t count = 0;
+        matches_text(list, name, &where, &count, &idx);
+        if (count == 1) {
+            struct sl_cfg *it = list->items[idx];
+            const char *kind, *label;
+            entry_names(it, &kind, &label);
+            if (*rest == '=')
+                rc = sl_err_set(SL_ERR_USAGE,
+                                "--set '%s': give a parameter (filters.%s.PARAM=VALUE)", assignment,
+                                name);
+            else if (it->kind == SL_CFG_MAP && sl_cfg_child(it, "filter"))
+                fixed = sl_xasprintf("filters.%zu%s", idx, rest);
+            else
+                fixed = sl_xasprintf("filters.%zu.%s%s", idx, kind, rest);
+        } else if (count > 1) {
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "--set '%s': '%s' is ambiguous: the config has it at %s\nhint: "
+                            "address one by position: --set filters.N.%s%s",
+                            assignment, name, where.data, name, rest);
+        } else {
+            struct sl_buf names = SL_BUF_INIT;
+            for (size_t i = 0; i < list->n; i++) {
+                const char *kind, *label;
+                entry_names(list->items[i], &kind, &label);
+                sl_buf_printf(&names, "%s%s", i ? ", " : "", label ? label : kind ? kind : "?");
+            }
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "--set '%s': the config has no filter '%s'\nhint: its filters are %s",
+                            assignment, name, names.data ? names.data : "(none)");
+            sl_buf_release(&names);
+        }
+        sl_buf_release(&where);
+    }
+    if (!rc && fixed) {
+        rc = sl_cfg_override(root, fixed);
+        if (rc)
+            rc = sl_err_wrap(rc, "--set '%s': ", assignment);
+    }
+    free(fixed);
+    free(name);
+    return rc;
+}
+
 int sl_filter_chain_load(struct sl_filter_chain **out, const char *path, char *const *overrides,
                          size_t noverrides)
 {
     struct sl_filter_chain *c = sl_xcalloc(1, sizeof(*c));
     int rc = sl_cfg_load_file(&c->cfg, path);
     for (size_t i = 0; i < noverrides && !rc; i++)
-        rc = sl_cfg_override(c->cfg, overrides[i]);
+        rc = apply_set(c->cfg, overrides[i]);
     char *tmp = sl_xstrdup(path);
     c->config_dir = sl_xstrdup(dirname(tmp));
     free(tmp);

@@ -381,7 +381,7 @@ int cmd_filter(int argc, const char **argv)
                      "keep every document; write filter_scores (and filter_drop, filter_reason)"),
         SL_OPT_FLAG_(0, "split-by-language", &o.split_lang,
                      "write kept documents to DIR/lang=CODE/ by their detected language"),
-        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE", "override a config value (filters.1.gopher_quality.min_doc_words=40)"),
+        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE", "override a config value: filters.gopher_quality.min_doc_words=40 (the filter by name), filters.2.gopher_quality.min_doc_words=40 (by position)"),
         SL_OPT_FLAG_(0, "list", &o.list, "list the filter kinds and exit"),
         SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),

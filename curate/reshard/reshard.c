@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 
 #include "core/alloc.h"
+#include "core/docid.h"
 #include "core/err.h"
 #include "core/jsonl.h"
 #include "core/log.h"
@@ -42,6 +43,7 @@ struct opts {
     uint64_t max_line;
     long level;
     int force, repair_utf8, skip_corrupt;
+    struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
 };
 
 /* A skipped line counted before its shard was opened. */
@@ -278,9 +280,19 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_printf(&settings, "{\"shards\":%llu,\"shard_size\":%llu,\"text_key\":",
                   (unsigned long long)nshards, (unsigned long long)o->shard_size);
     sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_printf(&settings, ",\"max_line\":%llu,\"level\":%ld,\"repair_utf8\":%s,\"skip_corrupt\":%s}",
+    sl_buf_printf(&settings,
+                  ",\"max_line\":%llu,\"level\":%ld,\"repair_utf8\":%s,\"skip_corrupt\":%s",
                   (unsigned long long)o->max_line, o->level, o->repair_utf8 ? "true" : "false",
                   o->skip_corrupt ? "true" : "false");
+    if (sl_docid_active(&o->ids)) {
+        sl_buf_puts(&settings, ",\"id_prefix\":");
+        if (o->ids.prefix)
+            sl_buf_json_str(&settings, o->ids.prefix, strlen(o->ids.prefix));
+        else
+            sl_buf_puts(&settings, "null");
+        sl_buf_printf(&settings, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
+    }
+    sl_buf_putc(&settings, '}');
     struct sl_stage st;
     struct sl_stage_cfg cfg = { "reshard", o->out, argc, argv, &in, settings.data, o->force };
     rc = sl_stage_begin(&st, w, &cfg);
@@ -358,7 +370,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                 break;
             sl_counters_add(&os.c, "documents_in", 1);
             sl_counters_add(&os.c, "bytes_in", doc.raw.len + 1);
-            if (!os.done)
+            if (!os.done && sl_docid_active(&o->ids))
+                rc =
+                    sl_docid_apply(&o->ids, &doc, os.name, sl_counters_get(&os.c, "documents_out"));
+            if (!rc && !os.done)
                 rc = sl_doc_write(&doc, os.w);
             sl_counters_add(&os.c, "documents_out", 1);
             sl_progress_update(&prog, g - lo, ++docs);
@@ -432,19 +447,24 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
 int cmd_reshard(int argc, const char **argv)
 {
-    struct opts o = { NULL, 0, 0, "text", SL_JSONL_DEFAULT_MAX_LINE, 3, 0, 0, 0 };
+    struct opts o = { NULL, 0, 0, "text", SL_JSONL_DEFAULT_MAX_LINE, 3, 0, 0, 0, { NULL, 0 } };
     struct sl_option options[] = {
         SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
         SL_OPT_UINT64('n', "shards", &o.shards, "N", "number of shards"),
         SL_OPT_SIZE('s', "shard-size", &o.shard_size, "SIZE",
                     "target uncompressed bytes per shard (default 256M)"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
+                      "member that holds the text (default text)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
         SL_OPT_ZSTD_LEVEL(&o.level),
         SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                      "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
         SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
                      "keep the readable part of damaged compressed files and go on"),
+        SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
+                      "prefix every document id with P: (corpora whose ids repeat)"),
+        SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
+                     "new ids: <output shard>:<position>, after the --id-prefix"),
         SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
         SL_OPT_COMMON,
         SL_OPT_END_,

@@ -148,4 +148,29 @@ run "$SLUICE" reshard --out "$T/o-int" --shards 1 "$T/big.jsonl.zst"
 expect_rc 0
 expect_eq "$(json "$T/o-int/manifest.json" "m['counts']['documents_out']")" 400000
 
+case_ "wrong input: a file that yields not one record is an error (exit 1) with a hint of what it is"
+mkdir -p "$T/wrong/text" "$T/gpt2"
+zstd -q -d "$FIX/tokenizer/botchan.txt.zst" -o "$T/wrong/text/botchan.txt"
+zstd -q -d "$FIX/tokenizer/encoder.json.zst" -o "$T/gpt2/encoder.json"
+zstd -q -d "$FIX/tokenizer/vocab.bpe.zst" -o "$T/gpt2/vocab.bpe"
+run "$SLUICE" extract --format warc --out "$T/o-w1" "$T/wrong/text/botchan.txt"
+expect_rc 1; expect_err "botchan.txt': no warc record could be read"; expect_err "hint: this looks like plain text"
+expect_no_file "$T/o-w1/manifest.json"; expect_no_partials "$T/o-w1"
+run "$SLUICE" extract --format jsonl --out "$T/o-w2" "$T/wrong/text/botchan.txt"
+expect_rc 1; expect_err "no jsonl record could be read"
+# the first warnings, then a summary line, not one line per bad line
+expect_err "more not shown"
+[ "$(wc -l < "$T/err")" -lt 40 ] && ok || fail "$(wc -l < "$T/err") lines of warnings"
+run "$SLUICE" extract --format jsonl --out "$T/o-w3" "$ROOT"/examples/warc/*.warc.gz
+expect_rc 1; expect_err "hint: this looks like a WARC file: use \`sluice extract --format warc\`"
+run "$SLUICE" tokenize --tokenizer "gpt2:$T/gpt2" --out "$T/o-w4/t" "$T/wrong/text/botchan.txt"
+expect_rc 1; expect_err "botchan.txt': not one JSON document in 4288 lines"; expect_err "this looks like plain text"
+expect_no_file "$T/o-w4/t_text_document.bin"
+[ "$(wc -l < "$T/err")" -lt 40 ] && ok || fail "$(wc -l < "$T/err") lines of warnings"
+run "$SLUICE" tokenize --tokenizer "gpt2:$T/gpt2" --out "$T/o-w5/t" "$ROOT"/examples/warc/*.warc.gz
+expect_rc 1; expect_err "turn it into documents with \`sluice extract --format warc\`"
+# a file with some good records is not an error
+run "$SLUICE" extract --format jsonl --out "$T/o-w6" "$T/bad/mixed.jsonl"
+expect_rc 0
+
 finish

@@ -65,4 +65,19 @@ print("%d broken" % bad)
 PY
 expect_rc 0; expect_out "0 broken"
 
+case_ "SLUICE_PROGRESS_INTERVAL is documented under each long command and in the README, and does what they say"
+for c in download extract clean filter dedup reshard tokenizer tokenize run; do
+    grep -q '^## Progress' "$ROOT/docs/commands/$c.md" && grep -q 'SLUICE_PROGRESS_INTERVAL' "$ROOT/docs/commands/$c.md" \
+        && ok || fail "docs/commands/$c.md has no Progress section naming SLUICE_PROGRESS_INTERVAL"
+done
+grep -q 'SLUICE_PROGRESS_INTERVAL' "$ROOT/README.md" && ok || fail "README.md does not name SLUICE_PROGRESS_INTERVAL"
+python3 -c "
+import json
+for i in range(20000): print(json.dumps({'text': 'document %d ' % i + 'lorem ipsum ' * 20}))
+" > "$T/progress.jsonl"
+SLUICE_PROGRESS_INTERVAL=0.001 run "$SLUICE" reshard --shards 2 --out "$T/progress" "$T/progress.jsonl"
+expect_rc 0; expect_err "reshard: "; expect_err "B/s"
+run "$SLUICE" reshard --shards 2 --out "$T/progress2" "$T/progress.jsonl"
+expect_rc 0; expect_no_err "B/s"
+
 finish

@@ -112,4 +112,36 @@ if have_mpi; then
               "$(json "$T/m1/manifest.json" "json.dumps(m['counts'], sort_keys=True)")"
 fi
 
+case_ "--set filters.N.KIND.P: N must hold a filter of that kind; filters.KIND.P by name; entries with parameters too"
+run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set filters.1.gopher_quality.min_doc_words=100000 --out "$T/s1" "$IN"
+expect_rc 1; expect_err "filters.1 is 'gopher_repetition', not 'gopher_quality'"; expect_err "is filters.2"
+expect_no_file "$T/s1/manifest.json"
+n=0
+for set in filters.2.gopher_quality.min_doc_words=100000 filters.gopher_quality.min_doc_words=100000; do
+    n=$((n + 1))
+    run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set "$set" --out "$T/s2-$n" "$IN"
+    expect_rc 0
+    expect_eq "$(json "$T/s2-$n/manifest.json" "m['settings']['config']['filters'][1:3]")" \
+        "['gopher_repetition', {'gopher_quality': {'min_doc_words': 100000}}]" "($set)"
+done
+# gopher.yaml: both entries have parameters
+run "$SLUICE" filter --config "$CFG/gopher.yaml" --set filters.1.gopher_quality.min_doc_words=7 \
+    --set filters.gopher_repetition.dup_line_frac=0.5 --out "$T/s3" "$IN"
+expect_rc 0
+expect_eq "$(json "$T/s3/manifest.json" "(m['settings']['config']['filters'][1]['gopher_quality']['min_doc_words'], m['settings']['config']['filters'][1]['gopher_quality']['max_doc_words'], m['settings']['config']['filters'][0]['gopher_repetition']['dup_line_frac'])")" "(7, 100000, 0.5)"
+run "$SLUICE" filter --config "$CFG/gopher.yaml" --set filters.0.gopher_quality.min_doc_words=7 --out "$T/s4" "$IN"
+expect_rc 1; expect_err "filters.0 is 'gopher_repetition', not 'gopher_quality'"
+run "$SLUICE" filter --config "$CFG/gopher.yaml" --set filters.nosuch.x=1 --out "$T/s4" "$IN"
+expect_rc 1; expect_err "the config has no filter 'nosuch'"; expect_err "its filters are gopher_repetition, gopher_quality"
+printf 'filters:\n  - gopher_quality\n  - gopher_repetition\n  - gopher_quality: {min_doc_words: 10}\n' > "$T/twice.yaml"
+run "$SLUICE" filter --config "$T/twice.yaml" --set filters.gopher_quality.min_doc_words=7 --out "$T/s5" "$IN"
+expect_rc 1; expect_err "'gopher_quality' is ambiguous: the config has it at filters.0, filters.2"
+run "$SLUICE" filter --config "$T/twice.yaml" --set filters.0.gopher_quality.min_doc_words=7 --out "$T/s5" "$IN"
+expect_rc 0
+expect_eq "$(json "$T/s5/manifest.json" "m['settings']['config']['filters'][0]")" "{'gopher_quality': {'min_doc_words': 7}}"
+# the form fineweb.yaml's comment gives works
+grep -q -- "--set filters.language.model=PATH" "$CFG/fineweb.yaml" && ok || fail "fineweb.yaml's comment"
+run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set filters.language.threshold=0.5 --out "$T/s6" "$IN"
+expect_rc 0
+
 finish

@@ -118,6 +118,25 @@ case_ "common-crawl: fuzzy dedup in the Redis Cluster given by 'redis' (dry run)
 run "$SLUICE" run "$P/common-crawl.yaml" work_dir="$T/cc" redis=10.0.0.1:7000,10.0.0.2:7000 --dry-run
 expect_rc 0; expect_out "--backend redis --redis 10.0.0.1:7000,10.0.0.2:7000"
 
+case_ "common-crawl: the memory backend by overrides that unset redis (null, ~)"
+for unset in redis=null dedup_fuzzy.redis=null 'redis=~'; do
+    run "$SLUICE" run "$P/common-crawl.yaml" work_dir="$T/cc" dedup_fuzzy.backend=memory "$unset" --dry-run
+    expect_rc 0
+    expect_out "sluice dedup fuzzy --out $T/cc/dedup_fuzzy --preset datatrove --backend memory $T/cc/dedup_exact"
+    expect_no_err "redis"
+done
+grep -q "dedup_fuzzy.backend=memory redis=null" "$P/common-crawl.yaml" && ok || fail "the comment's override"
+run "$SLUICE" run "$P/common-crawl.yaml" work_dir="$T/cc" redis_typo=null --dry-run
+expect_rc 2; expect_err "unknown key 'redis_typo'"
+cat > "$T/nullvar.yaml" <<EOF
+v: x
+extract:
+  format: jsonl
+  in: ${T}/\${v}/data
+EOF
+run "$SLUICE" run "$T/nullvar.yaml" v=null --dry-run
+expect_rc 2; expect_err "variable '\${v}' is null"
+
 case_ "wikipedia: a pages-articles dump, articles extracted and cleaned"
 run "$SLUICE" run "$P/wikipedia.yaml" work_dir="$T/wiki" base_url="$B/wiki/" 'stages=[download,extract,clean,dedup_exact]'
 expect_rc 0; expect_out "4 of 4 steps ran"
@@ -140,10 +159,17 @@ expect_file "$T/custom/w/reshard/part-00001.jsonl.zst"; expect_file "$T/custom/w
 expect_eq "$(json "$T/custom/w/tokenize/custom.manifest.json" "m['counts']['documents_in']")" \
     "$(json "$T/custom/w/dedup_fuzzy/manifest.json" "m['counts']['documents_out']")"
 
-case_ "every pipeline loads (dry run with the defaults)"
+case_ "every pipeline loads (dry run with the defaults; custom's data is the user's)"
 for f in "$P"/*.yaml; do
-    run "$SLUICE" run "$f" work_dir="$T/dry" --dry-run
+    extra=()
+    [ "$(basename "$f")" = custom.yaml ] && extra=(data="$T/custom/mine.jsonl")
+    run "$SLUICE" run "$f" work_dir="$T/dry" "${extra[@]}" --dry-run
     expect_rc 0
 done
+
+case_ "--dry-run checks that every input exists: custom.yaml without data="
+run "$SLUICE" run "$P/custom.yaml" work_dir="$T/dry" --dry-run
+expect_rc 1; expect_err "step 'extract': input '$P/data.jsonl' does not exist"
+expect_out "sluice extract --out $T/dry/extract"
 
 finish

@@ -119,6 +119,11 @@ expect_rc 0; expect_eq "$(wc -l < "$T/out")" 9
 expect_eq "$(sed -n 7p "$T/out")" '{"document":6,"ids":[1,2,3,4]}'
 run "$SLUICE" dataset merge --out "$T/m2" "$T/np" "$T/w_cl100k_base_botchan_text_document"
 expect_rc 1; expect_err "dtype is int32"
+run "$SLUICE" dataset merge --out "$T/merged/all/m" "$T/d_text_document" "$T/np"
+expect_rc 0; cmp -s "$T/merged/all/m.bin" "$T/m.bin" && ok || fail "merge into a new directory"
+: > "$T/afile"
+run "$SLUICE" dataset merge --out "$T/afile/m" "$T/d_text_document" "$T/np"
+expect_rc 1; expect_err "'$T/afile' exists and is not a directory"
 
 case_ "cl100k ids need int32"
 expect_eq "$(json "$T/w_cl100k_base_botchan.manifest.json" "m['settings']['dtype']")" int32
@@ -189,5 +194,59 @@ expect_rc 1; expect_err "t2.idx"; expect_err "fairseq"
 cp "$T/d_text_document.idx" "$T/t3.idx"; head -c 7 "$T/d_text_document.bin" > "$T/t3.bin"
 run "$SLUICE" dataset cat --ids "$T/t3"
 expect_rc 1; expect_err "t3.bin"; expect_err "the index needs"
+
+case_ "SIGKILL after 3 of 40 files: the next run resumes per file; output identical to an uninterrupted run"
+mkdir -p "$T/many"
+python3 - "$T/many" <<'PY'
+import json, random, sys
+random.seed(3)
+words = ("the of and to in a is that for it as was with be by on not he this are or his from at "
+         "which but have an they you were her she there been one all we river mountain city").split()
+for f in range(40):
+    with open("%s/in-%02d.jsonl" % (sys.argv[1], f), "w") as o:
+        for d in range(600):
+            o.write(json.dumps({"text": " ".join(random.choice(words) for _ in range(random.randint(50, 300)))}) + "\n")
+PY
+run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rref/t" "$T/many"
+expect_rc 0; expect_eq "$(json "$T/rref/t.manifest.json" "m['resumed']")" False
+mkdir -p "$T/rk"
+"$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk/t" "$T/many" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1000); do
+    n=$(ls "$T/rk/.t.sluice-parts" 2>/dev/null | grep -c 'counts$' || true)
+    [ "$n" -ge 3 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.01
+done
+kill -KILL $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+if [ -e "$T/rk/t.manifest.json" ]; then fail "tokenize finished before the kill"; else ok; fi
+done_before=$(ls "$T/rk/.t.sluice-parts" | grep -c 'counts$' || true)
+run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk/t" "$T/many"
+expect_rc 0; expect_err "(resumed)"
+expect_eq "$(json "$T/rk/t.manifest.json" "m['resumed']")" True
+for e in bin idx; do
+    cmp -s "$T/rk/t_text_document.$e" "$T/rref/t_text_document.$e" && ok || fail "resumed .$e differs"
+done
+expect_eq "$(json "$T/rk/t.manifest.json" "json.dumps(m['counts'], sort_keys=True)")" \
+          "$(json "$T/rref/t.manifest.json" "json.dumps(m['counts'], sort_keys=True)")"
+expect_no_file "$T/rk/.t.sluice-parts"
+[ "$done_before" -ge 3 ] && [ "$done_before" -lt 40 ] && ok || fail "$done_before files were done at the kill"
+
+case_ "killed, then other settings: the earlier parts are not reused"
+"$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk2/t" "$T/many" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1000); do
+    n=$(ls "$T/rk2/.t.sluice-parts" 2>/dev/null | grep -c 'counts$' || true)
+    [ "$n" -ge 2 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.01
+done
+kill -KILL $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --out "$T/rk2/t" "$T/many"
+expect_rc 0; expect_no_err "(resumed)"
+run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --out "$T/rref2/t" "$T/many"
+cmp -s "$T/rk2/t_text_document.bin" "$T/rref2/t_text_document.bin" && ok || fail "not a fresh start"
 
 finish

@@ -63,4 +63,20 @@ run "$SLUICE" tokenizer train --model-type bpe --vocab-size 600 --spm-option no_
 expect_rc 1; expect_err "SentencePiece training failed"
 expect_no_file "$T/z.model"
 
+case_ "--out in a missing directory: created before the training; a file in the way fails first"
+run "$SLUICE" tokenizer train --model-type bpe --vocab-size 600 --threads 1 --out "$T/new/deep/spm" "$T/botchan.txt"
+expect_rc 0; expect_file "$T/new/deep/spm.model"; expect_file "$T/new/deep/spm.vocab"
+: > "$T/afile"
+run "$SLUICE" tokenizer train --model-type bpe --vocab-size 600 --threads 1 --out "$T/afile/x/spm" "$T/botchan.txt"
+expect_rc 1; expect_err "cannot create directory '$T/afile/x'"
+expect_no_err "sentences sampled"   # before the sampling and the training, not after
+
+case_ "-q is quiet (no LOG(INFO) of the trainer); its errors name our flags"
+run "$SLUICE" tokenizer train -q --model-type bpe --vocab-size 600 --threads 1 --out "$T/q" "$T/botchan.txt"
+expect_rc 0; expect_err_empty
+run "$SLUICE" tokenizer train --model-type bpe --vocab-size 600 --threads 1 --out "$T/q2" "$T/botchan.txt"
+expect_rc 0; expect_no_err "LOG(INFO)"
+run "$SLUICE" tokenizer train -q --model-type unigram --vocab-size 30 --threads 1 --out "$T/q3" "$T/botchan.txt"
+expect_rc 1; expect_err "--character-coverage"; expect_no_err "--character_coverage"; expect_no_err "LOG(INFO)"
+
 finish

@@ -111,6 +111,48 @@ TEST(config_unknown_keys)
     sl_cfg_free(c);
 }
 
+/* A key one letter away from a key the program asks for is reported when it is asked for,
+ * before a check of the default could hide it; the keys asked for but absent are the
+ * known keys that check_unused suggests from. */
+TEST(config_unknown_key_near_known)
+{
+    const char *y = "model:\n  num_layer: 2\n  hidden_size: 64\n"
+                    "optim:\n  lrr: 0.1\n  eps: 1e-8\n"
+                    "data:\n  prefx: x\n";
+    struct sl_cfg *c;
+    REQUIRE(sl_cfg_load_string(&c, y, strlen(y), "m.yaml") == 0);
+    long n;
+    double d;
+    const char *s;
+    CHECK_EQ_INT(sl_cfg_int(c, "model.hidden_size", 0, &n), 0);
+    CHECK_EQ_INT(sl_cfg_int(c, "model.num_layers", 0, &n), SL_ERR_CONFIG);
+    CHECK_CONTAINS(sl_err_msg(), "m.yaml:2: unknown key 'model.num_layer'");
+    CHECK_CONTAINS(sl_err_msg(), "did you mean 'num_layers'?");
+    CHECK_EQ_INT(sl_cfg_double(c, "optim.eps", 0, &d), 0);
+    CHECK_EQ_INT(sl_cfg_double(c, "optim.lr", 0, &d), SL_ERR_CONFIG);
+    CHECK_CONTAINS(sl_err_msg(), "unknown key 'optim.lrr'");
+    CHECK_CONTAINS(sl_err_msg(), "did you mean 'lr'?");
+    /* farther: no error at the getter; check_unused suggests the key asked for, not the
+     * nearest key present (eps) */
+    CHECK_EQ_INT(sl_cfg_str(c, "data.split", "x", &s), 0);
+    CHECK_EQ_INT(sl_cfg_str(c, "data.prefix_xyz", NULL, &s), 0);
+    sl_cfg_mark_used(sl_cfg_get(c, "model"));
+    sl_cfg_mark_used(sl_cfg_get(c, "optim"));
+    CHECK_EQ_INT(sl_cfg_str(c, "data.prefix", NULL, &s), SL_ERR_CONFIG);
+    CHECK_CONTAINS(sl_err_msg(), "did you mean 'prefix'?");
+    sl_cfg_free(c);
+
+    /* check_unused: the asked-for key, when it is the nearest */
+    const char *y2 = "optim:\n  lr_x: 0.1\n  eps: 1e-8\n";
+    REQUIRE(sl_cfg_load_string(&c, y2, strlen(y2), "o.yaml") == 0);
+    CHECK_EQ_INT(sl_cfg_double(c, "optim.eps", 0, &d), 0);
+    CHECK_EQ_INT(sl_cfg_double(c, "optim.lr", 0, &d), 0);
+    CHECK_EQ_INT(sl_cfg_check_unused(c), SL_ERR_CONFIG);
+    CHECK_CONTAINS(sl_err_msg(), "unknown key 'optim.lr_x'");
+    CHECK_CONTAINS(sl_err_msg(), "did you mean 'lr'?");
+    sl_cfg_free(c);
+}
+
 TEST(config_invalid_yaml)
 {
     const char *y = "a: [1, 2\nb: 3\n";

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 TEST(pipeline_template)
@@ -84,7 +85,8 @@ TEST(pipeline_train_stage)
     const struct pl_step *s = find_step(&p, "train");
     REQUIRE(s);
     char *l = pl_shell_line(&s->argv);
-    CHECK_EQ_STR(l, "sluice train tiny.yaml train.steps=7 optim.lr=1e-2 "
+    /* tiny.yaml: beside the pipeline file (in /tmp) */
+    CHECK_EQ_STR(l, "sluice train /tmp/tiny.yaml train.steps=7 optim.lr=1e-2 "
                     "data.prefix=w/tokenize/t_text_document model.vocab_size=512 "
                     "data.cache_dir=w/train/index-cache checkpoint.dir=w/train/checkpoints "
                     "log.file=w/train/log.jsonl");
@@ -116,4 +118,60 @@ TEST(pipeline_train_stage)
     CHECK_CONTAINS(sl_err_msg(), "did you mean 'optim'");
     unlink(path);
     free(path);
+}
+
+/* Relative input paths: beside the pipeline file, else in sluice's data directory; from the
+ * command line, or below work_dir: as given. */
+TEST(pipeline_relative_paths)
+{
+    char dir[] = "/tmp/sluice-test-pl-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    char *sub = NULL, *path = NULL, *data = NULL;
+    REQUIRE(asprintf(&sub, "%s/p", dir) > 0);
+    REQUIRE(asprintf(&path, "%s/p/x.yaml", dir) > 0);
+    REQUIRE(asprintf(&data, "%s/p/data", dir) > 0);
+    REQUIRE(mkdir(sub, 0777) == 0 && mkdir(data, 0777) == 0);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("name: t\nwork_dir: w\nsrc: data\n"
+          "extract:\n  format: jsonl\n  in: ${src}\n"
+          "filter: {config: configs/filters/gopher.yaml}\n"
+          "clean: {in: w/extract, out: mine}\n"
+          "dedup_exact: {in: mine}\n",
+          f);
+    fclose(f);
+    struct pl_pipeline p;
+    CHECK_EQ_INT(pl_pipeline_load(&p, path, NULL, 0), 0);
+    const struct pl_step *s = find_step(&p, "extract");
+    REQUIRE(s && s->inputs.n == 1);
+    CHECK_EQ_STR(s->inputs.v[0], data);
+    s = find_step(&p, "clean");
+    REQUIRE(s && s->inputs.n == 1);
+    CHECK_EQ_STR(s->inputs.v[0], "w/extract");
+    /* the out: of an earlier step, as written */
+    s = find_step(&p, "dedup_exact");
+    REQUIRE(s && s->inputs.n == 1);
+    CHECK_EQ_STR(s->inputs.v[0], "mine");
+    CHECK_EQ_INT(s->ndeps, 1);
+    s = find_step(&p, "filter");
+    REQUIRE(s && s->inputs.n >= 1);
+    /* not beside the file: the bundled one (the data directory of this build) */
+    REQUIRE(pl_data_dir());
+    CHECK_CONTAINS(s->inputs.v[0], "configs/filters/gopher.yaml");
+    CHECK(access(s->inputs.v[0], R_OK) == 0);
+    pl_pipeline_release(&p);
+    /* a value given on the command line is relative to the working directory */
+    const char *ov[] = { "src=mine" };
+    CHECK_EQ_INT(pl_pipeline_load(&p, path, ov, 1), 0);
+    s = find_step(&p, "extract");
+    REQUIRE(s && s->inputs.n == 1);
+    CHECK_EQ_STR(s->inputs.v[0], "mine");
+    pl_pipeline_release(&p);
+    unlink(path);
+    rmdir(data);
+    rmdir(sub);
+    rmdir(dir);
+    free(sub);
+    free(path);
+    free(data);
 }
