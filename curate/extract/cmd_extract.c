@@ -203,6 +203,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
     eo.text_key = o->text_key;
     eo.max_record = o->max_record;
     eo.keep_truncated = o->keep_truncated;
+    eo.skip_corrupt = o->skip_corrupt;
     eo.on_warn = on_warn;
 
     struct sl_progress prog;

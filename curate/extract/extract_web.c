@@ -58,8 +58,23 @@ int extract_wiki_adapter(const struct extract_input *in, const struct extract_op
     struct wiki_opts wo;
     memset(&wo, 0, sizeof(wo));
     wo.max_page_bytes = o->max_record ? (size_t)o->max_record : 0;
+    wo.salvage = o->skip_corrupt;
     struct wiki_ctx w = { o, emit, ctx };
     int rc = wiki_extract_file(in->path, &wo, wiki_emit, &w, c);
-    sl_counters_add(c, "documents_in", sl_counters_get(c, "wiki_pages"));
+    /* every page is emitted or skipped by a named reason: documents_in = out + skipped_* */
+    static const char *const skips[][2] = {
+        { "wiki_other_namespace", "skipped_other_namespace" },
+        { "wiki_redirects", "skipped_redirect" },
+        { "wiki_too_large", "skipped_too_large" },
+        { "wiki_empty", "skipped_empty" },
+        { "wiki_incomplete", "skipped_incomplete" },
+    };
+    for (size_t i = 0; i < sizeof(skips) / sizeof(skips[0]); i++) {
+        uint64_t v = sl_counters_get(c, skips[i][0]);
+        if (v)
+            sl_counters_add(c, skips[i][1], v);
+    }
+    sl_counters_add(c, "documents_in",
+                    sl_counters_get(c, "wiki_pages") + sl_counters_get(c, "wiki_incomplete"));
     return rc;
 }
