@@ -105,4 +105,26 @@ n=$(json "$T/w3/manifest.json" "m['counts']['documents_out']")
 expect_eq "$(zstdcat "$T/w3/part-00000.jsonl.zst" | python3 -c "import json,sys; ids=[int(json.loads(l)['id']) for l in sys.stdin]; print(ids == list(range(1, len(ids) + 1)))")" True
 expect_eq "$(sums "$T/w3")" ok
 
+case_ "a resumed run redoes a shard that was cut or changed after its record was written"
+mkdir -p "$T/rin"; cp "$W/warcfile.warc.gz" "$W/example.warc.gz" "$T/rin/"
+run "$SLUICE" extract --format warc --out "$T/re" "$T/rin"
+expect_rc 0
+zstdcat "$T"/re/part-*.jsonl.zst | md5sum > "$T/re.sum"
+size=$(stat -c %s "$T/re/part-00001.jsonl.zst")
+truncate -s $((size / 2)) "$T/re/part-00001.jsonl.zst"
+run "$SLUICE" extract --format warc --out "$T/re" "$T/rin"
+expect_rc 0; expect_err "(resumed)"
+expect_eq "$(zstdcat "$T"/re/part-*.jsonl.zst | md5sum)" "$(cat "$T/re.sum")"
+expect_eq "$(json "$T/re/manifest.json" "m['counts']['resume_redone_units']")" 1
+# same size, other bytes
+printf 'X' | dd of="$T/re/part-00000.jsonl.zst" bs=1 seek=100 conv=notrunc status=none
+run "$SLUICE" extract --format warc --out "$T/re" "$T/rin"
+expect_rc 0
+expect_eq "$(zstdcat "$T"/re/part-*.jsonl.zst | md5sum)" "$(cat "$T/re.sum")"
+expect_eq "$(json "$T/re/manifest.json" "m['counts']['resume_redone_units']")" 2
+# an untouched directory is not redone
+run "$SLUICE" extract --format warc --out "$T/re" "$T/rin"
+expect_rc 0
+expect_eq "$(json "$T/re/manifest.json" "m['counts']['resume_redone_units']")" 2
+
 finish

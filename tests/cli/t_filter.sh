@@ -74,6 +74,16 @@ printf 'filters:\n  - language\n' > "$T/lang.yaml"
 run "$SLUICE" filter --config "$T/lang.yaml" --out "$T/lang" --split-by-language "$IN"
 expect_rc 0; expect_file "$T/lang/lang=en/part-00000.jsonl.zst"
 zstdcat "$T/lang/lang=en/part-00000.jsonl.zst" > "$T/l1.txt"; grep -q "\"lang_score\"" "$T/l1.txt" && ok || fail "no lang_score"
+# the manifest lists the language files (and no empty part file): the next stage reads them
+expect_no_file "$T/lang/part-00000.jsonl.zst"
+expect_eq "$(json "$T/lang/manifest.json" "[o['path'] for o in m['outputs']][0]")" "lang=en/part-00000.jsonl.zst"
+expect_eq "$(json "$T/lang/manifest.json" "sum(o['documents'] for o in m['outputs']) == m['counts']['documents_out'] > 0")" True
+run "$SLUICE" reshard --out "$T/lang-next" "$T/lang"
+expect_rc 0
+expect_eq "$(json "$T/lang-next/manifest.json" "m['counts']['documents_out']")" "$(json "$T/lang/manifest.json" "m['counts']['documents_out']")"
+run "$SLUICE" filter --config "$T/lang.yaml" --out "$T/lang" --split-by-language "$IN"
+expect_rc 0; expect_err "(resumed)"
+expect_eq "$(json "$T/lang/manifest.json" "[o['path'] for o in m['outputs']][0]")" "lang=en/part-00000.jsonl.zst"
 printf 'filters:\n  - language:\n      model: %s\n      languages: [en]\n' "$FIX/filter/lid.176.ftz" > "$T/ft.yaml"
 run "$SLUICE" filter --config "$T/ft.yaml" --out "$T/ft" "$IN"
 expect_rc 0
