@@ -154,6 +154,12 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
             rc = sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", in->path, (unsigned long long)sl_jsonl_line_no(r));
             break;
         }
+        for (size_t i = 0; i < ch->n; i++)
+            if (res[i].event) {
+                char key[160];
+                snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, res[i].event);
+                sl_counters_add(&c, key, 1);
+            }
         if (ctx.version != v0 && (drop < 0 || o->annotate)) {
             rc = sl_doc_set_text(&doc, ctx.text, ctx.len);
             sl_counters_add(&c, "edited_documents", 1);

@@ -122,4 +122,29 @@ if have_mpi; then
               "$(json "$T/m1/manifest.json" "json.dumps(m['counts'], sort_keys=True)")"
 fi
 
+case_ "regex: a match PCRE2 gives up on (match limit) is counted; on_error decides drop or keep"
+python3 -c "
+import json
+print(json.dumps({'text': 'a' * 40 + 'c'}))
+print(json.dumps({'text': 'fine text'}))
+print(json.dumps({'text': 'line one\n' + 'a' * 40 + 'c' + '\nline three'}))" > "$T/rx.jsonl"
+printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      match_limit: 1000\n' > "$T/rx1.yaml"
+run "$SLUICE" filter --config "$T/rx1.yaml" --out "$T/rx1" --rejected "$T/rx1-rej" "$T/rx.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/rx1/manifest.json" "m['counts']['regex_match_limit_errors']")" 2
+expect_eq "$(json "$T/rx1/manifest.json" "m['counts']['documents_out']")" 1
+expect_eq "$(zstdcat "$T"/rx1-rej/part-*.jsonl.zst | python3 -c "import json,sys; print({json.loads(l)['filter_reason'] for l in sys.stdin})")" "{'regex_error'}"
+printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      match_limit: 1000\n      on_error: keep\n' > "$T/rx2.yaml"
+run "$SLUICE" filter --config "$T/rx2.yaml" --out "$T/rx2" "$T/rx.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/rx2/manifest.json" "m['counts']['regex_match_limit_errors']")" 2
+expect_eq "$(json "$T/rx2/manifest.json" "m['counts']['documents_out']")" 3
+printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      action: drop_lines\n      match_limit: 1000\n' > "$T/rx3.yaml"
+run "$SLUICE" filter --config "$T/rx3.yaml" --out "$T/rx3" "$T/rx.jsonl"
+expect_rc 0
+expect_eq "$(zstdcat "$T/rx3/part-00000.jsonl.zst" | sed -n 3p)" '{"id":"rx:3","text":"line one\nline three"}'
+printf 'filters:\n  - regex:\n      patterns: ["x"]\n      on_error: maybe\n' > "$T/rx4.yaml"
+run "$SLUICE" filter --config "$T/rx4.yaml" --out "$T/rx4" "$T/rx.jsonl"
+expect_rc 1; expect_err "on_error: expected drop or keep, got 'maybe'"
+
 finish
