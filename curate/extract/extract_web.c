@@ -17,7 +17,9 @@ int extract_html_adapter(const struct extract_input *in, const struct extract_op
     struct sl_doc d;
     sl_doc_init(&d);
     sl_counters_add(c, "documents_in", 1);
-    int rc = html_extract_file(in->path, &d, c);
+    uint64_t bytes0 = sl_counters_get(c, "html_bytes");
+    int rc = html_extract_file_max(in->path, (size_t)o->max_record, &d, c);
+    sl_counters_add(c, "bytes_in", sl_counters_get(c, "html_bytes") - bytes0);
     if (rc == 1) {
         const char *src = o->source ? o->source : "html";
         rc = sl_doc_set_str(&d, "source", src, strlen(src));

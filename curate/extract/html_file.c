@@ -46,23 +46,31 @@ static void count(struct sl_counters *c, const char *name, uint64_t v)
 
 int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
 {
+    return html_extract_file_max(path, HTML_MAX_INPUT, doc, c);
+}
+
+int html_extract_file_max(const char *path, size_t max_input, struct sl_doc *doc,
+                          struct sl_counters *c)
+{
     struct sl_buf raw;
     struct html_doc hd;
     int rc;
-    sl_buf_init(&raw, HTML_MAX_INPUT);
+    if (!max_input)
+        max_input = HTML_MAX_INPUT;
+    sl_buf_init(&raw, max_input);
     html_doc_init(&hd);
     count(c, "html_files", 1);
     rc = sl_read_file(path, &raw);
     if (rc == SL_ERR_TOOBIG) {
         count(c, "html_too_large", 1);
-        rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu MiB cap", path,
-                        HTML_MAX_INPUT >> 20);
+        rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu-byte cap (--max-record)",
+                        path, max_input);
         goto out;
     }
     if (rc)
         goto out; /* the stream's message names the file */
     count(c, "html_bytes", raw.len);
-    rc = html_extract(raw.data ? raw.data : "", raw.len, NULL, &hd);
+    rc = html_extract_max(raw.data ? raw.data : "", raw.len, NULL, max_input, &hd);
     if (rc) {
         rc = sl_err_wrap(rc, "extracting '%s': ", path);
         goto out;

@@ -20,6 +20,9 @@ struct sl_counters;
  * SL_ERR_TOOBIG (over HTML_MAX_INPUT; counted as "html_too_large"). Every call adds 1 to
  * "html_files" and the page size to "html_bytes". c may be NULL. */
 int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c);
+/* The same with another cap on the decoded page (0: HTML_MAX_INPUT), for --max-record. */
+int html_extract_file_max(const char *path, size_t max_input, struct sl_doc *doc,
+                          struct sl_counters *c);
 
 /* The id for a path: base name without extensions (".html.gz" -> ""). Writes at most
  * n-1 bytes and a NUL into out; returns the length. */
