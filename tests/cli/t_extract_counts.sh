@@ -105,6 +105,80 @@ n=$(json "$T/w3/manifest.json" "m['counts']['documents_out']")
 expect_eq "$(zstdcat "$T/w3/part-00000.jsonl.zst" | python3 -c "import json,sys; ids=[int(json.loads(l)['id']) for l in sys.stdin]; print(ids == list(range(1, len(ids) + 1)))")" True
 expect_eq "$(sums "$T/w3")" ok
 
+# ---- arXiv ----------------------------------------------------------------------------
+mkdir -p "$T/axb/bulk"
+gzip -c "$FIX/arxiv/arxiv-latex-cleaner/input/main.tex" > "$T/axb/bulk/2101.00001.gz"
+python3 - "$T/axb" <<'PY'
+import gzip, io, os, random, sys, tarfile
+d = sys.argv[1]
+random.seed(7)
+with tarfile.open(d + "/junk.tar", "w") as t:
+    t.add(d + "/bulk/2101.00001.gz", arcname="2101.00001.gz")
+    for i in range(2000):   # one-byte entries: binary bytes and letters
+        data = bytes([random.randrange(256)])
+        ti = tarfile.TarInfo("junk/%05d" % i); ti.size = 1; t.addfile(ti, io.BytesIO(data))
+    ti = tarfile.TarInfo("junk/elf"); blob = b"\x7fELF\x02\x01\x01" + bytes(random.randrange(256) for _ in range(4000))
+    ti.size = len(blob); t.addfile(ti, io.BytesIO(blob))
+# a bulk tar cut inside an entry
+with tarfile.open(d + "/big.tar", "w") as t:
+    for i in range(40):
+        text = gzip.compress(("\\section{Paper %d}\n" % i + " ".join("w%d" % random.randrange(10**9) for _ in range(3000))).encode())
+        ti = tarfile.TarInfo("2101.%05d.gz" % i); ti.size = len(text); t.addfile(ti, io.BytesIO(text))
+data = open(d + "/big.tar", "rb").read()
+open(d + "/cut.tar", "wb").write(data[: len(data) * 2 // 3])
+PY
+
+case_ "arXiv: binary and non-LaTeX entries are skipped and counted, not made documents"
+run "$SLUICE" extract --format arxiv --out "$T/axo" "$T/axb/junk.tar"
+expect_rc 0
+expect_eq "$(json "$T/axo/manifest.json" "m['counts']['documents_out']")" 1
+expect_eq "$(json "$T/axo/manifest.json" "m['counts']['documents_in']")" 2002
+expect_eq "$(json "$T/axo/manifest.json" "m['counts']['skipped_binary'] > 1000 and m['counts']['skipped_not_latex'] > 0")" True
+expect_eq "$(sums "$T/axo")" ok
+
+case_ "arXiv: a cut archive: one message with its reason; the cut paper is counted"
+run "$SLUICE" extract --format arxiv --out "$T/axc" "$T/axb/cut.tar"
+expect_rc 1
+expect_eq "$(grep -c "corrupt archive" "$T/err")" 1
+expect_err "Truncated tar archive"
+run "$SLUICE" extract --format arxiv --skip-corrupt --out "$T/axc2" "$T/axb/cut.tar"
+expect_rc 0
+expect_eq "$(grep -c "corrupt archive" "$T/err")" 1
+expect_eq "$(json "$T/axc2/manifest.json" "m['counts']['skipped_incomplete']")" 1
+expect_eq "$(sums "$T/axc2")" ok
+
+# ---- Pile, HTML -----------------------------------------------------------------------
+case_ "pile: a set name with \\u0000 is kept whole"
+printf '{"text":"t","meta":{"pile_set_name":"Pile\\u0000CC"}}\n' > "$T/nul.jsonl"
+run "$SLUICE" extract --format pile --out "$T/nul" "$T/nul.jsonl"
+expect_rc 0
+expect_eq "$(zstdcat "$T/nul/part-00000.jsonl.zst" | python3 -c "import json,sys; print(repr(json.loads(sys.stdin.readline())['source']))")" "'Pile\\x00CC'"
+
+case_ "html: --max-record is the page cap (no fixed 128 MiB), bytes_in is counted"
+mkdir -p "$T/hp" "$T/hb"
+python3 - "$T" <<'PY'
+import gzip, sys
+d = sys.argv[1]
+open(d + "/hp/big.html", "w").write("<html><body><p>" + "word " * 400000 + "</p></body></html>")
+open(d + "/hp/small.html", "w").write("<html><body><p>A small page with text in it.</p></body></html>")
+with gzip.open(d + "/hb/huge.html.gz", "wt", compresslevel=1) as f:   # 131 MB decoded
+    f.write("<html><body>")
+    for i in range(130000):
+        f.write("<p>" + "word " * 200 + "</p>\n")
+    f.write("</body></html>")
+PY
+run "$SLUICE" extract --format html --out "$T/ho" "$T/hp"
+expect_rc 0
+expect_eq "$(json "$T/ho/manifest.json" "m['counts']['bytes_in']")" "$(cat "$T"/hp/*.html | wc -c)"
+run "$SLUICE" extract --format html --max-record 1M --out "$T/ho1" "$T/hp"
+expect_rc 0
+expect_eq "$(json "$T/ho1/manifest.json" "m['counts']['skipped_too_large']")" 1
+expect_eq "$(json "$T/ho1/manifest.json" "m['counts']['documents_out']")" 1
+run "$SLUICE" extract --format html --max-record 256M --out "$T/ho2" "$T/hb"
+expect_rc 0
+expect_eq "$(json "$T/ho2/manifest.json" "m['counts']['documents_out']")" 1
+
+
 case_ "a resumed run redoes a shard that was cut or changed after its record was written"
 mkdir -p "$T/rin"; cp "$W/warcfile.warc.gz" "$W/example.warc.gz" "$T/rin/"
 run "$SLUICE" extract --format warc --out "$T/re" "$T/rin"
