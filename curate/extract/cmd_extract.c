@@ -258,8 +258,15 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         }
         if (rc) {
             sl_writer_abort(s.w);
+            /* --skip-corrupt helps with damaged input only; a full disk needs space */
+            int damaged = rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG ||
+                          rc == SL_ERR_UNSUPPORTED || rc == SL_ERR_FORMAT;
             sl_error("%s%s", sl_err_msg(),
-                     o->skip_corrupt || strstr(sl_err_msg(), "hint:")
+                     strstr(sl_err_msg(), "hint:") ? ""
+                     : strstr(sl_err_msg(), strerror(ENOSPC))
+                         ? "\nhint: the output disk is full: free space (or use another --out) and "
+                           "run the command again; it goes on from the finished shards"
+                     : o->skip_corrupt || !damaged
                          ? ""
                          : "\nhint: use --skip-corrupt to keep what can be read and go on");
             failed = 1;

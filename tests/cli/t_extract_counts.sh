@@ -214,6 +214,17 @@ expect_rc 0; expect_eq "$(sums "$T/all")" ok
 for d in rs ab w2 w3 axo axc2; do expect_eq "$(sums "$T/$d")" ok; done
 
 
+case_ "a full output disk: the hint says to free space, not --skip-corrupt"
+mkdir -p "$T/mnt"
+if unshare -r -m true 2>/dev/null; then
+    run unshare -r -m sh -c 'mount -t tmpfs -o size=20k tmpfs "$1" && exec "$2" extract --format warc --out "$1/o" "$3"' \
+        sh "$T/mnt" "$SLUICE" "$W/sample-0000.warc.gz"
+    expect_rc 1
+    expect_err "No space left on device"
+    expect_err "hint: the output disk is full: free space"
+    expect_no_err "--skip-corrupt"
+fi
+
 case_ "a resumed run redoes a shard that was cut or changed after its record was written"
 mkdir -p "$T/rin"; cp "$W/warcfile.warc.gz" "$W/example.warc.gz" "$T/rin/"
 run "$SLUICE" extract --format warc --out "$T/re" "$T/rin"
