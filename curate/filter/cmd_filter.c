@@ -55,6 +55,8 @@ static void on_skip(void *ctx, const char *reason, const char *message)
     else
         snprintf(key, sizeof(key), "skipped_%s", reason);
     sl_counters_add(c, key, 1);
+    if (!strncmp(key, "skipped_", 8))
+        sl_counters_add(c, "documents_in", 1); /* a line read: in = out + removed + skipped */
     if (message)
         sl_warn_limited(reason, 20, "%s", message);
 }

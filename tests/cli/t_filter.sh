@@ -147,4 +147,14 @@ printf 'filters:\n  - regex:\n      patterns: ["x"]\n      on_error: maybe\n' > 
 run "$SLUICE" filter --config "$T/rx4.yaml" --out "$T/rx4" "$T/rx.jsonl"
 expect_rc 1; expect_err "on_error: expected drop or keep, got 'maybe'"
 
+case_ "clean and filter: a skipped line counts in documents_in (in = out + removed + skipped)"
+printf '{"text":"good one"}\nnot json\n{"no":"text"}\n{"text":"good two"}\n' > "$T/sk.jsonl"
+run "$SLUICE" clean --out "$T/sk-c" "$T/sk.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/sk-c/manifest.json" "(m['counts']['documents_in'], m['counts']['documents_out'])")" "(4, 2)"
+printf 'filters:\n  - regex:\n      patterns: ["two"]\n' > "$T/sk.yaml"
+run "$SLUICE" filter --config "$T/sk.yaml" --out "$T/sk-f" "$T/sk.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/sk-f/manifest.json" "(m['counts']['documents_in'], m['counts']['documents_out'], m['counts']['removed_regex'])")" "(4, 1, 1)"
+
 finish
