@@ -285,11 +285,6 @@ int sl_stage_done(struct sl_stage *st, const char *name)
     } else if (rec) {
         done = file_matches(st, name, rec);
     }
-    if (rec && !done) {
-        /* a damaged or missing output: redo the unit, and say so in its new record */
-        free(st->redone);
-        st->redone = sl_xstrdup(name);
-    }
     json_object_put(rec);
     free(rp);
     return done;
@@ -336,7 +331,9 @@ int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl
         sl_buf_json_str(&b, c->names[i], strlen(c->names[i]));
         sl_buf_printf(&b, ":%llu", (unsigned long long)c->values[i]);
     }
-    if (st->redone && !strcmp(st->redone, name))
+    char *rp = record_path(st, name);
+    struct stat rs;
+    if (st->resumed && stat(rp, &rs) == 0) /* recorded before, its output found damaged */
         sl_buf_printf(&b, "%s\"resume_redone_units\":1", c->n ? "," : "");
     sl_buf_putc(&b, '}');
     if (nfiles == (size_t)-1) {
@@ -353,7 +350,6 @@ int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl
         sl_buf_putc(&b, ']');
     }
     sl_buf_puts(&b, "}\n");
-    char *rp = record_path(st, name);
     int rc = sl_write_file_atomic(rp, b.data, b.len);
     free(rp);
     sl_buf_release(&b);
@@ -540,6 +536,4 @@ void sl_stage_release(struct sl_stage *st)
 {
     free(st->meta_dir);
     st->meta_dir = NULL;
-    free(st->redone);
-    st->redone = NULL;
 }

@@ -47,7 +47,6 @@ struct sl_stage {
     double t0;
     char started[32];
     int resumed; /* the plan matched an earlier run */
-    char *redone; /* the last unit found damaged on resume (done again) */
 };
 
 /* Collective. Creates the output directory, writes or checks the plan, removes stale
