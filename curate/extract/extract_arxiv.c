@@ -285,10 +285,13 @@ static int do_paper(struct arxiv_job *j, const char *mem, size_t n, const char *
     /* random or binary entries (images, object files, junk) are no paper */
     if (looks_binary(p->f[main].data, p->f[main].len)) {
         sl_counters_add(j->c, "skipped_binary", 1);
+        warn(j, "binary", "%s: paper '%s': not text (binary data), skipped", j->in->path, entry_name);
         return 0;
     }
     if (!has_tex_command(p->f[main].data, p->f[main].len)) {
         sl_counters_add(j->c, "skipped_not_latex", 1);
+        warn(j, "not_latex", "%s: paper '%s': no TeX command in it, skipped", j->in->path,
+             entry_name);
         return 0;
     }
     sl_buf_reset(&j->text);

@@ -161,6 +161,9 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
                 char key[160];
                 snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, res[i].event);
                 sl_counters_add(&c, key, 1);
+                sl_warn_limited(key, 10, "%s:%llu: filter '%s' could not decide (counted as '%s')",
+                                in->path, (unsigned long long)sl_jsonl_line_no(r), ch->f[i].name,
+                                key);
             }
         if (ctx.version != v0 && (drop < 0 || o->annotate)) {
             rc = sl_doc_set_text(&doc, ctx.text, ctx.len);
