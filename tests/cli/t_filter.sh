@@ -132,6 +132,7 @@ printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      match_limit: 
 run "$SLUICE" filter --config "$T/rx1.yaml" --out "$T/rx1" --rejected "$T/rx1-rej" "$T/rx.jsonl"
 expect_rc 0
 expect_eq "$(json "$T/rx1/manifest.json" "m['counts']['regex_match_limit_errors']")" 2
+expect_err "rx.jsonl:1: filter 'regex' could not decide (counted as 'regex_match_limit_errors')"
 expect_eq "$(json "$T/rx1/manifest.json" "m['counts']['documents_out']")" 1
 expect_eq "$(zstdcat "$T"/rx1-rej/part-*.jsonl.zst | python3 -c "import json,sys; print({json.loads(l)['filter_reason'] for l in sys.stdin})")" "{'regex_error'}"
 printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      match_limit: 1000\n      on_error: keep\n' > "$T/rx2.yaml"
