@@ -30,7 +30,8 @@ rc_start() {
 
 # rc_info PORT FIELD: one field of INFO replication
 rc_info() {
-    redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
+    [ -n "$1" ] || return 0
+    { redis-cli -p "$1" info replication 2>/dev/null || true; } | tr -d '\r' | sed -n "s/^$2://p"
 }
 
 # rc_wait_synced PORT...: wait (up to 60 s) until every replica among these nodes reports
