@@ -523,6 +523,8 @@ static int resync(struct warc_reader *r, uint64_t *skipped)
             if (!nl)
                 break;
             q = nl + 1;
+            while (q < end && (*q == '\r' || *q == '\0')) /* NUL padding, blank CR lines */
+                q++;
             size_t left = (size_t)(end - q);
             if (left < 12 && !r->eof) {
                 r->pos = (size_t)(nl - r->buf);

@@ -52,6 +52,18 @@ expect_eq "$(json "$T/rs/manifest.json" "m['counts']['bad_records']")" 3
 expect_eq "$(zstdcat "$T/rs/part-00000.jsonl.zst" | python3 -c "import json,sys; print(' '.join(json.loads(l)['url'][-1] for l in sys.stdin))")" "1 2 3 4"
 expect_err "resync.warc: decompressed byte 406: not a WARC record header; skipped 23 bytes"
 
+case_ "ARC: garbage + CRLF + NUL padding before a record swallows no record"
+python3 - "$W/example.arc" "$T/pad.arc" <<'PY'
+import sys
+arc = open(sys.argv[1], "rb").read()
+i = arc.index(b"\nhttp://", 10) + 1
+open(sys.argv[2], "wb").write(arc[:i] + b"garbage\r\n" + b"\0" * 20 + arc[i:])
+PY
+run "$SLUICE" extract --format warc --out "$T/pad" "$T/pad.arc"
+expect_rc 0
+expect_eq "$(json "$T/pad/manifest.json" "(m['counts']['documents_out'], m['counts']['bad_records'])")" "(1, 1)"
+expect_eq "$(sums "$T/pad")" ok
+
 case_ "WARC: an absurd Content-Length is one bad record, counted once"
 run "$SLUICE" extract --format warc --out "$T/ab" "$T/absurd.warc"
 expect_rc 0
