@@ -9,7 +9,10 @@ static _Thread_local int err_code;
 
 int sl_err_setv(int code, const char *fmt, va_list ap)
 {
-    vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+    /* the arguments may point into err_msg (sl_err_set(c, "...: %s", sl_err_msg())) */
+    char msg[sizeof(err_msg)];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    memcpy(err_msg, msg, sizeof(err_msg));
     err_code = code;
     return code;
 }

@@ -59,13 +59,27 @@ char *sl_stage_shard_path(const struct sl_stage *st, size_t index, const char *e
 /* Base name of the same. */
 char *sl_stage_shard_name(size_t index, const char *ext);
 
-/* True when unit `name` (an output file name relative to OUT) finished in an earlier run. */
+/* True when unit `name` (an output file name relative to OUT) finished in an earlier run
+ * and its output files are still whole: the size and XXH3 hash its record gives (a file
+ * cut or changed since, or missing, makes the unit run again; its new record then counts
+ * "resume_redone_units"). */
 int sl_stage_done(struct sl_stage *st, const char *name);
 
-/* Record a finished unit with its counts. Counter names the manifest knows:
- * documents_in, documents_out, bytes_in, bytes_out (compressed output bytes),
- * uncompressed_bytes_out; anything else goes under "counts". */
+/* Record a finished unit with its counts, and the size and hash of its file OUT/name
+ * (when there is one). Counter names the manifest knows: documents_in, documents_out,
+ * bytes_in, bytes_out (compressed output bytes), uncompressed_bytes_out; anything else
+ * goes under "counts". */
 int sl_stage_record(struct sl_stage *st, const char *name, const struct sl_counters *c);
+
+/* A unit whose outputs are other files than OUT/name (filter --split-by-language:
+ * "lang=en/part-00003.jsonl.zst"): the manifest lists these files (paths relative to OUT,
+ * with their document counts) in place of the unit's name; none when nfiles is 0. */
+struct sl_stage_file {
+    const char *path;
+    uint64_t documents;
+};
+int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl_counters *c,
+                          const struct sl_stage_file *files, size_t nfiles);
 
 /* Collective. Rank 0 sums the records of the given units (in order; these are the
  * outputs) plus `extra` counters (may be NULL; already reduced by the caller), and writes

@@ -18,6 +18,9 @@
 
 #define IN_CHUNK (128 * 1024)
 #define OUT_CHUNK (256 * 1024)
+/* zstd output is held until its frame ends (and its checksum is checked) up to this
+ * much: a damaged frame's bytes are then never handed out */
+#define HOLD_MAX (16u << 20)
 
 const char *sl_codec_name(enum sl_codec c)
 {
@@ -196,6 +199,11 @@ struct sl_reader {
     int gz_member_done; /* at a member boundary: more input must start a new member */
     ZSTD_DStream *zd;
     size_t zstd_last; /* last ZSTD_decompressStream hint; 0 at a frame boundary */
+    int frame_done;   /* the last decode_some ended a zstd frame */
+    int cut;          /* the data ended inside a frame (what came before it is sound) */
+    size_t err_out;   /* bytes the failing zstd call had decoded (at out + held) */
+    size_t out_cap;   /* size of out (zstd: grows up to HOLD_MAX + OUT_CHUNK) */
+    uint64_t dropped_bytes, dropped_lines; /* of a damaged frame, held back and dropped */
     bz_stream bz;
     int bz_init;
     int bz_stream_done;
@@ -245,6 +253,7 @@ static int corrupt(struct sl_reader *r, const char *what)
 
 static int truncated(struct sl_reader *r)
 {
+    r->cut = 1;
     return sl_err_set(SL_ERR_CORRUPT,
                       "truncated %s stream '%s': data ends at compressed byte %llu in the "
                       "middle of a %s",
@@ -275,11 +284,10 @@ static int rest_is_zero_padding(struct sl_reader *r, int *err)
     }
 }
 
-/* Decode into out[out_len..OUT_CHUNK). Returns bytes produced (0 at the true end) or <0. */
-static ssize_t decode_some(struct sl_reader *r)
+/* Decode into dst (room bytes). Returns bytes produced (0 at the true end, or at the end
+ * of a zstd frame: frame_done is set) or <0. */
+static ssize_t decode_some(struct sl_reader *r, unsigned char *dst, size_t room)
 {
-    unsigned char *dst = r->out;
-    size_t room = OUT_CHUNK;
 
     for (;;) {
         ssize_t avail = fill_input(r);
@@ -344,13 +352,17 @@ static ssize_t decode_some(struct sl_reader *r)
             size_t zr = ZSTD_decompressStream(r->zd, &out, &in);
             r->in_pos += in.pos;
             r->in_consumed += in.pos;
-            if (ZSTD_isError(zr))
+            if (ZSTD_isError(zr)) {
+                r->err_out = out.pos; /* decoded by this call, then refused */
                 return corrupt(r, ZSTD_getErrorName(zr));
+            }
             r->zstd_last = zr;
-            if (out.pos)
+            if (zr == 0)
+                r->frame_done = 1;
+            if (out.pos || zr == 0)
                 return (ssize_t)out.pos;
             if (avail == 0)
-                return zr == 0 ? 0 : truncated(r);
+                return truncated(r);
             continue;
         }
 
@@ -392,6 +404,46 @@ static ssize_t decode_some(struct sl_reader *r)
     }
 }
 
+/* zstd: decode a whole frame (up to HOLD_MAX) before handing any of it out, so the bytes
+ * of a frame whose checksum or data is damaged are dropped, not delivered; they are
+ * counted (dropped_bytes, dropped_lines). A frame cut by the end of the data hands over
+ * what it gave (the error comes next). Returns bytes held, 0 at the end, or <0. */
+static ssize_t decode_frame(struct sl_reader *r)
+{
+    size_t held = 0;
+    for (;;) {
+        if (r->out_cap < held + OUT_CHUNK) {
+            r->out_cap = held + OUT_CHUNK > 2 * r->out_cap ? held + OUT_CHUNK : 2 * r->out_cap;
+            r->out = sl_xrealloc(r->out, r->out_cap);
+        }
+        r->frame_done = 0;
+        ssize_t n = decode_some(r, r->out + held, OUT_CHUNK);
+        if (n < 0 && r->cut && held)
+            return (ssize_t)held; /* cut, not damaged: hand over what came; the next call fails */
+        if (n < 0) {
+            held += r->err_out; /* decoded, then refused: dropped and counted too */
+            r->err_out = 0;
+            if (held) {
+                uint64_t lines = 0;
+                for (const unsigned char *p = r->out; (p = memchr(p, '\n', (size_t)(r->out + held - p)));
+                     p++)
+                    lines++;
+                r->dropped_bytes += held;
+                r->dropped_lines += lines + (r->out[held - 1] != '\n');
+            }
+            return n;
+        }
+        held += (size_t)n;
+        if (r->frame_done) {
+            if (held)
+                return (ssize_t)held;
+            continue; /* an empty or skippable frame */
+        }
+        if (n == 0 || held >= HOLD_MAX)
+            return (ssize_t)held;
+    }
+}
+
 /* Make decompressed bytes available in out[out_pos..out_len). Returns available count,
  * 0 at end, <0 on error (sticky). */
 static ssize_t fill_output(struct sl_reader *r)
@@ -402,7 +454,7 @@ static ssize_t fill_output(struct sl_reader *r)
         return sticky_error(r);
     if (r->finished)
         return 0;
-    ssize_t n = decode_some(r);
+    ssize_t n = r->codec == SL_CODEC_ZSTD ? decode_frame(r) : decode_some(r, r->out, OUT_CHUNK);
     if (n < 0)
         return reader_fail(r, (int)n);
     if (n == 0) {
@@ -428,6 +480,7 @@ int sl_reader_open_source(struct sl_reader **out, struct sl_source *src,
     r->src = src;
     r->in = sl_xmalloc(IN_CHUNK);
     r->out = sl_xmalloc(OUT_CHUNK);
+    r->out_cap = OUT_CHUNK;
     r->codec = opts ? opts->codec : SL_CODEC_AUTO;
     r->max_output = opts ? opts->max_output : 0;
     sl_buf_init(&r->line, 0);
@@ -534,11 +587,23 @@ void sl_reader_close(struct sl_reader *r)
     free(r);
 }
 
+uint64_t sl_reader_dropped_lines(const struct sl_reader *r)
+{
+    return r ? r->dropped_lines : 0;
+}
+
+uint64_t sl_reader_dropped_bytes(const struct sl_reader *r)
+{
+    return r ? r->dropped_bytes : 0;
+}
+
 ssize_t sl_reader_read(struct sl_reader *r, void *buf, size_t n)
 {
     size_t done = 0;
     while (done < n) {
         ssize_t avail = fill_output(r);
+        if (avail < 0 && done)
+            break; /* hand over what was read; the error is sticky, the next call returns it */
         if (avail < 0)
             return avail;
         if (avail == 0)

@@ -70,6 +70,15 @@ void sl_reader_close(struct sl_reader *r);
  * sl_err (truncated or corrupt data, read failure). */
 ssize_t sl_reader_read(struct sl_reader *r, void *buf, size_t n);
 
+/* zstd: each frame is decoded whole (up to 16 MiB of output) before any of it is handed
+ * out, so a frame whose data or checksum is damaged gives none of its bytes (a frame cut
+ * by the end of the file gives the bytes before the cut, then the error); after such
+ * an error these say what was dropped (its lines: newlines, plus one for a last line
+ * without one). A larger frame is handed out in 16 MiB pieces: only the piece that holds
+ * the damage is dropped. */
+uint64_t sl_reader_dropped_lines(const struct sl_reader *r);
+uint64_t sl_reader_dropped_bytes(const struct sl_reader *r);
+
 /* Read the next line (without its '\n'; a '\r' before it is kept). Returns 1 with *line
  * and *len set (valid until the next call), 0 at the end, SL_ERR_TOOBIG when the line
  * is longer than max_len (the line is skipped, the reader is positioned after it, and the

@@ -46,8 +46,16 @@ static void put_cp(struct sl_buf *b, uint32_t cp)
     sl_buf_append(b, e, l ? l : 0);
 }
 
-/* Controls: terminal escapes (ESC [ params final), C1 as cp1252, other controls out. */
-static void pass_controls(const char *s, size_t n, struct sl_buf *o, struct sl_clean_counts *c)
+/* What pass_controls does with C1 controls (U+0080..U+009F). */
+enum c1_mode {
+    C1_KEEP,      /* leave them: the mojibake repair reads them as the bytes they were */
+    C1_MAP_DROP,  /* as the Windows-1252 characters they stand for; the 5 undefined out */
+    C1_MAP_KEEP,  /* the same, the 5 undefined kept (as ftfy's fix_c1_controls does) */
+};
+
+/* Controls: terminal escapes (ESC [ params final), C1 as `mode` says, other controls out. */
+static void pass_controls(const char *s, size_t n, struct sl_buf *o, struct sl_clean_counts *c,
+                          enum c1_mode mode)
 {
     for (size_t i = 0; i < n;) {
         unsigned char ch = (unsigned char)s[i];
@@ -83,11 +91,14 @@ static void pass_controls(const char *s, size_t n, struct sl_buf *o, struct sl_c
         size_t l = next(s + i, n - i, &cp);
         if (cp == 0xFFFD && l == 1)
             c->invalid_utf8++;
-        if (cp >= 0x80 && cp <= 0x9F) {
-            c->c1_controls++;
+        if (cp >= 0x80 && cp <= 0x9F && mode != C1_KEEP) {
             uint16_t m = cp1252_high[cp - 0x80];
+            if (m || mode == C1_MAP_DROP)
+                c->c1_controls++;
             if (m)
                 put_cp(o, m);
+            else if (mode == C1_MAP_KEEP)
+                sl_buf_append(o, s + i, l);
             i += l;
             continue;
         }
@@ -308,7 +319,9 @@ int sl_clean_text(const struct sl_clean_opts *opt, const char *s, size_t n, stru
                   struct sl_clean_counts *c)
 {
     struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT;
-    pass_controls(s, n, &a, c);
+    /* ftfy's order: the mojibake repair sees the C1 controls (Latin-1 mojibake of Á is
+     * "Ã" + U+0081), the C1 controls are read as Windows-1252 after it */
+    pass_controls(s, n, &a, c, C1_KEEP);
     if (!opt->no_mojibake) {
         for (int round = 0; round < 3; round++) {
             sl_buf_reset(&b);
@@ -319,11 +332,14 @@ int sl_clean_text(const struct sl_clean_opts *opt, const char *s, size_t n, stru
             if (!changed)
                 break;
         }
-        /* re-decoded bytes may hold C1 controls or invalid-looking sequences: clean again */
-        sl_buf_reset(&b);
-        struct sl_clean_counts dummy;
-        memset(&dummy, 0, sizeof(dummy));
-        pass_controls(a.data ? a.data : "", a.len, &b, &dummy);
+    }
+    /* C1 controls left (and any the re-decoded bytes hold) as Windows-1252; without the
+     * mojibake repair the 5 that Windows-1252 leaves undefined are kept, so a later repair
+     * can still read them */
+    sl_buf_reset(&b);
+    pass_controls(a.data ? a.data : "", a.len, &b, c,
+                  opt->no_mojibake ? C1_MAP_KEEP : C1_MAP_DROP);
+    {
         struct sl_buf t = a;
         a = b;
         b = t;

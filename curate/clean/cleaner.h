@@ -1,8 +1,10 @@
-/* sl_clean_text: ftfy-style repair of one text. In order: terminal escape sequences
- * removed; C1 controls read as the Windows-1252 characters they stand for; other control
- * characters (but \t \n \r) and U+FEFF removed; mojibake (UTF-8 that was decoded as
- * Windows-1252 / Latin-1) re-decoded where the result is valid UTF-8 (a run of non-ASCII
- * characters only, repeated for double mojibake); HTML entities left from extraction
+/* sl_clean_text: ftfy-style repair of one text. In order (ftfy's): terminal escape
+ * sequences removed; control characters (but \t \n \r and C1) and U+FEFF removed;
+ * mojibake (UTF-8 that was decoded as Windows-1252 / Latin-1, C1 controls included: "Ã" +
+ * U+0081 is "Á") re-decoded where the result is valid UTF-8 (a run of non-ASCII
+ * characters only, repeated for double mojibake); C1 controls then read as the
+ * Windows-1252 characters they stand for, the 5 undefined ones removed (kept with
+ * no_mojibake, so the text is not destroyed); HTML entities left from extraction
  * unescaped (not when the text still has tags); NFC (or NFKC); \r\n and \r to \n; spaces
  * at line ends dropped; 3+ newlines to 2; optionally URLs removed and quotes uncurled.
  * Every change is counted. Invalid UTF-8 in the input becomes U+FFFD. */

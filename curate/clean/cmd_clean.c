@@ -45,6 +45,8 @@ static void on_skip(void *ctx, const char *reason, const char *message)
     if (strcmp(reason, "blank_line") && strcmp(reason, "repaired_utf8"))
         snprintf(key, sizeof(key), "skipped_%s", reason);
     sl_counters_add(c, key, 1);
+    if (!strncmp(key, "skipped_", 8))
+        sl_counters_add(c, "documents_in", 1); /* a line read: documents_in = out + skipped */
     if (message)
         sl_warn_limited(reason, 20, "%s", message);
 }

@@ -23,6 +23,7 @@
 #include "curate/dedup/lsh_redis.h"
 #include "curate/dedup/minhash.h"
 #include "curate/dedup/normalize.h"
+#include "curate/dedup/redis_cluster.h"
 #include "curate/dedup/shingle.h"
 #include "curate/dedup/shuffle.h"
 
@@ -732,6 +733,11 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
         const char *pw = getenv("SLUICE_REDIS_PASSWORD");
         rc = lsh_redis_open(&lr, o->redis, pw && *pw ? pw : NULL, prefix, (unsigned)o->redis_batch,
                             o->redis_timeout);
+        if (!rc && w->rank == 0 && *redis_cluster_unsynced(lr.rc))
+            sl_warn("redis master %s has no synced replica: if it fails, the run stops\nhint: "
+                    "wait until every replica reports master_link_status:up (redis-cli -p PORT "
+                    "info replication)",
+                    redis_cluster_unsynced(lr.rc));
     }
 
     /* index-out writers */

@@ -199,6 +199,7 @@ struct redis_cluster {
     double timeout_s;
     struct redis_cluster_stats st;
     char problem[512]; /* the last transient problem, for the final message */
+    char unsynced[256]; /* masters that had no synced replica at the start */
 };
 
 static int node_index(struct redis_cluster *rc, const char *host, int port)
@@ -328,6 +329,31 @@ static int refresh(struct redis_cluster *rc)
     return sl_err_set(SL_ERR_NET, "cannot reach any Redis Cluster node: %s", msg.b);
 }
 
+/* Note in rc->unsynced the masters that have no replica whose first sync has finished
+ * (INFO replication on the master: a "slaveN:" line with state=online): such a master's
+ * failure takes its slots down instead of failing over. */
+static void check_replicas(struct redis_cluster *rc)
+{
+    size_t len = 0;
+    rc->unsynced[0] = '\0';
+    for (size_t i = 0; i < rc->n; i++) {
+        int master = 0;
+        for (int s = 0; s < RC_SLOTS && !master; s++)
+            master = rc->owner[s] == (int16_t)i;
+        struct rc_node *n = &rc->nodes[i];
+        if (!master || node_connect(rc, n))
+            continue;
+        redisReply *r = redisCommand(n->ctx, "INFO replication");
+        int synced = r && r->type == REDIS_REPLY_STRING && r->str &&
+                     strstr(r->str, "state=online") != NULL;
+        if (r)
+            freeReplyObject(r);
+        if (!synced && len < sizeof(rc->unsynced) - 1)
+            len += (size_t)snprintf(rc->unsynced + len, sizeof(rc->unsynced) - len, "%s%s:%d",
+                                    len ? ", " : "", n->host, n->port);
+    }
+}
+
 int redis_cluster_open(struct redis_cluster **out, const char *seeds, const char *password,
                        unsigned pipeline, double timeout_s)
 {
@@ -376,8 +402,14 @@ int redis_cluster_open(struct redis_cluster **out, const char *seeds, const char
         redis_cluster_free(rc);
         return r;
     }
+    check_replicas(rc);
     *out = rc;
     return 0;
+}
+
+const char *redis_cluster_unsynced(const struct redis_cluster *rc)
+{
+    return rc->unsynced;
 }
 
 void redis_cluster_free(struct redis_cluster *rc)
@@ -601,10 +633,13 @@ int redis_cluster_exec(struct redis_cluster *rc, struct rc_batch *b)
         rc->st.retries++;
         if (sl_now() - start > rc->timeout_s)
             return sl_err_set(SL_ERR_NET,
-                              "the Redis Cluster did not recover within %.0f s: %s\nhint: check "
-                              "the nodes (redis-cli --cluster check HOST:PORT); a failed master "
-                              "needs a replica to take over",
-                              rc->timeout_s, rc->problem);
+                              "the Redis Cluster did not recover within %.0f s: %s%s%s%s\nhint: "
+                              "check the nodes (redis-cli --cluster check HOST:PORT); a failed "
+                              "master needs a synced replica to take over (INFO replication on "
+                              "the replica: master_link_status:up)",
+                              rc->timeout_s, rc->problem,
+                              rc->unsynced[0] ? "; at the start, master " : "", rc->unsynced,
+                              rc->unsynced[0] ? " had no synced replica" : "");
         sleep_s(backoff);
         backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
         if (conn_fail) {

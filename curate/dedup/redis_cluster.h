@@ -92,4 +92,9 @@ const struct redis_cluster_stats *redis_cluster_stats(const struct redis_cluster
 /* Number of master nodes in the current slot map. */
 size_t redis_cluster_masters(const struct redis_cluster *rc);
 
+/* The masters (HOST:PORT, comma separated; "" when none) that had no replica with a
+ * finished first sync when the cluster was opened: if one of them fails, its slots stay
+ * down (no failover), and a run that needs them stops. */
+const char *redis_cluster_unsynced(const struct redis_cluster *rc);
+
 #endif

@@ -48,11 +48,11 @@ static const char *const usage[] = {
     NULL,
 };
 
-static const char *const warc_exts[] = { ".warc", ".warc.gz", ".warc.zst", ".warc.bz2", ".arc",
-                                         ".arc.gz", NULL };
+static const char *const warc_exts[] = { ".warc", ".warc.gz", ".warc.zst", ".warc.bz2",
+                                         ".arc",  ".arc.gz",  NULL };
 static const char *const wet_exts[] = { ".wet", ".wet.gz", ".wet.zst", ".wet.bz2", NULL };
-static const char *const html_exts[] = { ".html", ".htm", ".xhtml", ".html.gz", ".htm.gz",
-                                         ".html.zst", ".html.bz2", NULL };
+static const char *const html_exts[] = { ".html",   ".htm",      ".xhtml",    ".html.gz",
+                                         ".htm.gz", ".html.zst", ".html.bz2", NULL };
 static const char *const wiki_exts[] = { ".xml", ".xml.bz2", ".xml.gz", ".xml.zst", NULL };
 static const char *const arxiv_exts[] = { ".tar", ".tar.gz", ".tgz", ".gz", NULL };
 
@@ -63,14 +63,10 @@ struct format {
 };
 
 static const struct format formats[] = {
-    { "warc", warc_exts, extract_warc_file },
-    { "wet", wet_exts, extract_warc_file },
-    { "html", html_exts, extract_html_adapter },
-    { "wiki", wiki_exts, extract_wiki_adapter },
-    { "arxiv", arxiv_exts, extract_arxiv_file },
-    { "pile", sl_jsonl_exts, extract_jsonl_file },
-    { "c4", sl_jsonl_exts, extract_jsonl_file },
-    { "jsonl", sl_jsonl_exts, extract_jsonl_file },
+    { "warc", warc_exts, extract_warc_file },    { "wet", wet_exts, extract_warc_file },
+    { "html", html_exts, extract_html_adapter }, { "wiki", wiki_exts, extract_wiki_adapter },
+    { "arxiv", arxiv_exts, extract_arxiv_file }, { "pile", sl_jsonl_exts, extract_jsonl_file },
+    { "c4", sl_jsonl_exts, extract_jsonl_file }, { "jsonl", sl_jsonl_exts, extract_jsonl_file },
 };
 
 struct opts {
@@ -119,6 +115,7 @@ static void on_warn(void *ctx, const char *reason, const char *message)
 struct prefetch {
     pthread_t th;
     const char *path;
+    size_t max_input;
     struct sl_buf raw;
     int rc, running;
     char err[SL_ERR_MSG_MAX];
@@ -127,15 +124,16 @@ struct prefetch {
 static void *prefetch_main(void *arg)
 {
     struct prefetch *p = arg;
-    p->rc = html_read_file(p->path, &p->raw);
+    p->rc = html_read_file(p->path, p->max_input, &p->raw);
     if (p->rc)
         snprintf(p->err, sizeof(p->err), "%s", sl_err_msg());
     return NULL;
 }
 
-static void prefetch_start(struct prefetch *p, const char *path)
+static void prefetch_start(struct prefetch *p, const char *path, uint64_t max_input)
 {
     p->path = path;
+    p->max_input = (size_t)max_input;
     p->rc = 0;
     p->err[0] = '\0';
     p->running = pthread_create(&p->th, NULL, prefetch_main, p) == 0;
@@ -167,10 +165,12 @@ static int check_removable(const struct sl_input *in)
     int ok = 0;
     if (m && json_object_object_get_ex(m, "stage", &stage) &&
         !strcmp(json_object_get_string(stage), "download") &&
-        json_object_object_get_ex(m, "outputs", &outs) && json_object_is_type(outs, json_type_array)) {
+        json_object_object_get_ex(m, "outputs", &outs) &&
+        json_object_is_type(outs, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(outs) && !ok; i++) {
             struct json_object *p, *o = json_object_array_get_idx(outs, i);
-            if (json_object_object_get_ex(o, "path", &p) && !strcmp(json_object_get_string(p), base))
+            if (json_object_object_get_ex(o, "path", &p) &&
+                !strcmp(json_object_get_string(p), base))
                 ok = 1;
         }
     }
@@ -240,8 +240,8 @@ static int remove_input(const struct sl_input *in)
     return 1;
 }
 
-static int run(const struct opts *o, const struct format *f, struct sl_strlist *operands,
-               int argc, const char **argv)
+static int run(const struct opts *o, const struct format *f, struct sl_strlist *operands, int argc,
+               const char **argv)
 {
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
@@ -327,6 +327,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
     eo.text_key = o->text_key;
     eo.max_record = o->max_record;
     eo.keep_truncated = o->keep_truncated;
+    eo.skip_corrupt = o->skip_corrupt;
     eo.on_warn = on_warn;
 
     struct sl_progress prog;
@@ -358,7 +359,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         struct prefetch pf[2];
         memset(pf, 0, sizeof(pf));
         if (!rc && o->group)
-            prefetch_start(&pf[0], in.v[ufirst[u]].path);
+            prefetch_start(&pf[0], in.v[ufirst[u]].path, o->max_record);
         for (size_t i = ufirst[u]; !rc && i < ufirst[u + 1]; i++) {
             /* each file counts on its own (for the checks), then into the shard's counts */
             struct sl_counters fc;
@@ -371,7 +372,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             if (o->group) {
                 prefetch_wait(cur);
                 if (i + 1 < ufirst[u + 1])
-                    prefetch_start(&pf[(i + 1 - ufirst[u]) % 2], in.v[i + 1].path);
+                    prefetch_start(&pf[(i + 1 - ufirst[u]) % 2], in.v[i + 1].path, o->max_record);
                 ei.raw = &cur->raw;
                 ei.raw_rc = cur->rc;
             }
@@ -418,8 +419,15 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
         }
         if (rc) {
             sl_writer_abort(wr);
+            /* --skip-corrupt helps with damaged input only; a full disk needs space */
+            int damaged = rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_UNSUPPORTED ||
+                          rc == SL_ERR_FORMAT;
             sl_error("%s%s", sl_err_msg(),
-                     o->skip_corrupt || strstr(sl_err_msg(), "hint:")
+                     strstr(sl_err_msg(), "hint:") ? ""
+                     : strstr(sl_err_msg(), strerror(ENOSPC))
+                         ? "\nhint: the output disk is full: free space (or use another --out) and "
+                           "run the command again; it goes on from the finished shards"
+                     : o->skip_corrupt || !damaged
                          ? ""
                          : "\nhint: use --skip-corrupt to keep what can be read and go on");
             failed = 1;

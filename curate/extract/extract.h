@@ -29,6 +29,8 @@ struct extract_opts {
     uint64_t max_output;     /* cap on one file's decompressed bytes (0: none) */
     int keep_truncated;      /* warc: extract records marked WARC-Truncated */
     int keep_non_200;        /* warc: extract responses with another status */
+    int skip_corrupt;        /* a damaged file will be kept in part: salvage what precedes
+                                the damage (wiki: every complete page) */
     /* Report damage the reader steps over ("FILE: where: what"). */
     void (*on_warn)(void *ctx, const char *reason, const char *message);
     void *warn_ctx;

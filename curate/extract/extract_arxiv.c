@@ -9,6 +9,7 @@
 #include "core/counters.h"
 #include "core/doc.h"
 #include "core/err.h"
+#include "core/utf8.h"
 #include "curate/extract/latex.h"
 
 #include <archive.h>
@@ -88,8 +89,11 @@ static int read_entry(struct archive *a, struct sl_buf *b)
         la_ssize_t got = archive_read_data(a, chunk, sizeof(chunk));
         if (got == 0)
             return 0;
-        if (got < 0)
-            return sl_err_set(SL_ERR_CORRUPT, "%s", archive_error_string(a) ? archive_error_string(a) : "read error");
+        if (got < 0) {
+            const char *why = archive_error_string(a);
+            return sl_err_set(SL_ERR_CORRUPT, "%s",
+                              why && *why ? why : "the archive ends inside this entry (truncated?)");
+        }
         if (sl_buf_append(b, chunk, (size_t)got) != 0)
             return SL_ERR_TOOBIG;
     }
@@ -199,6 +203,42 @@ static int new_style_id(const char *id)
     return (d == 4 || d == 5) && (id[i] == 0 || id[i] == 'v');
 }
 
+/* Is this not text? A NUL byte, or more than 1 byte in 10 a control character (but \t \n
+ * \f \r) or not part of a UTF-8 sequence (Latin-1 sources have a few such bytes, binary
+ * data has many). */
+static int looks_binary(const char *p, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch == 0)
+            return 1;
+        if (ch < 0x80) {
+            if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\f' && ch != '\r') || ch == 0x7f)
+                bad++;
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t l = sl_utf8_decode((const unsigned char *)p + i, n - i, &cp);
+        if (!l) {
+            bad++;
+            l = 1;
+        }
+        i += l;
+    }
+    return bad * 10 > n;
+}
+
+/* Does the text hold a TeX control word (a backslash and a letter)? */
+static int has_tex_command(const char *p, size_t n)
+{
+    for (const char *q = p; (q = memchr(q, '\\', (size_t)(p + n - q))) != NULL; q++)
+        if (q + 1 < p + n && ((q[1] | 32) >= 'a' && (q[1] | 32) <= 'z'))
+            return 1;
+    return 0;
+}
+
 static int do_paper(struct arxiv_job *j, const char *mem, size_t n, const char *entry_name)
 {
     char id[256];
@@ -240,6 +280,18 @@ static int do_paper(struct arxiv_job *j, const char *mem, size_t n, const char *
     }
     if (p->f[main].len >= 4 && !memcmp(p->f[main].data, "%PDF", 4)) {
         sl_counters_add(j->c, "skipped_pdf_only", 1);
+        return 0;
+    }
+    /* random or binary entries (images, object files, junk) are no paper */
+    if (looks_binary(p->f[main].data, p->f[main].len)) {
+        sl_counters_add(j->c, "skipped_binary", 1);
+        warn(j, "binary", "%s: paper '%s': not text (binary data), skipped", j->in->path, entry_name);
+        return 0;
+    }
+    if (!has_tex_command(p->f[main].data, p->f[main].len)) {
+        sl_counters_add(j->c, "skipped_not_latex", 1);
+        warn(j, "not_latex", "%s: paper '%s': no TeX command in it, skipped", j->in->path,
+             entry_name);
         return 0;
     }
     sl_buf_reset(&j->text);
@@ -314,8 +366,10 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
-            rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s': %s", in->path,
-                            archive_error_string(a));
+            const char *why = archive_error_string(a);
+            rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s' after %llu compressed bytes: %s",
+                            in->path, (unsigned long long)archive_filter_bytes(a, -1),
+                            why && *why ? why : "damaged entry header");
             break;
         }
         int raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
@@ -349,6 +403,9 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
             continue;
         }
         if (er) {
+            /* the paper the damage cut: read, not kept */
+            sl_counters_add(c, "documents_in", 1);
+            sl_counters_add(c, "skipped_incomplete", 1);
             rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s' at entry '%s': %s", in->path,
                             name, sl_err_msg());
             break;

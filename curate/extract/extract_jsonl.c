@@ -8,6 +8,7 @@
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/jsonl.h"
+#include "core/stream.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -86,6 +87,10 @@ int extract_jsonl_file(const struct extract_input *in, const struct extract_opts
     sl_doc_init(&d);
     sl_doc_set_text_key(&d, text_key);
     size_t s_in = sl_counters_slot(c, "documents_in"), s_bytes = sl_counters_slot(c, "bytes_in");
+    uint64_t skipped0 = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8))
+            skipped0 += c->values[i];
     while (!rc) {
         int got = sl_jsonl_next(r, &d);
         if (got <= 0) {
@@ -105,8 +110,9 @@ int extract_jsonl_file(const struct extract_input *in, const struct extract_opts
             struct json_object *meta = sl_doc_get_json(&d, "meta"), *set = NULL;
             if (meta && json_object_object_get_ex(meta, "pile_set_name", &set) &&
                 json_object_is_type(set, json_type_string)) {
+                /* whole, also past a \u0000 */
                 const char *s = json_object_get_string(set);
-                rc = sl_doc_set_str(&d, "source", s, strlen(s));
+                rc = sl_doc_set_str(&d, "source", s, (size_t)json_object_get_string_len(set));
             } else {
                 sl_counters_add(c, "documents_without_pile_set_name", 1);
                 const char *s = o->source ? o->source : "pile";
@@ -124,6 +130,18 @@ int extract_jsonl_file(const struct extract_input *in, const struct extract_opts
         if (!rc)
             rc = emit(ctx, &d);
     }
+    if (r) {
+        /* lines of a damaged zstd frame, held back by the reader and dropped */
+        uint64_t dropped = sl_reader_dropped_lines(sl_jsonl_stream(r));
+        if (dropped)
+            sl_counters_add(c, "skipped_corrupt", dropped);
+    }
+    /* every line is a document or a skip: the reader's skips are lines read too */
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8))
+            skipped += c->values[i];
+    c->values[s_in] += skipped - skipped0;
     sl_doc_release(&d);
     sl_jsonl_close(r);
     free(stem);

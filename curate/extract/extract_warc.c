@@ -63,12 +63,20 @@ struct warc_job {
     char charset[40]; /* a resource record's charset parameter */
 };
 
+/* The reader's damage reports: garbage between records is no record (bad_records); a
+ * header that does not parse or is cut is one record, counted in and skipped; a returned
+ * record whose block is cut was counted already (its type's skip, or skipped_incomplete
+ * when its block was read), so it only adds to records_cut. */
 static void on_skip(void *ctx, const char *reason, const char *message)
 {
     struct warc_job *j = ctx;
-    char key[48];
-    snprintf(key, sizeof(key), !strcmp(reason, "incomplete") ? "skipped_incomplete" : "bad_records");
-    sl_counters_add(j->c, key, 1);
+    if (!strcmp(reason, "incomplete") || !strcmp(reason, "bad_header")) {
+        sl_counters_add(j->c, "documents_in", 1);
+        sl_counters_add(j->c, !strcmp(reason, "incomplete") ? "skipped_incomplete"
+                                                           : "skipped_bad_header", 1);
+    } else {
+        sl_counters_add(j->c, !strcmp(reason, "cut") ? "records_cut" : "bad_records", 1);
+    }
     if (j->o->on_warn)
         j->o->on_warn(j->o->warn_ctx, reason, message);
 }
@@ -426,9 +434,27 @@ int extract_warc_file(const struct extract_input *in, const struct extract_opts 
         case WARC_REVISIT:
             skip(&j, "revisit");
             break;
+        case WARC_WARCINFO:
+            skip(&j, "warcinfo");
+            break;
+        case WARC_REQUEST:
+            skip(&j, "request");
+            break;
+        case WARC_METADATA:
+            skip(&j, "metadata");
+            break;
         default:
+            skip(&j, "other_type");
             break;
         }
+        if (rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_FORMAT ||
+            rc == SL_ERR_UNSUPPORTED || rc == SL_ERR_IO)
+            skip(&j, "corrupt"); /* the stream broke inside this record's block */
+    }
+    if (rc < 0 && r && warc_reader_pending(r)) {
+        /* the stream broke inside a record before its header was read whole */
+        c->values[s_in]++;
+        skip(&j, "corrupt");
     }
     if (rc && r)
         rc = sl_err_wrap(rc, "%s", "");

@@ -17,8 +17,11 @@ int extract_html_adapter(const struct extract_input *in, const struct extract_op
     struct sl_doc d;
     sl_doc_init(&d);
     sl_counters_add(c, "documents_in", 1);
-    int rc = in->raw ? html_extract_read(in->path, in->raw_rc, in->raw, &d, c)
-                     : html_extract_file(in->path, &d, c);
+    uint64_t bytes0 = sl_counters_get(c, "html_bytes");
+    int rc = in->raw
+                 ? html_extract_read(in->path, in->raw_rc, in->raw, (size_t)o->max_record, &d, c)
+                 : html_extract_file_max(in->path, (size_t)o->max_record, &d, c);
+    sl_counters_add(c, "bytes_in", sl_counters_get(c, "html_bytes") - bytes0);
     if (rc == 1) {
         const char *src = o->source ? o->source : "html";
         rc = sl_doc_set_str(&d, "source", src, strlen(src));
@@ -59,8 +62,23 @@ int extract_wiki_adapter(const struct extract_input *in, const struct extract_op
     struct wiki_opts wo;
     memset(&wo, 0, sizeof(wo));
     wo.max_page_bytes = o->max_record ? (size_t)o->max_record : 0;
+    wo.salvage = o->skip_corrupt;
     struct wiki_ctx w = { o, emit, ctx };
     int rc = wiki_extract_file(in->path, &wo, wiki_emit, &w, c);
-    sl_counters_add(c, "documents_in", sl_counters_get(c, "wiki_pages"));
+    /* every page is emitted or skipped by a named reason: documents_in = out + skipped_* */
+    static const char *const skips[][2] = {
+        { "wiki_other_namespace", "skipped_other_namespace" },
+        { "wiki_redirects", "skipped_redirect" },
+        { "wiki_too_large", "skipped_too_large" },
+        { "wiki_empty", "skipped_empty" },
+        { "wiki_incomplete", "skipped_incomplete" },
+    };
+    for (size_t i = 0; i < sizeof(skips) / sizeof(skips[0]); i++) {
+        uint64_t v = sl_counters_get(c, skips[i][0]);
+        if (v)
+            sl_counters_add(c, skips[i][1], v);
+    }
+    sl_counters_add(c, "documents_in",
+                    sl_counters_get(c, "wiki_pages") + sl_counters_get(c, "wiki_incomplete"));
     return rc;
 }

@@ -552,15 +552,21 @@ static uint32_t find_body(const struct html_tree *t)
 
 int html_extract(const char *html, size_t len, const char *charset_hint, struct html_doc *out)
 {
+    return html_extract_max(html, len, charset_hint, HTML_MAX_INPUT, out);
+}
+
+int html_extract_max(const char *html, size_t len, const char *charset_hint, size_t max_input,
+                     struct html_doc *out)
+{
     struct sl_buf conv = SL_BUF_INIT, stripped = SL_BUF_INIT;
     struct html_tree t;
     int rc = 0;
     sl_buf_reset(&out->text);
     sl_buf_reset(&out->title);
     sl_buf_reset(&out->lang);
-    if (len > HTML_MAX_INPUT)
-        return sl_err_set(SL_ERR_TOOBIG, "html page of %zu bytes is over the %zu MiB cap", len,
-                          HTML_MAX_INPUT >> 20);
+    if (len > max_input)
+        return sl_err_set(SL_ERR_TOOBIG, "html page of %zu bytes is over the %zu-byte cap", len,
+                          max_input);
     html_tree_init(&t);
 
     /* 1. charset -> UTF-8 */

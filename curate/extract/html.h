@@ -40,5 +40,8 @@ void html_doc_release(struct html_doc *d);
  * Returns 0 (also for a page without text: out->text is then empty), SL_ERR_TOOBIG when
  * the page is over HTML_MAX_INPUT, or SL_ERR_NOMEM when the parser cannot start. */
 int html_extract(const char *html, size_t len, const char *charset_hint, struct html_doc *out);
+/* The same with another cap than HTML_MAX_INPUT on the page (extract --max-record). */
+int html_extract_max(const char *html, size_t len, const char *charset_hint, size_t max_input,
+                     struct html_doc *out);
 
 #endif

@@ -51,7 +51,7 @@ static void count(struct sl_counters *c, const char *name, uint64_t v)
  * about twice as fast as zlib's stream. 0, or -1 when this path does not apply or fails
  * (not gzip, too large, damaged, several members that do not fit): the caller then reads
  * the file through core/stream, which gives the error its message. */
-static int read_gzip_fast(const char *path, struct sl_buf *raw)
+static int read_gzip_fast(const char *path, size_t max_input, struct sl_buf *raw)
 {
     int rc = -1;
     FILE *f = fopen(path, "rb");
@@ -62,7 +62,7 @@ static int read_gzip_fast(const char *path, struct sl_buf *raw)
     unsigned char magic[2];
     if (fread(magic, 1, 2, f) != 2 || magic[0] != 0x1f || magic[1] != 0x8b)
         goto out;
-    sl_buf_init(&in, HTML_MAX_INPUT);
+    sl_buf_init(&in, max_input);
     if (sl_buf_append(&in, magic, 2))
         goto out;
     for (;;) {
@@ -77,7 +77,7 @@ static int read_gzip_fast(const char *path, struct sl_buf *raw)
         goto out;
     const unsigned char *t = (const unsigned char *)in.data + in.len - 4;
     size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
-    if (isize >= HTML_MAX_INPUT || sl_buf_reserve(raw, isize + 1))
+    if (isize >= max_input || sl_buf_reserve(raw, isize + 1))
         goto out;
     d = libdeflate_alloc_decompressor();
     if (!d)
@@ -100,31 +100,36 @@ out:
     return rc;
 }
 
-int html_read_file(const char *path, struct sl_buf *raw)
+int html_read_file(const char *path, size_t max_input, struct sl_buf *raw)
 {
-    sl_buf_init(raw, HTML_MAX_INPUT);
-    if (read_gzip_fast(path, raw) == 0)
+    if (!max_input)
+        max_input = HTML_MAX_INPUT;
+    sl_buf_init(raw, max_input);
+    if (read_gzip_fast(path, max_input, raw) == 0)
         return 0;
     return sl_read_file(path, raw);
 }
 
-int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, struct sl_doc *doc,
-                      struct sl_counters *c)
+int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, size_t max_input,
+                      struct sl_doc *doc, struct sl_counters *c)
 {
     struct html_doc hd;
     int rc = read_rc;
+    if (!max_input)
+        max_input = HTML_MAX_INPUT;
     html_doc_init(&hd);
     count(c, "html_files", 1);
     if (rc == SL_ERR_TOOBIG) {
         count(c, "html_too_large", 1);
-        rc = sl_err_set(SL_ERR_TOOBIG, "cannot extract '%s': page is over the %zu MiB cap", path,
-                        HTML_MAX_INPUT >> 20);
+        rc = sl_err_set(SL_ERR_TOOBIG,
+                        "cannot extract '%s': page is over the %zu-byte cap (--max-record)", path,
+                        max_input);
         goto out;
     }
     if (rc)
         goto out; /* the stream's message names the file */
     count(c, "html_bytes", raw->len);
-    rc = html_extract(raw->data ? raw->data : "", raw->len, NULL, &hd);
+    rc = html_extract_max(raw->data ? raw->data : "", raw->len, NULL, max_input, &hd);
     if (rc) {
         rc = sl_err_wrap(rc, "extracting '%s': ", path);
         goto out;
@@ -150,11 +155,17 @@ out:
     return rc;
 }
 
-int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
+int html_extract_file_max(const char *path, size_t max_input, struct sl_doc *doc,
+                          struct sl_counters *c)
 {
     struct sl_buf raw;
-    int rc = html_read_file(path, &raw);
-    rc = html_extract_read(path, rc, &raw, doc, c);
+    int rc = html_read_file(path, max_input, &raw);
+    rc = html_extract_read(path, rc, &raw, max_input, doc, c);
     sl_buf_release(&raw);
     return rc;
+}
+
+int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c)
+{
+    return html_extract_file_max(path, HTML_MAX_INPUT, doc, c);
 }

@@ -21,14 +21,18 @@ struct sl_counters;
  * SL_ERR_TOOBIG (over HTML_MAX_INPUT; counted as "html_too_large"). Every call adds 1 to
  * "html_files" and the page size to "html_bytes". c may be NULL. */
 int html_extract_file(const char *path, struct sl_doc *doc, struct sl_counters *c);
+/* The same with another cap on the decoded page (0: HTML_MAX_INPUT), for --max-record. */
+int html_extract_file_max(const char *path, size_t max_input, struct sl_doc *doc,
+                          struct sl_counters *c);
 
 /* The two halves of html_extract_file, so that the next file can be read (and
  * decompressed) while this one is extracted: html_read_file reads `path` into raw (which it
  * initialises; the caller releases it) and returns sl_read_file's result; html_extract_read
- * takes that result and the bytes and does the rest, with the same returns and counts. */
-int html_read_file(const char *path, struct sl_buf *raw);
-int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, struct sl_doc *doc,
-                      struct sl_counters *c);
+ * takes that result and the bytes and does the rest, with the same returns and counts.
+ * max_input is the cap on the decoded page (0: HTML_MAX_INPUT), as html_extract_file_max. */
+int html_read_file(const char *path, size_t max_input, struct sl_buf *raw);
+int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, size_t max_input,
+                      struct sl_doc *doc, struct sl_counters *c);
 
 /* The id for a path: base name without extensions (".html.gz" -> ""). Writes at most
  * n-1 bytes and a NUL into out; returns the length. */

@@ -233,6 +233,11 @@ uint64_t warc_reader_offset(const struct warc_reader *r)
     return r->base + r->pos;
 }
 
+int warc_reader_pending(const struct warc_reader *r)
+{
+    return r->remaining == 0 && r->len > r->pos;
+}
+
 uint64_t warc_reader_in_offset(const struct warc_reader *r)
 {
     if (r->gz)
@@ -451,7 +456,33 @@ static int is_arc_line_start(const char *p, size_t n)
            (n >= 6 && !memcmp(p, "ftp://", 6));
 }
 
-/* Skip forward to the next line that starts a record. 1 found, 0 end, <0 error. */
+/* Does p (n bytes) start a WARC header line, "WARC/1.<digit>" then CRLF or LF? 1 yes, 0 no,
+ * -1 not enough bytes to tell. */
+static int is_warc_version_line(const char *p, size_t n)
+{
+    static const char v[] = "WARC/1.";
+    for (size_t i = 0; i < 7; i++) {
+        if (i >= n)
+            return -1;
+        if (p[i] != v[i])
+            return 0;
+    }
+    if (n < 9)
+        return -1;
+    if (p[7] < '0' || p[7] > '9')
+        return 0;
+    if (p[8] == '\n')
+        return 1;
+    if (p[8] != '\r')
+        return 0;
+    if (n < 10)
+        return -1;
+    return p[9] == '\n';
+}
+
+/* Skip forward to the next record start at or after pos. WARC: the first "WARC/1.x" line
+ * anywhere, also right after garbage that has no newline of its own or after NUL padding;
+ * ARC: a line that starts with a URL scheme. 1 found, 0 end, <0 error. */
 static int resync(struct warc_reader *r, uint64_t *skipped)
 {
     uint64_t start = r->base + r->pos;
@@ -460,19 +491,46 @@ static int resync(struct warc_reader *r, uint64_t *skipped)
         if (rc)
             return rc;
         char *p = r->buf + r->pos, *end = r->buf + r->len;
+        if (!r->arc) {
+            for (char *q = p; q < end;) {
+                char *m = memmem(q, (size_t)(end - q), "WARC/1.", 7);
+                if (!m)
+                    break;
+                int v = is_warc_version_line(m, (size_t)(end - m));
+                if (v == 1) {
+                    r->pos = (size_t)(m - r->buf);
+                    *skipped = r->base + r->pos - start;
+                    return 1;
+                }
+                if (v < 0 && !r->eof) {
+                    r->pos = (size_t)(m - r->buf);
+                    goto more;
+                }
+                q = m + 1;
+            }
+            if (r->eof) {
+                r->pos = r->len;
+                *skipped = r->base + r->pos - start;
+                return 0;
+            }
+            /* keep a possible start of "WARC/1.x\r\n" cut by the window's end */
+            r->pos = r->len > 9 && r->len - 9 > r->pos ? r->len - 9 : r->pos;
+            goto more;
+        }
         /* first line start after pos (a record begins after a newline) */
         for (char *q = p; q < end; q++) {
             char *nl = memchr(q, '\n', (size_t)(end - q));
             if (!nl)
                 break;
             q = nl + 1;
+            while (q < end && (*q == '\r' || *q == '\0')) /* NUL padding, blank CR lines */
+                q++;
             size_t left = (size_t)(end - q);
             if (left < 12 && !r->eof) {
                 r->pos = (size_t)(nl - r->buf);
                 goto more;
             }
-            if ((!r->arc && left >= 7 && !memcmp(q, "WARC/1.", 7)) ||
-                (r->arc && is_arc_line_start(q, left))) {
+            if (is_arc_line_start(q, left)) {
                 r->pos = (size_t)(q - r->buf);
                 *skipped = r->base + r->pos - start;
                 return 1;
@@ -551,7 +609,8 @@ static int parse_warc_head(struct warc_reader *r, struct warc_record *rec)
             else if (!strcasecmp(p, "Content-Length")) {
                 char *q;
                 unsigned long long len = strtoull(v, &q, 10);
-                if (q != v && *q == 0 && *v != '-') {
+                /* past 2^50 (1 PiB) it is garbage: reading on would swallow the file */
+                if (q != v && *q == 0 && *v != '-' && len < (1ull << 50)) {
                     rec->content_length = len;
                     have_len = 1;
                 }
@@ -625,7 +684,7 @@ int warc_next(struct warc_reader *r, struct warc_record *rec)
         return 0;
     if (r->cut) {
         r->cut = 2;
-        skip_report(r, "incomplete", "%s: the last record (#%llu) is cut short by the end of the file",
+        skip_report(r, "cut", "%s: the last record (#%llu) is cut short by the end of the file",
                     warc_reader_name(r), (unsigned long long)(r->index ? r->index - 1 : 0));
         return 0;
     }
@@ -708,7 +767,7 @@ int warc_next(struct warc_reader *r, struct warc_record *rec)
         rec->head = p; /* raw form: valid until the window moves; copied below */
         int ok = r->arc ? parse_arc_line(r, rec) : parse_warc_head(r, rec);
         if (ok != 0) {
-            skip_report(r, "bad_record",
+            skip_report(r, "bad_header",
                         "%s: decompressed byte %llu: %s; record skipped",
                         warc_reader_name(r), (unsigned long long)at,
                         r->arc ? "bad ARC header line (length field)" : "WARC header without a valid Content-Length");

@@ -61,9 +61,13 @@ struct warc_record {
 
 struct warc_opts {
     uint64_t max_output; /* cap on decompressed bytes of the whole file (0: none) */
-    /* Called for each piece of damage the reader steps over: reason "bad_record"
-     * (garbage or an unparseable header; message says where) or "incomplete" (a record
-     * cut by the end of the file). */
+    /* Called for each piece of damage the reader steps over (the message says where):
+     * "bad_record": bytes between records that start no record (garbage; not a record),
+     *   skipped up to the next "WARC/1.x" line wherever it starts;
+     * "bad_header": a record whose header does not parse (one record, skipped);
+     * "incomplete": the file ends inside a record header (one record, skipped);
+     * "cut": the record warc_next returned last, whose block was not read, is cut short by
+     *   the end of the file (already returned: count it once). */
     void (*on_skip)(void *ctx, const char *reason, const char *message);
     void *ctx;
 };
@@ -89,6 +93,9 @@ int warc_read_block(struct warc_reader *r, struct sl_buf *body);
 
 /* Decompressed and compressed bytes consumed so far. */
 uint64_t warc_reader_offset(const struct warc_reader *r);
+/* After warc_next failed: 1 when decompressed bytes of a record not yet returned were read
+ * (the failure cut a record), 0 when it failed between records or inside a returned one. */
+int warc_reader_pending(const struct warc_reader *r);
 uint64_t warc_reader_in_offset(const struct warc_reader *r);
 const char *warc_reader_name(const struct warc_reader *r);
 

@@ -39,16 +39,86 @@ struct wiki_state {
     /* page */
     struct sl_buf title, nsval, id, rev_text, rev_ts, page_text, page_ts;
     int redirect, have_id, have_rev, rev_too_large, page_too_large;
+    /* where pages end in the decompressed bytes (UTF-8 and other ASCII-compatible
+     * encodings), to salvage the complete pages before a cut */
+    uint64_t delivered;       /* decompressed bytes handed to libxml */
+    uint64_t last_page_end;   /* offset just after the last "</page>" seen (0: none) */
+    uint64_t last_page_start; /* offset of the last "<page>" seen */
+    char carry[8];            /* the last bytes of the previous chunk */
+    size_t carry_n;
+    char last[96]; /* the last bytes of the stream */
+    size_t last_n;
+    int eof; /* the stream ended (libxml asked past its end) */
+    /* the salvage pass: only the first `limit` bytes, then `tail` (the root's end tag) */
+    uint64_t limit;
+    char tail[80];
+    size_t tail_len, tail_pos;
+    uint64_t pages_seen, skip_pages;
+    char root[64];
 };
+
+/* Record where "<page>" and "</page>" occur in b (n bytes at offset s->delivered),
+ * including occurrences that straddle the previous chunk. */
+static void scan_pages(struct wiki_state *s, const char *b, size_t n)
+{
+    char tmp[16];
+    size_t k = s->carry_n, m = n < 7 ? n : 7;
+    memcpy(tmp, s->carry, k);
+    memcpy(tmp + k, b, m);
+    for (size_t i = 0; i < k; i++) {
+        if (i + 7 <= k + m && i + 7 > k && !memcmp(tmp + i, "</page>", 7))
+            s->last_page_end = s->delivered - k + i + 7;
+        if (i + 6 <= k + m && i + 6 > k && !memcmp(tmp + i, "<page>", 6))
+            s->last_page_start = s->delivered - k + i;
+    }
+    for (const char *q = b; (q = memmem(q, (size_t)(b + n - q), "</page>", 7)) != NULL; q += 7)
+        s->last_page_end = s->delivered + (uint64_t)(q - b) + 7;
+    for (const char *q = b; (q = memmem(q, (size_t)(b + n - q), "<page>", 6)) != NULL; q += 6)
+        s->last_page_start = s->delivered + (uint64_t)(q - b);
+    if (n >= 7) {
+        memcpy(s->carry, b + n - 7, 7);
+        s->carry_n = 7;
+    } else {
+        size_t keep = k + n > 7 ? 7 - n : k;
+        memmove(s->carry, s->carry + k - keep, keep);
+        memcpy(s->carry + keep, b, n);
+        s->carry_n = keep + n;
+    }
+}
 
 static int read_cb(void *ctx, char *buf, int len)
 {
     struct wiki_state *s = ctx;
-    ssize_t n = sl_reader_read(s->r, buf, (size_t)len);
+    size_t want = (size_t)len;
+    if (s->limit) {
+        if (s->delivered >= s->limit) {
+            size_t k = s->tail_len - s->tail_pos < want ? s->tail_len - s->tail_pos : want;
+            memcpy(buf, s->tail + s->tail_pos, k);
+            s->tail_pos += k;
+            return (int)k;
+        }
+        if (want > s->limit - s->delivered)
+            want = (size_t)(s->limit - s->delivered);
+    }
+    ssize_t n = sl_reader_read(s->r, buf, want);
     if (n < 0) {
         s->read_err = (int)n;
         return -1;
     }
+    if (n == 0)
+        s->eof = 1;
+    if (!s->limit) {
+        scan_pages(s, buf, (size_t)n);
+        size_t k = (size_t)n < sizeof(s->last) ? (size_t)n : sizeof(s->last);
+        if (s->last_n + k > sizeof(s->last)) {
+            size_t drop = s->last_n + k - sizeof(s->last);
+            memmove(s->last, s->last + drop, s->last_n - drop);
+            s->last_n -= drop;
+        }
+        memcpy(s->last + s->last_n, buf + n - k, k);
+        s->last_n += k;
+    }
+    s->delivered += (uint64_t)n;
     return (int)n;
 }
 
@@ -201,6 +271,8 @@ static int finish_page(struct wiki_state *s, const struct wiki_opts *o,
                        struct sl_doc *doc, struct sl_buf *text)
 {
     const char *title = s->title.data ? s->title.data : "";
+    if (s->pages_seen++ < s->skip_pages)
+        return 0; /* the salvage pass: handled by the first pass */
     count(c, "wiki_pages");
     int ns = s->nsval.len ? atoi(s->nsval.data) : title_ns(s, title);
     if (ns != 0 && !o->all_namespaces) {
@@ -260,39 +332,13 @@ static void trim_buf(struct sl_buf *b)
         b->data[b->len] = 0;
 }
 
-int wiki_extract_file(const char *path, const struct wiki_opts *o,
-                      int (*emit)(void *ctx, struct sl_doc *doc), void *ctx, struct sl_counters *c)
+/* One pass of the XML reader over s->r: pages to emit. 0, or emit's error; *xml_r gets
+ * the last xmlTextReaderRead result (<0: the XML or the stream failed). */
+static int parse_pass(struct wiki_state *s, xmlTextReaderPtr xr, const struct wiki_opts *o,
+                      size_t cap, int (*emit)(void *, struct sl_doc *), void *ctx,
+                      struct sl_counters *c, struct sl_doc *doc, struct sl_buf *text, int *xml_r)
 {
-    static const struct wiki_opts defaults = { 0, 0, 0, NULL };
-    struct wiki_state s;
-    struct sl_doc doc;
-    struct sl_buf text;
-    xmlTextReaderPtr xr = NULL;
     int rc = 0;
-    if (!o)
-        o = &defaults;
-    size_t cap = o->max_page_bytes ? o->max_page_bytes : (size_t)64 << 20;
-    memset(&s, 0, sizeof(s));
-    s.path = path;
-    sl_buf_init(&text, cap * 2 + 4096);
-    sl_doc_init(&doc);
-    rc = sl_reader_open(&s.r, path, NULL);
-    if (rc)
-        goto out;
-    xmlGenericErrorFunc old_generic = xmlGenericError;
-    void *old_generic_ctx = xmlGenericErrorContext;
-    xmlSetGenericErrorFunc(NULL, silent_generic);
-    xr = xmlReaderForIO(read_cb, close_cb, &s, path, NULL,
-                        XML_PARSE_NONET | XML_PARSE_HUGE | XML_PARSE_COMPACT | XML_PARSE_NOERROR |
-                            XML_PARSE_NOWARNING);
-    if (!xr) {
-        xmlSetGenericErrorFunc(old_generic_ctx, old_generic);
-        rc = s.read_err ? s.read_err
-                        : sl_err_set(SL_ERR_FORMAT, "cannot read '%s': not an XML export", path);
-        goto out;
-    }
-    xmlTextReaderSetStructuredErrorHandler(xr, on_xml_error, &s);
-
     struct sl_buf *field = NULL;
     size_t field_cap = 0;
     int in_page = 0, in_site = 0, in_rev = 0, page_depth = 0;
@@ -307,62 +353,64 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
             field_cap = 4096;
             if (!name)
                 continue;
+            if (depth == 0 && !s->root[0])
+                snprintf(s->root, sizeof(s->root), "%s", name);
             if (!in_page) {
                 if (!strcmp(name, "page")) {
                     in_page = 1;
                     page_depth = depth;
-                    sl_buf_reset(&s.title);
-                    sl_buf_reset(&s.nsval);
-                    sl_buf_reset(&s.id);
-                    sl_buf_reset(&s.page_text);
-                    sl_buf_reset(&s.page_ts);
-                    s.redirect = s.have_id = s.have_rev = s.page_too_large = 0;
+                    sl_buf_reset(&s->title);
+                    sl_buf_reset(&s->nsval);
+                    sl_buf_reset(&s->id);
+                    sl_buf_reset(&s->page_text);
+                    sl_buf_reset(&s->page_ts);
+                    s->redirect = s->have_id = s->have_rev = s->page_too_large = 0;
                 } else if (!strcmp(name, "siteinfo")) {
                     in_site = 1;
                 } else if (in_site && !strcmp(name, "base")) {
-                    sl_buf_reset(&s.base);
-                    field = &s.base;
+                    sl_buf_reset(&s->base);
+                    field = &s->base;
                 } else if (in_site && !strcmp(name, "dbname")) {
-                    sl_buf_reset(&s.dbname);
-                    field = &s.dbname;
+                    sl_buf_reset(&s->dbname);
+                    field = &s->dbname;
                 } else if (in_site && !strcmp(name, "namespace")) {
                     xmlChar *k = xmlTextReaderGetAttribute(xr, (const xmlChar *)"key");
-                    s.ns_key = k ? atoi((const char *)k) : 0;
+                    s->ns_key = k ? atoi((const char *)k) : 0;
                     xmlFree(k);
-                    sl_buf_reset(&s.nsname);
-                    field = &s.nsname;
+                    sl_buf_reset(&s->nsname);
+                    field = &s->nsname;
                     field_cap = 63;
                 }
             } else {
                 int rel = depth - page_depth;
                 if (rel == 1) {
                     if (!strcmp(name, "title")) {
-                        sl_buf_reset(&s.title);
-                        field = &s.title;
+                        sl_buf_reset(&s->title);
+                        field = &s->title;
                     } else if (!strcmp(name, "ns")) {
-                        sl_buf_reset(&s.nsval);
-                        field = &s.nsval;
+                        sl_buf_reset(&s->nsval);
+                        field = &s->nsval;
                         field_cap = 32;
-                    } else if (!strcmp(name, "id") && !s.have_id) {
-                        s.have_id = 1;
-                        field = &s.id;
+                    } else if (!strcmp(name, "id") && !s->have_id) {
+                        s->have_id = 1;
+                        field = &s->id;
                         field_cap = 32;
                     } else if (!strcmp(name, "redirect")) {
-                        s.redirect = 1;
+                        s->redirect = 1;
                     } else if (!strcmp(name, "revision")) {
                         in_rev = 1;
-                        sl_buf_reset(&s.rev_text);
-                        sl_buf_reset(&s.rev_ts);
-                        s.rev_too_large = 0;
+                        sl_buf_reset(&s->rev_text);
+                        sl_buf_reset(&s->rev_ts);
+                        s->rev_too_large = 0;
                     }
                 } else if (rel == 2 && in_rev) {
                     if (!strcmp(name, "text")) {
-                        sl_buf_reset(&s.rev_text);
-                        field = &s.rev_text;
+                        sl_buf_reset(&s->rev_text);
+                        field = &s->rev_text;
                         field_cap = cap;
                     } else if (!strcmp(name, "timestamp")) {
-                        sl_buf_reset(&s.rev_ts);
-                        field = &s.rev_ts;
+                        sl_buf_reset(&s->rev_ts);
+                        field = &s->rev_ts;
                         field_cap = 64;
                     }
                 }
@@ -376,8 +424,8 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
             const char *v = (const char *)xmlTextReaderConstValue(xr);
             size_t vn = v ? strlen(v) : 0;
             if (field->len + vn > field_cap) {
-                if (field == &s.rev_text)
-                    s.rev_too_large = 1;
+                if (field == &s->rev_text)
+                    s->rev_too_large = 1;
                 continue;
             }
             sl_buf_append(field, v, vn);
@@ -387,18 +435,18 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
             if (!name)
                 continue;
             if (in_site && !in_page) {
-                if (!strcmp(name, "namespace") && s.nns < MAX_NS) {
-                    trim_buf(&s.nsname);
-                    s.ns[s.nns].key = s.ns_key;
-                    snprintf(s.ns[s.nns].name, sizeof(s.ns[0].name), "%s",
-                             s.nsname.data ? s.nsname.data : "");
-                    s.nns++;
+                if (!strcmp(name, "namespace") && s->nns < MAX_NS) {
+                    trim_buf(&s->nsname);
+                    s->ns[s->nns].key = s->ns_key;
+                    snprintf(s->ns[s->nns].name, sizeof(s->ns[0].name), "%s",
+                             s->nsname.data ? s->nsname.data : "");
+                    s->nns++;
                 } else if (!strcmp(name, "siteinfo")) {
                     in_site = 0;
-                    trim_buf(&s.base);
-                    trim_buf(&s.dbname);
-                    site_lang(&s);
-                    site_url(&s);
+                    trim_buf(&s->base);
+                    trim_buf(&s->dbname);
+                    site_lang(s);
+                    site_url(s);
                 }
                 continue;
             }
@@ -409,36 +457,129 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
                 in_rev = 0;
                 /* keep the latest revision: ISO 8601 timestamps compare as strings;
                  * without timestamps the later one in the file wins */
-                const char *a = s.rev_ts.data ? s.rev_ts.data : "";
-                const char *b = s.page_ts.data ? s.page_ts.data : "";
-                if (!s.have_rev || strcmp(a, b) >= 0) {
-                    swap_buf(&s.page_text, &s.rev_text);
-                    swap_buf(&s.page_ts, &s.rev_ts);
-                    s.page_too_large = s.rev_too_large;
-                    s.have_rev = 1;
+                const char *a = s->rev_ts.data ? s->rev_ts.data : "";
+                const char *b = s->page_ts.data ? s->page_ts.data : "";
+                if (!s->have_rev || strcmp(a, b) >= 0) {
+                    swap_buf(&s->page_text, &s->rev_text);
+                    swap_buf(&s->page_ts, &s->rev_ts);
+                    s->page_too_large = s->rev_too_large;
+                    s->have_rev = 1;
                 }
             } else if (rel == 0 && !strcmp(name, "page")) {
                 in_page = 0;
-                trim_buf(&s.title);
-                trim_buf(&s.id);
-                trim_buf(&s.nsval);
-                rc = finish_page(&s, o, emit, ctx, c, &doc, &text);
+                trim_buf(&s->title);
+                trim_buf(&s->id);
+                trim_buf(&s->nsval);
+                rc = finish_page(s, o, emit, ctx, c, doc, text);
                 if (rc)
                     break;
             }
         }
     }
-    xmlSetGenericErrorFunc(old_generic_ctx, old_generic);
-    if (rc)
+    *xml_r = r;
+    return rc;
+}
+
+/* Open s->r on path and an XML reader over it (NULL with the error in *rc). */
+static xmlTextReaderPtr open_xml(struct wiki_state *s, const char *path, int *rc)
+{
+    *rc = sl_reader_open(&s->r, path, NULL);
+    if (*rc)
+        return NULL;
+    xmlTextReaderPtr xr = xmlReaderForIO(read_cb, close_cb, s, path, NULL,
+                                         XML_PARSE_NONET | XML_PARSE_HUGE | XML_PARSE_COMPACT |
+                                             XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (!xr) {
+        *rc = s->read_err ? s->read_err
+                          : sl_err_set(SL_ERR_FORMAT, "cannot read '%s': not an XML export", path);
+        return NULL;
+    }
+    xmlTextReaderSetStructuredErrorHandler(xr, on_xml_error, s);
+    return xr;
+}
+
+/* Did the stream end right after the root element's end tag (whitespace aside)? */
+static int ends_with_root_end(const struct wiki_state *s)
+{
+    char tag[80];
+    int tl = snprintf(tag, sizeof(tag), "</%s>", s->root);
+    size_t n = s->last_n;
+    while (n && (s->last[n - 1] == ' ' || s->last[n - 1] == '\n' || s->last[n - 1] == '\r' ||
+                 s->last[n - 1] == '\t'))
+        n--;
+    return s->root[0] && tl > 0 && (size_t)tl <= n &&
+           !memcmp(s->last + n - (size_t)tl, tag, (size_t)tl);
+}
+
+int wiki_extract_file(const char *path, const struct wiki_opts *o,
+                      int (*emit)(void *ctx, struct sl_doc *doc), void *ctx, struct sl_counters *c)
+{
+    static const struct wiki_opts defaults = { 0, 0, 0, NULL, 0 };
+    struct wiki_state s;
+    struct sl_doc doc;
+    struct sl_buf text;
+    xmlTextReaderPtr xr = NULL;
+    int rc = 0, r = 0;
+    if (!o)
+        o = &defaults;
+    size_t cap = o->max_page_bytes ? o->max_page_bytes : (size_t)64 << 20;
+    memset(&s, 0, sizeof(s));
+    s.path = path;
+    sl_buf_init(&text, cap * 2 + 4096);
+    sl_doc_init(&doc);
+    xmlGenericErrorFunc old_generic = xmlGenericError;
+    void *old_generic_ctx = xmlGenericErrorContext;
+    xmlSetGenericErrorFunc(NULL, silent_generic);
+    xr = open_xml(&s, path, &rc);
+    if (!xr)
         goto out;
-    if (r < 0) {
-        if (s.read_err)
-            rc = s.read_err; /* the stream's message names the file and offset */
-        else
-            rc = sl_err_set(SL_ERR_FORMAT, "cannot parse '%s': xml error at line %d: %s", path,
-                            s.xml_line, s.xml_err[0] ? s.xml_err : "malformed xml");
+    rc = parse_pass(&s, xr, o, cap, emit, ctx, c, &doc, &text, &r);
+    if (rc || r >= 0)
+        goto out;
+    int cut = s.eof && !ends_with_root_end(&s);
+    if (s.read_err)
+        rc = s.read_err; /* the stream's message names the file and offset */
+    else if (cut)
+        rc = sl_err_set(SL_ERR_CORRUPT,
+                        "'%s' is cut short: the XML ends at decompressed byte %llu (line %d) "
+                        "inside %s, before the end tag of <%s>; the last complete page ends at "
+                        "byte %llu",
+                        path, (unsigned long long)s.delivered, s.xml_line,
+                        s.last_page_start > s.last_page_end ? "a page" : "the export",
+                        s.root[0] ? s.root : "mediawiki", (unsigned long long)s.last_page_end);
+    else
+        rc = sl_err_set(SL_ERR_FORMAT, "cannot parse '%s': xml error at line %d: %s", path,
+                        s.xml_line, s.xml_err[0] ? s.xml_err : "malformed xml");
+    if ((cut || s.read_err) && s.last_page_start > s.last_page_end)
+        count(c, "wiki_incomplete"); /* the page the cut went through */
+    if (o->salvage && (cut || s.read_err) && s.last_page_end && s.root[0]) {
+        /* the XML reader parses ahead and drops what it holds at an error: read the file
+         * again up to the end of the last complete page, close the root there, and emit
+         * the pages the first pass did not reach */
+        char *saved = strdup(sl_err_msg());
+        int rc0 = rc;
+        xmlFreeTextReader(xr);
+        sl_reader_close(s.r);
+        s.r = NULL;
+        s.limit = s.last_page_end;
+        s.tail_len = (size_t)snprintf(s.tail, sizeof(s.tail), "\n</%s>\n", s.root);
+        s.skip_pages = s.pages_seen;
+        s.pages_seen = 0;
+        s.delivered = 0;
+        s.nns = 0;
+        s.eof = s.read_err = 0;
+        s.xml_err[0] = 0;
+        xr = open_xml(&s, path, &rc);
+        if (xr)
+            rc = parse_pass(&s, xr, o, cap, emit, ctx, c, &doc, &text, &r);
+        if (!rc)
+            rc = sl_err_set(rc0, "%s", saved ? saved : "damaged export");
+        free(saved);
     }
 out:
+    xmlSetGenericErrorFunc(old_generic_ctx, old_generic);
+    if (c)
+        sl_counters_add(c, "bytes_in", s.limit ? s.limit : s.delivered);
     if (xr)
         xmlFreeTextReader(xr);
     if (s.r)

@@ -27,6 +27,8 @@ struct wiki_opts {
     size_t max_page_bytes; /* cap on one revision's wikitext; larger pages are skipped and
                               counted as "wiki_too_large" (0: 64 MiB) */
     const char *lang;      /* language when the export does not tell (may be NULL) */
+    int salvage;           /* a cut or damaged file: emit every complete page before the
+                              damage (read again up to the last </page>), then fail */
 };
 
 /* Read the export at `path` (plain, .bz2, .gz or .zst, detected from the bytes) and call
@@ -36,9 +38,14 @@ struct wiki_opts {
  * "wiki_empty" (no text left after markup removal).
  * Returns 0 at the end of the file; the first non-zero value emit returns (reading stops);
  * SL_ERR_IO / SL_ERR_CORRUPT when the file cannot be read or its compression is broken,
- * SL_ERR_FORMAT when the XML is malformed (message: file and line). Pages emitted before
- * an error stay emitted (the XML reader parses a little ahead, so the one or two pages
- * just before the error may be lost). Never prints. */
+ * SL_ERR_CORRUPT also when the XML ends before its root's end tag (a cut dump: message
+ * with the decompressed byte, the line and where the last complete page ends), and the
+ * page the cut went through is counted "wiki_incomplete"; SL_ERR_FORMAT when the XML is
+ * malformed (message: file and line). Pages emitted before an error stay emitted; the XML
+ * reader parses a little ahead, so without o->salvage the pages just before the error
+ * may be lost; with it, every complete page before a cut or a stream error is emitted
+ * (ASCII-compatible encodings; not UTF-16). Counter "bytes_in": decompressed bytes read.
+ * Never prints. */
 int wiki_extract_file(const char *path, const struct wiki_opts *o,
                       int (*emit)(void *ctx, struct sl_doc *doc), void *ctx, struct sl_counters *c);
 

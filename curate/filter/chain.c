@@ -333,6 +333,7 @@ long sl_filter_chain_run(struct sl_filter_chain *c, struct sl_fctx *ctx, int all
         res[i].keep = 1;
         res[i].score = NAN;
         res[i].reason = NULL;
+        res[i].event = NULL;
     }
     for (size_t i = 0; i < c->n; i++) {
         int rc = c->f[i].apply(&c->f[i], ctx, &res[i]);

@@ -55,6 +55,8 @@ static void on_skip(void *ctx, const char *reason, const char *message)
     else
         snprintf(key, sizeof(key), "skipped_%s", reason);
     sl_counters_add(c, key, 1);
+    if (!strncmp(key, "skipped_", 8))
+        sl_counters_add(c, "documents_in", 1); /* a line read: in = out + removed + skipped */
     if (message)
         sl_warn_limited(reason, 20, "%s", message);
 }
@@ -68,10 +70,18 @@ static void put_num(struct sl_buf *b, double v)
 }
 
 /* Per-language writers of one shard (--split-by-language). */
+#define MAX_LANGS 512
 struct lang_out {
     char lang[16];
     struct sl_writer *w;
+    char *rel; /* "lang=en/part-00003.jsonl.zst" */
+    uint64_t docs;
 };
+
+static int cmp_lang_out(const void *a, const void *b)
+{
+    return strcmp(((const struct lang_out *)a)->lang, ((const struct lang_out *)b)->lang);
+}
 
 static int file_size(const char *path, uint64_t *size)
 {
@@ -99,7 +109,7 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
     }
     struct sl_writer *w = NULL, *rw = NULL;
     struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
-    struct lang_out langs[64];
+    struct lang_out *langs = o->split_lang ? sl_xcalloc(MAX_LANGS, sizeof(*langs)) : NULL;
     size_t nlangs = 0;
     struct sl_jsonl_reader *r = NULL;
     struct sl_doc doc;
@@ -117,7 +127,8 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
     jo.id_prefix = stem;
     jo.on_skip = on_skip;
     jo.ctx = &c;
-    int rc = sl_writer_open(&w, path, &wo);
+    /* split by language: the kept documents go to OUT/lang=CODE/ only (no empty part file) */
+    int rc = o->split_lang ? 0 : sl_writer_open(&w, path, &wo);
     if (!rc && rpath)
         rc = sl_writer_open(&rw, rpath, &wo);
     if (!rc)
@@ -145,6 +156,15 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
             rc = sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", in->path, (unsigned long long)sl_jsonl_line_no(r));
             break;
         }
+        for (size_t i = 0; i < ch->n; i++)
+            if (res[i].event) {
+                char key[160];
+                snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, res[i].event);
+                sl_counters_add(&c, key, 1);
+                sl_warn_limited(key, 10, "%s:%llu: filter '%s' could not decide (counted as '%s')",
+                                in->path, (unsigned long long)sl_jsonl_line_no(r), ch->f[i].name,
+                                key);
+            }
         if (ctx.version != v0 && (drop < 0 || o->annotate)) {
             rc = sl_doc_set_text(&doc, ctx.text, ctx.len);
             sl_counters_add(&c, "edited_documents", 1);
@@ -192,19 +212,29 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
                 size_t k = 0;
                 while (k < nlangs && strcmp(langs[k].lang, code))
                     k++;
-                if (k == nlangs && nlangs < 64) {
+                if (k == nlangs && nlangs == MAX_LANGS)
+                    rc = sl_err_set(SL_ERR_TOOBIG,
+                                    "--split-by-language: '%s' has more than %d languages",
+                                    in->path, MAX_LANGS);
+                if (!rc && k == nlangs) {
                     snprintf(langs[k].lang, sizeof(langs[k].lang), "%s", code);
                     char *dir = sl_xasprintf("%s/lang=%s", o->out, code);
-                    mkdir(dir, 0777);
+                    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                        rc = sl_err_set(SL_ERR_IO, "cannot create directory '%s': %s", dir,
+                                        strerror(errno));
                     char *lp = sl_xasprintf("%s/%s", dir, name);
-                    rc = sl_writer_open(&langs[k].w, lp, &wo);
+                    if (!rc)
+                        rc = sl_writer_open(&langs[k].w, lp, &wo);
                     free(lp);
                     free(dir);
-                    if (!rc)
+                    if (!rc) {
+                        langs[k].rel = sl_xasprintf("lang=%s/%s", code, name);
                         nlangs++;
+                    }
                 }
                 if (!rc && k < nlangs) {
                     dst = langs[k].w;
+                    langs[k].docs++;
                     char key[64];
                     snprintf(key, sizeof(key), "documents_lang_%s", code);
                     sl_counters_add(&c, key, 1);
@@ -220,28 +250,53 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
     if (rc)
         rc = sl_err_wrap(rc, "%s", "");
     sl_jsonl_close(r);
-    for (size_t k = 0; k < nlangs; k++) {
-        if (!rc)
-            rc = sl_writer_commit(langs[k].w);
-        else
-            sl_writer_abort(langs[k].w);
-    }
     if (!rc && rw)
         rc = sl_writer_commit(rw);
     else
         sl_writer_abort(rw);
     uint64_t unc = w ? sl_writer_bytes_in(w) : 0;
-    if (!rc)
+    for (size_t k = 0; k < nlangs; k++)
+        unc += langs[k].w ? sl_writer_bytes_in(langs[k].w) : 0;
+    for (size_t k = 0; k < nlangs; k++) {
+        if (!rc)
+            rc = sl_writer_commit(langs[k].w);
+        else
+            sl_writer_abort(langs[k].w);
+        langs[k].w = NULL;
+    }
+    if (!rc && w)
         rc = sl_writer_commit(w);
-    else
+    else if (w)
         sl_writer_abort(w);
     if (!rc) {
-        uint64_t sz;
-        file_size(path, &sz);
-        sl_counters_add(&c, "bytes_out", sz);
-        sl_counters_add(&c, "uncompressed_bytes_out", unc);
-        rc = sl_stage_record(st, name, &c);
+        uint64_t sz = 0;
+        if (o->split_lang) {
+            /* the manifest lists the language files, in language order */
+            qsort(langs, nlangs, sizeof(*langs), cmp_lang_out);
+            struct sl_stage_file *files = sl_xcalloc(nlangs ? nlangs : 1, sizeof(*files));
+            for (size_t k = 0; k < nlangs; k++) {
+                char *lp = sl_xasprintf("%s/%s", o->out, langs[k].rel);
+                uint64_t one;
+                file_size(lp, &one);
+                sz += one;
+                free(lp);
+                files[k].path = langs[k].rel;
+                files[k].documents = langs[k].docs;
+            }
+            sl_counters_add(&c, "bytes_out", sz);
+            sl_counters_add(&c, "uncompressed_bytes_out", unc);
+            rc = sl_stage_record_files(st, name, &c, files, nlangs);
+            free(files);
+        } else {
+            file_size(path, &sz);
+            sl_counters_add(&c, "bytes_out", sz);
+            sl_counters_add(&c, "uncompressed_bytes_out", unc);
+            rc = sl_stage_record(st, name, &c);
+        }
     }
+    for (size_t k = 0; k < nlangs; k++)
+        free(langs[k].rel);
+    free(langs);
     *done_bytes += in->size;
     sl_progress_update(prog, *done_bytes, 0);
     free(res);

@@ -114,6 +114,8 @@ struct sl_filter_result {
     int keep;
     double score;
     const char *reason; /* static string, set on a drop */
+    const char *event;  /* static string: something to count whatever the decision
+                           ("match_limit_errors"), as "<filter name>_<event>"; or NULL */
 };
 
 struct sl_filter {

@@ -13,16 +13,34 @@ struct rx {
     pcre2_code **re;
     size_t n;
     int drop_lines;
+    int error_drops; /* on_error: drop */
     pcre2_match_data *md;
+    pcre2_match_context *mc;
     struct sl_buf out;
 };
 
+/* 1 a pattern matches, 0 none does, or the PCRE2 error (<0) of the first that failed. */
 static int any_match(struct rx *x, const char *s, size_t n)
 {
-    for (size_t i = 0; i < x->n; i++)
-        if (pcre2_match(x->re[i], (PCRE2_SPTR)s, n, 0, 0, x->md, NULL) >= 0)
+    int err = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        int m = pcre2_match(x->re[i], (PCRE2_SPTR)s, n, 0, 0, x->md, x->mc);
+        if (m >= 0)
             return 1;
-    return 0;
+        if (m != PCRE2_ERROR_NOMATCH && !err)
+            err = m;
+    }
+    return err;
+}
+
+/* The counter for a match that failed (the manifest's "<filter>_<event>"). */
+static const char *error_event(int e)
+{
+    if (e == PCRE2_ERROR_MATCHLIMIT)
+        return "match_limit_errors";
+    if (e == PCRE2_ERROR_DEPTHLIMIT || e == PCRE2_ERROR_HEAPLIMIT || e == PCRE2_ERROR_JIT_STACKLIMIT)
+        return "depth_limit_errors";
+    return "match_errors";
 }
 
 static int rx_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_result *r)
@@ -31,10 +49,13 @@ static int rx_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     r->keep = 1;
     r->score = 0;
     if (!x->drop_lines) {
-        if (any_match(x, c->text, c->len)) {
+        int m = any_match(x, c->text, c->len);
+        if (m < 0)
+            r->event = error_event(m);
+        if (m > 0 || (m < 0 && x->error_drops)) {
             r->keep = 0;
             r->score = 1;
-            r->reason = "regex_match";
+            r->reason = m > 0 ? "regex_match" : "regex_error";
         }
         return 0;
     }
@@ -44,7 +65,10 @@ static int rx_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         if (i < c->len && c->text[i] != '\n')
             continue;
         size_t e = i < c->len ? i + 1 : i;
-        if (any_match(x, c->text + start, i - start))
+        int m = any_match(x, c->text + start, i - start);
+        if (m < 0)
+            r->event = error_event(m);
+        if (m > 0 || (m < 0 && x->error_drops))
             removed++;
         else
             sl_buf_append(&x->out, c->text + start, e - start);
@@ -65,6 +89,7 @@ static void rx_release(struct sl_filter *f)
         pcre2_code_free(x->re[i]);
     free(x->re);
     pcre2_match_data_free(x->md);
+    pcre2_match_context_free(x->mc);
     sl_buf_release(&x->out);
     free(x);
 }
@@ -83,6 +108,27 @@ int sl_filter_build_regex(struct sl_filter *f, struct sl_cfg *p, const struct sl
         rc = sl_err_set(SL_ERR_CONFIG, "%s: action: expected drop_document or drop_lines, got '%s'",
                         sl_cfg_where(sl_cfg_child(p, "action")), action);
     x->drop_lines = !rc && !strcmp(action, "drop_lines");
+    /* a match that PCRE2 gives up on (match or depth limit): counted as
+     * "<name>_match_limit_errors" / "_depth_limit_errors", and the document (drop_lines:
+     * the line) dropped, or kept with on_error: keep */
+    const char *on_error = "drop";
+    long match_limit = 10000000, depth_limit = 10000000;
+    if (!rc) rc = sl_cfg_str(p, "on_error", "drop", &on_error);
+    if (!rc && strcmp(on_error, "drop") && strcmp(on_error, "keep"))
+        rc = sl_err_set(SL_ERR_CONFIG, "%s: on_error: expected drop or keep, got '%s'",
+                        sl_cfg_where(sl_cfg_child(p, "on_error")), on_error);
+    x->error_drops = !rc && !strcmp(on_error, "drop");
+    if (!rc) rc = sl_cfg_int(p, "match_limit", match_limit, &match_limit);
+    if (!rc) rc = sl_cfg_int(p, "depth_limit", depth_limit, &depth_limit);
+    if (!rc && (match_limit < 1 || match_limit > 4000000000L || depth_limit < 1 ||
+                depth_limit > 4000000000L))
+        rc = sl_err_set(SL_ERR_CONFIG, "%s: regex: match_limit and depth_limit must be 1 to 4000000000",
+                        sl_cfg_where(p));
+    if (!rc) {
+        x->mc = pcre2_match_context_create(NULL);
+        pcre2_set_match_limit(x->mc, (uint32_t)match_limit);
+        pcre2_set_depth_limit(x->mc, (uint32_t)depth_limit);
+    }
     f->modifies = x->drop_lines;
     const char **pats = NULL;
     size_t np = 0;

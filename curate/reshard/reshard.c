@@ -88,6 +88,15 @@ static uint64_t shard_start(uint64_t k, uint64_t n, uint64_t t)
     return (uint64_t)((x + n - 1) / n);
 }
 
+/* Count a skip or repair of one line; a skipped line is a line read too (documents_in =
+ * documents_out + skipped_*). */
+static void count_line(struct sl_counters *c, const char *key)
+{
+    sl_counters_add(c, key, 1);
+    if (!strncmp(key, "skipped_", 8))
+        sl_counters_add(c, "documents_in", 1);
+}
+
 static void on_skip(void *ctx, const char *reason, const char *message)
 {
     struct shard_state *s = ctx;
@@ -105,7 +114,7 @@ static void on_skip(void *ctx, const char *reason, const char *message)
     struct out_state *os = s->os;
     uint64_t k = shard_of(g, s->nshards, s->total);
     if (os->name && k + 1 == os->next) {
-        sl_counters_add(&os->c, key, 1);
+        count_line(&os->c, key);
     } else {
         if (os->npend == os->cappend) {
             os->cappend = os->cappend ? os->cappend * 2 : 16;
@@ -119,8 +128,11 @@ static void on_skip(void *ctx, const char *reason, const char *message)
         sl_warn_limited(reason, 20, "%s", message);
 }
 
-/* Pass 1: decompressed size of a file. With skip_corrupt, the readable prefix. */
-static int measure(const struct sl_input *in, const struct opts *o, uint64_t *size, int *corrupt)
+/* Pass 1: decompressed size of a file and its number of lines (an upper bound on its
+ * documents). With skip_corrupt, the readable prefix, and in *dropped the lines of a
+ * damaged zstd frame that the reader held back. */
+static int measure(const struct sl_input *in, const struct opts *o, uint64_t *size, int *corrupt,
+                   uint64_t *lines, uint64_t *dropped)
 {
     struct sl_reader *r;
     *corrupt = 0;
@@ -128,13 +140,19 @@ static int measure(const struct sl_input *in, const struct opts *o, uint64_t *si
     if (rc)
         return rc;
     static char buf[1 << 16];
-    uint64_t n = 0;
+    uint64_t n = 0, nl = 0;
+    char last = '\n';
     for (;;) {
         ssize_t got = sl_reader_read(r, buf, sizeof(buf));
+        for (const char *p = buf; got > 0 && (p = memchr(p, '\n', (size_t)(buf + got - p))); p++)
+            nl++;
+        if (got > 0)
+            last = buf[got - 1];
         if (got < 0) {
             if (o->skip_corrupt && (got == SL_ERR_CORRUPT || got == SL_ERR_TOOBIG)) {
                 sl_warn("%s (keeping the %llu bytes before it)", sl_err_msg(), (unsigned long long)n);
                 *corrupt = 1;
+                *dropped = sl_reader_dropped_lines(r);
                 break;
             }
             sl_reader_close(r);
@@ -151,6 +169,7 @@ static int measure(const struct sl_input *in, const struct opts *o, uint64_t *si
                         in->path, sl_codec_name(named), sl_codec_name(real), sl_codec_name(real));
     sl_reader_close(r);
     *size = n;
+    *lines = nl + (last != '\n');
     return 0;
 }
 
@@ -159,7 +178,10 @@ static int close_current(struct out_state *os)
     int rc = 0;
     if (!os->name)
         return 0;
-    if (!os->done) {
+    if (!os->done && !os->w) {
+        /* no document landed here: no file (its skips are still recorded) */
+        rc = sl_stage_record_files(os->st, os->name, &os->c, NULL, 0);
+    } else if (!os->done) {
         uint64_t unc = sl_writer_bytes_in(os->w);
         rc = sl_writer_commit(os->w);
         os->w = NULL;
@@ -177,7 +199,8 @@ static int close_current(struct out_state *os)
     return rc;
 }
 
-/* Close the current shard and open every shard up to k (empty ones included). */
+/* Close the current shard and move on to shard k (the shards between, empty, are recorded
+ * without a file). */
 static int advance_to(struct out_state *os, uint64_t k)
 {
     int rc = 0;
@@ -194,20 +217,27 @@ static int advance_to(struct out_state *os, uint64_t k)
         size_t keep = 0;
         for (size_t i = 0; i < os->npend; i++) {
             if (os->pend[i].shard == os->next)
-                sl_counters_add(&os->c, os->pend[i].key, 1);
+                count_line(&os->c, os->pend[i].key);
             else
                 os->pend[keep++] = os->pend[i];
         }
         os->npend = keep;
         os->name = sl_stage_shard_name(os->next, ".jsonl.zst");
         os->done = sl_stage_done(os->st, os->name);
-        if (!os->done) {
-            char *path = sl_stage_shard_path(os->st, os->next, ".jsonl.zst");
-            struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)os->o->level };
-            rc = sl_writer_open(&os->w, path, &wo);
-            free(path);
-        }
-        os->next++;
+        os->next++; /* the file is opened by the shard's first document (open_current) */
+    }
+    return rc;
+}
+
+/* Open the current shard's file, if not yet open (never for an empty shard). */
+static int open_current(struct out_state *os)
+{
+    int rc = 0;
+    if (!os->done && !os->w) {
+        char *path = sl_stage_shard_path(os->st, os->next - 1, ".jsonl.zst");
+        struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)os->o->level };
+        rc = sl_writer_open(&os->w, path, &wo);
+        free(path);
     }
     return rc;
 }
@@ -235,6 +265,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     size_t nf = in.n ? in.n : 1;
     uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
     uint64_t *corrupt = sl_xcalloc(nf, sizeof(uint64_t));
+    uint64_t *lines = sl_xcalloc(nf, sizeof(uint64_t)), *dropped = sl_xcalloc(nf, sizeof(uint64_t));
     int *owner = sl_xcalloc(nf, sizeof(int));
     uint64_t *csize = sl_xcalloc(nf, sizeof(uint64_t));
     for (size_t i = 0; i < in.n; i++)
@@ -248,7 +279,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         if (owner[i] != w->rank)
             continue;
         int bad = 0;
-        rc = measure(&in.v[i], o, &sizes[i], &bad);
+        rc = measure(&in.v[i], o, &sizes[i], &bad, &lines[i], &dropped[i]);
         if (rc) {
             sl_error("%s\nhint: use --skip-corrupt to keep what can be read and go on", sl_err_msg());
             failed = 1;
@@ -262,19 +293,36 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
     sl_world_allreduce_u64(w, sizes, in.n, SL_SUM);
     sl_world_allreduce_u64(w, corrupt, in.n, SL_SUM);
+    sl_world_allreduce_u64(w, lines, in.n, SL_SUM);
+    sl_world_allreduce_u64(w, dropped, in.n, SL_SUM);
     if (failed) {
+        free(lines);
+        free(dropped);
         release_all(sizes, corrupt, owner, csize, &in);
         return 1;
     }
 
-    uint64_t total = 0, ncorrupt = 0;
+    uint64_t total = 0, ncorrupt = 0, nlines = 0, ndropped = 0;
     for (size_t i = 0; i < in.n; i++) {
         total += sizes[i];
         ncorrupt += corrupt[i];
+        nlines += lines[i];
+        ndropped += dropped[i];
     }
+    free(lines);
+    free(dropped);
     uint64_t nshards = o->shards;
     if (!nshards)
         nshards = total ? (total + o->shard_size - 1) / o->shard_size : 0;
+    /* never more shards than lines (documents at most): --shards 100000 on 2 documents
+     * writes 2 files, --shard-size 1 one document a shard */
+    if (nshards > nlines) {
+        if (w->rank == 0 && nlines)
+            sl_info("reshard: %llu shards asked for, the input has %llu lines: writing at most %llu",
+                    (unsigned long long)nshards, (unsigned long long)nlines,
+                    (unsigned long long)nlines);
+        nshards = nlines;
+    }
 
     struct sl_buf settings = SL_BUF_INIT;
     sl_buf_printf(&settings, "{\"shards\":%llu,\"shard_size\":%llu,\"text_key\":",
@@ -366,6 +414,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
             if (g >= hi)
                 break;
             rc = advance_to(&os, shard_of(g, nshards, total));
+            if (!rc)
+                rc = open_current(&os);
             if (rc)
                 break;
             sl_counters_add(&os.c, "documents_in", 1);
@@ -413,6 +463,11 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_counters_init(&totals);
     if (ncorrupt)
         sl_counters_add(&extra, "corrupt_files", ncorrupt);
+    if (ndropped) {
+        /* lines of damaged zstd frames: read, not kept */
+        sl_counters_add(&extra, "skipped_corrupt", ndropped);
+        sl_counters_add(&extra, "documents_in", ndropped);
+    }
     rc = sl_stage_finish(&st, names, nshards, &extra, &totals);
     if (rc) {
         sl_error("%s", sl_err_msg());

@@ -2,6 +2,9 @@
 #   rc_start DIR BASE_PORT MASTERS REPLICAS   start MASTERS*(1+REPLICAS) nodes on BASE_PORT..
 #   rc_stop                                   stop every node that rc_start started
 #   rc_server DIR --port P [ARGS...]          one more node (anything redis-server takes)
+#   rc_wait_synced PORT...                    every replica among these nodes has finished
+#                                             its sync: master_link_status:up, no sync in
+#                                             progress, its offset equal to its master's
 # Needs redis-server and redis-cli (Debian redis-server, redis-tools). Nodes are daemons
 # with pid files, keep no data on disk (no RDB, no AOF) and fail over after 2 s
 # (cluster-node-timeout 2000). RC_PIDS lists them in start order.
@@ -22,7 +25,40 @@ rc_start() {
     done
     redis-cli --cluster create "${hosts[@]}" --cluster-replicas "$replicas" --cluster-yes \
         >"$dir/create.log" 2>&1 || { cat "$dir/create.log" >&2; return 1; }
-    rc_wait_ok "$base" "$n"
+    rc_wait_ok "$base" "$n" && rc_wait_synced "${RC_PORTS[@]}"
+}
+
+# rc_info PORT FIELD: one field of INFO replication
+rc_info() {
+    [ -n "$1" ] || return 0
+    { redis-cli -p "$1" info replication 2>/dev/null || true; } | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# rc_wait_synced PORT...: wait (up to 60 s) until every replica among these nodes reports
+# master_link_status:up, no sync in progress and the offset of its master. A replica whose
+# first full sync has not finished refuses to fail over ("Master did not reply to PSYNC"):
+# a master must not be killed before this holds.
+rc_wait_synced() {
+    local p ok why mp mo ro
+    for _ in $(seq 600); do
+        ok=1
+        for p in "$@"; do
+            [ "$(rc_info "$p" role)" = slave ] || continue
+            mp=$(rc_info "$p" master_port)
+            ro=$(rc_info "$p" slave_repl_offset)
+            mo=$(rc_info "$mp" master_repl_offset)
+            if [ "$(rc_info "$p" master_link_status)" != up ] ||
+                [ "$(rc_info "$p" master_sync_in_progress)" != 0 ] || [ -z "$ro" ] || [ "$ro" != "$mo" ]; then
+                ok=0
+                why="replica $p of $mp: link $(rc_info "$p" master_link_status), offset $ro of $mo"
+                break
+            fi
+        done
+        [ $ok = 1 ] && return 0
+        sleep 0.1
+    done
+    echo "redis replicas did not finish their sync: $why" >&2
+    return 1
 }
 
 # rc_server DIR ARGS...: start one daemonised redis-server (no persistence) with its files

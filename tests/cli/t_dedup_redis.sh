@@ -37,6 +37,7 @@ expect_rc 0
 case_ "redis backend: the same outputs as memory"
 run "$SLUICE" dedup fuzzy --verify --backend redis --redis "$SEEDS" --out "$T/red" "$T/gen"
 expect_rc 0
+expect_no_err "no synced replica"
 cmp_out "$T/mem" "$T/red"
 expect_eq "$(total_keys)" 0 "(the run's buckets are deleted)"
 
@@ -72,6 +73,11 @@ for _ in $(seq 300); do
     [ "$(redis-cli -p "$BASE" dbsize 2>/dev/null || echo 0)" -gt 0 ] && break
     sleep 0.05
 done
+# the master's replica must have finished its sync (and caught up) before the master dies:
+# a replica still in its first full sync refuses to fail over and the cluster stays down
+redis-cli -p "$BASE" info replication | tr -d '\r' | grep -q '^connected_slaves:[1-9]' && ok ||
+    fail "master $BASE has no replica"
+rc_wait_synced "${RC_PORTS[@]}" && ok || fail "replicas not in sync before the kill"
 kill -9 "${RC_PIDS[0]}"
 set +e; wait $spid; krc=$?; set -e
 cp "$T/kill.err" "$T/err"; : >"$T/out"
@@ -87,6 +93,13 @@ else
     cmp_out "$T/mem" "$T/kill"
 fi
 echo "ok master killed: exit $krc; $(grep -c . "$T/kill.err") stderr lines"
+
+case_ "a master without a synced replica is named at the start"
+# the promoted replica has no replica of its own now (its old master is dead)
+run "$SLUICE" dedup fuzzy --backend redis --redis "$SEEDS" --out "$T/unsynced" "$T/gen"
+expect_rc 0
+expect_err "has no synced replica: if it fails, the run stops"
+expect_err "master_link_status:up"
 
 case_ "a node that refuses connections"
 run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$((BASE + 19))" --out "$T/refused" "$T/gen"

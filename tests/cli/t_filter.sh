@@ -74,6 +74,16 @@ printf 'filters:\n  - language\n' > "$T/lang.yaml"
 run "$SLUICE" filter --config "$T/lang.yaml" --out "$T/lang" --split-by-language "$IN"
 expect_rc 0; expect_file "$T/lang/lang=en/part-00000.jsonl.zst"
 zstdcat "$T/lang/lang=en/part-00000.jsonl.zst" > "$T/l1.txt"; grep -q "\"lang_score\"" "$T/l1.txt" && ok || fail "no lang_score"
+# the manifest lists the language files (and no empty part file): the next stage reads them
+expect_no_file "$T/lang/part-00000.jsonl.zst"
+expect_eq "$(json "$T/lang/manifest.json" "[o['path'] for o in m['outputs']][0]")" "lang=en/part-00000.jsonl.zst"
+expect_eq "$(json "$T/lang/manifest.json" "sum(o['documents'] for o in m['outputs']) == m['counts']['documents_out'] > 0")" True
+run "$SLUICE" reshard --out "$T/lang-next" "$T/lang"
+expect_rc 0
+expect_eq "$(json "$T/lang-next/manifest.json" "m['counts']['documents_out']")" "$(json "$T/lang/manifest.json" "m['counts']['documents_out']")"
+run "$SLUICE" filter --config "$T/lang.yaml" --out "$T/lang" --split-by-language "$IN"
+expect_rc 0; expect_err "(resumed)"
+expect_eq "$(json "$T/lang/manifest.json" "[o['path'] for o in m['outputs']][0]")" "lang=en/part-00000.jsonl.zst"
 printf 'filters:\n  - language:\n      model: %s\n      languages: [en]\n' "$FIX/filter/lid.176.ftz" > "$T/ft.yaml"
 run "$SLUICE" filter --config "$T/ft.yaml" --out "$T/ft" "$IN"
 expect_rc 0
@@ -143,5 +153,41 @@ expect_eq "$(json "$T/s5/manifest.json" "m['settings']['config']['filters'][0]")
 grep -q -- "--set filters.language.model=PATH" "$CFG/fineweb.yaml" && ok || fail "fineweb.yaml's comment"
 run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set filters.language.threshold=0.5 --out "$T/s6" "$IN"
 expect_rc 0
+
+case_ "regex: a match PCRE2 gives up on (match limit) is counted; on_error decides drop or keep"
+python3 -c "
+import json
+print(json.dumps({'text': 'a' * 40 + 'c'}))
+print(json.dumps({'text': 'fine text'}))
+print(json.dumps({'text': 'line one\n' + 'a' * 40 + 'c' + '\nline three'}))" > "$T/rx.jsonl"
+printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      match_limit: 1000\n' > "$T/rx1.yaml"
+run "$SLUICE" filter --config "$T/rx1.yaml" --out "$T/rx1" --rejected "$T/rx1-rej" "$T/rx.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/rx1/manifest.json" "m['counts']['regex_match_limit_errors']")" 2
+expect_err "rx.jsonl:1: filter 'regex' could not decide (counted as 'regex_match_limit_errors')"
+expect_eq "$(json "$T/rx1/manifest.json" "m['counts']['documents_out']")" 1
+expect_eq "$(zstdcat "$T"/rx1-rej/part-*.jsonl.zst | python3 -c "import json,sys; print({json.loads(l)['filter_reason'] for l in sys.stdin})")" "{'regex_error'}"
+printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      match_limit: 1000\n      on_error: keep\n' > "$T/rx2.yaml"
+run "$SLUICE" filter --config "$T/rx2.yaml" --out "$T/rx2" "$T/rx.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/rx2/manifest.json" "m['counts']['regex_match_limit_errors']")" 2
+expect_eq "$(json "$T/rx2/manifest.json" "m['counts']['documents_out']")" 3
+printf 'filters:\n  - regex:\n      patterns: ["^(a|aa)+$"]\n      action: drop_lines\n      match_limit: 1000\n' > "$T/rx3.yaml"
+run "$SLUICE" filter --config "$T/rx3.yaml" --out "$T/rx3" "$T/rx.jsonl"
+expect_rc 0
+expect_eq "$(zstdcat "$T/rx3/part-00000.jsonl.zst" | sed -n 3p)" '{"id":"rx:3","text":"line one\nline three"}'
+printf 'filters:\n  - regex:\n      patterns: ["x"]\n      on_error: maybe\n' > "$T/rx4.yaml"
+run "$SLUICE" filter --config "$T/rx4.yaml" --out "$T/rx4" "$T/rx.jsonl"
+expect_rc 1; expect_err "on_error: expected drop or keep, got 'maybe'"
+
+case_ "clean and filter: a skipped line counts in documents_in (in = out + removed + skipped)"
+printf '{"text":"good one"}\nnot json\n{"no":"text"}\n{"text":"good two"}\n' > "$T/sk.jsonl"
+run "$SLUICE" clean --out "$T/sk-c" "$T/sk.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/sk-c/manifest.json" "(m['counts']['documents_in'], m['counts']['documents_out'])")" "(4, 2)"
+printf 'filters:\n  - regex:\n      patterns: ["two"]\n' > "$T/sk.yaml"
+run "$SLUICE" filter --config "$T/sk.yaml" --out "$T/sk-f" "$T/sk.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/sk-f/manifest.json" "(m['counts']['documents_in'], m['counts']['documents_out'], m['counts']['removed_regex'])")" "(4, 1, 1)"
 
 finish

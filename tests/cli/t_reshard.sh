@@ -109,4 +109,57 @@ expect_rc 0; expect_err_empty
 SLUICE_PROGRESS_INTERVAL=0.000001 run "$SLUICE" reshard -q --out "$T/o7" --shards 2 "$T/in"
 expect_rc 0; expect_err_empty
 
+case_ "never an empty shard: --shards beyond the documents, --shard-size 1, skewed sizes"
+mkdir -p "$T/few"
+printf '{"text":"a"}\n{"text":"b"}\n' > "$T/few/two.jsonl"
+for a in "--shards 100000" "--shard-size 1"; do
+    rm -rf "$T/few-o"
+    run "$SLUICE" reshard $a --out "$T/few-o" "$T/few"
+    expect_rc 0
+    expect_eq "$(find "$T/few-o" -maxdepth 1 -name 'part-*' | wc -l)" 2
+    expect_eq "$(json "$T/few-o/manifest.json" "[o['documents'] for o in m['outputs']]")" "[1, 1]"
+done
+python3 -c "
+import json
+print(json.dumps({'text': 'x' * 10000}))
+print(json.dumps({'text': 'small one'}))
+print(json.dumps({'text': 'small two'}))" > "$T/few/skew.jsonl"
+rm -rf "$T/few-s"
+run "$SLUICE" reshard --shards 3 --out "$T/few-s" "$T/few/skew.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/few-s/manifest.json" "all(o['documents'] > 0 for o in m['outputs'])")" True
+for f in "$T"/few-s/part-*.jsonl.zst; do [ "$(zstdcat "$f" | wc -l)" -gt 0 ] && ok || fail "empty shard $f"; done
+expect_eq "$(json "$T/few-s/manifest.json" "m['counts']['documents_out']")" 3
+run "$SLUICE" reshard --out "$T/few-n" "$T/few-s"
+expect_rc 0; expect_eq "$(json "$T/few-n/manifest.json" "m['counts']['documents_out']")" 3
+run "$SLUICE" reshard --shards 3 --out "$T/few-s" "$T/few/skew.jsonl"
+expect_rc 0; expect_err "(resumed)"
+
+case_ "a zstd frame whose checksum fails: with --skip-corrupt its lines are dropped and counted"
+python3 - "$T/zf" <<'PY'
+import json, os, random, subprocess, sys
+os.makedirs(sys.argv[1])
+random.seed(1)
+frames = []
+for f in range(3):
+    data = "".join(json.dumps({"text": "frame %d doc %d %s" % (f, i, " ".join(str(random.random()) for _ in range(20)))}) + "\n"
+                   for i in range(3000)).encode()
+    frames.append(subprocess.run(["zstd", "-q", "-c"], input=data, capture_output=True, check=True).stdout)
+bad = bytearray(frames[1]); bad[-1] ^= 0xff   # the frame's checksum
+open(sys.argv[1] + "/frames.jsonl.zst", "wb").write(frames[0] + bytes(bad) + frames[2])
+PY
+run "$SLUICE" reshard --out "$T/zf-o" "$T/zf"
+expect_rc 1; expect_err "Restored data doesn't match checksum"
+run "$SLUICE" reshard --skip-corrupt --out "$T/zf-o2" "$T/zf"
+expect_rc 0
+expect_eq "$(zstdcat "$T"/zf-o2/part-*.jsonl.zst | grep -c '"frame 1 ' || true)" 0
+expect_eq "$(json "$T/zf-o2/manifest.json" "m['counts']['documents_out']")" 3000
+expect_eq "$(json "$T/zf-o2/manifest.json" "m['counts']['skipped_corrupt'] > 0")" True
+expect_eq "$(json "$T/zf-o2/manifest.json" "m['counts']['documents_in'] == m['counts']['documents_out'] + sum(v for k, v in m['counts'].items() if k.startswith('skipped_'))")" True
+run "$SLUICE" extract --format jsonl --skip-corrupt --out "$T/zf-o3" "$T/zf"
+expect_rc 0
+expect_eq "$(zstdcat "$T"/zf-o3/part-*.jsonl.zst | grep -c '"frame 1 ' || true)" 0
+expect_eq "$(json "$T/zf-o3/manifest.json" "m['counts']['documents_out']")" 3000
+expect_eq "$(json "$T/zf-o3/manifest.json" "m['counts']['skipped_corrupt'] > 0")" True
+
 finish

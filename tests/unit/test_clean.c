@@ -35,6 +35,33 @@ TEST(clean_mojibake_cp1252)
     CHECK_EQ_STR(clean("\xc3\x83\xc6\x92\xc3\x82\xc2\xa9", &c), "\xc3\xa9");
 }
 
+TEST(clean_latin1_mojibake_through_c1)
+{
+    struct sl_clean_counts c;
+    /* "ÁLVARO" (C3 81 ...) read as Latin-1: "Ã" + U+0081, a C1 control that Windows-1252
+     * leaves undefined. The repair comes before the C1 pass (ftfy's order). */
+    CHECK_EQ_STR(clean("\xc3\x83\xc2\x81LVARO", &c), "\xc3\x81LVARO");
+    CHECK_EQ_INT(c.mojibake, 1);
+    /* Í Ï Ð Ý: C3 8D, C3 8F, C3 90, C3 9D */
+    CHECK_EQ_STR(clean("\xc3\x83\xc2\x8d \xc3\x83\xc2\x8f \xc3\x83\xc2\x90 \xc3\x83\xc2\x9d", &c),
+                 "\xc3\x8d \xc3\x8f \xc3\x90 \xc3\x9d");
+    /* a lone undefined C1 control with nothing to repair is removed */
+    CHECK_EQ_STR(clean("a\xc2\x81" "b", &c), "ab");
+    CHECK_EQ_INT(c.c1_controls, 1);
+    /* --no-mojibake: the text is not destroyed: the undefined C1 control stays (ftfy's
+     * fix_c1_controls keeps it too), the defined ones still become their characters */
+    struct sl_buf out = SL_BUF_INIT;
+    struct sl_clean_opts o;
+    memset(&o, 0, sizeof(o));
+    o.no_mojibake = 1;
+    memset(&c, 0, sizeof(c));
+    const char *in = "\xc3\x83\xc2\x81LVARO \xc2\x93q\xc2\x94";
+    sl_clean_text(&o, in, strlen(in), &out, &c);
+    CHECK_EQ_STR(out.data, "\xc3\x83\xc2\x81LVARO \xe2\x80\x9cq\xe2\x80\x9d");
+    CHECK_EQ_INT(c.c1_controls, 2);
+    sl_buf_release(&out);
+}
+
 TEST(clean_leaves_real_text)
 {
     struct sl_clean_counts c;

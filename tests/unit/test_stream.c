@@ -7,6 +7,7 @@
 #include "core/stream.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +108,41 @@ TEST(stream_corrupt_data_is_an_error)
     CHECK(read_all_mem(&z, &back, NULL) < 0);
     CHECK_CONTAINS(sl_err_msg(), "compressed byte");
     sl_buf_release(&text);
+    sl_buf_release(&z);
+    sl_buf_release(&back);
+}
+
+TEST(stream_zstd_damaged_frame_gives_none_of_its_bytes)
+{
+    /* three frames; the middle one's checksum is wrong: the first frame comes out whole,
+     * nothing of the second, and its lines are counted as dropped */
+    struct sl_buf a = SL_BUF_INIT, b = SL_BUF_INIT, z = SL_BUF_INIT, back = SL_BUF_INIT;
+    make_text(&a, 3000);
+    for (size_t i = 0; i < 20000; i++) /* several zstd blocks, hard to compress */
+        sl_buf_printf(&b, "{\"text\":\"%zu %llu\"}\n", i,
+                      (unsigned long long)(i * 2654435761u) ^ (i << 17));
+    compress(SL_CODEC_ZSTD, &a, &z);
+    compress(SL_CODEC_ZSTD, &b, &z);
+    z.data[z.len - 1] ^= 0xff; /* the last byte of the frame checksum */
+    compress(SL_CODEC_ZSTD, &a, &z);
+    struct sl_reader *r;
+    REQUIRE(sl_reader_open_source(&r, sl_source_mem(z.data, z.len, "mem"), NULL) == 0);
+    int rc = sl_reader_read_all(r, &back);
+    CHECK_EQ_INT(rc, SL_ERR_CORRUPT);
+    CHECK_CONTAINS(sl_err_msg(), "checksum");
+    CHECK_EQ_MEM(back.data, back.len, a.data, a.len);
+    CHECK(sl_reader_dropped_lines(r) > 0 && sl_reader_dropped_lines(r) <= 20000);
+    CHECK(sl_reader_dropped_bytes(r) > 0);
+    sl_reader_close(r);
+    /* a frame cut by the end of the data still hands over what came before the cut */
+    sl_buf_reset(&z);
+    sl_buf_reset(&back);
+    compress(SL_CODEC_ZSTD, &b, &z);
+    z.len = z.len * 3 / 4;
+    CHECK_EQ_INT(read_all_mem(&z, &back, NULL), SL_ERR_CORRUPT);
+    CHECK(back.len > 0 && back.len < b.len && !memcmp(back.data, b.data, back.len));
+    sl_buf_release(&a);
+    sl_buf_release(&b);
     sl_buf_release(&z);
     sl_buf_release(&back);
 }
