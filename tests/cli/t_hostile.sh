@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Hostile and careless input to the readers of models and configs: truncated and crafted
+# fastText models, YAML bombs, duplicate keys and binary files as configs. Each is a clear
+# error naming the file (and where it can, the position and the numbers), never an abort
+# or an allocation of gigabytes.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+printf '{"text":"hello world, this is a short English sentence."}\n' > "$T/in.jsonl"
+lid() { printf 'filters:\n  - language:\n      model: %s\n      languages: [en]\n' "$1" > "$2"; }
+
+case_ "a truncated fastText model is an error, never an abort (quantized .ftz)"
+for cut in 60 100 5000 500000 938000; do
+    head -c $cut "$FIX/filter/lid.176.ftz" > "$T/cut$cut.ftz"
+    lid "$T/cut$cut.ftz" "$T/cut$cut.yaml"
+    run "$SLUICE" filter --config "$T/cut$cut.yaml" --out "$T/o$cut" "$T/in.jsonl"
+    expect_rc 1; expect_err "cannot load fastText model '$T/cut$cut.ftz'"; expect_err "of $cut)"
+    expect_no_file "$T/o$cut/manifest.json"
+done
+expect_err "the output matrix (176 x 16 floats) needs 11264 bytes, 11251 are left"
+
+case_ "a crafted dictionary size (2^31-1 words) is refused before any allocation"
+python3 - "$FIX/filter/lid.176.ftz" "$T/huge.ftz" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<iii", d, 64, 2**31 - 1, 2**31 - 1 - 176, 176)
+open(sys.argv[2], "wb").write(d)
+PY
+lid "$T/huge.ftz" "$T/huge.yaml"
+run "$SLUICE" filter --config "$T/huge.yaml" --out "$T/oh" "$T/in.jsonl"
+expect_rc 1; expect_err "its dictionary claims 2147483647 entries"
+
+case_ "a crafted matrix shape is refused"
+python3 - "$FIX/filter/lid.176.ftz" "$T/shape.ftz" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<i", d, 4 + 4, 300)  # dim 300 while the matrices have 16 columns
+open(sys.argv[2], "wb").write(d)
+PY
+lid "$T/shape.ftz" "$T/shape.yaml"
+run "$SLUICE" filter --config "$T/shape.yaml" --out "$T/os" "$T/in.jsonl"
+expect_rc 1; expect_err "the input matrix is"; expect_err "the dictionary needs"
+
+case_ "a truncated classifier model (dense .bin) is an error, never an abort"
+run "$SLUICE" classifier train --pos "$T/in.jsonl" --neg "$FIX/jsonl/blns.jsonl.zst" --out "$T/q.bin" \
+    --epoch 1 --dim 4
+expect_rc 0
+sz=$(stat -c %s "$T/q.bin")
+head -c $((sz - 7)) "$T/q.bin" > "$T/qcut.bin"
+printf 'filters:\n  - classifier:\n      model: %s\n' "$T/qcut.bin" > "$T/qcut.yaml"
+run "$SLUICE" filter --config "$T/qcut.yaml" --out "$T/oq" "$T/in.jsonl"
+expect_rc 1; expect_err "cannot load fastText model '$T/qcut.bin'"; expect_err "the output matrix"
+printf 'filters:\n  - classifier:\n      model: %s\n' "$T/q.bin" > "$T/q.yaml"
+run "$SLUICE" filter --config "$T/q.yaml" --out "$T/oq2" "$T/in.jsonl"
+expect_rc 0
+
+finish
