@@ -54,4 +54,31 @@ printf 'filters:\n  - classifier:\n      model: %s\n' "$T/q.bin" > "$T/q.yaml"
 run "$SLUICE" filter --config "$T/q.yaml" --out "$T/oq2" "$T/in.jsonl"
 expect_rc 0
 
+case_ "a YAML bomb (11 levels of ten aliases) stops at the alias limit, in little memory"
+python3 - "$T/bomb.yaml" <<'PY'
+import sys
+lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+for l in range(1, 12):
+    lines.append("a%d: &a%d [%s]" % (l, l, ", ".join("*a%d" % (l - 1) for _ in range(10))))
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+run "$SLUICE" train "$T/bomb.yaml" train.steps=1
+expect_rc 2; expect_err "bomb.yaml:6: alias '*a4' expands the config past the alias limit"
+cp "$T/bomb.yaml" "$T/bomb-p.yaml"
+run "$SLUICE" run "$T/bomb-p.yaml" --dry-run
+expect_rc 2; expect_err "alias limit"
+
+case_ "a duplicate key is an error naming both lines"
+printf 'filters:\n  - words:\n      min_words: 5\n      max_words: 100\n      min_words: 50\n' > "$T/dup.yaml"
+run "$SLUICE" filter --config "$T/dup.yaml" --out "$T/od" "$T/in.jsonl"
+expect_rc 1; expect_err "dup.yaml:5: duplicate key 'min_words' (first at line 3)"
+expect_no_file "$T/od/manifest.json"
+
+case_ "a binary file given as a config is named as not YAML text"
+run "$SLUICE" train "$FIX/filter/lid.176.ftz" train.steps=1
+expect_rc 2; expect_err "lid.176.ftz: not a YAML text file: byte 0xba at offset 0"; expect_no_err "num_layers"
+printf 'just a sentence, not settings\n' > "$T/prose.yaml"
+run "$SLUICE" train "$T/prose.yaml" train.steps=1
+expect_rc 2; expect_err "prose.yaml:1: not a YAML mapping of settings"; expect_no_err "num_layers"
+
 finish
