@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Hostile and careless input to the readers of models and configs: truncated and crafted
-# fastText models, YAML bombs, duplicate keys and binary files as configs. Each is a clear
+# fastText models, YAML bombs, duplicate keys and binary files as configs, empty merges
+# files, SentencePiece training on one huge "word", dedup --index-in without its ids. Each is a clear
 # error naming the file (and where it can, the position and the numbers), never an abort
 # or an allocation of gigabytes.
 set -euo pipefail
@@ -80,5 +81,15 @@ expect_rc 2; expect_err "lid.176.ftz: not a YAML text file: byte 0xba at offset 
 printf 'just a sentence, not settings\n' > "$T/prose.yaml"
 run "$SLUICE" train "$T/prose.yaml" train.steps=1
 expect_rc 2; expect_err "prose.yaml:1: not a YAML mapping of settings"; expect_no_err "num_layers"
+
+case_ "an empty merges file (or only its #version line) is refused, naming it"
+mkdir -p "$T/g0"
+zstd -q -d "$FIX/tokenizer/encoder.json.zst" -o "$T/g0/vocab.json"
+for content in "" "#version: 0.2\n" "\n\n"; do
+    printf "$content" > "$T/g0/merges.txt"
+    run "$SLUICE" tokenize --tokenizer "gpt2:$T/g0" --out "$T/g0out" "$T/in.jsonl"
+    expect_rc 1; expect_err "cannot load merges '$T/g0/merges.txt'"; expect_err "the file has no merges"
+    expect_no_file "$T/g0out_text_document.bin"
+done
 
 finish
