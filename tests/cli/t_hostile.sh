@@ -92,4 +92,30 @@ for content in "" "#version: 0.2\n" "\n\n"; do
     expect_no_file "$T/g0out_text_document.bin"
 done
 
+case_ "dedup --index-in without the index's ids files is an error, not \"kept\": null"
+mkdir -p "$T/dd"
+python3 - "$T/dd" <<'PY'
+import json, random, sys
+random.seed(11)
+words = ["w%d" % i for i in range(5000)]
+docs = [" ".join(random.choice(words) for _ in range(300)) for _ in range(20)]
+with open(sys.argv[1] + "/a.jsonl", "w") as f:
+    for i, d in enumerate(docs):
+        f.write(json.dumps({"id": "a%d" % i, "text": d}) + "\n")
+with open(sys.argv[1] + "/b.jsonl", "w") as f:
+    for i, d in enumerate(docs[:5]):
+        f.write(json.dumps({"id": "b%d" % i, "text": d + " tail"}) + "\n")
+PY
+run "$SLUICE" dedup fuzzy --out "$T/dd/oa" --index-out "$T/dd/idx" "$T/dd/a.jsonl"
+expect_rc 0
+cp -r "$T/dd/idx" "$T/dd/idx-full"
+rm "$T/dd/idx"/ids-*.sldx.zst
+run "$SLUICE" dedup fuzzy --out "$T/dd/ob" --index-in "$T/dd/idx" "$T/dd/b.jsonl"
+expect_rc 1; expect_err "the dedup index '$T/dd/idx' has no ids files"
+expect_no_file "$T/dd/ob/manifest.json"
+run "$SLUICE" dedup fuzzy --out "$T/dd/oc" --index-in "$T/dd/idx-full" "$T/dd/b.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/dd/oc/manifest.json" "m['counts']['documents_out']")" 0
+grep -q '"kept":null' "$T/dd/oc/duplicates.jsonl" && fail "kept: null in duplicates.jsonl" || ok
+
 finish
