@@ -118,4 +118,22 @@ expect_rc 0
 expect_eq "$(json "$T/dd/oc/manifest.json" "m['counts']['documents_out']")" 0
 grep -q '"kept":null' "$T/dd/oc/duplicates.jsonl" && fail "kept: null in duplicates.jsonl" || ok
 
+case_ "SentencePiece training: the longest sentence fed to the library is capped (64 KiB)"
+python3 - "$T/spm.jsonl" <<'PY'
+import json, random, sys
+random.seed(2)
+with open(sys.argv[1], "w") as f:
+    for i in range(3000):
+        f.write(json.dumps({"text": "the quick brown fox %d jumps over the lazy dog" % i}) + "\n")
+    # one 5 MB "word": a line SentencePiece would need gigabytes for
+    f.write(json.dumps({"text": "".join(random.choice("abcdefghij") for _ in range(5 << 20))}) + "\n")
+PY
+run "$SLUICE" tokenizer train --model-type bpe --vocab-size 200 --max-sentence-length 64000000 \
+    --out "$T/spm-big" "$T/spm.jsonl"
+expect_rc 2; expect_err "--max-sentence-length must be 1..65536 bytes (got 64000000)"
+expect_no_file "$T/spm-big.model"
+run "$SLUICE" tokenizer train --model-type unigram --vocab-size 200 --max-sentence-length 65536 \
+    --threads 1 --out "$T/spm-ok" "$T/spm.jsonl"
+expect_rc 0; expect_err "1 longer than 65536 bytes skipped"; expect_file "$T/spm-ok.model"
+
 finish
