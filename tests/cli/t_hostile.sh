@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hostile and careless input to the readers of models and configs: truncated and crafted
 # fastText models, YAML bombs, duplicate keys and binary files as configs, empty merges
-# files, SentencePiece training on one huge "word", dedup --index-in without its ids. Each is a clear
+# files, SentencePiece training on one huge "word", dedup --index-in without its ids, a
+# Redis node that sends a 2 GB bulk length or stalls mid-reply. Each is a clear
 # error naming the file (and where it can, the position and the numbers), never an abort
 # or an allocation of gigabytes.
 set -euo pipefail
@@ -135,5 +136,22 @@ expect_no_file "$T/spm-big.model"
 run "$SLUICE" tokenizer train --model-type unigram --vocab-size 200 --max-sentence-length 65536 \
     --threads 1 --out "$T/spm-ok" "$T/spm.jsonl"
 expect_rc 0; expect_err "1 longer than 65536 bytes skipped"; expect_file "$T/spm-ok.model"
+
+case_ "a Redis node that announces a 2 GB bulk reply, or stalls mid-reply, is bounded by --redis-timeout"
+for mode in huge stall; do
+    python3 "$ROOT/tests/cli/helpers/bad_redis.py" $mode "$T/redis-$mode.port" 60 &
+    badpid=$!
+    for _ in $(seq 100); do [ -s "$T/redis-$mode.port" ] && break; sleep 0.1; done
+    run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$(cat "$T/redis-$mode.port")" \
+        --redis-timeout 2 --out "$T/dr-$mode" "$T/dd/a.jsonl"
+    kill $badpid 2>/dev/null || true
+    wait $badpid 2>/dev/null || true
+    expect_rc 1; expect_no_file "$T/dr-$mode/manifest.json"
+    if [ $mode = huge ]; then
+        expect_err "announced a bulk reply of 2000000000 bytes (more than 256 MiB)"
+    else
+        expect_err "no complete reply in time"
+    fi
+done
 
 finish
