@@ -396,8 +396,8 @@ static int check_model_file(const char *path)
     }
     /* subwords and word n-grams are hashed into `bucket` rows: none means a division by 0 */
     if (args[0] <= 0 || args[0] > (1 << 20) || args[5] < 1 || args[5] > 64 || args[6] < 1 ||
-        args[6] > 4 || args[7] < 1 || args[7] > 3 || args[8] < 0 || args[9] < 0 ||
-        args[10] < 0 || args[10] > 64 || (args[10] > 0 && args[9] > args[10]) ||
+        args[6] > 4 || args[7] < 1 || args[7] > 3 || args[8] < 0 || args[9] < 0 || args[10] < 0 ||
+        args[10] > 64 || (args[10] > 0 && args[9] > args[10]) ||
         ((args[10] > 0 || args[5] > 1) && args[8] == 0)) {
         rc = mf_fail(mf,
                      "impossible settings in its header (dim %d, wordNgrams %d, loss %d, "
