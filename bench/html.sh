@@ -134,3 +134,19 @@ print("%-36s %8.0f%% %8.0f%%" % ("command / in memory (paired median)",
 print("%-36s %9.1f %9.1f" % ("sluice extract, pages per CPU second", n / statistics.median(cpu),
                              n / min(cpu)))
 PY
+
+# worst cases: pages of one unclosed element repeated (each used to be searched for its end
+# tag to the end of the page, once per start tag: quadratic), timed at two sizes; linear
+# extraction takes twice the time for twice the page
+echo
+echo "worst-case pages (sluice alone): seconds at 1M and 2M repetitions, and their ratio"
+printf '%-14s %9s %9s %6s\n' "page" "1M" "2M" "ratio"
+for unit in '<svg>' '<template>' '<math>' '<select>' '<object>' '<x' '<svg><p>x</p>'; do
+    secs=()
+    for n in 1000000 2000000; do
+        python3 -c "import sys; sys.stdout.write(sys.argv[1] * int(sys.argv[2]))" "$unit" $n > "$work/worst.html"
+        secs+=("$("$work/html_bench" -r 3 "$work/worst.html" | tr ' ' '\n' | sed -n 's/^median_s=//p')")
+    done
+    printf '%-14s %9.3f %9.3f %6.1f\n' "'$unit'" "${secs[0]}" "${secs[1]}" \
+        "$(python3 -c "import sys; print(float(sys.argv[2]) / max(float(sys.argv[1]), 1e-6))" "${secs[@]}")"
+done

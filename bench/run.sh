@@ -7,8 +7,9 @@
 #   bench/run.sh [SLUICE]                  all of them
 #   ONLY="reshard tokenize" bench/run.sh   some of them
 #
-# The peers are installed into .venv-bench by the scripts that need them (pip, from
-# bench/requirements.txt); nothing here is a runtime dependency of sluice.
+# The peers are installed into .venv-bench first (pip, from bench/requirements.txt, or
+# BENCH_REQUIREMENTS); when pip cannot install them the run stops there, exit 2, with pip's
+# error. Nothing here is a runtime dependency of sluice.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 sluice=$(realpath "${1:-$root/build/sluice}")
@@ -34,6 +35,31 @@ benches=(
 
 cd "$root" || exit 2
 mkdir -p bench/results
+
+# the peers, once for all benchmarks: stop here, with pip's own error, when they do not
+# install (the scripts skip this step when the venv already holds this requirements file)
+venv="$root/.venv-bench"
+reqs=${BENCH_REQUIREMENTS:-bench/requirements.txt}
+want=$(sha256sum "$reqs" | cut -d' ' -f1)
+if [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+    echo "==== setting up $venv ($reqs)" >&2
+    if ! { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; }; then
+        echo "bench/run.sh: cannot create $venv (python3 -m venv; Debian: apt-get install python3-venv)" >&2
+        exit 2
+    fi
+    if ! "$venv/bin/pip" install --progress-bar off --disable-pip-version-check -r "$reqs" \
+            >bench/results/pip.log 2>&1; then
+        echo "bench/run.sh: the peer tools in $reqs cannot be installed; pip says:" >&2
+        if grep -q '^ERROR' bench/results/pip.log; then
+            sed -n '/^ERROR/,$p' bench/results/pip.log | grep -v '^[[:space:]]*$' | head -30 >&2
+        else
+            tail -25 bench/results/pip.log >&2
+        fi
+        echo "(whole log: bench/results/pip.log)" >&2
+        exit 2
+    fi
+    echo "$want" >"$venv/.requirements.sha256"
+fi
 summary=()
 status=0
 for entry in "${benches[@]}"; do

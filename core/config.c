@@ -6,6 +6,7 @@
 #include "core/err.h"
 #include "core/options.h"
 #include "core/stream.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -111,9 +112,17 @@ char *sl_cfg_path(const struct sl_cfg *node)
 
 /* ---- loading ---------------------------------------------------------------------- */
 
+/* Limits on what aliases may expand to (a "billion laughs" config of 11 levels of ten
+ * aliases is 10^11 nodes): alias uses, and the nodes and bytes copied for aliases and
+ * anchors together. Real configs use a few dozen aliases of small maps. */
+#define CFG_MAX_ALIASES      10000
+#define CFG_MAX_COPIED_NODES 1000000
+#define CFG_MAX_COPIED_BYTES (64u << 20)
+
 struct anchor {
     char *name;
     struct sl_cfg *node;
+    size_t nodes, bytes; /* the size of node */
 };
 
 struct loader {
@@ -121,7 +130,33 @@ struct loader {
     const char *name;
     struct anchor *anchors;
     size_t nanchors;
+    size_t aliases, copied_nodes, copied_bytes;
 };
+
+/* Nodes and bytes (keys and values) of a tree. */
+static void cfg_measure(const struct sl_cfg *c, size_t *nodes, size_t *bytes)
+{
+    *nodes += 1;
+    *bytes += sizeof(*c) + (c->key ? strlen(c->key) : 0) + (c->value ? strlen(c->value) : 0);
+    for (size_t i = 0; i < c->n; i++)
+        cfg_measure(c->items[i], nodes, bytes);
+}
+
+/* Charge a copy of nodes/bytes to the loader's budget (line and what for the message). */
+static int charge_copy(struct loader *L, int line, const char *what, const char *name, size_t nodes,
+                       size_t bytes)
+{
+    L->copied_nodes += nodes;
+    L->copied_bytes += bytes;
+    if (L->copied_nodes <= CFG_MAX_COPIED_NODES && L->copied_bytes <= CFG_MAX_COPIED_BYTES)
+        return 0;
+    return sl_err_set(SL_ERR_CONFIG,
+                      "%s:%d: %s '%c%s' expands the config past the alias limit (%zu nodes and "
+                      "%zu bytes copied; at most %d nodes and %u MiB)\nhint: aliases that "
+                      "repeat aliases grow exponentially (a \"billion laughs\" config)",
+                      L->name, line, what, what[1] == 'l' ? '*' : '&', name, L->copied_nodes,
+                      L->copied_bytes, CFG_MAX_COPIED_NODES, CFG_MAX_COPIED_BYTES >> 20);
+}
 
 static int yaml_fail(struct loader *L)
 {
@@ -130,50 +165,82 @@ static int yaml_fail(struct loader *L)
                       L->p.problem ? L->p.problem : "parse error");
 }
 
-/* Anchors keep their own copy: the anchored node may be replaced later (repeated key). */
-static void remember_anchor(struct loader *L, const yaml_char_t *anchor, struct sl_cfg *node)
+/* Anchors keep their own copy: the anchored node may be replaced later (a key from a
+ * merge overridden). The copy counts against the alias budget. */
+static int remember_anchor(struct loader *L, const yaml_char_t *anchor, struct sl_cfg *node)
 {
     if (!anchor)
-        return;
+        return 0;
+    size_t nodes = 0, bytes = 0;
+    cfg_measure(node, &nodes, &bytes);
+    int rc = charge_copy(L, node->line, "anchor", (const char *)anchor, nodes, bytes);
+    if (rc)
+        return rc;
     L->anchors = sl_xrealloc(L->anchors, (L->nanchors + 1) * sizeof(*L->anchors));
     L->anchors[L->nanchors].name = sl_xstrdup((const char *)anchor);
     L->anchors[L->nanchors].node = node_copy(node);
+    L->anchors[L->nanchors].nodes = nodes;
+    L->anchors[L->nanchors].bytes = bytes;
     L->nanchors++;
+    return 0;
 }
 
 static int load_node(struct loader *L, yaml_event_t *ev, struct sl_cfg **out, int depth);
 
 static int load_children(struct loader *L, struct sl_cfg *node, int is_map, int depth)
 {
+    /* the keys written in this map (not those from a merge key), to refuse repeats */
+    struct own_key {
+        const char *key; /* owned by its node in the map */
+        int line;
+    } *own = NULL;
+    size_t nown = 0;
+    int rc = 0;
     for (;;) {
         yaml_event_t ev;
-        if (!yaml_parser_parse(&L->p, &ev))
-            return yaml_fail(L);
+        if (!yaml_parser_parse(&L->p, &ev)) {
+            rc = yaml_fail(L);
+            break;
+        }
         if (ev.type == (is_map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT)) {
             yaml_event_delete(&ev);
-            return 0;
+            break;
         }
         char *key = NULL;
         int key_line = (int)ev.start_mark.line + 1;
         if (is_map) {
             if (ev.type != YAML_SCALAR_EVENT) {
                 yaml_event_delete(&ev);
-                return sl_err_set(SL_ERR_CONFIG, "%s:%d: map keys must be plain scalars", L->name,
-                                  key_line);
+                rc = sl_err_set(SL_ERR_CONFIG, "%s:%d: map keys must be plain scalars", L->name,
+                                key_line);
+                break;
             }
             key = sl_xstrndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
             yaml_event_delete(&ev);
+            for (size_t i = 0; i < nown && strcmp(key, "<<") != 0; i++)
+                if (strcmp(own[i].key, key) == 0) {
+                    rc = sl_err_set(SL_ERR_CONFIG,
+                                    "%s:%d: duplicate key '%s' (first at line %d)\nhint: YAML "
+                                    "keys are unique within a map; remove one of them",
+                                    L->name, key_line, key, own[i].line);
+                    break;
+                }
+            if (rc) {
+                free(key);
+                break;
+            }
             if (!yaml_parser_parse(&L->p, &ev)) {
                 free(key);
-                return yaml_fail(L);
+                rc = yaml_fail(L);
+                break;
             }
         }
         struct sl_cfg *child;
-        int rc = load_node(L, &ev, &child, depth + 1);
+        rc = load_node(L, &ev, &child, depth + 1);
         yaml_event_delete(&ev);
         if (rc) {
             free(key);
-            return rc;
+            break;
         }
         if (is_map) {
             if (strcmp(key, "<<") == 0 && child->kind == SL_CFG_MAP) {
@@ -185,7 +252,7 @@ static int load_children(struct loader *L, struct sl_cfg *node, int is_map, int 
                 free(key);
                 continue;
             }
-            /* a repeated key replaces the earlier one */
+            /* a key written here replaces one that came from a merge key */
             for (size_t i = 0; i < node->n; i++) {
                 if (strcmp(node->items[i]->key, key) == 0) {
                     sl_cfg_free(node->items[i]);
@@ -197,9 +264,14 @@ static int load_children(struct loader *L, struct sl_cfg *node, int is_map, int 
             }
             child->key = key;
             child->line = child->line ? child->line : key_line;
+            own = sl_xrealloc(own, (nown + 1) * sizeof(*own));
+            own[nown].key = key;
+            own[nown++].line = key_line;
         }
         node_add(node, child);
     }
+    free(own);
+    return rc;
 }
 
 static int load_node(struct loader *L, yaml_event_t *ev, struct sl_cfg **out, int depth)
@@ -219,7 +291,11 @@ static int load_node(struct loader *L, yaml_event_t *ev, struct sl_cfg **out, in
         if (!c->quoted && (!strcmp(c->value, "") || !strcmp(c->value, "~") ||
                            !strcasecmp(c->value, "null")))
             c->kind = SL_CFG_NULL;
-        remember_anchor(L, ev->data.scalar.anchor, c);
+        int rc = remember_anchor(L, ev->data.scalar.anchor, c);
+        if (rc) {
+            sl_cfg_free(c);
+            return rc;
+        }
         *out = c;
         return 0;
     }
@@ -227,20 +303,34 @@ static int load_node(struct loader *L, yaml_event_t *ev, struct sl_cfg **out, in
     case YAML_SEQUENCE_START_EVENT: {
         int is_map = ev->type == YAML_MAPPING_START_EVENT;
         struct sl_cfg *c = node_new(is_map ? SL_CFG_MAP : SL_CFG_SEQ, line);
-        const yaml_char_t *anchor = is_map ? ev->data.mapping_start.anchor
-                                           : ev->data.sequence_start.anchor;
+        const yaml_char_t *anchor =
+            is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
         int rc = load_children(L, c, is_map, depth);
         if (rc) {
             sl_cfg_free(c);
             return rc;
         }
-        remember_anchor(L, anchor, c);
+        rc = remember_anchor(L, anchor, c);
+        if (rc) {
+            sl_cfg_free(c);
+            return rc;
+        }
         *out = c;
         return 0;
     }
     case YAML_ALIAS_EVENT:
         for (size_t i = L->nanchors; i-- > 0;) {
             if (strcmp(L->anchors[i].name, (const char *)ev->data.alias.anchor) == 0) {
+                if (++L->aliases > CFG_MAX_ALIASES)
+                    return sl_err_set(SL_ERR_CONFIG,
+                                      "%s:%d: alias '*%s' is alias number %zu; a config may use "
+                                      "at most %d",
+                                      L->name, line, L->anchors[i].name, L->aliases,
+                                      CFG_MAX_ALIASES);
+                int rc = charge_copy(L, line, "alias", L->anchors[i].name, L->anchors[i].nodes,
+                                     L->anchors[i].bytes);
+                if (rc)
+                    return rc;
                 *out = node_copy(L->anchors[i].node);
                 free((*out)->key);
                 (*out)->key = NULL;
@@ -254,12 +344,37 @@ static int load_node(struct loader *L, yaml_event_t *ev, struct sl_cfg **out, in
     }
 }
 
+/* Offset of the first byte that YAML text cannot hold (NUL and other C0 controls but tab,
+ * newline and carriage return; DEL; invalid UTF-8), or len. */
+static size_t first_non_text(const char *text, size_t len)
+{
+    size_t bad = sl_utf8_validate(text, len);
+    for (size_t i = 0; i < bad; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if ((ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') || ch == 0x7f)
+            return i;
+    }
+    return bad;
+}
+
 int sl_cfg_load_string(struct sl_cfg **out, const char *text, size_t len, const char *name)
 {
     struct loader L;
     memset(&L, 0, sizeof(L));
     L.name = name ? name : "(config)";
     *out = NULL;
+    size_t bad = first_non_text(text, len);
+    if (bad < len) {
+        int line = 1;
+        for (size_t i = 0; i < bad; i++)
+            line += text[i] == '\n';
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: not a YAML text file: byte 0x%02x at offset %zu (line %d) is %s\n"
+                          "hint: is it a binary file (a model, a shard, an archive)? a config is "
+                          "UTF-8 text",
+                          L.name, (unsigned char)text[bad], bad, line,
+                          (unsigned char)text[bad] < 0x80 ? "a control character" : "not UTF-8");
+    }
     if (!yaml_parser_initialize(&L.p))
         return sl_err_set(SL_ERR_NOMEM, "cannot start YAML parser");
     yaml_parser_set_input_string(&L.p, (const unsigned char *)text, len);
@@ -318,6 +433,20 @@ int sl_cfg_load_file(struct sl_cfg **out, const char *path)
     if (rc == 0)
         rc = sl_cfg_load_string(out, b.data ? b.data : "", b.len, path);
     sl_buf_release(&b);
+    /* a file holds settings: a mapping (or nothing, or only a null) */
+    struct sl_cfg *root = *out;
+    if (rc == 0 && root->kind == SL_CFG_NULL) {
+        root->kind = SL_CFG_MAP;
+        free(root->value);
+        root->value = NULL;
+    } else if (rc == 0 && root->kind != SL_CFG_MAP) {
+        rc = sl_err_set(SL_ERR_CONFIG,
+                        "%s:%d: not a YAML mapping of settings: the top level is a %s\nhint: a "
+                        "config is 'key: value' lines; is it the right file?",
+                        path, root->line, root->kind == SL_CFG_SEQ ? "list" : "single scalar");
+        sl_cfg_free(root);
+        *out = NULL;
+    }
     return rc;
 }
 

@@ -79,8 +79,10 @@ static int inspect(const struct opts *o, const struct sl_strlist *pre)
         if (o->json) {
             struct sl_buf b = SL_BUF_INIT;
             sl_buf_json_str(&b, p, strlen(p));
-            printf("%s\n  {\"prefix\": %s, \"dtype\": \"%s\", \"documents\": %llu, \"empty_documents\": %llu, "
-                   "\"sequences\": %llu, \"tokens\": %llu, \"min_length\": %llu, \"max_length\": %llu, "
+            printf("%s\n  {\"prefix\": %s, \"dtype\": \"%s\", \"documents\": %llu, "
+                   "\"empty_documents\": %llu, "
+                   "\"sequences\": %llu, \"tokens\": %llu, \"min_length\": %llu, \"max_length\": "
+                   "%llu, "
                    "\"length_histogram\": {",
                    i ? "," : "", b.data, idx_dtype_name(idx_reader_dtype(r)), (unsigned long long)D,
                    (unsigned long long)empty, (unsigned long long)S, (unsigned long long)T,
@@ -142,7 +144,8 @@ static int verify(const struct opts *o, const struct sl_strlist *pre)
                 printf("ok %s: %llu documents, %llu sequences, %llu tokens (%s)\n", p,
                        (unsigned long long)idx_reader_documents(r),
                        (unsigned long long)idx_reader_sequences(r),
-                       (unsigned long long)idx_reader_tokens(r), idx_dtype_name(idx_reader_dtype(r)));
+                       (unsigned long long)idx_reader_tokens(r),
+                       idx_dtype_name(idx_reader_dtype(r)));
             idx_reader_close(r);
         }
         if (rc) {
@@ -167,8 +170,9 @@ static int merge(const struct opts *o, const struct sl_strlist *pre)
             if (!dtype)
                 dtype = idx_reader_dtype(r);
             else if (dtype != idx_reader_dtype(r))
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot merge '%s': its dtype is %s, the first shard's is %s",
-                                p, idx_dtype_name(idx_reader_dtype(r)), idx_dtype_name(dtype));
+                rc = sl_err_set(SL_ERR_FORMAT,
+                                "cannot merge '%s': its dtype is %s, the first shard's is %s", p,
+                                idx_dtype_name(idx_reader_dtype(r)), idx_dtype_name(dtype));
             if (!rc && !strcmp(p, out))
                 rc = sl_err_set(SL_ERR_USAGE, "cannot merge '%s' into itself", p);
             idx_reader_close(r);
@@ -228,13 +232,14 @@ static int cat(const struct opts *o, const struct sl_strlist *pre)
     for (size_t i = 0; i < nlist && !rc; i++) {
         uint64_t d = list[i];
         if (d >= D) {
-            rc = sl_err_set(SL_ERR_USAGE, "document %llu does not exist ('%s' has %llu)",
-                            (unsigned long long)d, p, (unsigned long long)D);
+            rc = sl_err_set(SL_ERR_USAGE, "document %llu does not exist ('%s' has %llu: 0..%lld)",
+                            (unsigned long long)d, p, (unsigned long long)D, (long long)D - 1);
             break;
         }
         sl_buf_reset(&text);
         size_t n = 0;
-        for (uint64_t s = idx_reader_doc_index(r, d); s < idx_reader_doc_index(r, d + 1) && !rc; s++) {
+        for (uint64_t s = idx_reader_doc_index(r, d); s < idx_reader_doc_index(r, d + 1) && !rc;
+             s++) {
             size_t len = idx_reader_seq_len(r, s);
             if (n + len > cap) {
                 cap = (n + len) * 2;
@@ -257,7 +262,8 @@ static int cat(const struct opts *o, const struct sl_strlist *pre)
         }
         sl_buf_reset(&line);
         if (o->jsonl) {
-            sl_buf_printf(&line, "{\"document\":%llu,\"%s\":", (unsigned long long)d, o->ids ? "ids" : "text");
+            sl_buf_printf(&line, "{\"document\":%llu,\"%s\":", (unsigned long long)d,
+                          o->ids ? "ids" : "text");
             if (o->ids)
                 sl_buf_printf(&line, "[%s]}\n", text.data ? text.data : "");
             else {
@@ -290,8 +296,10 @@ int cmd_dataset(int argc, const char **argv)
         SL_OPT_GROUP_("inspect"),
         SL_OPT_FLAG_(0, "json", &o.json, "print JSON instead of text"),
         SL_OPT_GROUP_("verify, cat"),
-        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC", "gpt2:DIR, tiktoken:FILE or spm:FILE"),
-        SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "verify: every token id must be below N"),
+        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
+                      "gpt2:DIR, tiktoken:FILE or spm:FILE"),
+        SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N",
+                      "verify: every token id must be below N"),
         SL_OPT_GROUP_("merge"),
         SL_OPT_STRING('o', "out", &o.out, "PREFIX", "the merged shard"),
         SL_OPT_GROUP_("cat"),
@@ -311,8 +319,10 @@ int cmd_dataset(int argc, const char **argv)
     const char *sub = rest.n ? rest.v[0] : NULL;
     if (!rc && !sub)
         rc = sl_err_set(SL_ERR_USAGE, "no subcommand given (inspect, verify, merge or cat)");
-    if (!rc && strcmp(sub, "inspect") && strcmp(sub, "verify") && strcmp(sub, "merge") && strcmp(sub, "cat"))
-        rc = sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (inspect, verify, merge or cat)", sub);
+    if (!rc && strcmp(sub, "inspect") && strcmp(sub, "verify") && strcmp(sub, "merge") &&
+        strcmp(sub, "cat"))
+        rc = sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (inspect, verify, merge or cat)",
+                        sub);
     if (!rc && rest.n < 2)
         rc = sl_err_set(SL_ERR_USAGE, "no PREFIX given");
     if (!rc && !strcmp(sub, "merge") && !o.out)

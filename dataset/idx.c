@@ -25,17 +25,25 @@ enum idx_dtype idx_dtype_for_vocab(uint64_t vocab_size)
 size_t idx_dtype_size(int code)
 {
     switch (code) {
-    case IDX_U8: case IDX_I8: return 1;
-    case IDX_I16: case IDX_U16: return 2;
-    case IDX_I32: case IDX_F32: return 4;
-    case IDX_I64: case IDX_F64: return 8;
+    case IDX_U8:
+    case IDX_I8:
+        return 1;
+    case IDX_I16:
+    case IDX_U16:
+        return 2;
+    case IDX_I32:
+    case IDX_F32:
+        return 4;
+    case IDX_I64:
+    case IDX_F64:
+        return 8;
     }
     return 0;
 }
 
 const char *idx_dtype_name(int code)
 {
-    static const char *const names[] = { NULL, "uint8", "int8", "int16", "int32",
+    static const char *const names[] = { NULL,    "uint8",   "int8",    "int16", "int32",
                                          "int64", "float64", "float32", "uint16" };
     return code >= 1 && code <= 8 ? names[code] : NULL;
 }
@@ -43,11 +51,16 @@ const char *idx_dtype_name(int code)
 static uint64_t max_for(int code)
 {
     switch (code) {
-    case IDX_U8: return 255;
-    case IDX_I8: return 127;
-    case IDX_I16: return 32767;
-    case IDX_U16: return 65535;
-    default: return UINT32_MAX;
+    case IDX_U8:
+        return 255;
+    case IDX_I8:
+        return 127;
+    case IDX_I16:
+        return 32767;
+    case IDX_U16:
+        return 65535;
+    default:
+        return UINT32_MAX;
     }
 }
 
@@ -131,7 +144,8 @@ static void push_doc(struct idx_writer *w, int64_t v)
 int idx_writer_add_sequence(struct idx_writer *w, const uint32_t *tokens, size_t n)
 {
     if (n > INT32_MAX)
-        return sl_err_set(SL_ERR_TOOBIG, "sequence of %zu tokens is longer than the format allows", n);
+        return sl_err_set(SL_ERR_TOOBIG, "sequence of %zu tokens is longer than the format allows",
+                          n);
     size_t bytes = n * w->itemsize;
     if (bytes > w->tmpcap) {
         w->tmpcap = bytes;
@@ -180,10 +194,18 @@ int idx_writer_append_shard(struct idx_writer *w, const char *prefix)
         idx_reader_close(r);
         return rc;
     }
+    /* the merged shard must verify: refuse an input that does not */
+    rc = idx_reader_verify(r, 0);
+    if (rc) {
+        sl_err_wrap(rc, "cannot merge '%s': ", prefix);
+        idx_reader_close(r);
+        return rc;
+    }
     uint64_t base_seq = w->nseq, base_bytes = w->bin_bytes;
     uint64_t S = idx_reader_sequences(r);
     for (uint64_t i = 0; i < S; i++)
-        push_seq(w, (int32_t)idx_reader_seq_len(r, i), (int64_t)(base_bytes + idx_reader_seq_ptr(r, i)));
+        push_seq(w, (int32_t)idx_reader_seq_len(r, i),
+                 (int64_t)(base_bytes + idx_reader_seq_ptr(r, i)));
     uint64_t D = idx_reader_documents(r);
     for (uint64_t d = 1; d <= D; d++)
         push_doc(w, (int64_t)(base_seq + idx_reader_doc_index(r, d)));
@@ -375,6 +397,44 @@ static uint32_t rd_u32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* One pass over the index: every sequence inside the .bin, every document entry a valid
+ * sequence number, so that readers may index without further checks. */
+static int check_bounds(const struct idx_reader *r, const char *ipath, const char *bpath)
+{
+    for (uint64_t i = 0; i < r->nseq; i++) {
+        uint32_t len = idx_reader_seq_len(r, i);
+        uint64_t ptr = idx_reader_seq_ptr(r, i);
+        if (len & 0x80000000u)
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "cannot open shard '%s': sequence %llu has a negative length (%d)",
+                              ipath, (unsigned long long)i, (int)(int32_t)len);
+        if (ptr > r->bin_size || (uint64_t)len * r->itemsize > r->bin_size - ptr)
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "cannot open shard '%s': sequence %llu (byte %llu, %u tokens of %zu "
+                              "bytes) ends past the end of '%s' (%zu bytes)",
+                              ipath, (unsigned long long)i, (unsigned long long)ptr, len,
+                              r->itemsize, bpath, r->bin_size);
+    }
+    uint64_t prev = 0;
+    for (uint64_t d = 0; d < r->ndoc_entries; d++) {
+        uint64_t v = idx_reader_doc_index(r, d);
+        if (v > r->nseq)
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "cannot open shard '%s': document entry %llu is sequence %llu, past "
+                              "the shard's %llu sequences",
+                              ipath, (unsigned long long)d, (unsigned long long)v,
+                              (unsigned long long)r->nseq);
+        if (v < prev)
+            return sl_err_set(
+                SL_ERR_CORRUPT,
+                "cannot open shard '%s': document entry %llu (sequence %llu) is below "
+                "the previous one (%llu)",
+                ipath, (unsigned long long)d, (unsigned long long)v, (unsigned long long)prev);
+        prev = v;
+    }
+    return 0;
+}
+
 int idx_reader_open(struct idx_reader **out, const char *prefix)
 {
     *out = NULL;
@@ -390,7 +450,8 @@ int idx_reader_open(struct idx_reader **out, const char *prefix)
     if (r->idx_size < 9 || memcmp(r->idx, magic, 9) != 0) {
         const char *hint = "";
         if (r->idx_size >= 8 && memcmp(r->idx, "TNTIDX\0\0", 8) == 0)
-            hint = "\nhint: this is the old TNTIDX (lazy/cached) format; sluice reads Megatron MMIDIDX";
+            hint = "\nhint: this is the old TNTIDX (lazy/cached) format; sluice reads Megatron "
+                   "MMIDIDX";
         rc = sl_err_set(SL_ERR_FORMAT, "cannot open shard '%s': bad magic%s", ipath, hint);
         goto out;
     }
@@ -408,7 +469,8 @@ int idx_reader_open(struct idx_reader **out, const char *prefix)
     r->dtype = r->idx[17];
     r->itemsize = idx_dtype_size(r->dtype);
     if (!r->itemsize) {
-        rc = sl_err_set(SL_ERR_FORMAT, "cannot open shard '%s': unknown dtype code %d", ipath, r->dtype);
+        rc = sl_err_set(SL_ERR_FORMAT, "cannot open shard '%s': unknown dtype code %d", ipath,
+                        r->dtype);
         goto out;
     }
     r->nseq = get_u64(r->idx + 18);
@@ -421,8 +483,8 @@ int idx_reader_open(struct idx_reader **out, const char *prefix)
                         ipath);
         goto out;
     }
-    __uint128_t want = (__uint128_t)IDX_HEADER_SIZE + (__uint128_t)12 * r->nseq +
-                       (__uint128_t)8 * r->ndoc_entries;
+    __uint128_t want =
+        (__uint128_t)IDX_HEADER_SIZE + (__uint128_t)12 * r->nseq + (__uint128_t)8 * r->ndoc_entries;
     if (r->ndoc_entries == 0 || (want != r->idx_size && want + r->nseq != r->idx_size)) {
         rc = sl_err_set(SL_ERR_CORRUPT,
                         "cannot open shard '%s': %zu bytes, but the header (%llu sequences, %llu "
@@ -442,7 +504,8 @@ int idx_reader_open(struct idx_reader **out, const char *prefix)
     uint64_t need = 0;
     if (r->nseq) {
         uint64_t last = r->nseq - 1;
-        need = idx_reader_seq_ptr(r, last) + (uint64_t)idx_reader_seq_len(r, last) * r->itemsize;
+        uint64_t lp = idx_reader_seq_ptr(r, last), ll = idx_reader_seq_len(r, last);
+        need = lp < UINT64_MAX / 2 && !(ll & 0x80000000u) ? lp + ll * r->itemsize : UINT64_MAX;
     }
     if (r->bin_size < need) {
         rc = sl_err_set(SL_ERR_CORRUPT,
@@ -450,6 +513,9 @@ int idx_reader_open(struct idx_reader **out, const char *prefix)
                         bpath, r->bin_size, (unsigned long long)need);
         goto out;
     }
+    rc = check_bounds(r, ipath, bpath);
+    if (rc)
+        goto out;
     r->ntokens = r->bin_size / r->itemsize;
     if (need / r->itemsize < r->ntokens)
         r->ntokens = need / r->itemsize;
@@ -513,8 +579,9 @@ int idx_reader_read(const struct idx_reader *r, uint64_t i, uint64_t offset, siz
                     uint32_t *out)
 {
     if (i >= r->nseq)
-        return sl_err_set(SL_ERR_TOOBIG, "'%s': sequence %llu of %llu", r->prefix,
-                          (unsigned long long)i, (unsigned long long)r->nseq);
+        return sl_err_set(SL_ERR_TOOBIG, "'%s': no sequence %llu (the shard has %llu: 0..%lld)",
+                          r->prefix, (unsigned long long)i, (unsigned long long)r->nseq,
+                          (long long)r->nseq - 1);
     uint64_t len = idx_reader_seq_len(r, i);
     if (offset > len || n > len - offset)
         return sl_err_set(SL_ERR_TOOBIG, "'%s': tokens %llu..%llu of a %llu-token sequence",
@@ -563,7 +630,8 @@ int idx_reader_verify(const struct idx_reader *r, uint64_t max_token)
     for (uint64_t i = 0; i < r->nseq; i++) {
         uint64_t p = idx_reader_seq_ptr(r, i);
         if (p != expect)
-            return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': sequence %llu starts at byte %llu, expected %llu",
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "'%s.idx': sequence %llu starts at byte %llu, expected %llu",
                               r->prefix, (unsigned long long)i, (unsigned long long)p,
                               (unsigned long long)expect);
         uint32_t len = idx_reader_seq_len(r, i);
@@ -576,7 +644,8 @@ int idx_reader_verify(const struct idx_reader *r, uint64_t max_token)
         return sl_err_set(SL_ERR_CORRUPT, "'%s.bin' has %zu bytes, the index describes %llu",
                           r->prefix, r->bin_size, (unsigned long long)expect);
     if (idx_reader_doc_index(r, 0) != 0)
-        return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': document_indices does not start with 0", r->prefix);
+        return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': document_indices does not start with 0",
+                          r->prefix);
     for (uint64_t d = 1; d < r->ndoc_entries; d++)
         if (idx_reader_doc_index(r, d) < idx_reader_doc_index(r, d - 1))
             return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': document_indices decreases at %llu",
@@ -584,7 +653,8 @@ int idx_reader_verify(const struct idx_reader *r, uint64_t max_token)
     if (idx_reader_doc_index(r, r->ndoc_entries - 1) != r->nseq)
         return sl_err_set(SL_ERR_CORRUPT,
                           "'%s.idx': document_indices ends at %llu, not at the sequence count %llu",
-                          r->prefix, (unsigned long long)idx_reader_doc_index(r, r->ndoc_entries - 1),
+                          r->prefix,
+                          (unsigned long long)idx_reader_doc_index(r, r->ndoc_entries - 1),
                           (unsigned long long)r->nseq);
     if (max_token) {
         uint32_t buf[4096];

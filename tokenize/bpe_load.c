@@ -615,6 +615,23 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
     return 0;
 }
 
+/* 1 when a merges file has a line other than blanks and the leading "#version". */
+static int has_merges(const char *p, size_t n)
+{
+    const char *end = p + n;
+    for (int first = 1; p < end; first = 0) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        size_t len = (size_t)(le - p);
+        while (len && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len && !(first && len >= 8 && !memcmp(p, "#version", 8)))
+            return 1;
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
 int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_path)
 {
     *out = NULL;
@@ -626,6 +643,12 @@ int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_p
         rc = sl_err_wrap(rc, "cannot load vocabulary: ");
     if (!rc && (rc = sl_read_file(merges_path, &m)))
         rc = sl_err_wrap(rc, "cannot load merges: ");
+    if (!rc && !has_merges(m.data ? m.data : "", m.len))
+        rc = sl_err_set(SL_ERR_FORMAT,
+                        "cannot load merges '%s' (with vocabulary '%s'): the file has no merges "
+                        "(%zu bytes)\nhint: a merges file has one 'A B' pair a line after its "
+                        "'#version' line; was it cut or saved empty?",
+                        merges_path, vocab_path, m.len);
     if (!rc) {
         /* messages name the file they are about */
         rc = bpe_load_gpt2_mem(out, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len,

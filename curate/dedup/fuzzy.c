@@ -507,6 +507,13 @@ static int read_ids_file(const char *path, void *ctx)
     return dd_index_read_ids(path, collect_id, ctx);
 }
 
+static int count_file(const char *path, void *ctx)
+{
+    (void)path;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
 static int copy_file(const char *from, const char *to)
 {
     struct sl_buf b = SL_BUF_INIT;
@@ -662,6 +669,16 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
                             o->index_in, backend, backend);
         if (!rc && old_gen >= 255)
             rc = sl_err_set(SL_ERR_UNSUPPORTED, "the index '%s' has 255 generations already",
+                            o->index_in);
+        /* the ids files name the documents of earlier runs in this run's clusters */
+        size_t nids = 0;
+        if (!rc)
+            rc = for_each_ids_file(o->index_in, count_file, &nids);
+        if (!rc && nids == 0)
+            rc = sl_err_set(SL_ERR_CORRUPT,
+                            "the dedup index '%s' has no ids files (ids-GEN-RANK.sldx.zst): the "
+                            "ids of its documents are missing\nhint: copy the whole index "
+                            "directory that --index-out wrote",
                             o->index_in);
         for (int p = 0; !rc && !redis && p < parts; p++) {
             char *path = sl_xasprintf("%s/bands-%05d.sldx.zst", o->index_in, p);
@@ -883,6 +900,28 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
             rc = for_each_ids_file(o->index_in, read_ids_file, &oid);
         if (oid.n > 1) /* qsort wants a valid pointer even for nothing */
             qsort(oid.v, oid.n, sizeof(*oid.v), cmp_mid);
+        /* every earlier document in a cluster must have its id: never "kept": null */
+        for (size_t i = 0, j = 0; !rc && i < want.n; i++) {
+            while (j < oid.n && oid.v[j].gid < want.v[i])
+                j++;
+            if (j == oid.n || oid.v[j].gid != want.v[i])
+                rc = sl_err_set(SL_ERR_CORRUPT,
+                                "the dedup index '%s' has no id for document %llu of file %llu "
+                                "of generation %llu: its ids-%03llu-*.sldx.zst files are missing "
+                                "or incomplete\nhint: copy the whole index directory that "
+                                "--index-out wrote",
+                                o->index_in, (unsigned long long)DD_GID_LINE(want.v[i]),
+                                (unsigned long long)DD_GID_FILE(want.v[i]),
+                                (unsigned long long)DD_GID_GEN(want.v[i]),
+                                (unsigned long long)DD_GID_GEN(want.v[i]));
+        }
+    }
+    if (o->index_in) {
+        /* rank 0 read the ids: the others must not go on writing when it failed */
+        int64_t bad = rc != 0;
+        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+        if (bad && !rc)
+            rc = sl_err_set(SL_ERR_STATE, "rank 0 could not read the ids of the dedup index");
     }
 
     uint64_t groups = 0;

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +120,8 @@ int redis_parse_slots(const struct redisReply *r, const char *default_host, stru
             return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu is malformed", i);
         long long a = e->element[0]->integer, b = e->element[1]->integer;
         if (a < 0 || b < a || b >= RC_SLOTS)
-            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu has slots %lld-%lld", i, a, b);
+            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu has slots %lld-%lld", i, a,
+                              b);
         const redisReply *m = e->element[2];
         if (!m || m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !m->element[0] ||
             !m->element[1] || m->element[0]->type != REDIS_REPLY_STRING ||
@@ -221,12 +224,87 @@ static void node_close(struct rc_node *n)
     n->ctx = NULL;
 }
 
+/* Replies are read against a deadline (the cluster's timeout), and a reply may not buffer
+ * more than this: a node that announces a 2 GB bulk string and then sends it slowly, or
+ * not at all, must neither hold the run past --redis-timeout nor fill the memory. Real
+ * replies here are small (sorted-set ranges, CLUSTER SLOTS). */
+#define RC_MAX_REPLY_BYTES (256u << 20)
+
+/* One reply from a node by `deadline` (sl_now() seconds). 0 with *out set; SL_ERR_NET
+ * when the connection broke or the deadline passed (n->last_error says which: transient);
+ * SL_ERR_TOOBIG or SL_ERR_FORMAT for a reply no Redis sends (the message is set). */
+static int node_reply(struct rc_node *n, void **out, double deadline)
+{
+    redisContext *c = n->ctx;
+    *out = NULL;
+    for (;;) {
+        if (redisGetReplyFromReader(c, out) != REDIS_OK) {
+            snprintf(n->last_error, sizeof(n->last_error), "%s", c->errstr);
+            return sl_err_set(SL_ERR_FORMAT, "redis node %s:%d sent a malformed reply: %s", n->host,
+                              n->port, c->errstr);
+        }
+        if (*out)
+            return 0;
+        redisReader *r = c->reader;
+        size_t pending = r->len - r->pos;
+        /* a bulk string waiting for its data: judge it by its announced length (the
+         * reader has taken the '$' when the current task is a string) */
+        int in_bulk = r->ridx >= 0 && r->rstack[r->ridx].type == REDIS_REPLY_STRING;
+        if (pending > 1 && (in_bulk || r->buf[r->pos] == '$')) {
+            long long want = 0;
+            size_t i = r->pos + !in_bulk;
+            while (i < r->len && r->buf[i] >= '0' && r->buf[i] <= '9' && want < LLONG_MAX / 10)
+                want = want * 10 + (r->buf[i++] - '0');
+            if (want > (long long)RC_MAX_REPLY_BYTES)
+                return sl_err_set(SL_ERR_TOOBIG,
+                                  "redis node %s:%d announced a bulk reply of %lld bytes (more "
+                                  "than %u MiB)\nhint: is it a Redis server?",
+                                  n->host, n->port, want, RC_MAX_REPLY_BYTES >> 20);
+        }
+        if (pending > RC_MAX_REPLY_BYTES)
+            return sl_err_set(SL_ERR_TOOBIG,
+                              "redis node %s:%d sent more than %u MiB without completing a "
+                              "reply\nhint: is it a Redis server?",
+                              n->host, n->port, RC_MAX_REPLY_BYTES >> 20);
+        double left = deadline - sl_now();
+        if (left <= 0) {
+            snprintf(n->last_error, sizeof(n->last_error), "no complete reply in time");
+            return SL_ERR_NET;
+        }
+        struct pollfd pf = { c->fd, POLLIN, 0 };
+        int pr = poll(&pf, 1, left > 1 ? 1000 : (int)(left * 1000) + 1);
+        if (pr < 0 && errno != EINTR) {
+            snprintf(n->last_error, sizeof(n->last_error), "poll: %s", strerror(errno));
+            return SL_ERR_NET;
+        }
+        if (pr > 0 && redisBufferRead(c) != REDIS_OK) {
+            snprintf(n->last_error, sizeof(n->last_error), "%s",
+                     c->errstr[0] ? c->errstr : "connection lost");
+            return SL_ERR_NET;
+        }
+    }
+}
+
+/* Send what was appended to a node's connection. 0 or SL_ERR_NET. */
+static int node_flush(struct rc_node *n)
+{
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(n->ctx, &done) != REDIS_OK) {
+            snprintf(n->last_error, sizeof(n->last_error), "%s", n->ctx->errstr);
+            return SL_ERR_NET;
+        }
+    return 0;
+}
+
 /* Connect (and authenticate) if not connected. 0 or SL_ERR_NET (n->last_error says why). */
 static int node_connect(struct redis_cluster *rc, struct rc_node *n)
 {
     if (n->ctx)
         return 0;
-    struct timeval tv = { 2, 0 };
+    /* every wait is bounded by the cluster's timeout (--redis-timeout) */
+    double t = rc->timeout_s < 2 ? rc->timeout_s : 2;
+    struct timeval tv = { (time_t)t, (suseconds_t)((t - (double)(time_t)t) * 1e6) };
     redisContext *c = redisConnectWithTimeout(n->host, n->port, tv);
     if (!c || c->err) {
         snprintf(n->last_error, sizeof(n->last_error), "%s",
@@ -235,21 +313,31 @@ static int node_connect(struct redis_cluster *rc, struct rc_node *n)
             redisFree(c);
         return SL_ERR_NET;
     }
-    struct timeval cmd = { 15, 0 };
+    t = rc->timeout_s < 15 ? rc->timeout_s : 15;
+    struct timeval cmd = { (time_t)t, (suseconds_t)((t - (double)(time_t)t) * 1e6) };
     redisSetTimeout(c, cmd);
+    n->ctx = c;
     if (rc->password) {
-        redisReply *r = redisCommand(c, "AUTH %s", rc->password);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            snprintf(n->last_error, sizeof(n->last_error), "AUTH refused: %s",
-                     r ? r->str : c->errstr);
+        void *rp = NULL;
+        redisAppendCommand(c, "AUTH %s", rc->password);
+        int k = node_flush(n);
+        if (!k)
+            k = node_reply(n, &rp, sl_now() + rc->timeout_s);
+        redisReply *r = rp;
+        if (k || r->type == REDIS_REPLY_ERROR) {
+            if (!k)
+                snprintf(n->last_error, sizeof(n->last_error), "AUTH refused: %s", r->str);
+            else if (k != SL_ERR_NET)
+                snprintf(n->last_error, sizeof(n->last_error), "%s", sl_err_msg());
             if (r)
                 freeReplyObject(r);
             redisFree(c);
-            return SL_ERR_USAGE; /* a wrong password does not get better by waiting */
+            n->ctx = NULL;
+            /* a wrong password does not get better by waiting */
+            return k == SL_ERR_NET ? SL_ERR_NET : SL_ERR_USAGE;
         }
         freeReplyObject(r);
     }
-    n->ctx = c;
     rc->st.reconnects++;
     return 0;
 }
@@ -282,17 +370,26 @@ static int refresh(struct redis_cluster *rc)
         struct rc_node *n = &rc->nodes[i];
         int k = node_connect(rc, n);
         if (k == SL_ERR_USAGE)
-            return sl_err_set(SL_ERR_USAGE, "redis node %s:%d: %s\nhint: set the password in "
-                                            "SLUICE_REDIS_PASSWORD",
+            return sl_err_set(SL_ERR_USAGE,
+                              "redis node %s:%d: %s\nhint: set the password in "
+                              "SLUICE_REDIS_PASSWORD",
                               n->host, n->port, n->last_error);
         if (k)
             continue;
-        redisReply *r = redisCommand(n->ctx, "CLUSTER SLOTS");
-        if (!r) {
-            snprintf(n->last_error, sizeof(n->last_error), "%s", n->ctx->errstr);
+        void *rp = NULL;
+        redisAppendCommand(n->ctx, "CLUSTER SLOTS");
+        int k2 = node_flush(n);
+        if (!k2)
+            k2 = node_reply(n, &rp, sl_now() + rc->timeout_s);
+        if (k2) {
+            if (k2 != SL_ERR_NET)
+                snprintf(n->last_error, sizeof(n->last_error), "%s", sl_err_msg());
             node_close(n);
+            if (k2 != SL_ERR_NET)
+                rc_last = k2;
             continue;
         }
+        redisReply *r = rp;
         if (r->type == REDIS_REPLY_ERROR) {
             snprintf(n->last_error, sizeof(n->last_error), "%s", r->str);
             int nocluster = strstr(r->str, "cluster support disabled") != NULL;
@@ -454,7 +551,8 @@ static void sleep_s(double s)
 
 /* One pass over the pending commands: returns 0 when the pass ran (some commands may
  * still be pending: *retry says whether a wait is due), or a hard error. */
-static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, int *conn_fail)
+static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, int *conn_fail,
+                     double deadline)
 {
     size_t nn = rc->n;
     /* commands per node for this pass (at most `pipeline` each) */
@@ -486,8 +584,9 @@ static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, i
         struct rc_node *n = &rc->nodes[k];
         int cr = node_connect(rc, n);
         if (cr == SL_ERR_USAGE) {
-            hard = sl_err_set(SL_ERR_USAGE, "redis node %s:%d: %s\nhint: set the password in "
-                                            "SLUICE_REDIS_PASSWORD",
+            hard = sl_err_set(SL_ERR_USAGE,
+                              "redis node %s:%d: %s\nhint: set the password in "
+                              "SLUICE_REDIS_PASSWORD",
                               n->host, n->port, n->last_error);
             break;
         }
@@ -526,16 +625,19 @@ static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, i
         for (size_t j = 0; j < cnt[k] && !broken && !hard; j++) {
             struct rc_cmd *c = &b->c[list[k][j]];
             void *rp = NULL;
+            int got = 0;
             if (c->ask_node >= 0) {
-                if (redisGetReply(n->ctx, &rp) != REDIS_OK) {
-                    broken = 1;
+                if ((got = node_reply(n, &rp, deadline)) != 0) {
+                    broken = got == SL_ERR_NET;
+                    hard = got == SL_ERR_NET ? 0 : got;
                     break;
                 }
                 freeReplyObject(rp);
                 rp = NULL;
             }
-            if (redisGetReply(n->ctx, &rp) != REDIS_OK) {
-                broken = 1;
+            if ((got = node_reply(n, &rp, deadline)) != 0) {
+                broken = got == SL_ERR_NET;
+                hard = got == SL_ERR_NET ? 0 : got;
                 break;
             }
             redisReply *r = rp;
@@ -546,8 +648,9 @@ static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, i
                 int port;
                 int kind = redis_parse_redirect(r->str, r->len, &slot, host, sizeof(host), &port);
                 if (kind && ++c->redirects > 32) {
-                    hard = sl_err_set(SL_ERR_NET, "redis: too many redirects for slot %u (last: %s)",
-                                      c->slot, r->str);
+                    hard =
+                        sl_err_set(SL_ERR_NET, "redis: too many redirects for slot %u (last: %s)",
+                                   c->slot, r->str);
                 } else if (kind == 1) {
                     rc->owner[slot] = (int16_t)node_index(rc, host, port);
                     rc->st.moved++;
@@ -572,8 +675,10 @@ static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, i
         }
         if (!broken && !hard && b->writes && n->replicas > 0) {
             void *rp = NULL;
-            if (redisGetReply(n->ctx, &rp) != REDIS_OK) {
-                broken = 1;
+            int got = node_reply(n, &rp, deadline);
+            if (got) {
+                broken = got == SL_ERR_NET;
+                hard = got == SL_ERR_NET ? 0 : got;
             } else {
                 redisReply *r = rp;
                 int ok = r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
@@ -593,7 +698,9 @@ static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, i
         }
         if (broken) {
             snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
-                     n->ctx->errstr[0] ? n->ctx->errstr : "connection lost");
+                     n->last_error[0]    ? n->last_error
+                     : n->ctx->errstr[0] ? n->ctx->errstr
+                                         : "connection lost");
             snprintf(n->last_error, sizeof(n->last_error), "%s", rc->problem);
             node_close(n);
             /* nothing of this pipeline is known to be durable: send it all again */
@@ -620,7 +727,8 @@ int redis_cluster_exec(struct redis_cluster *rc, struct rc_batch *b)
     double start = sl_now(), backoff = 0.05;
     for (;;) {
         int retry = 0, conn_fail = 0;
-        int hard = exec_pass(rc, b, &retry, &conn_fail);
+        /* a pass waits at most timeout_s for its replies (a node that stalls mid-reply) */
+        int hard = exec_pass(rc, b, &retry, &conn_fail, sl_now() + rc->timeout_s);
         if (hard)
             return hard;
         size_t pending = 0;

@@ -8,7 +8,9 @@
  * after a connection error the slot map is fetched again, so a replica promoted by a
  * failover is found. TRYAGAIN, CLUSTERDOWN, LOADING and MASTERDOWN are waited out. All
  * waiting is bounded by `timeout_s`: past it, the batch fails with a message naming the
- * node and what it said.
+ * node and what it said. Replies are read with poll() against a deadline (no reply waits
+ * longer than `timeout_s`), and a reply may not announce or buffer more than 256 MiB: a
+ * node that sends a huge bulk length is an error at once, not a long wait or a huge buffer.
  *
  * Writes are made durable before a batch counts as done: when the node has replicas, the
  * pipeline ends with WAIT 1 and a batch whose WAIT saw no replica is sent again. Batches

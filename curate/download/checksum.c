@@ -13,6 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* by name, then by line: the last of equal names is the one that counts */
+static int entry_cmp(const void *a, const void *b)
+{
+    const struct checksum_entry *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
 int checksum_list_load(struct checksum_list *l, const char *path)
 {
     memset(l, 0, sizeof(*l));
@@ -70,8 +78,11 @@ int checksum_list_load(struct checksum_list *l, const char *path)
             e->hex[k] = (char)tolower((unsigned char)s[k]);
         e->hex[h] = 0;
         e->sha256 = h == 64;
+        e->seq = l->n - 1;
     }
     sl_buf_release(&b);
+    if (!rc && l->n > 1)
+        qsort(l->v, l->n, sizeof(*l->v), entry_cmp); /* for checksum_list_find */
     if (rc)
         checksum_list_release(l);
     return rc;
@@ -87,10 +98,16 @@ void checksum_list_release(struct checksum_list *l)
 
 const struct checksum_entry *checksum_list_find(const struct checksum_list *l, const char *name)
 {
-    for (size_t i = l->n; i-- > 0;)
-        if (!strcmp(l->v[i].name, name))
-            return &l->v[i];
-    return NULL;
+    /* the last entry whose name is <= name; a match is the last one listed */
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(l->v[mid].name, name) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && !strcmp(l->v[lo - 1].name, name) ? &l->v[lo - 1] : NULL;
 }
 
 int checksum_file(const char *path, int sha256, char out[65])

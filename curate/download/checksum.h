@@ -12,6 +12,7 @@ struct checksum_entry {
     char *name; /* base name the digest is for */
     char hex[65];
     int sha256; /* 1: sha256, 0: md5 */
+    size_t seq; /* its place in the list (entries are kept sorted by name) */
 };
 
 struct checksum_list {
@@ -22,7 +23,7 @@ struct checksum_list {
 /* Read a list. 0, SL_ERR_IO, or SL_ERR_FORMAT naming FILE:LINE. */
 int checksum_list_load(struct checksum_list *l, const char *path);
 void checksum_list_release(struct checksum_list *l);
-/* The entry for a base name (the last one listed wins), or NULL. */
+/* The entry for a base name (the last one listed wins), or NULL. O(log n). */
 const struct checksum_entry *checksum_list_find(const struct checksum_list *l, const char *name);
 
 /* Digest of a file as lowercase hex into out (65 bytes). 0 or SL_ERR_IO. */

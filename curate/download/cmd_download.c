@@ -8,6 +8,7 @@
 #include "core/buf.h"
 #include "core/counters.h"
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/inputs.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -27,13 +28,15 @@
 #include <unistd.h>
 
 static const char *const usage[] = {
-    "sluice download --out DIR (--url URL... | --url-list FILE | --url-template T --file-numbers N) [options]",
+    "sluice download --out DIR (--url URL... | --url-list FILE | --url-template T --file-numbers "
+    "N) [options]",
     "",
     "Download files into DIR, resuming partial downloads (HTTP Range) and retrying with",
     "backoff on 5xx answers and dropped connections. A file appears under its final name",
     "only when complete (and verified, with --checksums); DIR/.NAME.part holds the partial",
     "data in between, so running the same command again continues where it stopped.",
     "--url-template uses {n} or {n:05d} for the numbers of --file-numbers (0,3,5-7).",
+    "Only http:// and https:// URLs are fetched (redirects included).",
     "DIR gets a manifest.json; 'sluice extract --rm-inputs' may delete what it lists.",
     NULL,
 };
@@ -44,7 +47,8 @@ struct opts {
     long retries;
     double retry_wait;
     long connect_timeout, stall_timeout;
-    int force;
+    uint64_t min_speed;
+    int force, require_checksums;
 };
 
 /* Expand "{n}" / "{n:05d}" / "{n:d}" in t for number v. */
@@ -61,7 +65,8 @@ static int expand_template(const char *t, uint64_t v, struct sl_buf *out)
         sl_buf_append(out, p, (size_t)(b - p));
         const char *e = strchr(b, '}');
         if (!e || b[1] != 'n')
-            return sl_err_set(SL_ERR_USAGE, "--url-template: expected '{n}' or '{n:05d}' in '%s'", t);
+            return sl_err_set(SL_ERR_USAGE, "--url-template: expected '{n}' or '{n:05d}' in '%s'",
+                              t);
         int width = 0, zero = 0;
         const char *q = b + 2;
         if (*q == ':') {
@@ -76,7 +81,8 @@ static int expand_template(const char *t, uint64_t v, struct sl_buf *out)
                 q++;
         }
         if (q != e || width > 32)
-            return sl_err_set(SL_ERR_USAGE, "--url-template: cannot read '%.*s' (use {n} or {n:05d})",
+            return sl_err_set(SL_ERR_USAGE,
+                              "--url-template: cannot read '%.*s' (use {n} or {n:05d})",
                               (int)(e - b + 1), b);
         sl_buf_printf(out, zero ? "%0*llu" : "%*llu", width, (unsigned long long)v);
         found = 1;
@@ -155,6 +161,32 @@ static int collect_urls(const struct opts *o, struct sl_strlist *urls)
     return rc;
 }
 
+/* Index of the first of names[0..n) equal to an earlier one, with that earlier one in
+ * *first; n when all differ. A hash set: linear in n (a Common Crawl snapshot lists 90,000
+ * WARC paths). */
+static size_t find_duplicate(char *const *names, size_t n, size_t *first)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slot = sl_xmalloc(cap * sizeof(*slot)); /* index + 1; 0 = empty */
+    memset(slot, 0, cap * sizeof(*slot));
+    size_t dup = n;
+    for (size_t i = 0; i < n && dup == n; i++) {
+        size_t k = (size_t)sl_hash64(names[i], strlen(names[i]), 0) & (cap - 1);
+        for (; slot[k]; k = (k + 1) & (cap - 1))
+            if (!strcmp(names[slot[k] - 1], names[i])) {
+                *first = slot[k] - 1;
+                dup = i;
+                break;
+            }
+        if (dup == n)
+            slot[k] = i + 1;
+    }
+    free(slot);
+    return dup;
+}
+
 struct progress_ctx {
     struct sl_progress *p;
     uint64_t bytes, files;
@@ -178,12 +210,13 @@ static void on_retry(void *ctx, int attempt, double wait, const char *why)
 /* Fetch one URL to DIR/NAME. 0, or <0 with the message set (the run goes on with the
  * other files and fails at the end). */
 static int download_one(const struct opts *o, struct sl_stage *st, const char *url,
-                        const char *name, const struct checksum_list *sums,
-                        struct progress_ctx *pc, struct sl_counters *total)
+                        const char *name, const struct checksum_list *sums, struct progress_ctx *pc,
+                        struct sl_counters *total)
 {
     char *final = sl_xasprintf("%s/%s", o->out, name);
     char *part = sl_xasprintf("%s/.%s.part", o->out, name);
     const struct checksum_entry *want = sums ? checksum_list_find(sums, name) : NULL;
+    int unverified = sums && !want; /* --checksums given, but nothing for this file */
     struct sl_counters c;
     sl_counters_init(&c);
     int rc = 0;
@@ -208,12 +241,15 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
         sl_counters_add(&c, "files", 1);
         sl_counters_add(&c, "bytes_out", (uint64_t)sb.st_size);
         sl_counters_add(&c, "files_already_present", 1);
+        if (unverified)
+            sl_counters_add(&c, "files_unverified", 1);
         if (!rc)
             rc = sl_stage_record(st, name, &c);
         goto out;
     }
-    struct fetch_opts fo = { (int)o->retries, o->retry_wait, o->connect_timeout, o->stall_timeout,
-                             NULL, on_retry, on_bytes, pc };
+    struct fetch_opts fo = { (int)o->retries,  o->retry_wait,      o->connect_timeout,
+                             o->stall_timeout, (long)o->min_speed, NULL,
+                             on_retry,         on_bytes,           pc };
     cur_name = name;
     for (int round = 0; round < 2; round++) {
         struct fetch_result fr;
@@ -233,9 +269,11 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
             if (strcmp(got, want->hex) != 0) {
                 sl_counters_add(&c, "checksum_mismatches", 1);
                 unlink(part); /* the data is wrong: never resume from it */
+                fetch_forget(part);
                 if (round == 0 && fr.resumed) {
-                    sl_warn("'%s': %s mismatch after a resumed download; downloading it whole again",
-                            name, want->sha256 ? "sha256" : "md5");
+                    sl_warn(
+                        "'%s': %s mismatch after a resumed download; downloading it whole again",
+                        name, want->sha256 ? "sha256" : "md5");
                     continue;
                 }
                 rc = sl_err_set(SL_ERR_CORRUPT,
@@ -245,11 +283,15 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
                 break;
             }
             sl_counters_add(&c, "files_verified", 1);
+        } else if (unverified) {
+            sl_counters_add(&c, "files_unverified", 1);
         }
         if (rename(part, final) != 0) {
-            rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", part, final, strerror(errno));
+            rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", part, final,
+                            strerror(errno));
             break;
         }
+        fetch_forget(part);
         sl_counters_add(&c, "files", 1);
         sl_counters_add(&c, "bytes_out", fr.size);
         rc = sl_stage_record(st, name, &c);
@@ -279,17 +321,58 @@ static int run(struct opts *o, int argc, const char **argv)
     }
     names = sl_xcalloc(urls.n, sizeof(char *));
     for (size_t i = 0; i < urls.n && !rc; i++) {
+        if (!fetch_scheme_ok(urls.v[i])) {
+            const char *colon = strstr(urls.v[i], "://");
+            if (colon)
+                rc = sl_err_set(SL_ERR_USAGE,
+                                "cannot download '%s': the scheme '%.*s' is not allowed\n"
+                                "hint: sluice fetches http:// and https:// URLs only",
+                                urls.v[i], (int)(colon - urls.v[i] < 32 ? colon - urls.v[i] : 32),
+                                urls.v[i]);
+            else
+                rc = sl_err_set(SL_ERR_USAGE,
+                                "cannot download '%s': the URL has no scheme\n"
+                                "hint: write it as http://... or https://...",
+                                urls.v[i]);
+            break;
+        }
         names[i] = url_name(urls.v[i]);
         if (!name_ok(names[i]))
-            rc = sl_err_set(SL_ERR_USAGE, "cannot name the file for URL '%s'\n"
-                            "hint: the URL must end in a file name (not '/', not hidden)", urls.v[i]);
-        for (size_t k = 0; k < i && !rc; k++)
-            if (!strcmp(names[k], names[i]))
-                rc = sl_err_set(SL_ERR_USAGE, "URLs '%s' and '%s' would both be saved as '%s'",
-                                urls.v[k], urls.v[i], names[i]);
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "cannot name the file for URL '%s'\n"
+                            "hint: the URL must end in a file name (not '/', not hidden)",
+                            urls.v[i]);
     }
+    size_t first = 0, dup = rc ? urls.n : find_duplicate(names, urls.n, &first);
+    if (dup < urls.n)
+        rc = sl_err_set(SL_ERR_USAGE, "URLs '%s' and '%s' would both be saved as '%s'",
+                        urls.v[first], urls.v[dup], names[dup]);
     if (!rc && o->checksums)
         rc = checksum_list_load(&sums, o->checksums);
+    if (!rc && o->checksums) {
+        /* files the list does not cover: refused with --require-checksums, else warned
+         * about (and counted as files_unverified) */
+        size_t missing = 0, shown = 0;
+        struct sl_buf list = SL_BUF_INIT;
+        for (size_t i = 0; i < urls.n; i++)
+            if (!checksum_list_find(&sums, names[i])) {
+                if (missing++ < 5)
+                    sl_buf_printf(&list, "%s'%s'", shown++ ? ", " : "", names[i]);
+            }
+        if (missing && o->require_checksums)
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "%zu of %zu files have no entry in '%s' (%s%s) and "
+                            "--require-checksums is given\nhint: add their digests to the list, "
+                            "or drop --require-checksums to download them unverified",
+                            missing, urls.n, o->checksums, list.data, missing > 5 ? ", ..." : "");
+        else if (missing && w->rank == 0)
+            sl_warn("%zu of %zu files have no entry in '%s' and will not be verified (%s%s); "
+                    "they are counted as files_unverified",
+                    missing, urls.n, o->checksums, list.data, missing > 5 ? ", ..." : "");
+        sl_buf_release(&list);
+    }
+    if (!rc && o->require_checksums && !o->checksums)
+        rc = sl_err_set(SL_ERR_USAGE, "--require-checksums needs --checksums FILE");
     if (!rc)
         rc = fetch_global_init();
     struct sl_inputs none = { NULL, 0 };
@@ -369,21 +452,30 @@ int cmd_download(int argc, const char **argv)
     o.retry_wait = 1.0;
     o.connect_timeout = 30;
     o.stall_timeout = 60;
+    o.min_speed = 1024;
     struct sl_option options[] = {
         SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
         SL_OPT_STRINGS(0, "url", &o.urls, "URL", "a URL to fetch (repeatable)"),
-        SL_OPT_STRING(0, "url-list", &o.url_list, "FILE", "a file of URLs, one a line ('#' comments)"),
+        SL_OPT_STRING(0, "url-list", &o.url_list, "FILE",
+                      "a file of URLs, one a line ('#' comments)"),
         SL_OPT_STRING(0, "url-template", &o.url_template, "T",
                       "URL with {n} or {n:02d} for each of --file-numbers"),
-        SL_OPT_STRING(0, "file-numbers", &o.file_numbers, "LIST", "numbers for the template: 0,3,5-7"),
+        SL_OPT_STRING(0, "file-numbers", &o.file_numbers, "LIST",
+                      "numbers for the template: 0,3,5-7"),
         SL_OPT_STRING(0, "checksums", &o.checksums, "FILE",
                       "sha256sum or md5sum lines to verify the files against"),
-        SL_OPT_INTEGER(0, "retries", &o.retries, "N", "retries per file after the first attempt (default 5)"),
+        SL_OPT_FLAG_(0, "require-checksums", &o.require_checksums,
+                     "refuse to start when a file has no entry in --checksums"),
+        SL_OPT_INTEGER(0, "retries", &o.retries, "N",
+                       "retries per file after the first attempt (default 5)"),
         SL_OPT_DOUBLE(0, "retry-wait", &o.retry_wait, "SECONDS",
                       "wait before the first retry, doubled each time up to 60 (default 1)"),
-        SL_OPT_INTEGER(0, "connect-timeout", &o.connect_timeout, "SECONDS", "connect timeout (default 30)"),
+        SL_OPT_INTEGER(0, "connect-timeout", &o.connect_timeout, "SECONDS",
+                       "connect timeout (default 30)"),
         SL_OPT_INTEGER(0, "stall-timeout", &o.stall_timeout, "SECONDS",
-                       "give up an attempt that receives nothing for this long (default 60)"),
+                       "give up an attempt slower than --min-speed for this long (default 60)"),
+        SL_OPT_SIZE(0, "min-speed", &o.min_speed, "BYTES",
+                    "slowest transfer rate, bytes/s over --stall-timeout (default 1K)"),
         SL_OPT_FLAG_(0, "force", &o.force, "reuse a directory that holds another stage's outputs"),
         SL_OPT_COMMON,
         SL_OPT_END_,
@@ -401,13 +493,18 @@ int cmd_download(int argc, const char **argv)
     if (!rc && rest.n)
         rc = sl_err_set(SL_ERR_USAGE, "unexpected operand '%s' (URLs go after --url)", rest.v[0]);
     if (!rc && !o.urls.n && !o.url_list && !o.url_template)
-        rc = sl_err_set(SL_ERR_USAGE, "nothing to download: give --url, --url-list or --url-template");
+        rc = sl_err_set(SL_ERR_USAGE,
+                        "nothing to download: give --url, --url-list or --url-template");
     if (!rc && (!o.url_template) != (!o.file_numbers))
         rc = sl_err_set(SL_ERR_USAGE, "--url-template and --file-numbers go together");
     if (!rc && (o.retries < 0 || o.retries > 100))
         rc = sl_err_set(SL_ERR_USAGE, "--retries must be 0..100");
     if (!rc && (o.retry_wait < 0 || o.retry_wait > 600))
         rc = sl_err_set(SL_ERR_USAGE, "--retry-wait must be 0..600 seconds");
+    if (!rc && (o.stall_timeout < 1 || o.stall_timeout > 86400))
+        rc = sl_err_set(SL_ERR_USAGE, "--stall-timeout must be 1..86400 seconds");
+    if (!rc && o.min_speed > (1ull << 40))
+        rc = sl_err_set(SL_ERR_USAGE, "--min-speed must be at most 1T bytes/s");
     if (rc) {
         sl_error("%s", sl_err_msg());
         fprintf(stderr, "usage: %s\n", usage[0]);

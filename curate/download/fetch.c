@@ -31,16 +31,102 @@ void fetch_global_cleanup(void)
 /* State of one attempt. */
 struct attempt {
     int fd;
-    uint64_t offset;   /* bytes in the file when the attempt started */
+    uint64_t offset; /* bytes in the file when the attempt started */
     uint64_t written;
-    long status;       /* status of the latest response head */
+    long status;                      /* status of the latest response head */
     int64_t range_start, range_total; /* from Content-Range (-1: none) */
     double retry_after;
-    int decided;       /* the first body byte decided append / truncate / discard */
-    int discard;       /* body of an error response: not written */
+    char etag[256], modified[64]; /* validators of the latest response head ("" if none) */
+    const char *validator_path;
+    int decided; /* the first body byte decided append / truncate / discard */
+    int discard; /* body of an error response: not written */
     int io_error;
     const struct fetch_opts *o;
 };
+
+/* A header's value without surrounding blanks and CRLF into out ("" when it does not fit
+ * or holds control bytes). */
+static void header_value(const char *v, size_t n, char *out, size_t cap)
+{
+    while (n && (*v == ' ' || *v == '\t'))
+        v++, n--;
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    out[0] = 0;
+    if (n >= cap)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+            return;
+    memcpy(out, v, n);
+    out[n] = 0;
+}
+
+/* The validator of a partial file: kept next to it, written when its first byte arrives. */
+static char *validator_path(const char *part_path)
+{
+    size_t n = strlen(part_path);
+    char *p = malloc(n + 11);
+    if (p) {
+        memcpy(p, part_path, n);
+        memcpy(p + n, ".validator", 11);
+    }
+    return p;
+}
+
+static void save_validator(struct attempt *a)
+{
+    if (!a->validator_path)
+        return;
+    const char *v = a->etag[0] ? a->etag : a->modified;
+    if (!v[0]) {
+        unlink(a->validator_path); /* nothing to compare a resume against */
+        return;
+    }
+    /* a torn write only makes the next If-Range fail to match: the file starts over */
+    int fd = open(a->validator_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return;
+    size_t n = strlen(v);
+    if (write(fd, v, n) != (ssize_t)n) {
+        close(fd);
+        unlink(a->validator_path);
+        return;
+    }
+    close(fd);
+}
+
+/* The validator recorded for a partial file into out, or "" when there is none. */
+static void load_validator(const char *path, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (!path)
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    out[n > 0 ? n : 0] = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if ((unsigned char)out[i] < 0x20) {
+            out[0] = 0;
+            return;
+        }
+}
+
+int fetch_scheme_ok(const char *url)
+{
+    return !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
+}
+
+void fetch_forget(const char *part_path)
+{
+    char *v = validator_path(part_path);
+    if (v)
+        unlink(v);
+    free(v);
+}
 
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 {
@@ -52,6 +138,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
         a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         a->range_start = a->range_total = -1;
         a->retry_after = 0;
+        a->etag[0] = a->modified[0] = 0;
+    } else if (len > 5 && !strncasecmp(p, "etag:", 5)) {
+        header_value(p + 5, len - 5, a->etag, sizeof(a->etag));
+        if (!strncmp(a->etag, "W/", 2))
+            a->etag[0] = 0; /* a weak ETag cannot be used with If-Range */
+    } else if (len > 14 && !strncasecmp(p, "last-modified:", 14)) {
+        header_value(p + 14, len - 14, a->modified, sizeof(a->modified));
     } else if (len > 14 && !strncasecmp(p, "content-range:", 14)) {
         /* bytes START-END/TOTAL or bytes * / TOTAL */
         const char *q = p + 14;
@@ -83,15 +176,16 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
     size_t len = size * n;
     if (!a->decided) {
         a->decided = 1;
-        if (a->status == 206 && a->range_start == (int64_t)a->offset) {
+        if (a->status == 206 && a->range_start == (int64_t)a->offset && a->offset > 0) {
             /* continues the partial file */
         } else if (a->status == 200 || (a->status == 206 && a->range_start == 0)) {
-            /* the whole resource again: start over */
+            /* the whole resource (again, when it changed or Range was ignored): start over */
             if (a->offset && ftruncate(a->fd, 0) != 0)
                 a->io_error = errno;
             if (a->offset && lseek(a->fd, 0, SEEK_SET) < 0)
                 a->io_error = errno;
             a->offset = 0;
+            save_validator(a);
         } else {
             a->discard = 1; /* an error page, or a range we did not ask for */
         }
@@ -159,12 +253,15 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
     char ua[64];
     snprintf(ua, sizeof(ua), "sluice/%s", sl_version());
     char errbuf[CURL_ERROR_SIZE];
+    char *vpath = validator_path(part_path);
+    char if_range[300];
     int rc = 0;
     double wait = o->retry_wait > 0 ? o->retry_wait : 1.0;
     for (int attempt = 0;; attempt++) {
         struct attempt a;
         memset(&a, 0, sizeof(a));
         a.o = o;
+        a.validator_path = vpath;
         a.range_start = a.range_total = -1;
         a.offset = file_size(part_path);
         a.fd = open(part_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
@@ -177,11 +274,15 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         curl_easy_reset(h);
         errbuf[0] = 0;
         curl_easy_setopt(h, CURLOPT_URL, url);
+        /* http and https only, also after redirects (no gopher://, file://, ftp://) */
+        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
         curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
         curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : ua);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout > 0 ? o->connect_timeout : 30L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+                         o->connect_timeout > 0 ? o->connect_timeout : 30L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->min_speed > 0 ? o->min_speed : 1L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_timeout > 0 ? o->stall_timeout : 60L);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -192,12 +293,23 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         /* files are stored as served: no transparent decompression */
         curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
         char range[32];
+        struct curl_slist *hdrs = NULL;
         if (a.offset) {
-            /* a plain Range header: a server that ignores it answers 200, handled above */
+            /* Range, and If-Range with the validator of the response the partial file began
+             * with: a changed resource (or a server that ignores Range) answers 200 with the
+             * whole of it, and on_body starts over */
             snprintf(range, sizeof(range), "%llu-", (unsigned long long)a.offset);
             curl_easy_setopt(h, CURLOPT_RANGE, range);
+            char v[256];
+            load_validator(vpath, v, sizeof(v));
+            if (v[0]) {
+                snprintf(if_range, sizeof(if_range), "If-Range: %s", v);
+                hdrs = curl_slist_append(NULL, if_range);
+                curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+            }
         }
         CURLcode cc = curl_easy_perform(h);
+        curl_slist_free_all(hdrs);
         long status = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         r->status = status;
@@ -236,25 +348,43 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
             snprintf(why, sizeof(why), "server sent an unexpected range; starting over");
             retry = 1;
         } else if (status == 404 || status == 410) {
-            rc = sl_err_set(SL_ERR_NOTFOUND, "cannot download '%s': HTTP %ld (not found)", url, status);
+            rc = sl_err_set(SL_ERR_NOTFOUND, "cannot download '%s': HTTP %ld (not found)", url,
+                            status);
             break;
         } else if (status >= 500 || status == 408 || status == 429) {
             snprintf(why, sizeof(why), "HTTP %ld", status);
             retry = 1;
         } else if (status >= 400) {
             rc = sl_err_set(SL_ERR_NET, "cannot download '%s': HTTP %ld%s", url, status,
-                            status == 401 || status == 403 ? "\nhint: the server needs credentials or refuses this client" : "");
+                            status == 401 || status == 403
+                                ? "\nhint: the server needs credentials or refuses this client"
+                                : "");
+            break;
+        } else if (cc == CURLE_OPERATION_TIMEDOUT && a.written + a.offset > 0) {
+            snprintf(why, sizeof(why), "slower than %ld bytes/s for %ld s (%s)",
+                     o->min_speed > 0 ? o->min_speed : 1L,
+                     o->stall_timeout > 0 ? o->stall_timeout : 60L,
+                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
+            retry = 1;
+        } else if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot download '%s': %s\nhint: sluice fetches http and "
+                            "https only, also when redirected",
+                            url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
             break;
         } else if (cc != CURLE_OK && transient_curl(cc)) {
             snprintf(why, sizeof(why), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
             retry = 1;
         } else {
             rc = sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url,
-                            errbuf[0] ? errbuf : cc != CURLE_OK ? curl_easy_strerror(cc) : "unexpected response");
+                            errbuf[0]        ? errbuf
+                            : cc != CURLE_OK ? curl_easy_strerror(cc)
+                                             : "unexpected response");
             break;
         }
         if (retry && attempt >= o->retries) {
-            rc = sl_err_set(SL_ERR_NET, "cannot download '%s': %s (gave up after %d attempts)\n"
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot download '%s': %s (gave up after %d attempts)\n"
                             "hint: run the same command again to resume; --retries N tries longer",
                             url, why, attempt + 1);
             break;
@@ -266,5 +396,6 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         wait = wait * 2 > 60 ? 60 : wait * 2;
     }
     curl_easy_cleanup(h);
+    free(vpath);
     return rc;
 }

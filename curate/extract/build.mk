@@ -5,7 +5,7 @@
 LIB_SRCS += curate/extract/html_prep.c curate/extract/html_tree.c curate/extract/html.c \
             curate/extract/html_file.c curate/extract/wikitext.c curate/extract/wiki.c
 PKGS += libxml-2.0
-FUZZ_TARGETS += fuzz_html fuzz_wikitext
+FUZZ_TARGETS += fuzz_html fuzz_html_repeat fuzz_wikitext
 # ---- end HTML and Wikipedia ------------------------------------------------------------
 
 # ---- the extract command, WARC/WET, arXiv, Pile/C4/JSONL -------------------------------

@@ -203,12 +203,20 @@ static const char *format_for(const char *kind)
  * empty one: an error with a hint naming what it looks like. */
 static int check_yield(const struct sl_input *in, const char *format, const struct sl_counters *c)
 {
-    uint64_t bad = 0;
-    for (size_t i = 0; i < c->n; i++)
-        if (!strncmp(c->names[i], "skipped_", 8) || !strcmp(c->names[i], "bad_records"))
-            bad += c->values[i];
-    if (in->size == 0 || sl_counters_get(c, "documents_in") ||
-        sl_counters_get(c, "documents_out") || !bad)
+    /* the reasons that say a record was malformed, not merely of a kind not wanted (a
+     * warcinfo record, a redirect page, an empty text): documents_in counts every record */
+    static const char *const malformed[] = {
+        "skipped_invalid_json", "skipped_invalid_utf8",  "skipped_text_not_string",
+        "skipped_missing_text", "skipped_line_too_long", "skipped_corrupt",
+        "skipped_binary",       "skipped_bad_header",    "skipped_bad_archive",
+        "skipped_not_latex",
+    };
+    uint64_t bad_in = 0;
+    for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
+        bad_in += sl_counters_get(c, malformed[i]);
+    uint64_t bad = bad_in + sl_counters_get(c, "bad_records");
+    if (in->size == 0 || sl_counters_get(c, "documents_out") || !bad ||
+        sl_counters_get(c, "documents_in") > bad_in)
         return 0;
     const char *kind = sl_sniff_format(in->path);
     const char *want = format_for(kind);

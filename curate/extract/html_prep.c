@@ -483,6 +483,32 @@ static const char *find_end_tag(const char *p, const char *end, const char *name
     return NULL;
 }
 
+/* find_end_tag for each element of RAW, remembered so that a page of unclosed elements
+ * ('<svg>' 200,000 times) is not scanned to its end once per start tag: searches only move
+ * forward, so a search that failed from `none_from` fails from any later position, and
+ * one that found `at` from `from` finds it again from anywhere in [from, at]. */
+struct end_cache {
+    const char *none_from;
+    const char *from, *at;
+};
+
+static const char *find_end_cached(struct end_cache *c, const char *p, const char *end,
+                                   const char *name, size_t n)
+{
+    if (c->none_from && p >= c->none_from)
+        return NULL;
+    if (c->at && p >= c->from && p <= c->at)
+        return c->at;
+    const char *et = find_end_tag(p, end, name, n);
+    if (!et) {
+        c->none_from = p;
+    } else {
+        c->from = p;
+        c->at = et;
+    }
+    return et;
+}
+
 /* An attribute: name [= value]. */
 struct attr {
     const char *name, *val;
@@ -688,6 +714,8 @@ int html_rewrite(const char *html, size_t len, struct sl_buf *out)
     memset(&w, 0, sizeof(w));
     w.end = end;
     w.out = out;
+    struct end_cache ends[NELEM(RAW)];
+    memset(ends, 0, sizeof(ends));
     while (p < end && !rc) {
         const char *lt = memchr(p, '<', (size_t)(end - p));
         if (!lt)
@@ -716,7 +744,9 @@ int html_rewrite(const char *html, size_t len, struct sl_buf *out)
         char name[16];
         size_t n = 0;
         const char *ne = ns;
-        while (ne < end && !is_name_end(*ne)) {
+        /* stop at the cap: "<x<x<x..." is one long name, and scanning it to its end
+         * from every '<' would be quadratic */
+        while (ne < end && !is_name_end(*ne) && n < sizeof(name)) {
             if (n < sizeof(name) - 1)
                 name[n] = (char)tolower((unsigned char)*ne);
             n++;
@@ -734,9 +764,11 @@ int html_rewrite(const char *html, size_t len, struct sl_buf *out)
             continue;
         }
         const struct raw_el *el = NULL;
+        size_t eli = 0;
         for (size_t i = 0; i < NELEM(RAW); i++)
             if (RAW[i].len == n && memcmp(name, RAW[i].name, n) == 0) {
                 el = &RAW[i];
+                eli = i;
                 break;
             }
         if (!el) {
@@ -753,7 +785,7 @@ int html_rewrite(const char *html, size_t len, struct sl_buf *out)
         if (selfclose && !el->raw) {
             stop = te;
         } else {
-            const char *et = find_end_tag(te, end, el->name, n);
+            const char *et = find_end_cached(&ends[eli], te, end, el->name, n);
             if (et) {
                 const char *gt = memchr(et, '>', (size_t)(end - et));
                 stop = gt ? gt + 1 : end;

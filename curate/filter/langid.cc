@@ -11,6 +11,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,8 @@ extern "C" {
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 namespace CLD2 {
 const char *LanguageCode(Language lang);
@@ -262,13 +265,241 @@ static void setup_fast(sl_fasttext *m, const char *path)
     m->fast = true;
 }
 
+/* ---- the model file, checked before the library reads it ----------------------------
+ * fastText trusts its file: a truncated model reads zero-sized matrices and aborts on an
+ * assertion at the first prediction, and a crafted count makes it allocate gigabytes. So
+ * the whole layout (fastText 0.9.2, file versions 11 and 12) is walked here first: every
+ * count against the bytes left in the file, and the matrix shapes against each other. */
+
+struct model_file {
+    FILE *f;
+    const char *path;
+    uint64_t size, pos;
+};
+
+static const uint64_t max_word_bytes = (uint64_t)1 << 20;
+
+static int mf_fail(const model_file &mf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int mf_fail(const model_file &mf, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return sl_err_set(SL_ERR_CORRUPT,
+                      "cannot load fastText model '%s': %s (at byte %llu of %llu)\nhint: is the "
+                      "file complete, and a fastText .bin or .ftz model?",
+                      mf.path, what, (unsigned long long)mf.pos, (unsigned long long)mf.size);
+}
+
+static bool mf_read(model_file &mf, void *p, size_t n)
+{
+    if (mf.size - mf.pos < n || fread(p, 1, n, mf.f) != n)
+        return false;
+    mf.pos += n;
+    return true;
+}
+
+/* skip n bytes that must be in the file */
+static bool mf_skip(model_file &mf, uint64_t n)
+{
+    if (mf.size - mf.pos < n || fseeko(mf.f, (off_t)n, SEEK_CUR) != 0)
+        return false;
+    mf.pos += n;
+    return true;
+}
+
+/* A DenseMatrix or QuantMatrix: its shape into rows, cols. */
+static int mf_matrix(model_file &mf, bool quant, const char *name, int64_t &rows, int64_t &cols)
+{
+    bool qnorm = false;
+    if (quant && !mf_read(mf, &qnorm, 1))
+        return mf_fail(mf, "the file ends in the %s matrix", name);
+    if (!mf_read(mf, &rows, 8) || !mf_read(mf, &cols, 8))
+        return mf_fail(mf, "the file ends in the %s matrix", name);
+    if (rows < 0 || cols <= 0 || cols > (1 << 20) || (uint64_t)rows > mf.size)
+        return mf_fail(mf, "the %s matrix has an impossible shape %lld x %lld", name,
+                       (long long)rows, (long long)cols);
+    if (!quant) {
+        uint64_t bytes = (uint64_t)rows * (uint64_t)cols * 4;
+        if (bytes / 4 / (uint64_t)cols != (uint64_t)rows || !mf_skip(mf, bytes))
+            return mf_fail(mf, "the %s matrix (%lld x %lld floats) needs %llu bytes, %llu are left",
+                           name, (long long)rows, (long long)cols,
+                           (unsigned long long)((uint64_t)rows * (uint64_t)cols * 4),
+                           (unsigned long long)(mf.size - mf.pos));
+        return 0;
+    }
+    int32_t codesize = 0;
+    if (!mf_read(mf, &codesize, 4) || codesize < 0 || !mf_skip(mf, (uint64_t)codesize))
+        return mf_fail(mf, "the %s matrix's %d bytes of codes are not in the file", name, codesize);
+    for (int pq = 0; pq < (qnorm ? 2 : 1); pq++) {
+        if (pq == 1 && !mf_skip(mf, (uint64_t)rows))
+            return mf_fail(mf, "the %s matrix's %lld norm codes are not in the file", name,
+                           (long long)rows);
+        int32_t q[4]; /* dim, nsubq, dsub, lastdsub */
+        if (!mf_read(mf, q, sizeof(q)))
+            return mf_fail(mf, "the file ends in the %s matrix's quantizer", name);
+        int64_t want_dim = pq == 0 ? cols : 1;
+        if (q[0] != want_dim || q[2] <= 0 || q[1] != (q[0] + q[2] - 1) / q[2] || q[3] <= 0 ||
+            q[3] > q[2] || (int64_t)(q[1] - 1) * q[2] + q[3] != q[0])
+            return mf_fail(mf,
+                           "the %s matrix's quantizer (dim %d, %d subquantizers of %d, last %d) "
+                           "does not fit its %lld columns",
+                           name, q[0], q[1], q[2], q[3], (long long)want_dim);
+        if (pq == 0 && (int64_t)codesize != rows * q[1])
+            return mf_fail(mf, "the %s matrix has %d bytes of codes, its %lld rows need %lld", name,
+                           codesize, (long long)rows, (long long)(rows * q[1]));
+        if (!mf_skip(mf, (uint64_t)q[0] * 256 * 4))
+            return mf_fail(mf, "the %s matrix's centroids (%d x 256 floats) are not in the file",
+                           name, q[0]);
+    }
+    return 0;
+}
+
+static int check_model_file(const char *path)
+{
+    model_file mf = { fopen(path, "rb"), path, 0, 0 };
+    if (!mf.f)
+        return sl_err_set(SL_ERR_IO, "cannot open fastText model '%s': %s", path, strerror(errno));
+    int rc = 0;
+    struct stat st;
+    int32_t head[2], args[12], dict[3];
+    double t;
+    int64_t ntokens, prune, in_rows, in_cols, out_rows, out_cols;
+    int64_t nw = 0, need_rows;
+    bool quant = false, qout = false;
+    if (fstat(fileno(mf.f), &st) != 0) {
+        rc = sl_err_set(SL_ERR_IO, "cannot stat fastText model '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    mf.size = (uint64_t)st.st_size;
+    if (!mf_read(mf, head, sizeof(head)) || head[0] != 793712314) {
+        rc = sl_err_set(SL_ERR_FORMAT,
+                        "cannot load fastText model '%s': bad magic\nhint: is it "
+                        "a fastText .bin or .ftz file?",
+                        path);
+        goto out;
+    }
+    if (head[1] < 11 || head[1] > 12) {
+        rc = sl_err_set(SL_ERR_FORMAT,
+                        "cannot load fastText model '%s': file version %d (this "
+                        "fastText reads 11 and 12)",
+                        path, head[1]);
+        goto out;
+    }
+    /* dim ws epoch minCount neg wordNgrams loss model bucket minn maxn lrUpdateRate, t */
+    if (!mf_read(mf, args, sizeof(args)) || !mf_read(mf, &t, 8)) {
+        rc = mf_fail(mf, "the file ends in its header");
+        goto out;
+    }
+    /* subwords and word n-grams are hashed into `bucket` rows: none means a division by 0 */
+    if (args[0] <= 0 || args[0] > (1 << 20) || args[5] < 1 || args[5] > 64 || args[6] < 1 ||
+        args[6] > 4 || args[7] < 1 || args[7] > 3 || args[8] < 0 || args[9] < 0 || args[10] < 0 ||
+        args[10] > 64 || (args[10] > 0 && args[9] > args[10]) ||
+        ((args[10] > 0 || args[5] > 1) && args[8] == 0)) {
+        rc = mf_fail(mf,
+                     "impossible settings in its header (dim %d, wordNgrams %d, loss %d, "
+                     "model %d, bucket %d, minn %d, maxn %d)",
+                     args[0], args[5], args[6], args[7], args[8], args[9], args[10]);
+        goto out;
+    }
+    if (!mf_read(mf, dict, sizeof(dict)) || !mf_read(mf, &ntokens, 8) || !mf_read(mf, &prune, 8)) {
+        rc = mf_fail(mf, "the file ends in its dictionary header");
+        goto out;
+    }
+    /* an entry is at least its NUL, an 8-byte count and a type byte */
+    if (dict[0] < 0 || dict[1] < 0 || dict[2] < 0 || (int64_t)dict[1] + dict[2] != dict[0] ||
+        (uint64_t)dict[0] * 10 > mf.size - mf.pos) {
+        rc = mf_fail(mf,
+                     "its dictionary claims %d entries (%d words, %d labels), more than the "
+                     "file can hold",
+                     dict[0], dict[1], dict[2]);
+        goto out;
+    }
+    for (int32_t i = 0; i < dict[0]; i++) {
+        uint64_t len = 0;
+        int c;
+        while ((c = getc(mf.f)) != EOF && c != 0 && len < max_word_bytes)
+            len++;
+        mf.pos += len + (c == 0);
+        if (c != 0) {
+            rc = mf_fail(mf,
+                         c == EOF ? "the file ends in dictionary entry %d"
+                                  : "dictionary entry %d is longer than 1 MiB",
+                         i);
+            goto out;
+        }
+        unsigned char rest[9];
+        if (!mf_read(mf, rest, 9) || rest[8] > 1) {
+            rc = mf_fail(mf, "dictionary entry %d is cut or has an unknown type", i);
+            goto out;
+        }
+        if ((rest[8] == 0) != (i < dict[1])) {
+            rc = mf_fail(mf, "dictionary entry %d is a %s where the header says %s", i,
+                         rest[8] ? "label" : "word", i < dict[1] ? "words come" : "labels come");
+            goto out;
+        }
+    }
+    nw = dict[1];
+    need_rows = nw + ((args[10] > 0 || args[5] > 1) ? args[8] : 0);
+    if (prune >= 0) {
+        if ((uint64_t)prune > (mf.size - mf.pos) / 8) {
+            rc = mf_fail(mf, "its prune index claims %lld entries, more than the file holds",
+                         (long long)prune);
+            goto out;
+        }
+        need_rows = nw;
+        for (int64_t i = 0; i < prune; i++) {
+            int32_t kv[2];
+            if (!mf_read(mf, kv, 8) || kv[0] < 0 || kv[0] >= args[8] || kv[1] < 0) {
+                rc = mf_fail(mf, "prune index entry %lld is outside the %d buckets", (long long)i,
+                             args[8]);
+                goto out;
+            }
+            need_rows = std::max(need_rows, nw + (int64_t)kv[1] + 1);
+        }
+    } else if (prune != -1) {
+        rc = mf_fail(mf, "its prune index size is %lld", (long long)prune);
+        goto out;
+    }
+    if (!mf_read(mf, &quant, 1)) {
+        rc = mf_fail(mf, "the file ends before the input matrix");
+        goto out;
+    }
+    rc = mf_matrix(mf, quant, "input", in_rows, in_cols);
+    if (rc)
+        goto out;
+    if (in_cols != args[0] || in_rows < need_rows) {
+        rc = mf_fail(mf, "the input matrix is %lld x %lld, the dictionary needs %lld x %d",
+                     (long long)in_rows, (long long)in_cols, (long long)need_rows, args[0]);
+        goto out;
+    }
+    if (!mf_read(mf, &qout, 1)) {
+        rc = mf_fail(mf, "the file ends before the output matrix");
+        goto out;
+    }
+    rc = mf_matrix(mf, quant && qout, "output", out_rows, out_cols);
+    if (rc)
+        goto out;
+    if (out_cols != args[0] || out_rows != (args[7] == 3 ? dict[2] : dict[1])) {
+        rc = mf_fail(mf, "the output matrix is %lld x %lld, the model needs %d x %d",
+                     (long long)out_rows, (long long)out_cols, args[7] == 3 ? dict[2] : dict[1],
+                     args[0]);
+        goto out;
+    }
+out:
+    fclose(mf.f);
+    return rc;
+}
+
 extern "C" int sl_fasttext_load(struct sl_fasttext **out, const char *path)
 {
     *out = nullptr;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl_err_set(SL_ERR_IO, "cannot open fastText model '%s': %s", path, strerror(errno));
-    fclose(f);
+    int rc = check_model_file(path);
+    if (rc)
+        return rc;
     try {
         sl_fasttext *m = new sl_fasttext;
         m->ft.loadModel(std::string(path));
@@ -277,7 +508,10 @@ extern "C" int sl_fasttext_load(struct sl_fasttext **out, const char *path)
         *out = m;
         return 0;
     } catch (const std::exception &e) {
-        return sl_err_set(SL_ERR_FORMAT, "cannot load fastText model '%s': %s\nhint: is it a fastText .bin or .ftz file?", path, e.what());
+        return sl_err_set(
+            SL_ERR_FORMAT,
+            "cannot load fastText model '%s': %s\nhint: is it a fastText .bin or .ftz file?", path,
+            e.what());
     }
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # sluice download against a real HTTP server on 127.0.0.1 that injects failures: a
 # connection dropped mid-file (resumed with Range), 503 then success, a server that
-# ignores Range, a wrong checksum, a 404; URL templates; MPI ranks; the manifest and
+# ignores Range, a wrong checksum, a 404; a stale partial file of a changed resource
+# (If-Range), a server that trickles bytes, schemes other than http(s) (also redirected),
+# files without a checksum entry, 300,000 URLs; URL templates; MPI ranks; the manifest and
 # extract --rm-inputs.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +45,8 @@ run "$SLUICE" download --out "$T/d2" "${DL[@]}" --checksums "$T/sums.sha256" --u
 expect_rc 0
 cmp -s "$T/www/big.bin" "$T/d2/big.bin" && ok || fail "resumed file differs"
 grep -q "GET /drop/big.bin bytes=[1-9][0-9]*- 206" "$T/log" && ok || fail "no Range request after the drop: $(cat "$T/log")"
+grep -q 'GET /drop/big.bin bytes=[1-9][0-9]*- 206 "' "$T/log" && ok || fail "no If-Range with the ETag: $(cat "$T/log")"
+expect_no_file "$T/d2/.big.bin.part.validator"
 expect_err "retry 1"
 expect_eq "$(json "$T/d2/manifest.json" "m['counts']['files_resumed']")" 1
 
@@ -94,6 +98,79 @@ case_ "a re-run skips complete files (resumed stage)"
 run "$SLUICE" download --out "$T/d8" "${DL[@]}" --url-template "$B/files/shard-{n:02d}.jsonl" --file-numbers 0,3,5-7
 expect_rc 0
 expect_eq "$(wc -l < "$T/log")" 0 "(files fetched again)"
+
+case_ "a stale partial file of a resource that changed since starts over (If-Range)"
+head -c 1000000 /dev/urandom > "$T/www/change.bin"
+: > "$T/log"
+run "$SLUICE" download --out "$T/dc" "${DL[@]}" --retries 0 --url "$B/drop/change.bin"
+expect_rc 1; expect_file "$T/dc/.change.bin.part"; expect_file "$T/dc/.change.bin.part.validator"
+sleep 0.05; head -c 1000000 /dev/urandom > "$T/www/change.bin"   # same size, new content
+run "$SLUICE" download --out "$T/dc" "${DL[@]}" --url "$B/drop/change.bin"
+expect_rc 0
+cmp -s "$T/www/change.bin" "$T/dc/change.bin" && ok || fail "old and new versions mixed"
+grep -q 'GET /drop/change.bin bytes=500000- 200 "' "$T/log" && ok || fail "no If-Range answered 200: $(cat "$T/log")"
+expect_no_file "$T/dc/.change.bin.part"; expect_no_file "$T/dc/.change.bin.part.validator"
+
+case_ "a server that trickles bytes is given up on (--min-speed over --stall-timeout)"
+run "$SLUICE" download --out "$T/dt" "${DL[@]}" --retries 0 --stall-timeout 2 --min-speed 100 \
+    --url "$B/trickle/slow.bin"
+expect_rc 1; expect_err "slower than 100 bytes/s for 2 s"; expect_err "gave up after 1 attempts"
+expect_no_file "$T/dt/slow.bin"
+run "$SLUICE" download -h
+expect_out "--min-speed BYTES"; expect_out "(default 1K)"
+
+case_ "only http and https: other schemes are refused up front, redirects too"
+for u in "gopher://127.0.0.1:$port/_SET%20k%20v" "ftp://127.0.0.1:$port/x.bin" "file:///etc/passwd" "GOPHER://h/_x"; do
+    : > "$T/log"
+    run "$SLUICE" download --out "$T/ds" --url "$B/files/shard-00.jsonl" --url "$u"
+    expect_rc 2; expect_err "cannot download '$u': the scheme"; expect_err "http:// and https:// URLs only"
+    expect_eq "$(wc -l < "$T/log")" 0 "(requests made before the check)"
+done
+printf '%s/files/shard-00.jsonl\nfile:///etc/passwd\n' "$B" > "$T/urls-bad.txt"
+run "$SLUICE" download --out "$T/ds" --url-list "$T/urls-bad.txt"
+expect_rc 2; expect_err "the scheme 'file' is not allowed"
+run "$SLUICE" download --out "$T/ds" --url-template "gopher://127.0.0.1:$port/{n}.bin" --file-numbers 1-2
+expect_rc 2; expect_err "the scheme 'gopher' is not allowed"
+run "$SLUICE" download --out "$T/ds" --url "127.0.0.1:$port/files/shard-00.jsonl"
+expect_rc 2; expect_err "the URL has no scheme"
+run "$SLUICE" download --out "$T/ds" "${DL[@]}" --url "$B/redirect/ftp:/127.0.0.1:$port/files/x.bin"
+expect_rc 1; expect_err "http and https only, also when redirected"
+run "$SLUICE" download --out "$T/ds" "${DL[@]}" --url "$B/redirect/gopher:/127.0.0.1:$port/_x.bin"
+expect_rc 1; expect_err "http and https only, also when redirected"
+expect_no_file "$T/ds/manifest.json"
+
+case_ "--checksums: files without an entry are warned about and counted; --require-checksums refuses"
+run "$SLUICE" download --out "$T/du" "${DL[@]}" --checksums "$T/sums.sha256" \
+    --url "$B/files/shard-00.jsonl" --url "$B/files/shard-02.jsonl"
+expect_rc 0; expect_err "1 of 2 files have no entry in '$T/sums.sha256' and will not be verified ('shard-02.jsonl')"
+expect_eq "$(json "$T/du/manifest.json" "m['counts']['files_verified']")" 1
+expect_eq "$(json "$T/du/manifest.json" "m['counts']['files_unverified']")" 1
+: > "$T/log"
+run "$SLUICE" download --out "$T/dv" "${DL[@]}" --checksums "$T/sums.sha256" --require-checksums \
+    --url "$B/files/shard-00.jsonl" --url "$B/files/shard-02.jsonl"
+expect_rc 2; expect_err "1 of 2 files have no entry"; expect_err "--require-checksums"
+expect_eq "$(wc -l < "$T/log")" 0 "(requests made before the check)"
+run "$SLUICE" download --out "$T/dv" --require-checksums --url "$B/files/shard-00.jsonl"
+expect_rc 2; expect_err "--require-checksums needs --checksums FILE"
+
+case_ "300,000 URLs: the name and checksum checks are linear (a duplicate found, a digest missing)"
+python3 - "$T" "$B" <<'PY'
+import sys
+t, b = sys.argv[1], sys.argv[2]
+n = 300000
+with open(t + "/many.txt", "w") as f, open(t + "/many.sha256", "w") as s:
+    for i in range(n):
+        f.write("%s/files/CC-MAIN-%06d.warc.gz\n" % (b, i))
+        if i != 123456:
+            s.write("%064x  CC-MAIN-%06d.warc.gz\n" % (i, i))
+with open(t + "/many-dup.txt", "w") as f:
+    f.write(open(t + "/many.txt").read())
+    f.write("%s/other/CC-MAIN-%06d.warc.gz\n" % (b, 7))
+PY
+run "$SLUICE" download --out "$T/dd" --url-list "$T/many-dup.txt"
+expect_rc 2; expect_err "URLs '$B/files/CC-MAIN-000007.warc.gz' and '$B/other/CC-MAIN-000007.warc.gz' would both be saved as 'CC-MAIN-000007.warc.gz'"
+run "$SLUICE" download --out "$T/dd" --url-list "$T/many.txt" --checksums "$T/many.sha256" --require-checksums
+expect_rc 2; expect_err "1 of 300000 files have no entry"; expect_err "'CC-MAIN-123456.warc.gz'"
 
 case_ "usage errors exit 2"
 run "$SLUICE" download --out "$T/dx" --url-template "$B/files/x-{m}.jsonl" --file-numbers 1

@@ -98,6 +98,9 @@ TEST(idx_int32_empty_docs_and_merge)
     CHECK_EQ_INT(idx_reader_read(r, 2, 0, 1, &t), 0);
     CHECK_EQ_INT(t, 128000);
     CHECK_EQ_INT(idx_reader_verify(r, 0), 0);
+    /* past the last sequence: the message gives the valid range, not "sequence 3 of 3" */
+    CHECK_EQ_INT(idx_reader_read(r, 3, 0, 1, &t), SL_ERR_TOOBIG);
+    CHECK_CONTAINS(sl_err_msg(), "no sequence 3 (the shard has 3: 0..2)");
     idx_reader_close(r);
 
     /* a uint16 writer refuses ids that do not fit */

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """A local HTTP server for the download tests: serves files from ROOT on 127.0.0.1 and
 injects failures by path prefix. Writes its port to PORTFILE, logs one line per request
-("METHOD PATH RANGE STATUS") to LOG, and exits by itself after LIFETIME seconds.
+("METHOD PATH RANGE STATUS IF-RANGE") to LOG, and exits by itself after LIFETIME seconds.
 
-  /files/NAME    the file, with Range support (206, 416)
+  /files/NAME    the file, with Range support (206, 416), a strong ETag (from the file's
+                 size and mtime) and Last-Modified; If-Range with another validator gets
+                 the whole file (200), as RFC 9110 says
+  /weak/NAME     as /files, but with a weak ETag and no Last-Modified (If-Range unusable)
   /tree/PATH     ROOT/PATH (subdirectories, no ".."), as /files
   /drop/NAME     first request: 200 with the full Content-Length, half the body, then the
                  connection is closed; later requests: as /files
@@ -11,12 +14,16 @@ injects failures by path prefix. Writes its port to PORTFILE, logs one line per 
   /norange/NAME  always 200 with the whole file (ignores Range); first request drops
                  half-way like /drop
   /always503/NAME  503 every time
+  /trickle/NAME  200 with a Content-Length of 1 GiB, then one byte every 0.2 s
+  /redirect/URL  302 to URL (the rest of the path, "://" written as ":/")
 usage: http_server.py ROOT PORTFILE LOG [LIFETIME]
 """
+import email.utils
 import http.server
 import os
 import sys
 import threading
+import time
 
 ROOT, PORTFILE, LOG = sys.argv[1], sys.argv[2], sys.argv[3]
 LIFETIME = float(sys.argv[4]) if len(sys.argv) > 4 else 120
@@ -32,7 +39,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def note(self, status):
         with open(LOG, "a") as f:
-            f.write("%s %s %s %d\n" % (self.command, self.path, self.headers.get("Range", "-"), status))
+            f.write("%s %s %s %d %s\n" % (self.command, self.path, self.headers.get("Range", "-"), status,
+                                          self.headers.get("If-Range", "-")))
 
     def simple(self, status, body=b"", extra=()):
         self.note(status)
@@ -55,14 +63,41 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             n = counts.get(self.path, 0) + 1
             counts[self.path] = n
-        if mode not in ("files", "tree", "drop", "flaky", "norange", "always503") or not os.path.isfile(path):
+        if mode == "redirect":
+            return self.simple(302, b"", [("Location", name.replace(":/", "://", 1))])
+        if mode == "trickle":
+            self.note(200)
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 30))
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                self.close_connection = True
+            return
+        if mode not in ("files", "tree", "drop", "flaky", "norange", "always503", "weak") or not os.path.isfile(path):
             return self.simple(404, b"not found\n")
         if mode == "always503" or (mode == "flaky" and n <= 2):
             return self.simple(503, b"busy\n", [("Retry-After", "0")])
         data = open(path, "rb").read()
+        st = os.stat(path)
+        validators = []
+        if mode == "weak":
+            validators = [("ETag", 'W/"%x"' % st.st_size)]
+        else:
+            validators = [("ETag", '"%x-%x"' % (st.st_mtime_ns, st.st_size)),
+                          ("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))]
+        if_range = self.headers.get("If-Range")
+        # If-Range: the range only when the validator still matches (strong ETag or date)
+        range_ok = if_range is None or any(v == if_range and not v.startswith("W/") for _, v in validators)
         if mode in ("drop", "norange") and n == 1:
             self.note(200)
             self.send_response(200)
+            for k, v in validators:
+                self.send_header(k, v)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data[: len(data) // 2])
@@ -71,7 +106,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         rng = self.headers.get("Range")
-        if rng and mode != "norange" and rng.startswith("bytes="):
+        if rng and mode != "norange" and rng.startswith("bytes=") and range_ok:
             start_s, _, end_s = rng[6:].partition("-")
             start = int(start_s)
             end = int(end_s) if end_s else len(data) - 1
@@ -80,12 +115,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = data[start : end + 1]
             self.note(206)
             self.send_response(206)
+            for k, v in validators:
+                self.send_header(k, v)
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + len(body) - 1, len(data)))
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
             return
-        self.simple(200, data)
+        self.simple(200, data, validators)
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
