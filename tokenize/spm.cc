@@ -18,7 +18,10 @@ struct spm {
     sentencepiece::SentencePieceProcessor proc;
     std::string type;
     struct spm_enc *own = nullptr; /* sluice's encoder; null: the library encodes */
-    ~spm() { spm_enc_free(own); }
+    ~spm()
+    {
+        spm_enc_free(own);
+    }
 };
 
 /* Protocol buffers, just enough to read ModelProto.trainer_spec (2).model_type (3). */
@@ -83,22 +86,32 @@ extern "C" int spm_load_mem_engine(struct spm **out, const void *data, size_t n,
     *out = nullptr;
     spm *s = new (std::nothrow) spm;
     if (!s)
-        return sl_err_set(SL_ERR_NOMEM, "cannot load SentencePiece model '%s': out of memory", name);
-    auto st = s->proc.LoadFromSerializedProto(
-        absl::string_view(static_cast<const char *>(data), n));
+        return sl_err_set(SL_ERR_NOMEM, "cannot load SentencePiece model '%s': out of memory",
+                          name);
+    auto st =
+        s->proc.LoadFromSerializedProto(absl::string_view(static_cast<const char *>(data), n));
     if (!st.ok() || s->proc.GetPieceSize() == 0) {
         std::string msg = st.ok() ? "no pieces" : st.ToString();
         delete s;
-        return sl_err_set(SL_ERR_FORMAT,
-                          "cannot load SentencePiece model '%s': not a SentencePiece model (%s)\n"
-                          "hint: pass the .model file written by spm_train or 'sluice tokenizer train'",
-                          name, msg.c_str());
+        return sl_err_set(
+            SL_ERR_FORMAT,
+            "cannot load SentencePiece model '%s': not a SentencePiece model (%s)\n"
+            "hint: pass the .model file written by spm_train or 'sluice tokenizer train'",
+            name, msg.c_str());
     }
     switch (model_type(static_cast<const unsigned char *>(data), n)) {
-    case 2: s->type = "bpe"; break;
-    case 3: s->type = "word"; break;
-    case 4: s->type = "char"; break;
-    default: s->type = "unigram"; break;
+    case 2:
+        s->type = "bpe";
+        break;
+    case 3:
+        s->type = "word";
+        break;
+    case 4:
+        s->type = "char";
+        break;
+    default:
+        s->type = "unigram";
+        break;
     }
     if (engine == SPM_ENGINE_OWN) {
         /* word and char models (SL_ERR_UNSUPPORTED) stay with the library; a model the
@@ -145,20 +158,15 @@ extern "C" int spm_encode(const struct spm *s, const char *text, size_t n, struc
     if (s->own)
         return spm_enc_encode(s->own, text, n, out);
     thread_local std::vector<int> ids;
-    thread_local struct sl_buf fixed = SL_BUF_INIT;
-    int repaired = 0;
+    /* the library's normalizer turns each invalid byte into U+FFFD (not normalized further),
+     * as spm_encode does; only report it */
+    int repaired = sl_utf8_validate(text, n) != n;
     absl::string_view in(text, n);
-    if (sl_utf8_validate(text, n) != n) {
-        sl_buf_reset(&fixed);
-        if (sl_utf8_repair(&fixed, text, n, nullptr) != 0)
-            return sl_err_set(SL_ERR_TOOBIG, "text too large to repair");
-        in = absl::string_view(fixed.data, fixed.len);
-        repaired = 1;
-    }
     ids.clear();
     auto st = s->proc.Encode(in, &ids);
     if (!st.ok())
-        return sl_err_set(SL_ERR_FORMAT, "SentencePiece cannot encode the text: %s", st.ToString().c_str());
+        return sl_err_set(SL_ERR_FORMAT, "SentencePiece cannot encode the text: %s",
+                          st.ToString().c_str());
     int rc = tok_ids_reserve(out, ids.size());
     if (rc)
         return rc;
@@ -173,7 +181,8 @@ extern "C" int spm_decode(const struct spm *s, const uint32_t *ids, size_t n, st
     int size = s->proc.GetPieceSize();
     for (size_t i = 0; i < n; i++) {
         if (ids[i] >= (uint32_t)size)
-            return sl_err_set(SL_ERR_FORMAT, "token id %u is not in the vocabulary (%d ids)", ids[i], size);
+            return sl_err_set(SL_ERR_FORMAT, "token id %u is not in the vocabulary (%d ids)",
+                              ids[i], size);
         v[i] = (int)ids[i];
     }
     std::string text;
