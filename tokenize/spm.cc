@@ -18,10 +18,7 @@ struct spm {
     sentencepiece::SentencePieceProcessor proc;
     std::string type;
     struct spm_enc *own = nullptr; /* sluice's encoder; null: the library encodes */
-    ~spm()
-    {
-        spm_enc_free(own);
-    }
+    ~spm() { spm_enc_free(own); }
 };
 
 /* Protocol buffers, just enough to read ModelProto.trainer_spec (2).model_type (3). */
@@ -86,32 +83,22 @@ extern "C" int spm_load_mem_engine(struct spm **out, const void *data, size_t n,
     *out = nullptr;
     spm *s = new (std::nothrow) spm;
     if (!s)
-        return sl_err_set(SL_ERR_NOMEM, "cannot load SentencePiece model '%s': out of memory",
-                          name);
-    auto st =
-        s->proc.LoadFromSerializedProto(absl::string_view(static_cast<const char *>(data), n));
+        return sl_err_set(SL_ERR_NOMEM, "cannot load SentencePiece model '%s': out of memory", name);
+    auto st = s->proc.LoadFromSerializedProto(
+        absl::string_view(static_cast<const char *>(data), n));
     if (!st.ok() || s->proc.GetPieceSize() == 0) {
         std::string msg = st.ok() ? "no pieces" : st.ToString();
         delete s;
-        return sl_err_set(
-            SL_ERR_FORMAT,
-            "cannot load SentencePiece model '%s': not a SentencePiece model (%s)\n"
-            "hint: pass the .model file written by spm_train or 'sluice tokenizer train'",
-            name, msg.c_str());
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot load SentencePiece model '%s': not a SentencePiece model (%s)\n"
+                          "hint: pass the .model file written by spm_train or 'sluice tokenizer train'",
+                          name, msg.c_str());
     }
     switch (model_type(static_cast<const unsigned char *>(data), n)) {
-    case 2:
-        s->type = "bpe";
-        break;
-    case 3:
-        s->type = "word";
-        break;
-    case 4:
-        s->type = "char";
-        break;
-    default:
-        s->type = "unigram";
-        break;
+    case 2: s->type = "bpe"; break;
+    case 3: s->type = "word"; break;
+    case 4: s->type = "char"; break;
+    default: s->type = "unigram"; break;
     }
     if (engine == SPM_ENGINE_OWN) {
         /* word and char models (SL_ERR_UNSUPPORTED) stay with the library; a model the
@@ -165,8 +152,7 @@ extern "C" int spm_encode(const struct spm *s, const char *text, size_t n, struc
     ids.clear();
     auto st = s->proc.Encode(in, &ids);
     if (!st.ok())
-        return sl_err_set(SL_ERR_FORMAT, "SentencePiece cannot encode the text: %s",
-                          st.ToString().c_str());
+        return sl_err_set(SL_ERR_FORMAT, "SentencePiece cannot encode the text: %s", st.ToString().c_str());
     int rc = tok_ids_reserve(out, ids.size());
     if (rc)
         return rc;
@@ -181,8 +167,7 @@ extern "C" int spm_decode(const struct spm *s, const uint32_t *ids, size_t n, st
     int size = s->proc.GetPieceSize();
     for (size_t i = 0; i < n; i++) {
         if (ids[i] >= (uint32_t)size)
-            return sl_err_set(SL_ERR_FORMAT, "token id %u is not in the vocabulary (%d ids)",
-                              ids[i], size);
+            return sl_err_set(SL_ERR_FORMAT, "token id %u is not in the vocabulary (%d ids)", ids[i], size);
         v[i] = (int)ids[i];
     }
     std::string text;
