@@ -16,7 +16,7 @@
 enum { PT_NORMAL = 1, PT_UNKNOWN = 2, PT_CONTROL = 3, PT_USER = 4, PT_UNUSED = 5, PT_BYTE = 6 };
 enum { MT_UNIGRAM = 1, MT_BPE = 2, MT_WORD = 3, MT_CHAR = 4 };
 
-#define SPM_MAX_PIECES (1u << 24)
+#define SPM_MAX_PIECES ((1u << 24) - 2) /* ids + 1 fit in 24 bits */
 #define SPACE_SYM      "\xe2\x96\x81"
 
 struct piece {
@@ -25,13 +25,20 @@ struct piece {
     uint8_t type;
 };
 
-/* A byte trie: node 0 is the root, whose children are also in a direct table. */
+/* A byte trie: node 0 is the root, whose children are also in a direct table. A node's
+ * edges are contiguous, (child << 8) | label, sorted by label. */
+struct tnode {
+    int32_t value; /* piece id or -1 */
+    float score;   /* the piece's score and type, copied here for the Viterbi search */
+    uint32_t ebeg;
+    uint16_t ecnt;
+    uint8_t type;
+};
+
 struct trie {
     int32_t root[256];
-    int32_t *value; /* per node: piece id or -1 */
-    uint32_t *ebeg, *ecnt;
-    uint8_t *elabel;
-    uint32_t *echild;
+    struct tnode *node;
+    uint32_t *edge;
     uint32_t nnodes;
 };
 
@@ -61,6 +68,7 @@ struct spm_enc {
     struct trie pieces;     /* unigram: every piece of pieces_ */
     int split_ws;           /* BPE: no piece holds U+2581 past its start, so merge word by word */
     uint64_t ascii_rule[2]; /* ASCII bytes that start a rule of the character map */
+    uint64_t serial;        /* tells the per-thread word caches apart */
 };
 
 /* ---- protobuf ---------------------------------------------------------------------- */
@@ -145,16 +153,39 @@ static void ptab_init(struct ptab *t, uint32_t n)
     t->mask = cap - 1;
 }
 
+static inline int bytes_eq(const char *a, const char *b, size_t n)
+{
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y)
+            return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    while (n--)
+        if (*a++ != *b++)
+            return 0;
+    return 1;
+}
+
+/* A slot holds (8-bit tag from the hash << 24) | (id + 1); 0 is empty. */
 static inline int64_t ptab_find(const struct spm_enc *m, const struct ptab *t, const char *s,
                                 size_t n)
 {
-    for (uint64_t i = hash_bytes(s, n) & t->mask;; i = (i + 1) & t->mask) {
+    uint64_t h = hash_bytes(s, n);
+    uint32_t tag = (uint32_t)(h >> 56) << 24;
+    for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
         uint32_t v = t->slot[i];
         if (!v)
             return -1;
-        const struct piece *p = &m->p[v - 1];
-        if (p->len == n && !memcmp(m->strs + p->off, s, n))
-            return v - 1;
+        if ((v & 0xFF000000u) != tag)
+            continue;
+        const struct piece *p = &m->p[(v & 0xFFFFFFu) - 1];
+        if (p->len == n && bytes_eq(m->strs + p->off, s, n))
+            return (v & 0xFFFFFFu) - 1;
     }
 }
 
@@ -164,10 +195,10 @@ static int ptab_add(struct spm_enc *m, struct ptab *t, uint32_t id)
     const struct piece *p = &m->p[id];
     if (ptab_find(m, t, m->strs + p->off, p->len) >= 0)
         return -1;
-    uint64_t i = hash_bytes(m->strs + p->off, p->len) & t->mask;
+    uint64_t h = hash_bytes(m->strs + p->off, p->len), i = h & t->mask;
     while (t->slot[i])
         i = (i + 1) & t->mask;
-    t->slot[i] = id + 1;
+    t->slot[i] = ((uint32_t)(h >> 56) << 24) | (id + 1);
     return 0;
 }
 
@@ -184,6 +215,8 @@ struct tkey {
     const char *s;
     uint32_t len;
     int32_t value;
+    float score;
+    uint8_t type;
 };
 
 static int tkey_cmp(const void *a, const void *b)
@@ -201,11 +234,8 @@ static void trie_build(struct trie *t, struct tkey *k, size_t nk)
     size_t total = 1;
     for (size_t i = 0; i < nk; i++)
         total += k[i].len;
-    t->value = sl_xmalloc(total * sizeof(*t->value));
-    t->ebeg = sl_xmalloc(total * sizeof(*t->ebeg));
-    t->ecnt = sl_xmalloc(total * sizeof(*t->ecnt));
-    t->elabel = sl_xmalloc(total);
-    t->echild = sl_xmalloc(total * sizeof(*t->echild));
+    t->node = sl_xmalloc(total * sizeof(*t->node));
+    t->edge = sl_xmalloc(total * sizeof(*t->edge));
     struct item {
         uint32_t node, lo, hi, depth;
     } *q = sl_xmalloc(total * sizeof(*q));
@@ -215,49 +245,58 @@ static void trie_build(struct trie *t, struct tkey *k, size_t nk)
     while (qh < qt) {
         struct item it = q[qh++];
         uint32_t i = it.lo;
-        t->value[it.node] = -1;
-        if (i < it.hi && k[i].len == it.depth)
-            t->value[it.node] = k[i++].value;
-        t->ebeg[it.node] = (uint32_t)nedges;
+        struct tnode *nd = &t->node[it.node];
+        nd->value = -1;
+        nd->score = 0;
+        nd->type = 0;
+        if (i < it.hi && k[i].len == it.depth) {
+            nd->value = k[i].value;
+            nd->score = k[i].score;
+            nd->type = k[i].type;
+            i++;
+        }
+        nd->ebeg = (uint32_t)nedges;
         while (i < it.hi) {
             uint8_t b = (uint8_t)k[i].s[it.depth];
             uint32_t j = i;
             while (j < it.hi && (uint8_t)k[j].s[it.depth] == b)
                 j++;
             uint32_t child = t->nnodes++;
-            t->elabel[nedges] = b;
-            t->echild[nedges++] = child;
+            t->edge[nedges++] = (child << 8) | b;
             q[qt++] = (struct item){ child, i, j, it.depth + 1 };
             i = j;
         }
-        t->ecnt[it.node] = (uint32_t)nedges - t->ebeg[it.node];
+        t->node[it.node].ecnt = (uint32_t)nedges - t->node[it.node].ebeg;
     }
     free(q);
     for (int b = 0; b < 256; b++)
         t->root[b] = -1;
-    for (uint32_t e = 0; e < t->ecnt[0]; e++)
-        t->root[t->elabel[e]] = (int32_t)t->echild[e];
+    for (uint32_t e = 0; e < t->node[0].ecnt; e++)
+        t->root[t->edge[e] & 0xFF] = (int32_t)(t->edge[e] >> 8);
 }
 
 static inline int32_t trie_child(const struct trie *t, uint32_t node, uint8_t b)
 {
     if (node == 0)
         return t->root[b];
-    uint32_t lo = t->ebeg[node], hi = lo + t->ecnt[node];
-    if (hi - lo <= 8) {
-        for (uint32_t e = lo; e < hi; e++)
-            if (t->elabel[e] == b)
-                return (int32_t)t->echild[e];
+    const struct tnode *nd = &t->node[node];
+    const uint32_t *e = t->edge + nd->ebeg;
+    uint32_t n = nd->ecnt;
+    if (n <= 8) {
+        for (uint32_t i = 0; i < n; i++)
+            if ((uint8_t)e[i] == b)
+                return (int32_t)(e[i] >> 8);
         return -1;
     }
+    uint32_t lo = 0, hi = n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (t->elabel[mid] < b)
+        if ((uint8_t)e[mid] < b)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < t->ebeg[node] + t->ecnt[node] && t->elabel[lo] == b ? (int32_t)t->echild[lo] : -1;
+    return lo < n && (uint8_t)e[lo] == b ? (int32_t)(e[lo] >> 8) : -1;
 }
 
 /* Length of the longest key that is a prefix of s, 0 when none. */
@@ -270,7 +309,7 @@ static size_t trie_longest(const struct trie *t, const uint8_t *s, size_t n)
         if (c < 0)
             break;
         node = (uint32_t)c;
-        if (t->value[node] >= 0)
+        if (t->node[node].value >= 0)
             best = i + 1;
     }
     return best;
@@ -278,11 +317,8 @@ static size_t trie_longest(const struct trie *t, const uint8_t *s, size_t n)
 
 static void trie_release(struct trie *t)
 {
-    free(t->value);
-    free(t->ebeg);
-    free(t->ecnt);
-    free(t->elabel);
-    free(t->echild);
+    free(t->node);
+    free(t->edge);
 }
 
 /* ---- loading ----------------------------------------------------------------------- */
@@ -418,7 +454,7 @@ int spm_enc_load(struct spm_enc **out, const void *data, size_t n, const char *n
             p->off = (uint32_t)str_len;
             p->len = (uint32_t)slen;
             str_len += slen + 1;
-            if (str_len > UINT32_MAX / 2) {
+            if (str_len >= (1u << 24)) { /* trie nodes are 24-bit */
                 rc = bad(name, &r, "pieces too large");
                 goto out;
             }
@@ -468,7 +504,8 @@ int spm_enc_load(struct spm_enc **out, const void *data, size_t n, const char *n
             goto out;
         }
         if (normal)
-            keys[nkeys++] = (struct tkey){ m->strs + p->off, p->len, (int32_t)i };
+            keys[nkeys++] =
+                (struct tkey){ m->strs + p->off, p->len, (int32_t)i, p->score, p->type };
         if (p->type == PT_USER)
             nuser++;
         if (p->type == PT_NORMAL) {
@@ -581,6 +618,8 @@ out:
         spm_enc_free(m);
         return rc;
     }
+    static _Atomic uint64_t serial;
+    m->serial = ++serial;
     *out = m;
     return 0;
 }
@@ -619,7 +658,20 @@ struct rev {
     uint32_t left_len;
 };
 
+/* The per-thread cache of BPE words: the ids of a word (a span from one U+2581 to the
+ * next) of up to CACHE_KEY bytes that gave at most CACHE_IDS ids, direct-mapped. */
+#define CACHE_SLOTS 65536
+#define CACHE_KEY   22
+#define CACHE_IDS   8
+struct cache_entry {
+    uint8_t len, nids;
+    char key[CACHE_KEY];
+    uint32_t ids[CACHE_IDS];
+};
+
 struct scratch {
+    struct cache_entry *cache;
+    uint64_t cache_serial;
     char *norm;
     size_t norm_n, norm_cap;
     float *score;
@@ -643,6 +695,7 @@ static void scratch_free(void *p)
     struct scratch *s = p;
     if (!s)
         return;
+    free(s->cache);
     free(s->norm);
     free(s->score);
     free(s->start);
@@ -818,6 +871,15 @@ static void normalize(const struct spm_enc *m, struct scratch *sc, const uint8_t
             n--;
             continue;
         }
+        if (in[0] == ' ' && !m->has_user && !(m->ascii_rule[0] >> ' ' & 1)) {
+            if (!prev_space) {
+                norm_put(sc, ws, ws_n);
+                prev_space = m->remove_extra_ws;
+            }
+            in++;
+            n--;
+            continue;
+        }
         used = norm_prefix(m, in, n, &sp, &sp_n, bad_utf8);
         if (prev_space)
             while (sp_n && sp[0] == ' ') {
@@ -914,15 +976,13 @@ static int encode_unigram(const struct spm_enc *m, struct scratch *sc, struct em
             if (c < 0)
                 break;
             node = (uint32_t)c;
-            int32_t id = t->value[node];
-            if (id < 0)
-                continue;
-            const struct piece *p = &m->p[id];
-            if (p->type == PT_UNUSED)
+            const struct tnode *nd = &t->node[node];
+            int32_t id = nd->value;
+            if (id < 0 || nd->type == PT_UNUSED)
                 continue;
             size_t end = k + 1, length = end - at;
-            double score = p->type == PT_USER ? (double)((float)length * m->max_score) - 0.1
-                                              : (double)p->score;
+            double score = nd->type == PT_USER ? (double)((float)length * m->max_score) - 0.1
+                                               : (double)nd->score;
             double cand = score + (double)till_here;
             if (start[end] == -1 || cand > (double)best[end]) {
                 best[end] = (float)cand;
@@ -1111,23 +1171,73 @@ static int encode_bpe_span(const struct spm_enc *m, struct scratch *sc, struct e
     return 0;
 }
 
+/* One word through the cache: replays the cached ids through emit_id's <unk> rule, or
+ * encodes the word into a side buffer, caches it and replays it. */
+static int encode_bpe_word(const struct spm_enc *m, struct scratch *sc, struct emit *e, size_t beg,
+                           size_t end)
+{
+    size_t len = end - beg;
+    if (len > CACHE_KEY)
+        return encode_bpe_span(m, sc, e, beg, end);
+    const char *w = sc->norm + beg;
+    struct cache_entry *c = &sc->cache[hash_bytes(w, len) & (CACHE_SLOTS - 1)];
+    if (c->len != len || memcmp(c->key, w, len)) {
+        uint32_t buf[CACHE_IDS];
+        struct tok_ids side = { buf, 0, CACHE_IDS, CACHE_IDS };
+        struct emit se = { m, &side, 0 };
+        if (encode_bpe_span(m, sc, &se, beg, end)) { /* more than CACHE_IDS ids: not cached */
+            return encode_bpe_span(m, sc, e, beg, end);
+        }
+        c->len = (uint8_t)len;
+        c->nids = (uint8_t)side.n;
+        memcpy(c->key, w, len);
+        memcpy(c->ids, buf, side.n * sizeof(*buf));
+    }
+    int rc = tok_ids_reserve(e->out, c->nids);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < c->nids; i++) {
+        uint32_t id = c->ids[i];
+        if (id == (uint32_t)m->unk && !m->byte_fallback) {
+            if (e->prev_unk)
+                continue;
+            e->prev_unk = 1;
+        } else {
+            e->prev_unk = 0;
+        }
+        e->out->v[e->out->n++] = id;
+    }
+    return 0;
+}
+
 static int encode_bpe(const struct spm_enc *m, struct scratch *sc, struct emit *e)
 {
     size_t n = sc->norm_n;
     if (!m->split_ws)
         return encode_bpe_span(m, sc, e, 0, n);
+    if (sc->cache_serial != m->serial) {
+        if (!sc->cache)
+            sc->cache = sl_xmalloc(CACHE_SLOTS * sizeof(*sc->cache));
+        memset(sc->cache, 0, CACHE_SLOTS * sizeof(*sc->cache));
+        sc->cache_serial = m->serial;
+    }
     /* no piece crosses the start of a U+2581: merge each word on its own (same result) */
     size_t beg = 0;
+    const char *s = sc->norm;
     for (size_t i = 1; i + 3 <= n; i++) {
-        if ((uint8_t)sc->norm[i] == 0xE2 && !memcmp(sc->norm + i, SPACE_SYM, 3)) {
-            int rc = encode_bpe_span(m, sc, e, beg, i);
+        const char *hit = memchr(s + i, 0xE2, n - i - 2);
+        if (!hit)
+            break;
+        i = (size_t)(hit - s);
+        if (!memcmp(s + i, SPACE_SYM, 3)) {
+            int rc = encode_bpe_word(m, sc, e, beg, i);
             if (rc)
                 return rc;
             beg = i;
             i += 2;
         }
     }
-    return encode_bpe_span(m, sc, e, beg, n);
+    return encode_bpe_word(m, sc, e, beg, n);
 }
 
 int spm_enc_encode(const struct spm_enc *m, const char *text, size_t n, struct tok_ids *out)
