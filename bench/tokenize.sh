@@ -5,7 +5,8 @@
 #      string) and on Common Crawl JSONL text, multilingual and English (document by
 #      document); CPU seconds of the encoding thread, the ids of all three compared
 #      through a hash.
-#   2. SentencePiece encode: sluice's wrapper vs spm_encode, botchan.txt line by line.
+#   2. SentencePiece encode: sluice's own encoder vs spm_encode and vs the library through
+#      sluice (spm-lib:), three models, English and multilingual text line by line.
 #   3. End to end, JSONL.zst -> .bin/.idx with <|endoftext|>: `sluice tokenize -j 1` vs
 #      the same work in Python (tiktoken in a loop writing numpy arrays; Megatron's
 #      preprocess_data.py needs PyTorch and Megatron-LM, not installable here). The two
@@ -61,17 +62,41 @@ for input in shakes web ccen; do
          "sluice/tiktoken $(median "${r_tt[@]}")x, sluice/HF $(median "${r_hf[@]}")x; same ids ($(echo "$o" | field tokens) tokens)"
 done
 
-echo "== 2. SentencePiece encode (C4 BPE model with byte fallback), botchan.txt line by line x4, one core"
+echo "== 2. SentencePiece encode: sluice's own encoder vs spm_encode (and the library through sluice), line by line, one core"
+# whole processes, CPU seconds; inputs: botchan.txt x4 (English) and the lines of the
+# multilingual Common Crawl file; the ids of all three are compared through a hash
 for _ in 1 2 3 4; do cat "$data/sentencepiece/botchan.txt"; done > "$work/botchan4.txt"
-model="$data/sentencepiece/c4_en_301_5Mexp2_spm.model"
-ours=() theirs=() ratio=()
-for r in $(seq "$rounds"); do
-    a=$(LINES=1 cpu build/bench_encode "spm:$model" "$work/botchan4.txt" 1)
-    b=$(cpu sh -c "spm_encode --model '$model' --output_format=id < '$work/botchan4.txt'")
-    ours+=("${a% *}"); theirs+=("${b% *}"); ratio+=("$(python3 -c "print(${b% *} / ${a% *})")")
+zstd -dc "$web" | python3 -c "
+import json, sys
+for line in sys.stdin:
+    for l in json.loads(line)['text'].split('\n'):
+        if l.strip(): print(l)" > "$work/web_lines.txt"
+for model in c4_en_301_5Mexp2_spm test_model test_ja_model; do
+    m="$data/sentencepiece/$model.model"
+    for input in botchan4 web_lines; do
+        f="$work/$input.txt"
+        ours=() lib=() theirs=() ratio=() rlib=()
+        for r in $(seq "$rounds"); do
+            a=$(LINES=1 cpu build/bench_encode "spm:$m" "$f" 1)
+            l=$(LINES=1 cpu build/bench_encode "spm-lib:$m" "$f" 1)
+            b=$(cpu sh -c "spm_encode --model '$m' --output_format=id < '$f'")
+            ours+=("${a% *}"); lib+=("${l% *}"); theirs+=("${b% *}")
+            ratio+=("$(python3 -c "print(${b% *} / max(${a% *}, 0.005))")")
+            rlib+=("$(python3 -c "print(${l% *} / max(${a% *}, 0.005))")")
+        done
+        h1=$(LINES=1 build/bench_encode "spm:$m" "$f" 1 | field fnv); h2=$(LINES=1 build/bench_encode "spm-lib:$m" "$f" 1 | field fnv)
+        h3=$(spm_encode --model "$m" --output_format=id < "$f" | python3 -c "
+import sys
+h = 1469598103934665603
+for line in sys.stdin:
+    for t in line.split():
+        h = ((h ^ int(t)) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+print('%016x' % h)")
+        [ "$h1" = "$h2" ] && [ "$h1" = "$h3" ] && same="same ids" || same="IDS DIFFER ($h1 $h2 $h3)"
+        echo "$model, $input ($(wc -c < "$f") bytes): CPU s sluice $(median "${ours[@]}"), library via sluice $(median "${lib[@]}")," \
+             "spm_encode $(median "${theirs[@]}"); spm_encode/sluice $(median "${ratio[@]}")x, library/sluice $(median "${rlib[@]}")x; $same"
+    done
 done
-echo "whole processes, CPU s: sluice wrapper $(median "${ours[@]}"), spm_encode $(median "${theirs[@]}");" \
-     "spm_encode/sluice $(median "${ratio[@]}")x (both are the same library; the difference is I/O and output formatting)"
 
 echo "== 3. End to end JSONL.zst -> .bin/.idx, one core"
 for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$web"; done | zstd -q -3 -o "$work/corpus.jsonl.zst"

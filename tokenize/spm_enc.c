@@ -39,8 +39,11 @@ struct trie {
     int32_t root[256];
     struct tnode *node;
     uint32_t *edge;
+    int32_t *dense; /* 256 children (or -1) for each node with more than DENSE_MIN edges */
     uint32_t nnodes;
 };
+#define DENSE_MIN  12
+#define DENSE_MARK 0xFFFF /* ecnt of a node whose children are in dense[ebeg..ebeg+256) */
 
 /* Open addressing from piece bytes to id. */
 struct ptab {
@@ -273,6 +276,25 @@ static void trie_build(struct trie *t, struct tkey *k, size_t nk)
         t->root[b] = -1;
     for (uint32_t e = 0; e < t->node[0].ecnt; e++)
         t->root[t->edge[e] & 0xFF] = (int32_t)(t->edge[e] >> 8);
+    /* nodes with many children (the letters after U+2581, say) get a direct table */
+    size_t ndense = 0;
+    for (uint32_t i = 1; i < t->nnodes; i++)
+        ndense += t->node[i].ecnt > DENSE_MIN;
+    t->dense = sl_xmalloc((ndense ? ndense : 1) * 256 * sizeof(*t->dense));
+    size_t d = 0;
+    for (uint32_t i = 1; i < t->nnodes; i++) {
+        struct tnode *nd = &t->node[i];
+        if (nd->ecnt <= DENSE_MIN)
+            continue;
+        int32_t *row = t->dense + d * 256;
+        for (int b = 0; b < 256; b++)
+            row[b] = -1;
+        for (uint32_t e = nd->ebeg; e < nd->ebeg + nd->ecnt; e++)
+            row[t->edge[e] & 0xFF] = (int32_t)(t->edge[e] >> 8);
+        nd->ebeg = (uint32_t)(d * 256);
+        nd->ecnt = DENSE_MARK;
+        d++;
+    }
 }
 
 static inline int32_t trie_child(const struct trie *t, uint32_t node, uint8_t b)
@@ -280,6 +302,8 @@ static inline int32_t trie_child(const struct trie *t, uint32_t node, uint8_t b)
     if (node == 0)
         return t->root[b];
     const struct tnode *nd = &t->node[node];
+    if (nd->ecnt == DENSE_MARK)
+        return t->dense[nd->ebeg + b];
     const uint32_t *e = t->edge + nd->ebeg;
     uint32_t n = nd->ecnt;
     if (n <= 8) {
@@ -319,6 +343,7 @@ static void trie_release(struct trie *t)
 {
     free(t->node);
     free(t->edge);
+    free(t->dense);
 }
 
 /* ---- loading ----------------------------------------------------------------------- */
