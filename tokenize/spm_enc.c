@@ -1196,8 +1196,9 @@ static int encode_bpe_span(const struct spm_enc *m, struct scratch *sc, struct e
     return 0;
 }
 
-/* One word through the cache: replays the cached ids through emit_id's <unk> rule, or
- * encodes the word into a side buffer, caches it and replays it. */
+/* One word through the cache: replays the cached ids through emit_piece's <unk> rule, or
+ * encodes the word into a side buffer, caches it (when it has at most CACHE_IDS ids) and
+ * replays it. */
 static int encode_bpe_word(const struct spm_enc *m, struct scratch *sc, struct emit *e, size_t beg,
                            size_t end)
 {
@@ -1206,23 +1207,28 @@ static int encode_bpe_word(const struct spm_enc *m, struct scratch *sc, struct e
         return encode_bpe_span(m, sc, e, beg, end);
     const char *w = sc->norm + beg;
     struct cache_entry *c = &sc->cache[hash_bytes(w, len) & (CACHE_SLOTS - 1)];
+    uint32_t buf[CACHE_KEY]; /* every id covers at least one byte of the word */
+    const uint32_t *ids = c->ids;
+    size_t nids = c->nids;
     if (c->len != len || memcmp(c->key, w, len)) {
-        uint32_t buf[CACHE_IDS];
-        struct tok_ids side = { buf, 0, CACHE_IDS, CACHE_IDS };
+        struct tok_ids side = { buf, 0, CACHE_KEY, CACHE_KEY };
         struct emit se = { m, &side, 0 };
-        if (encode_bpe_span(m, sc, &se, beg, end)) { /* more than CACHE_IDS ids: not cached */
+        if (encode_bpe_span(m, sc, &se, beg, end))
             return encode_bpe_span(m, sc, e, beg, end);
+        ids = buf;
+        nids = side.n;
+        if (nids <= CACHE_IDS) {
+            c->len = (uint8_t)len;
+            c->nids = (uint8_t)nids;
+            memcpy(c->key, w, len);
+            memcpy(c->ids, buf, nids * sizeof(*buf));
         }
-        c->len = (uint8_t)len;
-        c->nids = (uint8_t)side.n;
-        memcpy(c->key, w, len);
-        memcpy(c->ids, buf, side.n * sizeof(*buf));
     }
-    int rc = tok_ids_reserve(e->out, c->nids);
+    int rc = tok_ids_reserve(e->out, nids);
     if (rc)
         return rc;
-    for (uint32_t i = 0; i < c->nids; i++) {
-        uint32_t id = c->ids[i];
+    for (size_t i = 0; i < nids; i++) {
+        uint32_t id = ids[i];
         if (id == (uint32_t)m->unk && !m->byte_fallback) {
             if (e->prev_unk)
                 continue;
