@@ -39,8 +39,7 @@ TEST(spm_reference_cases)
             *nl = 0;
         struct json_object *o = json_tokener_parse(line), *m, *t, *want, *pieces, *decoded;
         REQUIRE(o && json_object_object_get_ex(o, "model", &m) &&
-                json_object_object_get_ex(o, "text", &t) &&
-                json_object_object_get_ex(o, "ids", &want) &&
+                json_object_object_get_ex(o, "text", &t) && json_object_object_get_ex(o, "ids", &want) &&
                 json_object_object_get_ex(o, "pieces", &pieces) &&
                 json_object_object_get_ex(o, "decoded", &decoded));
         int k = -1;
@@ -50,9 +49,7 @@ TEST(spm_reference_cases)
         REQUIRE(k >= 0);
         per[k]++;
         ids.n = 0;
-        CHECK_EQ_INT(spm_encode(sp[k], json_object_get_string(t),
-                                (size_t)json_object_get_string_len(t), &ids),
-                     0);
+        CHECK_EQ_INT(spm_encode(sp[k], json_object_get_string(t), (size_t)json_object_get_string_len(t), &ids), 0);
         size_t wn = json_object_array_length(want);
         int same = wn == ids.n;
         for (size_t i = 0; same && i < wn; i++) {
@@ -100,15 +97,9 @@ TEST(spm_reference_cases)
     /* an invalid byte is U+FFFD, not normalized further, and reported: spm_encode gives
      * "▁ab <0xEF> <0xBF> <0xBD> cd" (while a literal U+FFFD is mapped by the model's
      * normalizer) */
-    static const char *const want_pieces[] = { "\xe2\x96\x81"
-                                               "ab",
-                                               "<0xEF>", "<0xBF>", "<0xBD>", "cd" };
+    static const char *const want_pieces[] = { "\xe2\x96\x81" "ab", "<0xEF>", "<0xBF>", "<0xBD>", "cd" };
     ids.n = 0;
-    CHECK_EQ_INT(spm_encode(sp[2],
-                            "ab\xff"
-                            "cd",
-                            5, &ids),
-                 1);
+    CHECK_EQ_INT(spm_encode(sp[2], "ab\xff" "cd", 5, &ids), 1);
     CHECK_EQ_INT(ids.n, 5);
     for (size_t i = 0; i < ids.n && i < 5; i++)
         CHECK_EQ_STR(spm_id_to_piece(sp[2], ids.v[i]), want_pieces[i]);
