@@ -4,6 +4,10 @@
       encode a text file (one string) or a JSONL file's "text" members with tiktoken
       (GPT-2 ranks) or HF tokenizers (GPT-2 vocab + merges); prints tokens, best seconds,
       MB/s and the same FNV-1a hash of the ids that bench/encode.c prints
+  tokenize_peers.py encode gigatoken GPT2_DIR RANKS|MODEL INPUT [jsonl|lines] [repeat]
+      the same with gigatoken (pip gigatoken 0.10): a .tiktoken rank file (GPT-2's
+      pretokenizer for r50k_base) or a SentencePiece .model; encode_batch_list on one
+      thread (parallel=False); CPU seconds of the whole process (gigatoken is Rust)
   tokenize_peers.py preprocess RANKS INPUT.jsonl[.zst|.gz] PREFIX
       what Megatron's preprocess_data.py does with one worker, with tiktoken: read JSONL,
       encode each text, append <|endoftext|> to non-empty documents, write
@@ -41,11 +45,27 @@ def open_text(path):
 
 
 def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
-    if jsonl:
+    if jsonl == "lines":
+        texts = [l[:-1] if l.endswith("\n") else l for l in open_text(path)]
+    elif jsonl:
         texts = [json.loads(l)["text"] for l in open_text(path)]
     else:
         texts = [open_text(path).read()]
     nbytes = sum(len(t.encode()) for t in texts)
+    if kind == "gigatoken":
+        import gigatoken
+        if ranks.endswith(".model"):
+            tok = gigatoken.Tokenizer.from_sentencepiece(ranks)
+        else:
+            tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer="gpt2")
+        best, out = 1e30, None
+        for _ in range(repeat):
+            t0 = time.process_time()
+            out = tok.encode_batch_list(texts, parallel=False)
+            best = min(best, time.process_time() - t0)
+        print("tokens %d bytes %d seconds %.4f MB/s %.1f fnv %016x"
+              % (sum(len(x) for x in out), nbytes, best, nbytes / best / 1e6, fnv(out)))
+        return
     if kind == "tiktoken":
         enc = gpt2_tiktoken(ranks)
         f = enc.encode_ordinary
@@ -87,6 +107,6 @@ def preprocess(ranks, path, prefix):
 if __name__ == "__main__":
     a = sys.argv
     if a[1] == "encode":
-        encode(a[2], a[3], a[4], a[5], len(a) > 6 and a[6] == "jsonl", int(a[7]) if len(a) > 7 else 3)
+        encode(a[2], a[3], a[4], a[5], a[6] if len(a) > 6 else "", int(a[7]) if len(a) > 7 else 3)
     else:
         preprocess(a[2], a[3], a[4])

@@ -1,10 +1,10 @@
 # tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
 LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/tokenizer.c
 PKGS += libpcre2-8
-LIB_SRCS += tokenize/spm.cc tokenize/spm_train.cc
+LIB_SRCS += tokenize/spm_enc.c tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
 LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
-FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc
 
 # The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
 .PHONY: gen-unicat

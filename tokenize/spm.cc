@@ -11,11 +11,14 @@ extern "C" {
 #include "core/err.h"
 #include "core/stream.h"
 #include "core/utf8.h"
+#include "tokenize/spm_enc.h"
 }
 
 struct spm {
     sentencepiece::SentencePieceProcessor proc;
     std::string type;
+    struct spm_enc *own = nullptr; /* sluice's encoder; null: the library encodes */
+    ~spm() { spm_enc_free(own); }
 };
 
 /* Protocol buffers, just enough to read ModelProto.trainer_spec (2).model_type (3). */
@@ -74,7 +77,8 @@ static int model_type(const unsigned char *p, size_t n)
     return type;
 }
 
-extern "C" int spm_load_mem(struct spm **out, const void *data, size_t n, const char *name)
+extern "C" int spm_load_mem_engine(struct spm **out, const void *data, size_t n, const char *name,
+                                   enum spm_engine engine)
 {
     *out = nullptr;
     spm *s = new (std::nothrow) spm;
@@ -96,11 +100,27 @@ extern "C" int spm_load_mem(struct spm **out, const void *data, size_t n, const 
     case 4: s->type = "char"; break;
     default: s->type = "unigram"; break;
     }
+    if (engine == SPM_ENGINE_OWN) {
+        /* word and char models (SL_ERR_UNSUPPORTED) stay with the library; a model the
+         * library reads is not refused because of the own reader */
+        if (spm_enc_load(&s->own, data, n, name) != 0)
+            s->own = nullptr;
+    }
     *out = s;
     return 0;
 }
 
+extern "C" int spm_load_mem(struct spm **out, const void *data, size_t n, const char *name)
+{
+    return spm_load_mem_engine(out, data, n, name, SPM_ENGINE_OWN);
+}
+
 extern "C" int spm_load(struct spm **out, const char *path)
+{
+    return spm_load_engine(out, path, SPM_ENGINE_OWN);
+}
+
+extern "C" int spm_load_engine(struct spm **out, const char *path, enum spm_engine engine)
 {
     *out = nullptr;
     struct sl_buf b = SL_BUF_INIT;
@@ -110,7 +130,7 @@ extern "C" int spm_load(struct spm **out, const char *path)
         sl_buf_release(&b);
         return sl_err_wrap(rc, "cannot load SentencePiece model: ");
     }
-    rc = spm_load_mem(out, b.data ? b.data : "", b.len, path);
+    rc = spm_load_mem_engine(out, b.data ? b.data : "", b.len, path, engine);
     sl_buf_release(&b);
     return rc;
 }
@@ -122,17 +142,13 @@ extern "C" void spm_free(struct spm *s)
 
 extern "C" int spm_encode(const struct spm *s, const char *text, size_t n, struct tok_ids *out)
 {
+    if (s->own)
+        return spm_enc_encode(s->own, text, n, out);
     thread_local std::vector<int> ids;
-    thread_local struct sl_buf fixed = SL_BUF_INIT;
-    int repaired = 0;
+    /* the library's normalizer turns each invalid byte into U+FFFD (not normalized further),
+     * as spm_encode does; only report it */
+    int repaired = sl_utf8_validate(text, n) != n;
     absl::string_view in(text, n);
-    if (sl_utf8_validate(text, n) != n) {
-        sl_buf_reset(&fixed);
-        if (sl_utf8_repair(&fixed, text, n, nullptr) != 0)
-            return sl_err_set(SL_ERR_TOOBIG, "text too large to repair");
-        in = absl::string_view(fixed.data, fixed.len);
-        repaired = 1;
-    }
     ids.clear();
     auto st = s->proc.Encode(in, &ids);
     if (!st.ok())
@@ -204,4 +220,9 @@ extern "C" int64_t spm_unk_id(const struct spm *s)
 extern "C" const char *spm_model_type(const struct spm *s)
 {
     return s->type.c_str();
+}
+
+extern "C" const char *spm_engine_name(const struct spm *s)
+{
+    return s->own ? "sluice" : "library";
 }

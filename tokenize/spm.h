@@ -3,9 +3,8 @@
  * A struct spm is immutable once loaded; spm_encode and spm_decode may be called from any
  * number of threads at once (the library's processor is const-safe). Encoding is
  * spm_encode --output_format=id: no sampling, no BOS/EOS added. Text must be UTF-8; each
- * invalid sequence is replaced by U+FFFD before encoding (the library would do the same
- * inside its normalizer; doing it here makes the behaviour explicit and counted by the
- * caller through the return value).
+ * invalid byte is replaced by U+FFFD (as the library's normalizer does; the return value
+ * tells the caller so that it can count it).
  */
 #ifndef SL_TOKENIZE_SPM_H
 #define SL_TOKENIZE_SPM_H
@@ -22,11 +21,21 @@ extern "C" {
 struct sl_buf;
 struct spm;
 
+/* Which code encodes: sluice's own encoder (tokenize/spm_enc.h, the default; word and
+ * char models always go to the library) or libsentencepiece. Decoding, the piece API and
+ * training always use the library. */
+enum spm_engine { SPM_ENGINE_OWN, SPM_ENGINE_LIB };
+
 /* Load a model file (plain or compressed). Errors name the file: missing, not a
  * SentencePiece model (corrupt or another format). */
 int spm_load(struct spm **out, const char *path);
+int spm_load_engine(struct spm **out, const char *path, enum spm_engine engine);
 /* Load a serialized ModelProto from memory; `name` is used in messages. */
 int spm_load_mem(struct spm **out, const void *data, size_t n, const char *name);
+int spm_load_mem_engine(struct spm **out, const void *data, size_t n, const char *name,
+                        enum spm_engine engine);
+/* "sluice" or "library": the code that encodes. */
+const char *spm_engine_name(const struct spm *s);
 void spm_free(struct spm *s);
 
 /* Append the ids of text[0..n) to out. Returns 0, or SL_ERR_TOOBIG (out's cap), or 1 when

@@ -32,12 +32,13 @@ int tokenizer_open(struct tokenizer **out, const char *spec)
     } else if (colon && colon[1] && !strncmp(spec, "tiktoken:", 9)) {
         t->kind = TOKENIZER_TIKTOKEN;
         rc = bpe_load_tiktoken(&t->bpe, colon + 1, -1);
-    } else if (colon && colon[1] && !strncmp(spec, "spm:", 4)) {
+    } else if (colon && colon[1] && (!strncmp(spec, "spm:", 4) || !strncmp(spec, "spm-lib:", 8))) {
         t->kind = TOKENIZER_SPM;
-        rc = spm_load(&t->spm, colon + 1);
+        rc = spm_load_engine(&t->spm, colon + 1, spec[3] == ':' ? SPM_ENGINE_OWN : SPM_ENGINE_LIB);
     } else {
         rc = sl_err_set(SL_ERR_USAGE,
-                        "unknown tokenizer '%s'\nhint: use gpt2:DIR, tiktoken:FILE or spm:FILE", spec);
+                        "unknown tokenizer '%s'\nhint: use gpt2:DIR, tiktoken:FILE, spm:FILE or spm-lib:FILE",
+                        spec);
     }
     if (rc) {
         tokenizer_free(t);

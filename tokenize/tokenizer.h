@@ -2,7 +2,8 @@
  *
  *   gpt2:DIR        vocab.json + merges.txt (or encoder.json + vocab.bpe) in DIR
  *   tiktoken:FILE   a tiktoken rank file (r50k_base, cl100k_base, o200k_base)
- *   spm:FILE        a SentencePiece .model
+ *   spm:FILE        a SentencePiece .model, encoded by sluice's own encoder
+ *   spm-lib:FILE    the same, encoded by libsentencepiece
  *
  * The tokenizer is immutable and shared by threads; each thread encodes through its own
  * struct tokenizer_enc. */

@@ -172,6 +172,41 @@ expect_rc 0; expect_err "huge.jsonl.zst:2"
 expect_eq "$(json "$T/h.manifest.json" "m['counts']['skipped_line_too_long']")" 1
 expect_eq "$(json "$T/h.manifest.json" "m['counts']['documents_out']")" 2
 
+# SentencePiece: the own encoder (spm:) and the library (spm-lib:) write the same bytes,
+# and their ids are spm_encode's, line by line (three models: unigram, Japanese unigram, BPE
+# with byte fallback), over English and Japanese text
+python3 - "$TF" "$T/in/spm.jsonl" "$T/in/spm.txt" <<'PY'
+import json, subprocess, sys
+tf, out, txt = sys.argv[1], sys.argv[2], sys.argv[3]
+lines = []
+for fx in ("botchan.txt.zst", "wagahaiwa_head.txt.zst"):
+    text = subprocess.run(["zstd", "-q", "-d", "-c", tf + "/" + fx], check=True, capture_output=True).stdout
+    lines += [l for l in text.decode("utf-8").split("\n") if l.strip()][:1500]
+with open(out, "w") as f, open(txt, "w") as g:
+    for l in lines:
+        f.write(json.dumps({"text": l}) + "\n")
+        g.write(l + "\n")
+PY
+for model in test_model test_ja_model c4_en_301_5Mexp2_spm; do
+    zstd -q -d -f "$TF/$model.model.zst" -o "$T/$model.model"
+    case_ "spm:$model and spm-lib:$model write the same bytes"
+    run "$SLUICE" tokenize -q --tokenizer "spm:$T/$model.model" --out "$T/s_$model" "$T/in/spm.jsonl"
+    expect_rc 0
+    run "$SLUICE" tokenize -q --tokenizer "spm-lib:$T/$model.model" --out "$T/l_$model" "$T/in/spm.jsonl"
+    expect_rc 0
+    expect_eq "$(cat "$T/s_${model}_text_document.bin" | sha256sum)" "$(cat "$T/l_${model}_text_document.bin" | sha256sum)"
+    if command -v spm_encode >/dev/null 2>&1; then
+        case_ "spm:$model gives spm_encode's ids"
+        got=$("$PY" -c "
+import sys
+sys.path.insert(0, '$(dirname "$MIDX")'); import megatron_idx as m
+code, lens, ptrs, doc, b = m.read(sys.argv[1])
+print(' '.join(map(str, b)))" "$T/s_${model}_text_document")
+        want=$(spm_encode --model "$T/$model.model" --output_format=id < "$T/in/spm.txt" | tr '\n' ' ' | sed 's/ *$//; s/  */ /g')
+        expect_eq "$(echo "$got" | md5sum)" "$(echo "$want" | md5sum)"
+    fi
+done
+
 case_ "a corrupt .model is an error naming the file"
 head -c 5000 /dev/urandom > "$T/bad.model"
 run "$SLUICE" tokenize --tokenizer "spm:$T/bad.model" --out "$T/b" "$T/in/docs.jsonl"

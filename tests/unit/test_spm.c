@@ -94,13 +94,15 @@ TEST(spm_reference_cases)
     uint32_t bad = 1000;
     CHECK_EQ_INT(spm_decode(sp[0], &bad, 1, &dec), SL_ERR_FORMAT);
 
-    /* invalid UTF-8 is replaced by U+FFFD and reported */
+    /* an invalid byte is U+FFFD, not normalized further, and reported: spm_encode gives
+     * "▁ab <0xEF> <0xBF> <0xBD> cd" (while a literal U+FFFD is mapped by the model's
+     * normalizer) */
+    static const char *const want_pieces[] = { "\xe2\x96\x81" "ab", "<0xEF>", "<0xBF>", "<0xBD>", "cd" };
     ids.n = 0;
     CHECK_EQ_INT(spm_encode(sp[2], "ab\xff" "cd", 5, &ids), 1);
-    struct tok_ids ref = { 0 };
-    CHECK_EQ_INT(spm_encode(sp[2], "ab\xef\xbf\xbd" "cd", 7, &ref), 0);
-    CHECK_EQ_MEM(ids.v, ids.n * 4, ref.v, ref.n * 4);
-    tok_ids_release(&ref);
+    CHECK_EQ_INT(ids.n, 5);
+    for (size_t i = 0; i < ids.n && i < 5; i++)
+        CHECK_EQ_STR(spm_id_to_piece(sp[2], ids.v[i]), want_pieces[i]);
 
     tok_ids_release(&ids);
     for (int i = 0; i < 3; i++)
