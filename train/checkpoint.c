@@ -241,8 +241,12 @@ int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt
                       "%s},\n",
                       optimizer ? "\"optimizer.safetensors\"" : "null", st->adam_step,
                       optim_json ? optim_json : "null");
-    sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu},\n",
+    sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu",
                   (unsigned long long)st->consumed_samples);
+    if (st->data_json && st->data_json[0] == '{' && strcmp(st->data_json, "{}") != 0)
+        sl_buf_printf(&j, ", %s,\n", st->data_json + 1);
+    else
+        sl_buf_puts(&j, "},\n");
     sl_buf_printf(&j,
                   "  \"rng\": {\"generator\": \"xoshiro256**\", \"state\": [\"%016llx\", "
                   "\"%016llx\", \"%016llx\", \"%016llx\"]},\n",

@@ -17,9 +17,11 @@
 #include "core/options.h"
 #include "core/progress.h"
 #include "core/rng.h"
+#include "core/stream.h"
 #include "core/world.h"
 #include "dataset/loader.h"
 #include "train/checkpoint.h"
+#include "train/datainfo.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -102,11 +104,95 @@ static int cfg_range(struct sl_cfg *root, const char *path, double value, double
                       path, range, value);
 }
 
+/* The data keys (data=synthetic or data.prefix), and model.vocab_size from the data's
+ * tokenizer when the config leaves it out (train/datainfo.h). */
+static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
+{
+    int rc;
+    struct sl_cfg *data = sl_cfg_get(root, "data");
+    if (data && data->kind == SL_CFG_SCALAR) {
+        if (strcmp(data->value, "synthetic") != 0)
+            return sl_err_set(SL_ERR_CONFIG, "%s: data: expected a map or 'synthetic', got '%s'",
+                              sl_cfg_where(data), data->value);
+        data->used = 1;
+        o->synthetic = 1;
+        return 0;
+    }
+    struct sl_cfg *pn = sl_cfg_get(root, "data.prefix");
+    if (pn && pn->kind == SL_CFG_SEQ) {
+        /* a YAML list (NeMo's data_prefix): join its items with spaces */
+        const char **items;
+        size_t n;
+        if ((rc = sl_cfg_strs(root, "data.prefix", &items, &n)))
+            return rc;
+        struct sl_buf b = SL_BUF_INIT;
+        for (size_t i = 0; i < n; i++)
+            sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
+        free(items);
+        o->prefix_list = sl_buf_detach(&b, NULL);
+        o->prefix = o->prefix_list;
+    } else if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix))) {
+        return rc;
+    }
+    if ((rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
+        (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
+        (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)))
+        return rc;
+    if (o->prefix && !strcmp(o->prefix, "synthetic")) {
+        o->synthetic = 1;
+        return 0;
+    }
+    /* Megatron's --mock-data is asked for, never a fallback: no data is an error */
+    if (!o->prefix || !o->prefix[strspn(o->prefix, " \t\n")])
+        return sl_err_set(SL_ERR_CONFIG,
+                          "no training data: data.prefix is %s\nhint: data.prefix=PREFIX (the "
+                          ".bin/.idx pair that sluice tokenize wrote, e.g. "
+                          "tokens/web_text_document), or data=synthetic to train on random "
+                          "tokens (a smoke test)",
+                          o->prefix ? "empty" : "not set");
+    if ((rc = data_info_read(&o->data, o->prefix)))
+        return rc;
+    if (o->data.vocab_size <= 0)
+        return 0;
+    struct sl_cfg *vn = sl_cfg_get(root, "model.vocab_size");
+    if (!vn) {
+        char kv[64];
+        snprintf(kv, sizeof(kv), "model.vocab_size=%ld", o->data.vocab_size);
+        o->vocab_from_data = 1;
+        return sl_cfg_override(root, kv);
+    }
+    return 0;
+}
+
+/* The model's vocabulary against the data's tokenizer. */
+static int check_vocab(const struct train_opts *o, struct sl_cfg *root)
+{
+    if (o->synthetic || o->data.vocab_size <= 0)
+        return 0;
+    if (o->mc.vocab_size < o->data.vocab_size) {
+        struct sl_cfg *n = sl_cfg_get(root, "model.vocab_size");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: model.vocab_size %d is smaller than the data's tokenizer ('%s', "
+                          "%ld ids, from '%s')\nhint: leave model.vocab_size out to take it from "
+                          "the data, or set it to at least %ld",
+                          n ? sl_cfg_where(n) : "config", o->mc.vocab_size, o->data.tokenizer,
+                          o->data.vocab_size, o->data.manifest, o->data.vocab_size);
+    }
+    if (o->data.eod_id >= o->mc.vocab_size)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "model.vocab_size %d does not hold the data's end-of-document id %ld",
+                          o->mc.vocab_size, o->data.eod_id);
+    return 0;
+}
+
 static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
 {
     memset(o, 0, sizeof(*o));
-    int rc = model_config_load(&o->mc, root);
+    o->data.vocab_size = o->data.eod_id = -1;
+    int rc = load_data_opts(o, root);
     if (rc)
+        return rc;
+    if ((rc = model_config_load(&o->mc, root)) || (rc = check_vocab(o, root)))
         return rc;
     static const char *const nan_names[] = { "stop", "skip", NULL };
     static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
@@ -177,37 +263,8 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     o->lr.decay_steps = decay_steps;
     o->lr.style = (enum lr_decay)idx;
     o->data_seed = o->seed;
-    struct sl_cfg *data = sl_cfg_get(root, "data");
-    if (data && data->kind == SL_CFG_SCALAR) {
-        if (strcmp(data->value, "synthetic") != 0)
-            return sl_err_set(SL_ERR_CONFIG, "%s: data: expected a map or 'synthetic', got '%s'",
-                              sl_cfg_where(data), data->value);
-        data->used = 1;
-        o->synthetic = 1;
-    } else {
-        struct sl_cfg *pn = sl_cfg_get(root, "data.prefix");
-        if (pn && pn->kind == SL_CFG_SEQ) {
-            /* a YAML list (NeMo's data_prefix): join its items with spaces */
-            const char **items;
-            size_t n;
-            if ((rc = sl_cfg_strs(root, "data.prefix", &items, &n)))
-                return rc;
-            struct sl_buf b = SL_BUF_INIT;
-            for (size_t i = 0; i < n; i++)
-                sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
-            free(items);
-            o->prefix_list = sl_buf_detach(&b, NULL);
-            o->prefix = o->prefix_list;
-        } else if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix))) {
-            return rc;
-        }
-        if ((rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
-            (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
-            (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)) ||
-            (rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
-            return rc;
-        o->synthetic = !o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0];
-    }
+    if ((rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
+        return rc;
     if ((rc = cfg_nonneg(root, "eval.interval", 0, &o->eval_interval, 0)) ||
         (rc = cfg_nonneg(root, "eval.iters", 10, &o->eval_iters, 1)) ||
         (rc = sl_cfg_str(root, "checkpoint.dir", NULL, &o->ckpt_dir)) ||
@@ -223,6 +280,79 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     if (o->data_seed > 0xffffffffu)
         return sl_err_set(SL_ERR_CONFIG, "data.seed must be below 2^32 (numpy's RandomState)");
     return sl_cfg_check_unused(root);
+}
+
+/* --print-config: the configuration as the run would use it, every key with its value
+ * (defaults and values taken from the data included), as YAML that `sluice train` reads back. */
+static void print_config(const struct train_opts *o, FILE *f)
+{
+    const struct model_config *c = &o->mc;
+    static const char *const dev[] = { "auto", "cpu", "cuda" };
+    static const char *const attn[] = { "auto", "cudnn", "flash" };
+    static const char *const rec[] = { "none", "selective", "full" };
+    static const char *const red[] = { "fp32", "bf16" };
+    fprintf(f, "model:\n  vocab_size: %d  # %s; padded to %d rows\n", c->vocab_size,
+            o->vocab_from_data ? "from the data's tokenize manifest" : "from the config",
+            c->padded_vocab_size);
+    fprintf(f,
+            "  num_layers: %d\n  hidden_size: %d\n  num_attention_heads: %d\n"
+            "  num_query_groups: %d\n  ffn_hidden_size: %d\n  max_position_embeddings: %d\n"
+            "  normalization: %s\n  activation: %s\n  position_embedding_type: %s\n"
+            "  bias: %s\n  share_embeddings_and_output_weights: %s\n  layernorm_epsilon: %.9g\n"
+            "  rotary_base: %.17g\n  init_method_std: %.9g\n",
+            c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->d_ff, c->max_seq_len,
+            model_norm_name(c->norm), model_act_name(c->act),
+            c->pos == MODEL_POS_ROPE ? "rope" : "learned_absolute", c->bias ? "true" : "false",
+            c->tied_embeddings ? "true" : "false", (double)c->norm_eps, c->rope_theta,
+            (double)c->init_std);
+    if (c->rope_factor > 0)
+        fprintf(f,
+                "  rope_scaling:\n    factor: %.17g\n    low_freq_factor: %.17g\n"
+                "    high_freq_factor: %.17g\n    original_max_position_embeddings: %d\n",
+                c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
+                c->rope_original_max_pos);
+    if (o->synthetic)
+        fprintf(f, "data: synthetic\n");
+    else {
+        fprintf(f, "data:\n  prefix: \"%s\"\n  split: \"%s\"\n", o->prefix, o->split);
+        if (o->cache_dir)
+            fprintf(f, "  cache_dir: \"%s\"\n", o->cache_dir);
+        fprintf(f, "  normalize_weights: %s\n  seed: %llu\n",
+                o->normalize_weights ? "true" : "false", (unsigned long long)o->data_seed);
+        if (o->data.tokenizer)
+            fprintf(f, "  # tokenizer: %s (%ld ids, end of document %ld) from %s\n",
+                    o->data.tokenizer, o->data.vocab_size, o->data.eod_id, o->data.manifest);
+    }
+    fprintf(f,
+            "train:\n  seq_len: %ld\n  micro_batch_size: %ld\n  global_batch_size: %ld\n"
+            "  steps: %ld\n  threads: %ld\n  seed: %llu\n  resume: %s\n  on_nan: %s\n"
+            "  device: %s\n  attention: %s\n  recompute: %s\n  grad_reduce_dtype: %s\n"
+            "  deterministic: %s\n",
+            o->seq_len, o->micro_batch, o->global_batch, o->steps, o->threads,
+            (unsigned long long)o->seed, o->resume, o->on_nan_skip ? "skip" : "stop",
+            dev[o->device], attn[o->attention], rec[o->recompute], red[o->grad_reduce],
+            o->deterministic ? "true" : "false");
+    if (o->dump_grads)
+        fprintf(f, "  dump_grads: %s\n", o->dump_grads);
+    fprintf(f,
+            "optim:\n  lr: %.17g\n  min_lr: %.17g\n  warmup_steps: %ld\n  decay_steps: %ld\n"
+            "  decay_style: %s\n  wsd_decay_fraction: %.17g\n  weight_decay: %.17g\n"
+            "  beta1: %.17g\n  beta2: %.17g\n  eps: %.17g\n  clip_grad: %.17g\n",
+            o->lr.lr, o->lr.min_lr, o->lr.warmup_steps, o->lr.decay_steps,
+            lr_decay_name(o->lr.style), o->lr.wsd_fraction, o->adam.weight_decay, o->adam.beta1,
+            o->adam.beta2, o->adam.eps, o->clip);
+    fprintf(f, "eval:\n  interval: %ld\n  iters: %ld\n", o->eval_interval, o->eval_iters);
+    fprintf(f, "checkpoint:\n");
+    if (o->ckpt_dir)
+        fprintf(f, "  dir: %s\n", o->ckpt_dir);
+    fprintf(f, "  interval: %ld\n  keep_last: %ld\n", o->ckpt_interval, o->keep_last);
+    fprintf(f, "log:\n  interval: %ld\n  peak_tflops: %.17g\n", o->log_interval, o->peak_tflops);
+    if (o->log_file)
+        fprintf(f, "  file: %s\n", o->log_file);
+    if (o->tb_dir)
+        fprintf(f, "  tensorboard_dir: %s\n", o->tb_dir);
+    if (o->dump_dir)
+        fprintf(f, "debug:\n  dump_dir: %s\n  dump_steps: %ld\n", o->dump_dir, o->dump_steps);
 }
 
 /* Everything the driver holds. */
@@ -429,6 +559,60 @@ static int setup_threads(long want)
 #endif
 }
 
+/* The data loader failed on prefix: add a hint when a path of it is not a .bin/.idx pair
+ * but names one that sluice tokenize wrote (tokens/web -> tokens/web_text_document). */
+static void add_prefix_hint(const char *prefix)
+{
+    char *all = sl_xstrdup(prefix), *save = NULL;
+    for (char *w = strtok_r(all, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        char *h = data_info_prefix_hint(w);
+        if (h && !strstr(sl_err_msg(), "hint:")) {
+            char *msg = sl_xasprintf("%s%s", sl_err_msg(), h);
+            sl_err_set(SL_ERR_NOTFOUND, "%s", msg);
+            free(msg);
+        }
+        free(h);
+        if (h)
+            break;
+    }
+    free(all);
+}
+
+/* A resumed run appends to log.file: drop the lines of the steps after the checkpoint
+ * (they ran, but the run goes on from the checkpoint and logs them again). */
+static int trim_log(const char *path, long step)
+{
+    struct sl_buf b = SL_BUF_INIT, out = SL_BUF_INIT;
+    b.max = (size_t)1 << 34;
+    int rc = sl_read_file(path, &b);
+    if (rc) {
+        sl_buf_release(&b);
+        return 0; /* no log yet */
+    }
+    size_t dropped = 0;
+    for (size_t i = 0; i < b.len;) {
+        const char *line = b.data + i, *nl = memchr(line, '\n', b.len - i);
+        size_t n = nl ? (size_t)(nl - line) + 1 : b.len - i;
+        const char *sp = NULL;
+        for (size_t k = 0; k + 7 < n && !sp; k++)
+            if (!memcmp(line + k, "\"step\":", 7))
+                sp = line + k + 7;
+        if (sp && strtol(sp, NULL, 10) > step)
+            dropped++;
+        else
+            sl_buf_append(&out, line, n);
+        i += n;
+    }
+    if (dropped)
+        rc = sl_write_file_atomic(path, out.data ? out.data : "", out.len);
+    if (!rc && dropped)
+        sl_info("log.file '%s': %zu lines of steps after %ld dropped (they run again)", path,
+                dropped, step);
+    sl_buf_release(&b);
+    sl_buf_release(&out);
+    return rc;
+}
+
 static int open_data(struct trainer *t)
 {
     const struct train_opts *o = &t->o;
@@ -448,6 +632,8 @@ static int open_data(struct trainer *t)
     dopt.write_cache = t->w->rank == 0;
     double td = sl_now();
     int rc = data_loader_open(&t->data, &dopt);
+    if (rc && !o->synthetic)
+        add_prefix_hint(o->prefix);
     if ((rc = all_ok(t, rc)))
         return rc;
     if (t->w->rank != 0)
@@ -463,6 +649,21 @@ static int open_data(struct trainer *t)
                 data_loader_cached(t->data) ? "from the cache" : "built", sl_now() - td);
         if (data_loader_note(t->data))
             sl_warn("%s", data_loader_note(t->data));
+        const struct data_info *di = &o->data;
+        if (di->tokenizer)
+            sl_info("data: tokenizer '%s' (%ld ids, end of document %ld, from '%s'); "
+                    "model.vocab_size %d%s, padded to %d",
+                    di->tokenizer, di->vocab_size, di->eod_id, di->manifest, o->mc.vocab_size,
+                    o->vocab_from_data ? " from the data" : "", o->mc.padded_vocab_size);
+        else
+            sl_warn("data: no tokenize manifest beside '%s': model.vocab_size is %d, the end of "
+                    "document id unknown\nhint: set model.vocab_size to the tokenizer's size",
+                    o->prefix, o->mc.vocab_size);
+        if (di->vocab_size > 0 && o->mc.padded_vocab_size - di->vocab_size >= 128)
+            sl_warn("model.vocab_size %d is larger than the data's tokenizer (%ld ids): %d "
+                    "embedding rows are never trained\nhint: leave model.vocab_size out to take "
+                    "it from the data",
+                    o->mc.vocab_size, di->vocab_size, o->mc.vocab_size - (int)di->vocab_size);
     }
     return 0;
 }
@@ -501,7 +702,7 @@ static int find_resume(struct trainer *t, char **from)
     return rc;
 }
 
-static int run(struct sl_cfg *root)
+static int run(struct sl_cfg *root, int print_only)
 {
     struct trainer tr;
     memset(&tr, 0, sizeof(tr));
@@ -512,9 +713,17 @@ static int run(struct sl_cfg *root)
     if (rc) {
         sl_error("%s", sl_err_msg());
         free(t->o.prefix_list);
+        data_info_release(&t->o.data);
         return 2;
     }
     struct train_opts *o = &t->o;
+    if (print_only) {
+        if (t->w->rank == 0)
+            print_config(o, stdout);
+        free(o->prefix_list);
+        data_info_release(&o->data);
+        return 0;
+    }
     struct sl_buf cj = SL_BUF_INIT;
     sl_cfg_to_json(root, &cj);
     o->config_json = sl_buf_detach(&cj, NULL);
@@ -527,6 +736,11 @@ static int run(struct sl_cfg *root)
                   lr_decay_name(o->lr.style), o->adam.weight_decay, o->adam.beta1, o->adam.beta2,
                   o->adam.eps, o->clip);
     o->optim_json = sl_buf_detach(&oj, NULL);
+    if (!o->synthetic) {
+        struct sl_buf dj = SL_BUF_INIT;
+        data_info_to_json(&o->data, &dj);
+        o->data_json = sl_buf_detach(&dj, NULL);
+    }
     o->accum = o->global_batch / (o->micro_batch * t->w->size);
 
     int threads = setup_threads(o->threads);
@@ -560,6 +774,7 @@ static int run(struct sl_cfg *root)
         rc = 1;
         goto out;
     }
+    t->st.data_json = o->data_json;
     if (from) {
         memcpy(t->rng.s, t->st.rng, sizeof(t->rng.s));
         if (t->w->rank == 0)
@@ -578,7 +793,9 @@ static int run(struct sl_cfg *root)
                 "%.3g GFLOP per token",
                 o->global_batch, o->micro_batch, t->w->size, o->accum, o->seq_len,
                 t->flops_per_token / 1e9);
-        if (o->log_file) {
+        if (o->log_file && from)
+            rc = trim_log(o->log_file, t->st.step);
+        if (o->log_file && !rc) {
             t->log = fopen(o->log_file, "a");
             if (!t->log)
                 rc = sl_err_set(SL_ERR_IO, "cannot open log file '%s': %s", o->log_file,
@@ -611,14 +828,20 @@ out:
     model_layout_release(&t->l);
     free(o->config_json);
     free(o->optim_json);
+    free(o->data_json);
     free(o->prefix_list);
+    data_info_release(&o->data);
     return rc;
 }
 
 int cmd_train(int argc, const char **argv)
 {
     const char *tb = NULL;
+    int print_only = 0;
     struct sl_option options[] = {
+        SL_OPT_FLAG_(0, "print-config", &print_only,
+                     "print the resolved configuration (defaults and values from the data "
+                     "included) as YAML and exit"),
         SL_OPT_STRING(0, "tensorboard", &tb, "DIR",
                       "TensorBoard events and loss.svg in DIR (log.tensorboard_dir)"),
         SL_OPT_COMMON,
@@ -663,7 +886,7 @@ int cmd_train(int argc, const char **argv)
         sl_strlist_release(&rest);
         return 2;
     }
-    rc = run(root);
+    rc = run(root, print_only);
     sl_cfg_free(root);
     sl_strlist_release(&rest);
     return rc;

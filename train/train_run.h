@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "train/checkpoint.h"
+#include "train/datainfo.h"
 #include "train/model.h"
 #include "train/optim.h"
 
@@ -37,6 +38,9 @@ struct train_opts {
     const char *prefix, *split, *cache_dir;
     char *prefix_list; /* data.prefix given as a list, joined (owned) */
     int normalize_weights, synthetic;
+    struct data_info data; /* the data's tokenizer and absolute paths (owned) */
+    int vocab_from_data;   /* model.vocab_size was taken from the data */
+    char *data_json;       /* data_info as JSON, for checkpoint.json (owned) */
     long eval_interval, eval_iters;
     const char *ckpt_dir;
     long ckpt_interval, keep_last;

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The trainer reads its data's facts: model.vocab_size from the tokenize manifest (padded to
+# 128), a smaller vocabulary is an error naming both sizes, no data is an error (synthetic
+# only when asked), a prefix given as the tokenize --out or as the .bin gets a hint naming
+# PREFIX_text_document, prefixes of different tokenizers cannot be blended, the checkpoint
+# records the tokenizer, the end-of-document id and absolute data paths (generate works from
+# another directory), --print-config prints a config that trains, and a resumed run's
+# log.file does not repeat the steps after the checkpoint.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+CFG="$ROOT/configs/models/tiny-gpt.yaml"
+TF="$FIX/tokenizer"
+QUICK=(model.num_layers=1 train.seq_len=32 train.micro_batch_size=2 train.global_batch_size=2
+       train.steps=2 eval.interval=0 train.resume=none)
+
+# a 1,000-piece SentencePiece model (eos/end of document = 3) and the GPT-2 BPE
+zstd -q -d "$TF/botchan.txt.zst" -o "$T/botchan.txt"
+run "$SLUICE" tokenizer train --model-type bpe --vocab-size 1000 --threads 1 \
+    --input-sentence-size 2000 --out "$T/m" "$T/botchan.txt"
+expect_rc 0
+mkdir -p "$T/gpt2"
+zstd -q -d "$TF/encoder.json.zst" -o "$T/gpt2/encoder.json"
+zstd -q -d "$TF/vocab.bpe.zst" -o "$T/gpt2/vocab.bpe"
+"$PY" -c "
+import json, sys
+for l in open(sys.argv[1]):
+    l = l.strip()
+    if l: print(json.dumps({'text': l}))" "$T/botchan.txt" > "$T/b.jsonl"
+mkdir -p "$T/tok"
+run "$SLUICE" tokenize -q --tokenizer "spm:$T/m.model" --append-eod --out "$T/tok/web" "$T/b.jsonl"
+expect_rc 0
+run "$SLUICE" tokenize -q --tokenizer "gpt2:$T/gpt2" --append-eod --out "$T/tok/g" "$T/b.jsonl"
+expect_rc 0
+P="$T/tok/web_text_document"
+
+case_ "no data is an error naming both ways out; data=synthetic is explicit"
+run "$SLUICE" train "$CFG" "${QUICK[@]}"
+expect_rc 2
+expect_err "no training data: data.prefix is not set"
+expect_err "data=synthetic"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix=
+expect_rc 2
+expect_err "no training data: data.prefix is empty"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data=synthetic
+expect_rc 0
+expect_err "data: synthetic"
+
+case_ "model.vocab_size comes from the data: 1000 ids, padded to 1024 rows; eod 3"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P" data.cache_dir="$T/cache" \
+    checkpoint.dir="$T/ck"
+expect_rc 0
+expect_err "model.vocab_size 1000 from the data, padded to 1024"
+ck="$T/ck/step-00000002/checkpoint.json"
+expect_eq "$(json "$ck" "m['model']['vocab_size'], m['model']['padded_vocab_size']")" "1000 1024"
+expect_eq "$(json "$ck" "m['data']['tokenizer'], m['data']['eod_id'], m['data']['vocab_size'], m['data']['prefix']")" \
+    "spm:$(realpath "$T/m.model") 3 1000 $(realpath "$P")"
+
+case_ "a model vocabulary smaller than the data's is an error naming both sizes"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P" model.vocab_size=500
+expect_rc 2
+expect_err "model.vocab_size 500 is smaller than the data's tokenizer"
+expect_err "1000 ids"
+case_ "a larger one trains, with a warning about the rows never trained"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P" data.cache_dir="$T/cache" model.vocab_size=50257
+expect_rc 0
+expect_err "model.vocab_size 50257 is larger than the data's tokenizer (1000 ids)"
+
+case_ "the tokenize --out or the .bin as data.prefix: a hint names the prefix"
+for p in "$T/tok/web" "$T/tok/web.bin"; do
+    run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$p"
+    expect_rc 1
+    expect_err "data.prefix=$T/tok/web_text_document"
+done
+
+case_ "blending prefixes of different tokenizers is an error naming both"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="0.5 $P 0.5 $T/tok/g_text_document"
+expect_rc 2
+expect_err "were tokenized with different tokenizers"
+expect_err "spm:"
+expect_err "gpt2:"
+
+case_ "generate from another directory finds the tokenizer through the checkpoint"
+mkdir -p "$T/elsewhere"
+(cd "$T/elsewhere" && "$SLUICE" generate "$T/ck" -p "the" -n 4 --seed 1 >"$T/out" 2>"$T/err") && rc=0 || rc=$?
+expect_rc 0
+expect_err "spm:$(realpath "$T/m.model")"
+
+case_ "--print-config prints the resolved config, which trains as is"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P" data.cache_dir="$T/cache" --print-config
+expect_rc 0
+expect_out "vocab_size: 1000  # from the data's tokenize manifest; padded to 1024 rows"
+expect_out "  lr: 0.00"
+expect_out "decay_style: cosine"
+cp "$T/out" "$T/resolved.yaml"
+run "$SLUICE" train "$T/resolved.yaml" train.steps=1
+expect_rc 0
+expect_out "step 1/1"
+
+case_ "resume: log.file holds each step once"
+R=("${QUICK[@]}" data.prefix="$P" data.cache_dir="$T/cache" train.steps=4 checkpoint.dir="$T/r"
+   checkpoint.interval=2 log.file="$T/r.jsonl" train.resume=auto)
+run "$SLUICE" train "$CFG" "${R[@]}"
+expect_rc 0
+rm -rf "$T/r/step-00000004" # as if the run had died after step 4's log line
+run "$SLUICE" train "$CFG" "${R[@]}"
+expect_rc 0
+expect_err "resumed from"
+expect_eq "$("$PY" -c "
+import json, sys
+print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1]) if json.loads(l)['type'] == 'train'))" "$T/r.jsonl")" "1 2 3 4"
+
+finish
