@@ -695,7 +695,8 @@ static void hf_release(struct hf_out *o)
     free(o->bufs);
 }
 
-int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
+int ckpt_export_hf(const char *path, const char *out_dir, long bos_id, long eos_id,
+                   const char **arch)
 {
     struct model_config c;
     struct ckpt_state st;
@@ -819,6 +820,11 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
     hf_release(&o);
     if (rc)
         goto out;
+    char bos[24] = "null", eos[24] = "null";
+    if (bos_id >= 0 && bos_id < c.vocab_size)
+        snprintf(bos, sizeof(bos), "%ld", bos_id);
+    if (eos_id >= 0 && eos_id < c.vocab_size)
+        snprintf(eos, sizeof(eos), "%ld", eos_id);
     struct sl_buf j = SL_BUF_INIT;
     if (gpt2) {
         sl_buf_printf(
@@ -829,11 +835,11 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
             "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
             "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
             "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
-            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
+            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n"
             "  \"torch_dtype\": \"float32\"\n}\n",
             c.vocab_size, c.max_seq_len, c.max_seq_len, c.d_model, c.n_layers, c.n_heads, c.d_ff,
             c.act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c.norm_eps, (double)c.init_std,
-            c.tied_embeddings ? "true" : "false", c.vocab_size - 1, c.vocab_size - 1);
+            c.tied_embeddings ? "true" : "false", bos, eos);
     } else {
         sl_buf_printf(
             &j,
@@ -844,10 +850,12 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
             "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
             "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
             "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
-            "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n",
+            "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n"
+            "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n",
             c.vocab_size, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
             c.max_seq_len, (double)c.norm_eps, c.rope_theta, c.bias ? "true" : "false",
-            c.bias ? "true" : "false", c.tied_embeddings ? "true" : "false", (double)c.init_std);
+            c.bias ? "true" : "false", c.tied_embeddings ? "true" : "false", (double)c.init_std,
+            bos, eos);
         if (c.rope_factor > 0)
             sl_buf_printf(&j,
                           "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, "
@@ -859,6 +867,18 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
             sl_buf_puts(&j, "  \"rope_scaling\": null\n}\n");
     }
     char *cp = sl_xasprintf("%s/config.json", out_dir);
+    rc = sl_write_file_atomic(cp, j.data, j.len);
+    free(cp);
+    sl_buf_release(&j);
+    if (rc)
+        goto out;
+    /* what transformers' generate() reads: the special ids (greedy settings are its defaults) */
+    j = (struct sl_buf)SL_BUF_INIT;
+    sl_buf_printf(&j,
+                  "{\n  \"_from_model_config\": true,\n  \"bos_token_id\": %s,\n"
+                  "  \"eos_token_id\": %s,\n  \"max_length\": %d\n}\n",
+                  bos, eos, c.max_seq_len);
+    cp = sl_xasprintf("%s/generation_config.json", out_dir);
     rc = sl_write_file_atomic(cp, j.data, j.len);
     free(cp);
     sl_buf_release(&j);

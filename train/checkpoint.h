@@ -95,9 +95,12 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
 /* Remove all but the newest keep step-* directories (keep <= 0: keep all). */
 int ckpt_prune(const char *dir, int keep);
 
-/* Write a Hugging Face transformers directory (config.json, model.safetensors) for the
- * checkpoint at path: GPT2LMHeadModel for learned positions + LayerNorm + GELU + biases,
- * LlamaForCausalLM for RoPE + RMSNorm + SwiGLU. SL_ERR_UNSUPPORTED for other mixes. */
-int ckpt_export_hf(const char *path, const char *out_dir, const char **arch);
+/* Write a Hugging Face transformers directory (config.json, generation_config.json,
+ * model.safetensors) for the checkpoint at path: GPT2LMHeadModel for learned positions +
+ * LayerNorm + GELU + biases, LlamaForCausalLM for RoPE + RMSNorm + SwiGLU.
+ * SL_ERR_UNSUPPORTED for other mixes. bos_id, eos_id: the tokenizer's special ids (written
+ * as null when negative or outside the vocabulary). Tokenizer files are the caller's. */
+int ckpt_export_hf(const char *path, const char *out_dir, long bos_id, long eos_id,
+                   const char **arch);
 
 #endif

@@ -85,6 +85,45 @@ mkdir -p "$T/elsewhere"
 expect_rc 0
 expect_err "spm:$(realpath "$T/m.model")"
 
+case_ "export hf: SentencePiece data: tokenizer.model, tokenizer_config.json, the data's ids"
+run "$SLUICE" export hf --out "$T/hf-spm" "$T/ck"
+expect_rc 0
+cmp -s "$T/m.model" "$T/hf-spm/tokenizer.model" && ok || fail "tokenizer.model differs from the data's model"
+# the model's pieces: <pad> 0, <unk> 1, <s> 2, </s> 3 (sluice tokenizer train's defaults)
+expect_eq "$(json "$T/hf-spm/config.json" "m['bos_token_id'], m['eos_token_id'], m['vocab_size']")" "2 3 1000"
+expect_eq "$(json "$T/hf-spm/generation_config.json" "m['bos_token_id'], m['eos_token_id']")" "2 3"
+expect_eq "$(json "$T/hf-spm/tokenizer_config.json" "m['tokenizer_class'], m['bos_token'], m['eos_token'], m['unk_token'], m['add_bos_token']")"     "LlamaTokenizer <s> </s> <unk> True"
+expect_eq "$(json "$T/hf-spm/special_tokens_map.json" "m['eos_token']")" "</s>"
+
+case_ "export hf: GPT-2 BPE data: vocab.json + merges.txt, <|endoftext|> = 50256"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$T/tok/g_text_document" data.cache_dir="$T/cache" \
+    checkpoint.dir="$T/ckg"
+expect_rc 0
+expect_err "model.vocab_size 50257 from the data, padded to 50304"
+run "$SLUICE" export hf --out "$T/hf-g" "$T/ckg"
+expect_rc 0
+cmp -s "$T/gpt2/encoder.json" "$T/hf-g/vocab.json" && ok || fail "vocab.json differs"
+cmp -s "$T/gpt2/vocab.bpe" "$T/hf-g/merges.txt" && ok || fail "merges.txt differs"
+expect_eq "$(json "$T/hf-g/config.json" "m['bos_token_id'], m['eos_token_id']")" "50256 50256"
+expect_eq "$(json "$T/hf-g/tokenizer_config.json" "m['tokenizer_class'], m['eos_token']")" "GPT2Tokenizer <|endoftext|>"
+
+case_ "export hf of synthetic data: no ids, a warning; --tokenizer supplies them"
+run "$SLUICE" train "$ROOT/configs/models/tiny-llama.yaml" "${QUICK[@]}" data=synthetic model.vocab_size=1000 \
+    checkpoint.dir="$T/cks"
+expect_rc 0
+run "$SLUICE" export hf --out "$T/hf-s" "$T/cks"
+expect_rc 0
+expect_err "no tokenizer recorded"
+expect_eq "$(json "$T/hf-s/config.json" "m['bos_token_id'], m['eos_token_id']")" "None None"
+run "$SLUICE" export hf --out "$T/hf-s2" --tokenizer "spm:$T/m.model" "$T/cks"
+expect_rc 0
+expect_eq "$(json "$T/hf-s2/config.json" "m['architectures'][0], m['bos_token_id'], m['eos_token_id']")" "LlamaForCausalLM 2 3"
+expect_file "$T/hf-s2/tokenizer.model"
+run "$SLUICE" export hf --out "$T/hf-s3" --tokenizer "gpt2:$T/gpt2" "$T/cks"
+expect_rc 1
+expect_err "has 50257 ids, more than the model's vocabulary (1000)"
+expect_no_file "$T/hf-s3/model.safetensors"
+
 case_ "--print-config prints the resolved config, which trains as is"
 run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P" data.cache_dir="$T/cache" --print-config
 expect_rc 0
