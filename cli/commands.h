@@ -17,6 +17,7 @@ int cmd_classifier(int argc, const char **argv);
 int cmd_train(int argc, const char **argv);
 int cmd_generate(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
+int cmd_import(int argc, const char **argv);
 int cmd_run(int argc, const char **argv);
 
 #endif

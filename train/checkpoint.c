@@ -634,6 +634,25 @@ int ckpt_load(const char *path, const struct model_layout *l, float *params, flo
     if (rc || !m || !v)
         return rc;
     p = sl_xasprintf("%s/optimizer.safetensors", path);
+    struct stat sb;
+    if (stat(p, &sb) != 0) {
+        /* weights only (sluice import hf): a run that starts from it starts with zero moments,
+         * as long as no update was ever applied to them */
+        struct model_config mc;
+        struct ckpt_state st;
+        rc = ckpt_read_meta(path, &mc, &st);
+        if (!rc && st.adam_step == 0) {
+            memset(m, 0, l->total * sizeof(float));
+            memset(v, 0, l->total * sizeof(float));
+        } else if (!rc) {
+            rc = sl_err_set(SL_ERR_NOTFOUND,
+                            "cannot resume from '%s': no optimizer.safetensors after %ld AdamW "
+                            "updates",
+                            path, st.adam_step);
+        }
+        free(p);
+        return rc;
+    }
     rc = load_slab(p, l, m, "exp_avg.");
     if (!rc)
         rc = load_slab(p, l, v, "exp_avg_sq.");

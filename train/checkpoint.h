@@ -77,7 +77,8 @@ int ckpt_find_latest(const char *dir, char **path);
 /* Read checkpoint.json of a step directory: the model config and the state. */
 int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *st);
 /* Load the parameters (and moments when m, v are not NULL) of a step directory into slabs
- * laid out by l. Every tensor must be present with its shape; errors name the file. A
+ * laid out by l. A checkpoint of weights only with no AdamW update (sluice import hf) gives
+ * zero moments. Every tensor must be present with its shape; errors name the file. A
  * sharded (GPU) checkpoint gives the fp32 master weights from its shards. */
 int ckpt_load(const char *path, const struct model_layout *l, float *params, float *m, float *v);
 

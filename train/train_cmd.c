@@ -294,23 +294,10 @@ static void print_config(const struct train_opts *o, FILE *f)
     fprintf(f, "model:\n  vocab_size: %d  # %s; padded to %d rows\n", c->vocab_size,
             o->vocab_from_data ? "from the data's tokenize manifest" : "from the config",
             c->padded_vocab_size);
-    fprintf(f,
-            "  num_layers: %d\n  hidden_size: %d\n  num_attention_heads: %d\n"
-            "  num_query_groups: %d\n  ffn_hidden_size: %d\n  max_position_embeddings: %d\n"
-            "  normalization: %s\n  activation: %s\n  position_embedding_type: %s\n"
-            "  bias: %s\n  share_embeddings_and_output_weights: %s\n  layernorm_epsilon: %.9g\n"
-            "  rotary_base: %.17g\n  init_method_std: %.9g\n",
-            c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->d_ff, c->max_seq_len,
-            model_norm_name(c->norm), model_act_name(c->act),
-            c->pos == MODEL_POS_ROPE ? "rope" : "learned_absolute", c->bias ? "true" : "false",
-            c->tied_embeddings ? "true" : "false", (double)c->norm_eps, c->rope_theta,
-            (double)c->init_std);
-    if (c->rope_factor > 0)
-        fprintf(f,
-                "  rope_scaling:\n    factor: %.17g\n    low_freq_factor: %.17g\n"
-                "    high_freq_factor: %.17g\n    original_max_position_embeddings: %d\n",
-                c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
-                c->rope_original_max_pos);
+    struct sl_buf y = SL_BUF_INIT;
+    model_config_to_yaml(c, &y);
+    fputs(y.data, f);
+    sl_buf_release(&y);
     if (o->synthetic)
         fprintf(f, "data: synthetic\n");
     else {
