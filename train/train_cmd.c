@@ -21,7 +21,9 @@
 #include "core/world.h"
 #include "dataset/loader.h"
 #include "train/checkpoint.h"
+#include "tokenize/tokenizer.h"
 #include "train/datainfo.h"
+#include "train/eval.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -51,6 +53,14 @@ static const char *const usage[] = {
     "See docs/trainer.md for every key.",
     NULL,
 };
+
+static void free_tasks(struct train_opts *o)
+{
+    for (size_t i = 0; o->eval_tasks && o->eval_tasks[i]; i++)
+        free(o->eval_tasks[i]);
+    free(o->eval_tasks);
+    o->eval_tasks = NULL;
+}
 
 static int cfg_choice(struct sl_cfg *root, const char *path, const char *def,
                       const char *const *names, int *out)
@@ -265,7 +275,28 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     o->data_seed = o->seed;
     if ((rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
         return rc;
-    if ((rc = cfg_nonneg(root, "eval.interval", 0, &o->eval_interval, 0)) ||
+    struct sl_cfg *tn = sl_cfg_get(root, "eval.tasks");
+    if (tn) {
+        const char **items = NULL;
+        size_t n = 0;
+        const char *one = NULL;
+        if (tn->kind == SL_CFG_SEQ) {
+            if ((rc = sl_cfg_strs(root, "eval.tasks", &items, &n)))
+                return rc;
+        } else if ((rc = sl_cfg_str(root, "eval.tasks", NULL, &one))) {
+            return rc;
+        } else if (one) {
+            items = &one;
+            n = 1;
+        }
+        o->eval_tasks = sl_xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+            o->eval_tasks[i] = sl_xstrdup(items[i]);
+        if (items != &one)
+            free(items);
+    }
+    if ((rc = cfg_nonneg(root, "eval.task_limit", 0, &o->eval_task_limit, 0)) ||
+        (rc = cfg_nonneg(root, "eval.interval", 0, &o->eval_interval, 0)) ||
         (rc = cfg_nonneg(root, "eval.iters", 10, &o->eval_iters, 1)) ||
         (rc = sl_cfg_str(root, "checkpoint.dir", NULL, &o->ckpt_dir)) ||
         (rc = cfg_nonneg(root, "checkpoint.interval", 0, &o->ckpt_interval, 0)) ||
@@ -328,7 +359,13 @@ static void print_config(const struct train_opts *o, FILE *f)
             o->lr.lr, o->lr.min_lr, o->lr.warmup_steps, o->lr.decay_steps,
             lr_decay_name(o->lr.style), o->lr.wsd_fraction, o->adam.weight_decay, o->adam.beta1,
             o->adam.beta2, o->adam.eps, o->clip);
-    fprintf(f, "eval:\n  interval: %ld\n  iters: %ld\n", o->eval_interval, o->eval_iters);
+    fprintf(f, "eval:\n  interval: %ld\n  iters: %ld\n  task_limit: %ld\n", o->eval_interval,
+            o->eval_iters, o->eval_task_limit);
+    if (o->eval_tasks && o->eval_tasks[0]) {
+        fprintf(f, "  tasks:\n");
+        for (size_t i = 0; o->eval_tasks[i]; i++)
+            fprintf(f, "    - \"%s\"\n", o->eval_tasks[i]);
+    }
     fprintf(f, "checkpoint:\n");
     if (o->ckpt_dir)
         fprintf(f, "  dir: %s\n", o->ckpt_dir);
@@ -354,6 +391,12 @@ struct trainer {
     struct sl_rng rng;
     FILE *log;
     struct train_log *tlog; /* TensorBoard events and loss.svg (rank 0) */
+    /* eval.tasks (rank 0): the tasks, the data's tokenizer, the weights on the host */
+    struct eval_task *tasks;
+    size_t ntasks;
+    struct tokenizer *tok;
+    float *host_params;
+    struct eval_scorer *scorer;
     double flops_per_token;
 };
 
@@ -380,6 +423,80 @@ static int save_checkpoint(struct trainer *t)
 static char *grads_path(const struct trainer *t, long step)
 {
     return sl_xasprintf("%s/grads-step-%06ld.safetensors", t->o.dump_grads, step);
+}
+
+/* eval.tasks: load the task files and the data's tokenizer (rank 0). */
+static int open_tasks(struct trainer *t)
+{
+    const struct train_opts *o = &t->o;
+    size_t n = 0;
+    while (o->eval_tasks && o->eval_tasks[n])
+        n++;
+    if (!n)
+        return 0;
+    if (!o->eval_interval)
+        return sl_err_set(SL_ERR_CONFIG, "eval.tasks needs eval.interval (the steps between "
+                                         "evaluations; they also run at the last step)");
+    if (!o->data.tokenizer)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "eval.tasks needs the data's tokenizer, and no tokenize manifest names "
+                          "one%s\nhint: tasks are text; train on shards from sluice tokenize",
+                          o->synthetic ? " (data=synthetic)" : "");
+    if (t->w->rank != 0)
+        return 0;
+    int rc = tokenizer_open(&t->tok, o->data.tokenizer);
+    t->tasks = sl_xcalloc(n, sizeof(*t->tasks));
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = eval_task_load(&t->tasks[i], o->eval_tasks[i], (size_t)o->eval_task_limit);
+        if (!rc) {
+            t->ntasks = i + 1;
+            if (t->tasks[i].skipped)
+                sl_warn("eval.tasks: %llu lines of '%s' skipped; the first: %s",
+                        (unsigned long long)t->tasks[i].skipped, t->tasks[i].path,
+                        t->tasks[i].first_bad);
+            sl_info("eval.tasks: '%s' (%s, %zu items)", t->tasks[i].path, t->tasks[i].format,
+                    t->tasks[i].n);
+        }
+    }
+    if (!rc) {
+        t->host_params = aligned_alloc(64, sl_mul_size((t->l.total + 15) / 16 * 16, sizeof(float)));
+        if (!t->host_params)
+            rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate the host copy of the weights");
+        else
+            memset(t->host_params, 0, t->l.total * sizeof(float));
+    }
+    if (!rc)
+        rc = eval_scorer_new(&t->scorer, &o->mc, &t->l, t->host_params, o->mc.max_seq_len);
+    return rc;
+}
+
+/* Score the tasks with the current weights (rank 0) and report them. */
+static int run_tasks(struct trainer *t, long step)
+{
+    if (t->w->rank != 0)
+        return 0;
+    int rc = t->be->params_host
+                 ? t->be->params_host(t->ctx, t->host_params)
+                 : sl_err_set(SL_ERR_UNSUPPORTED,
+                              "the %s backend cannot copy its weights to the host", t->be->name);
+    int64_t eod = t->o.data.eod_id >= 0 ? t->o.data.eod_id : t->tok->eod_id;
+    for (size_t i = 0; i < t->ntasks && !rc; i++) {
+        struct eval_result r;
+        rc = eval_task_run(&t->tasks[i], t->tok, eod, t->scorer, &r, NULL);
+        if (!rc) {
+            const char *name = strrchr(t->tasks[i].path, '/');
+            name = name ? name + 1 : t->tasks[i].path;
+            char base[128];
+            snprintf(base, sizeof(base), "%s", name);
+            char *dot = strstr(base, ".jsonl");
+            if (dot)
+                *dot = 0;
+            train_report_task(t->log, t->tlog, step, base, r.acc,
+                              t->tasks[i].kind == EVAL_LAMBADA ? r.ppl : r.acc_norm, r.items,
+                              r.seconds);
+        }
+    }
+    return rc;
 }
 
 static int train_loop(struct trainer *t)
@@ -469,6 +586,10 @@ static int train_loop(struct trainer *t)
             }
             if (t->w->rank == 0)
                 train_report_valid(t->log, t->tlog, step, vl);
+            if (t->ntasks && (rc = all_ok(t, run_tasks(t, step)))) {
+                sl_error("eval.tasks: %s", sl_err_msg());
+                return rc;
+            }
             t_last = sl_now(); /* validation is not step time */
         }
         if (saving) {
@@ -701,6 +822,7 @@ static int run(struct sl_cfg *root, int print_only)
         sl_error("%s", sl_err_msg());
         free(t->o.prefix_list);
         data_info_release(&t->o.data);
+        free_tasks(&t->o);
         return 2;
     }
     struct train_opts *o = &t->o;
@@ -709,6 +831,7 @@ static int run(struct sl_cfg *root, int print_only)
             print_config(o, stdout);
         free(o->prefix_list);
         data_info_release(&o->data);
+        free_tasks(o);
         return 0;
     }
     struct sl_buf cj = SL_BUF_INIT;
@@ -740,6 +863,8 @@ static int run(struct sl_cfg *root, int print_only)
         rc = 1;
     }
     if (!(rc = all_ok(t, rc)) && (rc = all_ok(t, open_data(t))) && sl_err_msg()[0])
+        sl_error("%s", sl_err_msg());
+    if (!rc && (rc = all_ok(t, open_tasks(t))) && sl_err_msg()[0])
         sl_error("%s", sl_err_msg());
     size_t act_bytes = 0;
     if (!rc && (rc = all_ok(t, t->be->setup(&t->ctx, o, t->w, t->data, &act_bytes))) &&
@@ -812,6 +937,13 @@ out:
     if (t->log)
         fclose(t->log);
     data_loader_free(t->data);
+    eval_scorer_free(t->scorer);
+    free(t->host_params);
+    tokenizer_free(t->tok);
+    for (size_t i = 0; i < t->ntasks; i++)
+        eval_task_release(&t->tasks[i]);
+    free(t->tasks);
+    free_tasks(o);
     model_layout_release(&t->l);
     free(o->config_json);
     free(o->optim_json);

@@ -70,7 +70,8 @@ expect_rc 0
 
 run "$SLUICE" train "$CFG" data.prefix="$T/tok/c_text_document" model.num_layers=1 train.seq_len=32 \
     train.micro_batch_size=8 train.global_batch_size=8 train.steps=150 optim.lr=3e-3 optim.warmup_steps=10 \
-    eval.interval=150 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu -q
+    eval.interval=150 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu \
+    "eval.tasks=[$T/likes.jsonl]" -q
 expect_rc 0
 
 case_ "a model trained on the learnable task scores well above chance (0.25)"
@@ -80,6 +81,13 @@ expect_err "1 lines of '$T/likes.jsonl' skipped; the first: $T/likes.jsonl:25: n
 acc=$(json_line() { "$PY" -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())[sys.argv[2]])" "$@"; }; json_line "$T/out" acc)
 "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.75 else 1)" "$acc" && ok || fail "acc $acc is not well above chance"
 echo "  learnable task: acc $acc over 24 items (chance 0.25); $(grep -o 'items_per_s":[0-9.]*' "$T/out")"
+
+case_ "eval.tasks during training: the same scores in log.file and TensorBoard"
+expect_eq "$("$PY" -c "
+import json, sys
+t = [json.loads(l) for l in open(sys.argv[1]) if '\"task\"' in l]
+print(len(t), t[-1]['step'], t[-1]['task'], t[-1]['acc'])" "$T/log.jsonl")" "1 150 likes $acc"
+grep -aq "eval/likes/acc_norm" "$T"/ck/tb/events.out.tfevents.* && ok || fail "no eval/likes/acc_norm in the TensorBoard events"
 
 case_ "every choice's log-likelihood equals the numpy model's (1e-5)"
 run "$PY" "$ORACLE/check_eval.py" "$T/ck/step-00000150" "$T/det.jsonl"
