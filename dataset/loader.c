@@ -223,11 +223,23 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
         if (n == 1) {
             struct component *c = &d->c[0];
             if (c->hi[s] <= c->lo[s]) {
+                uint64_t ns = idx_reader_sequences(c->r);
+                char hint[200];
+                if (ns >= 3)
+                    snprintf(hint, sizeof(hint),
+                             "data.split=%llu,1,1 gives each split at least one of its %llu "
+                             "sequences",
+                             (unsigned long long)(ns - 2), (unsigned long long)ns);
+                else
+                    snprintf(hint, sizeof(hint),
+                             "it has %llu sequence%s: too few to split; use more data",
+                             (unsigned long long)ns, ns == 1 ? "" : "s");
                 rc = sl_err_set(SL_ERR_CONFIG,
                                 "data.split '%s' leaves no sequences of '%s' for the %s split\n"
-                                "hint: give the %s split a share, e.g. 969,30,1",
+                                "hint: %s%s",
                                 o->split ? o->split : "969,30,1", idx_reader_prefix(c->r),
-                                split_names[s], split_names[s]);
+                                split_names[s], hint,
+                                s == 1 ? ", or eval.interval=0 turns validation off" : "");
                 break;
             }
             rc = build_component_split(d, c, s, want);

@@ -79,6 +79,19 @@ expect_err "were tokenized with different tokenizers"
 expect_err "spm:"
 expect_err "gpt2:"
 
+case_ "an empty validation split: the hint gives a data.split that works"
+head -n 10 "$T/b.jsonl" > "$T/ten.jsonl"
+run "$SLUICE" tokenize -q --tokenizer "spm:$T/m.model" --append-eod --out "$T/tok/ten" "$T/ten.jsonl"
+expect_rc 0
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$T/tok/ten_text_document" data.cache_dir="$T/cache" \
+    eval.interval=1 eval.iters=1 train.seq_len=8
+expect_rc 1
+expect_err "hint: data.split=8,1,1 gives each split at least one of its 10 sequences, or eval.interval=0 turns validation off"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$T/tok/ten_text_document" data.cache_dir="$T/cache" \
+    eval.interval=1 eval.iters=1 train.seq_len=8 data.split=8,1,1
+expect_rc 0
+expect_out "validation at step 2"
+
 case_ "generate from another directory finds the tokenizer through the checkpoint"
 mkdir -p "$T/elsewhere"
 (cd "$T/elsewhere" && "$SLUICE" generate "$T/ck" -p "the" -n 4 --seed 1 >"$T/out" 2>"$T/err") && rc=0 || rc=$?
