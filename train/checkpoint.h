@@ -22,7 +22,7 @@ struct ckpt_state {
     uint64_t consumed_samples; /* train samples consumed: the data position */
     uint64_t rng[4];           /* the trainer's generator state */
     double loss;               /* last train loss */
-    /* members added to checkpoint.json's "data" object: a JSON object (train/datainfo.h:
+    /* members added to checkpoint.json's "data" object: a JSON object (dataset/datainfo.h:
      * prefix, tokenizer, vocab_size, eod_id), or NULL; borrowed; ckpt_read_meta leaves it NULL */
     const char *data_json;
 };

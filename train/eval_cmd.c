@@ -13,7 +13,7 @@
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/cpu_model.h"
-#include "train/datainfo.h"
+#include "dataset/datainfo.h"
 #include "train/eval.h"
 #include "train/model.h"
 

@@ -12,7 +12,7 @@
 #include "tokenize/spm.h"
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
-#include "train/datainfo.h"
+#include "dataset/datainfo.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #include "core/world.h"
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
-#include "train/datainfo.h"
+#include "dataset/datainfo.h"
 #include "train/decode.h"
 #include "train/model.h"
 #include "train/sampler.h"
@@ -126,7 +126,7 @@ static char *first_prefix(struct json_object *p)
 static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
 {
     *prefix_out = NULL;
-    /* recorded by the trainer, with absolute paths (train/datainfo.h) */
+    /* recorded by the trainer, with absolute paths (dataset/datainfo.h) */
     struct data_info di;
     if (data_info_from_checkpoint(&di, step_dir) == 0 && di.tokenizer) {
         char *recorded = sl_xstrdup(di.tokenizer);

@@ -8,7 +8,7 @@
 #include "core/err.h"
 #include "core/stream.h"
 #include "train/checkpoint.h"
-#include "train/datainfo.h"
+#include "dataset/datainfo.h"
 #include "train/model.h"
 #include "train/safetensors.h"
 

@@ -22,7 +22,7 @@
 #include "dataset/loader.h"
 #include "train/checkpoint.h"
 #include "tokenize/tokenizer.h"
-#include "train/datainfo.h"
+#include "dataset/datainfo.h"
 #include "train/eval.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
@@ -115,7 +115,7 @@ static int cfg_range(struct sl_cfg *root, const char *path, double value, double
 }
 
 /* The data keys (data=synthetic or data.prefix), and model.vocab_size from the data's
- * tokenizer when the config leaves it out (train/datainfo.h). */
+ * tokenizer when the config leaves it out (dataset/datainfo.h). */
 static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
 {
     int rc;

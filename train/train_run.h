@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "train/checkpoint.h"
-#include "train/datainfo.h"
+#include "dataset/datainfo.h"
 #include "train/model.h"
 #include "train/optim.h"
 

@@ -92,6 +92,24 @@ run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$T/tok/ten_text_document" 
 expect_rc 0
 expect_out "validation at step 2"
 
+case_ "dataset cat / verify take the tokenizer from the manifest; merge keeps one tokenizer"
+run "$SLUICE" dataset cat --docs 0 "$P"
+expect_rc 0
+expect_out "Project Gutenberg's Botchan (Master Darling), by Kin-nosuke Natsume"
+run "$SLUICE" dataset verify "$P"
+expect_rc 0
+expect_out "ids below the size of the manifest's tokenizer spm:$(realpath "$T/m.model")"
+run "$SLUICE" dataset merge --out "$T/tok/mixed" "$P" "$T/tok/g_text_document"
+expect_rc 1
+expect_err "were tokenized with different tokenizers"
+expect_no_file "$T/tok/mixed.bin"
+run "$SLUICE" dataset merge --out "$T/tok/both_text_document" "$P" "$T/tok/ten_text_document"
+expect_rc 0
+expect_eq "$(json "$T/tok/both_text_document.manifest.json" "m['settings']['tokenizer_kind'], m['settings']['vocab_size'], m['settings']['eod_id']")" "spm 1000 3"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$T/tok/both_text_document" data.cache_dir="$T/cache"
+expect_rc 0
+expect_err "model.vocab_size 1000 from the data"
+
 case_ "generate from another directory finds the tokenizer through the checkpoint"
 mkdir -p "$T/elsewhere"
 (cd "$T/elsewhere" && "$SLUICE" generate "$T/ck" -p "the" -n 4 --seed 1 >"$T/out" 2>"$T/err") && rc=0 || rc=$?

@@ -1,12 +1,12 @@
-/* What the trainer learns about its data from the files beside it: the tokenize manifest
+/* What the tools learn about token shards from the files beside them: the tokenize manifest
  * (PREFIX.manifest.json, written by `sluice tokenize`) of every prefix of a data.prefix
  * value gives the tokenizer (spec, kind, vocabulary size, end-of-document id). The prefixes
  * of one run must share one tokenizer. The facts are recorded in checkpoint.json ("data":
  * {...}) so that export, generate and eval find the tokenizer and the data from any
  * directory.
  */
-#ifndef SL_TRAIN_DATAINFO_H
-#define SL_TRAIN_DATAINFO_H
+#ifndef SL_DATASET_DATAINFO_H
+#define SL_DATASET_DATAINFO_H
 
 struct sl_buf;
 

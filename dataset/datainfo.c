@@ -1,5 +1,5 @@
-/* The data's facts from its tokenize manifests (train/datainfo.h). */
-#include "train/datainfo.h"
+/* The data's facts from its tokenize manifests (dataset/datainfo.h). */
+#include "dataset/datainfo.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
