@@ -211,6 +211,14 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
     free(storage);
     if (rc)
         goto fail;
+    if (n > 1 && weights[0] == 0.0) {
+        /* unweighted prefixes: weighed by their tokens (Megatron weighs by samples) */
+        double total = 0.0;
+        for (int i = 0; i < n; i++)
+            total += (double)idx_reader_tokens(d->c[i].r);
+        for (int i = 0; i < n; i++)
+            weights[i] = total > 0 ? (double)idx_reader_tokens(d->c[i].r) / total : 1.0 / n;
+    }
     if (longest < o->seq_len + 1)
         snprintf(d->note, sizeof(d->note),
                  "every document is shorter than seq_len + 1 = %llu tokens (longest %llu): each "

@@ -110,6 +110,12 @@ run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$T/tok/both_text_document"
 expect_rc 0
 expect_err "model.vocab_size 1000 from the data"
 
+case_ "Megatron's unweighted multi-path form: prefixes weighed by their tokens"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P $T/tok/ten_text_document" data.cache_dir="$T/cache" \
+    train.seq_len=8 debug.dump_dir="$T/dump-unw"
+expect_rc 0
+expect_err "data: 2 prefixes"
+
 case_ "generate from another directory finds the tokenizer through the checkpoint"
 mkdir -p "$T/elsewhere"
 (cd "$T/elsewhere" && "$SLUICE" generate "$T/ck" -p "the" -n 4 --seed 1 >"$T/out" 2>"$T/err") && rc=0 || rc=$?

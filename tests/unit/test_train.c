@@ -92,7 +92,11 @@ TEST(blend_greedy_rule)
     REQUIRE(blend_parse_prefix("1 a 3 b", 1, &p, &ws, &n, &st) == 0);
     CHECK(fabs(ws[1] - 0.75) < 1e-12);
     free(p), free(ws), free(st);
-    CHECK_EQ_INT(blend_parse_prefix("a b", 0, &p, &ws, &n, &st), SL_ERR_CONFIG);
+    /* Megatron's unweighted form: weights 0, set by the loader from the prefixes' sizes */
+    REQUIRE(blend_parse_prefix("a b", 0, &p, &ws, &n, &st) == 0);
+    CHECK(n == 2 && !strcmp(p[0], "a") && !strcmp(p[1], "b") && ws[0] == 0.0 && ws[1] == 0.0);
+    free(p), free(ws), free(st);
+    CHECK_EQ_INT(blend_parse_prefix("a 0.5 b", 0, &p, &ws, &n, &st), SL_ERR_CONFIG);
     CHECK_EQ_INT(blend_parse_prefix("-1 a 2 b", 1, &p, &ws, &n, &st), SL_ERR_CONFIG);
 }
 
