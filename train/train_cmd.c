@@ -54,8 +54,17 @@ static const char *const usage[] = {
     NULL,
 };
 
+static void free_split_prefixes(struct train_opts *o)
+{
+    for (int k = 0; k < 3; k++) {
+        free(o->split_prefix[k]);
+        o->split_prefix[k] = NULL;
+    }
+}
+
 static void free_tasks(struct train_opts *o)
 {
+    free_split_prefixes(o);
     for (size_t i = 0; o->eval_tasks && o->eval_tasks[i]; i++)
         free(o->eval_tasks[i]);
     free(o->eval_tasks);
@@ -129,7 +138,49 @@ static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
         return 0;
     }
     struct sl_cfg *pn = sl_cfg_get(root, "data.prefix");
-    if (pn && pn->kind == SL_CFG_SEQ) {
+    /* separate splits: NeMo's data_prefix map, or Megatron's --{train,valid,test}-data-path */
+    static const char *const nemo[] = { "data.prefix.train", "data.prefix.validation",
+                                        "data.prefix.test" };
+    static const char *const mega[] = { "data.train_data_path", "data.valid_data_path",
+                                        "data.test_data_path" };
+    int any_mega = 0;
+    for (int k = 0; k < 3; k++)
+        any_mega |= sl_cfg_get(root, mega[k]) != NULL;
+    if ((pn && pn->kind == SL_CFG_MAP) || any_mega) {
+        if (pn && any_mega)
+            return sl_err_set(SL_ERR_CONFIG, "data.prefix and data.*_data_path cannot be used "
+                                             "together\nhint: one of the two forms");
+        struct sl_buf all = SL_BUF_INIT;
+        for (int k = 0; k < 3; k++) {
+            const char *key = pn ? nemo[k] : mega[k];
+            struct sl_cfg *kn = sl_cfg_get(root, key);
+            if (!kn)
+                continue;
+            struct sl_buf b = SL_BUF_INIT;
+            if (kn->kind == SL_CFG_SEQ) {
+                const char **items;
+                size_t n;
+                if ((rc = sl_cfg_strs(root, key, &items, &n))) {
+                    sl_buf_release(&all);
+                    return rc;
+                }
+                for (size_t i = 0; i < n; i++)
+                    sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
+                free(items);
+            } else {
+                const char *v;
+                if ((rc = sl_cfg_str(root, key, NULL, &v))) {
+                    sl_buf_release(&all);
+                    return rc;
+                }
+                sl_buf_puts(&b, v ? v : "");
+            }
+            o->split_prefix[k] = sl_buf_detach(&b, NULL);
+            sl_buf_printf(&all, "%s%s", all.len ? " " : "", o->split_prefix[k]);
+        }
+        o->prefix_list = sl_buf_detach(&all, NULL);
+        o->prefix = o->prefix_list;
+    } else if (pn && pn->kind == SL_CFG_SEQ) {
         /* a YAML list (NeMo's data_prefix): join its items with spaces */
         const char **items;
         size_t n;
@@ -332,7 +383,16 @@ static void print_config(const struct train_opts *o, FILE *f)
     if (o->synthetic)
         fprintf(f, "data: synthetic\n");
     else {
-        fprintf(f, "data:\n  prefix: \"%s\"\n  split: \"%s\"\n", o->prefix, o->split);
+        static const char *const sk[] = { "train", "validation", "test" };
+        if (o->split_prefix[0] || o->split_prefix[1] || o->split_prefix[2]) {
+            fprintf(f, "data:\n  prefix:\n");
+            for (int k = 0; k < 3; k++)
+                if (o->split_prefix[k])
+                    fprintf(f, "    %s: \"%s\"\n", sk[k], o->split_prefix[k]);
+            fprintf(f, "  split: \"%s\"\n", o->split);
+        } else {
+            fprintf(f, "data:\n  prefix: \"%s\"\n  split: \"%s\"\n", o->prefix, o->split);
+        }
         if (o->cache_dir)
             fprintf(f, "  cache_dir: \"%s\"\n", o->cache_dir);
         fprintf(f, "  normalize_weights: %s\n  seed: %llu\n",
@@ -727,6 +787,8 @@ static int open_data(struct trainer *t)
     struct data_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.prefix = o->synthetic ? NULL : o->prefix;
+    for (int k = 0; k < 3 && !o->synthetic; k++)
+        dopt.split_prefix[k] = o->split_prefix[k];
     dopt.split = o->split;
     dopt.seq_len = (uint64_t)o->seq_len;
     dopt.seed = (uint32_t)o->data_seed;

@@ -37,6 +37,8 @@ struct train_opts {
     double clip;
     const char *prefix, *split, *cache_dir;
     char *prefix_list; /* data.prefix given as a list, joined (owned) */
+    char *split_prefix[3]; /* separate splits: data.prefix.{train,validation,test} or
+                            * data.{train,valid,test}_data_path, joined (owned), or NULL */
     int normalize_weights, synthetic;
     struct data_info data; /* the data's tokenizer and absolute paths (owned) */
     int vocab_from_data;   /* model.vocab_size was taken from the data */

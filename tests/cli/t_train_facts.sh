@@ -116,6 +116,28 @@ run "$SLUICE" train "$CFG" "${QUICK[@]}" data.prefix="$P $T/tok/ten_text_documen
 expect_rc 0
 expect_err "data: 2 prefixes"
 
+case_ "separate splits: NeMo's data.prefix map and Megatron's *_data_path keys"
+for form in "data.prefix={train: [$P], validation: [$T/tok/ten_text_document]}" \
+            "data.train_data_path=$P|data.valid_data_path=$T/tok/ten_text_document"; do
+    IFS='|' read -r -a kv <<<"$form"
+    run "$SLUICE" train "$CFG" "${QUICK[@]}" "${kv[@]}" data.cache_dir="$T/cache" train.seq_len=8 \
+        eval.interval=2 eval.iters=1 log.file="$T/sep.jsonl"
+    expect_rc 0
+    expect_out "validation at step 2"
+done
+# both forms read the same validation samples: the same validation loss
+expect_eq "$(grep -c '"valid"' "$T/sep.jsonl")" "2"
+expect_eq "$("$PY" -c "
+import json, sys
+v = [json.loads(l)['val_loss'] for l in open(sys.argv[1]) if '\"valid\"' in l]
+print(v[0] == v[1])" "$T/sep.jsonl")" "True"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.train_data_path="$P" data.cache_dir="$T/cache" eval.interval=1
+expect_rc 1
+expect_err "the run needs validation samples, and the validation split has no prefixes"
+expect_err "eval.interval=0 to turn validation off"
+run "$SLUICE" train "$CFG" "${QUICK[@]}" data.train_data_path="$P" data.cache_dir="$T/cache" eval.interval=0
+expect_rc 0
+
 case_ "generate from another directory finds the tokenizer through the checkpoint"
 mkdir -p "$T/elsewhere"
 (cd "$T/elsewhere" && "$SLUICE" generate "$T/ck" -p "the" -n 4 --seed 1 >"$T/out" 2>"$T/err") && rc=0 || rc=$?
