@@ -551,7 +551,8 @@ static int run_tasks(struct trainer *t, long step)
             char *dot = strstr(base, ".jsonl");
             if (dot)
                 *dot = 0;
-            train_report_task(t->log, t->tlog, step, base, r.acc,
+            int lam = t->tasks[i].kind == EVAL_LAMBADA;
+            train_report_task(t->log, t->tlog, step, base, lam ? "perplexity" : "acc_norm", r.acc,
                               t->tasks[i].kind == EVAL_LAMBADA ? r.ppl : r.acc_norm, r.items,
                               r.seconds);
         }
