@@ -592,6 +592,20 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
     static const char *const prefixes[3] = { "", "exp_avg.", "exp_avg_sq." };
     char *p = sl_xasprintf("%s/%s", path,
                            part == CKPT_PARAMS ? "model.safetensors" : "optimizer.safetensors");
+    struct stat sb;
+    if (part != CKPT_PARAMS && stat(p, &sb) != 0) {
+        /* weights only (sluice import hf): zero moments when no update was applied */
+        struct model_config mc;
+        struct ckpt_state st;
+        rc = ckpt_read_meta(path, &mc, &st);
+        if (!rc && st.adam_step != 0)
+            rc = sl_err_set(SL_ERR_NOTFOUND,
+                            "cannot resume from '%s': no optimizer.safetensors after %ld AdamW "
+                            "updates",
+                            path, st.adam_step);
+        free(p);
+        return rc; /* dst was zeroed above */
+    }
     struct st_file *f;
     rc = st_open(&f, p);
     char name[MODEL_NAME_MAX + 16];
