@@ -18,6 +18,8 @@ int cmd_stats(int argc, const char **argv);
 int cmd_train(int argc, const char **argv);
 int cmd_generate(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
+int cmd_import(int argc, const char **argv);
+int cmd_eval(int argc, const char **argv);
 int cmd_run(int argc, const char **argv);
 
 #endif

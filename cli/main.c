@@ -37,6 +37,8 @@ static const struct command commands[] = {
     { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
     { "generate", cmd_generate, "continue a prompt with a training checkpoint (CPU, sampling)" },
     { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },
+    { "eval", cmd_eval, "held-out loss and zero-shot task scores of a training checkpoint" },
+    { "import", cmd_import, "import a Hugging Face GPT-2/Llama checkpoint as a training checkpoint" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

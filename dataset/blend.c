@@ -73,6 +73,20 @@ int blend_parse_prefix(const char *spec, int normalize, char ***prefixes, double
         free(tok);
         return 0;
     }
+    int numbers = 0;
+    for (size_t i = 0; i < nt; i++)
+        numbers += is_number(tok[i], &v);
+    if (!numbers && nt < 32767) {
+        /* Megatron's unweighted form "PREFIX_A PREFIX_B": weights 0 here, set by the loader
+         * in proportion to each prefix's size (Megatron weighs them by their samples) */
+        *prefixes = sl_xmalloc(nt * sizeof(char *));
+        *weights = sl_xcalloc(nt, sizeof(double));
+        for (size_t i = 0; i < nt; i++)
+            (*prefixes)[i] = tok[i];
+        *n = (int)nt;
+        free(tok);
+        return 0;
+    }
     if (nt % 2 || !is_number(tok[0], &v)) {
         rc = sl_err_set(SL_ERR_CONFIG, "data.prefix '%s': expected weight and prefix pairs\n"
                                        "hint: \"0.3 PREFIX_A 0.7 PREFIX_B\" (Megatron's --data-path)",

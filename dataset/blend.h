@@ -15,8 +15,9 @@ void blend_build(const double *w, int n, size_t size, int16_t *dataset_index,
  * ceil(ceil(size * w) * 1.005), Megatron's 0.5% surplus. */
 uint64_t blend_component_size(uint64_t size, double w);
 
-/* Parse Megatron's data-path syntax: "PREFIX", or "W1 PREFIX1 W2 PREFIX2 ...". Several
- * prefixes need weights. With normalize = 0, weights must sum to 1 (within 1e-6).
+/* Parse Megatron's data-path syntax: "PREFIX", "W1 PREFIX1 W2 PREFIX2 ...", or the
+ * unweighted "PREFIX1 PREFIX2 ..." (every weight 0 then: the caller weighs the prefixes by
+ * their sizes, as Megatron does). With normalize = 0, weights must sum to 1 (within 1e-6).
  * On success *prefixes (strings inside *storage) and *weights are fresh arrays the
  * caller frees (free(*prefixes), free(*weights), free(*storage)). */
 int blend_parse_prefix(const char *spec, int normalize, char ***prefixes, double **weights,

@@ -2,4 +2,4 @@
 LIB_SRCS += dataset/idx.c
 LIB_SRCS += dataset/cmd_dataset.c
 FUZZ_TARGETS += fuzz_idx
-LIB_SRCS += dataset/gpt_index.c dataset/blend.c dataset/loader.c
+LIB_SRCS += dataset/gpt_index.c dataset/blend.c dataset/loader.c dataset/datainfo.c

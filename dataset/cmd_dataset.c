@@ -10,6 +10,7 @@
 #include "core/options.h"
 #include "core/world.h"
 #include "dataset/idx.h"
+#include "dataset/datainfo.h"
 #include "tokenize/tokenizer.h"
 
 #include <stdio.h>
@@ -121,9 +122,54 @@ static int inspect(const struct opts *o, const struct sl_strlist *pre)
     return failed;
 }
 
+/* The tokenizer recorded in the tokenize manifest of prefix (a fresh spec), or NULL. */
+static char *manifest_tokenizer(const char *prefix, long *vocab)
+{
+    struct data_info di;
+    char *spec = NULL;
+    if (data_info_read(&di, prefix) == 0) {
+        spec = di.tokenizer ? sl_xstrdup(di.tokenizer) : NULL;
+        if (vocab)
+            *vocab = di.vocab_size;
+        data_info_release(&di);
+    }
+    return spec;
+}
+
 static int verify(const struct opts *o, const struct sl_strlist *pre)
 {
     uint64_t max_token = o->vocab_size;
+    if (!o->tokenizer && !o->vocab_size) {
+        /* every id below the size of the tokenizer each prefix was made with */
+        int failed = 0;
+        for (size_t i = 0; i < pre->n; i++) {
+            char *p = prefix_of(pre->v[i]);
+            long vocab = -1;
+            char *spec = manifest_tokenizer(p, &vocab);
+            struct idx_reader *r;
+            int rc = idx_reader_open(&r, p);
+            if (!rc) {
+                rc = idx_reader_verify(r, vocab > 0 ? (uint64_t)vocab : 0);
+                if (!rc)
+                    printf("ok %s: %llu documents, %llu sequences, %llu tokens (%s)%s%s\n", p,
+                           (unsigned long long)idx_reader_documents(r),
+                           (unsigned long long)idx_reader_sequences(r),
+                           (unsigned long long)idx_reader_tokens(r),
+                           idx_dtype_name(idx_reader_dtype(r)),
+                           spec ? "; ids below the size of the manifest's tokenizer " : "",
+                           spec ? spec : "");
+                idx_reader_close(r);
+            }
+            if (rc) {
+                sl_error("%s", sl_err_msg());
+                printf("FAILED %s\n", p);
+                failed = 1;
+            }
+            free(spec);
+            free(p);
+        }
+        return failed;
+    }
     if (o->tokenizer) {
         struct tokenizer *t;
         if (tokenizer_open(&t, o->tokenizer)) {
@@ -179,6 +225,19 @@ static int merge(const struct opts *o, const struct sl_strlist *pre)
         }
         free(p);
     }
+    /* shards of different tokenizers cannot be merged */
+    struct data_info di;
+    memset(&di, 0, sizeof(di));
+    if (!rc) {
+        struct sl_buf all = SL_BUF_INIT;
+        for (size_t i = 0; i < pre->n; i++) {
+            char *p = prefix_of(pre->v[i]);
+            sl_buf_printf(&all, "%s%s", i ? " " : "", p);
+            free(p);
+        }
+        rc = data_info_read(&di, all.data);
+        sl_buf_release(&all);
+    }
     struct idx_writer *w = NULL;
     if (!rc)
         rc = idx_writer_open(&w, out, (enum idx_dtype)dtype);
@@ -192,6 +251,26 @@ static int merge(const struct opts *o, const struct sl_strlist *pre)
         rc = idx_writer_commit(w);
     else
         idx_writer_abort(w);
+    if (!rc && di.tokenizer) {
+        /* the merged shard keeps its tokenizer facts: OUT.manifest.json */
+        struct sl_buf m = SL_BUF_INIT;
+        sl_buf_puts(&m, "{\n  \"stage\": \"merge\",\n  \"settings\": {\"tokenizer\": ");
+        sl_buf_json_str(&m, di.tokenizer, strlen(di.tokenizer));
+        sl_buf_printf(&m,
+                      ", \"tokenizer_kind\": \"%s\", \"vocab_size\": %ld, \"eod_id\": %ld},\n"
+                      "  \"inputs\": [",
+                      di.kind ? di.kind : "", di.vocab_size, di.eod_id);
+        for (size_t i = 0; i < pre->n; i++) {
+            sl_buf_puts(&m, i ? ", " : "");
+            sl_buf_json_str(&m, pre->v[i], strlen(pre->v[i]));
+        }
+        sl_buf_puts(&m, "]\n}\n");
+        char *mp = sl_xasprintf("%s.manifest.json", out);
+        rc = sl_write_file_atomic(mp, m.data, m.len);
+        free(mp);
+        sl_buf_release(&m);
+    }
+    data_info_release(&di);
     if (rc)
         sl_error("%s", sl_err_msg());
     else
@@ -327,14 +406,26 @@ int cmd_dataset(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "no PREFIX given");
     if (!rc && !strcmp(sub, "merge") && !o.out)
         rc = sl_err_set(SL_ERR_USAGE, "merge needs --out PREFIX");
-    if (!rc && !strcmp(sub, "cat") && !o.tokenizer && !o.ids)
-        rc = sl_err_set(SL_ERR_USAGE, "cat needs --tokenizer SPEC (or --ids)");
+    char *found = NULL;
+    if (!rc && !strcmp(sub, "cat") && !o.tokenizer && !o.ids && rest.n >= 2) {
+        char *p = prefix_of(rest.v[1]);
+        found = manifest_tokenizer(p, NULL);
+        free(p);
+        if (found)
+            o.tokenizer = found;
+        else
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "cat needs --tokenizer SPEC (or --ids): no tokenize manifest beside "
+                            "'%s' names one",
+                            rest.v[1]);
+    }
     if (!rc && o.tokenizer && o.vocab_size)
         rc = sl_err_set(SL_ERR_USAGE, "--tokenizer and --vocab-size cannot be used together");
     if (rc) {
         sl_error("%s", sl_err_msg());
         fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
+        free(found);
         return 2;
     }
     struct sl_strlist pre = { rest.v + 1, rest.n - 1, 0 };
@@ -354,5 +445,6 @@ int cmd_dataset(int argc, const char **argv)
     int64_t c = code;
     sl_world_allreduce_i64(w, &c, 1, SL_MAX);
     sl_strlist_release(&rest);
+    free(found);
     return (int)c;
 }

@@ -37,6 +37,8 @@ struct data_loader {
     int64_t *bs[3]; /* and its index within that dataset */
     int all_cached;
     char note[256];
+    struct data_loader *sub[3]; /* separate splits: split s is sub[s]'s train split */
+    int separate;
 };
 
 int data_loader_synthetic(const struct data_loader *d)
@@ -46,12 +48,20 @@ int data_loader_synthetic(const struct data_loader *d)
 
 int data_loader_prefixes(const struct data_loader *d)
 {
+    if (d->separate) {
+        int n = 0;
+        for (int s = 0; s < 3; s++)
+            n += d->sub[s] ? d->sub[s]->n : 0;
+        return n;
+    }
     return d->n;
 }
 
 uint64_t data_loader_tokens(const struct data_loader *d)
 {
     uint64_t t = 0;
+    for (int s = 0; s < 3; s++)
+        t += d->sub[s] ? data_loader_tokens(d->sub[s]) : 0;
     for (int i = 0; i < d->n; i++)
         t += idx_reader_tokens(d->c[i].r);
     return t;
@@ -59,6 +69,8 @@ uint64_t data_loader_tokens(const struct data_loader *d)
 
 int data_loader_epochs(const struct data_loader *d, enum data_split s)
 {
+    if (d->separate)
+        return d->sub[s] ? data_loader_epochs(d->sub[s], DATA_TRAIN) : 0;
     return d->n && d->c[0].built[s] ? d->c[0].ix[s].num_epochs : 0;
 }
 
@@ -76,6 +88,8 @@ uint64_t data_loader_samples(const struct data_loader *d, enum data_split s)
 {
     if (d->synthetic)
         return d->o.num_samples[s] ? UINT64_MAX : 0;
+    if (d->separate)
+        return d->sub[s] ? data_loader_samples(d->sub[s], DATA_TRAIN) : 0;
     return d->size[s];
 }
 
@@ -83,6 +97,8 @@ void data_loader_free(struct data_loader *d)
 {
     if (!d)
         return;
+    for (int s = 0; s < 3; s++)
+        data_loader_free(d->sub[s]);
     for (int i = 0; i < d->n; i++) {
         for (int s = 0; s < 3; s++)
             gpt_index_release(&d->c[i].ix[s]);
@@ -163,6 +179,43 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
     struct data_loader *d = sl_xcalloc(1, sizeof(*d));
     d->o = *o;
     d->all_cached = 1;
+    if (o->split_prefix[0] || o->split_prefix[1] || o->split_prefix[2]) {
+        static const char *const names[] = { "train", "validation", "test" };
+        d->separate = 1;
+        int rc = 0;
+        for (int s = 0; s < 3 && !rc; s++) {
+            if (!o->num_samples[s])
+                continue;
+            if (!o->split_prefix[s] || !o->split_prefix[s][0]) {
+                static const char *const mega[] = { "train", "valid", "test" };
+                rc = sl_err_set(SL_ERR_CONFIG,
+                                "the run needs %s samples, and the %s split has no prefixes\n"
+                                "hint: set data.prefix.%s (or data.%s_data_path)%s",
+                                names[s], names[s], names[s], mega[s],
+                                s == 1 ? ", or eval.interval=0 to turn validation off" : "");
+                break;
+            }
+            struct data_opts so = *o;
+            memset(so.split_prefix, 0, sizeof(so.split_prefix));
+            so.prefix = o->split_prefix[s];
+            so.split = "1,0,0";
+            memset(so.num_samples, 0, sizeof(so.num_samples));
+            so.num_samples[DATA_TRAIN] = o->num_samples[s];
+            rc = data_loader_open(&d->sub[s], &so);
+            if (rc)
+                sl_err_wrap(rc, "data.prefix.%s: ", names[s]);
+            else
+                d->all_cached &= d->sub[s]->all_cached;
+            if (!rc && !d->note[0] && d->sub[s]->note[0])
+                memcpy(d->note, d->sub[s]->note, sizeof(d->note));
+        }
+        if (rc) {
+            data_loader_free(d);
+            return rc;
+        }
+        *out = d;
+        return 0;
+    }
     if (!o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0]) {
         d->synthetic = 1;
         for (int s = 0; s < 3; s++)
@@ -211,6 +264,14 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
     free(storage);
     if (rc)
         goto fail;
+    if (n > 1 && weights[0] == 0.0) {
+        /* unweighted prefixes: weighed by their tokens (Megatron weighs by samples) */
+        double total = 0.0;
+        for (int i = 0; i < n; i++)
+            total += (double)idx_reader_tokens(d->c[i].r);
+        for (int i = 0; i < n; i++)
+            weights[i] = total > 0 ? (double)idx_reader_tokens(d->c[i].r) / total : 1.0 / n;
+    }
     if (longest < o->seq_len + 1)
         snprintf(d->note, sizeof(d->note),
                  "every document is shorter than seq_len + 1 = %llu tokens (longest %llu): each "
@@ -223,11 +284,23 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
         if (n == 1) {
             struct component *c = &d->c[0];
             if (c->hi[s] <= c->lo[s]) {
+                uint64_t ns = idx_reader_sequences(c->r);
+                char hint[200];
+                if (ns >= 3)
+                    snprintf(hint, sizeof(hint),
+                             "data.split=%llu,1,1 gives each split at least one of its %llu "
+                             "sequences",
+                             (unsigned long long)(ns - 2), (unsigned long long)ns);
+                else
+                    snprintf(hint, sizeof(hint),
+                             "it has %llu sequence%s: too few to split; use more data",
+                             (unsigned long long)ns, ns == 1 ? "" : "s");
                 rc = sl_err_set(SL_ERR_CONFIG,
                                 "data.split '%s' leaves no sequences of '%s' for the %s split\n"
-                                "hint: give the %s split a share, e.g. 969,30,1",
+                                "hint: %s%s",
                                 o->split ? o->split : "969,30,1", idx_reader_prefix(c->r),
-                                split_names[s], split_names[s]);
+                                split_names[s], hint,
+                                s == 1 ? ", or eval.interval=0 turns validation off" : "");
                 break;
             }
             rc = build_component_split(d, c, s, want);
@@ -271,6 +344,11 @@ fail:
 
 int data_loader_sample(const struct data_loader *d, enum data_split s, uint64_t i, uint32_t *out)
 {
+    if (d->separate) {
+        if (!d->sub[s])
+            return sl_err_set(SL_ERR_STATE, "no data for this split");
+        return data_loader_sample(d->sub[s], DATA_TRAIN, i, out);
+    }
     uint64_t L = d->o.seq_len;
     if (d->synthetic) {
         struct sl_rng r;

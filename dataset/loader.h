@@ -26,6 +26,11 @@ struct data_opts {
     const char *cache_dir; /* NULL: PREFIX/cache/GPTDataset_indices */
     int normalize_weights; /* divide weights by their sum instead of refusing */
     int write_cache;       /* write missing cache files (one rank does) */
+    /* Separate splits (NeMo's data_prefix: {train, validation, test}, Megatron's
+     * --train-data-path / --valid-data-path / --test-data-path): when any is set, split s
+     * reads every sequence of its own prefixes (same syntax as prefix; split is unused) and
+     * prefix is ignored. A split that needs samples and has no prefixes is an error. */
+    const char *split_prefix[3];
 };
 
 struct data_loader;

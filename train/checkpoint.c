@@ -241,8 +241,12 @@ int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt
                       "%s},\n",
                       optimizer ? "\"optimizer.safetensors\"" : "null", st->adam_step,
                       optim_json ? optim_json : "null");
-    sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu},\n",
+    sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu",
                   (unsigned long long)st->consumed_samples);
+    if (st->data_json && st->data_json[0] == '{' && strcmp(st->data_json, "{}") != 0)
+        sl_buf_printf(&j, ", %s,\n", st->data_json + 1);
+    else
+        sl_buf_puts(&j, "},\n");
     sl_buf_printf(&j,
                   "  \"rng\": {\"generator\": \"xoshiro256**\", \"state\": [\"%016llx\", "
                   "\"%016llx\", \"%016llx\", \"%016llx\"]},\n",
@@ -588,6 +592,20 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
     static const char *const prefixes[3] = { "", "exp_avg.", "exp_avg_sq." };
     char *p = sl_xasprintf("%s/%s", path,
                            part == CKPT_PARAMS ? "model.safetensors" : "optimizer.safetensors");
+    struct stat sb;
+    if (part != CKPT_PARAMS && stat(p, &sb) != 0) {
+        /* weights only (sluice import hf): zero moments when no update was applied */
+        struct model_config mc;
+        struct ckpt_state st;
+        rc = ckpt_read_meta(path, &mc, &st);
+        if (!rc && st.adam_step != 0)
+            rc = sl_err_set(SL_ERR_NOTFOUND,
+                            "cannot resume from '%s': no optimizer.safetensors after %ld AdamW "
+                            "updates",
+                            path, st.adam_step);
+        free(p);
+        return rc; /* dst was zeroed above */
+    }
     struct st_file *f;
     rc = st_open(&f, p);
     char name[MODEL_NAME_MAX + 16];
@@ -630,6 +648,25 @@ int ckpt_load(const char *path, const struct model_layout *l, float *params, flo
     if (rc || !m || !v)
         return rc;
     p = sl_xasprintf("%s/optimizer.safetensors", path);
+    struct stat sb;
+    if (stat(p, &sb) != 0) {
+        /* weights only (sluice import hf): a run that starts from it starts with zero moments,
+         * as long as no update was ever applied to them */
+        struct model_config mc;
+        struct ckpt_state st;
+        rc = ckpt_read_meta(path, &mc, &st);
+        if (!rc && st.adam_step == 0) {
+            memset(m, 0, l->total * sizeof(float));
+            memset(v, 0, l->total * sizeof(float));
+        } else if (!rc) {
+            rc = sl_err_set(SL_ERR_NOTFOUND,
+                            "cannot resume from '%s': no optimizer.safetensors after %ld AdamW "
+                            "updates",
+                            path, st.adam_step);
+        }
+        free(p);
+        return rc;
+    }
     rc = load_slab(p, l, m, "exp_avg.");
     if (!rc)
         rc = load_slab(p, l, v, "exp_avg_sq.");
@@ -691,7 +728,8 @@ static void hf_release(struct hf_out *o)
     free(o->bufs);
 }
 
-int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
+int ckpt_export_hf(const char *path, const char *out_dir, long bos_id, long eos_id,
+                   const char **arch)
 {
     struct model_config c;
     struct ckpt_state st;
@@ -815,6 +853,11 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
     hf_release(&o);
     if (rc)
         goto out;
+    char bos[24] = "null", eos[24] = "null";
+    if (bos_id >= 0 && bos_id < c.vocab_size)
+        snprintf(bos, sizeof(bos), "%ld", bos_id);
+    if (eos_id >= 0 && eos_id < c.vocab_size)
+        snprintf(eos, sizeof(eos), "%ld", eos_id);
     struct sl_buf j = SL_BUF_INIT;
     if (gpt2) {
         sl_buf_printf(
@@ -825,11 +868,11 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
             "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
             "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
             "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
-            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n"
+            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n"
             "  \"torch_dtype\": \"float32\"\n}\n",
             c.vocab_size, c.max_seq_len, c.max_seq_len, c.d_model, c.n_layers, c.n_heads, c.d_ff,
             c.act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c.norm_eps, (double)c.init_std,
-            c.tied_embeddings ? "true" : "false", c.vocab_size - 1, c.vocab_size - 1);
+            c.tied_embeddings ? "true" : "false", bos, eos);
     } else {
         sl_buf_printf(
             &j,
@@ -840,10 +883,12 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
             "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
             "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
             "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
-            "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n",
+            "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n"
+            "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n",
             c.vocab_size, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
             c.max_seq_len, (double)c.norm_eps, c.rope_theta, c.bias ? "true" : "false",
-            c.bias ? "true" : "false", c.tied_embeddings ? "true" : "false", (double)c.init_std);
+            c.bias ? "true" : "false", c.tied_embeddings ? "true" : "false", (double)c.init_std,
+            bos, eos);
         if (c.rope_factor > 0)
             sl_buf_printf(&j,
                           "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, "
@@ -855,6 +900,18 @@ int ckpt_export_hf(const char *path, const char *out_dir, const char **arch)
             sl_buf_puts(&j, "  \"rope_scaling\": null\n}\n");
     }
     char *cp = sl_xasprintf("%s/config.json", out_dir);
+    rc = sl_write_file_atomic(cp, j.data, j.len);
+    free(cp);
+    sl_buf_release(&j);
+    if (rc)
+        goto out;
+    /* what transformers' generate() reads: the special ids (greedy settings are its defaults) */
+    j = (struct sl_buf)SL_BUF_INIT;
+    sl_buf_printf(&j,
+                  "{\n  \"_from_model_config\": true,\n  \"bos_token_id\": %s,\n"
+                  "  \"eos_token_id\": %s,\n  \"max_length\": %d\n}\n",
+                  bos, eos, c.max_seq_len);
+    cp = sl_xasprintf("%s/generation_config.json", out_dir);
     rc = sl_write_file_atomic(cp, j.data, j.len);
     free(cp);
     sl_buf_release(&j);

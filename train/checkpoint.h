@@ -22,6 +22,9 @@ struct ckpt_state {
     uint64_t consumed_samples; /* train samples consumed: the data position */
     uint64_t rng[4];           /* the trainer's generator state */
     double loss;               /* last train loss */
+    /* members added to checkpoint.json's "data" object: a JSON object (dataset/datainfo.h:
+     * prefix, tokenizer, vocab_size, eod_id), or NULL; borrowed; ckpt_read_meta leaves it NULL */
+    const char *data_json;
 };
 
 /* Write DIR/step-NNNNNNNN. config_json is the full run configuration (an object), kept for
@@ -74,7 +77,8 @@ int ckpt_find_latest(const char *dir, char **path);
 /* Read checkpoint.json of a step directory: the model config and the state. */
 int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *st);
 /* Load the parameters (and moments when m, v are not NULL) of a step directory into slabs
- * laid out by l. Every tensor must be present with its shape; errors name the file. A
+ * laid out by l. A checkpoint of weights only with no AdamW update (sluice import hf) gives
+ * zero moments. Every tensor must be present with its shape; errors name the file. A
  * sharded (GPU) checkpoint gives the fp32 master weights from its shards. */
 int ckpt_load(const char *path, const struct model_layout *l, float *params, float *m, float *v);
 
@@ -92,9 +96,12 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
 /* Remove all but the newest keep step-* directories (keep <= 0: keep all). */
 int ckpt_prune(const char *dir, int keep);
 
-/* Write a Hugging Face transformers directory (config.json, model.safetensors) for the
- * checkpoint at path: GPT2LMHeadModel for learned positions + LayerNorm + GELU + biases,
- * LlamaForCausalLM for RoPE + RMSNorm + SwiGLU. SL_ERR_UNSUPPORTED for other mixes. */
-int ckpt_export_hf(const char *path, const char *out_dir, const char **arch);
+/* Write a Hugging Face transformers directory (config.json, generation_config.json,
+ * model.safetensors) for the checkpoint at path: GPT2LMHeadModel for learned positions +
+ * LayerNorm + GELU + biases, LlamaForCausalLM for RoPE + RMSNorm + SwiGLU.
+ * SL_ERR_UNSUPPORTED for other mixes. bos_id, eos_id: the tokenizer's special ids (written
+ * as null when negative or outside the vocabulary). Tokenizer files are the caller's. */
+int ckpt_export_hf(const char *path, const char *out_dir, long bos_id, long eos_id,
+                   const char **arch);
 
 #endif

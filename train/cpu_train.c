@@ -127,6 +127,13 @@ static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
     return 0;
 }
 
+static int cpu_params_host(void *ctx, float *dst)
+{
+    struct cpu_trainer *t = ctx;
+    memcpy(dst, t->params, t->l.total * sizeof(float));
+    return 0;
+}
+
 /* The debug dump of one step for the test oracles: the samples, loss, lr and gradient
  * norm, and on the first step also the logits of micro-step 0, the parameters before the
  * update and the gradients before clipping. */
@@ -274,6 +281,7 @@ const struct train_backend train_backend_cpu = {
     .load = cpu_load,
     .step = cpu_step,
     .evaluate = cpu_evaluate,
+    .params_host = cpu_params_host,
     .save = cpu_save,
     .release = cpu_release,
 };

@@ -122,6 +122,12 @@ void decoder_reset(struct decoder *d)
     d->len = 0;
 }
 
+void decoder_truncate(struct decoder *d, int len)
+{
+    if (len >= 0 && len < d->len)
+        d->len = len;
+}
+
 static const float *P(const struct decoder *d, int id)
 {
     return id < 0 ? NULL : d->params + d->l->t[id].offset;

@@ -37,5 +37,8 @@ int decoder_max_len(const struct decoder *d);
 
 /* Forget every position (the next token is position 0 again). */
 void decoder_reset(struct decoder *d);
+/* Forget the positions from len on (a shared prefix stays cached; eval scores several
+ * continuations of one context this way). No-op when len >= decoder_len. */
+void decoder_truncate(struct decoder *d, int len);
 
 #endif

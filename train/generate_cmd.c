@@ -15,6 +15,7 @@
 #include "core/world.h"
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
+#include "dataset/datainfo.h"
 #include "train/decode.h"
 #include "train/model.h"
 #include "train/sampler.h"
@@ -125,6 +126,14 @@ static char *first_prefix(struct json_object *p)
 static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
 {
     *prefix_out = NULL;
+    /* recorded by the trainer, with absolute paths (dataset/datainfo.h) */
+    struct data_info di;
+    if (data_info_from_checkpoint(&di, step_dir) == 0 && di.tokenizer) {
+        char *recorded = sl_xstrdup(di.tokenizer);
+        data_info_release(&di);
+        return recorded;
+    }
+    data_info_release(&di);
     char *jp = sl_xasprintf("%s/checkpoint.json", step_dir), *spec = NULL, *prefix = NULL;
     struct sl_buf b = SL_BUF_INIT;
     b.max = 64u << 20;

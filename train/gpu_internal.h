@@ -161,6 +161,9 @@ void gpu_reduce_stats(struct gt *t);
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);
 int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed);
 int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
+/* The bf16 working weights (whole on every rank) widened exactly to fp32 into dst, laid
+ * out by t->l (the backend's params_host). */
+int gpu_params_host(struct gt *t, float *dst);
 int gpu_gather_grads(struct gt *t, float *host); /* collective: the full fp32 gradient */
 
 /* gpu_loader.c: the input pipeline */

@@ -165,6 +165,11 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
     return gpu_save_checkpoint(ctx, st);
 }
 
+static int gpu_params(void *ctx, float *dst)
+{
+    return gpu_params_host(ctx, dst);
+}
+
 static int gpu_load(void *ctx, const char *from, uint64_t init_seed)
 {
     return gpu_load_state(ctx, from, init_seed);
@@ -280,6 +285,7 @@ static const struct train_backend gpu_backend = {
     .load = gpu_load,
     .step = gpu_step,
     .evaluate = gpu_evaluate,
+    .params_host = gpu_params,
     .save = gpu_save,
     .release = gpu_release,
 };

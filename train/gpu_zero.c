@@ -236,6 +236,23 @@ static int fill_model(void *arg, size_t i, void *buf, size_t nbytes)
     return 0;
 }
 
+int gpu_params_host(struct gt *t, float *dst)
+{
+    size_t most = 0;
+    for (int i = 0; i < t->l.n; i++)
+        most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
+    struct model_fill f = { t, malloc((most + 1) * sizeof(uint16_t)) };
+    if (!f.bits)
+        return sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
+                          most * sizeof(uint16_t) >> 20);
+    CUDA_CHECK(cudaStreamSynchronize(t->st));
+    int rc = 0;
+    for (int i = 0; i < t->l.n && !rc; i++)
+        rc = fill_model(&f, (size_t)i, dst + t->l.t[i].offset, t->l.t[i].numel * sizeof(float));
+    free(f.bits);
+    return rc;
+}
+
 /* Tensor i of this rank's optimizer shard: for each bucket slice with parameters in order,
  * its master weights, exp_avg and exp_avg_sq (ckpt_write_shard_fill's order). */
 struct shard_fill {

@@ -85,7 +85,8 @@ int model_config_check(const struct model_config *c)
                           "model: num_attention_heads %d is not a multiple of num_query_groups %d",
                           c->n_heads, c->n_kv_heads);
     if (c->pos == MODEL_POS_ROPE && (c->head_dim % 2))
-        return sl_err_set(SL_ERR_CONFIG, "model: RoPE needs an even head size, got %d", c->head_dim);
+        return sl_err_set(SL_ERR_CONFIG, "model: RoPE needs an even head size, got %d",
+                          c->head_dim);
     if (c->padded_vocab_size < c->vocab_size)
         return sl_err_set(SL_ERR_CONFIG, "model: padded vocabulary smaller than the vocabulary");
     if (!(c->norm_eps > 0))
@@ -202,10 +203,10 @@ void model_layout_init(struct model_layout *l, const struct model_config *c)
     for (int i = 0; i < c->n_layers; i++) {
         struct model_layer_ids *li = &l->layer[i];
         memset(li, 0xff, sizeof(*li)); /* all -1 */
-#define T(field, suffix, kind, rows, cols)                                                 \
-    do {                                                                                   \
-        snprintf(nm, sizeof(nm), "layers.%d.%s", i, suffix);                               \
-        li->field = add_tensor(l, &cap, nm, kind, i, rows, cols);                          \
+#define T(field, suffix, kind, rows, cols)                                                         \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "layers.%d.%s", i, suffix);                                       \
+        li->field = add_tensor(l, &cap, nm, kind, i, rows, cols);                                  \
     } while (0)
         T(attn_norm_w, "attn_norm.weight", MODEL_T_NORM_W, d, 0);
         if (c->norm == MODEL_LAYERNORM && c->bias)
@@ -402,8 +403,8 @@ int model_config_from_json(struct model_config *c, const char *json, size_t len)
         (rc = jstr(o, "activation", &act)) || (rc = jstr(o, "position_embedding_type", &pos)) ||
         (rc = jbool(o, "bias", &c->bias)) ||
         (rc = jbool(o, "share_embeddings_and_output_weights", &c->tied_embeddings)) ||
-        (rc = jdbl(o, "layernorm_epsilon", &eps)) || (rc = jdbl(o, "rotary_base", &c->rope_theta)) ||
-        (rc = jdbl(o, "init_method_std", &std)))
+        (rc = jdbl(o, "layernorm_epsilon", &eps)) ||
+        (rc = jdbl(o, "rotary_base", &c->rope_theta)) || (rc = jdbl(o, "init_method_std", &std)))
         goto out;
     if (!json_object_object_get_ex(o, "rope_scaling", &rs)) {
         rc = sl_err_set(SL_ERR_FORMAT, "model config: 'rope_scaling' missing");
@@ -416,7 +417,7 @@ int model_config_from_json(struct model_config *c, const char *json, size_t len)
         goto out;
     c->rope_original_max_pos = (int)omp;
     c->norm = !strcmp(norm, "rmsnorm") ? MODEL_RMSNORM : MODEL_LAYERNORM;
-    c->act = !strcmp(act, "swiglu") ? MODEL_SWIGLU
+    c->act = !strcmp(act, "swiglu")      ? MODEL_SWIGLU
              : !strcmp(act, "gelu_tanh") ? MODEL_GELU_TANH
                                          : MODEL_GELU;
     c->pos = !strcmp(pos, "rope") ? MODEL_POS_ROPE : MODEL_POS_LEARNED;
@@ -427,4 +428,26 @@ int model_config_from_json(struct model_config *c, const char *json, size_t len)
 out:
     json_object_put(o);
     return rc;
+}
+
+void model_config_to_yaml(const struct model_config *c, struct sl_buf *out)
+{
+    sl_buf_printf(
+        out,
+        "  num_layers: %d\n  hidden_size: %d\n  num_attention_heads: %d\n"
+        "  num_query_groups: %d\n  ffn_hidden_size: %d\n  max_position_embeddings: %d\n"
+        "  normalization: %s\n  activation: %s\n  position_embedding_type: %s\n"
+        "  bias: %s\n  share_embeddings_and_output_weights: %s\n  layernorm_epsilon: %.9g\n"
+        "  rotary_base: %.17g\n  init_method_std: %.9g\n",
+        c->n_layers, c->d_model, c->n_heads, c->n_kv_heads, c->d_ff, c->max_seq_len,
+        model_norm_name(c->norm), model_act_name(c->act),
+        c->pos == MODEL_POS_ROPE ? "rope" : "learned_absolute", c->bias ? "true" : "false",
+        c->tied_embeddings ? "true" : "false", (double)c->norm_eps, c->rope_theta,
+        (double)c->init_std);
+    if (c->rope_factor > 0)
+        sl_buf_printf(out,
+                      "  rope_scaling:\n    factor: %.17g\n    low_freq_factor: %.17g\n"
+                      "    high_freq_factor: %.17g\n    original_max_position_embeddings: %d\n",
+                      c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
+                      c->rope_original_max_pos);
 }

@@ -60,8 +60,8 @@ struct model_tensor {
     int64_t shape[2]; /* rows, cols (cols = 1 for ndim 1) */
     size_t offset;    /* in floats from the slab start; a multiple of MODEL_ALIGN */
     size_t numel;
-    int decay;     /* AdamW weight decay applies (2-D weights and embeddings) */
-    int out_proj;  /* an output projection into the residual stream (scaled init) */
+    int decay;    /* AdamW weight decay applies (2-D weights and embeddings) */
+    int out_proj; /* an output projection into the residual stream (scaled init) */
 };
 
 /* Offsets are multiples of this many floats (256 bytes), so vector loads line up. */
@@ -76,7 +76,7 @@ struct model_layer_ids {
 struct model_layout {
     struct model_tensor *t; /* the table, in slab order */
     int n;
-    size_t total; /* floats in the slab (including alignment gaps) */
+    size_t total;  /* floats in the slab (including alignment gaps) */
     size_t params; /* parameters (sum of numel; padded vocab rows included) */
     int embed, pos, final_norm_w, final_norm_b, lm_head; /* -1 when absent */
     struct model_layer_ids *layer;                       /* n_layers entries */
@@ -126,5 +126,8 @@ const char *model_pos_name(enum model_pos p);
 struct sl_buf;
 int model_config_to_json(const struct model_config *c, struct sl_buf *out);
 int model_config_from_json(struct model_config *c, const char *json, size_t len);
+/* Append the model keys after "model:\n  vocab_size: N..." as indented YAML lines (every
+ * key but vocab_size, which the caller writes first), in the names of the config files. */
+void model_config_to_yaml(const struct model_config *c, struct sl_buf *out);
 
 #endif

@@ -17,9 +17,13 @@
 #include "core/options.h"
 #include "core/progress.h"
 #include "core/rng.h"
+#include "core/stream.h"
 #include "core/world.h"
 #include "dataset/loader.h"
 #include "train/checkpoint.h"
+#include "tokenize/tokenizer.h"
+#include "dataset/datainfo.h"
+#include "train/eval.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -49,6 +53,23 @@ static const char *const usage[] = {
     "See docs/trainer.md for every key.",
     NULL,
 };
+
+static void free_split_prefixes(struct train_opts *o)
+{
+    for (int k = 0; k < 3; k++) {
+        free(o->split_prefix[k]);
+        o->split_prefix[k] = NULL;
+    }
+}
+
+static void free_tasks(struct train_opts *o)
+{
+    free_split_prefixes(o);
+    for (size_t i = 0; o->eval_tasks && o->eval_tasks[i]; i++)
+        free(o->eval_tasks[i]);
+    free(o->eval_tasks);
+    o->eval_tasks = NULL;
+}
 
 static int cfg_choice(struct sl_cfg *root, const char *path, const char *def,
                       const char *const *names, int *out)
@@ -102,11 +123,137 @@ static int cfg_range(struct sl_cfg *root, const char *path, double value, double
                       path, range, value);
 }
 
+/* The data keys (data=synthetic or data.prefix), and model.vocab_size from the data's
+ * tokenizer when the config leaves it out (dataset/datainfo.h). */
+static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
+{
+    int rc;
+    struct sl_cfg *data = sl_cfg_get(root, "data");
+    if (data && data->kind == SL_CFG_SCALAR) {
+        if (strcmp(data->value, "synthetic") != 0)
+            return sl_err_set(SL_ERR_CONFIG, "%s: data: expected a map or 'synthetic', got '%s'",
+                              sl_cfg_where(data), data->value);
+        data->used = 1;
+        o->synthetic = 1;
+        return 0;
+    }
+    struct sl_cfg *pn = sl_cfg_get(root, "data.prefix");
+    /* separate splits: NeMo's data_prefix map, or Megatron's --{train,valid,test}-data-path */
+    static const char *const nemo[] = { "data.prefix.train", "data.prefix.validation",
+                                        "data.prefix.test" };
+    static const char *const mega[] = { "data.train_data_path", "data.valid_data_path",
+                                        "data.test_data_path" };
+    int any_mega = 0;
+    for (int k = 0; k < 3; k++)
+        any_mega |= sl_cfg_get(root, mega[k]) != NULL;
+    if ((pn && pn->kind == SL_CFG_MAP) || any_mega) {
+        if (pn && any_mega)
+            return sl_err_set(SL_ERR_CONFIG, "data.prefix and data.*_data_path cannot be used "
+                                             "together\nhint: one of the two forms");
+        struct sl_buf all = SL_BUF_INIT;
+        for (int k = 0; k < 3; k++) {
+            const char *key = pn ? nemo[k] : mega[k];
+            struct sl_cfg *kn = sl_cfg_get(root, key);
+            if (!kn)
+                continue;
+            struct sl_buf b = SL_BUF_INIT;
+            if (kn->kind == SL_CFG_SEQ) {
+                const char **items;
+                size_t n;
+                if ((rc = sl_cfg_strs(root, key, &items, &n))) {
+                    sl_buf_release(&all);
+                    return rc;
+                }
+                for (size_t i = 0; i < n; i++)
+                    sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
+                free(items);
+            } else {
+                const char *v;
+                if ((rc = sl_cfg_str(root, key, NULL, &v))) {
+                    sl_buf_release(&all);
+                    return rc;
+                }
+                sl_buf_puts(&b, v ? v : "");
+            }
+            o->split_prefix[k] = sl_buf_detach(&b, NULL);
+            sl_buf_printf(&all, "%s%s", all.len ? " " : "", o->split_prefix[k]);
+        }
+        o->prefix_list = sl_buf_detach(&all, NULL);
+        o->prefix = o->prefix_list;
+    } else if (pn && pn->kind == SL_CFG_SEQ) {
+        /* a YAML list (NeMo's data_prefix): join its items with spaces */
+        const char **items;
+        size_t n;
+        if ((rc = sl_cfg_strs(root, "data.prefix", &items, &n)))
+            return rc;
+        struct sl_buf b = SL_BUF_INIT;
+        for (size_t i = 0; i < n; i++)
+            sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
+        free(items);
+        o->prefix_list = sl_buf_detach(&b, NULL);
+        o->prefix = o->prefix_list;
+    } else if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix))) {
+        return rc;
+    }
+    if ((rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
+        (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
+        (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)))
+        return rc;
+    if (o->prefix && !strcmp(o->prefix, "synthetic")) {
+        o->synthetic = 1;
+        return 0;
+    }
+    /* Megatron's --mock-data is asked for, never a fallback: no data is an error */
+    if (!o->prefix || !o->prefix[strspn(o->prefix, " \t\n")])
+        return sl_err_set(SL_ERR_CONFIG,
+                          "no training data: data.prefix is %s\nhint: data.prefix=PREFIX (the "
+                          ".bin/.idx pair that sluice tokenize wrote, e.g. "
+                          "tokens/web_text_document), or data=synthetic to train on random "
+                          "tokens (a smoke test)",
+                          o->prefix ? "empty" : "not set");
+    if ((rc = data_info_read(&o->data, o->prefix)))
+        return rc;
+    if (o->data.vocab_size <= 0)
+        return 0;
+    struct sl_cfg *vn = sl_cfg_get(root, "model.vocab_size");
+    if (!vn) {
+        char kv[64];
+        snprintf(kv, sizeof(kv), "model.vocab_size=%ld", o->data.vocab_size);
+        o->vocab_from_data = 1;
+        return sl_cfg_override(root, kv);
+    }
+    return 0;
+}
+
+/* The model's vocabulary against the data's tokenizer. */
+static int check_vocab(const struct train_opts *o, struct sl_cfg *root)
+{
+    if (o->synthetic || o->data.vocab_size <= 0)
+        return 0;
+    if (o->mc.vocab_size < o->data.vocab_size) {
+        struct sl_cfg *n = sl_cfg_get(root, "model.vocab_size");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: model.vocab_size %d is smaller than the data's tokenizer ('%s', "
+                          "%ld ids, from '%s')\nhint: leave model.vocab_size out to take it from "
+                          "the data, or set it to at least %ld",
+                          n ? sl_cfg_where(n) : "config", o->mc.vocab_size, o->data.tokenizer,
+                          o->data.vocab_size, o->data.manifest, o->data.vocab_size);
+    }
+    if (o->data.eod_id >= o->mc.vocab_size)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "model.vocab_size %d does not hold the data's end-of-document id %ld",
+                          o->mc.vocab_size, o->data.eod_id);
+    return 0;
+}
+
 static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
 {
     memset(o, 0, sizeof(*o));
-    int rc = model_config_load(&o->mc, root);
+    o->data.vocab_size = o->data.eod_id = -1;
+    int rc = load_data_opts(o, root);
     if (rc)
+        return rc;
+    if ((rc = model_config_load(&o->mc, root)) || (rc = check_vocab(o, root)))
         return rc;
     static const char *const nan_names[] = { "stop", "skip", NULL };
     static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
@@ -177,38 +324,30 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     o->lr.decay_steps = decay_steps;
     o->lr.style = (enum lr_decay)idx;
     o->data_seed = o->seed;
-    struct sl_cfg *data = sl_cfg_get(root, "data");
-    if (data && data->kind == SL_CFG_SCALAR) {
-        if (strcmp(data->value, "synthetic") != 0)
-            return sl_err_set(SL_ERR_CONFIG, "%s: data: expected a map or 'synthetic', got '%s'",
-                              sl_cfg_where(data), data->value);
-        data->used = 1;
-        o->synthetic = 1;
-    } else {
-        struct sl_cfg *pn = sl_cfg_get(root, "data.prefix");
-        if (pn && pn->kind == SL_CFG_SEQ) {
-            /* a YAML list (NeMo's data_prefix): join its items with spaces */
-            const char **items;
-            size_t n;
-            if ((rc = sl_cfg_strs(root, "data.prefix", &items, &n)))
+    if ((rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
+        return rc;
+    struct sl_cfg *tn = sl_cfg_get(root, "eval.tasks");
+    if (tn) {
+        const char **items = NULL;
+        size_t n = 0;
+        const char *one = NULL;
+        if (tn->kind == SL_CFG_SEQ) {
+            if ((rc = sl_cfg_strs(root, "eval.tasks", &items, &n)))
                 return rc;
-            struct sl_buf b = SL_BUF_INIT;
-            for (size_t i = 0; i < n; i++)
-                sl_buf_printf(&b, "%s%s", i ? " " : "", items[i]);
-            free(items);
-            o->prefix_list = sl_buf_detach(&b, NULL);
-            o->prefix = o->prefix_list;
-        } else if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix))) {
+        } else if ((rc = sl_cfg_str(root, "eval.tasks", NULL, &one))) {
             return rc;
+        } else if (one) {
+            items = &one;
+            n = 1;
         }
-        if ((rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
-            (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
-            (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)) ||
-            (rc = sl_cfg_u64(root, "data.seed", o->seed, &o->data_seed)))
-            return rc;
-        o->synthetic = !o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0];
+        o->eval_tasks = sl_xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++)
+            o->eval_tasks[i] = sl_xstrdup(items[i]);
+        if (items != &one)
+            free(items);
     }
-    if ((rc = cfg_nonneg(root, "eval.interval", 0, &o->eval_interval, 0)) ||
+    if ((rc = cfg_nonneg(root, "eval.task_limit", 0, &o->eval_task_limit, 0)) ||
+        (rc = cfg_nonneg(root, "eval.interval", 0, &o->eval_interval, 0)) ||
         (rc = cfg_nonneg(root, "eval.iters", 10, &o->eval_iters, 1)) ||
         (rc = sl_cfg_str(root, "checkpoint.dir", NULL, &o->ckpt_dir)) ||
         (rc = cfg_nonneg(root, "checkpoint.interval", 0, &o->ckpt_interval, 0)) ||
@@ -225,6 +364,81 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     return sl_cfg_check_unused(root);
 }
 
+/* --print-config: the configuration as the run would use it, every key with its value
+ * (defaults and values taken from the data included), as YAML that `sluice train` reads back. */
+static void print_config(const struct train_opts *o, FILE *f)
+{
+    const struct model_config *c = &o->mc;
+    static const char *const dev[] = { "auto", "cpu", "cuda" };
+    static const char *const attn[] = { "auto", "cudnn", "flash" };
+    static const char *const rec[] = { "none", "selective", "full" };
+    static const char *const red[] = { "fp32", "bf16" };
+    fprintf(f, "model:\n  vocab_size: %d  # %s; padded to %d rows\n", c->vocab_size,
+            o->vocab_from_data ? "from the data's tokenize manifest" : "from the config",
+            c->padded_vocab_size);
+    struct sl_buf y = SL_BUF_INIT;
+    model_config_to_yaml(c, &y);
+    fputs(y.data, f);
+    sl_buf_release(&y);
+    if (o->synthetic)
+        fprintf(f, "data: synthetic\n");
+    else {
+        static const char *const sk[] = { "train", "validation", "test" };
+        if (o->split_prefix[0] || o->split_prefix[1] || o->split_prefix[2]) {
+            fprintf(f, "data:\n  prefix:\n");
+            for (int k = 0; k < 3; k++)
+                if (o->split_prefix[k])
+                    fprintf(f, "    %s: \"%s\"\n", sk[k], o->split_prefix[k]);
+            fprintf(f, "  split: \"%s\"\n", o->split);
+        } else {
+            fprintf(f, "data:\n  prefix: \"%s\"\n  split: \"%s\"\n", o->prefix, o->split);
+        }
+        if (o->cache_dir)
+            fprintf(f, "  cache_dir: \"%s\"\n", o->cache_dir);
+        fprintf(f, "  normalize_weights: %s\n  seed: %llu\n",
+                o->normalize_weights ? "true" : "false", (unsigned long long)o->data_seed);
+        if (o->data.tokenizer)
+            fprintf(f, "  # tokenizer: %s (%ld ids, end of document %ld) from %s\n",
+                    o->data.tokenizer, o->data.vocab_size, o->data.eod_id, o->data.manifest);
+    }
+    fprintf(f,
+            "train:\n  seq_len: %ld\n  micro_batch_size: %ld\n  global_batch_size: %ld\n"
+            "  steps: %ld\n  threads: %ld\n  seed: %llu\n  resume: %s\n  on_nan: %s\n"
+            "  device: %s\n  attention: %s\n  recompute: %s\n  grad_reduce_dtype: %s\n"
+            "  deterministic: %s\n",
+            o->seq_len, o->micro_batch, o->global_batch, o->steps, o->threads,
+            (unsigned long long)o->seed, o->resume, o->on_nan_skip ? "skip" : "stop",
+            dev[o->device], attn[o->attention], rec[o->recompute], red[o->grad_reduce],
+            o->deterministic ? "true" : "false");
+    if (o->dump_grads)
+        fprintf(f, "  dump_grads: %s\n", o->dump_grads);
+    fprintf(f,
+            "optim:\n  lr: %.17g\n  min_lr: %.17g\n  warmup_steps: %ld\n  decay_steps: %ld\n"
+            "  decay_style: %s\n  wsd_decay_fraction: %.17g\n  weight_decay: %.17g\n"
+            "  beta1: %.17g\n  beta2: %.17g\n  eps: %.17g\n  clip_grad: %.17g\n",
+            o->lr.lr, o->lr.min_lr, o->lr.warmup_steps, o->lr.decay_steps,
+            lr_decay_name(o->lr.style), o->lr.wsd_fraction, o->adam.weight_decay, o->adam.beta1,
+            o->adam.beta2, o->adam.eps, o->clip);
+    fprintf(f, "eval:\n  interval: %ld\n  iters: %ld\n  task_limit: %ld\n", o->eval_interval,
+            o->eval_iters, o->eval_task_limit);
+    if (o->eval_tasks && o->eval_tasks[0]) {
+        fprintf(f, "  tasks:\n");
+        for (size_t i = 0; o->eval_tasks[i]; i++)
+            fprintf(f, "    - \"%s\"\n", o->eval_tasks[i]);
+    }
+    fprintf(f, "checkpoint:\n");
+    if (o->ckpt_dir)
+        fprintf(f, "  dir: %s\n", o->ckpt_dir);
+    fprintf(f, "  interval: %ld\n  keep_last: %ld\n", o->ckpt_interval, o->keep_last);
+    fprintf(f, "log:\n  interval: %ld\n  peak_tflops: %.17g\n", o->log_interval, o->peak_tflops);
+    if (o->log_file)
+        fprintf(f, "  file: %s\n", o->log_file);
+    if (o->tb_dir)
+        fprintf(f, "  tensorboard_dir: %s\n", o->tb_dir);
+    if (o->dump_dir)
+        fprintf(f, "debug:\n  dump_dir: %s\n  dump_steps: %ld\n", o->dump_dir, o->dump_steps);
+}
+
 /* Everything the driver holds. */
 struct trainer {
     struct train_opts o;
@@ -237,6 +451,12 @@ struct trainer {
     struct sl_rng rng;
     FILE *log;
     struct train_log *tlog; /* TensorBoard events and loss.svg (rank 0) */
+    /* eval.tasks (rank 0): the tasks, the data's tokenizer, the weights on the host */
+    struct eval_task *tasks;
+    size_t ntasks;
+    struct tokenizer *tok;
+    float *host_params;
+    struct eval_scorer *scorer;
     double flops_per_token;
 };
 
@@ -263,6 +483,81 @@ static int save_checkpoint(struct trainer *t)
 static char *grads_path(const struct trainer *t, long step)
 {
     return sl_xasprintf("%s/grads-step-%06ld.safetensors", t->o.dump_grads, step);
+}
+
+/* eval.tasks: load the task files and the data's tokenizer (rank 0). */
+static int open_tasks(struct trainer *t)
+{
+    const struct train_opts *o = &t->o;
+    size_t n = 0;
+    while (o->eval_tasks && o->eval_tasks[n])
+        n++;
+    if (!n)
+        return 0;
+    if (!o->eval_interval)
+        return sl_err_set(SL_ERR_CONFIG, "eval.tasks needs eval.interval (the steps between "
+                                         "evaluations; they also run at the last step)");
+    if (!o->data.tokenizer)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "eval.tasks needs the data's tokenizer, and no tokenize manifest names "
+                          "one%s\nhint: tasks are text; train on shards from sluice tokenize",
+                          o->synthetic ? " (data=synthetic)" : "");
+    if (t->w->rank != 0)
+        return 0;
+    int rc = tokenizer_open(&t->tok, o->data.tokenizer);
+    t->tasks = sl_xcalloc(n, sizeof(*t->tasks));
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = eval_task_load(&t->tasks[i], o->eval_tasks[i], (size_t)o->eval_task_limit);
+        if (!rc) {
+            t->ntasks = i + 1;
+            if (t->tasks[i].skipped)
+                sl_warn("eval.tasks: %llu lines of '%s' skipped; the first: %s",
+                        (unsigned long long)t->tasks[i].skipped, t->tasks[i].path,
+                        t->tasks[i].first_bad);
+            sl_info("eval.tasks: '%s' (%s, %zu items)", t->tasks[i].path, t->tasks[i].format,
+                    t->tasks[i].n);
+        }
+    }
+    if (!rc) {
+        t->host_params = aligned_alloc(64, sl_mul_size((t->l.total + 15) / 16 * 16, sizeof(float)));
+        if (!t->host_params)
+            rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate the host copy of the weights");
+        else
+            memset(t->host_params, 0, t->l.total * sizeof(float));
+    }
+    if (!rc)
+        rc = eval_scorer_new(&t->scorer, &o->mc, &t->l, t->host_params, o->mc.max_seq_len);
+    return rc;
+}
+
+/* Score the tasks with the current weights (rank 0) and report them. */
+static int run_tasks(struct trainer *t, long step)
+{
+    if (t->w->rank != 0)
+        return 0;
+    int rc = t->be->params_host
+                 ? t->be->params_host(t->ctx, t->host_params)
+                 : sl_err_set(SL_ERR_UNSUPPORTED,
+                              "the %s backend cannot copy its weights to the host", t->be->name);
+    int64_t eod = t->o.data.eod_id >= 0 ? t->o.data.eod_id : t->tok->eod_id;
+    for (size_t i = 0; i < t->ntasks && !rc; i++) {
+        struct eval_result r;
+        rc = eval_task_run(&t->tasks[i], t->tok, eod, t->scorer, &r, NULL);
+        if (!rc) {
+            const char *name = strrchr(t->tasks[i].path, '/');
+            name = name ? name + 1 : t->tasks[i].path;
+            char base[128];
+            snprintf(base, sizeof(base), "%s", name);
+            char *dot = strstr(base, ".jsonl");
+            if (dot)
+                *dot = 0;
+            int lam = t->tasks[i].kind == EVAL_LAMBADA;
+            train_report_task(t->log, t->tlog, step, base, lam ? "perplexity" : "acc_norm", r.acc,
+                              t->tasks[i].kind == EVAL_LAMBADA ? r.ppl : r.acc_norm, r.items,
+                              r.seconds);
+        }
+    }
+    return rc;
 }
 
 static int train_loop(struct trainer *t)
@@ -352,6 +647,10 @@ static int train_loop(struct trainer *t)
             }
             if (t->w->rank == 0)
                 train_report_valid(t->log, t->tlog, step, vl);
+            if (t->ntasks && (rc = all_ok(t, run_tasks(t, step)))) {
+                sl_error("eval.tasks: %s", sl_err_msg());
+                return rc;
+            }
             t_last = sl_now(); /* validation is not step time */
         }
         if (saving) {
@@ -429,12 +728,68 @@ static int setup_threads(long want)
 #endif
 }
 
+/* The data loader failed on prefix: add a hint when a path of it is not a .bin/.idx pair
+ * but names one that sluice tokenize wrote (tokens/web -> tokens/web_text_document). */
+static void add_prefix_hint(const char *prefix)
+{
+    char *all = sl_xstrdup(prefix), *save = NULL;
+    for (char *w = strtok_r(all, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        char *h = data_info_prefix_hint(w);
+        if (h && !strstr(sl_err_msg(), "hint:")) {
+            char *msg = sl_xasprintf("%s%s", sl_err_msg(), h);
+            sl_err_set(SL_ERR_NOTFOUND, "%s", msg);
+            free(msg);
+        }
+        free(h);
+        if (h)
+            break;
+    }
+    free(all);
+}
+
+/* A resumed run appends to log.file: drop the lines of the steps after the checkpoint
+ * (they ran, but the run goes on from the checkpoint and logs them again). */
+static int trim_log(const char *path, long step)
+{
+    struct sl_buf b = SL_BUF_INIT, out = SL_BUF_INIT;
+    b.max = (size_t)1 << 34;
+    int rc = sl_read_file(path, &b);
+    if (rc) {
+        sl_buf_release(&b);
+        return 0; /* no log yet */
+    }
+    size_t dropped = 0;
+    for (size_t i = 0; i < b.len;) {
+        const char *line = b.data + i, *nl = memchr(line, '\n', b.len - i);
+        size_t n = nl ? (size_t)(nl - line) + 1 : b.len - i;
+        const char *sp = NULL;
+        for (size_t k = 0; k + 7 < n && !sp; k++)
+            if (!memcmp(line + k, "\"step\":", 7))
+                sp = line + k + 7;
+        if (sp && strtol(sp, NULL, 10) > step)
+            dropped++;
+        else
+            sl_buf_append(&out, line, n);
+        i += n;
+    }
+    if (dropped)
+        rc = sl_write_file_atomic(path, out.data ? out.data : "", out.len);
+    if (!rc && dropped)
+        sl_info("log.file '%s': %zu lines of steps after %ld dropped (they run again)", path,
+                dropped, step);
+    sl_buf_release(&b);
+    sl_buf_release(&out);
+    return rc;
+}
+
 static int open_data(struct trainer *t)
 {
     const struct train_opts *o = &t->o;
     struct data_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.prefix = o->synthetic ? NULL : o->prefix;
+    for (int k = 0; k < 3 && !o->synthetic; k++)
+        dopt.split_prefix[k] = o->split_prefix[k];
     dopt.split = o->split;
     dopt.seq_len = (uint64_t)o->seq_len;
     dopt.seed = (uint32_t)o->data_seed;
@@ -448,6 +803,8 @@ static int open_data(struct trainer *t)
     dopt.write_cache = t->w->rank == 0;
     double td = sl_now();
     int rc = data_loader_open(&t->data, &dopt);
+    if (rc && !o->synthetic)
+        add_prefix_hint(o->prefix);
     if ((rc = all_ok(t, rc)))
         return rc;
     if (t->w->rank != 0)
@@ -463,6 +820,21 @@ static int open_data(struct trainer *t)
                 data_loader_cached(t->data) ? "from the cache" : "built", sl_now() - td);
         if (data_loader_note(t->data))
             sl_warn("%s", data_loader_note(t->data));
+        const struct data_info *di = &o->data;
+        if (di->tokenizer)
+            sl_info("data: tokenizer '%s' (%ld ids, end of document %ld, from '%s'); "
+                    "model.vocab_size %d%s, padded to %d",
+                    di->tokenizer, di->vocab_size, di->eod_id, di->manifest, o->mc.vocab_size,
+                    o->vocab_from_data ? " from the data" : "", o->mc.padded_vocab_size);
+        else
+            sl_warn("data: no tokenize manifest beside '%s': model.vocab_size is %d, the end of "
+                    "document id unknown\nhint: set model.vocab_size to the tokenizer's size",
+                    o->prefix, o->mc.vocab_size);
+        if (di->vocab_size > 0 && o->mc.padded_vocab_size - di->vocab_size >= 128)
+            sl_warn("model.vocab_size %d is larger than the data's tokenizer (%ld ids): %d "
+                    "embedding rows are never trained\nhint: leave model.vocab_size out to take "
+                    "it from the data",
+                    o->mc.vocab_size, di->vocab_size, o->mc.vocab_size - (int)di->vocab_size);
     }
     return 0;
 }
@@ -501,7 +873,7 @@ static int find_resume(struct trainer *t, char **from)
     return rc;
 }
 
-static int run(struct sl_cfg *root)
+static int run(struct sl_cfg *root, int print_only)
 {
     struct trainer tr;
     memset(&tr, 0, sizeof(tr));
@@ -512,9 +884,19 @@ static int run(struct sl_cfg *root)
     if (rc) {
         sl_error("%s", sl_err_msg());
         free(t->o.prefix_list);
+        data_info_release(&t->o.data);
+        free_tasks(&t->o);
         return 2;
     }
     struct train_opts *o = &t->o;
+    if (print_only) {
+        if (t->w->rank == 0)
+            print_config(o, stdout);
+        free(o->prefix_list);
+        data_info_release(&o->data);
+        free_tasks(o);
+        return 0;
+    }
     struct sl_buf cj = SL_BUF_INIT;
     sl_cfg_to_json(root, &cj);
     o->config_json = sl_buf_detach(&cj, NULL);
@@ -527,6 +909,11 @@ static int run(struct sl_cfg *root)
                   lr_decay_name(o->lr.style), o->adam.weight_decay, o->adam.beta1, o->adam.beta2,
                   o->adam.eps, o->clip);
     o->optim_json = sl_buf_detach(&oj, NULL);
+    if (!o->synthetic) {
+        struct sl_buf dj = SL_BUF_INIT;
+        data_info_to_json(&o->data, &dj);
+        o->data_json = sl_buf_detach(&dj, NULL);
+    }
     o->accum = o->global_batch / (o->micro_batch * t->w->size);
 
     int threads = setup_threads(o->threads);
@@ -539,6 +926,8 @@ static int run(struct sl_cfg *root)
         rc = 1;
     }
     if (!(rc = all_ok(t, rc)) && (rc = all_ok(t, open_data(t))) && sl_err_msg()[0])
+        sl_error("%s", sl_err_msg());
+    if (!rc && (rc = all_ok(t, open_tasks(t))) && sl_err_msg()[0])
         sl_error("%s", sl_err_msg());
     size_t act_bytes = 0;
     if (!rc && (rc = all_ok(t, t->be->setup(&t->ctx, o, t->w, t->data, &act_bytes))) &&
@@ -560,6 +949,7 @@ static int run(struct sl_cfg *root)
         rc = 1;
         goto out;
     }
+    t->st.data_json = o->data_json;
     if (from) {
         memcpy(t->rng.s, t->st.rng, sizeof(t->rng.s));
         if (t->w->rank == 0)
@@ -578,7 +968,9 @@ static int run(struct sl_cfg *root)
                 "%.3g GFLOP per token",
                 o->global_batch, o->micro_batch, t->w->size, o->accum, o->seq_len,
                 t->flops_per_token / 1e9);
-        if (o->log_file) {
+        if (o->log_file && from)
+            rc = trim_log(o->log_file, t->st.step);
+        if (o->log_file && !rc) {
             t->log = fopen(o->log_file, "a");
             if (!t->log)
                 rc = sl_err_set(SL_ERR_IO, "cannot open log file '%s': %s", o->log_file,
@@ -608,17 +1000,30 @@ out:
     if (t->log)
         fclose(t->log);
     data_loader_free(t->data);
+    eval_scorer_free(t->scorer);
+    free(t->host_params);
+    tokenizer_free(t->tok);
+    for (size_t i = 0; i < t->ntasks; i++)
+        eval_task_release(&t->tasks[i]);
+    free(t->tasks);
+    free_tasks(o);
     model_layout_release(&t->l);
     free(o->config_json);
     free(o->optim_json);
+    free(o->data_json);
     free(o->prefix_list);
+    data_info_release(&o->data);
     return rc;
 }
 
 int cmd_train(int argc, const char **argv)
 {
     const char *tb = NULL;
+    int print_only = 0;
     struct sl_option options[] = {
+        SL_OPT_FLAG_(0, "print-config", &print_only,
+                     "print the resolved configuration (defaults and values from the data "
+                     "included) as YAML and exit"),
         SL_OPT_STRING(0, "tensorboard", &tb, "DIR",
                       "TensorBoard events and loss.svg in DIR (log.tensorboard_dir)"),
         SL_OPT_COMMON,
@@ -663,7 +1068,7 @@ int cmd_train(int argc, const char **argv)
         sl_strlist_release(&rest);
         return 2;
     }
-    rc = run(root);
+    rc = run(root, print_only);
     sl_cfg_free(root);
     sl_strlist_release(&rest);
     return rc;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "train/checkpoint.h"
+#include "dataset/datainfo.h"
 #include "train/model.h"
 #include "train/optim.h"
 
@@ -36,8 +37,15 @@ struct train_opts {
     double clip;
     const char *prefix, *split, *cache_dir;
     char *prefix_list; /* data.prefix given as a list, joined (owned) */
+    char *split_prefix[3]; /* separate splits: data.prefix.{train,validation,test} or
+                            * data.{train,valid,test}_data_path, joined (owned), or NULL */
     int normalize_weights, synthetic;
+    struct data_info data; /* the data's tokenizer and absolute paths (owned) */
+    int vocab_from_data;   /* model.vocab_size was taken from the data */
+    char *data_json;       /* data_info as JSON, for checkpoint.json (owned) */
     long eval_interval, eval_iters;
+    char **eval_tasks; /* eval.tasks: task files (owned, NULL-terminated), or NULL */
+    long eval_task_limit;
     const char *ckpt_dir;
     long ckpt_interval, keep_last;
     const char *log_file, *tb_dir;
@@ -83,6 +91,10 @@ struct train_backend {
     int (*step)(void *ctx, struct train_step *s);
     /* Mean loss over eval.iters global batches of the valid split. */
     int (*evaluate)(void *ctx, double *loss);
+    /* The current weights as fp32 into dst (laid out by the model's layout, l.total
+     * floats; gaps untouched), for eval.tasks: the tasks are scored by the CPU code of
+     * train/eval.h over them. Not collective: rank 0 calls it alone. */
+    int (*params_host)(void *ctx, float *dst);
     /* Write checkpoint.dir/step-N for state st (rank 0 commits it). */
     int (*save)(void *ctx, const struct ckpt_state *st);
     void (*release)(void *ctx); /* NULL ctx is a no-op */

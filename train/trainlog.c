@@ -185,3 +185,41 @@ void train_report_valid(FILE *jsonl, struct train_log *tl, long step, double val
     if (train_log_valid(tl, step, val_loss))
         sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
 }
+
+int train_log_task(struct train_log *tl, long step, const char *task, const char *second,
+                   double acc, double acc_norm)
+{
+    if (!tl || tl->failed)
+        return 0;
+    char tag[160];
+    snprintf(tag, sizeof(tag), "eval/%s/acc", task);
+    int rc = tb_writer_scalar(tl->tb, step, tag, (float)acc);
+    if (!rc && isfinite(acc_norm)) {
+        snprintf(tag, sizeof(tag), "eval/%s/%s", task, second);
+        rc = tb_writer_scalar(tl->tb, step, tag, (float)acc_norm);
+    }
+    return fail(tl, rc);
+}
+
+void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char *task,
+                       const char *second, double acc, double acc_norm, size_t items,
+                       double seconds)
+{
+    char an[32];
+    jnum(an, sizeof(an), acc_norm);
+    printf("eval at step %ld | %s | acc %.4f | %s %s | %zu items, %.1f items/s\n", step, task, acc,
+           second, an, items, seconds > 0 ? (double)items / seconds : 0.0);
+    fflush(stdout);
+    if (jsonl) {
+        fprintf(jsonl, "{\"type\":\"task\",\"step\":%ld,\"task\":\"", step);
+        for (const char *c = task; *c; c++)
+            if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+                fputc('_', jsonl);
+            else
+                fputc(*c, jsonl);
+        fprintf(jsonl, "\",\"acc\":%.9g,\"%s\":%s,\"items\":%zu}\n", acc, second, an, items);
+        fflush(jsonl);
+    }
+    if (train_log_task(tl, step, task, second, acc, acc_norm))
+        sl_warn("TensorBoard log: %s; no more events are written", sl_err_msg());
+}

@@ -13,6 +13,7 @@
 #ifndef SL_TRAIN_TRAINLOG_H
 #define SL_TRAIN_TRAINLOG_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 struct train_log;
@@ -32,6 +33,10 @@ int train_log_step(struct train_log *tl, long step, double loss, double lr, doub
                    double tokens_per_s, double mfu);
 /* A validation loss; also rewrites loss.svg. */
 int train_log_valid(struct train_log *tl, long step, double val_loss);
+/* A zero-shot task's scores (eval.tasks): eval/<task>/acc and eval/<task>/<second> (when
+ * finite; second is "acc_norm", or "perplexity" for LAMBADA). */
+int train_log_task(struct train_log *tl, long step, const char *task, const char *second,
+                   double acc, double acc_norm);
 /* Rewrite dir/loss.svg from the curves so far (at checkpoints). */
 int train_log_plot(struct train_log *tl);
 /* Rewrite loss.svg, close the event file, free. NULL is a no-op. */
@@ -51,5 +56,12 @@ struct train_step_report {
 void train_report_step(FILE *jsonl, struct train_log *tl, const struct train_step_report *r);
 /* Rank 0, after a validation: the same three for the validation loss. */
 void train_report_valid(FILE *jsonl, struct train_log *tl, long step, double val_loss);
+
+/* Rank 0, after scoring a task (eval.tasks): a line on stdout, {"type":"task","step",
+ * "task","acc",second,"items"} in jsonl, the TensorBoard scalars. second: "acc_norm" or
+ * "perplexity" (LAMBADA), whose value is acc_norm. */
+void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char *task,
+                       const char *second, double acc, double acc_norm, size_t items,
+                       double seconds);
 
 #endif

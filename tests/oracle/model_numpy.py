@@ -14,7 +14,7 @@ import numpy as np
 
 _DT = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
        "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "U16": np.uint16,
-       "U32": np.uint32, "U64": np.uint64}
+       "U32": np.uint32, "U64": np.uint64, "BF16": np.uint16}  # BF16: the raw bits
 
 
 def st_load(path):

@@ -92,7 +92,11 @@ TEST(blend_greedy_rule)
     REQUIRE(blend_parse_prefix("1 a 3 b", 1, &p, &ws, &n, &st) == 0);
     CHECK(fabs(ws[1] - 0.75) < 1e-12);
     free(p), free(ws), free(st);
-    CHECK_EQ_INT(blend_parse_prefix("a b", 0, &p, &ws, &n, &st), SL_ERR_CONFIG);
+    /* Megatron's unweighted form: weights 0, set by the loader from the prefixes' sizes */
+    REQUIRE(blend_parse_prefix("a b", 0, &p, &ws, &n, &st) == 0);
+    CHECK(n == 2 && !strcmp(p[0], "a") && !strcmp(p[1], "b") && ws[0] == 0.0 && ws[1] == 0.0);
+    free(p), free(ws), free(st);
+    CHECK_EQ_INT(blend_parse_prefix("a 0.5 b", 0, &p, &ws, &n, &st), SL_ERR_CONFIG);
     CHECK_EQ_INT(blend_parse_prefix("-1 a 2 b", 1, &p, &ws, &n, &st), SL_ERR_CONFIG);
 }
 
@@ -450,6 +454,33 @@ TEST(checkpoint_shards_any_rank_count)
         CHECK_EQ_MEM(a, sizeof(a), src + p * n + 3, sizeof(a));
         CHECK_EQ_MEM(b, sizeof(b), src + p * n + n / 3 - 10, sizeof(b));
     }
+    /* weights only with no AdamW update (sluice import hf): zero moments, by ranges (the
+     * GPU resume) and whole (the CPU resume); after updates, missing moments are an error */
+    struct ckpt_state st0 = st;
+    st0.step = 7;
+    st0.adam_step = 0;
+    REQUIRE(ckpt_save(dir, &c, &l, src, NULL, NULL, &st0, "{}", NULL) == 0);
+    free(path);
+    REQUIRE(ckpt_find_latest(dir, &path) == 0 && path);
+    for (int p = 1; p < 3; p++) {
+        float a[100], b[200];
+        float *d[2] = { a, b };
+        memset(a, 0xff, sizeof(a));
+        REQUIRE(ckpt_read_ranges(path, &l, (enum ckpt_part)p, want, 2, d) == 0);
+        CHECK(a[0] == 0.0f && a[99] == 0.0f && b[199] == 0.0f);
+    }
+    memset(dst, 0, n * sizeof(float));
+    memset(dst + n, 0xff, 2 * n * sizeof(float));
+    REQUIRE(ckpt_load(path, &l, dst, dst + n, dst + 2 * n) == 0);
+    CHECK_EQ_MEM(dst, n * sizeof(float), src, n * sizeof(float));
+    CHECK(dst[n] == 0.0f && dst[3 * n - 1] == 0.0f);
+    st0.step = 8;
+    st0.adam_step = 3;
+    REQUIRE(ckpt_save(dir, &c, &l, src, NULL, NULL, &st0, "{}", NULL) == 0);
+    free(path);
+    REQUIRE(ckpt_find_latest(dir, &path) == 0 && path);
+    CHECK(ckpt_load(path, &l, dst, dst + n, dst + 2 * n) != 0);
+    CHECK_CONTAINS(sl_err_msg(), "no optimizer.safetensors after 3 AdamW updates");
     /* a missing shard is an error that says so */
     free(path);
     path = sl_xasprintf("%s/step-%08d", dir, 5);

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# sluice eval: usage and docs; a tiny model trained on a learnable task ("NAME likes FOOD."
+# with a fixed food per name) scores well above chance on it; every choice's log-likelihood
+# equals the numpy model's (full forward, no cache) within 1e-5 for the task layouts
+# (HellaSwag, LAMBADA, ARC, PIQA, Winogrande, context/choices); held-out loss equals the
+# trainer's validation loss on the same samples; bad input.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+ORACLE="$ROOT/tests/oracle"
+CFG="$ROOT/configs/models/tiny-gpt.yaml"
+
+case_ "eval -h: usage on stdout, the docs page shows it verbatim"
+run "$SLUICE" eval -h
+expect_rc 0
+expect_out "usage: sluice eval CHECKPOINT (--data PREFIX | --tasks FILE.jsonl) [options]"
+doc="$ROOT/docs/commands/eval.md"
+block=$(awk '/^## Usage/{u=1; next} u && /^```text/{b=1; next} b && /^```/{exit} b' "$doc")
+expect_eq "$block" "$(cat "$T/out")" "(docs/commands/eval.md ## Usage)"
+for opt in $(grep -o -- '--[a-z][a-z-]*' "$T/out" | sort -u); do
+    grep -q -- "\`[^\`]*$opt" "$doc" && ok || fail "$opt is not described in docs/commands/eval.md"
+done
+
+case_ "usage errors exit 2"
+run "$SLUICE" eval
+expect_rc 2; expect_err "no checkpoint given"
+run "$SLUICE" eval "$T"
+expect_rc 2; expect_err "nothing to measure"
+run "$SLUICE" eval "$T" --data x --split dev
+expect_rc 2; expect_err "unknown split 'dev'"
+
+# the data: a 1,000-piece SentencePiece model, 3,000 sentences of a learnable pairing
+zstd -q -d "$FIX/tokenizer/botchan.txt.zst" -o "$T/botchan.txt"
+run "$SLUICE" tokenizer train --model-type bpe --vocab-size 1000 --threads 1 \
+    --input-sentence-size 2000 --out "$T/m" "$T/botchan.txt"
+expect_rc 0
+"$PY" - "$T" <<'PY'
+import json, random, sys
+T = sys.argv[1]
+random.seed(5)
+names = ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
+         "mallory", "oscar", "peggy", "rupert", "sybil", "trent", "victor", "walter", "yvonne",
+         "zoe", "arthur", "bella", "cedric", "daisy"]
+foods = ["apples", "bread", "cheese", "dates"]
+pair = {n: foods[i % 4] for i, n in enumerate(names)}
+with open(T + "/c.jsonl", "w") as f:
+    for _ in range(3000):
+        n = random.choice(names)
+        f.write(json.dumps({"text": "%s likes %s." % (n, pair[n])}) + "\n")
+with open(T + "/likes.jsonl", "w") as f:
+    for n in names:
+        f.write(json.dumps({"context": "%s likes" % n, "choices": [" %s." % x for x in foods],
+                            "gold": foods.index(pair[n])}) + "\n")
+    f.write("not json\n")
+# the public layouts, small, about the same text
+w = lambda name, rows: open("%s/%s.jsonl" % (T, name), "w").write("".join(json.dumps(r) + "\n" for r in rows))
+w("hellaswag", [{"ind": i, "activity_label": "Eating", "ctx_a": "%s sits down." % n, "ctx_b": "she likes",
+                 "ctx": "%s sits down. she likes" % n, "endings": ["%s. [title] yes" % x for x in foods],
+                 "label": foods.index(pair[n]), "split": "val"} for i, n in enumerate(names[:6])])
+w("lambada", [{"text": "%s likes %s. %s likes %s" % (n, pair[n], n, pair[n])} for n in names[:6]])
+w("arc", [{"id": str(i), "question": "what does %s like?" % n,
+           "choices": {"text": foods, "label": ["A", "B", "C", "D"]},
+           "answerKey": "ABCD"[foods.index(pair[n])]} for i, n in enumerate(names[:6])])
+w("piqa", [{"goal": "feed %s" % n, "sol1": "give %s" % pair[n], "sol2": "give stones", "label": 0} for n in names[:6]])
+w("winogrande", [{"sentence": "%s likes _ very much." % n, "option1": pair[n], "option2": "stones", "answer": "1"}
+                 for n in names[:6]])
+PY
+mkdir -p "$T/tok"
+run "$SLUICE" tokenize -q --tokenizer "spm:$T/m.model" --append-eod --out "$T/tok/c" "$T/c.jsonl"
+expect_rc 0
+
+run "$SLUICE" train "$CFG" data.prefix="$T/tok/c_text_document" model.num_layers=1 train.seq_len=32 \
+    train.micro_batch_size=8 train.global_batch_size=8 train.steps=150 optim.lr=3e-3 optim.warmup_steps=10 \
+    eval.interval=150 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu \
+    "eval.tasks=[$T/likes.jsonl]" -q
+expect_rc 0
+
+case_ "a model trained on the learnable task scores well above chance (0.25)"
+run "$SLUICE" eval "$T/ck" --tasks "$T/likes.jsonl" --details "$T/det.jsonl"
+expect_rc 0
+expect_err "1 lines of '$T/likes.jsonl' skipped; the first: $T/likes.jsonl:25: not a JSON object"
+acc=$(json_line() { "$PY" -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())[sys.argv[2]])" "$@"; }; json_line "$T/out" acc)
+"$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.75 else 1)" "$acc" && ok || fail "acc $acc is not well above chance"
+echo "  learnable task: acc $acc over 24 items (chance 0.25); $(grep -o 'items_per_s":[0-9.]*' "$T/out")"
+
+case_ "eval.tasks during training: the same scores in log.file and TensorBoard"
+expect_eq "$("$PY" -c "
+import json, sys
+t = [json.loads(l) for l in open(sys.argv[1]) if '\"task\"' in l]
+print(len(t), t[-1]['step'], t[-1]['task'], t[-1]['acc'])" "$T/log.jsonl")" "1 150 likes $acc"
+grep -aq "eval/likes/acc_norm" "$T"/ck/tb/events.out.tfevents.* && ok || fail "no eval/likes/acc_norm in the TensorBoard events"
+
+case_ "every choice's log-likelihood equals the numpy model's (1e-5)"
+run "$PY" "$ORACLE/check_eval.py" "$T/ck/step-00000150" "$T/det.jsonl"
+expect_rc 0
+expect_out "eval oracle: 0 mismatches"
+
+for f in hellaswag lambada arc piqa winogrande; do
+    case_ "$f layout: recognised, scored, equal to numpy"
+    run "$SLUICE" eval "$T/ck" --tasks "$T/$f.jsonl" --details "$T/det-$f.jsonl"
+    expect_rc 0
+    expect_out "\"format\":\"$f\",\"items\":6,\"skipped\":0"
+    cp "$T/out" "$T/res-$f.json"
+    run "$PY" "$ORACLE/check_eval.py" "$T/ck/step-00000150" "$T/det-$f.jsonl"
+    expect_rc 0
+    expect_out "eval oracle: 0 mismatches"
+done
+case_ "LAMBADA: perplexity = exp(-mean log-likelihood), acc = greedy matches"
+run "$PY" - "$T/det-lambada.jsonl" "$T/res-lambada.json" <<'PY'
+import json, math, sys
+d = [json.loads(l) for l in open(sys.argv[1])]
+r = json.loads(open(sys.argv[2]).read())
+ppl = math.exp(-sum(x["loglik"] for x in d) / len(d)); acc = sum(x["greedy"] for x in d) / len(d)
+print("ok" if abs(ppl - r["perplexity"]) <= 1e-5 * ppl and abs(acc - r["acc"]) < 1e-9 else "bad %s %s" % (ppl, r))
+PY
+expect_out "ok"
+case_ "HellaSwag: the harness's preprocessing ([title] -> '. ', [..] dropped, ctx_b capitalised)"
+run "$PY" - "$T/det-hellaswag.jsonl" "$T/m.model" <<'PY'
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+print(len(d["ctx"]) > 0 and len(d["cont"]) > 0)
+PY
+expect_out "True"
+
+case_ "held-out loss: equals the trainer's validation loss on the same samples"
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 32
+expect_rc 0
+cp "$T/out" "$T/held.json"
+run "$PY" - "$T/held.json" "$T/log.jsonl" <<'PY'
+import json, math, sys
+r = json.loads(open(sys.argv[1]).readline())
+v = [json.loads(l) for l in open(sys.argv[2]) if '"valid"' in l][-1]
+ok = (abs(r["loss"] - v["val_loss"]) < 1e-4 and r["tokens"] == 32 * 32
+      and abs(r["perplexity"] - math.exp(r["loss"])) < 1e-3 * r["perplexity"]
+      and r["bytes"] > 0 and abs(r["bits_per_byte"] - r["loss"] * r["tokens"] / (math.log(2) * r["bytes"])) < 1e-4)
+print("heldout", ok, r["loss"], v["val_loss"], r["bits_per_byte"])
+PY
+expect_out "heldout True"
+
+case_ "bad input"
+run "$SLUICE" eval "$T/ck" --tasks "$T/botchan.txt"
+expect_rc 1
+expect_err "has no items; the first bad line: $T/botchan.txt:1: not a JSON object"
+run "$SLUICE" eval "$T/nope" --tasks "$T/likes.jsonl"
+expect_rc 1
+expect_err "'$T/nope'"
+run "$SLUICE" train "$CFG" data=synthetic model.vocab_size=300 model.num_layers=1 train.steps=1 \
+    train.seq_len=16 train.micro_batch_size=1 train.global_batch_size=1 eval.interval=0 checkpoint.dir="$T/syn" -q
+run "$SLUICE" eval "$T/syn" --tasks "$T/likes.jsonl"
+expect_rc 2
+expect_err "no tokenizer for the tasks' text"
+
+finish

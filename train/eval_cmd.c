@@ -1,0 +1,408 @@
+/* sluice eval: a checkpoint's held-out loss on token shards and its zero-shot task scores
+ * (train/eval.h), on the CPU. */
+#include "cli/commands.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stream.h"
+#include "dataset/loader.h"
+#include "tokenize/tokenizer.h"
+#include "train/checkpoint.h"
+#include "train/cpu_model.h"
+#include "dataset/datainfo.h"
+#include "train/eval.h"
+#include "train/model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const char *const usage[] = {
+    "sluice eval CHECKPOINT (--data PREFIX | --tasks FILE.jsonl) [options]",
+    "",
+    "Measure a training checkpoint (a step directory, or checkpoint.dir for its newest step).",
+    "--data: held-out loss on .bin/.idx shards (Megatron blend syntax, as data.prefix): tokens,",
+    "loss, perplexity and bits per byte (bytes from the data's tokenizer). --tasks: zero-shot",
+    "tasks in the JSONL layouts of HellaSwag, LAMBADA, ARC, PIQA, Winogrande or",
+    "{\"context\", \"choices\", \"gold\"}, scored as lm-evaluation-harness does (acc, acc_norm;",
+    "LAMBADA acc and perplexity). One JSON line per measurement on stdout. See docs/eval.md.",
+    NULL,
+};
+
+struct eopts {
+    struct sl_strlist data, tasks;
+    const char *split, *split_weights, *tokenizer, *details;
+    long samples, seq_len, batch, limit, threads;
+};
+
+static int file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int resolve_checkpoint(const char *path, char **out)
+{
+    *out = NULL;
+    char *j = sl_xasprintf("%s/checkpoint.json", path);
+    int here = file_exists(j);
+    free(j);
+    if (here) {
+        *out = sl_xstrdup(path);
+        return 0;
+    }
+    int rc = ckpt_find_latest(path, out);
+    if (!rc && !*out)
+        rc = sl_err_set(SL_ERR_NOTFOUND,
+                        "'%s' holds no checkpoint (no checkpoint.json, no complete step-* "
+                        "directory)\nhint: give checkpoint.dir of a run, or one of its "
+                        "step-NNNNNNNN directories",
+                        path);
+    return rc;
+}
+
+static void json_num(const char *key, double v)
+{
+    if (isfinite(v))
+        printf(",\"%s\":%.6g", key, v);
+    else
+        printf(",\"%s\":null", key);
+}
+
+/* Held-out loss over `samples` samples of a split of prefix. */
+static int heldout(const struct eopts *o, const char *prefix, const struct model_config *mc,
+                   const struct model_layout *l, const float *params, const struct tokenizer *tok)
+{
+    static const char *const names[] = { "train", "valid", "test" };
+    int s = DATA_VALID;
+    const char *split = o->split_weights;
+    if (!strcmp(o->split, "all")) {
+        s = DATA_TRAIN;
+        split = "1,0,0";
+    } else {
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(o->split, names[i]))
+                s = i;
+    }
+    int T = (int)(o->seq_len > 0 ? o->seq_len : mc->max_seq_len), B = (int)o->batch;
+    struct data_opts dopt;
+    memset(&dopt, 0, sizeof(dopt));
+    dopt.prefix = prefix;
+    dopt.split = split;
+    dopt.seq_len = (uint64_t)T;
+    dopt.seed = 1234;
+    dopt.num_samples[s] = (uint64_t)o->samples;
+    dopt.vocab_size = (uint64_t)mc->vocab_size;
+    dopt.write_cache = 1;
+    struct data_loader *d = NULL;
+    struct cpu_model *m = NULL;
+    int rc = data_loader_open(&d, &dopt);
+    if (!rc)
+        rc = cpu_model_new(&m, mc, l, B, T);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        data_loader_free(d);
+        return 1;
+    }
+    uint64_t n = (uint64_t)o->samples;
+    int32_t *tokens = sl_xcalloc((size_t)B * T, sizeof(int32_t));
+    int32_t *targets = sl_xcalloc((size_t)B * T, sizeof(int32_t));
+    uint32_t *row = sl_xcalloc((size_t)T + 1, sizeof(uint32_t));
+    double nats = 0, t0 = sl_now();
+    uint64_t ntok = 0, bytes = 0;
+    struct sl_buf text = SL_BUF_INIT;
+    for (uint64_t i = 0; i < n && !rc; i += (uint64_t)B) {
+        int b = 0;
+        for (; b < B && i + (uint64_t)b < n && !rc; b++) {
+            rc = data_loader_sample(d, (enum data_split)s, i + (uint64_t)b, row);
+            for (int k = 0; k < T && !rc; k++) {
+                tokens[(size_t)b * T + k] = (int32_t)row[k];
+                targets[(size_t)b * T + k] = (int32_t)row[k + 1];
+            }
+            if (!rc && tok) {
+                text.len = 0;
+                if (tokenizer_decode(tok, row + 1, (size_t)T, &text) == 0)
+                    bytes += text.len;
+                else
+                    tok = NULL; /* ids the tokenizer cannot decode: no bits per byte */
+            }
+        }
+        if (rc)
+            break;
+        for (; b < B; b++) /* a short last batch: repeat sample i, not counted */
+            for (int k = 0; k < T; k++) {
+                tokens[(size_t)b * T + k] = tokens[k];
+                targets[(size_t)b * T + k] = targets[k];
+            }
+        int real = (int)((n - i) < (uint64_t)B ? (n - i) : (uint64_t)B);
+        if (real == B) {
+            nats += (double)cpu_model_forward(m, params, tokens, targets) * B * T;
+        } else {
+            /* the mean over the real rows only: recompute per row */
+            for (int r = 0; r < real; r++) {
+                for (int q = 0; q < B; q++)
+                    for (int k = 0; k < T; k++) {
+                        tokens[(size_t)q * T + k] = tokens[(size_t)r * T + k];
+                        targets[(size_t)q * T + k] = targets[(size_t)r * T + k];
+                    }
+                nats += (double)cpu_model_forward(m, params, tokens, targets) * T;
+            }
+        }
+        ntok += (uint64_t)real * T;
+    }
+    double secs = sl_now() - t0;
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+    } else {
+        double loss = nats / (double)ntok;
+        double bpb = tok && bytes ? nats / (log(2.0) * (double)bytes) : NAN;
+        printf("{\"data\":");
+        struct sl_buf js = SL_BUF_INIT;
+        sl_buf_json_str(&js, prefix, strlen(prefix));
+        printf("%s,\"split\":\"%s\",\"samples\":%llu,\"seq_len\":%d,\"tokens\":%llu", js.data,
+               o->split, (unsigned long long)n, T, (unsigned long long)ntok);
+        sl_buf_release(&js);
+        json_num("loss", loss);
+        json_num("perplexity", exp(loss));
+        json_num("bits_per_byte", bpb);
+        printf(",\"bytes\":%llu", (unsigned long long)(tok ? bytes : 0));
+        json_num("tokens_per_s", (double)ntok / secs);
+        printf("}\n");
+        fflush(stdout);
+        sl_info("held-out %s of '%s': %llu tokens, loss %.4f, perplexity %.2f, bits per byte "
+                "%s%.4f (%.0f tokens/s)",
+                o->split, prefix, (unsigned long long)ntok, loss, exp(loss),
+                isfinite(bpb) ? "" : "n/a ", isfinite(bpb) ? bpb : 0.0, (double)ntok / secs);
+    }
+    sl_buf_release(&text);
+    free(tokens);
+    free(targets);
+    free(row);
+    cpu_model_free(m);
+    data_loader_free(d);
+    return rc ? 1 : 0;
+}
+
+static int run_tasks(const struct eopts *o, const struct model_config *mc,
+                     const struct model_layout *l, const float *params, const struct tokenizer *tok,
+                     int64_t eod)
+{
+    struct eval_scorer *s = NULL;
+    int rc = eval_scorer_new(&s, mc, l, params, mc->max_seq_len);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    FILE *det = NULL;
+    if (o->details && !(det = fopen(o->details, "w"))) {
+        sl_error("cannot write '%s': %s", o->details, strerror(errno));
+        eval_scorer_free(s);
+        return 1;
+    }
+    int code = 0;
+    for (size_t i = 0; i < o->tasks.n && !code; i++) {
+        struct eval_task t;
+        struct eval_result r;
+        rc = eval_task_load(&t, o->tasks.v[i], (size_t)o->limit);
+        if (!rc && t.skipped)
+            sl_warn("%llu lines of '%s' skipped; the first: %s", (unsigned long long)t.skipped,
+                    t.path, t.first_bad);
+        if (!rc)
+            rc = eval_task_run(&t, tok, eod, s, &r, det);
+        if (rc) {
+            sl_error("%s", sl_err_msg());
+            code = 1;
+        } else {
+            struct sl_buf js = SL_BUF_INIT;
+            sl_buf_json_str(&js, t.path, strlen(t.path));
+            printf("{\"task\":%s,\"format\":\"%s\",\"items\":%zu,\"skipped\":%llu", js.data,
+                   t.format, r.items, (unsigned long long)(t.skipped + r.skipped_long));
+            sl_buf_release(&js);
+            json_num("acc", r.acc);
+            if (t.kind == EVAL_LAMBADA)
+                json_num("perplexity", r.ppl);
+            else
+                json_num("acc_norm", r.acc_norm);
+            json_num("items_per_s", (double)r.items / r.seconds);
+            printf("}\n");
+            fflush(stdout);
+            if (t.kind == EVAL_LAMBADA)
+                sl_info("%s (%s): %zu items, acc %.4f, perplexity %.3f (%.1f items/s)", t.path,
+                        t.format, r.items, r.acc, r.ppl, (double)r.items / r.seconds);
+            else
+                sl_info("%s (%s): %zu items, acc %.4f, acc_norm %.4f (%.1f items/s)", t.path,
+                        t.format, r.items, r.acc, r.acc_norm, (double)r.items / r.seconds);
+            if (r.skipped_long)
+                sl_warn("%zu items of '%s' skipped: a continuation longer than the context "
+                        "window or empty",
+                        r.skipped_long, t.path);
+        }
+        eval_task_release(&t);
+    }
+    if (det && fclose(det) != 0 && !code) {
+        sl_error("cannot write '%s': %s", o->details, strerror(errno));
+        code = 1;
+    }
+    eval_scorer_free(s);
+    return code;
+}
+
+int cmd_eval(int argc, const char **argv)
+{
+    struct eopts o;
+    memset(&o, 0, sizeof(o));
+    o.split = "valid";
+    o.split_weights = NULL;
+    o.samples = 64;
+    o.batch = 4;
+    struct sl_option options[] = {
+        SL_OPT_STRINGS(0, "data", &o.data, "PREFIX",
+                       "held-out loss on these shards (repeatable; Megatron blend syntax)"),
+        SL_OPT_STRING(0, "split", &o.split, "NAME", "valid (default), test, train or all"),
+        SL_OPT_STRING(0, "split-weights", &o.split_weights, "A,B,C",
+                      "data.split of the run (default: the checkpoint's, else 969,30,1)"),
+        SL_OPT_INTEGER(0, "samples", &o.samples, "N", "samples of seq_len tokens (64)"),
+        SL_OPT_INTEGER(0, "seq-len", &o.seq_len, "N",
+                       "tokens per sample (default: the run's train.seq_len)"),
+        SL_OPT_INTEGER(0, "batch", &o.batch, "N", "samples per forward pass (4)"),
+        SL_OPT_STRINGS(0, "tasks", &o.tasks, "FILE", "zero-shot task file, JSONL (repeatable)"),
+        SL_OPT_INTEGER(0, "limit", &o.limit, "N", "score the first N items of each task (0: all)"),
+        SL_OPT_STRING(0, "tokenizer", &o.tokenizer, "SPEC",
+                      "spm:FILE, gpt2:DIR or tiktoken:FILE (default: the one recorded with "
+                      "the checkpoint's data)"),
+        SL_OPT_STRING(0, "details", &o.details, "FILE",
+                      "write each choice's token ids and log-likelihood as JSON lines"),
+        SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    int code = 0;
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        goto done;
+    }
+    if (!rc && rest.n != 1)
+        rc = sl_err_set(SL_ERR_USAGE,
+                        rest.n ? "give exactly one checkpoint" : "no checkpoint given");
+    if (!rc && !o.data.n && !o.tasks.n)
+        rc = sl_err_set(SL_ERR_USAGE, "nothing to measure\nhint: --data PREFIX (held-out loss) "
+                                      "or --tasks FILE.jsonl (zero-shot tasks)");
+    if (!rc && (o.samples < 1 || o.batch < 1 || o.limit < 0 || o.seq_len < 0))
+        rc = sl_err_set(SL_ERR_USAGE, "--samples and --batch must be at least 1, --limit and "
+                                      "--seq-len not negative");
+    if (!rc && strcmp(o.split, "valid") && strcmp(o.split, "test") && strcmp(o.split, "train") &&
+        strcmp(o.split, "all"))
+        rc = sl_err_set(SL_ERR_USAGE,
+                        "--split: unknown split '%s'\nhint: valid, test, train or all", o.split);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        code = 2;
+        goto done;
+    }
+#ifdef _OPENMP
+    if (o.threads > 0)
+        omp_set_num_threads((int)o.threads);
+#endif
+    {
+        char *step = NULL;
+        struct model_config mc;
+        struct ckpt_state st;
+        struct model_layout l = { 0 };
+        float *params = NULL;
+        struct data_info di;
+        struct tokenizer *tok = NULL;
+        memset(&di, 0, sizeof(di));
+        code = 1;
+        if ((rc = resolve_checkpoint(rest.v[0], &step)) || (rc = ckpt_read_meta(step, &mc, &st)) ||
+            (rc = data_info_from_checkpoint(&di, step))) {
+            sl_error("%s", sl_err_msg());
+            goto out;
+        }
+        model_layout_init(&l, &mc);
+        params = aligned_alloc(64, sl_mul_size((l.total + 15) / 16 * 16, sizeof(float)));
+        if (!params) {
+            sl_error("cannot allocate the parameters of '%s'", step);
+            goto out;
+        }
+        if ((rc = ckpt_load(step, &l, params, NULL, NULL))) {
+            sl_error("cannot load checkpoint '%s': %s", step, sl_err_msg());
+            goto out;
+        }
+        sl_info("checkpoint '%s': step %ld, %llu parameters, vocabulary %d, context %d", step,
+                st.step, (unsigned long long)l.params, mc.vocab_size, mc.max_seq_len);
+        const char *spec = o.tokenizer ? o.tokenizer : di.tokenizer;
+        if (spec && (rc = tokenizer_open(&tok, spec))) {
+            sl_error("%s", sl_err_msg());
+            goto out;
+        }
+        if (o.tasks.n && !tok) {
+            sl_error("no tokenizer for the tasks' text: none is recorded with '%s'\nhint: "
+                     "--tokenizer spm:FILE|gpt2:DIR|tiktoken:FILE",
+                     step);
+            code = 2;
+            goto out;
+        }
+        if (tok && tok->vocab_size > (uint32_t)mc.vocab_size)
+            sl_warn("the tokenizer has %u ids, the model %d: is it the one the model was "
+                    "trained with?",
+                    tok->vocab_size, mc.vocab_size);
+        /* the run's split and seq_len when the checkpoint records them */
+        struct eopts eo = o;
+        char *weights = NULL;
+        if (!eo.split_weights) {
+            struct sl_buf b = SL_BUF_INIT;
+            char *jp = sl_xasprintf("%s/checkpoint.json", step);
+            b.max = 64u << 20;
+            eo.split_weights = "969,30,1";
+            if (sl_read_file(jp, &b) == 0 && b.data) {
+                const char *k = strstr(b.data, "\"split\":");
+                if (k) {
+                    k += 8;
+                    while (*k == ' ' || *k == '"')
+                        k++;
+                    const char *e = strchr(k, '"');
+                    if (e)
+                        eo.split_weights = weights = sl_xasprintf("%.*s", (int)(e - k), k);
+                }
+                const char *q = strstr(b.data, "\"seq_len\":");
+                if (q && !eo.seq_len)
+                    eo.seq_len = strtol(q + 10, NULL, 10);
+            }
+            free(jp);
+            sl_buf_release(&b);
+        }
+        if (eo.seq_len <= 0 || eo.seq_len > mc.max_seq_len)
+            eo.seq_len = mc.max_seq_len;
+        int64_t eod = di.eod_id >= 0 ? di.eod_id : tok ? tok->eod_id : -1;
+        code = 0;
+        for (size_t i = 0; i < eo.data.n && !code; i++)
+            code = heldout(&eo, eo.data.v[i], &mc, &l, params, tok);
+        if (!code && eo.tasks.n)
+            code = run_tasks(&eo, &mc, &l, params, tok, eod);
+        free(weights);
+    out:
+        tokenizer_free(tok);
+        data_info_release(&di);
+        free(params);
+        model_layout_release(&l);
+        free(step);
+    }
+done:
+    sl_strlist_release(&o.data);
+    sl_strlist_release(&o.tasks);
+    sl_strlist_release(&rest);
+    return code;
+}

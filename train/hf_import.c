@@ -1,0 +1,545 @@
+/* Hugging Face GPT-2 / Llama safetensors checkpoints into training checkpoints
+ * (train/hf_import.h). */
+#include "train/hf_import.h"
+
+#include "core/alloc.h"
+#include "core/atomic.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/stream.h"
+#include "train/checkpoint.h"
+#include "dataset/datainfo.h"
+#include "train/model.h"
+#include "train/safetensors.h"
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct src {
+    const char *dir;
+    struct st_file **f;
+    char **paths;
+    int n;
+    size_t used;
+};
+
+static int file_exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static struct json_object *read_json(const char *path, int *rc)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    b.max = 64u << 20;
+    struct json_object *o = NULL;
+    *rc = sl_read_file(path, &b);
+    if (!*rc) {
+        o = json_tokener_parse(b.data ? b.data : "");
+        if (!o || !json_object_is_type(o, json_type_object)) {
+            json_object_put(o);
+            o = NULL;
+            *rc = sl_err_set(SL_ERR_FORMAT, "cannot import: '%s' is not a JSON object", path);
+        }
+    }
+    sl_buf_release(&b);
+    return o;
+}
+
+static int has(struct json_object *o, const char *k, struct json_object **v)
+{
+    return json_object_object_get_ex(o, k, v) && !json_object_is_type(*v, json_type_null);
+}
+
+static long jl(struct json_object *o, const char *k, long def)
+{
+    struct json_object *v;
+    return has(o, k, &v) ? (long)json_object_get_int64(v) : def;
+}
+
+static double jd(struct json_object *o, const char *k, double def)
+{
+    struct json_object *v;
+    return has(o, k, &v) ? json_object_get_double(v) : def;
+}
+
+static int jb(struct json_object *o, const char *k, int def)
+{
+    struct json_object *v;
+    return has(o, k, &v) ? json_object_get_boolean(v) : def;
+}
+
+static const char *js(struct json_object *o, const char *k)
+{
+    struct json_object *v;
+    return has(o, k, &v) && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                     : NULL;
+}
+
+static int to_int(long v, int *out, const char *key, const char *path)
+{
+    if (v <= 0 || v > (1L << 30))
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot import: '%s': %s must be a positive integer, got %ld", path, key,
+                          v);
+    *out = (int)v;
+    return 0;
+}
+
+/* config.json -> c (the defaults of model_config_load for what the family does not use) */
+static int read_config(const char *path, struct json_object *j, int pad_to, struct model_config *c,
+                       int *gpt2)
+{
+    memset(c, 0, sizeof(*c));
+    c->rope_theta = 10000.0;
+    c->rope_low_freq_factor = 1.0;
+    c->rope_high_freq_factor = 4.0;
+    c->rope_original_max_pos = 8192;
+    c->init_std = (float)jd(j, "initializer_range", 0.02);
+    const char *type = js(j, "model_type");
+    int rc = 0;
+    if (type && !strcmp(type, "gpt2")) {
+        *gpt2 = 1;
+        if ((rc = to_int(jl(j, "vocab_size", 50257), &c->vocab_size, "vocab_size", path)) ||
+            (rc = to_int(jl(j, "n_positions", jl(j, "n_ctx", 1024)), &c->max_seq_len, "n_positions",
+                         path)) ||
+            (rc = to_int(jl(j, "n_embd", 768), &c->d_model, "n_embd", path)) ||
+            (rc = to_int(jl(j, "n_layer", 12), &c->n_layers, "n_layer", path)) ||
+            (rc = to_int(jl(j, "n_head", 12), &c->n_heads, "n_head", path)) ||
+            (rc = to_int(jl(j, "n_inner", 4L * c->d_model), &c->d_ff, "n_inner", path)))
+            return rc;
+        const char *act = js(j, "activation_function");
+        if (!act || !strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh") ||
+            !strcmp(act, "gelu_fast"))
+            c->act = MODEL_GELU_TANH;
+        else if (!strcmp(act, "gelu"))
+            c->act = MODEL_GELU;
+        else
+            return sl_err_set(SL_ERR_UNSUPPORTED,
+                              "cannot import '%s': activation_function '%s' is not supported\n"
+                              "hint: sluice models use gelu or gelu_new (tanh)",
+                              path, act);
+        c->n_kv_heads = c->n_heads;
+        c->norm = MODEL_LAYERNORM;
+        c->pos = MODEL_POS_LEARNED;
+        c->bias = 1;
+        c->tied_embeddings = jb(j, "tie_word_embeddings", 1);
+        c->norm_eps = (float)jd(j, "layer_norm_epsilon", 1e-5);
+    } else if (type && !strcmp(type, "llama")) {
+        *gpt2 = 0;
+        if ((rc = to_int(jl(j, "vocab_size", 32000), &c->vocab_size, "vocab_size", path)) ||
+            (rc = to_int(jl(j, "max_position_embeddings", 2048), &c->max_seq_len,
+                         "max_position_embeddings", path)) ||
+            (rc = to_int(jl(j, "hidden_size", 4096), &c->d_model, "hidden_size", path)) ||
+            (rc =
+                 to_int(jl(j, "num_hidden_layers", 32), &c->n_layers, "num_hidden_layers", path)) ||
+            (rc = to_int(jl(j, "num_attention_heads", 32), &c->n_heads, "num_attention_heads",
+                         path)) ||
+            (rc = to_int(jl(j, "num_key_value_heads", c->n_heads), &c->n_kv_heads,
+                         "num_key_value_heads", path)) ||
+            (rc = to_int(jl(j, "intermediate_size", 11008), &c->d_ff, "intermediate_size", path)))
+            return rc;
+        const char *act = js(j, "hidden_act");
+        if (act && strcmp(act, "silu") != 0)
+            return sl_err_set(SL_ERR_UNSUPPORTED,
+                              "cannot import '%s': hidden_act '%s' is not supported (SwiGLU "
+                              "needs silu)",
+                              path, act);
+        long hd = jl(j, "head_dim", c->d_model / c->n_heads);
+        if (hd * c->n_heads != c->d_model)
+            return sl_err_set(SL_ERR_UNSUPPORTED,
+                              "cannot import '%s': head_dim %ld x %d heads is not hidden_size %d "
+                              "(sluice models have head_dim = hidden / heads)",
+                              path, hd, c->n_heads, c->d_model);
+        int ab = jb(j, "attention_bias", 0), mb = jb(j, "mlp_bias", 0);
+        if (ab != mb)
+            return sl_err_set(SL_ERR_UNSUPPORTED,
+                              "cannot import '%s': attention_bias %s with mlp_bias %s (sluice "
+                              "models have biases on both or neither)",
+                              path, ab ? "true" : "false", mb ? "true" : "false");
+        c->bias = ab;
+        c->norm = MODEL_RMSNORM;
+        c->act = MODEL_SWIGLU;
+        c->pos = MODEL_POS_ROPE;
+        c->tied_embeddings = jb(j, "tie_word_embeddings", 0);
+        c->norm_eps = (float)jd(j, "rms_norm_eps", 1e-6);
+        c->rope_theta = jd(j, "rope_theta", 10000.0);
+        struct json_object *rs;
+        if (has(j, "rope_scaling", &rs)) {
+            const char *rt = js(rs, "rope_type");
+            if (!rt)
+                rt = js(rs, "type");
+            if (!rt || strcmp(rt, "llama3") != 0)
+                return sl_err_set(SL_ERR_UNSUPPORTED,
+                                  "cannot import '%s': rope_scaling type '%s' is not supported\n"
+                                  "hint: sluice has Llama 3.1 scaling (rope_type llama3)",
+                                  path, rt ? rt : "?");
+            c->rope_factor = jd(rs, "factor", 0);
+            c->rope_low_freq_factor = jd(rs, "low_freq_factor", 1.0);
+            c->rope_high_freq_factor = jd(rs, "high_freq_factor", 4.0);
+            c->rope_original_max_pos = (int)jl(rs, "original_max_position_embeddings", 8192);
+        }
+    } else {
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "cannot import '%s': model_type '%s' is not supported\nhint: sluice "
+                          "imports gpt2 (GPT2LMHeadModel) and llama (LlamaForCausalLM)",
+                          path, type ? type : "(none)");
+    }
+    if (pad_to < 1)
+        pad_to = 1;
+    c->padded_vocab_size = (c->vocab_size + pad_to - 1) / pad_to * pad_to;
+    c->head_dim = c->d_model / c->n_heads;
+    rc = model_config_check(c);
+    if (rc)
+        sl_err_wrap(rc, "cannot import '%s': ", path);
+    return rc;
+}
+
+/* The safetensors files: model.safetensors, or the shards of the index. */
+static int open_files(struct src *s)
+{
+    char *single = sl_xasprintf("%s/model.safetensors", s->dir);
+    char *index = sl_xasprintf("%s/model.safetensors.index.json", s->dir);
+    int rc = 0;
+    struct json_object *ix = NULL;
+    if (file_exists(index)) {
+        struct json_object *map;
+        ix = read_json(index, &rc);
+        if (!rc && !json_object_object_get_ex(ix, "weight_map", &map))
+            rc = sl_err_set(SL_ERR_FORMAT, "cannot import: '%s' has no weight_map", index);
+        if (!rc) {
+            json_object_object_foreach(map, key, val)
+            {
+                (void)key;
+                const char *fn = json_object_get_string(val);
+                if (!fn || strchr(fn, '/')) {
+                    rc = sl_err_set(SL_ERR_FORMAT, "cannot import: '%s': bad file name for '%s'",
+                                    index, key);
+                    break;
+                }
+                int seen = 0;
+                for (int i = 0; i < s->n && !seen; i++)
+                    seen = !strcmp(strrchr(s->paths[i], '/') + 1, fn);
+                if (seen)
+                    continue;
+                s->paths = sl_xrealloc(s->paths, (size_t)(s->n + 1) * sizeof(char *));
+                s->paths[s->n++] = sl_xasprintf("%s/%s", s->dir, fn);
+            }
+        }
+    } else if (file_exists(single)) {
+        s->paths = sl_xcalloc(1, sizeof(char *));
+        s->paths[s->n++] = sl_xstrdup(single);
+    } else {
+        rc = sl_err_set(SL_ERR_NOTFOUND,
+                        "cannot import '%s': no model.safetensors or model.safetensors.index.json "
+                        "there\nhint: sluice reads safetensors checkpoints (pytorch_model.bin is "
+                        "not read)",
+                        s->dir);
+    }
+    if (!rc) {
+        s->f = sl_xcalloc((size_t)s->n + 1, sizeof(*s->f));
+        for (int i = 0; i < s->n && !rc; i++)
+            rc = st_open(&s->f[i], s->paths[i]);
+    }
+    json_object_put(ix);
+    free(single);
+    free(index);
+    return rc;
+}
+
+static const struct st_tensor *find(struct src *s, const char *name, int *file)
+{
+    for (int i = 0; i < s->n; i++) {
+        const struct st_tensor *t = st_find(s->f[i], name);
+        if (t) {
+            *file = i;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    float v;
+    if (exp == 0)
+        v = ldexpf((float)man, -24);
+    else if (exp == 31)
+        v = man ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(man | 0x400), (int)exp - 25);
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    bits |= sign;
+    memcpy(&v, &bits, 4);
+    return v;
+}
+
+static float elt(const struct st_tensor *t, int kind, size_t k)
+{
+    const unsigned char *p = t->data;
+    if (kind == 0) {
+        float v;
+        memcpy(&v, p + 4 * k, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, p + 2 * k, 2);
+    if (kind == 1) {
+        uint32_t bits = (uint32_t)h << 16;
+        float v;
+        memcpy(&v, &bits, 4);
+        return v;
+    }
+    return f16_to_f32(h);
+}
+
+/* Our tensor [rows, cols] (cols 1 for 1-D) from HF tensor `name` (or `alt`), stored as
+ * [rows, cols] or, with transpose, [cols, rows] (GPT-2's Conv1D). */
+static int get(struct src *s, const char *name, const char *alt, int64_t rows, int64_t cols,
+               int ndim, int transpose, float *dst)
+{
+    int fi = 0;
+    const struct st_tensor *t = find(s, name, &fi);
+    if (!t && alt)
+        t = find(s, alt, &fi);
+    if (!t)
+        return sl_err_set(SL_ERR_FORMAT, "cannot import '%s': tensor '%s' is missing", s->dir,
+                          name);
+    int64_t a = transpose ? cols : rows, b = transpose ? rows : cols;
+    int shape_ok = ndim == 1 ? t->ndim == 1 && t->shape[0] == rows
+                             : t->ndim == 2 && t->shape[0] == a && t->shape[1] == b;
+    if (!shape_ok) {
+        char got[64] = "";
+        for (int i = 0; i < t->ndim; i++)
+            snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%lld", i ? ", " : "",
+                     (long long)t->shape[i]);
+        if (ndim == 1)
+            return sl_err_set(SL_ERR_FORMAT,
+                              "cannot import '%s': tensor '%s' has shape [%s], config.json "
+                              "gives [%lld]",
+                              s->paths[fi], t->name, got, (long long)rows);
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot import '%s': tensor '%s' has shape [%s], config.json gives "
+                          "[%lld, %lld]",
+                          s->paths[fi], t->name, got, (long long)a, (long long)b);
+    }
+    int kind = !strcmp(t->dtype, "F32")    ? 0
+               : !strcmp(t->dtype, "BF16") ? 1
+               : !strcmp(t->dtype, "F16")  ? 2
+                                           : -1;
+    if (kind < 0)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "cannot import '%s': tensor '%s' has dtype %s\nhint: sluice reads F32, "
+                          "BF16 and F16 weights",
+                          s->paths[fi], t->name, t->dtype);
+    s->used++;
+    if (!transpose) {
+        size_t n = (size_t)(rows * cols);
+        if (kind == 0)
+            memcpy(dst, t->data, n * 4);
+        else
+            for (size_t k = 0; k < n; k++)
+                dst[k] = elt(t, kind, k);
+        return 0;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            dst[r * cols + c] = elt(t, kind, (size_t)(c * rows + r));
+    return 0;
+}
+
+static int map_gpt2(struct src *s, const struct model_config *c, const struct model_layout *l,
+                    float *p)
+{
+    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
+    char nm[128], alt[128];
+    int rc;
+#define W(id) (p + l->t[id].offset)
+    if ((rc = get(s, "transformer.wte.weight", "wte.weight", V, D, 2, 0, W(l->embed))) ||
+        (rc = get(s, "transformer.wpe.weight", "wpe.weight", c->max_seq_len, D, 2, 0, W(l->pos))))
+        return rc;
+    for (int i = 0; i < c->n_layers && !rc; i++) {
+        const struct model_layer_ids *li = &l->layer[i];
+#define H(suffix, id, rows, cols, nd, tr)                                                          \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
+        snprintf(alt, sizeof(alt), "h.%d.%s", i, suffix);                                          \
+        if (!rc)                                                                                   \
+            rc = get(s, nm, alt, rows, cols, nd, tr, W(id));                                       \
+    } while (0)
+        H("ln_1.weight", li->attn_norm_w, D, 1, 1, 0);
+        H("ln_1.bias", li->attn_norm_b, D, 1, 1, 0);
+        H("attn.c_attn.weight", li->qkv_w, 3 * D, D, 2, 1);
+        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 1, 0);
+        H("attn.c_proj.weight", li->attn_proj_w, D, D, 2, 1);
+        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 1, 0);
+        H("ln_2.weight", li->mlp_norm_w, D, 1, 1, 0);
+        H("ln_2.bias", li->mlp_norm_b, D, 1, 1, 0);
+        H("mlp.c_fc.weight", li->fc_w, F, D, 2, 1);
+        H("mlp.c_fc.bias", li->fc_b, F, 1, 1, 0);
+        H("mlp.c_proj.weight", li->mlp_proj_w, D, F, 2, 1);
+        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 1, 0);
+#undef H
+    }
+    if (!rc)
+        rc = get(s, "transformer.ln_f.weight", "ln_f.weight", D, 1, 1, 0, W(l->final_norm_w));
+    if (!rc)
+        rc = get(s, "transformer.ln_f.bias", "ln_f.bias", D, 1, 1, 0, W(l->final_norm_b));
+    if (!rc && !c->tied_embeddings)
+        rc = get(s, "lm_head.weight", NULL, V, D, 2, 0, W(l->lm_head));
+    return rc;
+}
+
+static int map_llama(struct src *s, const struct model_config *c, const struct model_layout *l,
+                     float *p)
+{
+    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
+    int64_t qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
+    char nm[128];
+    int rc = get(s, "model.embed_tokens.weight", NULL, V, D, 2, 0, W(l->embed));
+    for (int i = 0; i < c->n_layers && !rc; i++) {
+        const struct model_layer_ids *li = &l->layer[i];
+        float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
+#define H(suffix, dst, rows, cols, nd)                                                             \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
+        if (!rc)                                                                                   \
+            rc = get(s, nm, NULL, rows, cols, nd, 0, dst);                                         \
+    } while (0)
+        H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
+        H("self_attn.q_proj.weight", qkv, qd, D, 2);
+        H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
+        H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
+        if (c->bias) {
+            float *b = W(li->qkv_b);
+            H("self_attn.q_proj.bias", b, qd, 1, 1);
+            H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
+            H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
+        }
+        H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
+        if (c->bias)
+            H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
+        H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
+        H("mlp.gate_proj.weight", fc, F, D, 2);
+        H("mlp.up_proj.weight", fc + F * D, F, D, 2);
+        H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
+        if (c->bias) {
+            H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
+            H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
+            H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
+        }
+#undef H
+    }
+    if (!rc)
+        rc = get(s, "model.norm.weight", NULL, D, 1, 1, 0, W(l->final_norm_w));
+    if (!rc && !c->tied_embeddings)
+        rc = get(s, "lm_head.weight", NULL, V, D, 2, 0, W(l->lm_head));
+#undef W
+    return rc;
+}
+
+/* the tokenizer files beside the weights, as a spec */
+static char *find_tokenizer(const char *dir, const char **kind)
+{
+    char buf[PATH_MAX];
+    const char *abs = realpath(dir, buf) ? buf : dir;
+    char *p = sl_xasprintf("%s/tokenizer.model", abs);
+    if (file_exists(p)) {
+        *kind = "spm";
+        char *spec = sl_xasprintf("spm:%s", p);
+        free(p);
+        return spec;
+    }
+    free(p);
+    char *v = sl_xasprintf("%s/vocab.json", abs), *m = sl_xasprintf("%s/merges.txt", abs);
+    int ok = file_exists(v) && file_exists(m);
+    free(v);
+    free(m);
+    *kind = "gpt2";
+    return ok ? sl_xasprintf("gpt2:%s", abs) : NULL;
+}
+
+int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    struct src s = { .dir = dir };
+    struct model_config c;
+    struct model_layout l = { 0 };
+    float *p = NULL;
+    int gpt2 = 0, rc;
+    char *cp = sl_xasprintf("%s/config.json", dir);
+    struct json_object *cfg = read_json(cp, &rc);
+    if (rc) {
+        if (rc == SL_ERR_NOTFOUND || rc == SL_ERR_IO)
+            sl_err_wrap(rc, "cannot import '%s': ", dir);
+        goto out;
+    }
+    if ((rc = read_config(cp, cfg, pad_to, &c, &gpt2)) || (rc = open_files(&s)))
+        goto out;
+    info->arch = gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
+    info->files = s.n;
+    model_layout_init(&l, &c);
+    p = sl_xcalloc(l.total, sizeof(float));
+    rc = gpt2 ? map_gpt2(&s, &c, &l, p) : map_llama(&s, &c, &l, p);
+    if (rc)
+        goto out;
+    size_t total = 0;
+    for (int i = 0; i < s.n; i++)
+        total += st_count(s.f[i]);
+    info->unused = (int)(total - s.used);
+    /* the tokenizer and its end of document, recorded as train records them */
+    struct data_info di;
+    memset(&di, 0, sizeof(di));
+    const char *kind = NULL;
+    di.tokenizer = find_tokenizer(dir, &kind);
+    di.kind = di.tokenizer ? (char *)kind : NULL;
+    di.vocab_size = -1;
+    di.eod_id = jl(cfg, "eos_token_id", -1);
+    struct sl_buf dj = SL_BUF_INIT, cj = SL_BUF_INIT;
+    data_info_to_json(&di, &dj);
+    char abs[PATH_MAX];
+    sl_buf_puts(&cj, "{\"import\": {\"from\": ");
+    const char *from = realpath(dir, abs) ? abs : dir;
+    sl_buf_json_str(&cj, from, strlen(from));
+    sl_buf_printf(&cj, ", \"architecture\": \"%s\"}}", info->arch);
+    struct ckpt_state st;
+    memset(&st, 0, sizeof(st));
+    st.loss = NAN;
+    st.data_json = dj.data;
+    rc = sl_mkdir_p(out);
+    if (!rc)
+        rc = ckpt_save(out, &c, &l, p, NULL, NULL, &st, cj.data, NULL);
+    info->tokenizer = di.tokenizer;
+    sl_buf_release(&dj);
+    sl_buf_release(&cj);
+    if (!rc)
+        info->step_dir = sl_xasprintf("%s/step-%08d", out, 0);
+out:
+    json_object_put(cfg);
+    for (int i = 0; i < s.n; i++) {
+        if (s.f)
+            st_close(s.f[i]);
+        free(s.paths[i]);
+    }
+    free(s.f);
+    free(s.paths);
+    free(p);
+    model_layout_release(&l);
+    free(cp);
+    return rc;
+}
+
+void hf_import_info_release(struct hf_import_info *info)
+{
+    free(info->tokenizer);
+    free(info->step_dir);
+    memset(info, 0, sizeof(*info));
+}
