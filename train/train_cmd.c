@@ -6,7 +6,7 @@
  * of the GPU library (train/gpu_train.c). Logs a line per step on stdout and JSON lines to
  * log.file; validates and saves checkpoints at their intervals.
  */
-#include "cli/commands.h"
+#include "train/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

@@ -1,6 +1,6 @@
 /* sluice clean: ftfy-style repair of each document's text (curate/clean/cleaner.h), one
  * output shard per input file, every repair counted in the manifest. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/err.h"

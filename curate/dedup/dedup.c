@@ -1,5 +1,5 @@
 /* sluice dedup: dispatch to `exact` or `fuzzy`, and helpers both use. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 #include "curate/dedup/dedup.h"
 
 #include "core/buf.h"

@@ -2,7 +2,7 @@
  * a stage directory with a manifest. Each file is fetched into DIR/.NAME.part (kept
  * between runs for Range resume), verified against --checksums when given, and only then
  * renamed to DIR/NAME; MPI ranks split the files. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"

@@ -1,7 +1,7 @@
 /* sluice extract: raw corpora (WARC/WET, arXiv sources, Pile, C4/mC4, JSONL, and the
  * HTML and Wikipedia readers) -> uniform JSONL documents, one output shard per input
  * file so the output does not depend on the number of MPI ranks. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/counters.h"

@@ -2,7 +2,7 @@
  * documents to --out, rejected ones (with the filter name, reason and score) to
  * --rejected, or every score written into the document with --annotate. One output shard
  * per input file, so the outputs are the same for any number of MPI ranks. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/config.h"

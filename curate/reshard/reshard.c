@@ -6,7 +6,7 @@
  * therefore depend only on the inputs and N, never on the number of ranks: every rank
  * writes a contiguous run of shards and reads just the byte range they cover.
  */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/docid.h"

@@ -1,0 +1,10 @@
+/* The commands of train/: train, generate and export. Declared here and gathered by cli/commands.h
+ * into the command table of cli/main.c (docs/dev.md, Layers). */
+#ifndef SL_TRAIN_COMMANDS_H
+#define SL_TRAIN_COMMANDS_H
+
+int cmd_train(int argc, const char **argv);
+int cmd_generate(int argc, const char **argv);
+int cmd_export(int argc, const char **argv);
+
+#endif
