@@ -379,7 +379,13 @@ static int run(struct opts *o, int argc, const char **argv)
     struct sl_stage st;
     int have_stage = 0;
     if (!rc) {
-        struct sl_stage_cfg cfg = { "download", o->out, argc, argv, &none, "{}", o->force };
+        struct sl_stage_cfg cfg = { .stage = "download",
+                                    .out_dir = o->out,
+                                    .argc = argc,
+                                    .argv = argv,
+                                    .inputs = &none,
+                                    .settings_json = "{}",
+                                    .force = o->force };
         rc = sl_stage_begin(&st, w, &cfg);
         have_stage = !rc;
     }
