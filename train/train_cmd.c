@@ -244,6 +244,8 @@ static int all_ok(struct trainer *t, int rc)
 {
     int64_t bad = rc != 0;
     sl_world_allreduce_i64(t->w, &bad, 1, SL_MAX);
+    if (bad && !rc)
+        sl_err_clear(); /* another rank failed: callers print sl_err_msg() only when set */
     return bad ? (rc ? rc : SL_ERR_STATE) : 0;
 }
 
