@@ -1,7 +1,8 @@
 # sluice: one build for everything.
 #
 #   make              build build/sluice (detects MPI and CUDA; CPU-only works)
-#   make test         install missing Debian packages, build, run unit, CLI and MPI tests
+#   make test         install missing Debian packages, check layering, build, run unit, CLI and MPI tests
+#   make check-deps   fail when a folder includes one above it (docs/dev.md, Layers)
 #   make demo         install, build, run the pipeline on the bundled samples
 #   make asan         the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly
@@ -216,7 +217,7 @@ install-files:
 .PHONY: install install-files
 
 .PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short demo \
-        bench clean format check-format test-gpu bench-kernels
+        bench clean format check-format check-deps test-gpu bench-kernels
 FORCE:
 
 # With CUDA, `all` also builds the GPU test and benchmark programs: every .cu compiles and links.
@@ -234,7 +235,7 @@ config:
 deps:
 	@scripts/install-deps.sh
 
-test: deps
+test: deps check-deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory test-cli
@@ -292,6 +293,10 @@ bench: all
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')
+
+# No folder includes one above it (the layer table in docs/dev.md).
+check-deps:
+	@scripts/check-deps.sh
 
 check-format:
 	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')

@@ -34,14 +34,6 @@ __device__ __forceinline__ float gelu_erf_grad_f(float x)
     return cdf + x * pdf;
 }
 
-static unsigned int grid_for(size_t work)
-{
-    size_t b = (work + 255) / 256;
-    if (b > 65536)
-        b = 65536;
-    return (unsigned int)(b ? b : 1);
-}
-
 __global__ void gelu_fwd_kernel(bf16 *out, const bf16 *x, size_t n, bool vec)
 {
     size_t nchunks = (n + 7) / 8;

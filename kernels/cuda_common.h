@@ -182,6 +182,16 @@ static inline unsigned int ceil_div_u(size_t a, size_t b)
     return (unsigned int)((a + b - 1) / b);
 }
 
+/* Grid for a grid-stride loop over `work` items with 256-thread blocks (at least one block,
+ * at most 65536). */
+static inline unsigned int grid_for(size_t work)
+{
+    size_t b = (work + 255) / 256;
+    if (b > 65536)
+        b = 65536;
+    return (unsigned int)(b ? b : 1);
+}
+
 #endif /* __CUDACC__ */
 
 #endif

@@ -49,11 +49,11 @@ extern "C" void embedding_fwd(sl_bf16 *out, const int32_t *tokens, const sl_bf16
     bool vec = C % 8 == 0 && is_aligned16(out) && is_aligned16(wte) && (!wpe || is_aligned16(wpe));
     if (vec) {
         size_t units = N * (C / 8);
-        unsigned int grid = (unsigned int)min((units + 255) / 256, (size_t)65536);
+        unsigned int grid = grid_for(units);
         embedding_fwd_kernel<8><<<grid, 256, 0, st>>>(out, tokens, wte, wpe, T, C, V, units);
     } else {
         size_t units = N * C;
-        unsigned int grid = (unsigned int)min((units + 255) / 256, (size_t)65536);
+        unsigned int grid = grid_for(units);
         embedding_fwd_kernel<1><<<grid, 256, 0, st>>>(out, tokens, wte, wpe, T, C, V, units);
     }
     CUDA_CHECK_LAUNCH();
@@ -213,7 +213,7 @@ extern "C" void embedding_bwd(sl_bf16 *dwte, sl_bf16 *dwpe, void *scratch, size_
                (!dwpe || is_aligned16(dwpe));
     if (dwpe) {
         size_t units = (size_t)T * (vec ? C / 8 : C);
-        unsigned int grid = (unsigned int)min((units + 255) / 256, (size_t)65536);
+        unsigned int grid = grid_for(units);
         if (vec)
             embedding_bwd_pos_kernel<8><<<grid, 256, 0, st>>>(dwpe, dout, B, T, C);
         else

@@ -72,8 +72,7 @@ static void rope(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, in
     size_t units = (size_t)B * T * (Hq + Hkv) * (D / 2);
     if (!units)
         return;
-    size_t blocks = (units + 255) / 256;
-    unsigned int grid = (unsigned int)(blocks < 65536 ? blocks : 65536);
+    unsigned int grid = grid_for(units);
     rope_kernel<INV>
         <<<grid, 256, 0, st>>>(qkv, cos_t, sin_t, T, Hq + Hkv, (Hq + 2 * Hkv) * D, D, units);
     CUDA_CHECK_LAUNCH();

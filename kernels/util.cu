@@ -59,15 +59,6 @@ extern "C" const char *sl_cublas_status_string(int s)
     }
 }
 
-/* Grid for a grid-stride loop over `work` items with 256-thread blocks. */
-static unsigned int grid_for(size_t work)
-{
-    size_t b = (work + 255) / 256;
-    if (b > 65536)
-        b = 65536;
-    return (unsigned int)(b ? b : 1);
-}
-
 /* ---- casts, fill, copy, add: chunks of 8 elements, 16-byte accesses when aligned ------ */
 
 __global__ void cast_f32_to_bf16_kernel(bf16 *dst, const float *src, size_t n, bool vec)

@@ -15,3 +15,6 @@ gen-unicat:
 # The encoder benchmark program (bench/tokenize.sh builds it; `make` does not).
 $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)
+# The `dataset` command (inspect, verify, merge, decode .bin/.idx) decodes with a tokenizer:
+# it sits above both dataset/ and tokenize/ (docs/dev.md, Layers).
+LIB_SRCS += tokenize/cmd_dataset.c

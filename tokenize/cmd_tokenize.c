@@ -11,7 +11,7 @@
  * run with the same plan keeps the finished files' parts and counts and tokenizes the
  * rest; another plan starts afresh. The folder is removed once the output is written.
  */
-#include "cli/commands.h"
+#include "tokenize/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

@@ -3,7 +3,7 @@
  * its file and its position; the sample is the N smallest keys, fed to the trainer in
  * input order), so memory is bounded by the sample and the result depends only on the
  * inputs and the settings. Rank 0 does the work under mpirun. */
-#include "cli/commands.h"
+#include "tokenize/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

@@ -448,6 +448,38 @@ void cpu_rope(float *qkv, const float *cos_t, const float *sin_t, int B, int T, 
 
 /* ---- attention ------------------------------------------------------------------------ */
 
+void cpu_attention_row(float *o, float *p, const float *q, const float *k, const float *v,
+                       size_t stride, int n, int hd, float scale)
+{
+    float mx = -INFINITY;
+    for (int u = 0; u < n; u++) {
+        const float *ku = k + (size_t)u * stride;
+        float s = 0.0f;
+        for (int i = 0; i < hd; i++)
+            s += q[i] * ku[i];
+        s *= scale;
+        p[u] = s;
+        if (s > mx)
+            mx = s;
+    }
+    float sum = 0.0f;
+    for (int u = 0; u < n; u++) {
+        p[u] = expf(p[u] - mx);
+        sum += p[u];
+    }
+    float inv = 1.0f / sum;
+    for (int u = 0; u < n; u++)
+        p[u] *= inv;
+    for (int i = 0; i < hd; i++)
+        o[i] = 0.0f;
+    for (int u = 0; u < n; u++) {
+        const float *vu = v + (size_t)u * stride;
+        float pu = p[u];
+        for (int i = 0; i < hd; i++)
+            o[i] += pu * vu[i];
+    }
+}
+
 void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv,
                        int hd)
 {
@@ -461,34 +493,10 @@ void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int
             for (int t = 0; t < T; t++) {
                 const float *q = base + (size_t)t * width + (size_t)h * hd;
                 float *p = att + (((size_t)b * H + h) * T + t) * T;
-                float mx = -INFINITY;
-                for (int u = 0; u <= t; u++) {
-                    const float *k = base + (size_t)u * width + (size_t)(H + g) * hd;
-                    float s = 0.0f;
-                    for (int i = 0; i < hd; i++)
-                        s += q[i] * k[i];
-                    s *= scale;
-                    p[u] = s;
-                    if (s > mx)
-                        mx = s;
-                }
-                float sum = 0.0f;
-                for (int u = 0; u <= t; u++) {
-                    p[u] = expf(p[u] - mx);
-                    sum += p[u];
-                }
-                float inv = 1.0f / sum;
-                for (int u = 0; u <= t; u++)
-                    p[u] *= inv;
                 float *o = y + ((size_t)b * T + t) * H * hd + (size_t)h * hd;
-                for (int i = 0; i < hd; i++)
-                    o[i] = 0.0f;
-                for (int u = 0; u <= t; u++) {
-                    const float *v = base + (size_t)u * width + (size_t)(H + Hkv + g) * hd;
-                    float pu = p[u];
-                    for (int i = 0; i < hd; i++)
-                        o[i] += pu * v[i];
-                }
+                cpu_attention_row(o, p, q, base + (size_t)(H + g) * hd,
+                                  base + (size_t)(H + Hkv + g) * hd, (size_t)width, t + 1, hd,
+                                  scale);
             }
         }
     }

@@ -50,6 +50,11 @@ void cpu_rope(float *qkv, const float *cos_t, const float *sin_t, int B, int T, 
  * probabilities (row t holds t+1 values). */
 void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv,
                        int hd);
+/* One row of causal attention, shared by cpu_attention_fwd and the decoder (train/decode.c):
+ * query q[hd] over positions 0..n-1, whose keys and values start at k and v, `stride`
+ * floats apart; the probabilities go to p[n], the output to o[hd]. */
+void cpu_attention_row(float *o, float *p, const float *q, const float *k, const float *v,
+                       size_t stride, int n, int hd, float scale);
 /* dqkv (overwritten) from dy; scratch is T floats per thread (omp_get_max_threads()). */
 void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const float *att, int B,
                        int T, int H, int Hkv, int hd, float *scratch);

@@ -133,8 +133,8 @@ static const float *P(const struct decoder *d, int id)
     return id < 0 ? NULL : d->params + d->l->t[id].offset;
 }
 
-/* Causal attention of the newest position t over the cache of one layer; the same sums, in
- * the same order, as cpu_attention_fwd for row t. */
+/* Causal attention of the newest position t over the cache of one layer: the row function
+ * cpu_attention_fwd uses for row t, so the same sums in the same order. */
 static void attend(struct decoder *d, const float *kc, const float *vc, int t)
 {
     const struct model_config *c = &d->c;
@@ -143,35 +143,9 @@ static void attend(struct decoder *d, const float *kc, const float *vc, int t)
     float *p = d->p;
     for (int h = 0; h < H; h++) {
         int g = h / group;
-        const float *q = d->qkv_row + (size_t)h * hd;
-        float mx = -INFINITY;
-        for (int u = 0; u <= t; u++) {
-            const float *k = kc + (size_t)u * d->kvw + (size_t)g * hd;
-            float s = 0.0f;
-            for (int i = 0; i < hd; i++)
-                s += q[i] * k[i];
-            s *= scale;
-            p[u] = s;
-            if (s > mx)
-                mx = s;
-        }
-        float sum = 0.0f;
-        for (int u = 0; u <= t; u++) {
-            p[u] = expf(p[u] - mx);
-            sum += p[u];
-        }
-        float inv = 1.0f / sum;
-        for (int u = 0; u <= t; u++)
-            p[u] *= inv;
-        float *o = d->atty + (size_t)h * hd;
-        for (int i = 0; i < hd; i++)
-            o[i] = 0.0f;
-        for (int u = 0; u <= t; u++) {
-            const float *v = vc + (size_t)u * d->kvw + (size_t)g * hd;
-            float pu = p[u];
-            for (int i = 0; i < hd; i++)
-                o[i] += pu * v[i];
-        }
+        cpu_attention_row(d->atty + (size_t)h * hd, p, d->qkv_row + (size_t)h * hd,
+                          kc + (size_t)g * hd, vc + (size_t)g * hd, (size_t)d->kvw, t + 1, hd,
+                          scale);
     }
 }
 

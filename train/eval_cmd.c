@@ -1,6 +1,6 @@
 /* sluice eval: a checkpoint's held-out loss on token shards and its zero-shot task scores
  * (train/eval.h), on the CPU. */
-#include "cli/commands.h"
+#include "train/commands.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"

@@ -1,5 +1,5 @@
 /* sluice export hf: a training checkpoint -> a Hugging Face transformers directory. */
-#include "cli/commands.h"
+#include "train/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

@@ -3,7 +3,7 @@
  * (train/sampler.h). Text goes through the tokenizer the training data was made with, or
  * the one given; --ids works on raw token ids.
  */
-#include "cli/commands.h"
+#include "train/commands.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"

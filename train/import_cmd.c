@@ -1,5 +1,5 @@
 /* sluice import hf: a Hugging Face transformers directory -> a training checkpoint. */
-#include "cli/commands.h"
+#include "train/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

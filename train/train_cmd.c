@@ -6,7 +6,7 @@
  * of the GPU library (train/gpu_train.c). Logs a line per step on stdout and JSON lines to
  * log.file; validates and saves checkpoints at their intervals.
  */
-#include "cli/commands.h"
+#include "train/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"
@@ -464,6 +464,8 @@ static int all_ok(struct trainer *t, int rc)
 {
     int64_t bad = rc != 0;
     sl_world_allreduce_i64(t->w, &bad, 1, SL_MAX);
+    if (bad && !rc)
+        sl_err_clear(); /* another rank failed: callers print sl_err_msg() only when set */
     return bad ? (rc ? rc : SL_ERR_STATE) : 0;
 }
 

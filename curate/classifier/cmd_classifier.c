@@ -1,7 +1,7 @@
 /* sluice classifier train: a fastText supervised classifier from positive and negative
  * JSONL documents (the quality classifiers of GPT-3 / NeMo Curator). Training runs on one
  * thread with a fixed seed, so the same inputs and options give the same model. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/err.h"

@@ -1,6 +1,6 @@
 /* sluice clean: ftfy-style repair of each document's text (curate/clean/cleaner.h), one
  * output shard per input file, every repair counted in the manifest. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/err.h"
@@ -147,7 +147,13 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
     sl_buf_putc(&settings, '}');
     struct sl_stage st;
-    struct sl_stage_cfg cfg = { "clean", o->out, argc, argv, &in, settings.data, o->force };
+    struct sl_stage_cfg cfg = { .stage = "clean",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &in,
+                                .settings_json = settings.data,
+                                .force = o->force };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_error("%s", sl_err_msg());

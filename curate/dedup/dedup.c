@@ -1,5 +1,5 @@
 /* sluice dedup: dispatch to `exact` or `fuzzy`, and helpers both use. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 #include "curate/dedup/dedup.h"
 
 #include "core/buf.h"
@@ -89,9 +89,9 @@ int cmd_dedup(int argc, const char **argv)
         return 0;
     }
     if (!strcmp(sub, "exact"))
-        return dedup_exact_main(argc - 1, argv + 1);
+        return dedup_exact_main(argc, argv);
     if (!strcmp(sub, "fuzzy"))
-        return dedup_fuzzy_main(argc - 1, argv + 1);
+        return dedup_fuzzy_main(argc, argv);
     sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'", sub);
     fputs(usage, stderr);
     return 2;

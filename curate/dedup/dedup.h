@@ -8,6 +8,8 @@
 struct sl_buf;
 struct sl_doc;
 
+/* The subcommands; argv is the whole command line, "dedup exact ..." (the manifest
+ * records it), argv[1] the subcommand. */
 int dedup_exact_main(int argc, const char **argv);
 int dedup_fuzzy_main(int argc, const char **argv);
 

@@ -185,8 +185,13 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
                   o->repair_utf8 ? "true" : "false");
     struct sl_stage st;
     /* the manifest shows the whole command line: "dedup exact ..." */
-    struct sl_stage_cfg cfg = { "dedup-exact", o->out, argc + 1, argv - 1, &c.in, settings.data,
-                                o->force };
+    struct sl_stage_cfg cfg = { .stage = "dedup-exact",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &c.in,
+                                .settings_json = settings.data,
+                                .force = o->force };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_error("%s", sl_err_msg());
@@ -279,7 +284,7 @@ int dedup_exact_main(int argc, const char **argv)
         SL_OPT_END_,
     };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc - 1, argv + 1, options, &rest);
     if (rc == SL_PARSE_HELP) {
         sl_usage_print(stdout, usage, options);
         sl_strlist_release(&rest);

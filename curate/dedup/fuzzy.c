@@ -697,7 +697,6 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
         }
     }
 
-    char nn[64];
     struct sl_buf settings = SL_BUF_INIT;
     sl_buf_printf(&settings, "{\"mode\":\"fuzzy\",\"minhash\":%s,\"verify\":%s,\"threshold\":%.6g,"
                              "\"anchors\":%u,\"index_in\":",
@@ -712,11 +711,15 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
     sl_buf_json_str(&settings, o->id_key, strlen(o->id_key));
     sl_buf_printf(&settings, ",\"pairs\":%s,\"level\":%ld,\"repair_utf8\":%s}",
                   o->pairs ? "true" : "false", o->level, o->repair_utf8 ? "true" : "false");
-    (void)nn;
     struct sl_stage st;
     /* the manifest shows the whole command line: "dedup fuzzy ..." */
-    struct sl_stage_cfg cfg = { "dedup-fuzzy", o->out, argc + 1, argv - 1, &c.in, settings.data,
-                                o->force };
+    struct sl_stage_cfg cfg = { .stage = "dedup-fuzzy",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &c.in,
+                                .settings_json = settings.data,
+                                .force = o->force };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_buf_release(&settings);
@@ -1102,7 +1105,7 @@ int dedup_fuzzy_main(int argc, const char **argv)
         SL_OPT_END_,
     };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc - 1, argv + 1, options, &rest);
     if (rc == SL_PARSE_HELP) {
         sl_usage_print(stdout, usage, options);
         sl_strlist_release(&rest);

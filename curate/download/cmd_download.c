@@ -2,7 +2,7 @@
  * a stage directory with a manifest. Each file is fetched into DIR/.NAME.part (kept
  * between runs for Range resume), verified against --checksums when given, and only then
  * renamed to DIR/NAME; MPI ranks split the files. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -379,7 +379,13 @@ static int run(struct opts *o, int argc, const char **argv)
     struct sl_stage st;
     int have_stage = 0;
     if (!rc) {
-        struct sl_stage_cfg cfg = { "download", o->out, argc, argv, &none, "{}", o->force };
+        struct sl_stage_cfg cfg = { .stage = "download",
+                                    .out_dir = o->out,
+                                    .argc = argc,
+                                    .argv = argv,
+                                    .inputs = &none,
+                                    .settings_json = "{}",
+                                    .force = o->force };
         rc = sl_stage_begin(&st, w, &cfg);
         have_stage = !rc;
     }

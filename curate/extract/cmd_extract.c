@@ -1,7 +1,7 @@
 /* sluice extract: raw corpora (WARC/WET, arXiv sources, Pile, C4/mC4, JSONL, and the
  * HTML and Wikipedia readers) -> uniform JSONL documents, one output shard per input
  * file so the output does not depend on the number of MPI ranks. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/counters.h"
@@ -293,7 +293,13 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
     }
     sl_buf_putc(&settings, '}');
     struct sl_stage st;
-    struct sl_stage_cfg cfg = { "extract", o->out, argc, argv, &in, settings.data, o->force };
+    struct sl_stage_cfg cfg = { .stage = "extract",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &in,
+                                .settings_json = settings.data,
+                                .force = o->force };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_error("%s", sl_err_msg());

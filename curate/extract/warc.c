@@ -34,6 +34,14 @@ struct gz_in {
     struct libdeflate_decompressor *d;
 };
 
+/* The end of the file inside a record: not seen, seen while skipping a block (reported by
+ * the next warc_next), or already reported. */
+enum warc_cut {
+    CUT_NONE,
+    CUT_PENDING,
+    CUT_REPORTED,
+};
+
 struct warc_reader {
     struct sl_reader *in; /* streaming path (NULL while the gz path is in use) */
     struct gz_in *gz;     /* libdeflate path */
@@ -48,7 +56,7 @@ struct warc_reader {
     int err;              /* sticky stream error */
     uint64_t remaining;   /* unread bytes of the current block */
     int arc;              /* reading an ARC file */
-    int cut;              /* the file ended inside a record */
+    enum warc_cut cut;    /* whether the file ended inside a record, and if that was reported */
     uint64_t index;
     struct warc_opts o;
     char *head;           /* the current header block, NUL-split */
@@ -289,23 +297,36 @@ static int gz_to_stream(struct warc_reader *r)
     return rc;
 }
 
-/* Inflate the next member(s) into the window. >0 bytes added, 0 at the end, <0 error. */
-static ssize_t gz_fill(struct warc_reader *r)
+/* What gz_fill did: added *n bytes to the window (0: the end of the input), found input that
+ * libdeflate cannot inflate in one piece (the streaming reader takes over and words any
+ * damage), or failed with the error in *n. */
+enum gz_fill_status {
+    GZ_FILLED,
+    GZ_TO_STREAM,
+    GZ_FAILED,
+};
+
+/* Inflate the next member(s) into the window. */
+static enum gz_fill_status gz_fill(struct warc_reader *r, ssize_t *n_out)
 {
     struct gz_in *g = r->gz;
     for (;;) {
         if (g->len - g->pos < 32 && !g->eof) {
             ssize_t n = gz_more(g);
-            if (n < 0)
-                return n;
+            if (n < 0) {
+                *n_out = n;
+                return GZ_FAILED;
+            }
             continue;
         }
-        if (g->pos == g->len)
-            return 0;
+        if (g->pos == g->len) {
+            *n_out = 0;
+            return GZ_FILLED;
+        }
         const unsigned char *z = g->z + g->pos;
         size_t zn = g->len - g->pos;
         if (zn < 2 || z[0] != 0x1f || z[1] != 0x8b)
-            return -1; /* trailing zeros or garbage: the streaming reader words it */
+            return GZ_TO_STREAM; /* trailing zeros or garbage: the streaming reader words it */
         size_t used = 0, made = 0;
         enum libdeflate_result res = libdeflate_gzip_decompress_ex(
             g->d, z, zn, r->buf + r->len, r->cap - r->len, &used, &made);
@@ -313,7 +334,8 @@ static ssize_t gz_fill(struct warc_reader *r)
             g->pos += used;
             if (made == 0)
                 continue;
-            return (ssize_t)made;
+            *n_out = (ssize_t)made;
+            return GZ_FILLED;
         }
         if (res == LIBDEFLATE_INSUFFICIENT_SPACE && r->cap < WINDOW_MAX) {
             r->cap *= 2;
@@ -324,12 +346,14 @@ static ssize_t gz_fill(struct warc_reader *r)
             /* maybe only cut by our buffer: read more and try again */
             ssize_t n = gz_more(g);
             if (n == SL_ERR_TOOBIG)
-                return -1;
-            if (n < 0)
-                return n;
+                return GZ_TO_STREAM;
+            if (n < 0) {
+                *n_out = n;
+                return GZ_FAILED;
+            }
             continue;
         }
-        return -1; /* too big for one piece, damaged or cut: stream it */
+        return GZ_TO_STREAM; /* too big for one piece, damaged or cut: stream it */
     }
 }
 
@@ -349,14 +373,11 @@ static ssize_t fill(struct warc_reader *r)
     if (r->len == r->cap)
         return sl_err_set(SL_ERR_STATE, "warc window full");
     ssize_t n = 0; /* set on every path below; gcc -O2 with ASan cannot see it */
-    if (r->gz) {
-        n = gz_fill(r);
-        if (n == -1) {
-            int rc = gz_to_stream(r);
-            if (rc) {
-                r->err = rc;
-                return rc;
-            }
+    if (r->gz && gz_fill(r, &n) == GZ_TO_STREAM) {
+        int rc = gz_to_stream(r);
+        if (rc) {
+            r->err = rc;
+            return rc;
         }
     }
     if (!r->gz)
@@ -394,7 +415,7 @@ static int skip_block(struct warc_reader *r)
             if (n < 0)
                 return (int)n;
             if (n == 0) {
-                r->cut = 1;
+                r->cut = CUT_PENDING;
                 r->remaining = 0;
                 return 0;
             }
@@ -403,16 +424,17 @@ static int skip_block(struct warc_reader *r)
         /* skip large blocks without going through the window */
         r->base += r->pos;
         r->pos = r->len = 0;
-        static char sink[1 << 16];
-        size_t want = r->remaining < sizeof(sink) ? (size_t)r->remaining : sizeof(sink);
-        ssize_t n = r->err ? r->err : sl_reader_read(r->in, sink, want);
+        /* read into the (now empty) window and drop it */
+        size_t want = r->remaining < r->cap ? (size_t)r->remaining : r->cap;
+        ssize_t n = r->err ? r->err : sl_reader_read(r->in, r->buf, want);
+        r->buf[0] = 0;
         if (n < 0) {
             r->err = (int)n;
             return (int)n;
         }
         if (n == 0) {
             r->eof = 1;
-            r->cut = 1;
+            r->cut = CUT_PENDING;
             r->remaining = 0;
             return 0;
         }
@@ -680,10 +702,10 @@ int warc_next(struct warc_reader *r, struct warc_record *rec)
     int rc = skip_block(r);
     if (rc)
         return rc;
-    if (r->cut == 2) /* reported by warc_read_block */
+    if (r->cut == CUT_REPORTED) /* by warc_read_block */
         return 0;
-    if (r->cut) {
-        r->cut = 2;
+    if (r->cut == CUT_PENDING) {
+        r->cut = CUT_REPORTED;
         skip_report(r, "cut", "%s: the last record (#%llu) is cut short by the end of the file",
                     warc_reader_name(r), (unsigned long long)(r->index ? r->index - 1 : 0));
         return 0;
@@ -833,7 +855,7 @@ int warc_read_block(struct warc_reader *r, struct sl_buf *body)
         }
         if (n == 0) {
             r->eof = 1;
-            r->cut = 2;
+            r->cut = CUT_REPORTED;
             r->remaining = 0;
             body->data[body->len] = 0;
             return sl_err_set(SL_ERR_CORRUPT, "%s: record #%llu is cut short by the end of the file",

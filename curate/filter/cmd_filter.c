@@ -2,7 +2,7 @@
  * documents to --out, rejected ones (with the filter name, reason and score) to
  * --rejected, or every score written into the document with --annotate. One output shard
  * per input file, so the outputs are the same for any number of MPI ranks. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/config.h"
@@ -343,7 +343,13 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
     sl_buf_putc(&settings, '}');
     struct sl_stage st;
-    struct sl_stage_cfg cfg = { "filter", o->out, argc, argv, &in, settings.data, o->force };
+    struct sl_stage_cfg cfg = { .stage = "filter",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &in,
+                                .settings_json = settings.data,
+                                .force = o->force };
     rc = sl_stage_begin(&st, w, &cfg);
     if (!rc && o->rejected && w->rank == 0 && mkdir(o->rejected, 0777) && errno != EEXIST)
         rc = sl_err_set(SL_ERR_IO, "cannot create directory '%s': %s", o->rejected, strerror(errno));

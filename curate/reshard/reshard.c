@@ -6,7 +6,7 @@
  * therefore depend only on the inputs and N, never on the number of ranks: every rank
  * writes a contiguous run of shards and reads just the byte range they cover.
  */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/docid.h"
@@ -342,7 +342,13 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     }
     sl_buf_putc(&settings, '}');
     struct sl_stage st;
-    struct sl_stage_cfg cfg = { "reshard", o->out, argc, argv, &in, settings.data, o->force };
+    struct sl_stage_cfg cfg = { .stage = "reshard",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &in,
+                                .settings_json = settings.data,
+                                .force = o->force };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_error("%s", sl_err_msg());

@@ -4,7 +4,7 @@
  * filter of the chain scores every document; or the filter_scores of `filter --annotate`),
  * plus a pipeline's funnel from its summary.json. Written as DIR/stats.json and drawn as
  * DIR/stats.svg. Reads on rank 0; the other ranks wait. */
-#include "cli/commands.h"
+#include "curate/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

@@ -1,6 +1,6 @@
 /* sluice dataset inspect|verify|merge|cat: Megatron .bin/.idx token shards. Only rank 0
  * works under mpirun (these are quick, I/O-bound operations); the others wait. */
-#include "cli/commands.h"
+#include "tokenize/commands.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"
