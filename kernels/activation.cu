@@ -34,7 +34,29 @@ __device__ __forceinline__ float gelu_erf_grad_f(float x)
     return cdf + x * pdf;
 }
 
-__global__ void gelu_fwd_kernel(bf16 *out, const bf16 *x, size_t n, bool vec)
+/* The two forms as policies of one pair of kernels. */
+struct gelu_tanh {
+    static __device__ __forceinline__ float fwd(float x)
+    {
+        return gelu_f(x);
+    }
+    static __device__ __forceinline__ float grad(float x)
+    {
+        return gelu_grad_f(x);
+    }
+};
+struct gelu_erf {
+    static __device__ __forceinline__ float fwd(float x)
+    {
+        return gelu_erf_f(x);
+    }
+    static __device__ __forceinline__ float grad(float x)
+    {
+        return gelu_erf_grad_f(x);
+    }
+};
+
+template <class G> __global__ void gelu_fwd_kernel(bf16 *out, const bf16 *x, size_t n, bool vec)
 {
     size_t nchunks = (n + 7) / 8;
     for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < nchunks;
@@ -45,15 +67,16 @@ __global__ void gelu_fwd_kernel(bf16 *out, const bf16 *x, size_t n, bool vec)
             load8_f32(a, x + i);
 #pragma unroll
             for (int k = 0; k < 8; k++)
-                a[k] = gelu_f(a[k]);
+                a[k] = G::fwd(a[k]);
             store8_f32(out + i, a);
         } else {
             for (size_t j = i; j < n && j < i + 8; j++)
-                out[j] = __float2bfloat16_rn(gelu_f(__bfloat162float(x[j])));
+                out[j] = __float2bfloat16_rn(G::fwd(__bfloat162float(x[j])));
         }
     }
 }
 
+template <class G>
 __global__ void gelu_bwd_kernel(bf16 *dx, const bf16 *dout, const bf16 *x, size_t n, bool vec)
 {
     size_t nchunks = (n + 7) / 8;
@@ -66,33 +89,57 @@ __global__ void gelu_bwd_kernel(bf16 *dx, const bf16 *dout, const bf16 *x, size_
             load8_f32(d, dout + i);
 #pragma unroll
             for (int k = 0; k < 8; k++)
-                d[k] *= gelu_grad_f(a[k]);
+                d[k] *= G::grad(a[k]);
             store8_f32(dx + i, d);
         } else {
             for (size_t j = i; j < n && j < i + 8; j++)
                 dx[j] = __float2bfloat16_rn(__bfloat162float(dout[j]) *
-                                            gelu_grad_f(__bfloat162float(x[j])));
+                                            G::grad(__bfloat162float(x[j])));
         }
     }
 }
 
-extern "C" void gelu_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st)
+template <class G>
+static void gelu_fwd_launch(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st)
 {
     if (!n)
         return;
     bool vec = is_aligned16(out) && is_aligned16(x);
-    gelu_fwd_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(out, x, n, vec);
+    gelu_fwd_kernel<G><<<grid_for((n + 7) / 8), 256, 0, st>>>(out, x, n, vec);
     CUDA_CHECK_LAUNCH();
+}
+
+template <class G>
+static void gelu_bwd_launch(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n,
+                            cudaStream_t st)
+{
+    if (!n)
+        return;
+    bool vec = is_aligned16(dx) && is_aligned16(dout) && is_aligned16(x);
+    gelu_bwd_kernel<G><<<grid_for((n + 7) / 8), 256, 0, st>>>(dx, dout, x, n, vec);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void gelu_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st)
+{
+    gelu_fwd_launch<gelu_tanh>(out, x, n, st);
 }
 
 extern "C" void gelu_bwd(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n,
                          cudaStream_t st)
 {
-    if (!n)
-        return;
-    bool vec = is_aligned16(dx) && is_aligned16(dout) && is_aligned16(x);
-    gelu_bwd_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(dx, dout, x, n, vec);
-    CUDA_CHECK_LAUNCH();
+    gelu_bwd_launch<gelu_tanh>(dx, dout, x, n, st);
+}
+
+extern "C" void gelu_erf_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st)
+{
+    gelu_fwd_launch<gelu_erf>(out, x, n, st);
+}
+
+extern "C" void gelu_erf_bwd(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n,
+                             cudaStream_t st)
+{
+    gelu_bwd_launch<gelu_erf>(dx, dout, x, n, st);
 }
 
 /* ---- SwiGLU ------------------------------------------------------------------------- */
@@ -169,68 +216,5 @@ extern "C" void swiglu_bwd(sl_bf16 *dinp, const sl_bf16 *dout, const sl_bf16 *in
         swiglu_bwd_kernel<8><<<grid_for(units), 256, 0, st>>>(dinp, dout, inp, F, units);
     else
         swiglu_bwd_kernel<1><<<grid_for(units), 256, 0, st>>>(dinp, dout, inp, F, units);
-    CUDA_CHECK_LAUNCH();
-}
-
-/* ---- the exact (erf) GELU ---------------------------------------------------------------- */
-
-__global__ void gelu_erf_fwd_kernel(bf16 *out, const bf16 *x, size_t n, bool vec)
-{
-    size_t nchunks = (n + 7) / 8;
-    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < nchunks;
-         c += (size_t)gridDim.x * blockDim.x) {
-        size_t i = c * 8;
-        if (vec && i + 8 <= n) {
-            float a[8];
-            load8_f32(a, x + i);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                a[k] = gelu_erf_f(a[k]);
-            store8_f32(out + i, a);
-        } else {
-            for (size_t j = i; j < n && j < i + 8; j++)
-                out[j] = __float2bfloat16_rn(gelu_erf_f(__bfloat162float(x[j])));
-        }
-    }
-}
-
-__global__ void gelu_erf_bwd_kernel(bf16 *dx, const bf16 *dout, const bf16 *x, size_t n, bool vec)
-{
-    size_t nchunks = (n + 7) / 8;
-    for (size_t c = blockIdx.x * (size_t)blockDim.x + threadIdx.x; c < nchunks;
-         c += (size_t)gridDim.x * blockDim.x) {
-        size_t i = c * 8;
-        if (vec && i + 8 <= n) {
-            float a[8], d[8];
-            load8_f32(a, x + i);
-            load8_f32(d, dout + i);
-#pragma unroll
-            for (int k = 0; k < 8; k++)
-                d[k] *= gelu_erf_grad_f(a[k]);
-            store8_f32(dx + i, d);
-        } else {
-            for (size_t j = i; j < n && j < i + 8; j++)
-                dx[j] = __float2bfloat16_rn(__bfloat162float(dout[j]) *
-                                            gelu_erf_grad_f(__bfloat162float(x[j])));
-        }
-    }
-}
-
-extern "C" void gelu_erf_fwd(sl_bf16 *out, const sl_bf16 *x, size_t n, cudaStream_t st)
-{
-    if (!n)
-        return;
-    gelu_erf_fwd_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(
-        out, x, n, is_aligned16(out) && is_aligned16(x));
-    CUDA_CHECK_LAUNCH();
-}
-
-extern "C" void gelu_erf_bwd(sl_bf16 *dx, const sl_bf16 *dout, const sl_bf16 *x, size_t n,
-                             cudaStream_t st)
-{
-    if (!n)
-        return;
-    gelu_erf_bwd_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(
-        dx, dout, x, n, is_aligned16(dx) && is_aligned16(dout) && is_aligned16(x));
     CUDA_CHECK_LAUNCH();
 }
