@@ -97,6 +97,21 @@ if have_mpi; then
     done
 fi
 
+case_ "a pipeline stage: decontaminate between clean and dedup_exact"
+cat > "$T/p.yaml" <<EOF2
+work_dir: $T/w
+clean: {in: $T/in.jsonl}
+decontaminate: {tasks: $T/tasks.yaml, max_splits: 3}
+dedup_exact: {}
+EOF2
+run "$SLUICE" run "$T/p.yaml" --dry-run
+expect_rc 0
+expect_out "sluice decontaminate --out $T/w/decontaminate --tasks $T/tasks.yaml --max-splits 3 $T/w/clean"
+expect_out "sluice dedup exact --out $T/w/dedup_exact $T/w/decontaminate"
+run "$SLUICE" run "$T/p.yaml"
+expect_rc 0
+expect_file "$T/w/decontaminate/manifest.json"
+
 case_ "errors: missing --tasks, bad task config, unreadable task file"
 run "$SLUICE" decontaminate --out "$T/e" "$T/in.jsonl"; expect_rc 2; expect_err "--tasks"
 printf 'tasks:\n  - name: qa\n    files: [qa.jsonl]\n' > "$T/bad.yaml"
