@@ -517,18 +517,50 @@ static size_t scan_iban(const unsigned char *s, size_t n, size_t i)
 
 /* ---- the filter ---------------------------------------------------------------------- */
 
-static int boundary(const unsigned char *s, size_t i)
+/* Byte classes: T_START may start a number or IBAN token; T_SEP may come right before one
+ * (not a word character, nor one of ".-+/@#&=%$\\" that join numbers and identifiers). */
+enum { T_START = 1, T_SEP = 2 };
+static unsigned char cls[256];
+
+static void init_classes(void)
 {
-    if (!i)
-        return 1;
-    int c = s[i - 1];
-    return !is_word(c) && !(c && strchr(".-+/@#&=%$\\:", c));
+    for (int c = 0; c < 256; c++) {
+        cls[c] = 0;
+        if (is_digit(c) || is_upper(c) || c == '+' || c == '(')
+            cls[c] |= T_START;
+        if (!(is_word(c) || (c && strchr(".-+/@#&=%$\\", c))))
+            cls[c] |= T_SEP;
+    }
+}
+
+/* IPv6 addresses: found from their first ':' (at most 4 hex digits after the start). */
+static void find_ipv6(struct pii *x, const unsigned char *s, size_t n)
+{
+    size_t from = 0;
+    const unsigned char *a;
+    while (from < n && (a = memchr(s + from, ':', n - from)) != NULL) {
+        size_t c = (size_t)(a - s), k = c;
+        while (k > from && c - k < 5 && is_hex(s[k - 1]))
+            k--;
+        size_t e = 0;
+        int ok = c - k <= 4 && (k < c || (c + 1 < n && s[c + 1] == ':'));
+        if (ok && k > 0 && (!(cls[s[k - 1]] & T_SEP) || s[k - 1] == ':'))
+            ok = 0;
+        if (ok)
+            e = scan_ipv6(s, n, k);
+        if (e) {
+            push(&x->em, &x->nem, &x->emcap, k, e - k, K_IP);
+            from = e;
+        } else
+            from = c + 1;
+    }
 }
 
 /* Find the spans (sorted, not overlapping) in x->v. */
 static void pii_scan(struct pii *x, const unsigned char *s, size_t n)
 {
     x->n = x->nem = 0;
+    /* pre-pass: e-mails from their '@', then IPv6 from their ':', merged into x->em */
     if (x->on[K_EMAIL]) {
         size_t last = 0;
         const unsigned char *a = s;
@@ -544,29 +576,71 @@ static void pii_scan(struct pii *x, const unsigned char *s, size_t n)
                 break;
         }
     }
+    if (x->on[K_IP]) {
+        size_t nmail = x->nem;
+        find_ipv6(x, s, n);
+        if (nmail && x->nem > nmail) { /* merge the two sorted lists, e-mails win overlaps */
+            size_t nv6 = x->nem - nmail, a = 0, b = nmail, m = 0;
+            struct pii_span *t = sl_xmalloc(sl_mul_size(x->nem, sizeof(*t)));
+            size_t end = 0;
+            while (a < nmail || b < nmail + nv6) {
+                struct pii_span *p =
+                    (b >= nmail + nv6 || (a < nmail && x->em[a].off <= x->em[b].off)) ? &x->em[a++]
+                                                                                      : &x->em[b++];
+                if (m && p->off < end) {
+                    if (p->kind == K_EMAIL && t[m - 1].kind == K_IP) { /* replace the address */
+                        t[m - 1] = *p;
+                        end = p->off + p->len;
+                    }
+                    continue;
+                }
+                t[m++] = *p;
+                end = p->off + p->len;
+            }
+            memcpy(x->em, t, m * sizeof(*t));
+            x->nem = m;
+            free(t);
+        }
+    }
     size_t ei = 0;
     for (size_t i = 0; i < n;) {
         if (ei < x->nem && i >= x->em[ei].off) {
-            push(&x->v, &x->n, &x->cap, x->em[ei].off, x->em[ei].len, K_EMAIL);
+            if (x->n && x->v[x->n - 1].off + x->v[x->n - 1].len > x->em[ei].off) {
+                ei++; /* inside the previous span */
+                continue;
+            }
+            push(&x->v, &x->n, &x->cap, x->em[ei].off, x->em[ei].len, x->em[ei].kind);
             i = x->em[ei].off + x->em[ei].len;
             ei++;
             continue;
         }
+        size_t lim = ei < x->nem ? x->em[ei].off : n; /* a match must end before the next one */
+        /* the next token start: a T_START byte after a T_SEP one */
+        unsigned prev = i ? cls[s[i - 1]] : T_SEP;
+        size_t j = i;
+        while (j < lim) {
+            unsigned k = cls[s[j]];
+            if ((prev >> 1) & k & 1)
+                break;
+            prev = k;
+            j++;
+        }
+        if (j >= lim) {
+            i = lim;
+            continue;
+        }
+        i = j;
         int c = s[i];
-        size_t lim = ei < x->nem ? x->em[ei].off : n; /* a match must end before the next e-mail */
         size_t e = 0;
         int kind = -1;
-        if ((is_alnum(c) || c == '+' || c == '(' || c == ':') && boundary(s, i)) {
-            if (x->on[K_IBAN] && is_upper(c) && (e = scan_iban(s, n, i)))
+        if (is_upper(c)) {
+            if (x->on[K_IBAN] && (e = scan_iban(s, n, i)))
                 kind = K_IBAN;
-            else if (x->on[K_IP] && (is_hex(c) || c == ':') && (e = scan_ipv6(s, n, i)))
-                kind = K_IP;
-            else if (x->on[K_IP] && is_digit(c) && (e = scan_ipv4(x, s, n, i)))
-                kind = K_IP;
-            else if ((is_digit(c) || ((c == '+' || c == '(') && i + 1 < n && is_digit(s[i + 1]))) &&
-                     (x->on[K_PHONE] || x->on[K_CARD] || x->on[K_SSN]))
-                e = scan_number(x, s, n, i, &kind);
-        }
+        } else if (x->on[K_IP] && is_digit(c) && (e = scan_ipv4(x, s, n, i)))
+            kind = K_IP;
+        else if ((is_digit(c) || (i + 1 < n && is_digit(s[i + 1]))) &&
+                 (x->on[K_PHONE] || x->on[K_CARD] || x->on[K_SSN]))
+            e = scan_number(x, s, n, i, &kind);
         if (e && kind >= 0 && e <= lim) {
             push(&x->v, &x->n, &x->cap, i, e - i, kind);
             i = e;
@@ -642,6 +716,7 @@ int sl_filter_build_pii(struct sl_filter *f, struct sl_cfg *p, const struct sl_f
     f->release = pii_release;
     f->modifies = 1;
     (void)env;
+    init_classes(); /* the same values every time */
     const char **kinds = NULL;
     size_t nk = 0;
     int rc = 0;
