@@ -29,7 +29,8 @@ static int py_space(int32_t c)
 /* string.punctuation */
 static int py_punct(int32_t c)
 {
-    return c < 128 && c > 32 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) != NULL;
+    return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+           (c >= 123 && c <= 126);
 }
 
 static uint64_t mix(uint64_t x)
@@ -119,6 +120,12 @@ static void key_of(const struct sl_decont_work *w, size_t i, int len, uint64_t *
     *b = sl_sub61(w->pb[i + (size_t)len], sl_mul61(w->pb[i], powb[len])) + 1; /* never 0 */
 }
 
+/* The bit of a key in the prefilter (most document n-grams are in no task). */
+static inline uint64_t bit_of(const struct sl_decont *d, uint64_t a, uint64_t b)
+{
+    return ((a ^ (b << 17)) * UINT64_C(0x9E3779B97F4A7C15)) >> 20 & d->bmask;
+}
+
 static size_t slot_of(const struct sl_decont *d, uint64_t a, uint64_t b)
 {
     size_t j = (size_t)mix(a ^ (b << 7)) & (d->cap - 1);
@@ -146,6 +153,19 @@ static void insert(struct sl_decont *d, uint64_t a, uint64_t b, uint32_t task)
     d->slots[j].b = b;
     d->slots[j].task = task;
     d->n++;
+    if ((d->n + 1) * 16 > d->bmask + 1) { /* keep about 16 prefilter bits per key */
+        free(d->bits);
+        d->bmask = (d->bmask + 1) * 4 - 1;
+        d->bits = sl_xcalloc((d->bmask + 1) / 64, sizeof(uint64_t));
+        for (size_t k = 0; k < d->cap; k++)
+            if (d->slots[k].b) {
+                uint64_t h = bit_of(d, d->slots[k].a, d->slots[k].b);
+                d->bits[h >> 6] |= UINT64_C(1) << (h & 63);
+            }
+    } else {
+        uint64_t h = bit_of(d, a, b);
+        d->bits[h >> 6] |= UINT64_C(1) << (h & 63);
+    }
     d->tasks[task].ngrams++;
 }
 
@@ -260,6 +280,8 @@ int sl_decont_load(struct sl_decont **out, const char *config, const struct sl_d
     struct sl_decont *d = sl_xcalloc(1, sizeof(*d));
     d->o = *o;
     d->lens[d->nlens++] = (int)o->ngram;
+    d->bmask = (1u << 16) - 1;
+    d->bits = sl_xcalloc((d->bmask + 1) / 64, sizeof(uint64_t));
     char *tmp = sl_xstrdup(config);
     char *dir = sl_xstrdup(dirname(tmp));
     free(tmp);
@@ -348,6 +370,7 @@ void sl_decont_free(struct sl_decont *d)
     }
     free(d->tasks);
     free(d->slots);
+    free(d->bits);
     free(d);
 }
 
@@ -444,6 +467,9 @@ void sl_decont_doc(const struct sl_decont *d, struct sl_decont_work *w, const ch
                     continue;
                 uint64_t a, b;
                 key_of(w, i, L, &a, &b);
+                uint64_t h = bit_of(d, a, b);
+                if (!(d->bits[h >> 6] >> (h & 63) & 1))
+                    continue;
                 size_t j = slot_of(d, a, b);
                 if (d->slots[j].b) {
                     hit = (long)i;

@@ -18,12 +18,11 @@
 struct sl_buf;
 
 struct sl_decont_opts {
-    long ngram;           /* 13 */
-    long min_task_words;  /* 8 */
-    long margin;          /* 200 code points each side */
-    long min_length;      /* 200: pieces must be longer */
-    long max_splits;      /* 10 */
-    const char *skip_key; /* NULL */
+    long ngram;          /* 13 */
+    long min_task_words; /* 8 */
+    long margin;         /* 200 code points each side */
+    long min_length;     /* 200: pieces must be longer */
+    long max_splits;     /* 10 */
 };
 
 struct sl_decont_task {
@@ -44,6 +43,8 @@ struct sl_decont {
         uint32_t task;
     } * slots;
     size_t cap, n;
+    uint64_t *bits; /* prefilter: one bit per key hash, bmask + 1 bits */
+    uint64_t bmask;
     int lens[64]; /* n-gram lengths present, tried in this order (ngram first) */
     int nlens;
 };

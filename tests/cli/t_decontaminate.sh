@@ -21,6 +21,8 @@ tasks = {
   "qa": [{"question": " ".join(r.choice(vocab) for _ in range(20)) + "?", "context": "x"} for _ in range(6)],
   "mc": [{"query": "Which " + " ".join(r.choice(vocab) for _ in range(9)),
           "choices": [" ".join(r.choice(vocab) for _ in range(15)) for _ in range(3)]} for _ in range(5)],
+  # enough n-grams (7,200) to regrow the table and its prefilter
+  "big": [{"text": " ".join("w%d" % r.randrange(100000) for _ in range(30))} for _ in range(400)],
 }
 for name, recs in tasks.items():
     with open(f"{T}/{name}.jsonl", "w") as f:
@@ -28,7 +30,7 @@ for name, recs in tasks.items():
             f.write(json.dumps(x, ensure_ascii=False) + "\n")
         f.write("\n")
 passages = [x["question"] for x in tasks["qa"]] + [x["query"] for x in tasks["mc"]] + \
-           [c for x in tasks["mc"] for c in x["choices"]]
+           [c for x in tasks["mc"] for c in x["choices"]] + [x["text"] for x in tasks["big"][::40]]
 def perturb(p):  # case and punctuation changes do not hide a passage
     return "".join(c.upper() if r.random() < .2 else c for c in p).replace(" ", r.choice([" ", "  ", ", ", " - "]), 3)
 with open(f"{T}/in.jsonl", "w") as f:
@@ -39,7 +41,8 @@ with open(f"{T}/in.jsonl", "w") as f:
         f.write(json.dumps({"id": f"d{i}", "text": " ".join(parts)}, ensure_ascii=False) + "\n")
 with open(f"{T}/tasks.yaml", "w") as f:
     f.write("tasks:\n  - name: qa\n    files: [qa.jsonl]\n    fields: [question]\n"
-            "  - name: mc\n    files: [mc.jsonl]\n    fields: [query, choices]\n")
+            "  - name: mc\n    files: [mc.jsonl]\n    fields: [query, choices]\n"
+            "  - name: big\n    files: [big.jsonl]\n    fields: [text]\n")
 PY
 
 compare() { # ARGS... : run sluice and the reference with the same settings
@@ -53,7 +56,8 @@ T = sys.argv[1]
 print(json.dumps({"ngram": int(sys.argv[2]), "min_task_words": 8, "margin": int(sys.argv[3]),
                   "min_length": int(sys.argv[4]), "max_splits": int(sys.argv[5]),
                   "tasks": [{"name": "qa", "files": [f"{T}/qa.jsonl"], "fields": ["question"]},
-                            {"name": "mc", "files": [f"{T}/mc.jsonl"], "fields": ["query", "choices"]}]}))
+                            {"name": "mc", "files": [f"{T}/mc.jsonl"], "fields": ["query", "choices"]},
+                            {"name": "big", "files": [f"{T}/big.jsonl"], "fields": ["text"]}]}))
 PY
     "$PY" "$ROOTDIR/tests/decont/reference.py" "$T/cfg-$tag.json" "$T/in.jsonl" "$T/ref-$tag.jsonl" "$T/refc-$tag.json"
     zstdcat "$T/o-$tag/part-00000.jsonl.zst" | "$PY" -c "
@@ -72,7 +76,7 @@ assert m.get("short_pieces_dropped", 0) == r["short"], (m, r)
 for k, v in r.items():
     if k.startswith("matches_"):
         assert m.get(k) == v, (k, m, r)
-assert r["contaminated"] > 10 and r["dropped"] > 0 and r.get("matches_qa") and r.get("matches_mc"), r
+assert r["contaminated"] > 10 and r["dropped"] > 0 and r.get("matches_qa") and r.get("matches_mc") and r.get("matches_big"), r
 PY
 }
 
@@ -82,8 +86,9 @@ compare small 13 30 40 3
 compare short 8 0 0 4
 
 case_ "manifest lists the tasks with their n-gram counts"
-expect_eq "$(json "$T/o-def/manifest.json" "[t['name'] for t in m['settings']['decontaminate']['tasks']]")" "['qa', 'mc']"
+expect_eq "$(json "$T/o-def/manifest.json" "[t['name'] for t in m['settings']['decontaminate']['tasks']]")" "['qa', 'mc', 'big']"
 expect_eq "$(json "$T/o-def/manifest.json" "m['settings']['decontaminate']['tasks'][1]['texts']")" 20
+expect_eq "$(json "$T/o-def/manifest.json" "m['settings']['decontaminate']['tasks'][2]['ngrams']")" 7200
 
 case_ "-np 1 and -np 2 give the same shards"
 if have_mpi; then
