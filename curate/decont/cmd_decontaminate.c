@@ -177,6 +177,15 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         sl_inputs_release(&in);
         return 1;
     }
+    for (size_t t = 0; t < dc->ntasks && w->rank == 0; t++) {
+        const struct sl_decont_task *tk = &dc->tasks[t];
+        if (tk->bad_lines)
+            sl_warn("task '%s': %llu unreadable lines skipped (first: %s)", tk->name,
+                    (unsigned long long)tk->bad_lines, tk->first_bad);
+        if (tk->skipped)
+            sl_warn("task '%s': %llu of %llu records have none of the fields", tk->name,
+                    (unsigned long long)tk->skipped, (unsigned long long)tk->records);
+    }
     struct sl_buf settings = SL_BUF_INIT;
     sl_buf_puts(&settings, "{\"decontaminate\":");
     sl_decont_settings(dc, &settings);

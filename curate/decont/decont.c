@@ -206,6 +206,16 @@ static void add_text(struct sl_decont *d, struct sl_decont_work *w, uint32_t tas
     }
 }
 
+static void on_task_skip(void *ctx, const char *reason, const char *message)
+{
+    struct sl_decont_task *tk = ctx;
+    if (!strcmp(reason, "blank_line"))
+        return;
+    tk->bad_lines++;
+    if (!tk->first_bad)
+        tk->first_bad = sl_xstrdup(message ? message : reason);
+}
+
 static int read_task(struct sl_decont *d, struct sl_decont_work *w, uint32_t t)
 {
     struct sl_decont_task *tk = &d->tasks[t];
@@ -219,6 +229,8 @@ static int read_task(struct sl_decont *d, struct sl_decont_work *w, uint32_t t)
         memset(&jo, 0, sizeof(jo));
         jo.allow_missing_text = 1;
         jo.text_key = tk->fields[0];
+        jo.on_skip = on_task_skip;
+        jo.ctx = tk;
         rc = sl_jsonl_open(&r, tk->files[f], &jo);
         while (!rc) {
             int got = sl_jsonl_next(r, &doc);
@@ -367,6 +379,7 @@ void sl_decont_free(struct sl_decont *d)
         free(tk->files);
         free(tk->fields);
         free(tk->name);
+        free(tk->first_bad);
     }
     free(d->tasks);
     free(d->slots);
@@ -398,10 +411,12 @@ void sl_decont_settings(const struct sl_decont *d, struct sl_buf *out)
                 sl_buf_putc(out, ',');
             sl_buf_json_str(out, tk->fields[k], strlen(tk->fields[k]));
         }
-        sl_buf_printf(
-            out, "],\"records\":%llu,\"texts\":%llu,\"ngrams\":%llu,\"records_without_text\":%llu}",
-            (unsigned long long)tk->records, (unsigned long long)tk->texts,
-            (unsigned long long)tk->ngrams, (unsigned long long)tk->skipped);
+        sl_buf_printf(out,
+                      "],\"records\":%llu,\"texts\":%llu,\"ngrams\":%llu,\"records_without_text\":%"
+                      "llu,\"bad_lines\":%llu}",
+                      (unsigned long long)tk->records, (unsigned long long)tk->texts,
+                      (unsigned long long)tk->ngrams, (unsigned long long)tk->skipped,
+                      (unsigned long long)tk->bad_lines);
     }
     sl_buf_puts(out, "]}");
 }

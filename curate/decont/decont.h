@@ -30,7 +30,9 @@ struct sl_decont_task {
     char **files, **fields;
     size_t nfiles, nfields;
     uint64_t records, texts, ngrams; /* read, texts used, distinct n-grams first seen here */
-    uint64_t skipped;                /* records without a usable field, unreadable lines */
+    uint64_t skipped;                /* records without a usable field */
+    uint64_t bad_lines;              /* lines that are not JSON objects (skipped) */
+    char *first_bad;                 /* "FILE:LINE:COL: reason" of the first */
 };
 
 struct sl_decont {

@@ -125,4 +125,11 @@ expect_err "bad.yaml:2"; expect_err "no fields"
 printf 'tasks:\n  - name: qa\n    files: [nope.jsonl]\n    fields: [q]\n' > "$T/bad2.yaml"
 run "$SLUICE" decontaminate --tasks "$T/bad2.yaml" --out "$T/e" "$T/in.jsonl"; expect_rc 1
 expect_err "nope.jsonl"; expect_no_file "$T/e/part-00000.jsonl.zst"
+
+case_ "a bad line in a task file is skipped with a warning naming file and line"
+{ head -2 "$T/qa.jsonl"; echo '{"question": broken'; tail -n +3 "$T/qa.jsonl"; } > "$T/qa2.jsonl"
+sed 's/qa.jsonl/qa2.jsonl/' "$T/tasks.yaml" > "$T/tasks2.yaml"
+run "$SLUICE" decontaminate --tasks "$T/tasks2.yaml" --out "$T/b" "$T/in.jsonl"
+expect_rc 0; expect_err "task 'qa': 1 unreadable lines skipped"; expect_err "qa2.jsonl:3"
+expect_eq "$(json "$T/b/manifest.json" "m['settings']['decontaminate']['tasks'][0]['bad_lines']")" 1
 finish
