@@ -8,3 +8,4 @@ LIB_SRCS += curate/filter/strset.c curate/filter/punct.c curate/filter/lexicons.
 PKGS += libpcre2-8 libutf8proc fasttext
 LIBS += -lcld2
 $(BUILD)/obj/curate/filter/lexicons.o: $(wildcard curate/filter/lexicons/*.tsv curate/filter/lexicons/*/*)
+FUZZ_TARGETS += fuzz_pii
