@@ -27,6 +27,7 @@ static const struct command commands[] = {
     { "extract", cmd_extract, "WARC/WET, HTML, Wikipedia, arXiv, Pile, C4, JSONL -> JSONL documents" },
     { "clean", cmd_clean, "repair text: mojibake, HTML entities, controls, NFC, whitespace" },
     { "filter", cmd_filter, "quality filters: Gopher, C4, FineWeb, NeMo, regex, language ID" },
+    { "decontaminate", cmd_decontaminate, "remove benchmark text (task n-grams) from documents" },
     { "classifier", cmd_classifier, "train a fastText quality classifier" },
     { "stats", cmd_stats, "statistics of documents: lengths, languages, filter score histograms" },
     { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },

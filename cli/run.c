@@ -27,7 +27,8 @@ static const char *const usage[] = {
     "sluice run --keys",
     "",
     "Run the stages of a pipeline (configs/pipelines/*.yaml) in order: download, extract,",
-    "clean, filter, dedup_exact, dedup_fuzzy, reshard, tokenizer_train, tokenize, train.",
+    "clean, filter, decontaminate, dedup_exact, dedup_fuzzy, reshard, tokenizer_train,",
+    "tokenize, train.",
     "Each stage reads the previous stage's output and writes WORK/<stage>. key=value",
     "overrides any key (file_numbers=0-2, work_dir=/scratch/x, train.train.steps=50);",
     "stages=[extract,clean] runs only those. A stage whose outputs are complete (same",
@@ -51,6 +52,7 @@ static const struct runner runners[] = {
     { "download", cmd_download },   { "extract", cmd_extract },   { "clean", cmd_clean },
     { "filter", cmd_filter },       { "dedup", cmd_dedup },       { "reshard", cmd_reshard },
     { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize }, { "train", cmd_train },
+    { "decontaminate", cmd_decontaminate },
 };
 
 static int (*find_runner(const char *cmd))(int, const char **)

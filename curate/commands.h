@@ -9,6 +9,7 @@ int cmd_extract(int argc, const char **argv);
 int cmd_dedup(int argc, const char **argv);
 int cmd_clean(int argc, const char **argv);
 int cmd_filter(int argc, const char **argv);
+int cmd_decontaminate(int argc, const char **argv);
 int cmd_classifier(int argc, const char **argv);
 int cmd_stats(int argc, const char **argv);
 

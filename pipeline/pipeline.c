@@ -126,6 +126,20 @@ static const struct key filter_keys[] = {
     END,
 };
 
+static const struct key decontaminate_keys[] = {
+    VALIN("tasks", "tasks"),
+    VAL("ngram", "ngram"),
+    VAL("min_task_words", "min-task-words"),
+    VAL("margin", "margin"),
+    VAL("min_length", "min-length"),
+    VAL("max_splits", "max-splits"),
+    VAL("text_key", "text-key"),
+    VAL("level", "level"),
+    FLAG("force", "force"),
+    COMMON,
+    END,
+};
+
 static const struct key dedup_exact_keys[] = {
     VAL("key", "key"),
     { "norm", "norm", K_CSV, 0, NULL },
@@ -254,6 +268,7 @@ static const struct stage_def stages[PL_NSTAGES] = {
     [PL_EXTRACT] = { "extract", "extract", NULL, extract_keys, 1, 1 },
     [PL_CLEAN] = { "clean", "clean", NULL, clean_keys, 1, 1 },
     [PL_FILTER] = { "filter", "filter", NULL, filter_keys, 1, 1 },
+    [PL_DECONTAMINATE] = { "decontaminate", "decontaminate", NULL, decontaminate_keys, 1, 1 },
     [PL_DEDUP_EXACT] = { "dedup_exact", "dedup", "exact", dedup_exact_keys, 1, 1 },
     [PL_DEDUP_FUZZY] = { "dedup_fuzzy", "dedup", "fuzzy", dedup_fuzzy_keys, 1, 1 },
     [PL_RESHARD] = { "reshard", "reshard", NULL, reshard_keys, 1, 1 },
@@ -1556,7 +1571,7 @@ static int load_selection(struct loader *L, int present[PL_NSTAGES], int sel[PL_
             else
                 rc = where_err(node,
                                "unknown stage '%s'\nhint: the stages are download, extract, "
-                               "clean, filter, dedup_exact, dedup_fuzzy, reshard, "
+                               "clean, filter, decontaminate, dedup_exact, dedup_fuzzy, reshard, "
                                "tokenizer_train, tokenize, train",
                                names[i]);
         } else if (!present[found]) {
@@ -1718,7 +1733,7 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
     if (!rc && p->n == 0)
         rc = sl_err_set(SL_ERR_CONFIG,
                         "%s: no stages: give at least one of download, extract, "
-                        "clean, filter, dedup_exact, dedup_fuzzy, reshard, "
+                        "clean, filter, decontaminate, dedup_exact, dedup_fuzzy, reshard, "
                         "tokenizer_train, tokenize, train",
                         path);
     if (!rc)

@@ -31,6 +31,7 @@ enum pl_stage {
     PL_EXTRACT,
     PL_CLEAN,
     PL_FILTER,
+    PL_DECONTAMINATE,
     PL_DEDUP_EXACT,
     PL_DEDUP_FUZZY,
     PL_RESHARD,

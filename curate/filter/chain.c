@@ -334,6 +334,10 @@ long sl_filter_chain_run(struct sl_filter_chain *c, struct sl_fctx *ctx, int all
         res[i].score = NAN;
         res[i].reason = NULL;
         res[i].event = NULL;
+        res[i].counts = NULL;
+        res[i].ncounts = 0;
+        res[i].spans_json = NULL;
+        res[i].spans_len = 0;
     }
     for (size_t i = 0; i < c->n; i++) {
         int rc = c->f[i].apply(&c->f[i], ctx, &res[i]);

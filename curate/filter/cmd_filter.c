@@ -165,6 +165,12 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
                                 in->path, (unsigned long long)sl_jsonl_line_no(r), ch->f[i].name,
                                 key);
             }
+        for (size_t i = 0; i < ch->n; i++)
+            for (size_t k = 0; k < res[i].ncounts; k++) {
+                char key[160];
+                snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, res[i].counts[k].name);
+                sl_counters_add(&c, key, res[i].counts[k].n);
+            }
         if (ctx.version != v0 && (drop < 0 || o->annotate)) {
             rc = sl_doc_set_text(&doc, ctx.text, ctx.len);
             sl_counters_add(&c, "edited_documents", 1);
@@ -181,6 +187,12 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
             }
             sl_buf_putc(&ann, '}');
             if (!rc) rc = sl_doc_set_raw(&doc, "filter_scores", ann.data, ann.len);
+            for (size_t i = 0; i < ch->n && !rc; i++)
+                if (res[i].spans_json) {
+                    char key[160];
+                    snprintf(key, sizeof(key), "%s_spans", ch->f[i].name);
+                    rc = sl_doc_set_raw(&doc, key, res[i].spans_json, res[i].spans_len);
+                }
             sl_buf_reset(&ann);
             if (drop >= 0) {
                 sl_buf_json_str(&ann, ch->f[drop].name, strlen(ch->f[drop].name));

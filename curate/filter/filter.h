@@ -110,12 +110,22 @@ const struct sl_spanvec *sl_fctx_pylines(struct sl_fctx *c);
  * words[i:i+n] hashes to p[i + n] - p[i] * SL_POLY_BASE^n. n + 1 values; cached. */
 const uint64_t *sl_fctx_word_prefix(struct sl_fctx *c, enum sl_words_sel sel);
 
+/* A named count a filter adds to the manifest as "<filter name>_<name>". */
+struct sl_filter_count {
+    const char *name;
+    uint64_t n;
+};
+
 struct sl_filter_result {
     int keep;
     double score;
     const char *reason; /* static string, set on a drop */
     const char *event;  /* static string: something to count whatever the decision
                            ("match_limit_errors"), as "<filter name>_<event>"; or NULL */
+    const struct sl_filter_count *counts; /* added whatever the decision (pii: per kind) */
+    size_t ncounts;
+    const char *spans_json; /* JSON written as "<filter name>_spans" with --annotate, or NULL */
+    size_t spans_len;
 };
 
 struct sl_filter {
@@ -151,6 +161,7 @@ int sl_filter_build_regex(struct sl_filter *, struct sl_cfg *, const struct sl_f
 int sl_filter_build_url(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_language(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_classifier(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
+int sl_filter_build_pii(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_stop_words(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 
 /* Parse the common "words: auto|space|rules|chars" parameter. */

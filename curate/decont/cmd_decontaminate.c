@@ -1,0 +1,317 @@
+/* sluice decontaminate: remove downstream task text (benchmark n-grams) from documents,
+ * as NeMo Curator's TaskDecontamination does (curate/decont/decont.h). One output shard per
+ * input file; every rank builds the same task table from the task files, so the output does
+ * not depend on the number of ranks. */
+#include "curate/commands.h"
+
+#include "core/alloc.h"
+#include "core/err.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stage.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "curate/decont/decont.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const usage[] = {
+    "sluice decontaminate --tasks TASKS.yaml --out DIR [options] IN...",
+    "",
+    "Remove benchmark text from JSONL documents: where a word n-gram (lower-cased, ASCII",
+    "punctuation as space) of a task text occurs, the n-gram and --margin characters on each",
+    "side (extended to a sentence end) are cut out and the document is split; pieces of",
+    "--min-length characters or fewer are dropped, documents left with no piece or more than",
+    "--max-splits pieces are dropped. TASKS.yaml lists tasks: name, files (JSONL), fields.",
+    NULL,
+};
+
+struct opts {
+    const char *out, *text_key, *tasks;
+    struct sl_decont_opts d;
+    int force;
+    long level;
+};
+
+static void on_skip(void *ctx, const char *reason, const char *message)
+{
+    struct sl_counters *c = ctx;
+    char key[64];
+    snprintf(key, sizeof(key), "%s",
+             !strcmp(reason, "blank_line")      ? "blank_lines"
+             : !strcmp(reason, "repaired_utf8") ? "repaired_utf8_lines"
+                                                : reason);
+    if (strcmp(reason, "blank_line") && strcmp(reason, "repaired_utf8"))
+        snprintf(key, sizeof(key), "skipped_%s", reason);
+    sl_counters_add(c, key, 1);
+    if (!strncmp(key, "skipped_", 8))
+        sl_counters_add(c, "documents_in", 1); /* a line read: documents_in = out + skipped */
+    if (message)
+        sl_warn_limited(reason, 20, "%s", message);
+}
+
+static int decont_file(const struct sl_decont *dc, const struct opts *o, const struct sl_input *in,
+                       struct sl_stage *st, size_t index)
+{
+    char *name = sl_stage_shard_name(index, ".jsonl.zst");
+    char *path = sl_stage_shard_path(st, index, ".jsonl.zst");
+    struct sl_counters c;
+    sl_counters_init(&c);
+    sl_counters_add(&c, "documents_in", 0);
+    sl_counters_add(&c, "documents_out", 0);
+    struct sl_writer *w = NULL;
+    struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
+    struct sl_jsonl_reader *r = NULL;
+    struct sl_doc doc;
+    sl_doc_init(&doc);
+    struct sl_buf text = SL_BUF_INIT;
+    char *stem = sl_jsonl_id_stem(in->rel);
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.text_key = o->text_key;
+    jo.id_prefix = stem;
+    jo.on_skip = on_skip;
+    jo.ctx = &c;
+    struct sl_decont_work dw;
+    sl_decont_work_init(&dw, dc);
+    struct sl_buf id = SL_BUF_INIT, piece_id = SL_BUF_INIT;
+    int rc = sl_writer_open(&w, path, &wo);
+    if (!rc)
+        rc = sl_jsonl_open(&r, in->path, &jo);
+    while (!rc) {
+        int got = sl_jsonl_next(r, &doc);
+        if (got < 0)
+            rc = got;
+        if (got <= 0)
+            break;
+        size_t n;
+        const char *t = sl_doc_text(&doc, &n);
+        sl_counters_add(&c, "documents_in", 1);
+        sl_counters_add(&c, "bytes_in", doc.raw.len + 1);
+        sl_decont_doc(dc, &dw, t, n);
+        for (size_t k = 0; k < dc->ntasks; k++)
+            if (dw.task_matches[k]) {
+                char key[160];
+                snprintf(key, sizeof(key), "matches_%s", dc->tasks[k].name);
+                sl_counters_add(&c, key, dw.task_matches[k]);
+            }
+        sl_counters_add(&c, "short_pieces_dropped", dw.short_pieces);
+        if (!dw.matches) {
+            rc = sl_doc_write(&doc, w);
+            sl_counters_add(&c, "documents_out", 1);
+            continue;
+        }
+        sl_counters_add(&c, "documents_contaminated", 1);
+        if (dw.dropped) {
+            sl_counters_add(
+                &c, dw.dropped == 1 ? "documents_dropped_max_splits" : "documents_dropped_empty",
+                1);
+            sl_counters_add(&c, "bytes_removed", n);
+            continue;
+        }
+        /* copy the text: setting it replaces the storage t points into */
+        sl_buf_reset(&text);
+        sl_buf_append(&text, t, n);
+        sl_buf_reset(&id);
+        if (sl_doc_get_str(&doc, "id", &id))
+            sl_buf_reset(&id);
+        size_t kept = 0;
+        for (size_t k = 0; k < dw.npieces && !rc; k++) {
+            const struct sl_decont_piece *p = &dw.pieces[k];
+            kept += p->len;
+            rc = sl_doc_set_text(&doc, text.data + p->off, p->len);
+            sl_buf_reset(&piece_id);
+            sl_buf_printf(&piece_id, "%.*s-%zu", (int)id.len, id.data ? id.data : "", k);
+            if (!rc)
+                rc = sl_doc_set_str(&doc, "id", piece_id.data, piece_id.len);
+            if (!rc)
+                rc = sl_doc_write(&doc, w);
+            sl_counters_add(&c, "documents_out", 1);
+        }
+        sl_counters_add(&c, "documents_split", 1);
+        sl_counters_add(&c, "bytes_removed", n - kept);
+    }
+    sl_jsonl_close(r);
+    uint64_t unc = w ? sl_writer_bytes_in(w) : 0;
+    if (!rc)
+        rc = sl_writer_commit(w);
+    else
+        sl_writer_abort(w);
+    if (!rc) {
+        struct stat sb;
+        sl_counters_add(&c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+        sl_counters_add(&c, "uncompressed_bytes_out", unc);
+        rc = sl_stage_record(st, name, &c);
+    }
+    sl_doc_release(&doc);
+    sl_decont_work_release(&dw);
+    sl_buf_release(&text);
+    sl_buf_release(&id);
+    sl_buf_release(&piece_id);
+    sl_counters_release(&c);
+    free(stem);
+    free(name);
+    free(path);
+    return rc;
+}
+
+static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+{
+    struct sl_world *w = sl_world_get();
+    struct sl_inputs in;
+    int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    /* every rank reads the task files itself: the table depends on them alone */
+    struct sl_decont *dc = NULL;
+    rc = sl_decont_load(&dc, o->tasks, &o->d);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_inputs_release(&in);
+        return 1;
+    }
+    for (size_t t = 0; t < dc->ntasks && w->rank == 0; t++) {
+        const struct sl_decont_task *tk = &dc->tasks[t];
+        if (tk->bad_lines)
+            sl_warn("task '%s': %llu unreadable lines skipped (first: %s)", tk->name,
+                    (unsigned long long)tk->bad_lines, tk->first_bad);
+        if (tk->skipped)
+            sl_warn("task '%s': %llu of %llu records have none of the fields", tk->name,
+                    (unsigned long long)tk->skipped, (unsigned long long)tk->records);
+    }
+    struct sl_buf settings = SL_BUF_INIT;
+    sl_buf_puts(&settings, "{\"decontaminate\":");
+    sl_decont_settings(dc, &settings);
+    sl_buf_puts(&settings, ",\"text_key\":");
+    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
+    sl_buf_putc(&settings, '}');
+    struct sl_stage st;
+    struct sl_stage_cfg cfg = { "decontaminate", o->out, argc, argv, &in, settings.data, o->force };
+    rc = sl_stage_begin(&st, w, &cfg);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        sl_buf_release(&settings);
+        sl_inputs_release(&in);
+        sl_decont_free(dc);
+        return 1;
+    }
+    size_t nf = in.n ? in.n : 1;
+    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nf, sizeof(int));
+    for (size_t i = 0; i < in.n; i++)
+        sizes[i] = in.v[i].size;
+    sl_assign_by_size(sizes, in.n, w->size, owner);
+    struct sl_progress prog;
+    sl_progress_start(&prog, "decontaminate", sl_inputs_total_size(&in), 1, w->rank == 0);
+    uint64_t done = 0;
+    for (size_t i = 0; i < in.n && !rc; i++) {
+        if (owner[i] != w->rank)
+            continue;
+        char *name = sl_stage_shard_name(i, ".jsonl.zst");
+        int skip = sl_stage_done(&st, name);
+        free(name);
+        if (!skip)
+            rc = decont_file(dc, o, &in.v[i], &st, i);
+        if (rc)
+            sl_error("%s", sl_err_msg());
+        done += in.v[i].size;
+        sl_progress_update(&prog, done, 0);
+    }
+    sl_progress_finish(&prog);
+    sl_warn_limited_summary();
+    char **names = sl_xcalloc(nf, sizeof(char *));
+    for (size_t i = 0; i < in.n; i++)
+        names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+    struct sl_counters totals;
+    sl_counters_init(&totals);
+    if (!rc) {
+        rc = sl_stage_finish(&st, names, in.n, NULL, &totals);
+        if (rc)
+            sl_error("%s", sl_err_msg());
+        else if (w->rank == 0)
+            sl_info("decontaminate: %llu of %llu documents contaminated, %llu dropped; %llu "
+                    "documents in '%s'%s",
+                    (unsigned long long)sl_counters_get(&totals, "documents_contaminated"),
+                    (unsigned long long)sl_counters_get(&totals, "documents_in"),
+                    (unsigned long long)(sl_counters_get(&totals, "documents_dropped_max_splits") +
+                                         sl_counters_get(&totals, "documents_dropped_empty")),
+                    (unsigned long long)sl_counters_get(&totals, "documents_out"), o->out,
+                    st.resumed ? " (resumed)" : "");
+    }
+    sl_counters_release(&totals);
+    for (size_t i = 0; i < in.n; i++)
+        free(names[i]);
+    free(names);
+    free(sizes);
+    free(owner);
+    sl_stage_release(&st);
+    sl_buf_release(&settings);
+    sl_inputs_release(&in);
+    sl_decont_free(dc);
+    return rc ? 1 : 0;
+}
+
+int cmd_decontaminate(int argc, const char **argv)
+{
+    struct opts o;
+    memset(&o, 0, sizeof(o));
+    o.text_key = "text";
+    o.level = 3;
+    o.d.ngram = 13;
+    o.d.min_task_words = 8;
+    o.d.margin = 200;
+    o.d.min_length = 200;
+    o.d.max_splits = 10;
+    struct sl_option options[] = {
+        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+        SL_OPT_STRING(0, "tasks", &o.tasks, "FILE",
+                      "YAML list of tasks: name, files (JSONL), fields"),
+        SL_OPT_INTEGER(0, "ngram", &o.d.ngram, "N", "words per n-gram (default 13)"),
+        SL_OPT_INTEGER(
+            0, "min-task-words", &o.d.min_task_words, "N",
+            "task texts shorter than --ngram but with N+ words are one n-gram (default 8)"),
+        SL_OPT_INTEGER(0, "margin", &o.d.margin, "N",
+                       "characters cut on each side of a match (default 200)"),
+        SL_OPT_INTEGER(0, "min-length", &o.d.min_length, "N",
+                       "drop pieces of N characters or fewer (default 200)"),
+        SL_OPT_INTEGER(0, "max-splits", &o.d.max_splits, "N",
+                       "drop documents cut into more pieces (default 10)"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
+                      "member that holds the text (default text)"),
+        SL_OPT_ZSTD_LEVEL(&o.level),
+        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+        SL_OPT_COMMON,
+        SL_OPT_END_,
+    };
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, usage, options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && !o.tasks)
+        rc = sl_err_set(SL_ERR_USAGE, "--tasks FILE is required");
+    if (!rc && (o.d.margin < 0 || o.d.min_length < 0 || o.d.max_splits < 1))
+        rc = sl_err_set(SL_ERR_USAGE, "--margin and --min-length must be >= 0, --max-splits >= 1");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        fprintf(stderr, "usage: %s\n", usage[0]);
+        sl_strlist_release(&rest);
+        return 2;
+    }
+    rc = run(&o, &rest, argc, argv);
+    sl_strlist_release(&rest);
+    return rc;
+}
