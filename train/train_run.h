@@ -36,7 +36,7 @@ struct train_opts {
     struct adamw adam;
     double clip;
     const char *prefix, *split, *cache_dir;
-    char *prefix_list; /* data.prefix given as a list, joined (owned) */
+    char *prefix_list;     /* data.prefix given as a list, joined (owned) */
     char *split_prefix[3]; /* separate splits: data.prefix.{train,validation,test} or
                             * data.{train,valid,test}_data_path, joined (owned), or NULL */
     int normalize_weights, synthetic;

@@ -21,7 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snprintf(y, sizeof(y), "%s/t.yaml", dir);
         FILE *f = fopen(p, "w");
         fputs("{\"q\": \"the quick brown fox jumps over the lazy dog\"}\n"
-              "{\"q\": [\"a b c d e f g h\", \"one two three four five six seven eight nine\"]}\n", f);
+              "{\"q\": [\"a b c d e f g h\", \"one two three four five six seven eight nine\"]}\n",
+              f);
         fclose(f);
         f = fopen(y, "w");
         fputs("tasks:\n  - name: t\n    files: [t.jsonl]\n    fields: [q]\n", f);
@@ -50,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!work.matches && (work.npieces != 1 || work.pieces[0].len != size))
         abort();
-    if ((work.dropped == 2) != (work.npieces == 0) || (work.dropped == 1) != ((long)work.npieces > dc->o.max_splits))
+    if ((work.dropped == 2) != (work.npieces == 0) ||
+        (work.dropped == 1) != ((long)work.npieces > dc->o.max_splits))
         abort();
     return 0;
 }

@@ -12,8 +12,9 @@ static struct sl_filter_chain *chain;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!chain) {
-        static const char yaml[] = "filters:\n  - pii:\n      placeholders: {email: E, ip: I, phone: P, "
-                                   "card: C, ssn: S, iban: B}\n";
+        static const char yaml[] =
+            "filters:\n  - pii:\n      placeholders: {email: E, ip: I, phone: P, "
+            "card: C, ssn: S, iban: B}\n";
         if (sl_filter_chain_load_string(&chain, yaml, sizeof(yaml) - 1, "fuzz.yaml"))
             abort();
     }
@@ -24,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t prev = 0;
     static const char ph[] = "EIPCSB";
     for (size_t i = 0; i < n; i++) {
-        if (m[i].off < prev || m[i].len == 0 || m[i].off + m[i].len > size || m[i].kind < 0 || m[i].kind > 5)
+        if (m[i].off < prev || m[i].len == 0 || m[i].off + m[i].len > size || m[i].kind < 0 ||
+            m[i].kind > 5)
             abort();
         sl_buf_append(&want, t + prev, m[i].off - prev);
         sl_buf_putc(&want, ph[m[i].kind]);

@@ -10,9 +10,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const texts[] = { "", " ", "   hello  world  ", "I saw a cat.\nfoo <x> bar",
-                                         "\xef\xbd\x81\xef\xbc\xa1\xe2\x80\xa6 \xe3\x80\x80\xef\xac\x81",
-                                         "ab\xff\xc3 \xe2\x96\x81\xe2\x96\x81x", "\xe6\x97\xa5\xe6\x9c\xac" };
+    static const char *const texts[] = {
+        "",
+        " ",
+        "   hello  world  ",
+        "I saw a cat.\nfoo <x> bar",
+        "\xef\xbd\x81\xef\xbc\xa1\xe2\x80\xa6 \xe3\x80\x80\xef\xac\x81",
+        "ab\xff\xc3 \xe2\x96\x81\xe2\x96\x81x",
+        "\xe6\x97\xa5\xe6\x9c\xac"
+    };
     struct spm_enc *m;
     if (spm_enc_load(&m, data, size, "fuzz.model") != 0)
         return 0;
