@@ -34,7 +34,7 @@ fi
 # our driver, linked against the library just built
 cc -O2 -I"$root" -D_GNU_SOURCE $(pkg-config --cflags libxml-2.0) "$here/html_bench.c" \
     "$build/libsluice.a" -o "$work/html_bench" \
-    $(pkg-config --libs libxml-2.0 libzstd zlib libxxhash json-c yaml-0.1) -lbz2 -lm -fopenmp -lpthread
+    $(pkg-config --libs libxml-2.0 libzstd zlib libxxhash json-c yaml-0.1 libdeflate) -lbz2 -lm -fopenmp -lpthread
 
 SCORER="$here/html_score.py" "$venv/bin/python" - "$aeb" "$work" "$rounds" <<'PY'
 import glob, json, os, statistics, subprocess, sys, time, gzip
