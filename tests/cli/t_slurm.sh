@@ -90,7 +90,18 @@ wait_job() {
 
 cd "$ROOT"
 case_ "curate.sub: Redis Cluster on the allocation, the stages, the cluster stopped at the end"
-port=$(free_port)
+# redis-server's cluster bus listens on port + 10000: the port must leave room for it (a
+# free port from the kernel's ephemeral range, 32768-60999, often does not)
+port=$(python3 -c '
+import random, socket
+for _ in range(1000):
+    p = random.randrange(20000, 55000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("0.0.0.0", q)); s.close()
+    except OSError:
+        continue
+    print(p); break')
 # the bundled JSONL through clean, filter and both dedups, the buckets in the job's cluster
 cat > "$T/curate.yaml" <<EOF
 name: curate-test
