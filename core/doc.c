@@ -81,10 +81,20 @@ int sl_doc_parse(struct sl_doc *d, const char *line, size_t len, struct sl_json_
     clear_fields(d);
     sl_buf_reset(&d->raw);
     /* Keep the object only: no BOM, no surrounding whitespace (or '\r'). */
-    const char *end = line + len;
+    const char *start = line, *end = line + len;
     if (len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0)
         line += 3;
     line = sl_json_skip_ws(line, end);
+    /* a BOM belongs at the very start of the line: one after blanks or after another BOM is
+     * not JSON (the object scanner would skip it as if it were the first) */
+    if (end - line >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+        d->n = 0;
+        if (err) {
+            err->offset = (size_t)(line - start);
+            err->reason = "expected a JSON object (a byte order mark inside the line)";
+        }
+        return SL_ERR_FORMAT;
+    }
     while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n'))
         end--;
     len = (size_t)(end - line);

@@ -165,3 +165,21 @@ TEST(json_put_double_roundtrips)
         sl_buf_release(&b);
     }
 }
+
+/* a BOM is skipped at the start of a line only: one after blanks or a second one is not
+ * JSON, as a strict parser says (found by fuzz_jsonl's differential check) */
+TEST(doc_bom_only_at_line_start)
+{
+    struct sl_doc d;
+    sl_doc_init(&d);
+    const char ok_line[] = "\xEF\xBB\xBF {\"text\":\"a\"}";
+    CHECK_EQ_INT(sl_doc_parse(&d, ok_line, sizeof(ok_line) - 1, NULL), 0);
+    const char *bad[] = { "\t\xEF\xBB\xBF{\"text\":\"a\"}",
+                          "\xEF\xBB\xBF\xEF\xBB\xBF{\"text\":\"a\"}", " \xEF\xBB\xBF{}" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct sl_json_error err = { 0, NULL };
+        CHECK_EQ_INT(sl_doc_parse(&d, bad[i], strlen(bad[i]), &err), SL_ERR_FORMAT);
+        CHECK(err.reason != NULL);
+    }
+    sl_doc_release(&d);
+}
