@@ -191,7 +191,7 @@ static int load_children(struct loader *L, struct sl_cfg *node, int is_map, int 
 {
     /* the keys written in this map (not those from a merge key), to refuse repeats */
     struct own_key {
-        const char *key; /* owned by its node in the map */
+        char *key; /* a copy, freed at the end */
         int line;
     } *own = NULL;
     size_t nown = 0;
@@ -264,12 +264,16 @@ static int load_children(struct loader *L, struct sl_cfg *node, int is_map, int 
             }
             child->key = key;
             child->line = child->line ? child->line : key_line;
+            /* its own copy: the child that owns key may be replaced and freed later (a second
+             * "<<" that is not a map, which the duplicate check lets through) */
             own = sl_xrealloc(own, (nown + 1) * sizeof(*own));
-            own[nown].key = key;
+            own[nown].key = sl_xstrdup(key);
             own[nown++].line = key_line;
         }
         node_add(node, child);
     }
+    for (size_t i = 0; i < nown; i++)
+        free(own[i].key);
     free(own);
     return rc;
 }

@@ -113,3 +113,16 @@ TEST(config_binary_file_is_named)
     unlink(path);
     sl_cfg_free(c);
 }
+
+/* a "<<" whose value is not a map is an ordinary key: a second one replaces the first, and
+ * the duplicate check must not read the key freed with it (found by fuzz_config) */
+TEST(config_merge_key_that_is_not_a_map_twice)
+{
+    const char *y = "w:\n  <<:\n  steps: 1\n  <<:\n  lr: 2\n";
+    struct sl_cfg *c = NULL;
+    REQUIRE(sl_cfg_load_string(&c, y, strlen(y), "m.yaml") == 0);
+    long n;
+    CHECK_EQ_INT(sl_cfg_int(c, "w.lr", 0, &n), 0);
+    CHECK_EQ_INT(n, 2);
+    sl_cfg_free(c);
+}
