@@ -367,7 +367,7 @@ static int check_model_file(const char *path)
     struct stat st;
     int32_t head[2], args[12], dict[3];
     double t;
-    int64_t ntokens, prune, in_rows, in_cols, out_rows, out_cols;
+    int64_t ntokens, prune, in_rows, in_cols, out_rows, out_cols, count, prev_count = 0;
     int64_t nw = 0, need_rows;
     bool quant = false, qout = false;
     if (fstat(fileno(mf.f), &st) != 0) {
@@ -436,6 +436,18 @@ static int check_model_file(const char *path)
             rc = mf_fail(mf, "dictionary entry %d is cut or has an unknown type", i);
             goto out;
         }
+        /* hierarchical softmax builds its Huffman tree from the counts and assumes them
+         * non-negative and in decreasing order, as fastText writes them (other counts
+         * send its tree walk on without end) */
+        memcpy(&count, rest, 8);
+        if (args[6] == 1 && (count < 0 || (i > 0 && i != dict[1] && count > prev_count))) {
+            rc = mf_fail(mf,
+                         "dictionary entry %d has count %lld, out of the decreasing order "
+                         "hierarchical softmax needs",
+                         i, (long long)count);
+            goto out;
+        }
+        prev_count = count;
         if ((rest[8] == 0) != (i < dict[1])) {
             rc = mf_fail(mf, "dictionary entry %d is a %s where the header says %s", i,
                          rest[8] ? "label" : "word", i < dict[1] ? "words come" : "labels come");
