@@ -437,10 +437,11 @@ static int check_model_file(const char *path)
             goto out;
         }
         /* hierarchical softmax builds its Huffman tree from the counts and assumes them
-         * non-negative and in decreasing order, as fastText writes them (other counts
-         * send its tree walk on without end) */
+         * non-negative, below the 1e15 it gives its inner nodes and in decreasing order,
+         * as fastText writes them (other counts send its tree walk on without end) */
         memcpy(&count, rest, 8);
-        if (args[6] == 1 && (count < 0 || (i > 0 && i != dict[1] && count > prev_count))) {
+        if (args[6] == 1 && (count < 0 || count >= (int64_t)1e15 ||
+                             (i > 0 && i != dict[1] && count > prev_count))) {
             rc = mf_fail(mf,
                          "dictionary entry %d has count %lld, out of the decreasing order "
                          "hierarchical softmax needs",
@@ -512,14 +513,16 @@ extern "C" int sl_fasttext_load(struct sl_fasttext **out, const char *path)
     int rc = check_model_file(path);
     if (rc)
         return rc;
+    sl_fasttext *m = nullptr;
     try {
-        sl_fasttext *m = new sl_fasttext;
+        m = new sl_fasttext;
         m->ft.loadModel(std::string(path));
         m->dict = m->ft.getDictionary();
         setup_fast(m, path);
         *out = m;
         return 0;
     } catch (const std::exception &e) {
+        delete m; /* what the library had read before it threw */
         return sl_err_set(
             SL_ERR_FORMAT,
             "cannot load fastText model '%s': %s\nhint: is it a fastText .bin or .ftz file?", path,
