@@ -216,7 +216,7 @@ install-files:
 
 .PHONY: install install-files
 
-.PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short demo \
+.PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short fuzz-campaign demo \
         bench clean format check-format check-deps test-gpu bench-kernels
 FORCE:
 
@@ -283,6 +283,11 @@ $(addprefix $(BUILD)/,$(FUZZ_TARGETS)): $(BUILD)/%: tests/fuzz/%.c $(BUILD)/libs
 FUZZ_SECONDS ?= 20
 fuzz-short: fuzz
 	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The long campaign: FUZZ_CPU_SECONDS of CPU per reader family (tests/fuzz/campaign.sh).
+FUZZ_CPU_SECONDS ?= 3600
+fuzz-campaign: fuzz
+	@tests/fuzz/campaign.sh $(FUZZ_CPU_SECONDS) 600
 
 demo: deps
 	@$(MAKE) --no-print-directory all

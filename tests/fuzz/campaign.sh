@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A long fuzzing campaign by reader family: each family's harnesses run in slices of
+# SLICE wall seconds, two harnesses at a time, until every family has used CPU_SECONDS of
+# CPU time (user + system, measured, not wall time) or the DEADLINE (seconds since the
+# epoch) passes. The corpus grows in fuzz-corpus/<harness> (seeded from
+# tests/fuzz/corpus) and is kept between campaigns; a finding stops its family, keeps the
+# input in tests/fuzz/crashes/ and makes the exit status 1. A summary line per family
+# (CPU seconds, executions, corpus size) goes to stdout and to fuzz-corpus/campaign.log.
+#
+# Usage: tests/fuzz/campaign.sh [CPU_SECONDS [SLICE [DEADLINE]]]   (binaries in build-fuzz/)
+set -uo pipefail
+cpu_target=${1:-3600}
+slice=${2:-600}
+deadline=${3:-0}
+families=(
+    "streams:fuzz_stream"
+    "jsonl:fuzz_jsonl"
+    "warc:fuzz_warc fuzz_http"
+    "html:fuzz_html fuzz_html_repeat"
+    "wiki-xml:fuzz_wiki_xml fuzz_wikitext"
+    "arxiv-tar:fuzz_arxiv"
+    "idx:fuzz_idx"
+    "config-yaml:fuzz_config"
+    "tokenizer-files:fuzz_bpe_load fuzz_spm_enc fuzz_fasttext"
+    "checkpoint-headers:fuzz_safetensors fuzz_tbevents"
+)
+here=$(cd "$(dirname "$0")" && pwd)
+root=fuzz-corpus
+mkdir -p "$root" tests/fuzz/crashes
+log=$root/campaign.log
+declare -A used found turn   # used: CPU centiseconds so far
+for f in "${families[@]}"; do
+    used[${f%%:*}]=0
+    turn[${f%%:*}]=0
+    found[${f%%:*}]=0
+done
+
+# One slice of one harness: prints "CPU_CENTISECONDS EXECUTIONS STATUS".
+slice_run() {
+    local t=$1 secs=$2
+    local corpus=$root/$t
+    if [ ! -d "$corpus" ]; then
+        mkdir -p "$corpus"
+        [ -d "$here/corpus/$t" ] && cp -r "$here/corpus/$t/." "$corpus/"
+    fi
+    local out=$root/$t.last.log
+    /usr/bin/time -f "%U %S" -o "$root/$t.time" build-fuzz/"$t" -max_total_time="$secs" \
+        -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="tests/fuzz/crashes/$t-" "$corpus" >"$out" 2>&1
+    local rc=$?
+    local cpu execs
+    cpu=$(awk '{printf "%.0f", ($1 + $2) * 100}' "$root/$t.time" 2>/dev/null | tail -1)
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out" | grep -o '[0-9]*$' | tail -1)
+    echo "${cpu:-0} ${execs:-0} $rc"
+}
+
+pending() {
+    local f name
+    for f in "${families[@]}"; do
+        name=${f%%:*}
+        if [ "${found[$name]}" = 0 ] && [ "${used[$name]}" -lt $((cpu_target * 100)) ]; then
+            echo "$f"
+        fi
+    done
+}
+
+status=0
+while :; do
+    mapfile -t todo < <(pending)
+    [ ${#todo[@]} -eq 0 ] && break
+    if [ "$deadline" -gt 0 ] && [ "$(date +%s)" -ge "$deadline" ]; then
+        echo "deadline reached" | tee -a "$log"
+        break
+    fi
+    # the two families with the least CPU so far, one harness each (rotating)
+    mapfile -t pick < <(for f in "${todo[@]}"; do echo "${used[${f%%:*}]} $f"; done | sort -n |
+        head -2 | cut -d' ' -f2-)
+    pids=()
+    names=()
+    for f in "${pick[@]}"; do
+        name=${f%%:*}
+        read -r -a hs <<<"${f#*:}"
+        h=${hs[$((turn[$name] % ${#hs[@]}))]}
+        turn[$name]=$((turn[$name] + 1))
+        secs=$slice
+        if [ "$deadline" -gt 0 ]; then
+            left=$((deadline - $(date +%s)))
+            [ "$left" -lt "$secs" ] && secs=$left
+            [ "$secs" -lt 10 ] && secs=10
+        fi
+        (slice_run "$h" "$secs" >"$root/$name.result") &
+        pids+=($!)
+        names+=("$name:$h")
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}"
+        name=${names[$i]%%:*}
+        h=${names[$i]#*:}
+        read -r cpu execs rc <"$root/$name.result"
+        used[$name]=$((used[$name] + cpu))
+        line="$(date -u +%FT%TZ) $name $h cpu_s=$((cpu / 100)) execs=$execs corpus=$(ls "$root/$h" | wc -l) rc=$rc family_cpu_s=$((used[$name] / 100))"
+        echo "$line" | tee -a "$log"
+        if [ "$rc" != 0 ]; then
+            found[$name]=1
+            status=1
+            echo "FINDING in $h (family $name):" | tee -a "$log"
+            grep -E "ERROR|SUMMARY|==[0-9]+==" "$root/$h.last.log" | head -5 | tee -a "$log"
+        fi
+    done
+done
+for f in "${families[@]}"; do
+    name=${f%%:*}
+    echo "family $name cpu_s=$((used[$name] / 100)) finding=${found[$name]}" | tee -a "$log"
+done
+exit $status

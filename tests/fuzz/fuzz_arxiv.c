@@ -1,0 +1,54 @@
+/* Fuzz the arXiv source reader: arbitrary bytes taken as an input file (a bulk tar of
+ * per-paper archives, one gzipped tar, one .gz or plain LaTeX) through extract_arxiv_file
+ * with a small record cap; every document handed out must carry valid UTF-8 text. */
+#include "core/counters.h"
+#include "core/doc.h"
+#include "core/utf8.h"
+#include "curate/extract/extract.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void on_warn(void *ctx, const char *reason, const char *message)
+{
+    (void)ctx;
+    if (!reason || !message)
+        abort();
+}
+
+static int on_doc(void *ctx, struct sl_doc *d)
+{
+    (void)ctx;
+    size_t n = 0;
+    const char *t = sl_doc_text(d, &n);
+    if (!t || sl_utf8_validate(t, n) != n)
+        abort();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static char path[64];
+    if (!path[0])
+        snprintf(path, sizeof(path), "/tmp/fuzz_arxiv.%ld", (long)getpid());
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        abort();
+    if (size && fwrite(data, 1, size, f) != size)
+        abort();
+    fclose(f);
+    struct extract_opts o;
+    memset(&o, 0, sizeof(o));
+    o.format = "arxiv";
+    o.max_record = 1u << 20;
+    o.on_warn = on_warn;
+    struct extract_input in = { path, "fuzz.tar", NULL, 0 };
+    struct sl_counters c;
+    sl_counters_init(&c);
+    extract_arxiv_file(&in, &o, on_doc, NULL, &c);
+    sl_counters_release(&c);
+    unlink(path);
+    return 0;
+}
