@@ -1162,6 +1162,8 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
     r.iout = o->index_out != NULL;
     r.old.P = r.w->size;
     r.old.rank = r.w->rank;
+    sl_counters_init(&r.extra);
+    sl_counters_init(&r.totals);
     int rc = run_begin(&r, operands, argc, argv);
     if (rc)
         goto out;
@@ -1195,8 +1197,6 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
     release_matches(&r);
     if (r.iout)
         rc = index_commit(&r, rc);
-    sl_counters_init(&r.extra);
-    sl_counters_init(&r.totals);
     if (!rc)
         rc = finish(&r);
     report(&r, rc);
