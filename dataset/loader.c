@@ -173,80 +173,49 @@ static int build_component_split(struct data_loader *d, struct component *c, int
     return rc;
 }
 
-int data_loader_open(struct data_loader **out, const struct data_opts *o)
+/* data.prefix.{train,validation,test}: one loader per split that needs samples. */
+static int open_separate(struct data_loader *d, const struct data_opts *o)
 {
-    *out = NULL;
-    struct data_loader *d = sl_xcalloc(1, sizeof(*d));
-    d->o = *o;
-    d->all_cached = 1;
-    if (o->split_prefix[0] || o->split_prefix[1] || o->split_prefix[2]) {
-        static const char *const names[] = { "train", "validation", "test" };
-        d->separate = 1;
-        int rc = 0;
-        for (int s = 0; s < 3 && !rc; s++) {
-            if (!o->num_samples[s])
-                continue;
-            if (!o->split_prefix[s] || !o->split_prefix[s][0]) {
-                static const char *const mega[] = { "train", "valid", "test" };
-                rc = sl_err_set(SL_ERR_CONFIG,
-                                "the run needs %s samples, and the %s split has no prefixes\n"
-                                "hint: set data.prefix.%s (or data.%s_data_path)%s",
-                                names[s], names[s], names[s], mega[s],
-                                s == 1 ? ", or eval.interval=0 to turn validation off" : "");
-                break;
-            }
-            struct data_opts so = *o;
-            memset(so.split_prefix, 0, sizeof(so.split_prefix));
-            so.prefix = o->split_prefix[s];
-            so.split = "1,0,0";
-            memset(so.num_samples, 0, sizeof(so.num_samples));
-            so.num_samples[DATA_TRAIN] = o->num_samples[s];
-            rc = data_loader_open(&d->sub[s], &so);
-            if (rc)
-                sl_err_wrap(rc, "data.prefix.%s: ", names[s]);
-            else
-                d->all_cached &= d->sub[s]->all_cached;
-            if (!rc && !d->note[0] && d->sub[s]->note[0])
-                memcpy(d->note, d->sub[s]->note, sizeof(d->note));
+    static const char *const names[] = { "train", "validation", "test" };
+    d->separate = 1;
+    int rc = 0;
+    for (int s = 0; s < 3 && !rc; s++) {
+        if (!o->num_samples[s])
+            continue;
+        if (!o->split_prefix[s] || !o->split_prefix[s][0]) {
+            static const char *const mega[] = { "train", "valid", "test" };
+            return sl_err_set(SL_ERR_CONFIG,
+                              "the run needs %s samples, and the %s split has no prefixes\n"
+                              "hint: set data.prefix.%s (or data.%s_data_path)%s",
+                              names[s], names[s], names[s], mega[s],
+                              s == 1 ? ", or eval.interval=0 to turn validation off" : "");
         }
-        if (rc) {
-            data_loader_free(d);
-            return rc;
-        }
-        *out = d;
-        return 0;
+        struct data_opts so = *o;
+        memset(so.split_prefix, 0, sizeof(so.split_prefix));
+        so.prefix = o->split_prefix[s];
+        so.split = "1,0,0";
+        memset(so.num_samples, 0, sizeof(so.num_samples));
+        so.num_samples[DATA_TRAIN] = o->num_samples[s];
+        rc = data_loader_open(&d->sub[s], &so);
+        if (rc)
+            sl_err_wrap(rc, "data.prefix.%s: ", names[s]);
+        else
+            d->all_cached &= d->sub[s]->all_cached;
+        if (!rc && !d->note[0] && d->sub[s]->note[0])
+            memcpy(d->note, d->sub[s]->note, sizeof(d->note));
     }
-    if (!o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0]) {
-        d->synthetic = 1;
-        for (int s = 0; s < 3; s++)
-            d->size[s] = o->num_samples[s] ? UINT64_MAX : 0;
-        *out = d;
-        return 0;
-    }
-    if (o->seq_len == 0 || o->seq_len > INT_MAX) {
-        free(d);
-        return sl_err_set(SL_ERR_CONFIG, "sequence length %llu is not usable",
-                          (unsigned long long)o->seq_len);
-    }
-    double w3[3];
-    int rc = gpt_split_parse(o->split ? o->split : "969,30,1", w3);
-    if (rc) {
-        free(d);
-        return rc;
-    }
-    char **prefixes = NULL, *storage = NULL;
-    double *weights = NULL;
-    int n = 0;
-    rc = blend_parse_prefix(o->prefix, o->normalize_weights, &prefixes, &weights, &n, &storage);
-    if (rc) {
-        free(d);
-        return rc;
-    }
-    d->n = n;
-    d->weights = weights;
-    d->c = sl_xcalloc((size_t)n, sizeof(*d->c));
-    uint64_t longest = 0;
-    for (int i = 0; i < n && !rc; i++) {
+    return rc;
+}
+
+/* Open the blend's prefixes, each split by w3 into train/validation/test ranges; *longest:
+ * the longest document. */
+static int open_components(struct data_loader *d, char **prefixes, const double *w3,
+                           uint64_t *longest)
+{
+    int rc = 0;
+    *longest = 0;
+    d->c = sl_xcalloc((size_t)d->n, sizeof(*d->c));
+    for (int i = 0; i < d->n && !rc; i++) {
         rc = idx_reader_open(&d->c[i].r, prefixes[i]);
         if (rc) {
             sl_err_wrap(rc, "data.prefix: ");
@@ -256,14 +225,88 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
         uint64_t ns = idx_reader_sequences(d->c[i].r);
         for (uint64_t q = 0; q < ns; q++) {
             uint64_t len = idx_reader_seq_len(d->c[i].r, q);
-            if (len > longest)
-                longest = len;
+            if (len > *longest)
+                *longest = len;
         }
     }
+    return rc;
+}
+
+/* One prefix: split s is its own sample index. */
+static int build_single(struct data_loader *d, const struct data_opts *o, int s, uint64_t want)
+{
+    struct component *c = &d->c[0];
+    if (c->hi[s] <= c->lo[s]) {
+        uint64_t ns = idx_reader_sequences(c->r);
+        char hint[200];
+        if (ns >= 3)
+            snprintf(hint, sizeof(hint),
+                     "data.split=%llu,1,1 gives each split at least one of its %llu "
+                     "sequences",
+                     (unsigned long long)(ns - 2), (unsigned long long)ns);
+        else
+            snprintf(hint, sizeof(hint), "it has %llu sequence%s: too few to split; use more data",
+                     (unsigned long long)ns, ns == 1 ? "" : "s");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "data.split '%s' leaves no sequences of '%s' for the %s split\n"
+                          "hint: %s%s",
+                          o->split ? o->split : "969,30,1", idx_reader_prefix(c->r), split_names[s],
+                          hint, s == 1 ? ", or eval.interval=0 turns validation off" : "");
+    }
+    int rc = build_component_split(d, c, s, want);
+    if (!rc)
+        d->size[s] = c->ix[s].n_samples;
+    return rc;
+}
+
+/* Several prefixes: split s draws `want` samples from them by their weights. */
+static int build_blend(struct data_loader *d, int s, uint64_t want)
+{
+    int rc = 0;
+    for (int i = 0; i < d->n && !rc; i++) {
+        struct component *c = &d->c[i];
+        if (c->hi[s] <= c->lo[s])
+            return sl_err_set(SL_ERR_CONFIG,
+                              "data.split leaves no sequences of '%s' for the %s split",
+                              idx_reader_prefix(c->r), split_names[s]);
+        rc = build_component_split(d, c, s, blend_component_size(want, d->weights[i]));
+    }
+    if (rc)
+        return rc;
+    d->size[s] = want;
+    d->bi[s] = sl_xmalloc(sl_mul_size((size_t)want, sizeof(int16_t)));
+    d->bs[s] = sl_xmalloc(sl_mul_size((size_t)want, sizeof(int64_t)));
+    blend_build(d->weights, d->n, (size_t)want, d->bi[s], d->bs[s]);
+    for (uint64_t k = 0; k < want; k++) {
+        const struct component *c = &d->c[d->bi[s][k]];
+        if ((uint64_t)d->bs[s][k] >= c->ix[s].n_samples)
+            return sl_err_set(SL_ERR_STATE, "blending over-requested '%s' (%s split)",
+                              idx_reader_prefix(c->r), split_names[s]);
+    }
+    return 0;
+}
+
+/* The prefixes of data.prefix, their splits and sample indexes. */
+static int open_blend(struct data_loader *d, const struct data_opts *o)
+{
+    double w3[3];
+    int rc = gpt_split_parse(o->split ? o->split : "969,30,1", w3);
+    if (rc)
+        return rc;
+    char **prefixes = NULL, *storage = NULL;
+    double *weights = NULL;
+    int n = 0;
+    rc = blend_parse_prefix(o->prefix, o->normalize_weights, &prefixes, &weights, &n, &storage);
+    if (rc)
+        return rc;
+    d->n = n;
+    d->weights = weights;
+    uint64_t longest;
+    rc = open_components(d, prefixes, w3, &longest);
     free(prefixes);
     free(storage);
     if (rc)
-        goto fail;
+        return rc;
     if (n > 1 && weights[0] == 0.0) {
         /* unweighted prefixes: weighed by their tokens (Megatron weighs by samples) */
         double total = 0.0;
@@ -279,67 +322,37 @@ int data_loader_open(struct data_loader **out, const struct data_opts *o)
                  (unsigned long long)(o->seq_len + 1), (unsigned long long)longest);
     for (int s = 0; s < 3 && !rc; s++) {
         uint64_t want = o->num_samples[s];
-        if (!want)
-            continue;
-        if (n == 1) {
-            struct component *c = &d->c[0];
-            if (c->hi[s] <= c->lo[s]) {
-                uint64_t ns = idx_reader_sequences(c->r);
-                char hint[200];
-                if (ns >= 3)
-                    snprintf(hint, sizeof(hint),
-                             "data.split=%llu,1,1 gives each split at least one of its %llu "
-                             "sequences",
-                             (unsigned long long)(ns - 2), (unsigned long long)ns);
-                else
-                    snprintf(hint, sizeof(hint),
-                             "it has %llu sequence%s: too few to split; use more data",
-                             (unsigned long long)ns, ns == 1 ? "" : "s");
-                rc = sl_err_set(SL_ERR_CONFIG,
-                                "data.split '%s' leaves no sequences of '%s' for the %s split\n"
-                                "hint: %s%s",
-                                o->split ? o->split : "969,30,1", idx_reader_prefix(c->r),
-                                split_names[s], hint,
-                                s == 1 ? ", or eval.interval=0 turns validation off" : "");
-                break;
-            }
-            rc = build_component_split(d, c, s, want);
-            if (!rc)
-                d->size[s] = c->ix[s].n_samples;
-            continue;
-        }
-        for (int i = 0; i < n && !rc; i++) {
-            struct component *c = &d->c[i];
-            if (c->hi[s] <= c->lo[s]) {
-                rc = sl_err_set(SL_ERR_CONFIG, "data.split leaves no sequences of '%s' for the %s "
-                                               "split",
-                                idx_reader_prefix(c->r), split_names[s]);
-                break;
-            }
-            rc = build_component_split(d, c, s, blend_component_size(want, weights[i]));
-        }
-        if (rc)
-            break;
-        d->size[s] = want;
-        d->bi[s] = sl_xmalloc(sl_mul_size((size_t)want, sizeof(int16_t)));
-        d->bs[s] = sl_xmalloc(sl_mul_size((size_t)want, sizeof(int64_t)));
-        blend_build(weights, n, (size_t)want, d->bi[s], d->bs[s]);
-        for (uint64_t k = 0; k < want; k++) {
-            const struct component *c = &d->c[d->bi[s][k]];
-            if ((uint64_t)d->bs[s][k] >= c->ix[s].n_samples) {
-                rc = sl_err_set(SL_ERR_STATE, "blending over-requested '%s' (%s split)",
-                                idx_reader_prefix(c->r), split_names[s]);
-                break;
-            }
-        }
+        if (want)
+            rc = n == 1 ? build_single(d, o, s, want) : build_blend(d, s, want);
     }
-    if (rc)
-        goto fail;
+    return rc;
+}
+
+int data_loader_open(struct data_loader **out, const struct data_opts *o)
+{
+    *out = NULL;
+    struct data_loader *d = sl_xcalloc(1, sizeof(*d));
+    d->o = *o;
+    d->all_cached = 1;
+    int rc = 0;
+    if (o->split_prefix[0] || o->split_prefix[1] || o->split_prefix[2]) {
+        rc = open_separate(d, o);
+    } else if (!o->prefix || !strcmp(o->prefix, "synthetic") || !o->prefix[0]) {
+        d->synthetic = 1;
+        for (int s = 0; s < 3; s++)
+            d->size[s] = o->num_samples[s] ? UINT64_MAX : 0;
+    } else if (o->seq_len == 0 || o->seq_len > INT_MAX) {
+        rc = sl_err_set(SL_ERR_CONFIG, "sequence length %llu is not usable",
+                        (unsigned long long)o->seq_len);
+    } else {
+        rc = open_blend(d, o);
+    }
+    if (rc) {
+        data_loader_free(d);
+        return rc;
+    }
     *out = d;
     return 0;
-fail:
-    data_loader_free(d);
-    return rc;
 }
 
 int data_loader_sample(const struct data_loader *d, enum data_split s, uint64_t i, uint32_t *out)

@@ -414,176 +414,172 @@ static int piece_byte(const char *s, size_t n)
     return (int)((a - hex) * 16 + (b - hex));
 }
 
-int spm_enc_load(struct spm_enc **out, const void *data, size_t n, const char *name)
+/* Growing arrays of the pieces and their bytes while the model is read. */
+struct piece_buf {
+    size_t cap, str_len, str_cap;
+};
+
+/* One SentencePiece (ModelProto field 1) into m->p[m->n]; r is the model, after it. */
+static int parse_piece(struct spm_enc *m, const struct pb *r, const uint8_t *pl, uint64_t v,
+                       const char *name, struct piece_buf *b)
 {
-    *out = NULL;
-    struct spm_enc *m = sl_xcalloc(1, sizeof(*m));
-    m->type = MT_UNIGRAM;
-    m->add_dummy_prefix = m->remove_extra_ws = m->escape_ws = 1;
-    m->unk = -1;
-    const uint8_t *map = NULL;
-    size_t map_n = 0, cap = 0, str_len = 0, str_cap = 0;
+    if (m->n == SPM_MAX_PIECES)
+        return bad(name, r, "too many pieces");
+    if (m->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 1024;
+        m->p = sl_xrealloc(m->p, b->cap * sizeof(*m->p));
+    }
+    struct piece *p = &m->p[m->n];
+    *p = (struct piece){ 0, 0, 0.0f, PT_NORMAL };
+    const uint8_t *s = NULL;
+    size_t slen = 0;
+    struct pb sub = { pl, pl + v, r->base };
+    uint32_t f2;
+    int wt2, k2;
+    uint64_t v2;
+    const uint8_t *pl2;
+    while ((k2 = pb_next(&sub, &f2, &wt2, &v2, &pl2)) > 0) {
+        if (f2 == 1 && wt2 == 2) {
+            s = pl2;
+            slen = (size_t)v2;
+        } else if (f2 == 2 && wt2 == 5) {
+            memcpy(&p->score, pl2, 4);
+        } else if (f2 == 3 && wt2 == 0) {
+            if (v2 >= 1 && v2 <= 6)
+                p->type = (uint8_t)v2;
+        } else if (f2 <= 3) {
+            return bad(name, &sub, "piece field of the wrong type");
+        }
+    }
+    if (k2 < 0)
+        return bad(name, &sub, "malformed piece");
+    if (!slen)
+        return bad(name, r, "empty piece");
+    if (b->str_len + slen + 1 > b->str_cap) {
+        b->str_cap = (b->str_len + slen + 1) * 2;
+        m->strs = sl_xrealloc(m->strs, b->str_cap);
+    }
+    memcpy(m->strs + b->str_len, s, slen);
+    m->strs[b->str_len + slen] = 0;
+    p->off = (uint32_t)b->str_len;
+    p->len = (uint32_t)slen;
+    b->str_len += slen + 1;
+    if (b->str_len >= (1u << 24)) /* trie nodes are 24-bit */
+        return bad(name, r, "pieces too large");
+    m->n++;
+    return 0;
+}
+
+/* The ModelProto: pieces, trainer_spec, normalizer_spec (its character map is returned in
+ * map, map_n: it points into data). */
+static int parse_model(struct spm_enc *m, const void *data, size_t n, const char *name,
+                       const uint8_t **map, size_t *map_n)
+{
+    struct piece_buf b = { 0, 0, 0 };
     struct pb r = { data, (const uint8_t *)data + n, data };
-    struct tkey *keys = NULL;
     uint32_t f;
     int wt, k, rc = 0;
     uint64_t v;
     const uint8_t *pl;
-    while ((k = pb_next(&r, &f, &wt, &v, &pl)) > 0) {
-        if (f == 1 && wt == 2) {
-            if (m->n == SPM_MAX_PIECES) {
-                rc = bad(name, &r, "too many pieces");
-                goto out;
-            }
-            if (m->n == cap) {
-                cap = cap ? 2 * cap : 1024;
-                m->p = sl_xrealloc(m->p, cap * sizeof(*m->p));
-            }
-            struct piece *p = &m->p[m->n];
-            *p = (struct piece){ 0, 0, 0.0f, PT_NORMAL };
-            const uint8_t *s = NULL;
-            size_t slen = 0;
-            struct pb sub = { pl, pl + v, r.base };
-            uint32_t f2;
-            int wt2, k2;
-            uint64_t v2;
-            const uint8_t *pl2;
-            while ((k2 = pb_next(&sub, &f2, &wt2, &v2, &pl2)) > 0) {
-                if (f2 == 1 && wt2 == 2) {
-                    s = pl2;
-                    slen = (size_t)v2;
-                } else if (f2 == 2 && wt2 == 5) {
-                    memcpy(&p->score, pl2, 4);
-                } else if (f2 == 3 && wt2 == 0) {
-                    if (v2 >= 1 && v2 <= 6)
-                        p->type = (uint8_t)v2;
-                } else if (f2 <= 3) {
-                    rc = bad(name, &sub, "piece field of the wrong type");
-                    goto out;
-                }
-            }
-            if (k2 < 0) {
-                rc = bad(name, &sub, "malformed piece");
-                goto out;
-            }
-            if (!slen) {
-                rc = bad(name, &r, "empty piece");
-                goto out;
-            }
-            if (str_len + slen + 1 > str_cap) {
-                str_cap = (str_len + slen + 1) * 2;
-                m->strs = sl_xrealloc(m->strs, str_cap);
-            }
-            memcpy(m->strs + str_len, s, slen);
-            m->strs[str_len + slen] = 0;
-            p->off = (uint32_t)str_len;
-            p->len = (uint32_t)slen;
-            str_len += slen + 1;
-            if (str_len >= (1u << 24)) { /* trie nodes are 24-bit */
-                rc = bad(name, &r, "pieces too large");
-                goto out;
-            }
-            m->n++;
-        } else if (f == 2 && wt == 2) {
-            if ((rc = parse_trainer(m, (struct pb){ pl, pl + v, r.base }, name)))
-                goto out;
-        } else if (f == 3 && wt == 2) {
-            if ((rc = parse_normalizer(m, (struct pb){ pl, pl + v, r.base }, name, &map, &map_n)))
-                goto out;
-        } else if (f <= 3) {
+    while (!rc && (k = pb_next(&r, &f, &wt, &v, &pl)) > 0) {
+        if (f == 1 && wt == 2)
+            rc = parse_piece(m, &r, pl, v, name, &b);
+        else if (f == 2 && wt == 2)
+            rc = parse_trainer(m, (struct pb){ pl, pl + v, r.base }, name);
+        else if (f == 3 && wt == 2)
+            rc = parse_normalizer(m, (struct pb){ pl, pl + v, r.base }, name, map, map_n);
+        else if (f <= 3)
             rc = bad(name, &r, "field of the wrong type");
-            goto out;
-        }
     }
-    if (k < 0) {
-        rc = bad(name, &r, "malformed protobuf");
-        goto out;
-    }
-    if (!m->n) {
-        rc = bad(name, &r, "no pieces");
-        goto out;
-    }
-    if (m->type == MT_WORD || m->type == MT_CHAR) {
-        rc = sl_err_set(SL_ERR_UNSUPPORTED,
-                        "SentencePiece model '%s': %s models are encoded by the library", name,
-                        m->type == MT_WORD ? "word" : "char");
-        goto out;
-    }
+    if (rc)
+        return rc;
+    if (k < 0)
+        return bad(name, &r, "malformed protobuf");
+    if (!m->n)
+        return bad(name, &r, "no pieces");
+    if (m->type == MT_WORD || m->type == MT_CHAR)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "SentencePiece model '%s': %s models are encoded by the library", name,
+                          m->type == MT_WORD ? "word" : "char");
+    return 0;
+}
 
-    /* the pieces, as InitializePieces checks them */
+/* byte_fallback: the ids of the 256 byte pieces, each of which must be there. */
+static int byte_pieces(struct spm_enc *m, const char *name, const int *byte_seen)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (int b = 0; b < 256; b++) {
+        char s[8];
+        memcpy(s, "<0x", 3);
+        s[3] = hex[b >> 4];
+        s[4] = hex[b & 15];
+        s[5] = '>';
+        if (!byte_seen[b])
+            return sl_err_set(SL_ERR_FORMAT,
+                              "cannot load SentencePiece model '%s': byte piece '%.6s' missing "
+                              "although byte_fallback is on",
+                              name, s);
+        m->byte_id[b] = (uint32_t)piece_to_id(m, s, 6);
+    }
+    return 0;
+}
+
+/* The pieces, as InitializePieces checks them: the lookup tables, the score range, the
+ * unknown piece and the byte pieces; keys gets the pieces the tries hold (*nkeys), of which
+ * *nuser are user-defined. */
+static int check_pieces(struct spm_enc *m, const char *name, struct tkey *keys, size_t *nkeys,
+                        size_t *nuser)
+{
     ptab_init(&m->normal, m->n);
     ptab_init(&m->reserved, m->n);
-    keys = sl_xmalloc(m->n * sizeof(*keys));
-    size_t nkeys = 0, nuser = 0;
     int byte_seen[256] = { 0 };
     m->min_score = FLT_MAX;
     m->max_score = FLT_MIN;
     for (uint32_t i = 0; i < m->n; i++) {
         struct piece *p = &m->p[i];
         int normal = p->type == PT_NORMAL || p->type == PT_USER || p->type == PT_UNUSED;
-        if (ptab_add(m, normal ? &m->normal : &m->reserved, i)) {
-            rc =
-                sl_err_set(SL_ERR_FORMAT,
-                           "cannot load SentencePiece model '%s': piece %u '%.*s' is defined twice",
-                           name, i, (int)(p->len > 64 ? 64 : p->len), m->strs + p->off);
-            goto out;
-        }
+        if (ptab_add(m, normal ? &m->normal : &m->reserved, i))
+            return sl_err_set(SL_ERR_FORMAT,
+                              "cannot load SentencePiece model '%s': piece %u '%.*s' is defined "
+                              "twice",
+                              name, i, (int)(p->len > 64 ? 64 : p->len), m->strs + p->off);
         if (normal)
-            keys[nkeys++] =
+            keys[(*nkeys)++] =
                 (struct tkey){ m->strs + p->off, p->len, (int32_t)i, p->score, p->type };
         if (p->type == PT_USER)
-            nuser++;
+            (*nuser)++;
         if (p->type == PT_NORMAL) {
             m->min_score = p->score < m->min_score ? p->score : m->min_score;
             m->max_score = p->score > m->max_score ? p->score : m->max_score;
         }
         if (p->type == PT_UNKNOWN) {
-            if (m->unk >= 0) {
-                rc = sl_err_set(
+            if (m->unk >= 0)
+                return sl_err_set(
                     SL_ERR_FORMAT,
                     "cannot load SentencePiece model '%s': two unknown pieces (%d and %u)", name,
                     m->unk, i);
-                goto out;
-            }
             m->unk = (int32_t)i;
         }
         if (p->type == PT_BYTE) {
             int b = piece_byte(m->strs + p->off, p->len);
-            if (!m->byte_fallback || b < 0) {
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot load SentencePiece model '%s': byte piece %u '%.*s' %s",
-                                name, i, (int)(p->len > 64 ? 64 : p->len), m->strs + p->off,
-                                b < 0 ? "is invalid" : "although byte_fallback is off");
-                goto out;
-            }
+            if (!m->byte_fallback || b < 0)
+                return sl_err_set(SL_ERR_FORMAT,
+                                  "cannot load SentencePiece model '%s': byte piece %u '%.*s' %s",
+                                  name, i, (int)(p->len > 64 ? 64 : p->len), m->strs + p->off,
+                                  b < 0 ? "is invalid" : "although byte_fallback is off");
             byte_seen[b] = 1;
         }
     }
-    if (m->unk < 0) {
-        rc = sl_err_set(SL_ERR_FORMAT, "cannot load SentencePiece model '%s': no unknown piece",
-                        name);
-        goto out;
-    }
-    if (m->byte_fallback) {
-        for (int b = 0; b < 256; b++) {
-            char s[8];
-            static const char hex[] = "0123456789ABCDEF";
-            memcpy(s, "<0x", 3);
-            s[3] = hex[b >> 4];
-            s[4] = hex[b & 15];
-            s[5] = '>';
-            if (!byte_seen[b]) {
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot load SentencePiece model '%s': byte piece '%.6s' missing "
-                                "although byte_fallback is on",
-                                name, s);
-                goto out;
-            }
-            m->byte_id[b] = (uint32_t)piece_to_id(m, s, 6);
-        }
-    }
+    if (m->unk < 0)
+        return sl_err_set(SL_ERR_FORMAT, "cannot load SentencePiece model '%s': no unknown piece",
+                          name);
+    return m->byte_fallback ? byte_pieces(m, name, byte_seen) : 0;
+}
 
-    /* the user-defined symbols (SentencePiece's PrefixMatcher) */
+/* The tries of the pieces: the user-defined symbols (SentencePiece's PrefixMatcher) and,
+ * for unigram models, every piece; BPE models learn whether they can merge word by word. */
+static void build_matchers(struct spm_enc *m, struct tkey *keys, size_t nkeys, size_t nuser)
+{
     if (nuser) {
         struct tkey *uk = sl_xmalloc(nuser * sizeof(*uk));
         size_t j = 0;
@@ -596,47 +592,69 @@ int spm_enc_load(struct spm_enc **out, const void *data, size_t n, const char *n
     }
     if (m->type == MT_UNIGRAM) {
         trie_build(&m->pieces, keys, nkeys);
-    } else {
-        m->split_ws = m->escape_ws && !m->ws_suffix && !nuser;
-        for (size_t i = 0; i < nkeys && m->split_ws; i++) {
-            const struct piece *p = &m->p[keys[i].value];
-            const char *s = m->strs + p->off;
-            for (uint32_t o = 1; o + 3 <= p->len; o++)
-                if (!memcmp(s + o, SPACE_SYM, 3)) {
-                    m->split_ws = 0;
-                    break;
-                }
-        }
+        return;
     }
-
-    /* the precompiled character map: uint32 trie size, the double array, the strings */
-    if (map && map_n) {
-        uint32_t tsize;
-        if (map_n <= 4 || (memcpy(&tsize, map, 4), tsize >= map_n) || tsize > map_n - 4) {
-            rc = sl_err_set(SL_ERR_FORMAT,
-                            "cannot load SentencePiece model '%s': broken precompiled_charsmap",
-                            name);
-            goto out;
-        }
-        m->da_n = tsize / 4;
-        m->da = sl_xmalloc(m->da_n ? m->da_n * 4 : 4);
-        memcpy(m->da, map + 4, m->da_n * 4);
-        m->norm_n = map_n - 4 - tsize;
-        m->norm_str = sl_xmalloc(m->norm_n + 1);
-        memcpy(m->norm_str, map + 4 + tsize, m->norm_n);
-        m->norm_str[m->norm_n] = 0;
-        if (!m->da_n) {
-            free(m->da);
-            m->da = NULL;
-        } else {
-            size_t root = (m->da[0] >> 10) << ((m->da[0] & (1u << 9)) >> 6);
-            for (unsigned c = 0; c < 128; c++) {
-                size_t pos = root ^ c;
-                if (pos >= m->da_n || (m->da[pos] & ((1u << 31) | 0xFF)) == c)
-                    m->ascii_rule[c >> 6] |= 1ull << (c & 63);
+    m->split_ws = m->escape_ws && !m->ws_suffix && !nuser;
+    for (size_t i = 0; i < nkeys && m->split_ws; i++) {
+        const struct piece *p = &m->p[keys[i].value];
+        const char *s = m->strs + p->off;
+        for (uint32_t o = 1; o + 3 <= p->len; o++)
+            if (!memcmp(s + o, SPACE_SYM, 3)) {
+                m->split_ws = 0;
+                break;
             }
-        }
     }
+}
+
+/* The precompiled character map: uint32 trie size, the double array, the strings. */
+static int load_charsmap(struct spm_enc *m, const uint8_t *map, size_t map_n, const char *name)
+{
+    uint32_t tsize;
+    if (map_n <= 4 || (memcpy(&tsize, map, 4), tsize >= map_n) || tsize > map_n - 4)
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot load SentencePiece model '%s': broken precompiled_charsmap",
+                          name);
+    m->da_n = tsize / 4;
+    m->da = sl_xmalloc(m->da_n ? m->da_n * 4 : 4);
+    memcpy(m->da, map + 4, m->da_n * 4);
+    m->norm_n = map_n - 4 - tsize;
+    m->norm_str = sl_xmalloc(m->norm_n + 1);
+    memcpy(m->norm_str, map + 4 + tsize, m->norm_n);
+    m->norm_str[m->norm_n] = 0;
+    if (!m->da_n) {
+        free(m->da);
+        m->da = NULL;
+        return 0;
+    }
+    size_t root = (m->da[0] >> 10) << ((m->da[0] & (1u << 9)) >> 6);
+    for (unsigned c = 0; c < 128; c++) {
+        size_t pos = root ^ c;
+        if (pos >= m->da_n || (m->da[pos] & ((1u << 31) | 0xFF)) == c)
+            m->ascii_rule[c >> 6] |= 1ull << (c & 63);
+    }
+    return 0;
+}
+
+int spm_enc_load(struct spm_enc **out, const void *data, size_t n, const char *name)
+{
+    *out = NULL;
+    struct spm_enc *m = sl_xcalloc(1, sizeof(*m));
+    m->type = MT_UNIGRAM;
+    m->add_dummy_prefix = m->remove_extra_ws = m->escape_ws = 1;
+    m->unk = -1;
+    const uint8_t *map = NULL;
+    size_t map_n = 0, nkeys = 0, nuser = 0;
+    struct tkey *keys = NULL;
+    int rc = parse_model(m, data, n, name, &map, &map_n);
+    if (rc)
+        goto out;
+    keys = sl_xmalloc(m->n * sizeof(*keys));
+    rc = check_pieces(m, name, keys, &nkeys, &nuser);
+    if (rc)
+        goto out;
+    build_matchers(m, keys, nkeys, nuser);
+    if (map && map_n)
+        rc = load_charsmap(m, map, map_n, name);
 out:
     free(keys);
     if (rc) {

@@ -294,204 +294,254 @@ static void printer_emit(struct printer *p, const struct tok_ids *all, int final
     fflush(stdout);
 }
 
-static int generate(const struct gopts *o, const char *ckpt_arg)
-{
-    char *step_dir = NULL, *spec = NULL, *data_prefix = NULL;
+/* One generation: the model, the tokenizer, the ids so far and the output. The steps return
+ * 0, or the exit code after printing the error. */
+struct gen {
+    const struct gopts *o;
+    char *step_dir, *spec, *data_prefix;
     struct model_config mc;
     struct ckpt_state st;
     struct model_layout l;
-    int have_layout = 0, code = 1;
-    float *params = NULL;
-    struct tokenizer *tok = NULL;
-    struct tokenizer_enc *enc = NULL;
-    struct decoder *dec = NULL;
+    int have_layout;
+    float *params;
+    struct tokenizer *tok;
+    struct tokenizer_enc *enc;
+    struct decoder *dec;
     struct sampler smp;
-    memset(&smp, 0, sizeof(smp));
-    struct tok_ids all = { 0 };
+    struct tok_ids all; /* the prompt's ids, then the generated ones */
     struct printer pr;
-    memset(&pr, 0, sizeof(pr));
+};
 
-    int rc = resolve_checkpoint(ckpt_arg, &step_dir);
+/* The checkpoint's configuration and parameters. */
+static int load_model(struct gen *g, const char *ckpt_arg)
+{
+    int rc = resolve_checkpoint(ckpt_arg, &g->step_dir);
     if (!rc)
-        rc = ckpt_read_meta(step_dir, &mc, &st);
+        rc = ckpt_read_meta(g->step_dir, &g->mc, &g->st);
     if (rc) {
         sl_error("%s", sl_err_msg());
-        goto out;
+        return 1;
     }
-    model_layout_init(&l, &mc);
-    have_layout = 1;
-    params = aligned_alloc(64, sl_mul_size((l.total + 15) / 16 * 16, sizeof(float)));
-    if (!params) {
+    model_layout_init(&g->l, &g->mc);
+    g->have_layout = 1;
+    g->params = aligned_alloc(64, sl_mul_size((g->l.total + 15) / 16 * 16, sizeof(float)));
+    if (!g->params) {
         sl_error("cannot allocate %.1f GiB for the parameters of '%s'",
-                 (double)l.total * sizeof(float) / (1u << 30), step_dir);
-        goto out;
+                 (double)g->l.total * sizeof(float) / (1u << 30), g->step_dir);
+        return 1;
     }
-    if ((rc = ckpt_load(step_dir, &l, params, NULL, NULL))) {
-        sl_error("cannot load checkpoint '%s': %s", step_dir, sl_err_msg());
-        goto out;
+    if ((rc = ckpt_load(g->step_dir, &g->l, g->params, NULL, NULL))) {
+        sl_error("cannot load checkpoint '%s': %s", g->step_dir, sl_err_msg());
+        return 1;
     }
     sl_info("checkpoint '%s': step %ld, %llu parameters, %d layers, hidden %d, vocabulary %d, "
             "context %d",
-            step_dir, st.step, (unsigned long long)l.params, mc.n_layers, mc.d_model, mc.vocab_size,
-            mc.max_seq_len);
+            g->step_dir, g->st.step, (unsigned long long)g->l.params, g->mc.n_layers, g->mc.d_model,
+            g->mc.vocab_size, g->mc.max_seq_len);
+    return 0;
+}
 
-    /* the prompt as ids */
+/* --ids: the prompt is token ids. */
+static int prompt_from_ids(struct gen *g)
+{
+    const char *prompt = g->o->prompt;
+    if (parse_ids(prompt ? prompt : "", g->mc.vocab_size, &g->all)) {
+        sl_error("%s", sl_err_msg());
+        return 2;
+    }
+    if (!g->all.n) {
+        sl_error("--ids needs a prompt of at least one token id (--prompt \"ID ...\")");
+        return 2;
+    }
+    return 0;
+}
+
+/* The tokenizer given, or the one that made the training data. */
+static int open_tokenizer(struct gen *g)
+{
+    const struct gopts *o = g->o;
+    if (o->tokenizer) {
+        g->spec = sl_xstrdup(o->tokenizer);
+    } else if (!(g->spec = tokenizer_from_checkpoint(g->step_dir, &g->data_prefix))) {
+        if (g->data_prefix)
+            sl_error("no tokenizer found for the training data of '%s': no "
+                     "PREFIX.manifest.json from `sluice tokenize` next to '%s'\n"
+                     "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
+                     g->step_dir, g->data_prefix);
+        else
+            sl_error("no tokenizer is recorded for the data of '%s' (synthetic data?)\n"
+                     "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
+                     g->step_dir);
+        return 2;
+    } else {
+        sl_info("tokenizer '%s' (from the training data's manifest)", g->spec);
+    }
+    int rc = tokenizer_open(&g->tok, g->spec);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        if (!o->tokenizer)
+            fprintf(stderr, "hint: this tokenizer is named in the training data's manifest; "
+                            "give --tokenizer SPEC\n");
+        return rc == SL_ERR_USAGE ? 2 : 1;
+    }
+    if (g->tok->vocab_size > (uint32_t)g->mc.vocab_size)
+        sl_warn("the tokenizer has %u ids, the model %d: is it the tokenizer the model was "
+                "trained with?",
+                g->tok->vocab_size, g->mc.vocab_size);
+    return 0;
+}
+
+/* The prompt through the tokenizer; an empty one starts from the end-of-document token. */
+static int prompt_from_text(struct gen *g)
+{
+    int code = open_tokenizer(g);
+    if (code)
+        return code;
+    g->enc = tokenizer_enc_new(g->tok);
+    const char *text = g->o->prompt ? g->o->prompt : "";
+    if (tokenizer_encode(g->enc, text, strlen(text), &g->all) < 0) {
+        sl_error("cannot encode the prompt: %s", sl_err_msg());
+        return 1;
+    }
+    for (size_t i = 0; i < g->all.n; i++)
+        if (g->all.v[i] >= (uint32_t)g->mc.vocab_size) {
+            sl_error("the prompt encodes to token id %u, beyond the model's vocabulary of %d\n"
+                     "hint: is '%s' the tokenizer the model was trained with?",
+                     g->all.v[i], g->mc.vocab_size, g->spec);
+            return 1;
+        }
+    if (!g->all.n) {
+        if (g->tok->eod_id < 0 || g->tok->eod_id >= g->mc.vocab_size) {
+            sl_error("the prompt is empty and the tokenizer has no end-of-document token to "
+                     "start from\nhint: give --prompt TEXT");
+            return 2;
+        }
+        tok_ids_push(&g->all, (uint32_t)g->tok->eod_id);
+    }
+    return 0;
+}
+
+/* The sampler and the decoder with its key/value cache. */
+static int start_decoder(struct gen *g)
+{
+    const struct gopts *o = g->o;
+    if (sampler_init(&g->smp, g->mc.vocab_size, o->temperature, (int)o->top_k, o->top_p, o->seed)) {
+        sl_error("%s", sl_err_msg());
+        return 2;
+    }
+    if (decoder_new(&g->dec, &g->mc, &g->l, g->params, g->mc.max_seq_len)) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    return 0;
+}
+
+/* Print the prompt (as given, or its ids) before the continuation. */
+static void echo_prompt(struct gen *g)
+{
+    const struct gopts *o = g->o;
+    struct printer *pr = &g->pr;
+    pr->tok = g->tok;
+    pr->ids = o->ids;
+    pr->prompt_ids = g->all.n;
     if (o->ids) {
-        if ((rc = parse_ids(o->prompt ? o->prompt : "", mc.vocab_size, &all))) {
-            sl_error("%s", sl_err_msg());
-            code = 2;
-            goto out;
-        }
-        if (!all.n) {
-            sl_error("--ids needs a prompt of at least one token id (--prompt \"ID ...\")");
-            code = 2;
-            goto out;
-        }
+        printer_emit(pr, &g->all, 0);
+        return;
+    }
+    decode_ids(g->tok, g->all.v, g->all.n, &pr->base);
+    if (o->prompt && o->prompt[0]) {
+        fputs(o->prompt, stdout);
+        pr->last_newline = o->prompt[strlen(o->prompt) - 1] == '\n';
     } else {
-        if (o->tokenizer) {
-            spec = sl_xstrdup(o->tokenizer);
-        } else if (!(spec = tokenizer_from_checkpoint(step_dir, &data_prefix))) {
-            if (data_prefix)
-                sl_error("no tokenizer found for the training data of '%s': no "
-                         "PREFIX.manifest.json from `sluice tokenize` next to '%s'\n"
-                         "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
-                         step_dir, data_prefix);
-            else
-                sl_error("no tokenizer is recorded for the data of '%s' (synthetic data?)\n"
-                         "hint: give --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE, or --ids",
-                         step_dir);
-            code = 2;
-            goto out;
-        } else {
-            sl_info("tokenizer '%s' (from the training data's manifest)", spec);
-        }
-        if ((rc = tokenizer_open(&tok, spec))) {
-            sl_error("%s", sl_err_msg());
-            if (!o->tokenizer)
-                fprintf(stderr, "hint: this tokenizer is named in the training data's manifest; "
-                                "give --tokenizer SPEC\n");
-            code = rc == SL_ERR_USAGE ? 2 : 1;
-            goto out;
-        }
-        if (tok->vocab_size > (uint32_t)mc.vocab_size)
-            sl_warn("the tokenizer has %u ids, the model %d: is it the tokenizer the model was "
-                    "trained with?",
-                    tok->vocab_size, mc.vocab_size);
-        enc = tokenizer_enc_new(tok);
-        const char *text = o->prompt ? o->prompt : "";
-        if ((rc = tokenizer_encode(enc, text, strlen(text), &all)) < 0) {
-            sl_error("cannot encode the prompt: %s", sl_err_msg());
-            goto out;
-        }
-        for (size_t i = 0; i < all.n; i++)
-            if (all.v[i] >= (uint32_t)mc.vocab_size) {
-                sl_error("the prompt encodes to token id %u, beyond the model's vocabulary of %d\n"
-                         "hint: is '%s' the tokenizer the model was trained with?",
-                         all.v[i], mc.vocab_size, spec);
-                goto out;
-            }
-        if (!all.n) {
-            if (tok->eod_id < 0 || tok->eod_id >= mc.vocab_size) {
-                sl_error("the prompt is empty and the tokenizer has no end-of-document token to "
-                         "start from\nhint: give --prompt TEXT");
-                code = 2;
-                goto out;
-            }
-            tok_ids_push(&all, (uint32_t)tok->eod_id);
-        }
+        pr->last_newline = 1;
     }
-    if ((rc =
-             sampler_init(&smp, mc.vocab_size, o->temperature, (int)o->top_k, o->top_p, o->seed))) {
-        sl_error("%s", sl_err_msg());
-        code = 2;
-        goto out;
-    }
-    if ((rc = decoder_new(&dec, &mc, &l, params, mc.max_seq_len))) {
-        sl_error("%s", sl_err_msg());
-        goto out;
-    }
+    fflush(stdout);
+}
 
-    /* echo the prompt */
-    pr.tok = tok;
-    pr.ids = o->ids;
-    pr.prompt_ids = all.n;
-    if (!o->ids) {
-        decode_ids(tok, all.v, all.n, &pr.base);
-        if (o->prompt && o->prompt[0]) {
-            fputs(o->prompt, stdout);
-            pr.last_newline = o->prompt[strlen(o->prompt) - 1] == '\n';
-        } else {
-            pr.last_newline = 1;
-        }
-        fflush(stdout);
-    } else {
-        printer_emit(&pr, &all, 0);
-    }
-
-    /* the prompt's last window through the cache, then one token per step; a full cache
-     * drops its oldest quarter and is refilled from the tokens kept */
+/* The prompt's last window through the cache, then one token per step, printed as it comes;
+ * a full cache drops its oldest quarter and is refilled from the tokens kept. */
+static void decode_loop(struct gen *g)
+{
+    const struct gopts *o = g->o;
+    struct decoder *dec = g->dec;
+    struct tok_ids *all = &g->all;
+    const struct tokenizer *tok = g->tok;
+    int V = g->mc.vocab_size;
     int W = decoder_max_len(dec), keep = W - W / 4;
-    if (all.n > (size_t)W)
-        sl_warn("the prompt has %zu tokens, the model's context %d: its last %d are used", all.n, W,
-                W);
+    if (all->n > (size_t)W)
+        sl_warn("the prompt has %zu tokens, the model's context %d: its last %d are used", all->n,
+                W, W);
     const float *logits = NULL;
     double t0 = sl_now();
-    size_t start = all.n > (size_t)W ? all.n - (size_t)W : 0;
-    for (size_t i = start; i + 1 < all.n; i++)
-        decoder_feed(dec, (int32_t)all.v[i]);
-    logits = decoder_step(dec, (int32_t)all.v[all.n - 1]);
+    size_t start = all->n > (size_t)W ? all->n - (size_t)W : 0;
+    for (size_t i = start; i + 1 < all->n; i++)
+        decoder_feed(dec, (int32_t)all->v[i]);
+    logits = decoder_step(dec, (int32_t)all->v[all->n - 1]);
     double t_prompt = sl_now() - t0;
-    int vlimit = mc.vocab_size;
+    int vlimit = V;
     if (tok && tok->vocab_size < (uint32_t)vlimit)
         vlimit = (int)tok->vocab_size;
     float *masked = NULL;
-    if (vlimit < mc.vocab_size)
-        masked = sl_xmalloc((size_t)mc.vocab_size * sizeof(float));
+    if (vlimit < V)
+        masked = sl_xmalloc((size_t)V * sizeof(float));
     int refills = 0;
     for (long made = 0; made < o->max_tokens; made++) {
         if (masked) { /* ids the tokenizer cannot decode are never picked */
             memcpy(masked, logits, (size_t)vlimit * sizeof(float));
-            for (int i = vlimit; i < mc.vocab_size; i++)
+            for (int i = vlimit; i < V; i++)
                 masked[i] = -INFINITY;
         }
-        int32_t next = sampler_pick(&smp, masked ? masked : logits);
+        int32_t next = sampler_pick(&g->smp, masked ? masked : logits);
         if (tok && !o->ignore_eod && tok->eod_id >= 0 && next == tok->eod_id)
             break;
-        tok_ids_push(&all, (uint32_t)next);
-        printer_emit(&pr, &all, 0);
+        tok_ids_push(all, (uint32_t)next);
+        printer_emit(&g->pr, all, 0);
         if (made + 1 == o->max_tokens)
             break;
         if (decoder_len(dec) == W) {
             decoder_reset(dec);
             refills++;
-            for (size_t i = all.n - (size_t)keep; i + 1 < all.n; i++)
-                decoder_feed(dec, (int32_t)all.v[i]);
-            logits = decoder_step(dec, next);
-        } else {
-            logits = decoder_step(dec, next);
+            for (size_t i = all->n - (size_t)keep; i + 1 < all->n; i++)
+                decoder_feed(dec, (int32_t)all->v[i]);
         }
+        logits = decoder_step(dec, next);
     }
-    printer_emit(&pr, &all, 1);
+    printer_emit(&g->pr, all, 1);
     free(masked);
+    size_t prompt_ids = g->pr.prompt_ids;
     double dt = sl_now() - t0 - t_prompt;
     sl_info("%ld tokens generated in %.2f s (%.1f tokens/s; prompt %zu tokens in %.2f s%s)",
-            (long)(all.n - pr.prompt_ids), dt, dt > 0 ? (double)(all.n - pr.prompt_ids) / dt : 0.0,
-            pr.prompt_ids, t_prompt, refills ? ", context window slid" : "");
-    code = 0;
-out:
-    sl_buf_release(&pr.base);
-    sl_buf_release(&pr.full);
-    tok_ids_release(&all);
-    sampler_release(&smp);
-    decoder_free(dec);
-    tokenizer_enc_free(enc);
-    tokenizer_free(tok);
-    free(params);
-    if (have_layout)
-        model_layout_release(&l);
-    free(spec);
-    free(data_prefix);
-    free(step_dir);
+            (long)(all->n - prompt_ids), dt, dt > 0 ? (double)(all->n - prompt_ids) / dt : 0.0,
+            prompt_ids, t_prompt, refills ? ", context window slid" : "");
+}
+
+static int generate(const struct gopts *o, const char *ckpt_arg)
+{
+    struct gen g;
+    memset(&g, 0, sizeof(g));
+    g.o = o;
+    int code = load_model(&g, ckpt_arg);
+    if (!code)
+        code = o->ids ? prompt_from_ids(&g) : prompt_from_text(&g);
+    if (!code)
+        code = start_decoder(&g);
+    if (!code) {
+        echo_prompt(&g);
+        decode_loop(&g);
+    }
+    sl_buf_release(&g.pr.base);
+    sl_buf_release(&g.pr.full);
+    tok_ids_release(&g.all);
+    sampler_release(&g.smp);
+    decoder_free(g.dec);
+    tokenizer_enc_free(g.enc);
+    tokenizer_free(g.tok);
+    free(g.params);
+    if (g.have_layout)
+        model_layout_release(&g.l);
+    free(g.spec);
+    free(g.data_prefix);
+    free(g.step_dir);
     return code;
 }
 

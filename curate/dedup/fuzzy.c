@@ -276,8 +276,140 @@ static int cmp_req(const void *pa, const void *pb)
     return a->gid < b->gid ? -1 : a->gid > b->gid;
 }
 
+/* Ask the ranks that read the second documents of the pairs for their shingles: `need`
+ * gets the gids whose shingles this rank must produce (for its pairs and for the requests
+ * it receives, in `in`: sorted by asking rank, then gid). */
+static int request_shingles(const struct dd_corpus *c, const struct dd_edge *E, size_t m,
+                            struct dd_u64s *need, struct req **in, size_t *nin)
+{
+    const struct sl_world *w = c->w;
+    struct req *rq = sl_xmalloc((m + 1) * sizeof(*rq));
+    int *rdest = sl_xmalloc((m + 1) * sizeof(int));
+    size_t nrq = 0;
+    for (size_t i = 0; i < m; i++) {
+        dd_u64s_push(need, E[i].u);
+        int ov = dd_corpus_owner(c, E[i].v);
+        if (ov == w->rank) {
+            dd_u64s_push(need, E[i].v);
+        } else {
+            rq[nrq].gid = E[i].v;
+            rq[nrq].rank = (uint64_t)w->rank;
+            rdest[nrq] = ov;
+            nrq++;
+        }
+    }
+    struct sl_buf buf = SL_BUF_INIT;
+    int rc = dd_shuffle(w, rq, nrq, sizeof(*rq), rdest, &buf, &nrq);
+    free(rq);
+    free(rdest);
+    size_t len;
+    *in = NULL;
+    *nin = 0;
+    if (!rc) {
+        struct req *q = (struct req *)sl_buf_detach(&buf, &len);
+        if (nrq > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(q, nrq, sizeof(*q), cmp_req);
+        size_t k = 0;
+        for (size_t i = 0; i < nrq; i++)
+            if (!k || q[i].gid != q[k - 1].gid || q[i].rank != q[k - 1].rank)
+                q[k++] = q[i];
+        for (size_t i = 0; i < k; i++)
+            dd_u64s_push(need, q[i].gid);
+        dd_u64s_sort_unique(need);
+        *in = q;
+        *nin = k;
+    }
+    sl_buf_release(&buf);
+    return rc;
+}
+
+/* Read this rank's files again for the shingles of the needed documents. */
+static int local_shingles(struct dd_corpus *c, const struct fz *f, const struct dd_u64s *need,
+                          struct sset *local)
+{
+    struct need_ctx nc;
+    memset(&nc, 0, sizeof(nc));
+    nc.f = f;
+    nc.need = need->v;
+    nc.n = need->n;
+    nc.set = local;
+    int rc = dd_corpus_scan(c, "dedup fuzzy: verifying", 0, need_doc, &nc);
+    sl_buf_release(&nc.nbuf);
+    dd_u64s_release(&nc.sh);
+    if (local->n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(local->e, local->n, sizeof(*local->e), cmp_ent);
+    return rc;
+}
+
+/* Answer the requests: per asking rank, records (gid, n, n hashes); what this rank asked
+ * for comes back into `remote`. */
+static int answer_requests(const struct sl_world *w, const struct req *in, size_t nin,
+                           const struct sset *local, struct sset *remote)
+{
+    int P = w->size;
+    uint64_t *cnt = sl_xcalloc((size_t)P, sizeof(uint64_t));
+    uint64_t *off = sl_xcalloc((size_t)P, sizeof(uint64_t));
+    uint64_t *rcnt = sl_xcalloc((size_t)P, sizeof(uint64_t));
+    struct sl_buf send = SL_BUF_INIT, buf = SL_BUF_INIT;
+    for (int r = 0; r < P; r++) {
+        off[r] = send.len;
+        for (size_t i = 0; i < nin; i++) {
+            if ((int)in[i].rank != r)
+                continue;
+            const struct sset_ent *x = sset_find(local, in[i].gid);
+            uint64_t hdr[2] = { in[i].gid, x ? x->n : 0 };
+            sl_buf_append(&send, hdr, sizeof(hdr));
+            if (x && x->n)
+                sl_buf_append(&send, local->pool.v + x->off, x->n * sizeof(uint64_t));
+        }
+        cnt[r] = send.len - off[r];
+    }
+    int rc = sl_world_alltoallv(w, send.data ? send.data : "", cnt, off, &buf, rcnt);
+    sl_buf_release(&send);
+    free(cnt);
+    free(off);
+    free(rcnt);
+    for (size_t p = 0; !rc && p + 16 <= buf.len;) {
+        uint64_t hdr[2];
+        memcpy(hdr, buf.data + p, 16);
+        p += 16;
+        sset_add(remote, hdr[0], (const uint64_t *)(buf.data + p), hdr[1]);
+        p += hdr[1] * 8;
+    }
+    if (remote->n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(remote->e, remote->n, sizeof(*remote->e), cmp_ent);
+    sl_buf_release(&buf);
+    return rc;
+}
+
+/* The pairs whose shingle sets have Jaccard >= threshold, with it. */
+static void similar_pairs(const struct fz *f, const struct dd_edge *E, size_t m,
+                          const struct sset *local, const struct sset *remote, struct dd_pair **out,
+                          size_t *nout)
+{
+    *out = sl_xmalloc((m + 1) * sizeof(**out));
+    for (size_t i = 0; i < m; i++) {
+        const struct sset_ent *a = sset_find(local, E[i].u);
+        const struct sset_ent *b = sset_find(local, E[i].v);
+        const uint64_t *bp = local->pool.v;
+        if (!b) {
+            b = sset_find(remote, E[i].v);
+            bp = remote->pool.v;
+        }
+        if (!a || !b)
+            continue; /* cannot happen: every needed set was produced */
+        double j = dd_jaccard(local->pool.v + a->off, a->n, bp + b->off, b->n);
+        if (j >= f->threshold) {
+            (*out)[*nout].u = E[i].u;
+            (*out)[*nout].v = E[i].v;
+            (*out)[*nout].jaccard = j;
+            (*nout)++;
+        }
+    }
+}
+
 /* Keep the pairs whose shingle sets have Jaccard >= threshold. Pairs end up on the rank of
- * their first document. */
+ * their first document. Takes e. */
 static int verify_pairs(struct dd_corpus *c, const struct fz *f, struct dd_edge *e, size_t ne,
                         struct dd_pair **out, size_t *nout, uint64_t *checked)
 {
@@ -298,121 +430,23 @@ static int verify_pairs(struct dd_corpus *c, const struct fz *f, struct dd_edge 
     struct dd_edge *E = (struct dd_edge *)sl_buf_detach(&buf, &len);
     m = dd_edges_sort_unique(E, m);
 
-    /* requests for the shingles of documents other ranks read */
-    struct req *rq = sl_xmalloc((m + 1) * sizeof(*rq));
-    int *rdest = sl_xmalloc((m + 1) * sizeof(int));
     struct dd_u64s need = { 0 };
-    size_t nrq = 0;
-    for (size_t i = 0; i < m; i++) {
-        dd_u64s_push(&need, E[i].u);
-        int ov = dd_corpus_owner(c, E[i].v);
-        if (ov == w->rank) {
-            dd_u64s_push(&need, E[i].v);
-        } else {
-            rq[nrq].gid = E[i].v;
-            rq[nrq].rank = (uint64_t)w->rank;
-            rdest[nrq] = ov;
-            nrq++;
-        }
-    }
-    rc = dd_shuffle(w, rq, nrq, sizeof(*rq), rdest, &buf, &nrq);
-    free(rq);
-    free(rdest);
     struct req *in = NULL;
-    if (!rc) {
-        in = (struct req *)sl_buf_detach(&buf, &len);
-        if (nrq > 1) /* qsort wants a valid pointer even for nothing */
-            qsort(in, nrq, sizeof(*in), cmp_req);
-        size_t k = 0;
-        for (size_t i = 0; i < nrq; i++)
-            if (!k || in[i].gid != in[k - 1].gid || in[i].rank != in[k - 1].rank)
-                in[k++] = in[i];
-        nrq = k;
-        for (size_t i = 0; i < nrq; i++)
-            dd_u64s_push(&need, in[i].gid);
-        dd_u64s_sort_unique(&need);
-    }
-
-    /* read this rank's files again for the shingles of the needed documents */
+    size_t nin = 0;
     struct sset local = { 0 }, remote = { 0 };
-    if (!rc) {
-        struct need_ctx nc;
-        memset(&nc, 0, sizeof(nc));
-        nc.f = f;
-        nc.need = need.v;
-        nc.n = need.n;
-        nc.set = &local;
-        rc = dd_corpus_scan(c, "dedup fuzzy: verifying", 0, need_doc, &nc);
-        sl_buf_release(&nc.nbuf);
-        dd_u64s_release(&nc.sh);
-        if (local.n > 1) /* qsort wants a valid pointer even for nothing */
-            qsort(local.e, local.n, sizeof(*local.e), cmp_ent);
-    }
+    rc = request_shingles(c, E, m, &need, &in, &nin);
+    if (!rc)
+        rc = local_shingles(c, f, &need, &local);
     dd_u64s_release(&need);
-
-    /* answer the requests: per destination rank, records (gid, n, n hashes) */
-    if (!rc) {
-        int P = w->size;
-        uint64_t *cnt = sl_xcalloc((size_t)P, sizeof(uint64_t));
-        uint64_t *off = sl_xcalloc((size_t)P, sizeof(uint64_t));
-        uint64_t *rcnt = sl_xcalloc((size_t)P, sizeof(uint64_t));
-        struct sl_buf send = SL_BUF_INIT;
-        for (int r = 0; r < P; r++) {
-            off[r] = send.len;
-            for (size_t i = 0; i < nrq; i++) {
-                if ((int)in[i].rank != r)
-                    continue;
-                const struct sset_ent *x = sset_find(&local, in[i].gid);
-                uint64_t hdr[2] = { in[i].gid, x ? x->n : 0 };
-                sl_buf_append(&send, hdr, sizeof(hdr));
-                if (x && x->n)
-                    sl_buf_append(&send, local.pool.v + x->off, x->n * sizeof(uint64_t));
-            }
-            cnt[r] = send.len - off[r];
-        }
-        sl_buf_reset(&buf);
-        rc = sl_world_alltoallv(w, send.data ? send.data : "", cnt, off, &buf, rcnt);
-        sl_buf_release(&send);
-        free(cnt);
-        free(off);
-        free(rcnt);
-        for (size_t p = 0; !rc && p + 16 <= buf.len;) {
-            uint64_t hdr[2];
-            memcpy(hdr, buf.data + p, 16);
-            p += 16;
-            sset_add(&remote, hdr[0], (const uint64_t *)(buf.data + p), hdr[1]);
-            p += hdr[1] * 8;
-        }
-        if (remote.n > 1) /* qsort wants a valid pointer even for nothing */
-            qsort(remote.e, remote.n, sizeof(*remote.e), cmp_ent);
-    }
+    if (!rc)
+        rc = answer_requests(w, in, nin, &local, &remote);
     free(in);
-    sl_buf_release(&buf);
 
     *out = NULL;
     *nout = 0;
     *checked = m;
-    if (!rc) {
-        *out = sl_xmalloc((m + 1) * sizeof(**out));
-        for (size_t i = 0; i < m; i++) {
-            const struct sset_ent *a = sset_find(&local, E[i].u);
-            const struct sset_ent *b = sset_find(&local, E[i].v);
-            const uint64_t *bp = local.pool.v;
-            if (!b) {
-                b = sset_find(&remote, E[i].v);
-                bp = remote.pool.v;
-            }
-            if (!a || !b)
-                continue; /* cannot happen: every needed set was produced */
-            double j = dd_jaccard(local.pool.v + a->off, a->n, bp + b->off, b->n);
-            if (j >= f->threshold) {
-                (*out)[*nout].u = E[i].u;
-                (*out)[*nout].v = E[i].v;
-                (*out)[*nout].jaccard = j;
-                (*nout)++;
-            }
-        }
-    }
+    if (!rc)
+        similar_pairs(f, E, m, &local, &remote, out, nout);
     free(E);
     sset_release(&local);
     sset_release(&remote);
@@ -630,374 +664,414 @@ static int fail(int rc)
     return rc;
 }
 
-static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int argc,
-               const char **argv)
-{
-    struct sl_world *w = sl_world_get();
+/* One run, built up step by step: the corpus, the index it builds on, the stage, the Redis
+ * buckets, pass 1, pairs, clusters, outputs, the index it writes. */
+struct fuzzy_run {
+    const struct opts *o;
+    const struct fz *f;
+    struct sl_world *w;
+    int redis, iout;
     struct dd_corpus c;
-    int rc = dd_corpus_init(&c, w, (const char *const *)operands->v, operands->n);
-    if (rc) {
-        dd_corpus_release(&c);
-        return fail(1);
-    }
-    c.text_key = o->text_key;
-    c.id_key = o->id_key;
-    c.max_line = o->max_line;
-    c.repair_utf8 = o->repair_utf8;
-    int redis = !strcmp(o->backend, "redis");
+    struct old_index old; /* --index-in: its band records this rank owns (memory backend) */
+    char *old_prefix;     /* --index-in: its Redis key prefix */
+    struct sl_buf settings;
+    struct sl_stage st;
+    struct lsh_redis lr;
+    char *prefix;          /* of this run's Redis buckets */
+    const char *query_old; /* prefix of the index's buckets, when they are not this run's */
+    int temp_keys;         /* delete this run's buckets once the pairs are known */
+    struct dd_index_writer idw, bw; /* --index-out: ids, bands */
+    struct p1 p;
+    double t_lsh;
+    uint64_t counts[2]; /* candidate, verified pairs */
+    struct dd_pair *pairs;
+    size_t np;
+    struct dd_fate *fates;
+    size_t nf;
+    unsigned rounds;
+    struct sl_buf allp;  /* every pair, sorted, on rank 0 (--pairs) */
+    struct old_ids oid;  /* ids of the index's documents in this run's clusters (rank 0) */
+    struct dd_u64s want; /* their gids */
+    uint64_t groups;
+    struct sl_counters extra, totals;
+    int begun; /* the stage began */
+};
 
-    /* the index this run builds on */
-    struct old_index old;
-    memset(&old, 0, sizeof(old));
-    old.P = w->size;
-    old.rank = w->rank;
-    char *old_prefix = NULL;
+/* Read the meta, ids and band records of --index-in: the index this run builds on. */
+static int index_in_read(struct fuzzy_run *r)
+{
+    const struct opts *o = r->o;
+    char *settings = NULL, *backend = NULL;
     uint64_t old_gen = 0;
-    if (o->index_in) {
-        char *settings = NULL, *backend = NULL;
-        int parts = 0;
-        rc = dd_index_read_meta(o->index_in, &settings, &old_gen, &parts, &backend, &old_prefix);
-        if (!rc && strcmp(settings, f->minhash_json))
-            rc = sl_err_set(SL_ERR_CONFIG,
-                            "the index '%s' was built with other MinHash settings: %s\nhint: "
-                            "use the same --preset/--ngram/--bands/--rows/--norm/--seed as "
-                            "when it was written (these are %s)",
-                            o->index_in, settings, f->minhash_json);
-        if (!rc && strcmp(backend, o->backend))
-            rc = sl_err_set(SL_ERR_CONFIG,
-                            "the index '%s' was built with --backend %s\nhint: use --backend %s",
-                            o->index_in, backend, backend);
-        if (!rc && old_gen >= 255)
-            rc = sl_err_set(SL_ERR_UNSUPPORTED, "the index '%s' has 255 generations already",
-                            o->index_in);
-        /* the ids files name the documents of earlier runs in this run's clusters */
-        size_t nids = 0;
-        if (!rc)
-            rc = for_each_ids_file(o->index_in, count_file, &nids);
-        if (!rc && nids == 0)
-            rc = sl_err_set(SL_ERR_CORRUPT,
-                            "the dedup index '%s' has no ids files (ids-GEN-RANK.sldx.zst): the "
-                            "ids of its documents are missing\nhint: copy the whole index "
-                            "directory that --index-out wrote",
-                            o->index_in);
-        for (int p = 0; !rc && !redis && p < parts; p++) {
-            char *path = sl_xasprintf("%s/bands-%05d.sldx.zst", o->index_in, p);
-            rc = dd_index_read_recs(path, keep_owned, &old, &old.r, &old.n, &old.cap);
-            free(path);
-        }
-        lsh_sort(old.r, old.n);
-        free(settings);
-        free(backend);
-        c.gen = old_gen + 1;
-        if (rc) {
-            free(old.r);
-            free(old_prefix);
-            dd_corpus_release(&c);
-            return fail(1);
-        }
+    int parts = 0;
+    int rc = dd_index_read_meta(o->index_in, &settings, &old_gen, &parts, &backend, &r->old_prefix);
+    if (!rc && strcmp(settings, r->f->minhash_json))
+        rc = sl_err_set(SL_ERR_CONFIG,
+                        "the index '%s' was built with other MinHash settings: %s\nhint: "
+                        "use the same --preset/--ngram/--bands/--rows/--norm/--seed as "
+                        "when it was written (these are %s)",
+                        o->index_in, settings, r->f->minhash_json);
+    if (!rc && strcmp(backend, o->backend))
+        rc = sl_err_set(SL_ERR_CONFIG,
+                        "the index '%s' was built with --backend %s\nhint: use --backend %s",
+                        o->index_in, backend, backend);
+    if (!rc && old_gen >= 255)
+        rc = sl_err_set(SL_ERR_UNSUPPORTED, "the index '%s' has 255 generations already",
+                        o->index_in);
+    /* the ids files name the documents of earlier runs in this run's clusters */
+    size_t nids = 0;
+    if (!rc)
+        rc = for_each_ids_file(o->index_in, count_file, &nids);
+    if (!rc && nids == 0)
+        rc = sl_err_set(SL_ERR_CORRUPT,
+                        "the dedup index '%s' has no ids files (ids-GEN-RANK.sldx.zst): the "
+                        "ids of its documents are missing\nhint: copy the whole index "
+                        "directory that --index-out wrote",
+                        o->index_in);
+    for (int p = 0; !rc && !r->redis && p < parts; p++) {
+        char *path = sl_xasprintf("%s/bands-%05d.sldx.zst", o->index_in, p);
+        rc = dd_index_read_recs(path, keep_owned, &r->old, &r->old.r, &r->old.n, &r->old.cap);
+        free(path);
     }
+    lsh_sort(r->old.r, r->old.n);
+    free(settings);
+    free(backend);
+    r->c.gen = old_gen + 1;
+    return rc;
+}
 
-    struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_printf(&settings, "{\"mode\":\"fuzzy\",\"minhash\":%s,\"verify\":%s,\"threshold\":%.6g,"
-                             "\"anchors\":%u,\"index_in\":",
+/* The settings that make a run's outputs what they are (for resuming and the plan). */
+static void fuzzy_settings(struct fuzzy_run *r)
+{
+    const struct opts *o = r->o;
+    const struct fz *f = r->f;
+    struct sl_buf *s = &r->settings;
+    sl_buf_printf(s,
+                  "{\"mode\":\"fuzzy\",\"minhash\":%s,\"verify\":%s,\"threshold\":%.6g,"
+                  "\"anchors\":%u,\"index_in\":",
                   f->minhash_json, f->verify ? "true" : "false", f->threshold, f->anchors);
     if (o->index_in)
-        sl_buf_json_str(&settings, o->index_in, strlen(o->index_in));
+        sl_buf_json_str(s, o->index_in, strlen(o->index_in));
     else
-        sl_buf_puts(&settings, "null");
-    sl_buf_printf(&settings, ",\"index_generation\":%llu,\"text_key\":", (unsigned long long)c.gen);
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_puts(&settings, ",\"id_key\":");
-    sl_buf_json_str(&settings, o->id_key, strlen(o->id_key));
-    sl_buf_printf(&settings, ",\"pairs\":%s,\"level\":%ld,\"repair_utf8\":%s}",
-                  o->pairs ? "true" : "false", o->level, o->repair_utf8 ? "true" : "false");
-    struct sl_stage st;
-    /* the manifest shows the whole command line: "dedup fuzzy ..." */
-    struct sl_stage_cfg cfg = { .stage = "dedup-fuzzy",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &c.in,
-                                .settings_json = settings.data,
-                                .force = o->force };
-    rc = sl_stage_begin(&st, w, &cfg);
-    if (rc) {
-        sl_buf_release(&settings);
-        free(old.r);
-        free(old_prefix);
-        dd_corpus_release(&c);
-        return fail(1);
-    }
+        sl_buf_puts(s, "null");
+    sl_buf_printf(s, ",\"index_generation\":%llu,\"text_key\":", (unsigned long long)r->c.gen);
+    sl_buf_json_str(s, o->text_key, strlen(o->text_key));
+    sl_buf_puts(s, ",\"id_key\":");
+    sl_buf_json_str(s, o->id_key, strlen(o->id_key));
+    sl_buf_printf(s, ",\"pairs\":%s,\"level\":%ld,\"repair_utf8\":%s}", o->pairs ? "true" : "false",
+                  o->level, o->repair_utf8 ? "true" : "false");
+}
 
-    /* where the Redis buckets of this run go */
-    struct lsh_redis lr;
-    memset(&lr, 0, sizeof(lr));
-    char *prefix = NULL;
-    int temp_keys = 0;
-    const char *query_old = NULL;
-    if (redis) {
-        if (o->index_in && o->index_out) {
-            prefix = sl_xstrdup(old_prefix); /* the index grows in place */
-        } else if (o->index_in) {
-            prefix = run_prefix(&c, settings.data, "run");
-            query_old = old_prefix;
-            temp_keys = 1;
-        } else if (o->index_out) {
-            prefix = o->redis_prefix ? sl_xstrdup(o->redis_prefix)
-                                     : run_prefix(&c, settings.data, "index");
-        } else {
-            prefix = o->redis_prefix ? sl_xstrdup(o->redis_prefix)
-                                     : run_prefix(&c, settings.data, "run");
-            temp_keys = 1;
-        }
-        const char *pw = getenv("SLUICE_REDIS_PASSWORD");
-        rc = lsh_redis_open(&lr, o->redis, pw && *pw ? pw : NULL, prefix, (unsigned)o->redis_batch,
-                            o->redis_timeout);
-        if (!rc && w->rank == 0 && *redis_cluster_unsynced(lr.rc))
-            sl_warn("redis master %s has no synced replica: if it fails, the run stops\nhint: "
-                    "wait until every replica reports master_link_status:up (redis-cli -p PORT "
-                    "info replication)",
-                    redis_cluster_unsynced(lr.rc));
+/* Connect to the Redis Cluster, choosing where this run's buckets go. */
+static int redis_open(struct fuzzy_run *r)
+{
+    const struct opts *o = r->o;
+    if (o->index_in && o->index_out) {
+        r->prefix = sl_xstrdup(r->old_prefix); /* the index grows in place */
+    } else if (o->index_in) {
+        r->prefix = run_prefix(&r->c, r->settings.data, "run");
+        r->query_old = r->old_prefix;
+        r->temp_keys = 1;
+    } else if (o->index_out) {
+        r->prefix = o->redis_prefix ? sl_xstrdup(o->redis_prefix)
+                                    : run_prefix(&r->c, r->settings.data, "index");
+    } else {
+        r->prefix = o->redis_prefix ? sl_xstrdup(o->redis_prefix)
+                                    : run_prefix(&r->c, r->settings.data, "run");
+        r->temp_keys = 1;
     }
+    const char *pw = getenv("SLUICE_REDIS_PASSWORD");
+    int rc = lsh_redis_open(&r->lr, o->redis, pw && *pw ? pw : NULL, r->prefix,
+                            (unsigned)o->redis_batch, o->redis_timeout);
+    if (!rc && r->w->rank == 0 && *redis_cluster_unsynced(r->lr.rc))
+        sl_warn("redis master %s has no synced replica: if it fails, the run stops\nhint: "
+                "wait until every replica reports master_link_status:up (redis-cli -p PORT "
+                "info replication)",
+                redis_cluster_unsynced(r->lr.rc));
+    return rc;
+}
 
-    /* index-out writers */
-    struct dd_index_writer idw, bw;
-    memset(&idw, 0, sizeof(idw));
-    memset(&bw, 0, sizeof(bw));
-    int iout = o->index_out != NULL;
-    if (!rc && iout) {
-        if (w->rank == 0)
-            rc = mkdir_p(o->index_out);
-        int64_t bad = rc != 0;
-        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
-        if (bad && !rc)
-            rc = sl_err_set(SL_ERR_IO, "rank 0 cannot create '%s'", o->index_out);
-        if (!rc) {
-            char *p = sl_xasprintf("%s/ids-%03llu-%05d.sldx.zst", o->index_out,
-                                   (unsigned long long)c.gen, w->rank);
-            rc = dd_index_writer_open(&idw, p, DD_INDEX_MAGIC_IDS);
-            free(p);
-        }
-        if (!rc && !redis) {
-            char *p = sl_xasprintf("%s/bands-%05d.sldx.zst", o->index_out, w->rank);
-            rc = dd_index_writer_open(&bw, p, DD_INDEX_MAGIC_BANDS);
-            free(p);
-        }
+/* Open this rank's --index-out files: the ids of its documents and (memory backend) the
+ * band records it owns. */
+static int index_out_open(struct fuzzy_run *r)
+{
+    const struct sl_world *w = r->w;
+    const char *dir = r->o->index_out;
+    int rc = 0;
+    if (w->rank == 0)
+        rc = mkdir_p(dir);
+    int64_t bad = rc != 0;
+    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+    if (bad && !rc)
+        rc = sl_err_set(SL_ERR_IO, "rank 0 cannot create '%s'", dir);
+    if (!rc) {
+        char *p =
+            sl_xasprintf("%s/ids-%03llu-%05d.sldx.zst", dir, (unsigned long long)r->c.gen, w->rank);
+        rc = dd_index_writer_open(&r->idw, p, DD_INDEX_MAGIC_IDS);
+        free(p);
     }
+    if (!rc && !r->redis) {
+        char *p = sl_xasprintf("%s/bands-%05d.sldx.zst", dir, w->rank);
+        rc = dd_index_writer_open(&r->bw, p, DD_INDEX_MAGIC_BANDS);
+        free(p);
+    }
+    return rc;
+}
 
-    /* pass 1: signatures and band keys */
-    struct p1 p;
-    memset(&p, 0, sizeof(p));
-    p.f = f;
-    p.ids = iout ? &idw : NULL;
-    p.id_key = o->id_key;
+/* Pass 1: the signatures and band keys of this rank's documents. */
+static int pass1(struct fuzzy_run *r)
+{
+    struct p1 *p = &r->p;
+    p->f = r->f;
+    p->ids = r->iout ? &r->idw : NULL;
+    p->id_key = r->o->id_key;
+    int rc = dd_corpus_scan(&r->c, "dedup fuzzy: minhash", 1, p1_doc, p);
+    sl_buf_release(&p->nbuf);
+    dd_u64s_release(&p->sh);
+    return rc;
+}
+
+/* Candidate pairs from the Redis Cluster: every rank's buckets are in before any query. */
+static int redis_pairs(struct fuzzy_run *r, struct dd_edge **e, size_t *ne, size_t *cap)
+{
+    const struct sl_world *w = r->w;
+    const struct fz *f = r->f;
+    const struct p1 *p = &r->p;
+    int rc = lsh_redis_insert(&r->lr, p->gids.v, p->keys.v, p->gids.n, f->bands);
+    int64_t bad = rc != 0;
+    sl_world_allreduce_i64(w, &bad, 1, SL_MAX); /* every insert is in before any query */
+    if (!rc && bad)
+        rc = sl_err_set(SL_ERR_NET, "another rank failed to write to the Redis Cluster");
     if (!rc)
-        rc = dd_corpus_scan(&c, "dedup fuzzy: minhash", 1, p1_doc, &p);
-    sl_buf_release(&p.nbuf);
-    dd_u64s_release(&p.sh);
+        rc = lsh_redis_pairs(&r->lr, r->query_old, p->gids.v, p->keys.v, p->gids.n, f->bands,
+                             f->anchors, e, ne, cap);
+    bad = rc != 0;
+    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+    if (!rc && bad)
+        rc = sl_err_set(SL_ERR_NET, "another rank failed to read the Redis Cluster");
+    if (!rc && r->temp_keys)
+        rc = lsh_redis_delete(&r->lr, p->keys.v, p->gids.n, f->bands);
+    return rc;
+}
 
-    /* candidate pairs */
-    struct dd_edge *e = NULL;
-    size_t ne = 0, cap = 0;
+/* The candidate pairs (documents sharing a band), on the rank of their first document. */
+static int candidate_pairs(struct fuzzy_run *r, struct dd_edge **e, size_t *ne)
+{
+    size_t cap = 0;
+    int rc;
     double t0 = sl_now();
-    if (!rc && !redis) {
-        rc = memory_pairs(w, f, &p, &old, DD_GID(c.gen, 0, 0), iout ? &bw : NULL, &e, &ne, &cap);
-    } else if (!rc) {
-        rc = lsh_redis_insert(&lr, p.gids.v, p.keys.v, p.gids.n, f->bands);
-        int64_t bad = rc != 0;
-        sl_world_allreduce_i64(w, &bad, 1, SL_MAX); /* every insert is in before any query */
-        if (!rc && bad)
-            rc = sl_err_set(SL_ERR_NET, "another rank failed to write to the Redis Cluster");
-        if (!rc)
-            rc = lsh_redis_pairs(&lr, query_old, p.gids.v, p.keys.v, p.gids.n, f->bands,
-                                 f->anchors, &e, &ne, &cap);
-        bad = rc != 0;
-        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
-        if (!rc && bad)
-            rc = sl_err_set(SL_ERR_NET, "another rank failed to read the Redis Cluster");
-        if (!rc && temp_keys)
-            rc = lsh_redis_delete(&lr, p.keys.v, p.gids.n, f->bands);
-    }
-    double t_lsh = sl_now() - t0;
-    free(old.r);
+    if (!r->redis)
+        rc = memory_pairs(r->w, r->f, &r->p, &r->old, DD_GID(r->c.gen, 0, 0),
+                          r->iout ? &r->bw : NULL, e, ne, &cap);
+    else
+        rc = redis_pairs(r, e, ne, &cap);
+    r->t_lsh = sl_now() - t0;
+    free(r->old.r);
+    r->old.r = NULL;
     if (!rc)
-        rc = pairs_to_owner(&c, &e, &ne);
-    uint64_t counts[2] = { ne, 0 };
+        rc = pairs_to_owner(&r->c, e, ne);
+    r->counts[0] = *ne;
+    return rc;
+}
 
-    /* verification */
-    struct dd_pair *pairs = NULL;
-    size_t np = 0;
-    if (!rc && f->verify) {
+/* The pairs that count: with --verify those of Jaccard >= threshold, else all. Takes e. */
+static int check_pairs(struct fuzzy_run *r, struct dd_edge *e, size_t ne)
+{
+    int rc = 0;
+    if (r->f->verify) {
         uint64_t checked;
-        rc = verify_pairs(&c, f, e, ne, &pairs, &np, &checked);
+        rc = verify_pairs(&r->c, r->f, e, ne, &r->pairs, &r->np, &checked);
         e = NULL;
-    } else if (!rc) {
-        pairs = sl_xmalloc((ne + 1) * sizeof(*pairs));
+    } else {
+        r->pairs = sl_xmalloc((ne + 1) * sizeof(*r->pairs));
         for (size_t i = 0; i < ne; i++) {
-            pairs[i].u = e[i].u;
-            pairs[i].v = e[i].v;
-            pairs[i].jaccard = -1;
+            r->pairs[i].u = e[i].u;
+            r->pairs[i].v = e[i].v;
+            r->pairs[i].jaccard = -1;
         }
-        np = ne;
+        r->np = ne;
     }
     free(e);
-    counts[1] = np;
+    r->counts[1] = r->np;
+    return rc;
+}
 
-    /* connected components */
+/* Connected components of the pairs: each document's fate (the document its cluster
+ * keeps), on the rank that reads it. */
+static int components(struct fuzzy_run *r)
+{
     struct dd_edge *labels = NULL;
     size_t nl = 0;
-    unsigned rounds = 0;
-    if (!rc) {
-        struct dd_edge *ce = sl_xmalloc((np + 1) * sizeof(*ce));
-        for (size_t i = 0; i < np; i++) {
-            ce[i].u = pairs[i].u;
-            ce[i].v = pairs[i].v;
-        }
-        rc = dd_components(w, ce, np, getenv("SLUICE_DEDUP_FORCE_STAR") != NULL, &labels, &nl,
-                           &rounds);
+    struct dd_edge *ce = sl_xmalloc((r->np + 1) * sizeof(*ce));
+    for (size_t i = 0; i < r->np; i++) {
+        ce[i].u = r->pairs[i].u;
+        ce[i].v = r->pairs[i].v;
     }
-    struct dd_fate *fates = NULL;
-    size_t nf = 0;
+    int rc = dd_components(r->w, ce, r->np, getenv("SLUICE_DEDUP_FORCE_STAR") != NULL, &labels, &nl,
+                           &r->rounds);
     if (!rc) {
-        fates = sl_xmalloc((nl + 1) * sizeof(*fates));
+        r->fates = sl_xmalloc((nl + 1) * sizeof(*r->fates));
         for (size_t i = 0; i < nl; i++) {
             /* documents of the index were settled by their own run: only a cluster's
              * first document (kept) is reported from there */
-            if (DD_GID_GEN(labels[i].u) != c.gen && labels[i].u != labels[i].v)
+            if (DD_GID_GEN(labels[i].u) != r->c.gen && labels[i].u != labels[i].v)
                 continue;
-            fates[nf].gid = labels[i].u;
-            fates[nf].keep = labels[i].v;
-            nf++;
+            r->fates[r->nf].gid = labels[i].u;
+            r->fates[r->nf].keep = labels[i].v;
+            r->nf++;
         }
-        rc = dd_fates_to_owners(&c, &fates, &nf);
+        rc = dd_fates_to_owners(&r->c, &r->fates, &r->nf);
     }
     free(labels);
+    return rc;
+}
 
-    /* pairs for pairs.jsonl, on rank 0 */
-    struct sl_buf allp = SL_BUF_INIT;
-    if (!rc && o->pairs) {
-        rc = sl_world_gather_bytes(w, pairs ? (const void *)pairs : "", np * sizeof(*pairs), 0,
-                                   &allp, NULL);
-        if (!rc && w->rank == 0)
-            if (allp.len / sizeof(*pairs) > 1) /* qsort wants a valid pointer even for nothing */
-                qsort(allp.data, allp.len / sizeof(*pairs), sizeof(*pairs), cmp_pair);
-    }
-    free(pairs);
+/* Every pair on rank 0, sorted, for pairs.jsonl. */
+static int gather_pairs(struct fuzzy_run *r)
+{
+    const struct dd_pair *pairs = r->pairs;
+    int rc = sl_world_gather_bytes(r->w, pairs ? (const void *)pairs : "", r->np * sizeof(*pairs),
+                                   0, &r->allp, NULL);
+    if (!rc && r->w->rank == 0)
+        if (r->allp.len / sizeof(*pairs) > 1) /* qsort wants a valid pointer even for nothing */
+            qsort(r->allp.data, r->allp.len / sizeof(*pairs), sizeof(*pairs), cmp_pair);
+    return rc;
+}
 
-    /* ids of earlier documents in clusters (rank 0) */
-    struct old_ids oid;
-    memset(&oid, 0, sizeof(oid));
-    struct dd_u64s want = { 0 };
-    if (!rc && o->index_in && w->rank == 0) {
-        for (size_t i = 0; i < nf; i++)
-            if (DD_GID_GEN(fates[i].gid) != c.gen)
-                dd_u64s_push(&want, fates[i].gid);
-        const struct dd_pair *ap = (const struct dd_pair *)allp.data;
-        for (size_t i = 0; i < allp.len / sizeof(*ap); i++)
-            if (DD_GID_GEN(ap[i].u) != c.gen)
-                dd_u64s_push(&want, ap[i].u);
-        dd_u64s_sort_unique(&want);
-        oid.want = want.v;
-        oid.nwant = want.n;
-        if (want.n)
-            rc = for_each_ids_file(o->index_in, read_ids_file, &oid);
-        if (oid.n > 1) /* qsort wants a valid pointer even for nothing */
-            qsort(oid.v, oid.n, sizeof(*oid.v), cmp_mid);
-        /* every earlier document in a cluster must have its id: never "kept": null */
-        for (size_t i = 0, j = 0; !rc && i < want.n; i++) {
-            while (j < oid.n && oid.v[j].gid < want.v[i])
-                j++;
-            if (j == oid.n || oid.v[j].gid != want.v[i])
-                rc = sl_err_set(SL_ERR_CORRUPT,
-                                "the dedup index '%s' has no id for document %llu of file %llu "
-                                "of generation %llu: its ids-%03llu-*.sldx.zst files are missing "
-                                "or incomplete\nhint: copy the whole index directory that "
-                                "--index-out wrote",
-                                o->index_in, (unsigned long long)DD_GID_LINE(want.v[i]),
-                                (unsigned long long)DD_GID_FILE(want.v[i]),
-                                (unsigned long long)DD_GID_GEN(want.v[i]),
-                                (unsigned long long)DD_GID_GEN(want.v[i]));
-        }
+/* Rank 0: the ids of the index's documents in this run's clusters and pairs. */
+static int read_old_ids(struct fuzzy_run *r)
+{
+    const char *index_in = r->o->index_in;
+    struct dd_u64s *want = &r->want;
+    struct old_ids *oid = &r->oid;
+    int rc = 0;
+    for (size_t i = 0; i < r->nf; i++)
+        if (DD_GID_GEN(r->fates[i].gid) != r->c.gen)
+            dd_u64s_push(want, r->fates[i].gid);
+    const struct dd_pair *ap = (const struct dd_pair *)r->allp.data;
+    for (size_t i = 0; i < r->allp.len / sizeof(*ap); i++)
+        if (DD_GID_GEN(ap[i].u) != r->c.gen)
+            dd_u64s_push(want, ap[i].u);
+    dd_u64s_sort_unique(want);
+    oid->want = want->v;
+    oid->nwant = want->n;
+    if (want->n)
+        rc = for_each_ids_file(index_in, read_ids_file, oid);
+    if (oid->n > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(oid->v, oid->n, sizeof(*oid->v), cmp_mid);
+    /* every earlier document in a cluster must have its id: never "kept": null */
+    for (size_t i = 0, j = 0; !rc && i < want->n; i++) {
+        while (j < oid->n && oid->v[j].gid < want->v[i])
+            j++;
+        if (j == oid->n || oid->v[j].gid != want->v[i])
+            rc = sl_err_set(SL_ERR_CORRUPT,
+                            "the dedup index '%s' has no id for document %llu of file %llu "
+                            "of generation %llu: its ids-%03llu-*.sldx.zst files are missing "
+                            "or incomplete\nhint: copy the whole index directory that "
+                            "--index-out wrote",
+                            index_in, (unsigned long long)DD_GID_LINE(want->v[i]),
+                            (unsigned long long)DD_GID_FILE(want->v[i]),
+                            (unsigned long long)DD_GID_GEN(want->v[i]),
+                            (unsigned long long)DD_GID_GEN(want->v[i]));
     }
-    if (o->index_in) {
-        /* rank 0 read the ids: the others must not go on writing when it failed */
-        int64_t bad = rc != 0;
-        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
-        if (bad && !rc)
-            rc = sl_err_set(SL_ERR_STATE, "rank 0 could not read the ids of the dedup index");
-    }
+    return rc;
+}
 
-    uint64_t groups = 0;
-    if (!rc) {
-        struct dd_apply_opts ao = { 1, o->level, old_id_lookup, &oid,
-                                    o->pairs ? (const struct dd_pair *)allp.data : NULL,
-                                    allp.len / sizeof(struct dd_pair) };
-        rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
-    } else {
-        free(fates);
-    }
-    sl_buf_release(&allp);
-    for (size_t i = 0; i < oid.n; i++)
-        free(oid.v[i].id);
-    free(oid.v);
-    dd_u64s_release(&want);
+/* The ids of earlier documents, read on rank 0; every rank learns whether that worked. */
+static int old_ids(struct fuzzy_run *r, int rc)
+{
+    if (!rc && r->w->rank == 0)
+        rc = read_old_ids(r);
+    /* rank 0 read the ids: the others must not go on writing when it failed */
+    int64_t bad = rc != 0;
+    sl_world_allreduce_i64(r->w, &bad, 1, SL_MAX);
+    if (bad && !rc)
+        rc = sl_err_set(SL_ERR_STATE, "rank 0 could not read the ids of the dedup index");
+    return rc;
+}
 
-    /* finish the index */
-    if (iout) {
+/* Write the kept documents and the reports (duplicates, clusters, pairs). Takes the fates. */
+static int write_outputs(struct fuzzy_run *r)
+{
+    struct dd_apply_opts ao = { 1,
+                                r->o->level,
+                                old_id_lookup,
+                                &r->oid,
+                                r->o->pairs ? (const struct dd_pair *)r->allp.data : NULL,
+                                r->allp.len / sizeof(struct dd_pair) };
+    struct dd_fate *fates = r->fates;
+    r->fates = NULL;
+    return dd_corpus_apply(&r->c, &r->st, fates, r->nf, &ao, &r->groups);
+}
+
+/* Commit (or, after a failure, abort) this rank's --index-out files; rank 0 then copies the
+ * ids of the earlier generations and writes the meta. */
+static int index_commit(struct fuzzy_run *r, int rc)
+{
+    const struct opts *o = r->o;
+    if (!rc)
+        rc = dd_index_writer_commit(&r->idw);
+    else if (r->idw.w)
+        dd_index_writer_abort(&r->idw);
+    if (r->bw.w) {
         if (!rc)
-            rc = dd_index_writer_commit(&idw);
-        else if (idw.w)
-            dd_index_writer_abort(&idw);
-        if (bw.w) {
-            if (!rc)
-                rc = dd_index_writer_commit(&bw);
-            else
-                dd_index_writer_abort(&bw);
-        }
-        int64_t bad = rc != 0;
-        sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
-        if (!rc && bad)
-            rc = sl_err_set(SL_ERR_IO, "another rank failed to write the index");
-        if (!rc && w->rank == 0) {
-            if (o->index_in && !same_dir(o->index_in, o->index_out)) {
-                struct copy_ctx cc = { o->index_out };
-                rc = for_each_ids_file(o->index_in, copy_ids_file, &cc);
-            }
-            if (!rc)
-                rc = dd_index_write_meta(o->index_out, f->minhash_json, c.gen, w->size,
-                                         o->backend, redis ? prefix : NULL);
-        }
+            rc = dd_index_writer_commit(&r->bw);
+        else
+            dd_index_writer_abort(&r->bw);
     }
+    int64_t bad = rc != 0;
+    sl_world_allreduce_i64(r->w, &bad, 1, SL_MAX);
+    if (!rc && bad)
+        rc = sl_err_set(SL_ERR_IO, "another rank failed to write the index");
+    if (!rc && r->w->rank == 0) {
+        if (o->index_in && !same_dir(o->index_in, o->index_out)) {
+            struct copy_ctx cc = { o->index_out };
+            rc = for_each_ids_file(o->index_in, copy_ids_file, &cc);
+        }
+        if (!rc)
+            rc = dd_index_write_meta(o->index_out, r->f->minhash_json, r->c.gen, r->w->size,
+                                     o->backend, r->redis ? r->prefix : NULL);
+    }
+    return rc;
+}
 
-    struct sl_counters extra, totals;
-    sl_counters_init(&extra);
-    sl_counters_init(&totals);
-    if (!rc) {
-        sl_counters_add(&extra, "empty_documents", p.empty);
-        sl_counters_add(&extra, "short_documents_hashed_whole", p.whole);
-        rc = sl_world_reduce_counters(w, &extra, 0);
-        sl_world_allreduce_u64(w, counts, 2, SL_SUM);
-        if (w->rank == 0) {
-            sl_counters_set(&extra, "candidate_pairs", counts[0]);
-            if (f->verify)
-                sl_counters_set(&extra, "verified_pairs", counts[1]);
-            sl_counters_set(&extra, "duplicate_clusters", groups);
-        }
+/* The run's counts into the manifest, and the stage finished. */
+static int finish(struct fuzzy_run *r)
+{
+    struct sl_world *w = r->w;
+    struct sl_counters *extra = &r->extra;
+    sl_counters_add(extra, "empty_documents", r->p.empty);
+    sl_counters_add(extra, "short_documents_hashed_whole", r->p.whole);
+    int rc = sl_world_reduce_counters(w, extra, 0);
+    sl_world_allreduce_u64(w, r->counts, 2, SL_SUM);
+    if (w->rank == 0) {
+        sl_counters_set(extra, "candidate_pairs", r->counts[0]);
+        if (r->f->verify)
+            sl_counters_set(extra, "verified_pairs", r->counts[1]);
+        sl_counters_set(extra, "duplicate_clusters", r->groups);
     }
     if (!rc) {
-        char **names = sl_xcalloc(c.in.n + 1, sizeof(char *));
-        for (size_t i = 0; i < c.in.n; i++)
+        size_t n = r->c.in.n;
+        char **names = sl_xcalloc(n + 1, sizeof(char *));
+        for (size_t i = 0; i < n; i++)
             names[i] = sl_stage_shard_name(i, ".jsonl.zst");
-        rc = sl_stage_finish(&st, names, c.in.n, &extra, &totals);
-        for (size_t i = 0; i < c.in.n; i++)
+        rc = sl_stage_finish(&r->st, names, n, extra, &r->totals);
+        for (size_t i = 0; i < n; i++)
             free(names[i]);
         free(names);
     }
-    /* peak memory of the ranks (for benchmarks: -v prints it) */
+    return rc;
+}
+
+/* The error, or (rank 0) what the run did; peak memory of the ranks for -v. */
+static void report(struct fuzzy_run *r, int rc)
+{
+    struct sl_world *w = r->w;
+    const struct sl_counters *totals = &r->totals;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     uint64_t rss[2] = { (uint64_t)ru.ru_maxrss, (uint64_t)ru.ru_maxrss };
-    double tl[1] = { t_lsh };
+    double tl[1] = { r->t_lsh };
     if (!rc) {
         sl_world_allreduce_u64(w, rss, 1, SL_MAX);
         sl_world_allreduce_u64(w, rss + 1, 1, SL_SUM);
@@ -1005,43 +1079,144 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
     }
     if (rc) {
         sl_error("%s", sl_err_msg());
-        if (redis)
-            fprintf(stderr, "hint: the outputs in '%s' are resumable: run the same command again "
-                            "once the cluster is healthy\n", o->out);
-    } else if (w->rank == 0) {
-        char sn[32];
-        char vp[64] = "";
-        if (f->verify)
-            snprintf(vp, sizeof(vp), ", %llu verified", (unsigned long long)counts[1]);
-        sl_info("dedup fuzzy: %llu of %llu documents removed as near-duplicates (%llu clusters; "
-                "%llu candidate pairs%s); %llu kept in '%s'%s",
-                (unsigned long long)sl_counters_get(&totals, "duplicates_removed"),
-                (unsigned long long)sl_counters_get(&totals, "documents_in"),
-                (unsigned long long)groups, (unsigned long long)counts[0], vp,
-                (unsigned long long)sl_counters_get(&totals, "documents_out"), o->out,
-                st.resumed ? " (resumed)" : "");
-        print_stats(tl[0], rounds, rss[0], rss[1] / (uint64_t)w->size);
-        uint64_t whole = sl_counters_get(&totals, "short_documents_hashed_whole");
-        uint64_t empty = sl_counters_get(&totals, "empty_documents");
-        if (whole)
-            sl_info("%llu documents are shorter than one shingle (%s) and were hashed whole",
-                    (unsigned long long)whole, dd_shingler_name(&f->sh, sn, sizeof(sn)));
-        if (empty)
-            sl_warn("%llu documents have no text to compare (empty after normalisation) and "
-                    "were kept", (unsigned long long)empty);
+        if (r->redis)
+            fprintf(stderr,
+                    "hint: the outputs in '%s' are resumable: run the same command again "
+                    "once the cluster is healthy\n",
+                    r->o->out);
+        return;
     }
-    sl_counters_release(&extra);
-    sl_counters_release(&totals);
-    if (redis)
-        lsh_redis_close(&lr);
-    free(prefix);
-    free(old_prefix);
-    dd_u64s_release(&p.gids);
-    dd_u64s_release(&p.keys);
-    sl_stage_release(&st);
-    sl_buf_release(&settings);
-    dd_corpus_release(&c);
-    return rc ? 1 : 0;
+    if (w->rank != 0)
+        return;
+    char sn[32];
+    char vp[64] = "";
+    if (r->f->verify)
+        snprintf(vp, sizeof(vp), ", %llu verified", (unsigned long long)r->counts[1]);
+    sl_info("dedup fuzzy: %llu of %llu documents removed as near-duplicates (%llu clusters; "
+            "%llu candidate pairs%s); %llu kept in '%s'%s",
+            (unsigned long long)sl_counters_get(totals, "duplicates_removed"),
+            (unsigned long long)sl_counters_get(totals, "documents_in"),
+            (unsigned long long)r->groups, (unsigned long long)r->counts[0], vp,
+            (unsigned long long)sl_counters_get(totals, "documents_out"), r->o->out,
+            r->st.resumed ? " (resumed)" : "");
+    print_stats(tl[0], r->rounds, rss[0], rss[1] / (uint64_t)w->size);
+    uint64_t whole = sl_counters_get(totals, "short_documents_hashed_whole");
+    uint64_t empty = sl_counters_get(totals, "empty_documents");
+    if (whole)
+        sl_info("%llu documents are shorter than one shingle (%s) and were hashed whole",
+                (unsigned long long)whole, dd_shingler_name(&r->f->sh, sn, sizeof(sn)));
+    if (empty)
+        sl_warn("%llu documents have no text to compare (empty after normalisation) and "
+                "were kept",
+                (unsigned long long)empty);
+}
+
+/* What the earlier steps' outputs held: pairs and the ids of earlier documents. */
+static void release_matches(struct fuzzy_run *r)
+{
+    sl_buf_release(&r->allp);
+    for (size_t i = 0; i < r->oid.n; i++)
+        free(r->oid.v[i].id);
+    free(r->oid.v);
+    memset(&r->oid, 0, sizeof(r->oid));
+    dd_u64s_release(&r->want);
+}
+
+/* Open the inputs, read --index-in and begin the stage; on failure print it and return 1. */
+static int run_begin(struct fuzzy_run *r, struct sl_strlist *operands, int argc, const char **argv)
+{
+    const struct opts *o = r->o;
+    int rc = dd_corpus_init(&r->c, r->w, (const char *const *)operands->v, operands->n);
+    if (rc)
+        return fail(1);
+    r->c.text_key = o->text_key;
+    r->c.id_key = o->id_key;
+    r->c.max_line = o->max_line;
+    r->c.repair_utf8 = o->repair_utf8;
+    if (o->index_in && index_in_read(r))
+        return fail(1);
+    fuzzy_settings(r);
+    /* the manifest shows the whole command line: "dedup fuzzy ..." */
+    struct sl_stage_cfg cfg = { .stage = "dedup-fuzzy",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &r->c.in,
+                                .settings_json = r->settings.data,
+                                .force = o->force };
+    if (sl_stage_begin(&r->st, r->w, &cfg))
+        return fail(1);
+    r->begun = 1;
+    return 0;
+}
+
+static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int argc,
+               const char **argv)
+{
+    struct fuzzy_run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.f = f;
+    r.w = sl_world_get();
+    r.redis = !strcmp(o->backend, "redis");
+    r.iout = o->index_out != NULL;
+    r.old.P = r.w->size;
+    r.old.rank = r.w->rank;
+    sl_counters_init(&r.extra);
+    sl_counters_init(&r.totals);
+    int rc = run_begin(&r, operands, argc, argv);
+    if (rc)
+        goto out;
+
+    if (r.redis)
+        rc = redis_open(&r);
+    if (!rc && r.iout)
+        rc = index_out_open(&r);
+    if (!rc)
+        rc = pass1(&r);
+    struct dd_edge *e = NULL;
+    size_t ne = 0;
+    if (!rc)
+        rc = candidate_pairs(&r, &e, &ne);
+    if (!rc)
+        rc = check_pairs(&r, e, ne);
+    else
+        free(e);
+    if (!rc)
+        rc = components(&r);
+    if (!rc && o->pairs)
+        rc = gather_pairs(&r);
+    free(r.pairs);
+    r.pairs = NULL;
+    if (o->index_in)
+        rc = old_ids(&r, rc);
+    if (!rc)
+        rc = write_outputs(&r);
+    free(r.fates);
+    r.fates = NULL;
+    release_matches(&r);
+    if (r.iout)
+        rc = index_commit(&r, rc);
+    if (!rc)
+        rc = finish(&r);
+    report(&r, rc);
+    rc = rc ? 1 : 0;
+out:
+    sl_counters_release(&r.extra);
+    sl_counters_release(&r.totals);
+    if (r.redis && r.begun)
+        lsh_redis_close(&r.lr);
+    free(r.prefix);
+    free(r.old_prefix);
+    free(r.old.r);
+    free(r.fates);
+    dd_u64s_release(&r.p.gids);
+    dd_u64s_release(&r.p.keys);
+    if (r.begun)
+        sl_stage_release(&r.st);
+    sl_buf_release(&r.settings);
+    dd_corpus_release(&r.c);
+    return rc;
 }
 
 int dedup_fuzzy_main(int argc, const char **argv)

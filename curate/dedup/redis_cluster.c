@@ -549,15 +549,18 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* One pass over the pending commands: returns 0 when the pass ran (some commands may
- * still be pending: *retry says whether a wait is due), or a hard error. */
-static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, int *conn_fail,
-                     double deadline)
+/* One pass: the commands sent to each node (at most `pipeline` each), and what the pass
+ * learnt for the caller. */
+struct rc_pass {
+    size_t **list; /* per node: indexes into the batch */
+    size_t *cnt;
+    int *retry, *conn_fail;
+    double deadline;
+};
+
+/* The pending commands, to the node that serves their slot (or that an ASK named). */
+static void pass_assign(struct redis_cluster *rc, struct rc_batch *b, struct rc_pass *ps)
 {
-    size_t nn = rc->n;
-    /* commands per node for this pass (at most `pipeline` each) */
-    size_t **list = sl_xcalloc(nn, sizeof(size_t *));
-    size_t *cnt = sl_xcalloc(nn, sizeof(size_t));
     for (size_t i = 0; i < b->n; i++) {
         struct rc_cmd *c = &b->c[i];
         if (c->done)
@@ -565,160 +568,210 @@ static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, i
         int node = c->ask_node >= 0 ? c->ask_node : rc->owner[c->slot];
         if (node < 0) {
             snprintf(rc->problem, sizeof(rc->problem), "slot %u has no master", c->slot);
-            *retry = 1;
-            *conn_fail = 1;
+            *ps->retry = 1;
+            *ps->conn_fail = 1;
             continue;
         }
-        if (cnt[node] >= rc->pipeline)
+        if (ps->cnt[node] >= rc->pipeline)
             continue;
-        if (!list[node])
-            list[node] = sl_xmalloc(rc->pipeline * sizeof(size_t));
-        list[node][cnt[node]++] = i;
+        if (!ps->list[node])
+            ps->list[node] = sl_xmalloc(rc->pipeline * sizeof(size_t));
+        ps->list[node][ps->cnt[node]++] = i;
         c->node = node;
     }
-    int hard = 0;
-    /* write every node's pipeline */
-    for (size_t k = 0; k < nn; k++) {
-        if (!cnt[k])
-            continue;
-        struct rc_node *n = &rc->nodes[k];
-        int cr = node_connect(rc, n);
-        if (cr == SL_ERR_USAGE) {
-            hard = sl_err_set(SL_ERR_USAGE,
-                              "redis node %s:%d: %s\nhint: set the password in "
-                              "SLUICE_REDIS_PASSWORD",
-                              n->host, n->port, n->last_error);
+}
+
+/* Write node k's pipeline (with a WAIT after writes when it has replicas). A node that
+ * cannot be reached keeps its commands pending; a refused password is a hard error. */
+static int pass_send(struct redis_cluster *rc, struct rc_batch *b, struct rc_pass *ps, size_t k)
+{
+    struct rc_node *n = &rc->nodes[k];
+    int cr = node_connect(rc, n);
+    if (cr == SL_ERR_USAGE)
+        return sl_err_set(SL_ERR_USAGE,
+                          "redis node %s:%d: %s\nhint: set the password in "
+                          "SLUICE_REDIS_PASSWORD",
+                          n->host, n->port, n->last_error);
+    if (cr) {
+        snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
+                 n->last_error);
+        ps->cnt[k] = 0; /* not sent: pending */
+        *ps->retry = 1;
+        *ps->conn_fail = 1;
+        return 0;
+    }
+    for (size_t j = 0; j < ps->cnt[k]; j++) {
+        struct rc_cmd *c = &b->c[ps->list[k][j]];
+        if (c->ask_node >= 0) {
+            const char *asking = "ASKING";
+            size_t al = 6;
+            redisAppendCommandArgv(n->ctx, 1, &asking, &al);
+        }
+        redisAppendCommandArgv(n->ctx, c->argc, c->argv, c->len);
+        rc->st.commands++;
+    }
+    if (b->writes && n->replicas > 0)
+        redisAppendCommand(n->ctx, "WAIT 1 5000");
+    rc->st.pipelines++;
+    int done = 0;
+    while (!done)
+        if (redisBufferWrite(n->ctx, &done) != REDIS_OK)
             break;
-        }
-        if (cr) {
-            snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
-                     n->last_error);
-            cnt[k] = 0; /* not sent: pending */
-            *retry = 1;
-            *conn_fail = 1;
-            continue;
-        }
-        for (size_t j = 0; j < cnt[k]; j++) {
-            struct rc_cmd *c = &b->c[list[k][j]];
-            if (c->ask_node >= 0) {
-                const char *asking = "ASKING";
-                size_t al = 6;
-                redisAppendCommandArgv(n->ctx, 1, &asking, &al);
-            }
-            redisAppendCommandArgv(n->ctx, c->argc, c->argv, c->len);
-            rc->st.commands++;
-        }
-        if (b->writes && n->replicas > 0)
-            redisAppendCommand(n->ctx, "WAIT 1 5000");
-        rc->st.pipelines++;
-        int done = 0;
-        while (!done)
-            if (redisBufferWrite(n->ctx, &done) != REDIS_OK)
-                break;
+    return 0;
+}
+
+/* An error reply: a redirect (MOVED updates the slot map, ASK sends the command to the
+ * other node once), a state worth a retry, or a hard error. */
+static int reply_error(struct redis_cluster *rc, struct rc_cmd *c, const struct rc_node *n,
+                       const redisReply *r, int *retry)
+{
+    unsigned slot;
+    char host[256];
+    int port;
+    int kind = redis_parse_redirect(r->str, r->len, &slot, host, sizeof(host), &port);
+    if (kind && ++c->redirects > 32)
+        return sl_err_set(SL_ERR_NET, "redis: too many redirects for slot %u (last: %s)", c->slot,
+                          r->str);
+    if (kind == 1) {
+        rc->owner[slot] = (int16_t)node_index(rc, host, port);
+        rc->st.moved++;
+    } else if (kind == 2) {
+        c->ask_node = node_index(rc, host, port);
+        rc->st.ask++;
+    } else if (transient_error(r->str)) {
+        snprintf(rc->problem, sizeof(rc->problem), "node %s:%d answered '%s'", n->host, n->port,
+                 r->str);
+        *retry = 1;
+    } else {
+        return sl_err_set(SL_ERR_NET, "redis node %s:%d answered '%s' to %.*s", n->host, n->port,
+                          r->str, (int)c->len[0], c->argv[0]);
     }
-    /* read the replies */
-    for (size_t k = 0; k < nn && !hard; k++) {
-        if (!cnt[k])
-            continue;
-        struct rc_node *n = &rc->nodes[k];
-        int broken = 0;
-        for (size_t j = 0; j < cnt[k] && !broken && !hard; j++) {
-            struct rc_cmd *c = &b->c[list[k][j]];
-            void *rp = NULL;
-            int got = 0;
-            if (c->ask_node >= 0) {
-                if ((got = node_reply(n, &rp, deadline)) != 0) {
-                    broken = got == SL_ERR_NET;
-                    hard = got == SL_ERR_NET ? 0 : got;
-                    break;
-                }
-                freeReplyObject(rp);
-                rp = NULL;
-            }
-            if ((got = node_reply(n, &rp, deadline)) != 0) {
-                broken = got == SL_ERR_NET;
-                hard = got == SL_ERR_NET ? 0 : got;
-                break;
-            }
-            redisReply *r = rp;
-            c->ask_node = -1;
-            if (r->type == REDIS_REPLY_ERROR) {
-                unsigned slot;
-                char host[256];
-                int port;
-                int kind = redis_parse_redirect(r->str, r->len, &slot, host, sizeof(host), &port);
-                if (kind && ++c->redirects > 32) {
-                    hard =
-                        sl_err_set(SL_ERR_NET, "redis: too many redirects for slot %u (last: %s)",
-                                   c->slot, r->str);
-                } else if (kind == 1) {
-                    rc->owner[slot] = (int16_t)node_index(rc, host, port);
-                    rc->st.moved++;
-                } else if (kind == 2) {
-                    c->ask_node = node_index(rc, host, port);
-                    rc->st.ask++;
-                } else if (transient_error(r->str)) {
-                    snprintf(rc->problem, sizeof(rc->problem), "node %s:%d answered '%s'", n->host,
-                             n->port, r->str);
-                    *retry = 1;
-                } else {
-                    hard = sl_err_set(SL_ERR_NET, "redis node %s:%d answered '%s' to %.*s", n->host,
-                                      n->port, r->str, (int)c->len[0], c->argv[0]);
-                }
-                freeReplyObject(r);
-                continue;
-            }
-            if (c->reply)
-                freeReplyObject(c->reply);
-            c->reply = r;
-            c->done = b->writes && n->replicas > 0 ? 2 : 1; /* 2: waits for WAIT */
-        }
-        if (!broken && !hard && b->writes && n->replicas > 0) {
-            void *rp = NULL;
-            int got = node_reply(n, &rp, deadline);
-            if (got) {
-                broken = got == SL_ERR_NET;
-                hard = got == SL_ERR_NET ? 0 : got;
-            } else {
-                redisReply *r = rp;
-                int ok = r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
-                if (!ok)
-                    snprintf(rc->problem, sizeof(rc->problem),
-                             "node %s:%d: no replica acknowledged the writes (WAIT)", n->host,
-                             n->port);
-                freeReplyObject(r);
-                for (size_t j = 0; j < cnt[k]; j++) {
-                    struct rc_cmd *c = &b->c[list[k][j]];
-                    if (c->done == 2)
-                        c->done = ok ? 1 : 0;
-                }
-                if (!ok)
-                    *retry = 1;
-            }
-        }
-        if (broken) {
-            snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
-                     n->last_error[0]    ? n->last_error
-                     : n->ctx->errstr[0] ? n->ctx->errstr
-                                         : "connection lost");
-            snprintf(n->last_error, sizeof(n->last_error), "%s", rc->problem);
-            node_close(n);
-            /* nothing of this pipeline is known to be durable: send it all again */
-            for (size_t j = 0; j < cnt[k]; j++)
-                if (b->c[list[k][j]].done == 2)
-                    b->c[list[k][j]].done = 0;
-            *retry = 1;
-            *conn_fail = 1;
-        }
+    return 0;
+}
+
+/* A reply from node n; a lost connection sets *broken and is no hard error. */
+static int read_reply(struct rc_node *n, void **rp, double deadline, int *broken)
+{
+    int got = node_reply(n, rp, deadline);
+    if (got) {
+        *broken = got == SL_ERR_NET;
+        return got == SL_ERR_NET ? 0 : got;
     }
+    return 0;
+}
+
+/* The reply to one command (after the reply to its ASKING). */
+static int read_cmd(struct redis_cluster *rc, struct rc_batch *b, struct rc_node *n,
+                    struct rc_cmd *c, struct rc_pass *ps, int *broken)
+{
+    void *rp = NULL;
+    int hard;
+    if (c->ask_node >= 0) {
+        if ((hard = read_reply(n, &rp, ps->deadline, broken)) || *broken)
+            return hard;
+        freeReplyObject(rp);
+        rp = NULL;
+    }
+    if ((hard = read_reply(n, &rp, ps->deadline, broken)) || *broken)
+        return hard;
+    redisReply *r = rp;
+    c->ask_node = -1;
+    if (r->type == REDIS_REPLY_ERROR) {
+        hard = reply_error(rc, c, n, r, ps->retry);
+        freeReplyObject(r);
+        return hard;
+    }
+    if (c->reply)
+        freeReplyObject(c->reply);
+    c->reply = r;
+    c->done = b->writes && n->replicas > 0 ? 2 : 1; /* 2: waits for WAIT */
+    return 0;
+}
+
+/* The reply to WAIT: the writes of node k are durable when a replica acknowledged them. */
+static int read_wait(struct redis_cluster *rc, struct rc_batch *b, struct rc_pass *ps, size_t k,
+                     int *broken)
+{
+    struct rc_node *n = &rc->nodes[k];
+    void *rp = NULL;
+    int hard = read_reply(n, &rp, ps->deadline, broken);
+    if (hard || *broken)
+        return hard;
+    redisReply *r = rp;
+    int ok = r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
+    if (!ok)
+        snprintf(rc->problem, sizeof(rc->problem),
+                 "node %s:%d: no replica acknowledged the writes (WAIT)", n->host, n->port);
+    freeReplyObject(r);
+    for (size_t j = 0; j < ps->cnt[k]; j++) {
+        struct rc_cmd *c = &b->c[ps->list[k][j]];
+        if (c->done == 2)
+            c->done = ok ? 1 : 0;
+    }
+    if (!ok)
+        *ps->retry = 1;
+    return 0;
+}
+
+/* Node k's connection broke: close it, and send its whole pipeline again. */
+static void pass_broken(struct redis_cluster *rc, struct rc_batch *b, struct rc_pass *ps, size_t k)
+{
+    struct rc_node *n = &rc->nodes[k];
+    snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
+             n->last_error[0]    ? n->last_error
+             : n->ctx->errstr[0] ? n->ctx->errstr
+                                 : "connection lost");
+    snprintf(n->last_error, sizeof(n->last_error), "%s", rc->problem);
+    node_close(n);
+    /* nothing of this pipeline is known to be durable: send it all again */
+    for (size_t j = 0; j < ps->cnt[k]; j++)
+        if (b->c[ps->list[k][j]].done == 2)
+            b->c[ps->list[k][j]].done = 0;
+    *ps->retry = 1;
+    *ps->conn_fail = 1;
+}
+
+/* Read node k's replies. */
+static int pass_read(struct redis_cluster *rc, struct rc_batch *b, struct rc_pass *ps, size_t k)
+{
+    struct rc_node *n = &rc->nodes[k];
+    int broken = 0, hard = 0;
+    for (size_t j = 0; j < ps->cnt[k] && !broken && !hard; j++)
+        hard = read_cmd(rc, b, n, &b->c[ps->list[k][j]], ps, &broken);
+    if (!broken && !hard && b->writes && n->replicas > 0)
+        hard = read_wait(rc, b, ps, k, &broken);
+    if (broken)
+        pass_broken(rc, b, ps, k);
+    return hard;
+}
+
+/* One pass over the pending commands: returns 0 when the pass ran (some commands may
+ * still be pending: *retry says whether a wait is due), or a hard error. */
+static int exec_pass(struct redis_cluster *rc, struct rc_batch *b, int *retry, int *conn_fail,
+                     double deadline)
+{
+    size_t nn = rc->n;
+    struct rc_pass ps = { .list = sl_xcalloc(nn, sizeof(size_t *)),
+                          .cnt = sl_xcalloc(nn, sizeof(size_t)),
+                          .retry = retry,
+                          .conn_fail = conn_fail,
+                          .deadline = deadline };
+    pass_assign(rc, b, &ps);
+    int hard = 0;
+    for (size_t k = 0; k < nn && !hard; k++) /* write every node's pipeline */
+        if (ps.cnt[k])
+            hard = pass_send(rc, b, &ps, k);
+    for (size_t k = 0; k < nn && !hard; k++) /* read the replies */
+        if (ps.cnt[k])
+            hard = pass_read(rc, b, &ps, k);
     if (hard) /* replies may be left unread: these connections cannot be reused */
         for (size_t k = 0; k < nn; k++)
-            if (cnt[k])
+            if (ps.cnt[k])
                 node_close(&rc->nodes[k]);
     for (size_t k = 0; k < nn; k++)
-        free(list[k]);
-    free(list);
-    free(cnt);
+        free(ps.list[k]);
+    free(ps.list);
+    free(ps.cnt);
     return hard;
 }
 

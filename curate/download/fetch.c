@@ -243,6 +243,124 @@ static uint64_t file_size(const char *path)
     return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
+/* The buffers one attempt's handle points to: they live until the transfer ends. */
+struct attempt_bufs {
+    char ua[64];
+    char errbuf[CURL_ERROR_SIZE];
+    char range[32];
+    char if_range[300];
+    struct curl_slist *hdrs; /* freed after the transfer */
+};
+
+/* Set up the handle for one attempt: what to fetch and how, and, when a partial file is
+ * there, a Range with If-Range. */
+static void attempt_setup(CURL *h, struct attempt *a, const char *url, struct attempt_bufs *ab)
+{
+    const struct fetch_opts *o = a->o;
+    curl_easy_reset(h);
+    ab->errbuf[0] = 0;
+    ab->hdrs = NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    /* http and https only, also after redirects (no gopher://, file://, ftp://) */
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : ab->ua);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout > 0 ? o->connect_timeout : 30L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->min_speed > 0 ? o->min_speed : 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_timeout > 0 ? o->stall_timeout : 60L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ab->errbuf);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
+    /* files are stored as served: no transparent decompression */
+    curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    if (!a->offset)
+        return;
+    /* Range, and If-Range with the validator of the response the partial file began with: a
+     * changed resource (or a server that ignores Range) answers 200 with the whole of it,
+     * and on_body starts over */
+    snprintf(ab->range, sizeof(ab->range), "%llu-", (unsigned long long)a->offset);
+    curl_easy_setopt(h, CURLOPT_RANGE, ab->range);
+    char v[256];
+    load_validator(a->validator_path, v, sizeof(v));
+    if (v[0]) {
+        snprintf(ab->if_range, sizeof(ab->if_range), "If-Range: %s", v);
+        ab->hdrs = curl_slist_append(NULL, ab->if_range);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, ab->hdrs);
+    }
+}
+
+/* Start the partial file over (after a 416 or a range not asked for). */
+static int start_over(const char *part_path)
+{
+    if (truncate(part_path, 0) != 0)
+        return sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", part_path, strerror(errno));
+    return 0;
+}
+
+/* What an attempt's answer means: the download is complete (0, *retry 0), worth another
+ * attempt (0, *retry 1, why says what happened), or failed (the error). */
+static int judge_attempt(CURLcode cc, long status, const struct attempt *a, const char *url,
+                         const char *part_path, const char *errbuf, char *why, size_t why_n,
+                         struct fetch_result *r, int *retry)
+{
+    const struct fetch_opts *o = a->o;
+    int rc;
+    *retry = 0;
+    if (cc == CURLE_OK && (status == 200 || status == 206) && !a->discard) {
+        r->size = file_size(part_path);
+        return 0; /* complete */
+    }
+    if (status == 416 && a->offset) {
+        /* nothing past our end: complete when the total matches, else start over */
+        if (a->range_total == (int64_t)a->offset) {
+            r->size = a->offset;
+            return 0;
+        }
+        if ((rc = start_over(part_path)))
+            return rc;
+        snprintf(why, why_n, "HTTP 416 for a range past the end; starting over");
+    } else if (cc == CURLE_OK && a->discard && status == 206) {
+        /* a range we did not ask for */
+        if ((rc = start_over(part_path)))
+            return rc;
+        snprintf(why, why_n, "server sent an unexpected range; starting over");
+    } else if (status == 404 || status == 410) {
+        return sl_err_set(SL_ERR_NOTFOUND, "cannot download '%s': HTTP %ld (not found)", url,
+                          status);
+    } else if (status >= 500 || status == 408 || status == 429) {
+        snprintf(why, why_n, "HTTP %ld", status);
+    } else if (status >= 400) {
+        return sl_err_set(SL_ERR_NET, "cannot download '%s': HTTP %ld%s", url, status,
+                          status == 401 || status == 403
+                              ? "\nhint: the server needs credentials or refuses this client"
+                              : "");
+    } else if (cc == CURLE_OPERATION_TIMEDOUT && a->written + a->offset > 0) {
+        snprintf(why, why_n, "slower than %ld bytes/s for %ld s (%s)",
+                 o->min_speed > 0 ? o->min_speed : 1L,
+                 o->stall_timeout > 0 ? o->stall_timeout : 60L,
+                 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+    } else if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
+        return sl_err_set(SL_ERR_NET,
+                          "cannot download '%s': %s\nhint: sluice fetches http and "
+                          "https only, also when redirected",
+                          url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+    } else if (cc != CURLE_OK && transient_curl(cc)) {
+        snprintf(why, why_n, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+    } else {
+        return sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url,
+                          errbuf[0]        ? errbuf
+                          : cc != CURLE_OK ? curl_easy_strerror(cc)
+                                           : "unexpected response");
+    }
+    *retry = 1;
+    return 0;
+}
+
 int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o,
               struct fetch_result *r)
 {
@@ -250,11 +368,9 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
     CURL *h = curl_easy_init();
     if (!h)
         return sl_err_set(SL_ERR_NOMEM, "cannot start a libcurl handle");
-    char ua[64];
-    snprintf(ua, sizeof(ua), "sluice/%s", sl_version());
-    char errbuf[CURL_ERROR_SIZE];
+    struct attempt_bufs ab;
+    snprintf(ab.ua, sizeof(ab.ua), "sluice/%s", sl_version());
     char *vpath = validator_path(part_path);
-    char if_range[300];
     int rc = 0;
     double wait = o->retry_wait > 0 ? o->retry_wait : 1.0;
     for (int attempt = 0;; attempt++) {
@@ -271,45 +387,9 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         }
         if (a.offset)
             r->resumed = 1;
-        curl_easy_reset(h);
-        errbuf[0] = 0;
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        /* http and https only, also after redirects (no gopher://, file://, ftp://) */
-        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-        curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-        curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : ua);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
-                         o->connect_timeout > 0 ? o->connect_timeout : 30L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->min_speed > 0 ? o->min_speed : 1L);
-        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_timeout > 0 ? o->stall_timeout : 60L);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-        /* files are stored as served: no transparent decompression */
-        curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
-        char range[32];
-        struct curl_slist *hdrs = NULL;
-        if (a.offset) {
-            /* Range, and If-Range with the validator of the response the partial file began
-             * with: a changed resource (or a server that ignores Range) answers 200 with the
-             * whole of it, and on_body starts over */
-            snprintf(range, sizeof(range), "%llu-", (unsigned long long)a.offset);
-            curl_easy_setopt(h, CURLOPT_RANGE, range);
-            char v[256];
-            load_validator(vpath, v, sizeof(v));
-            if (v[0]) {
-                snprintf(if_range, sizeof(if_range), "If-Range: %s", v);
-                hdrs = curl_slist_append(NULL, if_range);
-                curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-            }
-        }
+        attempt_setup(h, &a, url, &ab);
         CURLcode cc = curl_easy_perform(h);
-        curl_slist_free_all(hdrs);
+        curl_slist_free_all(ab.hdrs);
         long status = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         r->status = status;
@@ -322,67 +402,11 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
             break;
         }
         char why[CURL_ERROR_SIZE + 64];
-        int retry = 0;
-        if (cc == CURLE_OK && (status == 200 || status == 206) && !a.discard) {
-            r->size = file_size(part_path);
-            break; /* complete */
-        }
-        if (status == 416 && a.offset) {
-            /* nothing past our end: complete when the total matches, else start over */
-            if (a.range_total == (int64_t)a.offset) {
-                r->size = a.offset;
-                break;
-            }
-            if (truncate(part_path, 0) != 0) {
-                rc = sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", part_path, strerror(errno));
-                break;
-            }
-            snprintf(why, sizeof(why), "HTTP 416 for a range past the end; starting over");
-            retry = 1;
-        } else if (cc == CURLE_OK && a.discard && status == 206) {
-            /* a range we did not ask for */
-            if (truncate(part_path, 0) != 0) {
-                rc = sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", part_path, strerror(errno));
-                break;
-            }
-            snprintf(why, sizeof(why), "server sent an unexpected range; starting over");
-            retry = 1;
-        } else if (status == 404 || status == 410) {
-            rc = sl_err_set(SL_ERR_NOTFOUND, "cannot download '%s': HTTP %ld (not found)", url,
-                            status);
+        int retry;
+        rc = judge_attempt(cc, status, &a, url, part_path, ab.errbuf, why, sizeof(why), r, &retry);
+        if (rc || !retry)
             break;
-        } else if (status >= 500 || status == 408 || status == 429) {
-            snprintf(why, sizeof(why), "HTTP %ld", status);
-            retry = 1;
-        } else if (status >= 400) {
-            rc = sl_err_set(SL_ERR_NET, "cannot download '%s': HTTP %ld%s", url, status,
-                            status == 401 || status == 403
-                                ? "\nhint: the server needs credentials or refuses this client"
-                                : "");
-            break;
-        } else if (cc == CURLE_OPERATION_TIMEDOUT && a.written + a.offset > 0) {
-            snprintf(why, sizeof(why), "slower than %ld bytes/s for %ld s (%s)",
-                     o->min_speed > 0 ? o->min_speed : 1L,
-                     o->stall_timeout > 0 ? o->stall_timeout : 60L,
-                     errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            retry = 1;
-        } else if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
-            rc = sl_err_set(SL_ERR_NET,
-                            "cannot download '%s': %s\nhint: sluice fetches http and "
-                            "https only, also when redirected",
-                            url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            break;
-        } else if (cc != CURLE_OK && transient_curl(cc)) {
-            snprintf(why, sizeof(why), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
-            retry = 1;
-        } else {
-            rc = sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url,
-                            errbuf[0]        ? errbuf
-                            : cc != CURLE_OK ? curl_easy_strerror(cc)
-                                             : "unexpected response");
-            break;
-        }
-        if (retry && attempt >= o->retries) {
+        if (attempt >= o->retries) {
             rc = sl_err_set(SL_ERR_NET,
                             "cannot download '%s': %s (gave up after %d attempts)\n"
                             "hint: run the same command again to resume; --retries N tries longer",

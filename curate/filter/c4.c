@@ -18,14 +18,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DROP(why, val)                                                                     \
-    do {                                                                                   \
-        r->keep = 0;                                                                       \
-        r->reason = (why);                                                                 \
-        r->score = (val);                                                                  \
-        return 0;                                                                          \
-    } while (0)
-
 /* ---- c4_quality ---------------------------------------------------------------------- */
 
 struct c4q {
@@ -141,11 +133,11 @@ static int c4q_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
             continue;
         ascii_lower(&q->low, L, ln);
         if (q->lorem && memmem(q->low.data, ln, "lorem ipsum", 11))
-            DROP("lorem_ipsum", 1);
+            return sl_filter_drop(r, "lorem_ipsum", 1);
         if (q->javascript && memmem(q->low.data, ln, "javascript", 10))
             continue;
         if (q->curly && memchr(L, '{', ln))
-            DROP("curly_bracket", 1);
+            return sl_filter_drop(r, "curly_bracket", 1);
         if (q->policy) {
             int hit = 0;
             for (size_t k = 0; policy_substrings[k] && !hit; k++)
@@ -164,7 +156,7 @@ static int c4q_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
     }
     r->score = (double)sentences;
     if (sentences < q->min_sentences)
-        DROP("too_few_sentences", (double)sentences);
+        return sl_filter_drop(r, "too_few_sentences", (double)sentences);
     /* "\n".join(kept).strip() */
     const char *o = q->out.data ? q->out.data : "";
     size_t a = 0, b = q->out.len;
@@ -235,7 +227,7 @@ static int c4p_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
     r->keep = 1;
     r->score = (double)top[2];
     if ((long)nlines < min_par || (long)top[2] < min_len)
-        DROP("< 3 paragraphs", (double)top[2]);
+        return sl_filter_drop(r, "< 3 paragraphs", (double)top[2]);
     return 0;
 }
 
@@ -353,13 +345,8 @@ static int c4b_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
     }
     r->keep = 1;
     r->score = 0;
-    if (!L || !L->re) {
-        if (b->fail_missing) {
-            r->keep = 0;
-            r->reason = "missing_badwords_lang";
-        }
-        return 0;
-    }
+    if (!L || !L->re)
+        return b->fail_missing ? sl_filter_drop(r, "missing_badwords_lang", 0) : 0;
     unicode_lower(&b->low, c->text, c->len);
     int rc = pcre2_match(L->re, (PCRE2_SPTR)(b->low.data ? b->low.data : ""), b->low.len, 0,
                          PCRE2_NO_UTF_CHECK, b->md, NULL);
@@ -376,9 +363,7 @@ static int c4b_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
         if (sl_rng_double(&g) < b->keep_fraction)
             return 0;
     }
-    r->keep = 0;
-    r->reason = "document_removed_with_badwords";
-    return 0;
+    return sl_filter_drop(r, "document_removed_with_badwords", 1);
 }
 
 static void c4b_release(struct sl_filter *f)

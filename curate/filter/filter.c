@@ -129,9 +129,11 @@ void sl_fctx_release(struct sl_fctx *c)
     free(c->pylines.v);
     for (int i = 0; i < 3; i++)
         free(c->wprefix[i]);
-    free(c->nemo_lines.v);
-    free(c->nemo_rep);
-    free(c->nemo_paras.v);
+    for (int i = 0; i < SL_VIEW_COUNT; i++) {
+        if (c->views[i].release && c->views[i].data)
+            c->views[i].release(c->views[i].data);
+        free(c->views[i].data);
+    }
     sl_hcount_release(&c->h1);
     sl_hcount_release(&c->h2);
     free(c->s1.v);
@@ -167,6 +169,17 @@ void sl_fctx_set_text(struct sl_fctx *c, const char *s, size_t n)
     c->version++;
     if (!c->version)
         c->version = 1;
+}
+
+struct sl_fctx_view *sl_fctx_view(struct sl_fctx *c, enum sl_fctx_view_id id, size_t size,
+                                  void (*release)(void *data))
+{
+    struct sl_fctx_view *v = &c->views[id];
+    if (!v->data) {
+        v->data = sl_xcalloc(1, size);
+        v->release = release;
+    }
+    return v;
 }
 
 static enum sl_words_mode words_mode(struct sl_fctx *c, enum sl_words_sel sel)

@@ -60,6 +60,22 @@ struct sl_spanvec {
 };
 void sl_spanvec_push(struct sl_spanvec *v, size_t off, size_t len);
 
+/* Views of the text that the filters of a family compute once per text and share (the
+ * NeMo filters, nemo.c: non-blank lines, paragraphs, character classes, where the n-grams
+ * repeat). The family that computes a view decides what its data holds. */
+enum sl_fctx_view_id {
+    SL_VIEW_NONBLANK_LINES,  /* struct sl_spanvec */
+    SL_VIEW_PARAGRAPHS,      /* struct sl_spanvec */
+    SL_VIEW_CHAR_CLASSES,    /* counts per class */
+    SL_VIEW_REPEATED_NGRAMS, /* positions of repeated n-grams */
+    SL_VIEW_COUNT,
+};
+struct sl_fctx_view {
+    void *data;                  /* zeroed on first use; kept between documents */
+    void (*release)(void *data); /* frees what data holds (not data itself), or NULL */
+    unsigned ver;                /* the text version data holds the view of; 0: none */
+};
+
 struct sl_fctx {
     const struct sl_filter_env *env;
     struct sl_doc *doc;
@@ -78,14 +94,8 @@ struct sl_fctx {
     uint64_t *wprefix[3]; /* sl_fctx_word_prefix, per words mode */
     size_t wprefix_cap[3];
     unsigned wprefix_ver[3];
-    /* views the NeMo filters share (nemo.c) */
-    struct sl_spanvec nemo_lines, nemo_paras;
-    unsigned nemo_lines_ver, nemo_paras_ver, nemo_chars_ver;
-    size_t nemo_chars[4];
-    uint8_t *nemo_rep; /* per word: nemo_rep_n if the nemo_rep_n-gram there occurs twice */
-    size_t nemo_rep_cap, nemo_rep_n, nemo_rep_active;
-    unsigned nemo_rep_ver;
-    int nemo_rep_sel;
+    /* views that the filters of one family share, by id (sl_fctx_view) */
+    struct sl_fctx_view views[SL_VIEW_COUNT];
     /* scratch for filters */
     struct sl_hcount h1, h2;
     struct sl_spanvec s1, s2;
@@ -99,6 +109,11 @@ void sl_fctx_begin(struct sl_fctx *c, struct sl_doc *doc, const char *text, size
                    const char *lang);
 /* Replace the text (copied). */
 void sl_fctx_set_text(struct sl_fctx *c, const char *s, size_t n);
+/* The view `id`: on first use its data is `size` zeroed bytes, freed with `release` by
+ * sl_fctx_release. It holds the current text's view when ->ver == c->version; the caller
+ * that computes it sets ->ver = c->version. */
+struct sl_fctx_view *sl_fctx_view(struct sl_fctx *c, enum sl_fctx_view_id id, size_t size,
+                                  void (*release)(void *data));
 
 enum sl_words_sel { SL_WSEL_AUTO, SL_WSEL_SPACE, SL_WSEL_RULES, SL_WSEL_CHARS };
 /* Words of the current text; AUTO means RULES, or CHARS for unspaced languages. */
@@ -127,6 +142,16 @@ struct sl_filter_result {
     const char *spans_json; /* JSON written as "<filter name>_spans" with --annotate, or NULL */
     size_t spans_len;
 };
+
+/* Drop the document for `reason` (a static string), with the score of the rule that
+ * decided; returns 0, for apply(): `return sl_filter_drop(r, "too_short", n);`. */
+static inline int sl_filter_drop(struct sl_filter_result *r, const char *reason, double score)
+{
+    r->keep = 0;
+    r->reason = reason;
+    r->score = score;
+    return 0;
+}
 
 struct sl_filter {
     const char *kind;

@@ -16,14 +16,6 @@ struct fw {
     enum sl_words_sel words;
 };
 
-#define DROP(why, val)                                                                     \
-    do {                                                                                   \
-        r->keep = 0;                                                                       \
-        r->reason = (why);                                                                 \
-        r->score = (val);                                                                  \
-        return 0;                                                                          \
-    } while (0)
-
 static int fw_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_result *r)
 {
     struct fw *q = f->state;
@@ -49,7 +41,7 @@ static int fw_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     r->keep = 1;
     r->score = 0;
     if (!lines->n)
-        DROP("empty", 0);
+        return sl_filter_drop(r, "empty", 0);
     size_t punct = 0, shorts = 0;
     for (size_t i = 0; i < lines->n; i++) {
         const char *s = t + lines->v[i].off;
@@ -62,10 +54,10 @@ static int fw_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     }
     double x = (double)punct / (double)lines->n;
     if (x < q->line_punct_thr && !(x == 0 && q->exclude_zero))
-        DROP("line_punct_ratio", x);
+        return sl_filter_drop(r, "line_punct_ratio", x);
     x = (double)shorts / (double)lines->n;
     if (x > q->short_line_thr)
-        DROP("short_line_ratio", x);
+        return sl_filter_drop(r, "short_line_ratio", x);
     size_t dchars = 0;
     sl_hcount_reset(&c->h2, lines->n);
     for (size_t i = 0; i < lines->n; i++) {
@@ -76,11 +68,11 @@ static int fw_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     size_t nonnl = c->nchar - newlines;
     x = nonnl ? (double)dchars / (double)nonnl : 0;
     if (x > q->char_dup_ratio)
-        DROP("char_dup_ratio", x);
+        return sl_filter_drop(r, "char_dup_ratio", x);
     const struct sl_wordvec *w = sl_fctx_words(c, q->words);
     x = w->n ? (double)newlines / (double)w->n : (newlines ? 1e300 : 0);
     if (x > q->new_line_ratio)
-        DROP("list_ratio", x);
+        return sl_filter_drop(r, "list_ratio", x);
     return 0;
 }
 

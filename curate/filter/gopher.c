@@ -61,14 +61,6 @@ static int has_alpha(const char *s, size_t n)
     return 0;
 }
 
-#define DROP(why, val)                                                                     \
-    do {                                                                                   \
-        r->keep = 0;                                                                       \
-        r->reason = (why);                                                                 \
-        r->score = (val);                                                                  \
-        return 0;                                                                          \
-    } while (0)
-
 static int gq_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_result *r)
 {
     struct gq *g = f->state;
@@ -86,23 +78,23 @@ static int gq_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     r->keep = 1;
     r->score = (double)nsw;
     if (g->min_words && (long)nsw < g->min_words)
-        DROP("gopher_short_doc", (double)nsw);
+        return sl_filter_drop(r, "gopher_short_doc", (double)nsw);
     if (g->max_words && (long)nsw > g->max_words)
-        DROP("gopher_long_doc", (double)nsw);
+        return sl_filter_drop(r, "gopher_long_doc", (double)nsw);
     double avg = nsw ? (double)chars / (double)nsw : NAN;
     if (g->min_avg != 0 && avg < g->min_avg)
-        DROP("gopher_below_avg_threshold", avg);
+        return sl_filter_drop(r, "gopher_below_avg_threshold", avg);
     if (g->max_avg != 0 && avg > g->max_avg)
-        DROP("gopher_above_avg_threshold", avg);
+        return sl_filter_drop(r, "gopher_above_avg_threshold", avg);
     double dn = nw ? (double)nw : INFINITY;
     if (g->max_symbol != 0) {
         double h = (double)count_sub(t, c->len, "#", 1) / dn;
         if (h > g->max_symbol)
-            DROP("gopher_too_many_hashes", h);
+            return sl_filter_drop(r, "gopher_too_many_hashes", h);
         double e = (double)(count_sub(t, c->len, "...", 3) +
                             count_sub(t, c->len, "\xe2\x80\xa6", 3)) / dn;
         if (e > g->max_symbol)
-            DROP("gopher_too_many_ellipsis", e);
+            return sl_filter_drop(r, "gopher_too_many_ellipsis", e);
     }
     const struct sl_spanvec *lines = sl_fctx_pylines(c);
     if (lines->n && (g->max_bullet != 0 || g->max_ellipsis != 0)) {
@@ -133,14 +125,14 @@ static int gq_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         }
         double rb = (double)bul / (double)lines->n, re = (double)ell / (double)lines->n;
         if (g->max_bullet != 0 && rb > g->max_bullet)
-            DROP("gopher_too_many_bullets", rb);
+            return sl_filter_drop(r, "gopher_too_many_bullets", rb);
         if (g->max_ellipsis != 0 && re > g->max_ellipsis)
-            DROP("gopher_too_many_end_ellipsis", re);
+            return sl_filter_drop(r, "gopher_too_many_end_ellipsis", re);
     }
     if (g->min_alpha != 0) {
         double ra = (double)alpha / dn;
         if (ra < g->min_alpha)
-            DROP("gopher_below_alpha_threshold", ra);
+            return sl_filter_drop(r, "gopher_below_alpha_threshold", ra);
     }
     if (g->min_stop) {
         /* distinct stop words among the words */
@@ -154,7 +146,7 @@ static int gq_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
                 found++;
         }
         if (found < g->min_stop)
-            DROP("gopher_enough_stop_words", (double)found);
+            return sl_filter_drop(r, "gopher_enough_stop_words", (double)found);
     }
     return 0;
 }
@@ -243,11 +235,8 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     double len = c->nchar ? (double)c->nchar : NAN;
     r->keep = 1;
     r->score = 0;
-    if (!c->len) {
-        r->keep = 0;
-        r->reason = "empty";
-        return 0;
-    }
+    if (!c->len)
+        return sl_filter_drop(r, "empty", 0);
     /* paragraphs: re.split(r"\n{2,}", text.strip()) */
     size_t a = 0, b = c->len;
     uc_strip_space(t, &a, &b);
@@ -270,10 +259,10 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     find_duplicates(c, paras, &dups, &dchars);
     double x = (double)dups / (double)paras->n;
     if (g->dup_para != 0 && x > g->dup_para)
-        DROP("dup_para_frac", x);
+        return sl_filter_drop(r, "dup_para_frac", x);
     x = (double)dchars / len;
     if (g->dup_para_char != 0 && x > g->dup_para_char)
-        DROP("dup_para_char_frac", x);
+        return sl_filter_drop(r, "dup_para_char_frac", x);
     /* lines: re.split("\n+", text) */
     struct sl_spanvec *lines = &c->s2;
     lines->n = 0;
@@ -293,10 +282,10 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     find_duplicates(c, lines, &dups, &dchars);
     x = (double)dups / (double)lines->n;
     if (g->dup_line != 0 && x > g->dup_line)
-        DROP("dup_line_frac", x);
+        return sl_filter_drop(r, "dup_line_frac", x);
     x = (double)dchars / len;
     if (g->dup_line_char != 0 && x > g->dup_line_char)
-        DROP("dup_line_char_frac", x);
+        return sl_filter_drop(r, "dup_line_char_frac", x);
 
     const struct sl_wordvec *w = sl_fctx_words(c, g->words);
     size_t nw = w->n;
@@ -324,9 +313,7 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
             chars += w->v[best.tag + j].nchar;
         double v = (double)chars * (double)best.count / len;
         if (v > g->top[k].frac) {
-            r->keep = 0;
-            r->reason = g->top[k].reason;
-            r->score = v;
+            sl_filter_drop(r, g->top[k].reason, v);
             dropped = 1;
         }
     }
@@ -369,9 +356,7 @@ static int gr_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         }
         double v = (double)repeated / len;
         if (v > g->dup[k].frac) {
-            r->keep = 0;
-            r->reason = g->dup[k].reason;
-            r->score = v;
+            sl_filter_drop(r, g->dup[k].reason, v);
             dropped = 1;
         }
     }

@@ -67,15 +67,12 @@ static int lf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         sl_doc_set_str(c->doc, l->lang_key, code, strlen(code));
         sl_doc_set_double(c->doc, l->score_key, round(s * 10000) / 10000);
     }
+    if (l->keep.n && !sl_strset_has(&l->keep, code, strlen(code)))
+        return sl_filter_drop(r, "language", s);
+    if (s < l->threshold)
+        return sl_filter_drop(r, "language_score", s);
     r->score = s;
     r->keep = 1;
-    if (l->keep.n && !sl_strset_has(&l->keep, code, strlen(code))) {
-        r->keep = 0;
-        r->reason = "language";
-    } else if (s < l->threshold) {
-        r->keep = 0;
-        r->reason = "language_score";
-    }
     return 0;
 }
 
@@ -161,7 +158,7 @@ static int cf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         r->keep = x > 1 - p;
     }
     if (!r->keep)
-        r->reason = "classifier";
+        return sl_filter_drop(r, "classifier", p);
     return 0;
 }
 
@@ -263,11 +260,9 @@ static int sw_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         if (e && sl_hcount_add(seen, e->hash, 0)->count == 1)
             found++;
     }
+    if (found < s->min)
+        return sl_filter_drop(r, "stop_words", (double)found);
     r->score = (double)found;
-    if (found < s->min) {
-        r->keep = 0;
-        r->reason = "stop_words";
-    }
     return 0;
 }
 

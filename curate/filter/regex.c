@@ -52,11 +52,8 @@ static int rx_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
         int m = any_match(x, c->text, c->len);
         if (m < 0)
             r->event = error_event(m);
-        if (m > 0 || (m < 0 && x->error_drops)) {
-            r->keep = 0;
-            r->score = 1;
-            r->reason = m > 0 ? "regex_match" : "regex_error";
-        }
+        if (m > 0 || (m < 0 && x->error_drops))
+            return sl_filter_drop(r, m > 0 ? "regex_match" : "regex_error", 1);
         return 0;
     }
     sl_buf_reset(&x->out);

@@ -58,28 +58,19 @@ static int uf_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_res
     if (domain_in(&u->allow, h, hn))
         return 0;
     r->score = 1;
-    if (domain_in(&u->block, h, hn)) {
-        r->keep = 0;
-        r->reason = "blocked_domain";
-        return 0;
-    }
+    if (domain_in(&u->block, h, hn))
+        return sl_filter_drop(r, "blocked_domain", 1);
     for (size_t i = 0; i < u->nsubs; i++)
-        if (strstr(s, u->subs[i])) {
-            r->keep = 0;
-            r->reason = "blocked_substring";
-            return 0;
-        }
+        if (strstr(s, u->subs[i]))
+            return sl_filter_drop(r, "blocked_substring", 1);
     if (u->words.n) {
         for (size_t i = 0; i < u->url.len;) {
             size_t j = i;
             while (j < u->url.len && ((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= '0' && s[j] <= '9') ||
                                       (unsigned char)s[j] >= 0x80))
                 j++;
-            if (j > i && sl_strset_has(&u->words, s + i, j - i)) {
-                r->keep = 0;
-                r->reason = "blocked_word";
-                return 0;
-            }
+            if (j > i && sl_strset_has(&u->words, s + i, j - i))
+                return sl_filter_drop(r, "blocked_word", 1);
             i = j + 1;
         }
     }
