@@ -306,10 +306,8 @@ int cmd_run(int argc, const char **argv)
                             "file, then key=value pairs",
                             rest.v[i]);
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     struct pl_pipeline p;
     char *file = NULL;

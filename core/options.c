@@ -413,3 +413,21 @@ void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *o
             fprintf(f, "    %s\n    %-26s  %s\n", left, "", o->help ? o->help : "");
     }
 }
+
+int sl_usage_error(const char *const *usage)
+{
+    sl_error("%s", sl_err_msg());
+    fprintf(stderr, "usage: %s\n", usage[0]);
+    return 2;
+}
+
+int sl_check_format_operands(const struct sl_strlist *rest, const char *cmd, const char *format,
+                             const char *arg)
+{
+    if (rest->n < 1 || strcmp(rest->v[0], format) != 0)
+        return sl_err_set(SL_ERR_USAGE, "unknown %s format%s%s\nhint: the format is '%s'", cmd,
+                          rest->n ? " " : "", rest->n ? rest->v[0] : "", format);
+    if (rest->n != 2)
+        return sl_err_set(SL_ERR_USAGE, "give exactly one %s", arg);
+    return 0;
+}

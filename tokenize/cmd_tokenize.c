@@ -865,11 +865,9 @@ int cmd_tokenize(int argc, const char **argv)
             if (!strcmp(o.keys.v[k], o.keys.v[j]))
                 rc = sl_err_set(SL_ERR_USAGE, "--json-key '%s' is given twice", o.keys.v[k]);
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.keys);
-        return 2;
+        return sl_usage_error(usage);
     }
     if (o.keys.n == 0)
         sl_strlist_push(&o.keys, "text");

@@ -186,10 +186,8 @@ int cmd_clean(int argc, const char **argv)
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

@@ -533,10 +533,8 @@ int cmd_extract(int argc, const char **argv)
     if (!rc && o.max_record < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, f, &rest, argc, argv);
     sl_strlist_release(&rest);

@@ -492,11 +492,9 @@ int cmd_filter(int argc, const char **argv)
             SL_ERR_USAGE,
             "--rejected and --annotate cannot be used together (annotate keeps every document)");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.set);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);
