@@ -76,6 +76,13 @@ struct sl_strlist {
 int sl_parse_options(int argc, const char **argv, const struct sl_option *opts,
                      struct sl_strlist *rest);
 
+/* Check mode (sluice run --dry-run checks each stage's command line with the command's
+ * own parser): while on, sl_parse_options answers a command line that parses with
+ * SL_PARSE_HELP, and sl_usage_print and sl_usage_error print nothing, so a command
+ * returns 0 right after parsing, without running, or 2 with the parser's message in
+ * sl_err_msg(). Checks of option combinations after parsing are not made. */
+void sl_options_check_only(int on);
+
 /* Print "usage: LINE\n   or: LINE\n\nDESCRIPTION\n\nOPTIONS" to f. `usage` is a NULL
  * terminated array: synopsis lines, then "" and description lines. */
 void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *opts);
