@@ -638,189 +638,228 @@ void pl_flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t first)
     }
 }
 
-static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct flow *fl)
+/* The maps of a section: itself, or each item of a list of runs. *ents is allocated. */
+static int section_entries(const struct stage_def *d, int stage, struct sl_cfg *sec,
+                           struct entry **ents, size_t *ne)
+{
+    *ents = NULL;
+    *ne = 0;
+    if (sec->kind == SL_CFG_SEQ) {
+        if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE)
+            return pl_where_err(sec, "'%s' takes one map, not a list", d->name);
+        if (sec->n == 0)
+            return pl_where_err(sec, "an empty list of runs");
+        for (size_t i = 0; i < sec->n; i++) {
+            sec->items[i]->used = 1;
+            if (sec->items[i]->kind != SL_CFG_MAP && sec->items[i]->kind != SL_CFG_NULL)
+                return pl_where_err(sec->items[i], "expected a map of options");
+        }
+        *ents = sl_xcalloc(sec->n, sizeof(**ents));
+        for (size_t i = 0; i < sec->n; i++)
+            (*ents)[i].map = sec->items[i];
+        *ne = sec->n;
+        return 0;
+    }
+    if (sec->kind == SL_CFG_MAP || sec->kind == SL_CFG_NULL ||
+        (sec->kind == SL_CFG_SCALAR && !sec->value[0])) {
+        *ents = sl_xcalloc(1, sizeof(**ents));
+        (*ents)[0].map = sec;
+        *ne = 1;
+        return 0;
+    }
+    return pl_where_err(sec, "expected a map of options (or a list of them)");
+}
+
+/* A new step for entry e of a section: its label and output directory ("name", "out"). */
+static int entry_step(struct loader *L, const struct stage_def *d, int stage, struct sl_cfg *m,
+                      size_t e, int in_list, struct pl_step **out)
+{
+    struct pl_pipeline *p = L->p;
+    char *name = NULL;
+    struct sl_cfg *nm = pl_child(m, "name");
+    int rc = 0;
+    if (nm)
+        rc = pl_one_scalar(L, nm, &name);
+    else if (in_list)
+        name = sl_xasprintf("%zu", e);
+    if (!rc && name && (!name[0] || strchr(name, '/') || name[0] == '.'))
+        rc = pl_where_err(nm, "an entry name is a plain file name, got '%s'", name);
+    if (rc) {
+        free(name);
+        return rc;
+    }
+    struct pl_step *s = pl_new_step(p, stage);
+    s->label = name ? sl_xasprintf("%s/%s", d->name, name) : sl_xstrdup(d->name);
+    struct sl_cfg *o = pl_child(m, "out");
+    if (o)
+        rc = pl_one_scalar(L, o, &s->out);
+    else
+        s->out = name ? sl_xasprintf("%s/%s/%s", p->work_dir, d->name, name)
+                      : sl_xasprintf("%s/%s", p->work_dir, d->name);
+    free(name);
+    *out = s;
+    return rc;
+}
+
+/* tokenizer_train and tokenize write OUT/PREFIX: --out OUT/PREFIX, and what later stages
+ * read (the model; the token shards and the counts manifest). */
+static int prefix_out(struct loader *L, int stage, struct sl_cfg *m, struct pl_step *s, size_t idx,
+                      struct flow *fl)
+{
+    struct sl_cfg *px = pl_child(m, "prefix");
+    char *pfx = NULL;
+    int rc = 0;
+    if (px)
+        rc = pl_one_scalar(L, px, &pfx);
+    else
+        pfx = sl_xstrdup(stage == PL_TOKENIZE ? L->p->name : "tokenizer");
+    if (!rc && (!pfx[0] || strchr(pfx, '/')))
+        rc = pl_where_err(px, "a prefix is a plain file name, got '%s'", pfx);
+    if (rc) {
+        free(pfx);
+        return rc;
+    }
+    char *full = sl_xasprintf("%s/%s", s->out, pfx);
+    free(pfx);
+    pl_push(&s->argv, full);
+    if (stage == PL_TOKENIZER_TRAIN) {
+        free(fl->tok_model);
+        fl->tok_model = sl_xasprintf("%s.model", full);
+        fl->tok_step = idx;
+        struct sl_cfg *vs = pl_child(m, "vocab_size");
+        free(fl->vocab_size);
+        fl->vocab_size = NULL;
+        if (vs)
+            rc = pl_one_scalar(L, vs, &fl->vocab_size);
+    } else {
+        s->counts_manifest = sl_xasprintf("%s.manifest.json", full);
+        /* the first --json-key names the shards the trainer reads */
+        struct sl_cfg *jk = pl_child(m, "json_key");
+        struct sl_strlist keys = { 0 };
+        if (jk)
+            rc = pl_scalars(L, jk, &keys);
+        free(fl->tokens);
+        fl->tokens = sl_xasprintf("%s_%s_document", full, keys.n ? keys.v[0] : "text");
+        fl->tokens_step = idx;
+        sl_strlist_release(&keys);
+    }
+    free(full);
+    return rc;
+}
+
+/* tokenize without 'tokenizer:': the model of the tokenizer_train stage before it. */
+static int default_tokenizer(struct sl_cfg *m, struct pl_step *s, struct flow *fl)
+{
+    if (pl_child(m, "tokenizer"))
+        return 0;
+    if (!fl->tok_model)
+        return pl_where_err(m, "'tokenize' needs 'tokenizer:' (gpt2:DIR, tiktoken:FILE, "
+                               "spm:FILE), or a 'tokenizer_train' stage before it");
+    char *spec = sl_xasprintf("spm:%s", fl->tok_model);
+    pl_push(&s->argv, "--tokenizer");
+    pl_push(&s->argv, spec);
+    pl_push(&s->inputs, fl->tok_model);
+    free(spec);
+    pl_add_dep(s, fl->tok_step);
+    return 0;
+}
+
+/* The operands: 'in' (resolved paths), or the previous document stage's outputs; each one
+ * an earlier step writes makes that step a dependency. */
+static int stage_inputs(struct loader *L, const struct stage_def *d, struct sl_cfg *m,
+                        struct pl_step *s, size_t idx, struct flow *fl)
+{
+    struct pl_pipeline *p = L->p;
+    struct sl_cfg *in = pl_child(m, "in");
+    struct sl_strlist ops = { 0 };
+    int rc = 0;
+    if (in) {
+        rc = pl_scalars(L, in, &ops);
+        if (!rc && ops.n == 0)
+            rc = pl_where_err(in, "no inputs given");
+        for (size_t i = 0; !rc && i < ops.n; i++) {
+            struct sl_cfg *it = in->kind == SL_CFG_SEQ ? in->items[i] : in;
+            char *r = pl_resolve_input(L, it, ops.v[i]);
+            free(ops.v[i]);
+            ops.v[i] = r;
+        }
+    } else if (fl->docs.n) {
+        for (size_t i = 0; i < fl->docs.n; i++) {
+            pl_push(&ops, fl->docs.v[i]);
+            pl_add_dep(s, fl->doc_steps[i]);
+        }
+    } else {
+        rc = pl_where_err(m,
+                          "'%s' has no inputs: give 'in:' (files or directories), or a "
+                          "stage before it",
+                          d->name);
+    }
+    for (size_t i = 0; !rc && i < ops.n; i++) {
+        pl_push(&s->argv, ops.v[i]);
+        pl_push(&s->inputs, ops.v[i]);
+        /* an input that is an earlier step's output */
+        for (size_t k = 0; k < idx; k++)
+            if (!strcmp(p->steps[k].out, ops.v[i]))
+                pl_add_dep(s, k);
+    }
+    sl_strlist_release(&ops);
+    return rc;
+}
+
+/* One entry of a section: its step (or, for download, steps), in the order the command line
+ * is written: --out, the options, the inputs. */
+static int build_entry(struct loader *L, int stage, struct sl_cfg *m, size_t e, int in_list,
+                       struct flow *fl)
 {
     struct pl_pipeline *p = L->p;
     const struct stage_def *d = &pl_stages[stage];
+    int rc = pl_check_keys(m, d->keys, in_list);
+    if (rc)
+        return rc;
+    size_t idx = p->n;
+    struct pl_step *s;
+    rc = entry_step(L, d, stage, m, e, in_list, &s);
+    if (rc)
+        return rc;
+    pl_push(&s->argv, "--out");
+    if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE) {
+        rc = prefix_out(L, stage, m, s, idx, fl);
+    } else {
+        pl_push(&s->argv, s->out);
+        s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
+    }
+    if (rc)
+        return rc;
+    if (stage == PL_DOWNLOAD) {
+        rc = pl_download_options(L, m, s);
+        if (!rc)
+            rc = pl_download_urls(L, m, p, idx);
+        if (!rc && m->kind == SL_CFG_MAP && pl_child(m, "in"))
+            rc = pl_where_err(pl_child(m, "in"), "'download' reads URLs, not 'in'");
+        return rc;
+    }
+    rc = pl_section_options(L, d->keys, m, s);
+    if (!rc && stage == PL_TOKENIZE)
+        rc = default_tokenizer(m, s, fl);
+    if (!rc)
+        rc = stage_inputs(L, d, m, s, idx, fl);
+    return rc;
+}
+
+static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct flow *fl)
+{
     sec->used = 1;
     if (stage == PL_TRAIN)
         return pl_build_train(L, sec, fl);
     struct entry *ents = NULL;
     size_t ne = 0;
-    int in_list = sec->kind == SL_CFG_SEQ;
-    if (in_list) {
-        if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE)
-            return pl_where_err(sec, "'%s' takes one map, not a list", d->name);
-        if (sec->n == 0)
-            return pl_where_err(sec, "an empty list of runs");
-        ents = sl_xcalloc(sec->n, sizeof(*ents));
-        for (size_t i = 0; i < sec->n; i++) {
-            ents[ne].map = sec->items[i];
-            ents[ne].map->used = 1;
-            if (ents[ne].map->kind != SL_CFG_MAP && ents[ne].map->kind != SL_CFG_NULL) {
-                free(ents);
-                return pl_where_err(sec->items[i], "expected a map of options");
-            }
-            ne++;
-        }
-    } else if (sec->kind == SL_CFG_MAP || sec->kind == SL_CFG_NULL ||
-               (sec->kind == SL_CFG_SCALAR && !sec->value[0])) {
-        ents = sl_xcalloc(1, sizeof(*ents));
-        ents[0].map = sec;
-        ne = 1;
-    } else {
-        return pl_where_err(sec, "expected a map of options (or a list of them)");
-    }
-    int rc = 0;
-    size_t first = p->n;
-    for (size_t e = 0; e < ne && !rc; e++) {
-        struct sl_cfg *m = ents[e].map;
-        rc = pl_check_keys(m, d->keys, in_list);
-        if (rc)
-            break;
-        char *name = NULL;
-        struct sl_cfg *nm = pl_child(m, "name");
-        if (nm)
-            rc = pl_one_scalar(L, nm, &name);
-        else if (in_list)
-            name = sl_xasprintf("%zu", e);
-        if (rc)
-            break;
-        if (name && (!name[0] || strchr(name, '/') || name[0] == '.')) {
-            rc = pl_where_err(nm, "an entry name is a plain file name, got '%s'", name);
-            free(name);
-            break;
-        }
-        size_t idx = p->n;
-        struct pl_step *s = pl_new_step(p, stage);
-        s->label = name ? sl_xasprintf("%s/%s", d->name, name) : sl_xstrdup(d->name);
-        struct sl_cfg *o = pl_child(m, "out");
-        if (o)
-            rc = pl_one_scalar(L, o, &s->out);
-        else
-            s->out = name ? sl_xasprintf("%s/%s/%s", p->work_dir, d->name, name)
-                          : sl_xasprintf("%s/%s", p->work_dir, d->name);
-        free(name);
-        if (rc)
-            break;
-        /* --out */
-        pl_push(&s->argv, "--out");
-        if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE) {
-            struct sl_cfg *px = pl_child(m, "prefix");
-            char *pfx = NULL;
-            if (px)
-                rc = pl_one_scalar(L, px, &pfx);
-            else
-                pfx = sl_xstrdup(stage == PL_TOKENIZE ? p->name : "tokenizer");
-            if (!rc && (!pfx[0] || strchr(pfx, '/')))
-                rc = pl_where_err(px, "a prefix is a plain file name, got '%s'", pfx);
-            if (!rc) {
-                char *full = sl_xasprintf("%s/%s", s->out, pfx);
-                pl_push(&s->argv, full);
-                if (stage == PL_TOKENIZER_TRAIN) {
-                    free(fl->tok_model);
-                    fl->tok_model = sl_xasprintf("%s.model", full);
-                    fl->tok_step = idx;
-                    struct sl_cfg *vs = pl_child(m, "vocab_size");
-                    free(fl->vocab_size);
-                    fl->vocab_size = NULL;
-                    if (vs)
-                        rc = pl_one_scalar(L, vs, &fl->vocab_size);
-                } else {
-                    s->counts_manifest = sl_xasprintf("%s.manifest.json", full);
-                    /* the first --json-key names the shards the trainer reads */
-                    struct sl_cfg *jk = pl_child(m, "json_key");
-                    struct sl_strlist keys = { 0 };
-                    if (jk)
-                        rc = pl_scalars(L, jk, &keys);
-                    free(fl->tokens);
-                    fl->tokens = sl_xasprintf("%s_%s_document", full, keys.n ? keys.v[0] : "text");
-                    fl->tokens_step = idx;
-                    sl_strlist_release(&keys);
-                }
-                free(full);
-            }
-            free(pfx);
-            if (rc)
-                break;
-        } else {
-            pl_push(&s->argv, s->out);
-            s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
-        }
-        /* options */
-        if (stage == PL_DOWNLOAD) {
-            rc = pl_download_options(L, m, s);
-            if (!rc)
-                rc = pl_download_urls(L, m, p, idx);
-            s = &p->steps[p->n - 1];
-            if (rc)
-                break;
-        } else {
-            rc = pl_section_options(L, d->keys, m, s);
-            if (rc)
-                break;
-        }
-        if (stage == PL_TOKENIZE) {
-            if (!pl_child(m, "tokenizer")) {
-                if (!fl->tok_model) {
-                    rc = pl_where_err(m, "'tokenize' needs 'tokenizer:' (gpt2:DIR, tiktoken:FILE, "
-                                         "spm:FILE), or a 'tokenizer_train' stage before it");
-                    break;
-                }
-                char *spec = sl_xasprintf("spm:%s", fl->tok_model);
-                pl_push(&s->argv, "--tokenizer");
-                pl_push(&s->argv, spec);
-                pl_push(&s->inputs, fl->tok_model);
-                free(spec);
-                pl_add_dep(s, fl->tok_step);
-            }
-        }
-        /* inputs */
-        if (stage == PL_DOWNLOAD) {
-            if (m->kind == SL_CFG_MAP && pl_child(m, "in")) {
-                rc = pl_where_err(pl_child(m, "in"), "'download' reads URLs, not 'in'");
-                break;
-            }
-        } else {
-            struct sl_cfg *in = pl_child(m, "in");
-            struct sl_strlist ops = { 0 };
-            if (in) {
-                rc = pl_scalars(L, in, &ops);
-                if (!rc && ops.n == 0)
-                    rc = pl_where_err(in, "no inputs given");
-                for (size_t i = 0; !rc && i < ops.n; i++) {
-                    struct sl_cfg *it = in->kind == SL_CFG_SEQ ? in->items[i] : in;
-                    char *r = pl_resolve_input(L, it, ops.v[i]);
-                    free(ops.v[i]);
-                    ops.v[i] = r;
-                }
-            } else if (fl->docs.n) {
-                for (size_t i = 0; i < fl->docs.n; i++) {
-                    pl_push(&ops, fl->docs.v[i]);
-                    pl_add_dep(s, fl->doc_steps[i]);
-                }
-            } else {
-                rc = pl_where_err(m,
-                                  "'%s' has no inputs: give 'in:' (files or directories), or a "
-                                  "stage before it",
-                                  d->name);
-            }
-            for (size_t i = 0; !rc && i < ops.n; i++) {
-                pl_push(&s->argv, ops.v[i]);
-                pl_push(&s->inputs, ops.v[i]);
-                /* an input that is an earlier step's output */
-                for (size_t k = 0; k < idx; k++)
-                    if (!strcmp(p->steps[k].out, ops.v[i]))
-                        pl_add_dep(s, k);
-            }
-            sl_strlist_release(&ops);
-            if (rc)
-                break;
-        }
-    }
+    int rc = section_entries(&pl_stages[stage], stage, sec, &ents, &ne);
+    size_t first = L->p->n;
+    for (size_t e = 0; e < ne && !rc; e++)
+        rc = build_entry(L, stage, ents[e].map, e, sec->kind == SL_CFG_SEQ, fl);
     free(ents);
-    if (!rc && d->docs)
-        pl_flow_set_docs(fl, p, first);
+    if (!rc && pl_stages[stage].docs)
+        pl_flow_set_docs(fl, L->p, first);
     return rc;
 }
 
