@@ -1,2 +1,2 @@
 # cli/: the sluice binary and its command table.
-CLI_SRCS += cli/main.c cli/run.c
+CLI_SRCS += cli/main.c cli/run.c cli/table.c

@@ -14,67 +14,29 @@
 #include <string.h>
 #include <unistd.h>
 
-struct command {
-    const char *name;
-    int (*fn)(int argc, const char **argv);
-    const char *summary;
-};
-
-static const struct command commands[] = {
-    { "run", cmd_run, "run a pipeline's stages in order (configs/pipelines/*.yaml), resumable" },
-    /* in the order data flows */
-    { "download", cmd_download, "fetch corpus files over HTTP(S): resume, retry, verify checksums" },
-    { "extract", cmd_extract, "WARC/WET, HTML, Wikipedia, arXiv, Pile, C4, JSONL -> JSONL documents" },
-    { "clean", cmd_clean, "repair text: mojibake, HTML entities, controls, NFC, whitespace" },
-    { "filter", cmd_filter, "quality filters: Gopher, C4, FineWeb, NeMo, regex, language ID" },
-    { "decontaminate", cmd_decontaminate, "remove benchmark text (task n-grams) from documents" },
-    { "classifier", cmd_classifier, "train a fastText quality classifier" },
-    { "stats", cmd_stats, "statistics of documents: lengths, languages, filter score histograms" },
-    { "dedup", cmd_dedup, "remove exact duplicates, or near-duplicates with MinHash/LSH" },
-    { "reshard", cmd_reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards" },
-    { "tokenizer", cmd_tokenizer, "train a SentencePiece tokenizer on JSONL or text" },
-    { "tokenize", cmd_tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards" },
-    { "dataset", cmd_dataset, "inspect, verify, merge and decode .bin/.idx token shards" },
-    { "train", cmd_train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)" },
-    { "generate", cmd_generate, "continue a prompt with a training checkpoint (CPU, sampling)" },
-    { "export", cmd_export, "export a training checkpoint (hf: Hugging Face transformers)" },
-    { "eval", cmd_eval, "held-out loss and zero-shot task scores of a training checkpoint" },
-    { "import", cmd_import, "import a Hugging Face GPT-2/Llama checkpoint as a training checkpoint" },
-};
-
-#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
 static void print_help(FILE *f)
 {
     fprintf(f, "usage: sluice [--version] [--help] [-q | -v] <command> [<args>]\n\n"
                "sluice turns raw text corpora into training-ready token shards.\n\n"
                "commands:\n");
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "   %-12s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < sl_ncommands; i++)
+        fprintf(f, "   %-12s %s\n", sl_commands[i].name, sl_commands[i].summary);
     fprintf(f, "\n'sluice help <command>' or 'sluice <command> -h' shows a command's options.\n"
                "Every command runs alone or under mpirun/srun unchanged.\n");
-}
-
-static const struct command *find(const char *name)
-{
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0)
-            return &commands[i];
-    return NULL;
 }
 
 static int unknown_command(const char *name)
 {
     const char *best = NULL;
     size_t bestd = (size_t)-1;
-    for (size_t i = 0; i < NCOMMANDS; i++) {
-        size_t d = sl_edit_distance(name, commands[i].name);
+    for (size_t i = 0; i < sl_ncommands; i++) {
+        size_t d = sl_edit_distance(name, sl_commands[i].name);
         /* a prefix is a good suggestion too */
-        if (strncmp(commands[i].name, name, strlen(name)) == 0)
+        if (strncmp(sl_commands[i].name, name, strlen(name)) == 0)
             d = d < 1 ? d : 1;
         if (d < bestd) {
             bestd = d;
-            best = commands[i].name;
+            best = sl_commands[i].name;
         }
     }
     fprintf(stderr, "sluice: '%s' is not a sluice command. See 'sluice --help'.\n", name);
@@ -153,7 +115,7 @@ int main(int argc, char **argv)
             print_help(stdout);
             return 0;
         }
-        const struct command *c = find(argv[i + 1]);
+        const struct command *c = sl_command_find(argv[i + 1]);
         if (!c)
             return unknown_command(argv[i + 1]);
         const char *hargv[] = { c->name, "-h", NULL };
@@ -163,7 +125,7 @@ int main(int argc, char **argv)
         printf("sluice %s\n", sl_version());
         return 0;
     }
-    const struct command *c = find(name);
+    const struct command *c = sl_command_find(name);
     if (!c)
         return unknown_command(name);
     return run(c, argc - i, (const char **)argv + i);

@@ -43,24 +43,33 @@ static const char *const usage[] = {
     NULL,
 };
 
-struct runner {
-    const char *cmd;
-    int (*fn)(int argc, const char **argv);
-};
-
-static const struct runner runners[] = {
-    { "download", cmd_download },   { "extract", cmd_extract },   { "clean", cmd_clean },
-    { "filter", cmd_filter },       { "dedup", cmd_dedup },       { "reshard", cmd_reshard },
-    { "tokenizer", cmd_tokenizer }, { "tokenize", cmd_tokenize }, { "train", cmd_train },
-    { "decontaminate", cmd_decontaminate },
-};
-
-static int (*find_runner(const char *cmd))(int, const char **)
+/* Check each selected step's command line with the command's own parser (what the
+ * pipeline generated from its keys), before anything runs: 0, or SL_ERR_USAGE naming the
+ * step, the parser's message and the command line. */
+static int check_commands(const struct pl_pipeline *p)
 {
-    for (size_t i = 0; i < sizeof(runners) / sizeof(runners[0]); i++)
-        if (!strcmp(runners[i].cmd, cmd))
-            return runners[i].fn;
-    return NULL;
+    int rc = 0;
+    sl_options_check_only(1);
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        const struct pl_step *s = &p->steps[i];
+        if (!s->selected || !s->argv.n)
+            continue;
+        const struct command *c = sl_command_find(s->argv.v[0]);
+        if (!c) {
+            rc = sl_err_set(SL_ERR_STATE, "step '%s': no command '%s'", s->label, s->argv.v[0]);
+            break;
+        }
+        sl_err_clear();
+        if (c->fn((int)s->argv.n, (const char **)s->argv.v) != 0) {
+            char msg[SL_ERR_MSG_MAX];
+            snprintf(msg, sizeof(msg), "%s", sl_err_msg());
+            char *line = pl_shell_line(&s->argv);
+            rc = sl_err_set(SL_ERR_USAGE, "step '%s': %s\n  command: %s", s->label, msg, line);
+            free(line);
+        }
+    }
+    sl_options_check_only(0);
+    return rc;
 }
 
 /* The command line to run: the step's, plus --force when its earlier outputs are stale
@@ -212,7 +221,8 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
         *skipped = 1;
         return 0;
     }
-    int (*fn)(int, const char **) = find_runner(s->argv.v[0]);
+    const struct command *c = sl_command_find(s->argv.v[0]);
+    int (*fn)(int, const char **) = c ? c->fn : NULL;
     if (!fn) {
         sl_error("step '%s': no command '%s' in this build", s->label, s->argv.v[0]);
         free(why);
@@ -306,16 +316,19 @@ int cmd_run(int argc, const char **argv)
                             "file, then key=value pairs",
                             rest.v[i]);
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     struct pl_pipeline p;
     char *file = NULL;
     pl_find_pipeline(rest.v[0], &file);
     rc = pl_pipeline_load(&p, file, (const char *const *)rest.v + 1, rest.n - 1);
     free(file);
+    if (!rc) {
+        rc = check_commands(&p);
+        if (rc)
+            pl_pipeline_release(&p);
+    }
     if (rc) {
         sl_error("%s", sl_err_msg());
         sl_strlist_release(&rest);

@@ -317,8 +317,25 @@ static int unknown_long(const struct sl_option *opts, const char *name, size_t n
     return rc;
 }
 
+static int check_only;
+
+void sl_options_check_only(int on)
+{
+    check_only = on;
+}
+
+static int parse_options(int argc, const char **argv, const struct sl_option *opts,
+                         struct sl_strlist *rest);
+
 int sl_parse_options(int argc, const char **argv, const struct sl_option *opts,
                      struct sl_strlist *rest)
+{
+    int rc = parse_options(argc, argv, opts, rest);
+    return check_only && rc == 0 ? SL_PARSE_HELP : rc;
+}
+
+static int parse_options(int argc, const char **argv, const struct sl_option *opts,
+                         struct sl_strlist *rest)
 {
     int only_operands = 0;
     for (int i = 1; i < argc; i++) {
@@ -384,6 +401,8 @@ int sl_parse_options(int argc, const char **argv, const struct sl_option *opts,
 
 void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *opts)
 {
+    if (check_only)
+        return;
     size_t i = 0;
     for (; usage[i] && usage[i][0]; i++)
         fprintf(f, "%s %s\n", i == 0 ? "usage:" : "   or:", usage[i]);
@@ -412,4 +431,24 @@ void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *o
         else
             fprintf(f, "    %s\n    %-26s  %s\n", left, "", o->help ? o->help : "");
     }
+}
+
+int sl_usage_error(const char *const *usage)
+{
+    if (check_only)
+        return 2;
+    sl_error("%s", sl_err_msg());
+    fprintf(stderr, "usage: %s\n", usage[0]);
+    return 2;
+}
+
+int sl_check_format_operands(const struct sl_strlist *rest, const char *cmd, const char *format,
+                             const char *arg)
+{
+    if (rest->n < 1 || strcmp(rest->v[0], format) != 0)
+        return sl_err_set(SL_ERR_USAGE, "unknown %s format%s%s\nhint: the format is '%s'", cmd,
+                          rest->n ? " " : "", rest->n ? rest->v[0] : "", format);
+    if (rest->n != 2)
+        return sl_err_set(SL_ERR_USAGE, "give exactly one %s", arg);
+    return 0;
 }

@@ -9,6 +9,7 @@
  *                               SL_OPT_COMMON, SL_OPT_END_ };
  *   rc = sl_parse_options(argc, argv, opts, &rest);
  *   if (rc == SL_PARSE_HELP) { sl_usage_print(stdout, usage, opts); return 0; }
+ *   if (rc) return sl_usage_error(usage);
  */
 #ifndef SL_OPTIONS_H
 #define SL_OPTIONS_H
@@ -75,9 +76,28 @@ struct sl_strlist {
 int sl_parse_options(int argc, const char **argv, const struct sl_option *opts,
                      struct sl_strlist *rest);
 
+/* Check mode (sluice run --dry-run checks each stage's command line with the command's
+ * own parser): while on, sl_parse_options answers a command line that parses with
+ * SL_PARSE_HELP, and sl_usage_print and sl_usage_error print nothing, so a command
+ * returns 0 right after parsing, without running, or 2 with the parser's message in
+ * sl_err_msg(). Checks of option combinations after parsing are not made. */
+void sl_options_check_only(int on);
+
 /* Print "usage: LINE\n   or: LINE\n\nDESCRIPTION\n\nOPTIONS" to f. `usage` is a NULL
  * terminated array: synopsis lines, then "" and description lines. */
 void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *opts);
+
+/* A command's usage error: the message of the last error (sl_err_msg()) and the first
+ * synopsis line on stderr. Returns 2, the exit code of a usage error:
+ *   if (rc) { sl_strlist_release(&rest); return sl_usage_error(usage); } */
+int sl_usage_error(const char *const *usage);
+
+/* Operands "FORMAT ARG" of a command with one format (sluice import hf DIR, sluice export
+ * hf CKPT): 0, or SL_ERR_USAGE with a message when the first operand is not `format`
+ * ("unknown <cmd> format ...") or there is not exactly one operand after it ("give exactly
+ * one <arg>"). */
+int sl_check_format_operands(const struct sl_strlist *rest, const char *cmd, const char *format,
+                             const char *arg);
 
 void sl_strlist_push(struct sl_strlist *l, const char *s);
 void sl_strlist_release(struct sl_strlist *l);

@@ -110,7 +110,8 @@ static int rank0_prepare(struct sl_stage *st)
     unlink(probe);
     free(probe);
     if (rc)
-        return sl_err_set(SL_ERR_IO, "output directory '%s' is not writable (%s)", out, sl_err_msg());
+        return sl_err_set(SL_ERR_IO, "output directory '%s' is not writable (%s)", out,
+                          sl_err_msg());
 
     struct sl_buf want = SL_BUF_INIT, have = SL_BUF_INIT;
     sl_buf_init(&have, 256u << 20);
@@ -371,7 +372,8 @@ static int load_record(const struct sl_stage *st, const char *name, struct sl_co
         json_object_is_type(fa, json_type_array))
         *files = json_object_get(fa);
     if (!o || !json_object_object_get_ex(o, "counts", &counts)) {
-        rc = sl_err_set(SL_ERR_NOTFOUND, "no record '%s' for output '%s' (did a rank fail?)", rp, name);
+        rc = sl_err_set(SL_ERR_NOTFOUND, "no record '%s' for output '%s' (did a rank fail?)", rp,
+                        name);
     } else {
         json_object_object_foreach(counts, k, v)
         {
@@ -388,8 +390,8 @@ static int load_record(const struct sl_stage *st, const char *name, struct sl_co
     return rc;
 }
 
-static const char *const manifest_top[] = { "documents_in", "documents_out", "bytes_in",
-                                            "bytes_out", "uncompressed_bytes_out", NULL };
+static const char *const manifest_top[] = { "documents_in", "documents_out",          "bytes_in",
+                                            "bytes_out",    "uncompressed_bytes_out", NULL };
 
 static int is_top(const char *name)
 {
@@ -433,8 +435,9 @@ static int write_manifest(struct sl_stage *st, char *const *names, size_t n,
     sl_buf_json_str(&b, st->cfg.stage, strlen(st->cfg.stage));
     sl_buf_puts(&b, ",\n  \"command\": ");
     append_str_array(&b, st->cfg.argc, st->cfg.argv);
-    sl_buf_printf(&b, ",\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
-                      "  \"resumed\": %s,\n",
+    sl_buf_printf(&b,
+                  ",\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
+                  "  \"resumed\": %s,\n",
                   st->started, sl_now() - st->t0, st->world->size, st->resumed ? "true" : "false");
     sl_buf_puts(&b, "  \"settings\": ");
     sl_buf_puts(&b, st->cfg.settings_json ? st->cfg.settings_json : "{}");
@@ -470,8 +473,8 @@ static int write_manifest(struct sl_stage *st, char *const *names, size_t n,
             free(path);
             sl_buf_puts(&b, listed++ ? ",\n    {\"path\": " : "\n    {\"path\": ");
             sl_buf_json_str(&b, rel, strlen(rel));
-            sl_buf_printf(&b, ", \"documents\": %llu, \"bytes\": %llu}",
-                          (unsigned long long)docs, (unsigned long long)size);
+            sl_buf_printf(&b, ", \"documents\": %llu, \"bytes\": %llu}", (unsigned long long)docs,
+                          (unsigned long long)size);
         }
         if (!rc)
             sl_counters_merge(total, &c);
@@ -536,4 +539,172 @@ void sl_stage_release(struct sl_stage *st)
 {
     free(st->meta_dir);
     st->meta_dir = NULL;
+}
+
+/* The per-file stage loop. */
+
+struct files_run {
+    const struct sl_stage_files *job;
+    struct sl_stage st;
+    struct sl_progress prog;
+    uint64_t done_bytes, done_docs; /* of the units finished so far on this rank */
+};
+
+static size_t unit_first(const struct sl_stage_files *job, size_t u)
+{
+    return job->first ? job->first[u] : u;
+}
+
+static size_t unit_count(const struct sl_stage_files *job)
+{
+    return job->first ? job->nunits : job->stage.inputs->n;
+}
+
+void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs)
+{
+    struct files_run *fr = u->priv;
+    sl_progress_update(&fr->prog, fr->done_bytes + bytes, fr->done_docs + docs);
+}
+
+/* A full disk needs space, not another try with other options: say so. */
+static int disk_full_hint(int rc)
+{
+    const char *msg = sl_err_msg();
+    if (strstr(msg, "hint:") || !strstr(msg, strerror(ENOSPC)))
+        return rc;
+    char copy[SL_ERR_MSG_MAX];
+    snprintf(copy, sizeof(copy), "%s", msg);
+    return sl_err_set(rc,
+                      "%s\nhint: the output disk is full: free space (or use another --out) and "
+                      "run the command again; it goes on from the finished shards",
+                      copy);
+}
+
+/* Write one unit's shard: open, process, commit, count, record. */
+static int run_unit(struct files_run *fr, struct sl_stage_unit *u)
+{
+    const struct sl_stage_files *job = fr->job;
+    struct sl_counters c;
+    sl_counters_init(&c);
+    sl_counters_add(&c, "documents_in", 0);
+    sl_counters_add(&c, "documents_out", 0);
+    u->c = &c;
+    u->w = NULL;
+    u->files = NULL;
+    u->nfiles = 0;
+    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = job->level };
+    int rc = job->no_writer ? 0 : sl_writer_open(&u->w, u->path, &wo);
+    if (!rc)
+        rc = job->process(job->ctx, u);
+    if (!rc && u->w) {
+        uint64_t unc = sl_writer_bytes_in(u->w);
+        rc = sl_writer_commit(u->w);
+        u->w = NULL;
+        struct stat sb;
+        if (!rc) {
+            sl_counters_add(&c, "bytes_out", stat(u->path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+            sl_counters_add(&c, "uncompressed_bytes_out", unc);
+        }
+    }
+    if (rc) {
+        sl_writer_abort(u->w);
+        u->w = NULL;
+    } else if (job->no_writer) {
+        rc = sl_stage_record_files(&fr->st, u->name, &c, u->files, u->nfiles);
+    } else {
+        rc = sl_stage_record(&fr->st, u->name, &c);
+    }
+    fr->done_docs += sl_counters_get(&c, "documents_out");
+    u->c = NULL;
+    sl_counters_release(&c);
+    return rc ? disk_full_hint(rc) : 0;
+}
+
+/* This rank's units, in order; stops at the first failure. */
+static int run_units(struct files_run *fr, struct sl_world *w, char **names)
+{
+    const struct sl_stage_files *job = fr->job;
+    const struct sl_inputs *in = job->stage.inputs;
+    const char *ext = job->ext ? job->ext : ".jsonl.zst";
+    size_t nu = unit_count(job);
+    uint64_t *sizes = sl_xcalloc(nu ? nu : 1, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nu ? nu : 1, sizeof(int));
+    uint64_t mine = 0;
+    for (size_t u = 0; u < nu; u++)
+        for (size_t i = unit_first(job, u); i < unit_first(job, u + 1); i++)
+            sizes[u] += in->v[i].size;
+    sl_assign_by_size(sizes, nu, w->size, owner);
+    for (size_t u = 0; u < nu; u++)
+        if (owner[u] == w->rank)
+            mine += sizes[u];
+    sl_progress_start(&fr->prog, job->label ? job->label : job->stage.stage, mine, 1, w->rank == 0);
+    int rc = 0;
+    for (size_t k = 0; k < nu && !rc; k++) {
+        if (owner[k] != w->rank)
+            continue;
+        char *path = sl_stage_shard_path(&fr->st, k, ext);
+        size_t first = unit_first(job, k);
+        struct sl_stage_unit u = { .index = k,
+                                   .inputs = in->v + first,
+                                   .ninputs = unit_first(job, k + 1) - first,
+                                   .name = names[k],
+                                   .path = path,
+                                   .priv = fr };
+        if (!sl_stage_done(&fr->st, u.name))
+            rc = run_unit(fr, &u);
+        if (!rc && job->done)
+            job->done(job->ctx, &u);
+        free(path);
+        fr->done_bytes += sizes[k];
+        sl_progress_update(&fr->prog, fr->done_bytes, fr->done_docs);
+    }
+    sl_progress_finish(&fr->prog);
+    free(sizes);
+    free(owner);
+    return rc;
+}
+
+int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
+                       struct sl_stage_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    sl_counters_init(&r->totals);
+    struct files_run fr = { .job = job };
+    int rc = sl_stage_begin(&fr.st, w, &job->stage);
+    if (rc)
+        return rc;
+    r->resumed = fr.st.resumed;
+    const char *ext = job->ext ? job->ext : ".jsonl.zst";
+    size_t nu = unit_count(job);
+    char **names = sl_xcalloc(nu ? nu : 1, sizeof(char *));
+    for (size_t u = 0; u < nu; u++)
+        names[u] = sl_stage_shard_name(u, ext);
+
+    rc = run_units(&fr, w, names);
+    /* a failed unit stops every rank; the failing rank keeps its message */
+    char msg[SL_ERR_MSG_MAX] = "";
+    if (rc)
+        snprintf(msg, sizeof(msg), "%s", sl_err_msg());
+    int64_t failed = rc ? 1 : 0;
+    int arc = sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    if (rc) {
+        rc = sl_err_set(rc, "%s", msg);
+    } else if (arc) {
+        rc = arc;
+    } else if (failed) {
+        r->peer_failed = 1;
+        rc = sl_err_set(SL_ERR_STATE, "another rank failed");
+    } else {
+        rc = sl_stage_finish(&fr.st, names, nu, NULL, &r->totals);
+    }
+    for (size_t u = 0; u < nu; u++)
+        free(names[u]);
+    free(names);
+    sl_stage_release(&fr.st);
+    return rc;
+}
+
+void sl_stage_result_release(struct sl_stage_result *r)
+{
+    sl_counters_release(&r->totals);
 }

@@ -10,7 +10,8 @@
  *                              when its record exists, so a resumed run skips it and still
  *                              reports full counts
  *
- * Usage (every rank):
+ * Per-file stages use sl_stage_run_files() below, which owns this loop. Usage (every
+ * rank, for stages whose units are not input files):
  *   sl_stage_begin(&st, &cfg)            mkdir, plan check, stale temporaries removed
  *   for each unit this rank owns:
  *       if (sl_stage_done(&st, name)) continue;
@@ -31,13 +32,13 @@
 struct sl_world;
 
 struct sl_stage_cfg {
-    const char *stage;       /* "reshard" */
+    const char *stage; /* "reshard" */
     const char *out_dir;
-    int argc;                /* the command line, for the manifest */
+    int argc; /* the command line, for the manifest */
     const char **argv;
     const struct sl_inputs *inputs;
     const char *settings_json; /* the settings that define the output, as a JSON object */
-    int force;               /* discard earlier outputs with another plan */
+    int force;                 /* discard earlier outputs with another plan */
 };
 
 struct sl_stage {
@@ -89,6 +90,64 @@ int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
                     const struct sl_counters *extra, struct sl_counters *totals);
 
 void sl_stage_release(struct sl_stage *st);
+
+/* The per-file stage loop (clean, extract, filter, decontaminate): one output shard per
+ * unit of input (one file, or a run of consecutive files), so the outputs are the same
+ * for any number of ranks. sl_stage_run_files() does, on every rank:
+ *   sl_stage_begin; units owned by size across ranks (sl_assign_by_size); for each owned
+ *   unit not complete from an earlier run: open the shard's writer (OUT/part-NNNNN<ext>,
+ *   atomic), call process(), commit it (abort on failure), add bytes_out and
+ *   uncompressed_bytes_out, record the unit; progress over the owned bytes; a failure
+ *   on any rank stops every rank; sl_stage_finish (the manifest).
+ * A stage supplies only process(): read the unit's inputs, write documents to u->w,
+ * count into u->c. */
+struct sl_stage_unit {
+    size_t index;                  /* the unit's number: its shard is part-<index> */
+    const struct sl_input *inputs; /* the unit's input files (ninputs of them, in order) */
+    size_t ninputs;
+    const char *name;      /* the shard's name, "part-00007.jsonl.zst" */
+    const char *path;      /* OUT/name */
+    struct sl_writer *w;   /* the shard, open (NULL with no_writer) */
+    struct sl_counters *c; /* the unit's counts; documents_in and documents_out present */
+    /* a unit whose outputs are other files (no_writer): process() sets them, and adds
+     * bytes_out and uncompressed_bytes_out itself; see sl_stage_record_files */
+    const struct sl_stage_file *files;
+    size_t nfiles;
+    void *priv; /* the runner's */
+};
+
+struct sl_stage_files {
+    struct sl_stage_cfg stage; /* stage name, --out, command line, inputs, settings, --force */
+    const char *label;         /* progress label (default: the stage name) */
+    const char *ext;           /* shard extension (default ".jsonl.zst") */
+    int level;                 /* zstd level of the shards (0: default) */
+    int no_writer;             /* process() writes its own files (u->files) */
+    /* units of consecutive inputs: unit k is inputs first[k] .. first[k+1]-1 (nunits+1
+     * entries); NULL: one unit per input file */
+    const size_t *first;
+    size_t nunits;
+    /* process one unit: 0, or <0 with a message (the shard is then not kept) */
+    int (*process)(void *ctx, struct sl_stage_unit *u);
+    /* optional: a unit is complete (now, or in an earlier run) */
+    void (*done)(void *ctx, const struct sl_stage_unit *u);
+    void *ctx;
+};
+
+struct sl_stage_result {
+    struct sl_counters totals; /* rank 0: the sums the manifest gives */
+    int resumed;               /* an earlier run's outputs were kept */
+    int peer_failed; /* the error is another rank's (which reported it), not this rank's */
+};
+
+/* Collective. 0 with r filled (release with sl_stage_result_release), or <0 with a
+ * message: the stage could not begin, a unit failed on this rank (its message), another
+ * rank failed (r->peer_failed), or the manifest could not be written. */
+int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
+                       struct sl_stage_result *r);
+void sl_stage_result_release(struct sl_stage_result *r);
+
+/* Progress inside a unit: `bytes` of the unit's input read and `docs` documents so far. */
+void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs);
 
 /* The sluice version string ("0.1.0" or "0.1.0-3-gabcdef"). */
 const char *sl_version(void);

@@ -422,11 +422,9 @@ int cmd_dataset(int argc, const char **argv)
     if (!rc && o.tokenizer && o.vocab_size)
         rc = sl_err_set(SL_ERR_USAGE, "--tokenizer and --vocab-size cannot be used together");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         free(found);
-        return 2;
+        return sl_usage_error(usage);
     }
     struct sl_strlist pre = { rest.v + 1, rest.n - 1, 0 };
     struct sl_world *w = sl_world_get();

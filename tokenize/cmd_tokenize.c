@@ -6,10 +6,11 @@
  * then concatenates the parts in input order. The output therefore depends only on the
  * inputs and the settings: the same bytes for any number of ranks and threads.
  *
- * Resume: the parts live in DIR/.PREFIX.sluice-parts/ with plan.json (settings and inputs)
- * and, per finished input file, uNNNNNN.counts (its counts, written after its parts). A
- * run with the same plan keeps the finished files' parts and counts and tokenizes the
- * rest; another plan starts afresh. The folder is removed once the output is written.
+ * Resume: the parts folder DIR/.PREFIX.sluice-parts/ is a stage directory run by
+ * sl_stage_run_files() (core/stage.h): its plan (settings and inputs) and, per finished
+ * input file, a record of its counts and part files. A run with the same plan keeps the
+ * finished files' parts and counts and tokenizes the rest; another plan starts afresh.
+ * The folder is removed once the output is written.
  */
 #include "tokenize/commands.h"
 
@@ -331,16 +332,18 @@ static void on_skip(void *ctx, const char *reason, const char *message)
         sl_warn_limited(reason, 20, "%s", message);
 }
 
-static char *part_prefix(const char *tmpdir, size_t unit, size_t key)
+/* A unit's part shard for key k: "DIR/part-00007_k0" (.bin, .idx). */
+static char *part_prefix(const char *unit_path, size_t key)
 {
-    return sl_xasprintf("%s/u%06zu_k%zu", tmpdir, unit, key);
+    return sl_xasprintf("%s_k%zu", unit_path, key);
 }
 
 /* Tokenize one input file into its part shards. */
-static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *tmpdir, size_t unit,
-                    enum idx_dtype dtype, struct sl_counters *c, struct sl_progress *prog,
-                    uint64_t *done_bytes, uint64_t *docs)
+static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtype dtype)
 {
+    const struct sl_input *in = &su->inputs[0];
+    struct sl_counters *c = su->c;
+    uint64_t docs = 0;
     struct unit_out u;
     u.w = sl_xcalloc(pl->nkeys, sizeof(*u.w));
     u.c = c;
@@ -348,7 +351,7 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
     u.ckey_empty = sl_xcalloc(pl->nkeys, sizeof(char *));
     int rc = 0;
     for (size_t k = 0; k < pl->nkeys && !rc; k++) {
-        char *pp = part_prefix(tmpdir, unit, k);
+        char *pp = part_prefix(su->path, k);
         rc = idx_writer_open(&u.w[k], pp, dtype);
         free(pp);
         u.ckey_tokens[k] = k ? sl_xasprintf("tokens_%s", pl->o->keys.v[k]) : sl_xstrdup("tokens");
@@ -368,7 +371,6 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
         rc = sl_jsonl_open(&r, in->path, &jo);
     struct sl_doc doc;
     sl_doc_init(&doc);
-    uint64_t base = *done_bytes;
     while (!rc) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)
@@ -383,12 +385,8 @@ static int run_unit(struct pipeline *pl, const struct sl_input *in, const char *
         add_doc(pl, b, &doc, c);
         if (b->bytes >= BATCH_BYTES || b->ndocs >= BATCH_DOCS)
             submit(pl);
-        (*docs)++;
-        *done_bytes = base + sl_jsonl_bytes_in(r);
-        sl_progress_update(prog, *done_bytes, *docs);
+        sl_stage_unit_progress(su, sl_jsonl_bytes_in(r), ++docs);
     }
-    if (r)
-        *done_bytes = base + in->size;
     submit(pl);
     int rc2 = 0;
     while (pl->head < pl->tail) {
@@ -449,121 +447,87 @@ static long default_workers(const struct sl_world *w)
     return n < 1 ? 1 : n;
 }
 
-/* Remove the parts folder and everything in it (parts, counts, the plan, temporaries). */
-static void rm_parts_dir(const char *tmpdir)
+/* Remove the files of a folder, then the folder. */
+static void rm_dir_files(const char *dir)
 {
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
                 continue;
-            char *f = sl_xasprintf("%s/%s", tmpdir, e->d_name);
+            char *f = sl_xasprintf("%s/%s", dir, e->d_name);
             unlink(f);
             free(f);
         }
         closedir(d);
     }
-    rmdir(tmpdir);
+    rmdir(dir);
 }
 
-static char *counts_path(const char *tmpdir, size_t unit)
+/* Remove the parts folder and everything in it (parts, records, the plan, temporaries). */
+static void rm_parts_dir(const char *tmpdir)
 {
-    return sl_xasprintf("%s/u%06zu.counts", tmpdir, unit);
+    char *meta = sl_xasprintf("%s/.sluice", tmpdir);
+    rm_dir_files(meta);
+    free(meta);
+    rm_dir_files(tmpdir);
 }
 
-/* A finished unit's counts as "name value" lines (written after its parts). */
-static int write_counts(const char *tmpdir, size_t unit, const struct sl_counters *c)
+/* The settings that define the output (the plan of the parts folder). */
+static void settings_json(const struct opts *o, const struct tokenizer *tok, enum idx_dtype dtype,
+                          struct sl_buf *b)
 {
-    struct sl_buf b = SL_BUF_INIT;
-    for (size_t i = 0; i < c->n; i++)
-        sl_buf_printf(&b, "%s %llu\n", c->names[i], (unsigned long long)c->values[i]);
-    char *p = counts_path(tmpdir, unit);
-    int rc = sl_write_file_atomic(p, b.data ? b.data : "", b.len);
-    free(p);
-    sl_buf_release(&b);
-    return rc;
-}
-
-/* 1 when unit finished in an earlier run (its counts and every part are there): its counts
- * are added to c. */
-static int unit_done(const char *tmpdir, size_t unit, size_t nkeys, struct sl_counters *c)
-{
-    char *p = counts_path(tmpdir, unit);
-    struct sl_buf b = SL_BUF_INIT;
-    struct stat sb;
-    int ok = stat(p, &sb) == 0 && sl_read_file(p, &b) == 0;
-    free(p);
-    for (size_t k = 0; ok && k < nkeys; k++) {
-        char *pp = part_prefix(tmpdir, unit, k);
-        char *a = sl_xasprintf("%s.bin", pp), *i = sl_xasprintf("%s.idx", pp);
-        ok = stat(a, &sb) == 0 && stat(i, &sb) == 0;
-        free(a);
-        free(i);
-        free(pp);
-    }
-    if (ok) {
-        struct sl_counters u;
-        sl_counters_init(&u);
-        char *save = NULL, *text = sl_xstrndup(b.data ? b.data : "", b.len);
-        for (char *line = strtok_r(text, "\n", &save); line && ok;
-             line = strtok_r(NULL, "\n", &save)) {
-            char *sp = strrchr(line, ' ');
-            if (!sp) {
-                ok = 0;
-                break;
-            }
-            *sp = '\0';
-            sl_counters_add(&u, line, strtoull(sp + 1, NULL, 10));
-        }
-        if (ok)
-            sl_counters_merge(c, &u);
-        sl_counters_release(&u);
-        free(text);
-    }
-    sl_buf_release(&b);
-    return ok;
-}
-
-/* The plan of this run: the settings that define the output and the inputs. Rank 0 keeps
- * the parts folder when an earlier run had the same plan, and empties it otherwise. */
-static int check_plan(const char *tmpdir, const struct opts *o, const struct tokenizer *tok,
-                      enum idx_dtype dtype, const struct sl_inputs *in)
-{
-    struct sl_buf want = SL_BUF_INIT, have = SL_BUF_INIT;
-    sl_buf_puts(&want, "{\"tokenizer\":");
-    sl_buf_json_str(&want, tok->spec, strlen(tok->spec));
-    sl_buf_printf(&want, ",\"kind\":\"%s\",\"vocab_size\":%u,\"dtype\":\"%s\",\"keys\":[",
+    sl_buf_puts(b, "{\"tokenizer\":");
+    sl_buf_json_str(b, tok->spec, strlen(tok->spec));
+    sl_buf_printf(b, ",\"kind\":\"%s\",\"vocab_size\":%u,\"dtype\":\"%s\",\"keys\":[",
                   tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
     for (size_t k = 0; k < o->keys.n; k++) {
         if (k)
-            sl_buf_putc(&want, ',');
-        sl_buf_json_str(&want, o->keys.v[k], strlen(o->keys.v[k]));
+            sl_buf_putc(b, ',');
+        sl_buf_json_str(b, o->keys.v[k], strlen(o->keys.v[k]));
     }
-    sl_buf_printf(&want, "],\"append_eod\":%d,\"eod_id\":%ld,\"max_doc_size\":%llu,\"inputs\":[",
-                  o->append_eod, o->append_eod ? o->eod_id : -1L, (unsigned long long)o->max_doc);
-    for (size_t i = 0; i < in->n; i++) {
-        sl_buf_puts(&want, i ? ",\n{\"path\":" : "\n{\"path\":");
-        sl_buf_json_str(&want, in->v[i].path, strlen(in->v[i].path));
-        sl_buf_printf(&want, ",\"bytes\":%llu,\"mtime\":%lld}", (unsigned long long)in->v[i].size,
-                      (long long)in->v[i].mtime);
+    sl_buf_printf(b, "],\"append_eod\":%d,\"eod_id\":%ld,\"max_doc_size\":%llu}", o->append_eod,
+                  o->append_eod ? o->eod_id : -1L, (unsigned long long)o->max_doc);
+}
+
+/* What the units of one run share. */
+struct tok_run {
+    struct pipeline *pl;
+    enum idx_dtype dtype;
+    struct sl_stage_file *files; /* the last unit's part files, for its record */
+    char **names;
+};
+
+static void release_files(struct tok_run *t)
+{
+    for (size_t k = 0; t->names && k < 2 * t->pl->nkeys; k++)
+        free(t->names[k]);
+    free(t->names);
+    free(t->files);
+    t->names = NULL;
+    t->files = NULL;
+}
+
+/* One input file: its part shards (.bin and .idx per key) are the unit's files. */
+static int tokenize_unit(void *ctx, struct sl_stage_unit *u)
+{
+    struct tok_run *t = ctx;
+    release_files(t);
+    int rc = run_unit(t->pl, u, t->dtype);
+    if (rc)
+        return rc;
+    size_t n = 2 * t->pl->nkeys;
+    t->files = sl_xcalloc(n, sizeof(*t->files));
+    t->names = sl_xcalloc(n, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        t->names[i] = sl_xasprintf("%s_k%zu.%s", u->name, i / 2, i % 2 ? "idx" : "bin");
+        t->files[i].path = t->names[i];
+        t->files[i].documents = sl_counters_get(u->c, "documents_out");
     }
-    sl_buf_puts(&want, "]}\n");
-    char *path = sl_xasprintf("%s/plan.json", tmpdir);
-    struct stat sb;
-    int same = stat(path, &sb) == 0 && sl_read_file(path, &have) == 0 && have.len == want.len &&
-               !memcmp(have.data, want.data, want.len);
-    int rc = 0;
-    if (!same) {
-        rm_parts_dir(tmpdir);
-        rc = sl_mkdir_p(tmpdir);
-        if (!rc)
-            rc = sl_write_file_atomic(path, want.data, want.len);
-    }
-    free(path);
-    sl_buf_release(&want);
-    sl_buf_release(&have);
-    return rc;
+    u->files = t->files;
+    u->nfiles = n;
+    return 0;
 }
 
 static int write_manifest(const struct opts *o, const struct tokenizer *tok, enum idx_dtype dtype,
@@ -662,6 +626,93 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
     return rc;
 }
 
+/* The encoding threads, waiting for batches. */
+static void pipeline_start(struct pipeline *pl, const struct opts *o, const struct tokenizer *tok,
+                           const struct sl_world *w)
+{
+    memset(pl, 0, sizeof(*pl));
+    pl->o = o;
+    pl->tok = tok;
+    pl->nkeys = o->keys.n;
+    pl->nthreads = o->workers > 0 ? o->workers : default_workers(w);
+    pl->nring = (size_t)pl->nthreads * 2 + 2;
+    pl->ring = sl_xcalloc(pl->nring, sizeof(*pl->ring));
+    for (size_t i = 0; i < pl->nring; i++)
+        pl->ring[i].k = sl_xcalloc(pl->nkeys, sizeof(struct kbatch));
+    pthread_mutex_init(&pl->mu, NULL);
+    pthread_cond_init(&pl->cv_work, NULL);
+    pthread_cond_init(&pl->cv_done, NULL);
+    pl->threads = sl_xcalloc((size_t)pl->nthreads, sizeof(pthread_t));
+    for (long i = 0; i < pl->nthreads; i++)
+        pthread_create(&pl->threads[i], NULL, worker, pl);
+}
+
+/* Stop and join the encoding threads. */
+static void pipeline_stop(struct pipeline *pl)
+{
+    pthread_mutex_lock(&pl->mu);
+    pl->quit = 1;
+    pthread_cond_broadcast(&pl->cv_work);
+    pthread_mutex_unlock(&pl->mu);
+    for (long i = 0; i < pl->nthreads; i++)
+        pthread_join(pl->threads[i], NULL);
+}
+
+static void pipeline_release(struct pipeline *pl)
+{
+    for (size_t i = 0; i < pl->nring; i++) {
+        for (size_t k = 0; k < pl->nkeys; k++)
+            kbatch_release(&pl->ring[i].k[k]);
+        free(pl->ring[i].k);
+    }
+    free(pl->ring);
+    free(pl->threads);
+    pthread_mutex_destroy(&pl->mu);
+    pthread_cond_destroy(&pl->cv_work);
+    pthread_cond_destroy(&pl->cv_done);
+}
+
+/* Rank 0: the outputs, each the concatenation of its key's parts in input order. */
+static int concat_parts(const char *tmpdir, const struct sl_inputs *in, char **outs, size_t nkeys,
+                        enum idx_dtype dtype)
+{
+    int rc = 0;
+    for (size_t k = 0; k < nkeys && !rc; k++) {
+        struct idx_writer *iw;
+        rc = idx_writer_open(&iw, outs[k], dtype);
+        for (size_t i = 0; i < in->n && !rc; i++) {
+            char *name = sl_stage_shard_name(i, "");
+            char *pp = sl_xasprintf("%s/%s_k%zu", tmpdir, name, k);
+            rc = idx_writer_append_shard(iw, pp);
+            free(pp);
+            free(name);
+        }
+        if (!rc)
+            rc = idx_writer_commit(iw);
+        else
+            idx_writer_abort(iw);
+    }
+    return rc;
+}
+
+static void report(const struct opts *o, const struct sl_inputs *in, const struct sl_counters *c,
+                   const char *out0, enum idx_dtype dtype, int resumed)
+{
+    char a[32];
+    sl_info("tokenize: %llu documents (%s) from %zu files -> %llu tokens in '%s' (%s)%s",
+            (unsigned long long)sl_counters_get(c, "documents_out"),
+            sl_human_bytes((double)sl_counters_get(c, "bytes_in"), a, sizeof(a)), in->n,
+            (unsigned long long)sl_counters_get(c, "tokens"), out0, idx_dtype_name(dtype),
+            resumed ? " (resumed)" : "");
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8))
+            skipped += c->values[i];
+    if (skipped)
+        sl_warn("%llu lines skipped (counts by reason in '%s.manifest.json')",
+                (unsigned long long)skipped, o->out);
+}
+
 static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
 {
     struct sl_world *w = sl_world_get();
@@ -710,127 +761,46 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     else
         strcpy(dir, ".");
     char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
-    if (w->rank == 0 && (sl_mkdir_p(tmpdir) != 0 || check_plan(tmpdir, o, tok, dtype, &in) != 0)) {
-        sl_error("%s", sl_err_msg());
-        rc = 1;
-    }
-    int64_t failed = rc ? 1 : 0;
-    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    struct sl_buf settings = SL_BUF_INIT;
+    settings_json(o, tok, dtype, &settings);
 
     struct pipeline pl;
-    memset(&pl, 0, sizeof(pl));
-    pl.o = o;
-    pl.tok = tok;
-    pl.nkeys = o->keys.n;
-    pl.nthreads = o->workers > 0 ? o->workers : default_workers(w);
-    pl.nring = (size_t)pl.nthreads * 2 + 2;
-    pl.ring = sl_xcalloc(pl.nring, sizeof(*pl.ring));
-    for (size_t i = 0; i < pl.nring; i++)
-        pl.ring[i].k = sl_xcalloc(pl.nkeys, sizeof(struct kbatch));
-    pthread_mutex_init(&pl.mu, NULL);
-    pthread_cond_init(&pl.cv_work, NULL);
-    pthread_cond_init(&pl.cv_done, NULL);
-    pl.threads = sl_xcalloc((size_t)pl.nthreads, sizeof(pthread_t));
-    for (long i = 0; i < pl.nthreads; i++)
-        pthread_create(&pl.threads[i], NULL, worker, &pl);
-
-    size_t nf = in.n ? in.n : 1;
-    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
-    int *owner = sl_xcalloc(nf, sizeof(int));
-    uint64_t mine = 0;
-    for (size_t i = 0; i < in.n; i++)
-        sizes[i] = in.v[i].size;
-    sl_assign_by_size(sizes, in.n, w->size, owner);
-    for (size_t i = 0; i < in.n; i++)
-        if (owner[i] == w->rank)
-            mine += in.v[i].size;
-    struct sl_counters c;
-    sl_counters_init(&c);
-    sl_counters_add(&c, "documents_in", 0);
-    sl_counters_add(&c, "documents_out", 0);
-    sl_counters_add(&c, "bytes_in", 0);
-    sl_counters_add(&c, "tokens", 0);
-    struct sl_progress prog;
-    sl_progress_start(&prog, "tokenize", mine, 1, w->rank == 0);
-    uint64_t done = 0, docs = 0;
-    int64_t resumed = 0;
-    for (size_t i = 0; i < in.n && !failed; i++) {
-        if (owner[i] != w->rank)
-            continue;
-        if (unit_done(tmpdir, i, pl.nkeys, &c)) {
-            resumed = 1;
-            done += in.v[i].size;
-            sl_progress_update(&prog, done, docs);
-            continue;
-        }
-        struct sl_counters uc;
-        sl_counters_init(&uc);
-        rc = run_unit(&pl, &in.v[i], tmpdir, i, dtype, &uc, &prog, &done, &docs);
-        if (!rc)
-            rc = write_counts(tmpdir, i, &uc);
-        if (rc) {
-            sl_error("%s", sl_err_msg());
-            failed = 1;
-        } else {
-            sl_counters_merge(&c, &uc);
-        }
-        sl_counters_release(&uc);
-    }
-    sl_progress_finish(&prog);
+    pipeline_start(&pl, o, tok, w);
+    struct tok_run t = { .pl = &pl, .dtype = dtype };
+    /* the parts folder's plan: an earlier run with another plan is discarded */
+    struct sl_stage_files job = { .stage = { .stage = "tokenize",
+                                             .out_dir = tmpdir,
+                                             .argc = argc,
+                                             .argv = argv,
+                                             .inputs = &in,
+                                             .settings_json = settings.data,
+                                             .force = 1 },
+                                  .ext = "",
+                                  .no_writer = 1,
+                                  .process = tokenize_unit,
+                                  .ctx = &t };
+    struct sl_stage_result res;
+    rc = sl_stage_run_files(w, &job, &res);
     sl_warn_limited_summary();
-    pthread_mutex_lock(&pl.mu);
-    pl.quit = 1;
-    pthread_cond_broadcast(&pl.cv_work);
-    pthread_mutex_unlock(&pl.mu);
-    for (long i = 0; i < pl.nthreads; i++)
-        pthread_join(pl.threads[i], NULL);
-
-    /* a failed rank makes the dispatcher abort the whole job; the finished files' parts
-     * stay for the next run */
-    if (failed && w->size > 1)
-        sl_world_abort(w, 1);
-    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
-    sl_world_allreduce_i64(w, &resumed, 1, SL_MAX);
-    sl_world_reduce_counters(w, &c, 0);
+    pipeline_stop(&pl);
+    release_files(&t);
+    if (rc && !res.peer_failed)
+        sl_error("%s", sl_err_msg());
 
     char **outs = sl_xcalloc(pl.nkeys, sizeof(char *));
     for (size_t k = 0; k < pl.nkeys; k++)
         outs[k] = sl_xasprintf("%s_%s_document", o->out, o->keys.v[k]);
+    int failed = rc != 0;
     if (!failed && w->rank == 0) {
-        /* concatenate the parts in input order */
-        for (size_t k = 0; k < pl.nkeys && !rc; k++) {
-            struct idx_writer *iw;
-            rc = idx_writer_open(&iw, outs[k], dtype);
-            for (size_t i = 0; i < in.n && !rc; i++) {
-                char *pp = part_prefix(tmpdir, i, k);
-                rc = idx_writer_append_shard(iw, pp);
-                free(pp);
-            }
-            if (!rc)
-                rc = idx_writer_commit(iw);
-            else
-                idx_writer_abort(iw);
-        }
+        rc = concat_parts(tmpdir, &in, outs, pl.nkeys, dtype);
         if (!rc)
-            rc = write_manifest(o, tok, dtype, &in, outs, &c, argc, argv, t0, started, w->size,
-                                resumed > 0);
+            rc = write_manifest(o, tok, dtype, &in, outs, &res.totals, argc, argv, t0, started,
+                                w->size, res.resumed);
         if (rc) {
             sl_error("%s", sl_err_msg());
             failed = 1;
         } else {
-            char a[32];
-            sl_info("tokenize: %llu documents (%s) from %zu files -> %llu tokens in '%s' (%s)%s",
-                    (unsigned long long)sl_counters_get(&c, "documents_out"),
-                    sl_human_bytes((double)sl_counters_get(&c, "bytes_in"), a, sizeof(a)), in.n,
-                    (unsigned long long)sl_counters_get(&c, "tokens"), outs[0],
-                    idx_dtype_name(dtype), resumed ? " (resumed)" : "");
-            uint64_t skipped = 0;
-            for (size_t i = 0; i < c.n; i++)
-                if (!strncmp(c.names[i], "skipped_", 8))
-                    skipped += c.values[i];
-            if (skipped)
-                sl_warn("%llu lines skipped (counts by reason in '%s.manifest.json')",
-                        (unsigned long long)skipped, o->out);
+            report(o, &in, &res.totals, outs[0], dtype, res.resumed);
         }
     }
     sl_world_barrier(w);
@@ -839,19 +809,9 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     for (size_t k = 0; k < pl.nkeys; k++)
         free(outs[k]);
     free(outs);
-    sl_counters_release(&c);
-    for (size_t i = 0; i < pl.nring; i++) {
-        for (size_t k = 0; k < pl.nkeys; k++)
-            kbatch_release(&pl.ring[i].k[k]);
-        free(pl.ring[i].k);
-    }
-    free(pl.ring);
-    free(pl.threads);
-    pthread_mutex_destroy(&pl.mu);
-    pthread_cond_destroy(&pl.cv_work);
-    pthread_cond_destroy(&pl.cv_done);
-    free(sizes);
-    free(owner);
+    sl_stage_result_release(&res);
+    pipeline_release(&pl);
+    sl_buf_release(&settings);
     free(tmpdir);
     free(dir);
     sl_inputs_release(&in);
@@ -905,11 +865,9 @@ int cmd_tokenize(int argc, const char **argv)
             if (!strcmp(o.keys.v[k], o.keys.v[j]))
                 rc = sl_err_set(SL_ERR_USAGE, "--json-key '%s' is given twice", o.keys.v[k]);
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.keys);
-        return 2;
+        return sl_usage_error(usage);
     }
     if (o.keys.n == 0)
         sl_strlist_push(&o.keys, "text");

@@ -396,11 +396,9 @@ int cmd_tokenizer(int argc, const char **argv)
             rc = sl_err_set(SL_ERR_USAGE, "--spm-option '%s': expected NAME=VALUE (not input or model_prefix)",
                             o.extra.v[i]);
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.extra);
-        return 2;
+        return sl_usage_error(usage);
     }
     struct sl_strlist ops = { rest.v + 1, rest.n - 1, 0 };
     struct sl_world *w = sl_world_get();

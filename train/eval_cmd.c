@@ -307,9 +307,7 @@ int cmd_eval(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE,
                         "--split: unknown split '%s'\nhint: valid, test, train or all", o.split);
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
-        code = 2;
+        code = sl_usage_error(usage);
         goto done;
     }
 #ifdef _OPENMP

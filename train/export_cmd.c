@@ -163,18 +163,13 @@ int cmd_export(int argc, const char **argv)
         sl_strlist_release(&rest);
         return 0;
     }
-    if (!rc && (rest.n < 1 || strcmp(rest.v[0], "hf") != 0))
-        rc = sl_err_set(SL_ERR_USAGE, "unknown export format%s%s\nhint: the format is 'hf'",
-                        rest.n ? " " : "", rest.n ? rest.v[0] : "");
-    if (!rc && rest.n != 2)
-        rc = sl_err_set(SL_ERR_USAGE, "give exactly one checkpoint");
+    if (!rc)
+        rc = sl_check_format_operands(&rest, "export", "hf", "checkpoint");
     if (!rc && !out)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     const char *path = rest.v[1];
     char *latest = NULL;

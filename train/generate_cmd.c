@@ -598,10 +598,8 @@ int cmd_generate(int argc, const char **argv)
     if (!rc && o.ids && (!o.prompt || !o.prompt[0]))
         rc = sl_err_set(SL_ERR_USAGE, "--ids needs --prompt \"ID ...\"");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
 #ifdef _OPENMP
     if (o.threads > 0)

@@ -46,20 +46,15 @@ int cmd_import(int argc, const char **argv)
         sl_strlist_release(&rest);
         return 0;
     }
-    if (!rc && (rest.n < 1 || strcmp(rest.v[0], "hf") != 0))
-        rc = sl_err_set(SL_ERR_USAGE, "unknown import format%s%s\nhint: the format is 'hf'",
-                        rest.n ? " " : "", rest.n ? rest.v[0] : "");
-    if (!rc && rest.n != 2)
-        rc = sl_err_set(SL_ERR_USAGE, "give exactly one Hugging Face directory");
+    if (!rc)
+        rc = sl_check_format_operands(&rest, "import", "hf", "Hugging Face directory");
     if (!rc && !out)
         rc = sl_err_set(SL_ERR_USAGE, "--out CKPT is required");
     if (!rc && (pad < 1 || pad > 65536))
         rc = sl_err_set(SL_ERR_USAGE, "--make-vocab-size-divisible-by must be in [1, 65536]");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     struct hf_import_info info;
     rc = hf_import(rest.v[1], out, (int)pad, &info);

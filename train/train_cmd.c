@@ -1064,11 +1064,9 @@ int cmd_train(int argc, const char **argv)
         free(kv);
     }
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_cfg_free(root);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(root, print_only);
     sl_cfg_free(root);

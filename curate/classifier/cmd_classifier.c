@@ -160,9 +160,7 @@ int cmd_classifier(int argc, const char **argv)
     if (!rc && (o.epoch < 1 || o.dim < 1 || o.ngrams < 1 || o.lr <= 0))
         rc = sl_err_set(SL_ERR_USAGE, "--epoch, --dim, --word-ngrams and --lr must be positive");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
-        rc = 2;
+        rc = sl_usage_error(usage);
         goto out;
     }
     rc = sl_world_get()->rank == 0 ? train(&o) : 0;

@@ -9,7 +9,6 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "core/progress.h"
 #include "core/stage.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -18,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const usage[] = {
     "sluice decontaminate --tasks TASKS.yaml --out DIR [options] IN...",
@@ -55,17 +53,20 @@ static void on_skip(void *ctx, const char *reason, const char *message)
         sl_warn_limited(reason, 20, "%s", message);
 }
 
-static int decont_file(const struct sl_decont *dc, const struct opts *o, const struct sl_input *in,
-                       struct sl_stage *st, size_t index)
+struct decont_ctx {
+    const struct sl_decont *dc;
+    const struct opts *o;
+};
+
+/* One input file into its shard. */
+static int decont_file(void *ctx, struct sl_stage_unit *u)
 {
-    char *name = sl_stage_shard_name(index, ".jsonl.zst");
-    char *path = sl_stage_shard_path(st, index, ".jsonl.zst");
-    struct sl_counters c;
-    sl_counters_init(&c);
-    sl_counters_add(&c, "documents_in", 0);
-    sl_counters_add(&c, "documents_out", 0);
-    struct sl_writer *w = NULL;
-    struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
+    const struct decont_ctx *x = ctx;
+    const struct sl_decont *dc = x->dc;
+    const struct opts *o = x->o;
+    const struct sl_input *in = &u->inputs[0];
+    struct sl_writer *w = u->w;
+    struct sl_counters *c = u->c;
     struct sl_jsonl_reader *r = NULL;
     struct sl_doc doc;
     sl_doc_init(&doc);
@@ -76,13 +77,11 @@ static int decont_file(const struct sl_decont *dc, const struct opts *o, const s
     jo.text_key = o->text_key;
     jo.id_prefix = stem;
     jo.on_skip = on_skip;
-    jo.ctx = &c;
+    jo.ctx = c;
     struct sl_decont_work dw;
     sl_decont_work_init(&dw, dc);
     struct sl_buf id = SL_BUF_INIT, piece_id = SL_BUF_INIT;
-    int rc = sl_writer_open(&w, path, &wo);
-    if (!rc)
-        rc = sl_jsonl_open(&r, in->path, &jo);
+    int rc = sl_jsonl_open(&r, in->path, &jo);
     while (!rc) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)
@@ -91,27 +90,26 @@ static int decont_file(const struct sl_decont *dc, const struct opts *o, const s
             break;
         size_t n;
         const char *t = sl_doc_text(&doc, &n);
-        sl_counters_add(&c, "documents_in", 1);
-        sl_counters_add(&c, "bytes_in", doc.raw.len + 1);
+        sl_counters_add(c, "documents_in", 1);
+        sl_counters_add(c, "bytes_in", doc.raw.len + 1);
         sl_decont_doc(dc, &dw, t, n);
         for (size_t k = 0; k < dc->ntasks; k++)
             if (dw.task_matches[k]) {
                 char key[160];
                 snprintf(key, sizeof(key), "matches_%s", dc->tasks[k].name);
-                sl_counters_add(&c, key, dw.task_matches[k]);
+                sl_counters_add(c, key, dw.task_matches[k]);
             }
-        sl_counters_add(&c, "short_pieces_dropped", dw.short_pieces);
+        sl_counters_add(c, "short_pieces_dropped", dw.short_pieces);
         if (!dw.matches) {
             rc = sl_doc_write(&doc, w);
-            sl_counters_add(&c, "documents_out", 1);
+            sl_counters_add(c, "documents_out", 1);
             continue;
         }
-        sl_counters_add(&c, "documents_contaminated", 1);
+        sl_counters_add(c, "documents_contaminated", 1);
         if (dw.dropped) {
             sl_counters_add(
-                &c, dw.dropped == 1 ? "documents_dropped_max_splits" : "documents_dropped_empty",
-                1);
-            sl_counters_add(&c, "bytes_removed", n);
+                c, dw.dropped == 1 ? "documents_dropped_max_splits" : "documents_dropped_empty", 1);
+            sl_counters_add(c, "bytes_removed", n);
             continue;
         }
         /* copy the text: setting it replaces the storage t points into */
@@ -131,32 +129,18 @@ static int decont_file(const struct sl_decont *dc, const struct opts *o, const s
                 rc = sl_doc_set_str(&doc, "id", piece_id.data, piece_id.len);
             if (!rc)
                 rc = sl_doc_write(&doc, w);
-            sl_counters_add(&c, "documents_out", 1);
+            sl_counters_add(c, "documents_out", 1);
         }
-        sl_counters_add(&c, "documents_split", 1);
-        sl_counters_add(&c, "bytes_removed", n - kept);
+        sl_counters_add(c, "documents_split", 1);
+        sl_counters_add(c, "bytes_removed", n - kept);
     }
     sl_jsonl_close(r);
-    uint64_t unc = w ? sl_writer_bytes_in(w) : 0;
-    if (!rc)
-        rc = sl_writer_commit(w);
-    else
-        sl_writer_abort(w);
-    if (!rc) {
-        struct stat sb;
-        sl_counters_add(&c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-        sl_counters_add(&c, "uncompressed_bytes_out", unc);
-        rc = sl_stage_record(st, name, &c);
-    }
     sl_doc_release(&doc);
     sl_decont_work_release(&dw);
     sl_buf_release(&text);
     sl_buf_release(&id);
     sl_buf_release(&piece_id);
-    sl_counters_release(&c);
     free(stem);
-    free(name);
-    free(path);
     return rc;
 }
 
@@ -192,66 +176,32 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_puts(&settings, ",\"text_key\":");
     sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
     sl_buf_putc(&settings, '}');
-    struct sl_stage st;
-    struct sl_stage_cfg cfg = { "decontaminate", o->out, argc, argv, &in, settings.data, o->force };
-    rc = sl_stage_begin(&st, w, &cfg);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        sl_buf_release(&settings);
-        sl_inputs_release(&in);
-        sl_decont_free(dc);
-        return 1;
-    }
-    size_t nf = in.n ? in.n : 1;
-    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
-    int *owner = sl_xcalloc(nf, sizeof(int));
-    for (size_t i = 0; i < in.n; i++)
-        sizes[i] = in.v[i].size;
-    sl_assign_by_size(sizes, in.n, w->size, owner);
-    struct sl_progress prog;
-    sl_progress_start(&prog, "decontaminate", sl_inputs_total_size(&in), 1, w->rank == 0);
-    uint64_t done = 0;
-    for (size_t i = 0; i < in.n && !rc; i++) {
-        if (owner[i] != w->rank)
-            continue;
-        char *name = sl_stage_shard_name(i, ".jsonl.zst");
-        int skip = sl_stage_done(&st, name);
-        free(name);
-        if (!skip)
-            rc = decont_file(dc, o, &in.v[i], &st, i);
-        if (rc)
-            sl_error("%s", sl_err_msg());
-        done += in.v[i].size;
-        sl_progress_update(&prog, done, 0);
-    }
-    sl_progress_finish(&prog);
+    struct decont_ctx x = { dc, o };
+    struct sl_stage_files job = { .stage = { .stage = "decontaminate",
+                                             .out_dir = o->out,
+                                             .argc = argc,
+                                             .argv = argv,
+                                             .inputs = &in,
+                                             .settings_json = settings.data,
+                                             .force = o->force },
+                                  .level = (int)o->level,
+                                  .process = decont_file,
+                                  .ctx = &x };
+    struct sl_stage_result res;
+    rc = sl_stage_run_files(w, &job, &res);
     sl_warn_limited_summary();
-    char **names = sl_xcalloc(nf, sizeof(char *));
-    for (size_t i = 0; i < in.n; i++)
-        names[i] = sl_stage_shard_name(i, ".jsonl.zst");
-    struct sl_counters totals;
-    sl_counters_init(&totals);
-    if (!rc) {
-        rc = sl_stage_finish(&st, names, in.n, NULL, &totals);
-        if (rc)
-            sl_error("%s", sl_err_msg());
-        else if (w->rank == 0)
-            sl_info("decontaminate: %llu of %llu documents contaminated, %llu dropped; %llu "
-                    "documents in '%s'%s",
-                    (unsigned long long)sl_counters_get(&totals, "documents_contaminated"),
-                    (unsigned long long)sl_counters_get(&totals, "documents_in"),
-                    (unsigned long long)(sl_counters_get(&totals, "documents_dropped_max_splits") +
-                                         sl_counters_get(&totals, "documents_dropped_empty")),
-                    (unsigned long long)sl_counters_get(&totals, "documents_out"), o->out,
-                    st.resumed ? " (resumed)" : "");
-    }
-    sl_counters_release(&totals);
-    for (size_t i = 0; i < in.n; i++)
-        free(names[i]);
-    free(names);
-    free(sizes);
-    free(owner);
-    sl_stage_release(&st);
+    if (rc && !res.peer_failed)
+        sl_error("%s", sl_err_msg());
+    else if (!rc && w->rank == 0)
+        sl_info("decontaminate: %llu of %llu documents contaminated, %llu dropped; %llu "
+                "documents in '%s'%s",
+                (unsigned long long)sl_counters_get(&res.totals, "documents_contaminated"),
+                (unsigned long long)sl_counters_get(&res.totals, "documents_in"),
+                (unsigned long long)(sl_counters_get(&res.totals, "documents_dropped_max_splits") +
+                                     sl_counters_get(&res.totals, "documents_dropped_empty")),
+                (unsigned long long)sl_counters_get(&res.totals, "documents_out"), o->out,
+                res.resumed ? " (resumed)" : "");
+    sl_stage_result_release(&res);
     sl_buf_release(&settings);
     sl_inputs_release(&in);
     sl_decont_free(dc);
@@ -306,10 +256,8 @@ int cmd_decontaminate(int argc, const char **argv)
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

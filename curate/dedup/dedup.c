@@ -6,6 +6,7 @@
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "core/options.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -23,9 +24,8 @@ static const char *const usage =
 
 int dedup_usage_error(const char *synopsis)
 {
-    sl_error("%s", sl_err_msg());
-    fprintf(stderr, "usage: %s\n", synopsis);
-    return 2;
+    const char *const usage[] = { synopsis, NULL };
+    return sl_usage_error(usage);
 }
 
 int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)

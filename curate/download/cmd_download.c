@@ -512,11 +512,9 @@ int cmd_download(int argc, const char **argv)
     if (!rc && o.min_speed > (1ull << 40))
         rc = sl_err_set(SL_ERR_USAGE, "--min-speed must be at most 1T bytes/s");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.urls);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, argc, argv);
     sl_strlist_release(&rest);

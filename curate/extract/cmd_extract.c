@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const usage[] = {
@@ -84,8 +83,7 @@ struct shard {
     struct sl_writer *w;
     struct sl_counters *c;
     size_t s_out;
-    struct sl_progress *prog;
-    uint64_t *docs;
+    uint64_t *docs; /* documents of the unit so far */
     const struct sl_docid_opts *ids;
     const char *name; /* the shard's file name */
     uint64_t base;    /* documents of the shard before this file's */
@@ -248,6 +246,177 @@ static int remove_input(const struct sl_input *in)
     return 1;
 }
 
+/* What the units of one run share. */
+struct extract_run {
+    const struct opts *o;
+    const struct format *f;
+    struct extract_opts eo;
+    uint64_t removed; /* --rm-inputs */
+};
+
+static int is_damage(int rc)
+{
+    return rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_UNSUPPORTED ||
+           rc == SL_ERR_FORMAT;
+}
+
+/* One input file of a unit into the unit's shard; its counts merged into the unit's. */
+static int extract_one(struct extract_run *x, struct sl_stage_unit *u, size_t i,
+                       struct prefetch *cur, uint64_t *docs)
+{
+    const struct sl_input *in = &u->inputs[i];
+    /* each file counts on its own (for the checks), then into the shard's counts */
+    struct sl_counters fc;
+    sl_counters_init(&fc);
+    sl_counters_add(&fc, "documents_in", 0);
+    struct shard s = { .w = u->w,
+                       .c = &fc,
+                       .s_out = sl_counters_slot(&fc, "documents_out"),
+                       .docs = docs,
+                       .ids = &x->o->ids,
+                       .name = u->name,
+                       .base = sl_counters_get(u->c, "documents_out") };
+    struct extract_input ei = { in->path, in->rel, NULL, 0 };
+    if (cur) {
+        ei.raw = &cur->raw;
+        ei.raw_rc = cur->rc;
+    }
+    int rc = x->f->fn(&ei, &x->eo, emit, &s, &fc);
+    if (cur)
+        sl_buf_release(&cur->raw);
+    if (rc && x->o->skip_corrupt && is_damage(rc)) {
+        sl_warn("%s (keeping the %llu documents before it)", sl_err_msg(),
+                (unsigned long long)fc.values[s.s_out]);
+        sl_counters_add(&fc, "corrupt_files", 1);
+        rc = 0;
+    }
+    if (!rc)
+        rc = check_yield(in, x->f->name, &fc);
+    sl_counters_merge(u->c, &fc);
+    sl_counters_release(&fc);
+    return rc;
+}
+
+/* One unit: its input files (html: pages read ahead by a second thread) into its shard. */
+static int extract_unit(void *ctx, struct sl_stage_unit *u)
+{
+    struct extract_run *x = ctx;
+    const struct opts *o = x->o;
+    struct prefetch pf[2];
+    memset(pf, 0, sizeof(pf));
+    uint64_t docs = 0, bytes = 0;
+    int rc = 0;
+    if (o->group)
+        prefetch_start(&pf[0], u->inputs[0].path, o->max_record);
+    for (size_t i = 0; !rc && i < u->ninputs; i++) {
+        struct prefetch *cur = NULL;
+        if (o->group) {
+            cur = &pf[i % 2];
+            prefetch_wait(cur);
+            if (i + 1 < u->ninputs)
+                prefetch_start(&pf[(i + 1) % 2], u->inputs[i + 1].path, o->max_record);
+        }
+        rc = extract_one(x, u, i, cur, &docs);
+        bytes += u->inputs[i].size;
+        if (u->ninputs > 1)
+            sl_stage_unit_progress(u, bytes, docs);
+    }
+    for (int k = 0; k < 2; k++) {
+        /* a read still running when a page failed */
+        if (pf[k].running) {
+            pthread_join(pf[k].th, NULL);
+            pf[k].running = 0;
+        }
+        sl_buf_release(&pf[k].raw);
+    }
+    /* --skip-corrupt helps with damaged input only */
+    if (rc && is_damage(rc) && !o->skip_corrupt && !strstr(sl_err_msg(), "hint:")) {
+        char msg[SL_ERR_MSG_MAX];
+        snprintf(msg, sizeof(msg), "%s", sl_err_msg());
+        rc = sl_err_set(rc, "%s\nhint: use --skip-corrupt to keep what can be read and go on", msg);
+    }
+    return rc;
+}
+
+/* A unit complete (now or in an earlier run): --rm-inputs removes its inputs. */
+static void extract_done(void *ctx, const struct sl_stage_unit *u)
+{
+    struct extract_run *x = ctx;
+    for (size_t i = 0; x->o->rm_inputs && i < u->ninputs; i++)
+        x->removed += (uint64_t)remove_input(&u->inputs[i]);
+}
+
+/* The plan's settings: what defines the output. */
+static void settings_json(const struct opts *o, const struct format *f, struct sl_buf *b)
+{
+    sl_buf_puts(b, "{\"format\":");
+    sl_buf_json_str(b, f->name, strlen(f->name));
+    sl_buf_puts(b, ",\"text_key\":");
+    sl_buf_json_str(b, o->text_key, strlen(o->text_key));
+    sl_buf_puts(b, ",\"source\":");
+    if (o->source)
+        sl_buf_json_str(b, o->source, strlen(o->source));
+    else
+        sl_buf_puts(b, "null");
+    sl_buf_printf(b,
+                  ",\"max_record\":%llu,\"keep_truncated\":%s,\"skip_corrupt\":%s,\"level\":%ld,"
+                  "\"html_engine\":\"%s\"",
+                  (unsigned long long)o->max_record, o->keep_truncated ? "true" : "false",
+                  o->skip_corrupt ? "true" : "false", o->level, page_text_engine());
+    if (o->group)
+        sl_buf_printf(b, ",\"shard_size\":%llu", (unsigned long long)o->shard_size);
+    if (sl_docid_active(&o->ids)) {
+        /* in the plan only when given, so earlier outputs stay valid */
+        sl_buf_puts(b, ",\"id_prefix\":");
+        if (o->ids.prefix)
+            sl_buf_json_str(b, o->ids.prefix, strlen(o->ids.prefix));
+        else
+            sl_buf_puts(b, "null");
+        sl_buf_printf(b, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
+    }
+    sl_buf_putc(b, '}');
+}
+
+/* Units of work: one input file each, or (html) consecutive files grouped up to
+ * --shard-size; each unit is one output shard, so the output does not depend on the
+ * number of ranks. first[] gets nunits + 1 entries. */
+static size_t group_units(const struct opts *o, const struct sl_inputs *in, size_t *first)
+{
+    size_t nu = 0;
+    for (size_t i = 0, acc = 0; i < in->n; i++) {
+        if (!o->group || i == 0 || acc >= o->shard_size) {
+            first[nu++] = i;
+            acc = 0;
+        }
+        acc += in->v[i].size;
+    }
+    first[nu] = in->n;
+    return nu;
+}
+
+static void report(const struct opts *o, const struct format *f, const struct sl_inputs *in,
+                   const struct sl_stage_result *res, uint64_t removed)
+{
+    const struct sl_counters *t = &res->totals;
+    char a[32];
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (!strncmp(t->names[i], "skipped_", 8))
+            skipped += t->values[i];
+    sl_info("extract %s: %llu documents from %llu records in %zu files (%llu skipped, by "
+            "reason in '%s/manifest.json'); %s written%s",
+            f->name, (unsigned long long)sl_counters_get(t, "documents_out"),
+            (unsigned long long)sl_counters_get(t, "documents_in"), in->n,
+            (unsigned long long)skipped, o->out,
+            sl_human_bytes((double)sl_counters_get(t, "bytes_out"), a, sizeof(a)),
+            res->resumed ? " (resumed)" : "");
+    if (removed)
+        sl_info("removed %llu input files (--rm-inputs)", (unsigned long long)removed);
+    if (sl_counters_get(t, "corrupt_files"))
+        sl_warn("%llu damaged files were read only in part (--skip-corrupt)",
+                (unsigned long long)sl_counters_get(t, "corrupt_files"));
+}
+
 static int run(const struct opts *o, const struct format *f, struct sl_strlist *operands, int argc,
                const char **argv)
 {
@@ -264,250 +433,44 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             sl_inputs_release(&in);
             return 2;
         }
-
     struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_puts(&settings, "{\"format\":");
-    sl_buf_json_str(&settings, f->name, strlen(f->name));
-    sl_buf_puts(&settings, ",\"text_key\":");
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_puts(&settings, ",\"source\":");
-    if (o->source)
-        sl_buf_json_str(&settings, o->source, strlen(o->source));
-    else
-        sl_buf_puts(&settings, "null");
-    sl_buf_printf(&settings,
-                  ",\"max_record\":%llu,\"keep_truncated\":%s,\"skip_corrupt\":%s,\"level\":%ld,"
-                  "\"html_engine\":\"%s\"",
-                  (unsigned long long)o->max_record, o->keep_truncated ? "true" : "false",
-                  o->skip_corrupt ? "true" : "false", o->level, page_text_engine());
-    if (o->group)
-        sl_buf_printf(&settings, ",\"shard_size\":%llu", (unsigned long long)o->shard_size);
-    if (sl_docid_active(&o->ids)) {
-        /* in the plan only when given, so earlier outputs stay valid */
-        sl_buf_puts(&settings, ",\"id_prefix\":");
-        if (o->ids.prefix)
-            sl_buf_json_str(&settings, o->ids.prefix, strlen(o->ids.prefix));
-        else
-            sl_buf_puts(&settings, "null");
-        sl_buf_printf(&settings, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
-    }
-    sl_buf_putc(&settings, '}');
-    struct sl_stage st;
-    struct sl_stage_cfg cfg = { .stage = "extract",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &in,
-                                .settings_json = settings.data,
-                                .force = o->force };
-    rc = sl_stage_begin(&st, w, &cfg);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        sl_buf_release(&settings);
-        sl_inputs_release(&in);
-        return 1;
-    }
-
-    /* units of work: one input file each, or (html) consecutive files grouped up to
-     * --shard-size; each unit is one output shard, so the output does not depend on the
-     * number of ranks */
-    size_t nf = in.n ? in.n : 1;
-    size_t *ufirst = sl_xcalloc(nf + 1, sizeof(size_t));
-    size_t nu = 0;
-    for (size_t i = 0, acc = 0; i < in.n; i++) {
-        if (!o->group || i == 0 || acc >= o->shard_size) {
-            ufirst[nu++] = i;
-            acc = 0;
-        }
-        acc += in.v[i].size;
-    }
-    ufirst[nu] = in.n;
-    size_t nus = nu ? nu : 1;
-    uint64_t *sizes = sl_xcalloc(nus, sizeof(uint64_t));
-    int *owner = sl_xcalloc(nus, sizeof(int));
-    uint64_t mine = 0;
-    for (size_t u = 0; u < nu; u++)
-        for (size_t i = ufirst[u]; i < ufirst[u + 1]; i++)
-            sizes[u] += in.v[i].size;
-    sl_assign_by_size(sizes, nu, w->size, owner);
-    for (size_t u = 0; u < nu; u++)
-        if (owner[u] == w->rank)
-            mine += sizes[u];
-
-    struct extract_opts eo;
-    memset(&eo, 0, sizeof(eo));
-    eo.format = f->name;
-    eo.source = o->source;
-    eo.text_key = o->text_key;
-    eo.max_record = o->max_record;
-    eo.keep_truncated = o->keep_truncated;
-    eo.skip_corrupt = o->skip_corrupt;
-    eo.on_warn = on_warn;
-
-    struct sl_progress prog;
+    settings_json(o, f, &settings);
+    struct extract_run x = { .o = o, .f = f };
+    x.eo.format = f->name;
+    x.eo.source = o->source;
+    x.eo.text_key = o->text_key;
+    x.eo.max_record = o->max_record;
+    x.eo.keep_truncated = o->keep_truncated;
+    x.eo.skip_corrupt = o->skip_corrupt;
+    x.eo.on_warn = on_warn;
+    size_t *first = sl_xcalloc(in.n + 1, sizeof(size_t));
     char label[64];
     snprintf(label, sizeof(label), "extract %s", f->name);
-    sl_progress_start(&prog, label, mine, 1, w->rank == 0);
-    uint64_t done_bytes = 0, docs = 0;
-    int64_t failed = 0;
-    uint64_t removed = 0;
-    for (size_t u = 0; u < nu && !failed; u++) {
-        if (owner[u] != w->rank)
-            continue;
-        char *name = sl_stage_shard_name(u, ".jsonl.zst");
-        if (sl_stage_done(&st, name)) {
-            for (size_t i = ufirst[u]; o->rm_inputs && i < ufirst[u + 1]; i++)
-                removed += (uint64_t)remove_input(&in.v[i]);
-            free(name);
-            done_bytes += sizes[u];
-            continue;
-        }
-        char *path = sl_stage_shard_path(&st, u, ".jsonl.zst");
-        struct sl_counters c;
-        sl_counters_init(&c);
-        sl_counters_add(&c, "documents_in", 0);
-        sl_counters_add(&c, "documents_out", 0);
-        struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
-        struct sl_writer *wr = NULL;
-        rc = sl_writer_open(&wr, path, &wo);
-        struct prefetch pf[2];
-        memset(pf, 0, sizeof(pf));
-        if (!rc && o->group)
-            prefetch_start(&pf[0], in.v[ufirst[u]].path, o->max_record);
-        for (size_t i = ufirst[u]; !rc && i < ufirst[u + 1]; i++) {
-            /* each file counts on its own (for the checks), then into the shard's counts */
-            struct sl_counters fc;
-            sl_counters_init(&fc);
-            sl_counters_add(&fc, "documents_in", 0);
-            struct shard s = { wr,      &fc,  sl_counters_slot(&fc, "documents_out"), &prog, &docs,
-                               &o->ids, name, sl_counters_get(&c, "documents_out") };
-            struct extract_input ei = { in.v[i].path, in.v[i].rel, NULL, 0 };
-            struct prefetch *cur = &pf[(i - ufirst[u]) % 2];
-            if (o->group) {
-                prefetch_wait(cur);
-                if (i + 1 < ufirst[u + 1])
-                    prefetch_start(&pf[(i + 1 - ufirst[u]) % 2], in.v[i + 1].path, o->max_record);
-                ei.raw = &cur->raw;
-                ei.raw_rc = cur->rc;
-            }
-            rc = f->fn(&ei, &eo, emit, &s, &fc);
-            if (o->group)
-                sl_buf_release(&cur->raw);
-            if (rc && o->skip_corrupt &&
-                (rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_UNSUPPORTED ||
-                 rc == SL_ERR_FORMAT)) {
-                sl_warn("%s (keeping the %llu documents before it)", sl_err_msg(),
-                        (unsigned long long)fc.values[s.s_out]);
-                sl_counters_add(&fc, "corrupt_files", 1);
-                rc = 0;
-            } else if (rc) {
-                sl_err_wrap(rc, "%s", "");
-            }
-            if (!rc)
-                rc = check_yield(&in.v[i], f->name, &fc);
-            sl_counters_merge(&c, &fc);
-            sl_counters_release(&fc);
-            if (nu < in.n) {
-                done_bytes += in.v[i].size;
-                sl_progress_update(&prog, done_bytes, docs);
-            }
-        }
-        for (int k = 0; k < 2; k++) {
-            /* a read still running when a page failed */
-            if (pf[k].running) {
-                pthread_join(pf[k].th, NULL);
-                pf[k].running = 0;
-            }
-            sl_buf_release(&pf[k].raw);
-        }
-        if (!rc) {
-            uint64_t unc = sl_writer_bytes_in(wr);
-            rc = sl_writer_commit(wr);
-            wr = NULL;
-            struct stat sb;
-            if (!rc) {
-                sl_counters_add(&c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-                sl_counters_add(&c, "uncompressed_bytes_out", unc);
-                rc = sl_stage_record(&st, name, &c);
-            }
-        }
-        if (rc) {
-            sl_writer_abort(wr);
-            /* --skip-corrupt helps with damaged input only; a full disk needs space */
-            int damaged = rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG || rc == SL_ERR_UNSUPPORTED ||
-                          rc == SL_ERR_FORMAT;
-            sl_error("%s%s", sl_err_msg(),
-                     strstr(sl_err_msg(), "hint:") ? ""
-                     : strstr(sl_err_msg(), strerror(ENOSPC))
-                         ? "\nhint: the output disk is full: free space (or use another --out) and "
-                           "run the command again; it goes on from the finished shards"
-                     : o->skip_corrupt || !damaged
-                         ? ""
-                         : "\nhint: use --skip-corrupt to keep what can be read and go on");
-            failed = 1;
-        } else {
-            for (size_t i = ufirst[u]; o->rm_inputs && i < ufirst[u + 1]; i++)
-                removed += (uint64_t)remove_input(&in.v[i]);
-        }
-        sl_counters_release(&c);
-        free(path);
-        free(name);
-        if (nu == in.n) {
-            done_bytes += sizes[u];
-            sl_progress_update(&prog, done_bytes, docs);
-        }
-    }
-    sl_progress_finish(&prog);
+    struct sl_stage_files job = { .stage = { .stage = "extract",
+                                             .out_dir = o->out,
+                                             .argc = argc,
+                                             .argv = argv,
+                                             .inputs = &in,
+                                             .settings_json = settings.data,
+                                             .force = o->force },
+                                  .label = label,
+                                  .level = (int)o->level,
+                                  .first = first,
+                                  .nunits = group_units(o, &in, first),
+                                  .process = extract_unit,
+                                  .done = extract_done,
+                                  .ctx = &x };
+    struct sl_stage_result res;
+    rc = sl_stage_run_files(w, &job, &res);
     sl_warn_limited_summary();
-    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
-    if (failed) {
-        free(ufirst);
-        free(sizes);
-        free(owner);
-        sl_stage_release(&st);
-        sl_buf_release(&settings);
-        sl_inputs_release(&in);
-        return 1;
-    }
-
-    char **names = sl_xcalloc(nf, sizeof(char *));
-    for (size_t u = 0; u < nu; u++)
-        names[u] = sl_stage_shard_name(u, ".jsonl.zst");
-    struct sl_counters extra, totals;
-    sl_counters_init(&extra);
-    sl_counters_init(&totals);
-    sl_world_allreduce_u64(w, &removed, 1, SL_SUM);
-    rc = sl_stage_finish(&st, names, nu, NULL, &totals);
-    if (rc) {
+    if (!rc)
+        rc = sl_world_allreduce_u64(w, &x.removed, 1, SL_SUM);
+    if (rc && !res.peer_failed)
         sl_error("%s", sl_err_msg());
-    } else if (w->rank == 0) {
-        char a[32];
-        uint64_t skipped = 0;
-        for (size_t i = 0; i < totals.n; i++)
-            if (!strncmp(totals.names[i], "skipped_", 8))
-                skipped += totals.values[i];
-        sl_info("extract %s: %llu documents from %llu records in %zu files (%llu skipped, by "
-                "reason in '%s/manifest.json'); %s written%s",
-                f->name, (unsigned long long)sl_counters_get(&totals, "documents_out"),
-                (unsigned long long)sl_counters_get(&totals, "documents_in"), in.n,
-                (unsigned long long)skipped, o->out,
-                sl_human_bytes((double)sl_counters_get(&totals, "bytes_out"), a, sizeof(a)),
-                st.resumed ? " (resumed)" : "");
-        if (removed)
-            sl_info("removed %llu input files (--rm-inputs)", (unsigned long long)removed);
-        if (sl_counters_get(&totals, "corrupt_files"))
-            sl_warn("%llu damaged files were read only in part (--skip-corrupt)",
-                    (unsigned long long)sl_counters_get(&totals, "corrupt_files"));
-    }
-    for (size_t u = 0; u < nu; u++)
-        free(names[u]);
-    free(names);
-    sl_counters_release(&extra);
-    sl_counters_release(&totals);
-    free(ufirst);
-    free(sizes);
-    free(owner);
-    sl_stage_release(&st);
+    else if (!rc && w->rank == 0)
+        report(o, f, &in, &res, x.removed);
+    sl_stage_result_release(&res);
+    free(first);
     sl_buf_release(&settings);
     sl_inputs_release(&in);
     return rc ? 1 : 0;
@@ -570,10 +533,8 @@ int cmd_extract(int argc, const char **argv)
     if (!rc && o.max_record < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, f, &rest, argc, argv);
     sl_strlist_release(&rest);

@@ -10,7 +10,6 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "core/progress.h"
 #include "core/stage.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -83,41 +82,235 @@ static int cmp_lang_out(const void *a, const void *b)
     return strcmp(((const struct lang_out *)a)->lang, ((const struct lang_out *)b)->lang);
 }
 
-static int file_size(const char *path, uint64_t *size)
+/* What filter_file needs across documents of one unit. */
+struct filter_run {
+    struct sl_filter_chain *ch;
+    const struct opts *o;
+    /* the unit being written */
+    struct sl_stage_unit *u;
+    struct sl_writer *rw;   /* --rejected */
+    struct lang_out *langs; /* --split-by-language: the unit's language files */
+    size_t nlangs;
+    struct sl_stage_file *files; /* the same, for the unit's record (kept until the next) */
+    struct sl_fctx ctx;
+    struct sl_filter_result *res;
+    struct sl_buf ann, lang;
+};
+
+static uint64_t file_size(const char *path)
 {
     struct stat sb;
-    *size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+/* Count what the filters report whatever they decide: events and their own counts. */
+static void count_results(struct filter_run *fr, const char *path, uint64_t line)
+{
+    struct sl_filter_chain *ch = fr->ch;
+    char key[160];
+    for (size_t i = 0; i < ch->n; i++) {
+        if (fr->res[i].event) {
+            snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, fr->res[i].event);
+            sl_counters_add(fr->u->c, key, 1);
+            sl_warn_limited(key, 10, "%s:%llu: filter '%s' could not decide (counted as '%s')",
+                            path, (unsigned long long)line, ch->f[i].name, key);
+        }
+    }
+    for (size_t i = 0; i < ch->n; i++)
+        for (size_t k = 0; k < fr->res[i].ncounts; k++) {
+            snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, fr->res[i].counts[k].name);
+            sl_counters_add(fr->u->c, key, fr->res[i].counts[k].n);
+        }
+}
+
+/* --annotate: every score into the document, and which filter would drop it. */
+static int annotate(struct filter_run *fr, struct sl_doc *doc, long drop)
+{
+    struct sl_filter_chain *ch = fr->ch;
+    struct sl_buf *ann = &fr->ann;
+    sl_buf_reset(ann);
+    sl_buf_putc(ann, '{');
+    for (size_t i = 0; i < ch->n; i++) {
+        if (i)
+            sl_buf_putc(ann, ',');
+        sl_buf_json_str(ann, ch->f[i].name, strlen(ch->f[i].name));
+        sl_buf_putc(ann, ':');
+        put_num(ann, fr->res[i].score);
+    }
+    sl_buf_putc(ann, '}');
+    int rc = sl_doc_set_raw(doc, "filter_scores", ann->data, ann->len);
+    for (size_t i = 0; i < ch->n && !rc; i++)
+        if (fr->res[i].spans_json) {
+            char key[160];
+            snprintf(key, sizeof(key), "%s_spans", ch->f[i].name);
+            rc = sl_doc_set_raw(doc, key, fr->res[i].spans_json, fr->res[i].spans_len);
+        }
+    sl_buf_reset(ann);
+    if (drop >= 0) {
+        sl_buf_json_str(ann, ch->f[drop].name, strlen(ch->f[drop].name));
+        if (!rc)
+            rc = sl_doc_set_raw(doc, "filter_drop", ann->data, ann->len);
+        sl_buf_reset(ann);
+        sl_buf_json_str(ann, fr->res[drop].reason, strlen(fr->res[drop].reason));
+        if (!rc)
+            rc = sl_doc_set_raw(doc, "filter_reason", ann->data, ann->len);
+    }
+    return rc;
+}
+
+/* A dropped document: counted under its filter, written to --rejected with the reason. */
+static int reject(struct filter_run *fr, struct sl_doc *doc, long drop, uint64_t in_bytes)
+{
+    struct sl_filter *f = &fr->ch->f[drop];
+    const struct sl_filter_result *res = &fr->res[drop];
+    char key[160];
+    snprintf(key, sizeof(key), "removed_%s", f->name);
+    sl_counters_add(fr->u->c, key, 1);
+    snprintf(key, sizeof(key), "removed_bytes_%s", f->name);
+    sl_counters_add(fr->u->c, key, in_bytes);
+    if (!fr->rw || fr->o->annotate)
+        return 0;
+    sl_doc_set_str(doc, "filter", f->name, strlen(f->name));
+    sl_doc_set_str(doc, "filter_reason", res->reason, strlen(res->reason));
+    sl_buf_reset(&fr->ann);
+    put_num(&fr->ann, res->score);
+    sl_doc_set_raw(doc, "filter_score", fr->ann.data, fr->ann.len);
+    return sl_doc_write(doc, fr->rw);
+}
+
+/* --split-by-language: the writer of OUT/lang=CODE/<shard>, opened on first use. */
+static int lang_writer(struct filter_run *fr, const char *path, struct sl_writer **dst)
+{
+    const char *code = fr->ctx.lang[0] ? fr->ctx.lang : "un";
+    const char *name = fr->u->name;
+    size_t k = 0;
+    while (k < fr->nlangs && strcmp(fr->langs[k].lang, code))
+        k++;
+    if (k == fr->nlangs && fr->nlangs == MAX_LANGS)
+        return sl_err_set(SL_ERR_TOOBIG, "--split-by-language: '%s' has more than %d languages",
+                          path, MAX_LANGS);
+    if (k == fr->nlangs) {
+        struct lang_out *l = &fr->langs[k];
+        snprintf(l->lang, sizeof(l->lang), "%s", code);
+        char *dir = sl_xasprintf("%s/lang=%s", fr->o->out, code);
+        int rc = 0;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+            rc = sl_err_set(SL_ERR_IO, "cannot create directory '%s': %s", dir, strerror(errno));
+        char *lp = sl_xasprintf("%s/%s", dir, name);
+        struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)fr->o->level };
+        if (!rc)
+            rc = sl_writer_open(&l->w, lp, &wo);
+        free(lp);
+        free(dir);
+        if (rc)
+            return rc;
+        l->rel = sl_xasprintf("lang=%s/%s", code, name);
+        fr->nlangs++;
+    }
+    fr->langs[k].docs++;
+    char key[64];
+    snprintf(key, sizeof(key), "documents_lang_%s", code);
+    sl_counters_add(fr->u->c, key, 1);
+    *dst = fr->langs[k].w;
     return 0;
 }
 
-static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const struct sl_input *in,
-                       struct sl_stage *st, size_t index, struct sl_progress *prog, uint64_t *done_bytes)
+/* One document through the chain, to the kept, rejected or language output. */
+static int filter_doc(struct filter_run *fr, struct sl_doc *doc, const char *path, uint64_t line)
 {
-    char *name = sl_stage_shard_name(index, ".jsonl.zst");
-    char *path = sl_stage_shard_path(st, index, ".jsonl.zst");
-    char *rpath = o->rejected ? sl_xasprintf("%s/%s", o->rejected, name) : NULL;
-    struct sl_counters c;
-    sl_counters_init(&c);
-    sl_counters_add(&c, "documents_in", 0);
-    sl_counters_add(&c, "documents_out", 0);
-    for (size_t i = 0; i < ch->n; i++) {
-        char key[160];
-        snprintf(key, sizeof(key), "removed_%s", ch->f[i].name);
-        sl_counters_add(&c, key, 0);
-        snprintf(key, sizeof(key), "removed_bytes_%s", ch->f[i].name);
-        sl_counters_add(&c, key, 0);
+    struct sl_counters *c = fr->u->c;
+    size_t tlen;
+    const char *text = sl_doc_text(doc, &tlen);
+    sl_buf_reset(&fr->lang);
+    const char *lg = NULL;
+    if (!sl_doc_get_str(doc, fr->ch->env.lang_key, &fr->lang) && fr->lang.len && fr->lang.len < 16)
+        lg = fr->lang.data;
+    sl_fctx_begin(&fr->ctx, doc, text, tlen, lg);
+    unsigned v0 = fr->ctx.version;
+    sl_counters_add(c, "documents_in", 1);
+    uint64_t in_bytes = doc->raw.len + 1;
+    sl_counters_add(c, "bytes_in", in_bytes);
+    long drop = sl_filter_chain_run(fr->ch, &fr->ctx, fr->o->annotate, fr->res);
+    if (drop < -1)
+        return sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", path, (unsigned long long)line);
+    count_results(fr, path, line);
+    int keep = drop < 0 || fr->o->annotate, rc = 0;
+    if (fr->ctx.version != v0 && keep) {
+        rc = sl_doc_set_text(doc, fr->ctx.text, fr->ctx.len);
+        sl_counters_add(c, "edited_documents", 1);
     }
-    struct sl_writer *w = NULL, *rw = NULL;
-    struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
-    struct lang_out *langs = o->split_lang ? sl_xcalloc(MAX_LANGS, sizeof(*langs)) : NULL;
-    size_t nlangs = 0;
-    struct sl_jsonl_reader *r = NULL;
-    struct sl_doc doc;
-    sl_doc_init(&doc);
-    struct sl_fctx ctx;
-    sl_fctx_init(&ctx, &ch->env);
-    struct sl_filter_result *res = sl_xcalloc(ch->n, sizeof(*res));
-    struct sl_buf ann = SL_BUF_INIT, lang = SL_BUF_INIT;
+    if (fr->o->annotate && !rc)
+        rc = annotate(fr, doc, drop);
+    if (drop >= 0 && !rc)
+        rc = reject(fr, doc, drop, in_bytes);
+    if (!keep || rc)
+        return rc;
+    struct sl_writer *dst = fr->u->w;
+    if (fr->o->split_lang)
+        rc = lang_writer(fr, path, &dst);
+    if (!rc)
+        rc = sl_doc_write(doc, dst);
+    sl_counters_add(c, "documents_out", 1);
+    return rc;
+}
+
+/* Close the language files (commit, or abort after an error) and list them, in language
+ * order, for the unit's record. */
+static int finish_langs(struct filter_run *fr, int rc)
+{
+    struct sl_stage_unit *u = fr->u;
+    uint64_t unc = 0, sz = 0;
+    for (size_t k = 0; k < fr->nlangs; k++) {
+        unc += sl_writer_bytes_in(fr->langs[k].w);
+        if (!rc)
+            rc = sl_writer_commit(fr->langs[k].w);
+        else
+            sl_writer_abort(fr->langs[k].w);
+        fr->langs[k].w = NULL;
+    }
+    if (rc || !fr->o->split_lang)
+        return rc;
+    qsort(fr->langs, fr->nlangs, sizeof(*fr->langs), cmp_lang_out);
+    fr->files = sl_xcalloc(fr->nlangs ? fr->nlangs : 1, sizeof(*fr->files));
+    for (size_t k = 0; k < fr->nlangs; k++) {
+        char *lp = sl_xasprintf("%s/%s", fr->o->out, fr->langs[k].rel);
+        sz += file_size(lp);
+        free(lp);
+        fr->files[k].path = fr->langs[k].rel;
+        fr->files[k].documents = fr->langs[k].docs;
+    }
+    sl_counters_add(u->c, "bytes_out", sz);
+    sl_counters_add(u->c, "uncompressed_bytes_out", unc);
+    u->files = fr->files;
+    u->nfiles = fr->nlangs;
+    return 0;
+}
+
+/* The previous unit's language files (its record is written). */
+static void release_langs(struct filter_run *fr)
+{
+    for (size_t k = 0; k < fr->nlangs; k++)
+        free(fr->langs[k].rel);
+    fr->nlangs = 0;
+    free(fr->files);
+    fr->files = NULL;
+}
+
+/* One input file into its shard (and its rejected and language files). */
+static int filter_file(void *arg, struct sl_stage_unit *u)
+{
+    struct filter_run *fr = arg;
+    const struct opts *o = fr->o;
+    const struct sl_input *in = &u->inputs[0];
+    release_langs(fr);
+    fr->u = u;
+    for (size_t i = 0; i < fr->ch->n; i++) {
+        char key[160];
+        snprintf(key, sizeof(key), "removed_%s", fr->ch->f[i].name);
+        sl_counters_add(u->c, key, 0);
+        snprintf(key, sizeof(key), "removed_bytes_%s", fr->ch->f[i].name);
+        sl_counters_add(u->c, key, 0);
+    }
     char *stem = sl_jsonl_id_stem(in->rel);
     struct sl_jsonl_opts jo;
     memset(&jo, 0, sizeof(jo));
@@ -126,201 +319,40 @@ static int filter_file(struct sl_filter_chain *ch, const struct opts *o, const s
     jo.repair_utf8 = o->repair_utf8;
     jo.id_prefix = stem;
     jo.on_skip = on_skip;
-    jo.ctx = &c;
-    /* split by language: the kept documents go to OUT/lang=CODE/ only (no empty part file) */
-    int rc = o->split_lang ? 0 : sl_writer_open(&w, path, &wo);
-    if (!rc && rpath)
-        rc = sl_writer_open(&rw, rpath, &wo);
+    jo.ctx = u->c;
+    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)o->level };
+    struct sl_jsonl_reader *r = NULL;
+    struct sl_doc doc;
+    sl_doc_init(&doc);
+    int rc = 0;
+    if (o->rejected) {
+        char *rpath = sl_xasprintf("%s/%s", o->rejected, u->name);
+        rc = sl_writer_open(&fr->rw, rpath, &wo);
+        free(rpath);
+    }
     if (!rc)
         rc = sl_jsonl_open(&r, in->path, &jo);
-    uint64_t docs = 0;
-    while (!rc) {
+    for (uint64_t docs = 1; !rc; docs++) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)
             rc = got;
         if (got <= 0)
             break;
-        size_t tlen;
-        const char *text = sl_doc_text(&doc, &tlen);
-        sl_buf_reset(&lang);
-        const char *lg = NULL;
-        if (!sl_doc_get_str(&doc, ch->env.lang_key, &lang) && lang.len && lang.len < 16)
-            lg = lang.data;
-        sl_fctx_begin(&ctx, &doc, text, tlen, lg);
-        unsigned v0 = ctx.version;
-        sl_counters_add(&c, "documents_in", 1);
-        uint64_t in_bytes = doc.raw.len + 1;
-        sl_counters_add(&c, "bytes_in", in_bytes);
-        long drop = sl_filter_chain_run(ch, &ctx, o->annotate, res);
-        if (drop < -1) {
-            rc = sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", in->path, (unsigned long long)sl_jsonl_line_no(r));
-            break;
-        }
-        for (size_t i = 0; i < ch->n; i++)
-            if (res[i].event) {
-                char key[160];
-                snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, res[i].event);
-                sl_counters_add(&c, key, 1);
-                sl_warn_limited(key, 10, "%s:%llu: filter '%s' could not decide (counted as '%s')",
-                                in->path, (unsigned long long)sl_jsonl_line_no(r), ch->f[i].name,
-                                key);
-            }
-        for (size_t i = 0; i < ch->n; i++)
-            for (size_t k = 0; k < res[i].ncounts; k++) {
-                char key[160];
-                snprintf(key, sizeof(key), "%s_%s", ch->f[i].name, res[i].counts[k].name);
-                sl_counters_add(&c, key, res[i].counts[k].n);
-            }
-        if (ctx.version != v0 && (drop < 0 || o->annotate)) {
-            rc = sl_doc_set_text(&doc, ctx.text, ctx.len);
-            sl_counters_add(&c, "edited_documents", 1);
-        }
-        if (o->annotate) {
-            sl_buf_reset(&ann);
-            sl_buf_putc(&ann, '{');
-            for (size_t i = 0; i < ch->n; i++) {
-                if (i)
-                    sl_buf_putc(&ann, ',');
-                sl_buf_json_str(&ann, ch->f[i].name, strlen(ch->f[i].name));
-                sl_buf_putc(&ann, ':');
-                put_num(&ann, res[i].score);
-            }
-            sl_buf_putc(&ann, '}');
-            if (!rc) rc = sl_doc_set_raw(&doc, "filter_scores", ann.data, ann.len);
-            for (size_t i = 0; i < ch->n && !rc; i++)
-                if (res[i].spans_json) {
-                    char key[160];
-                    snprintf(key, sizeof(key), "%s_spans", ch->f[i].name);
-                    rc = sl_doc_set_raw(&doc, key, res[i].spans_json, res[i].spans_len);
-                }
-            sl_buf_reset(&ann);
-            if (drop >= 0) {
-                sl_buf_json_str(&ann, ch->f[drop].name, strlen(ch->f[drop].name));
-                if (!rc) rc = sl_doc_set_raw(&doc, "filter_drop", ann.data, ann.len);
-                sl_buf_reset(&ann);
-                sl_buf_json_str(&ann, res[drop].reason, strlen(res[drop].reason));
-                if (!rc) rc = sl_doc_set_raw(&doc, "filter_reason", ann.data, ann.len);
-            }
-        }
-        if (drop >= 0) {
-            char key[160];
-            snprintf(key, sizeof(key), "removed_%s", ch->f[drop].name);
-            sl_counters_add(&c, key, 1);
-            snprintf(key, sizeof(key), "removed_bytes_%s", ch->f[drop].name);
-            sl_counters_add(&c, key, in_bytes);
-            if (rw && !o->annotate && !rc) {
-                sl_doc_set_str(&doc, "filter", ch->f[drop].name, strlen(ch->f[drop].name));
-                sl_doc_set_str(&doc, "filter_reason", res[drop].reason, strlen(res[drop].reason));
-                sl_buf_reset(&ann);
-                put_num(&ann, res[drop].score);
-                sl_doc_set_raw(&doc, "filter_score", ann.data, ann.len);
-                rc = sl_doc_write(&doc, rw);
-            }
-        }
-        if (!rc && (drop < 0 || o->annotate)) {
-            struct sl_writer *dst = w;
-            if (o->split_lang) {
-                const char *code = ctx.lang[0] ? ctx.lang : "un";
-                size_t k = 0;
-                while (k < nlangs && strcmp(langs[k].lang, code))
-                    k++;
-                if (k == nlangs && nlangs == MAX_LANGS)
-                    rc = sl_err_set(SL_ERR_TOOBIG,
-                                    "--split-by-language: '%s' has more than %d languages",
-                                    in->path, MAX_LANGS);
-                if (!rc && k == nlangs) {
-                    snprintf(langs[k].lang, sizeof(langs[k].lang), "%s", code);
-                    char *dir = sl_xasprintf("%s/lang=%s", o->out, code);
-                    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-                        rc = sl_err_set(SL_ERR_IO, "cannot create directory '%s': %s", dir,
-                                        strerror(errno));
-                    char *lp = sl_xasprintf("%s/%s", dir, name);
-                    if (!rc)
-                        rc = sl_writer_open(&langs[k].w, lp, &wo);
-                    free(lp);
-                    free(dir);
-                    if (!rc) {
-                        langs[k].rel = sl_xasprintf("lang=%s/%s", code, name);
-                        nlangs++;
-                    }
-                }
-                if (!rc && k < nlangs) {
-                    dst = langs[k].w;
-                    langs[k].docs++;
-                    char key[64];
-                    snprintf(key, sizeof(key), "documents_lang_%s", code);
-                    sl_counters_add(&c, key, 1);
-                }
-            }
-            if (!rc)
-                rc = sl_doc_write(&doc, dst);
-            sl_counters_add(&c, "documents_out", 1);
-        }
-        if (++docs % 256 == 0)
-            sl_progress_update(prog, *done_bytes + sl_jsonl_bytes_in(r), 0);
+        rc = filter_doc(fr, &doc, in->path, sl_jsonl_line_no(r));
+        if (docs % 256 == 0)
+            sl_stage_unit_progress(u, sl_jsonl_bytes_in(r), 0);
     }
     if (rc)
         rc = sl_err_wrap(rc, "%s", "");
     sl_jsonl_close(r);
-    if (!rc && rw)
-        rc = sl_writer_commit(rw);
+    if (!rc && fr->rw)
+        rc = sl_writer_commit(fr->rw);
     else
-        sl_writer_abort(rw);
-    uint64_t unc = w ? sl_writer_bytes_in(w) : 0;
-    for (size_t k = 0; k < nlangs; k++)
-        unc += langs[k].w ? sl_writer_bytes_in(langs[k].w) : 0;
-    for (size_t k = 0; k < nlangs; k++) {
-        if (!rc)
-            rc = sl_writer_commit(langs[k].w);
-        else
-            sl_writer_abort(langs[k].w);
-        langs[k].w = NULL;
-    }
-    if (!rc && w)
-        rc = sl_writer_commit(w);
-    else if (w)
-        sl_writer_abort(w);
-    if (!rc) {
-        uint64_t sz = 0;
-        if (o->split_lang) {
-            /* the manifest lists the language files, in language order */
-            qsort(langs, nlangs, sizeof(*langs), cmp_lang_out);
-            struct sl_stage_file *files = sl_xcalloc(nlangs ? nlangs : 1, sizeof(*files));
-            for (size_t k = 0; k < nlangs; k++) {
-                char *lp = sl_xasprintf("%s/%s", o->out, langs[k].rel);
-                uint64_t one;
-                file_size(lp, &one);
-                sz += one;
-                free(lp);
-                files[k].path = langs[k].rel;
-                files[k].documents = langs[k].docs;
-            }
-            sl_counters_add(&c, "bytes_out", sz);
-            sl_counters_add(&c, "uncompressed_bytes_out", unc);
-            rc = sl_stage_record_files(st, name, &c, files, nlangs);
-            free(files);
-        } else {
-            file_size(path, &sz);
-            sl_counters_add(&c, "bytes_out", sz);
-            sl_counters_add(&c, "uncompressed_bytes_out", unc);
-            rc = sl_stage_record(st, name, &c);
-        }
-    }
-    for (size_t k = 0; k < nlangs; k++)
-        free(langs[k].rel);
-    free(langs);
-    *done_bytes += in->size;
-    sl_progress_update(prog, *done_bytes, 0);
-    free(res);
-    sl_fctx_release(&ctx);
+        sl_writer_abort(fr->rw);
+    fr->rw = NULL;
+    rc = finish_langs(fr, rc);
     sl_doc_release(&doc);
-    sl_buf_release(&ann);
-    sl_buf_release(&lang);
-    sl_counters_release(&c);
     free(stem);
-    free(name);
-    free(path);
-    free(rpath);
     return rc;
 }
 
@@ -349,90 +381,56 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     struct sl_buf settings = SL_BUF_INIT;
     sl_buf_puts(&settings, "{\"config\":");
     sl_filter_chain_settings(ch, &settings);
-    sl_buf_printf(&settings, ",\"annotate\":%s,\"split_by_language\":%s,\"rejected\":%s,\"repair_utf8\":%s,\"text_key\":",
+    sl_buf_printf(&settings,
+                  ",\"annotate\":%s,\"split_by_language\":%s,\"rejected\":%s,\"repair_utf8\":%s,"
+                  "\"text_key\":",
                   o->annotate ? "true" : "false", o->split_lang ? "true" : "false",
                   o->rejected ? "true" : "false", o->repair_utf8 ? "true" : "false");
     sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
     sl_buf_putc(&settings, '}');
-    struct sl_stage st;
-    struct sl_stage_cfg cfg = { .stage = "filter",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &in,
-                                .settings_json = settings.data,
-                                .force = o->force };
-    rc = sl_stage_begin(&st, w, &cfg);
-    if (!rc && o->rejected && w->rank == 0 && mkdir(o->rejected, 0777) && errno != EEXIST)
-        rc = sl_err_set(SL_ERR_IO, "cannot create directory '%s': %s", o->rejected, strerror(errno));
-    sl_world_barrier(w);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        sl_buf_release(&settings);
-        sl_inputs_release(&in);
-        sl_filter_chain_free(ch);
-        return 1;
+    struct filter_run fr = { .ch = ch, .o = o };
+    sl_fctx_init(&fr.ctx, &ch->env);
+    fr.res = sl_xcalloc(ch->n ? ch->n : 1, sizeof(*fr.res));
+    fr.langs = o->split_lang ? sl_xcalloc(MAX_LANGS, sizeof(*fr.langs)) : NULL;
+    /* split by language: the kept documents go to OUT/lang=CODE/ only (no empty part file) */
+    struct sl_stage_files job = { .stage = { .stage = "filter",
+                                             .out_dir = o->out,
+                                             .argc = argc,
+                                             .argv = argv,
+                                             .inputs = &in,
+                                             .settings_json = settings.data,
+                                             .force = o->force },
+                                  .level = (int)o->level,
+                                  .no_writer = o->split_lang,
+                                  .process = filter_file,
+                                  .ctx = &fr };
+    int64_t bad = 0;
+    if (o->rejected && w->rank == 0 && mkdir(o->rejected, 0777) && errno != EEXIST) {
+        sl_error("cannot create directory '%s': %s", o->rejected, strerror(errno));
+        bad = 1;
     }
-    size_t nf = in.n ? in.n : 1;
-    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
-    int *owner = sl_xcalloc(nf, sizeof(int));
-    uint64_t mine = 0;
-    for (size_t i = 0; i < in.n; i++)
-        sizes[i] = in.v[i].size;
-    sl_assign_by_size(sizes, in.n, w->size, owner);
-    for (size_t i = 0; i < in.n; i++)
-        if (owner[i] == w->rank)
-            mine += in.v[i].size;
-    struct sl_progress prog;
-    sl_progress_start(&prog, "filter", mine, 1, w->rank == 0);
-    uint64_t done = 0;
-    for (size_t i = 0; i < in.n && !rc; i++) {
-        if (owner[i] != w->rank)
-            continue;
-        char *name = sl_stage_shard_name(i, ".jsonl.zst");
-        int skip = sl_stage_done(&st, name);
-        free(name);
-        if (skip) {
-            done += in.v[i].size;
-            continue;
-        }
-        rc = filter_file(ch, o, &in.v[i], &st, i, &prog, &done);
-        if (rc)
-            sl_error("%s", sl_err_msg());
-    }
-    sl_progress_finish(&prog);
+    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+    struct sl_stage_result res;
+    rc = bad ? SL_ERR_IO : sl_stage_run_files(w, &job, &res);
     sl_warn_limited_summary();
-    if (rc) {
-        sl_stage_release(&st);
-        sl_buf_release(&settings);
-        free(sizes);
-        free(owner);
-        sl_inputs_release(&in);
-        sl_filter_chain_free(ch);
-        return 1;
-    }
-    char **names = sl_xcalloc(nf, sizeof(char *));
-    for (size_t i = 0; i < in.n; i++)
-        names[i] = sl_stage_shard_name(i, ".jsonl.zst");
-    struct sl_counters totals;
-    sl_counters_init(&totals);
-    rc = sl_stage_finish(&st, names, in.n, NULL, &totals);
-    if (rc) {
+    if (rc && !bad && !res.peer_failed) {
         sl_error("%s", sl_err_msg());
-    } else if (w->rank == 0) {
-        uint64_t din = sl_counters_get(&totals, "documents_in"), dout = sl_counters_get(&totals, "documents_out");
-        sl_info("filter: kept %llu of %llu documents (%.1f%%) in '%s'%s",
-                (unsigned long long)dout, (unsigned long long)din, din ? 100.0 * (double)dout / (double)din : 0.0,
-                o->out, st.resumed ? " (resumed)" : "");
+    } else if (!rc && w->rank == 0) {
+        uint64_t din = sl_counters_get(&res.totals, "documents_in"),
+                 dout = sl_counters_get(&res.totals, "documents_out");
+        sl_info("filter: kept %llu of %llu documents (%.1f%%) in '%s'%s", (unsigned long long)dout,
+                (unsigned long long)din, din ? 100.0 * (double)dout / (double)din : 0.0, o->out,
+                res.resumed ? " (resumed)" : "");
     }
-    sl_counters_release(&totals);
-    for (size_t i = 0; i < in.n; i++)
-        free(names[i]);
-    free(names);
-    sl_stage_release(&st);
+    if (!bad)
+        sl_stage_result_release(&res);
+    release_langs(&fr);
+    free(fr.langs);
+    free(fr.res);
+    sl_fctx_release(&fr.ctx);
+    sl_buf_release(&fr.ann);
+    sl_buf_release(&fr.lang);
     sl_buf_release(&settings);
-    free(sizes);
-    free(owner);
     sl_inputs_release(&in);
     sl_filter_chain_free(ch);
     return rc ? 1 : 0;
@@ -454,9 +452,12 @@ int cmd_filter(int argc, const char **argv)
                      "keep every document; write filter_scores (and filter_drop, filter_reason)"),
         SL_OPT_FLAG_(0, "split-by-language", &o.split_lang,
                      "write kept documents to DIR/lang=CODE/ by their detected language"),
-        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE", "override a config value: filters.gopher_quality.min_doc_words=40 (the filter by name), filters.2.gopher_quality.min_doc_words=40 (by position)"),
+        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE",
+                       "override a config value: filters.gopher_quality.min_doc_words=40 (the "
+                       "filter by name), filters.2.gopher_quality.min_doc_words=40 (by position)"),
         SL_OPT_FLAG_(0, "list", &o.list, "list the filter kinds and exit"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
+                      "member that holds the text (default text)"),
         SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
         SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                      "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
@@ -487,13 +488,13 @@ int cmd_filter(int argc, const char **argv)
     if (!rc && rest.n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (!rc && o.rejected && o.annotate)
-        rc = sl_err_set(SL_ERR_USAGE, "--rejected and --annotate cannot be used together (annotate keeps every document)");
+        rc = sl_err_set(
+            SL_ERR_USAGE,
+            "--rejected and --annotate cannot be used together (annotate keeps every document)");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.set);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

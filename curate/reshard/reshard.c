@@ -548,10 +548,8 @@ int cmd_reshard(int argc, const char **argv)
     if (!rc && !o.shards && !o.shard_size)
         o.shard_size = 256u << 20;
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
-        return 2;
+        return sl_usage_error(usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

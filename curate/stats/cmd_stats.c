@@ -661,11 +661,9 @@ int cmd_stats(int argc, const char **argv)
     if (!rc && set.n && !config)
         rc = sl_err_set(SL_ERR_USAGE, "--set goes with --config");
     if (rc) {
-        sl_error("%s", sl_err_msg());
-        fprintf(stderr, "usage: %s\n", usage[0]);
         sl_strlist_release(&rest);
         sl_strlist_release(&set);
-        return 2;
+        return sl_usage_error(usage);
     }
     struct sl_world *w = sl_world_get();
     struct stats st;

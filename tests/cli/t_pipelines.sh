@@ -172,4 +172,27 @@ run "$SLUICE" run "$P/custom.yaml" work_dir="$T/dry" --dry-run
 expect_rc 1; expect_err "step 'extract': input '$P/data.jsonl' does not exist"
 expect_out "sluice extract --out $T/dry/extract"
 
+case_ "every option a pipeline key maps to is one that its command's -h lists"
+"$SLUICE" run --keys > "$T/keys"
+bad=$(python3 - "$SLUICE" "$T/keys" <<'PY'
+import re, subprocess, sys
+sluice, keys = sys.argv[1], sys.argv[2]
+cmd, helps, bad, n = None, {}, [], 0
+for line in open(keys):
+    m = re.match(r"^(\w+): sluice (.*)$", line)
+    if m:
+        cmd = m.group(2).split()
+        continue
+    for opt in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", line):
+        if tuple(cmd) not in helps:
+            helps[tuple(cmd)] = subprocess.run([sluice] + cmd + ["-h"], capture_output=True,
+                                               text=True).stdout
+        n += 1
+        if not re.search(r"(^|[ ,])" + re.escape(opt) + r"([ =,]|$)", helps[tuple(cmd)], re.M):
+            bad.append("sluice %s has no %s" % (" ".join(cmd), opt))
+print("\n".join(bad) if bad or n > 100 else "only %d options found in --keys" % n)
+PY
+)
+expect_eq "$bad" ""
+
 finish

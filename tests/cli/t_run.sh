@@ -66,6 +66,14 @@ expect_rc 0
 expect_eq "$(cat "$T/out")" "sluice clean --out $T/w2/clean --nfkc $T/w2/extract
 sluice tokenize --out $T/w2/tokenize/big --tokenizer gpt2:$T/gpt2 --append-eod $T/w2/dedup_exact"
 
+case_ "a stage option its command refuses: --dry-run fails as the run would, naming the step"
+run "$SLUICE" run "$T/p.yaml" --dry-run clean.level=99
+expect_rc 2; expect_err "step 'clean': --level must be 1..22"
+expect_err "command: sluice clean --out $T/w/clean --level 99 $T/w/extract"
+expect_out_empty; expect_no_file "$T/w"
+run "$SLUICE" run "$T/p.yaml" clean.level=99
+expect_rc 2; expect_err "step 'clean': --level must be 1..22"; expect_no_file "$T/w"
+
 case_ "an unknown key in the file: FILE:LINE and the nearest key"
 sed 's/  nfkc: false/  nfck: false/' "$T/p.yaml" > "$T/typo.yaml"
 run "$SLUICE" run "$T/typo.yaml" --dry-run

@@ -248,7 +248,7 @@ mkdir -p "$T/rk"
 "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk/t" "$T/many" >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1000); do
-    n=$(ls "$T/rk/.t.sluice-parts" 2>/dev/null | grep -c 'counts$' || true)
+    n=$(ls "$T/rk/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
     [ "$n" -ge 3 ] && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.01
@@ -256,7 +256,7 @@ done
 kill -KILL $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 if [ -e "$T/rk/t.manifest.json" ]; then fail "tokenize finished before the kill"; else ok; fi
-done_before=$(ls "$T/rk/.t.sluice-parts" | grep -c 'counts$' || true)
+done_before=$(ls "$T/rk/.t.sluice-parts/.sluice" | grep -c '^part-.*json$' || true)
 run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk/t" "$T/many"
 expect_rc 0; expect_err "(resumed)"
 expect_eq "$(json "$T/rk/t.manifest.json" "m['resumed']")" True
@@ -272,7 +272,7 @@ case_ "killed, then other settings: the earlier parts are not reused"
 "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk2/t" "$T/many" >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1000); do
-    n=$(ls "$T/rk2/.t.sluice-parts" 2>/dev/null | grep -c 'counts$' || true)
+    n=$(ls "$T/rk2/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
     [ "$n" -ge 2 ] && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.01

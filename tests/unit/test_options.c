@@ -108,3 +108,27 @@ TEST(options_help_text)
     CHECK_CONTAINS(buf, "-q, --quiet");
     free(buf);
 }
+
+/* sluice run checks each stage's command line with the command's parser (check mode): a
+ * line that parses answers as -h would, with nothing printed; a bad one fails as usual. */
+TEST(options_check_only)
+{
+    long level = 3;
+    struct sl_option opts[] = { SL_OPT_ZSTD_LEVEL(&level), SL_OPT_END_ };
+    const char *const usage[] = { "cmd [--level N]", NULL };
+    const char *good[] = { "cmd", "--level", "5", "in", NULL };
+    const char *bad[] = { "cmd", "--level", "99", NULL };
+    struct sl_strlist rest = { 0 };
+    CHECK_EQ_INT(sl_parse_options(4, good, opts, &rest), 0);
+    sl_strlist_release(&rest);
+    sl_options_check_only(1);
+    CHECK_EQ_INT(sl_parse_options(4, good, opts, &rest), SL_PARSE_HELP);
+    sl_strlist_release(&rest);
+    CHECK_EQ_INT(sl_parse_options(3, bad, opts, &rest), SL_ERR_USAGE);
+    CHECK(strstr(sl_err_msg(), "--level") != NULL);
+    CHECK_EQ_INT(sl_usage_error(usage), 2); /* prints nothing in check mode */
+    sl_strlist_release(&rest);
+    sl_options_check_only(0);
+    CHECK_EQ_INT(sl_parse_options(4, good, opts, &rest), 0);
+    sl_strlist_release(&rest);
+}

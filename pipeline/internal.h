@@ -1,0 +1,118 @@
+/* Inside pipeline/: what the loader (pipeline.c), the key tables (keys.c), the download
+ * URL building (urls.c) and the train stage (train_stage.c) share. Not for other folders. */
+#ifndef PL_INTERNAL_H
+#define PL_INTERNAL_H
+
+#include "core/config.h"
+#include "core/options.h"
+#include "pipeline/pipeline.h"
+
+#include <stddef.h>
+
+/* ---- the key tables (keys.c) --------------------------------------------------------- */
+
+enum key_kind {
+    K_FLAG,   /* true -> --opt; false -> nothing */
+    K_VALUE,  /* --opt VALUE */
+    K_REPEAT, /* a value or a list: --opt V for each */
+    K_CSV,    /* a value or a list: --opt V1,V2 */
+    K_KV,     /* a map (or a list of "k=v"): --opt k=v for each */
+    K_RUN,    /* read by the pipeline itself, not a command option */
+};
+
+#define F_IN 1 /* the value names a file the command reads ("kind:PATH" too) */
+
+struct key {
+    const char *key;
+    const char *opt; /* long option; NULL for K_RUN */
+    enum key_kind kind;
+    int flags;
+    const char *help; /* for K_RUN keys */
+};
+
+struct stage_def {
+    const char *name;
+    const char *cmd, *sub;
+    const struct key *keys;
+    int docs; /* writes documents the next stage reads */
+    int can_force;
+};
+
+extern const struct stage_def pl_stages[PL_NSTAGES];
+extern const struct key pl_download_keys[], pl_train_keys[];
+
+/* Rows of a key table. */
+#define FLAG(k, o)                                                                                 \
+    {                                                                                              \
+        k, o, K_FLAG, 0, NULL                                                                      \
+    }
+#define VAL(k, o)                                                                                  \
+    {                                                                                              \
+        k, o, K_VALUE, 0, NULL                                                                     \
+    }
+#define VALIN(k, o)                                                                                \
+    {                                                                                              \
+        k, o, K_VALUE, F_IN, NULL                                                                  \
+    }
+#define RUNKEY(k, h)                                                                               \
+    {                                                                                              \
+        k, NULL, K_RUN, 0, h                                                                       \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        NULL, NULL, K_RUN, 0, NULL                                                                 \
+    }
+#define COMMON                                                                                     \
+    RUNKEY("in", "inputs (a path or a list); default: the previous document stage's output"),      \
+        RUNKEY("out", "output directory; default: WORK/<stage>[/<entry>]"),                        \
+        RUNKEY("name", "entry name in a list of runs (default: its position)"),                    \
+        FLAG("quiet", "quiet"), FLAG("verbose", "verbose")
+
+/* The key k of table t, or NULL. */
+const struct key *pl_find_key(const struct key *t, const char *k);
+/* Every key of a section map is in its table (unknown keys: FILE:LINE, the nearest). */
+int pl_check_keys(struct sl_cfg *map, const struct key *t, int in_list);
+
+/* ---- loading (pipeline.c) ------------------------------------------------------------ */
+
+struct loader {
+    struct pl_pipeline *p;
+    struct sl_cfg *root;
+    const char *file;
+    char *dir;                   /* the pipeline file's directory ("." for a bare name) */
+    struct sl_strlist file_refs; /* the ${variables} the file (before overrides) uses */
+};
+
+/* What the chain has produced so far. */
+struct flow {
+    struct sl_strlist docs; /* output directories of the last document stage */
+    size_t *doc_steps;      /* their step indices */
+    size_t ndoc;
+    char *tok_model; /* tokenizer_train's model */
+    size_t tok_step;
+    char *vocab_size; /* tokenizer_train's vocab_size, when given */
+    char *tokens;     /* tokenize's first prefix (PREFIX_text_document) */
+    size_t tokens_step;
+};
+
+void pl_push(struct sl_strlist *l, const char *s);
+char *pl_strlist_join(const struct sl_strlist *l, const char *sep);
+struct sl_cfg *pl_child(struct sl_cfg *map, const char *key);
+int pl_scalars(struct loader *L, struct sl_cfg *node, struct sl_strlist *out);
+int pl_one_scalar(struct loader *L, struct sl_cfg *node, char **out);
+char *pl_resolve_input(struct loader *L, struct sl_cfg *node, const char *v);
+struct pl_step *pl_new_step(struct pl_pipeline *p, int stage);
+void pl_add_dep(struct pl_step *s, size_t d);
+void pl_flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t first);
+int pl_section_options(struct loader *L, const struct key *t, struct sl_cfg *map,
+                       struct pl_step *s);
+/* FILE:LINE: message (of a config node), as SL_ERR_CONFIG. */
+int pl_where_err(struct sl_cfg *node, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- stages with their own builders (urls.c, train_stage.c) --------------------------- */
+
+int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p, size_t idx);
+int pl_download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s);
+int pl_build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl);
+
+#endif

@@ -1,0 +1,205 @@
+/* The download stage: URL options, URL lists for languages, Common Crawl paths files. */
+#include "pipeline/internal.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* download: the URL options, or a URL list for languages / a paths file. */
+int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p, size_t idx)
+{
+    struct sl_cfg *langs = pl_child(map, "languages");
+    struct sl_cfg *paths = pl_child(map, "paths_url");
+    struct sl_cfg *prefix = pl_child(map, "url_prefix");
+    struct sl_cfg *tmpl = pl_child(map, "url_template");
+    struct sl_cfg *nums = pl_child(map, "file_numbers");
+    int rc = 0;
+    if (langs)
+        langs->used = 1;
+    if (paths)
+        paths->used = 1;
+    if (prefix)
+        prefix->used = 1;
+    if (prefix && !paths)
+        return pl_where_err(prefix, "'url_prefix' goes with 'paths_url'");
+    if (!langs && !paths)
+        return 0;
+    if (langs && paths)
+        return pl_where_err(paths, "give 'languages' or 'paths_url', not both");
+    struct pl_step *s = &p->steps[idx];
+    char *numbers = NULL;
+    if (nums) {
+        struct sl_strlist v = { 0 };
+        rc = pl_scalars(L, nums, &v);
+        if (!rc)
+            numbers = pl_strlist_join(&v, ",");
+        sl_strlist_release(&v);
+        if (rc)
+            return rc;
+    }
+    s->urls_path = sl_xasprintf("%s/.sluice/urls.txt", s->out);
+    if (langs) {
+        if (!tmpl) {
+            free(numbers);
+            return pl_where_err(langs, "'languages' needs a 'url_template' with {lang}");
+        }
+        char *t = NULL;
+        rc = pl_one_scalar(L, tmpl, &t);
+        struct sl_strlist names = { 0 };
+        unsigned long long *totals = NULL;
+        if (!rc && langs->kind == SL_CFG_MAP) {
+            totals = sl_xcalloc(langs->n + 1, sizeof(*totals));
+            for (size_t i = 0; i < langs->n && !rc; i++) {
+                long v = 0;
+                rc = sl_cfg_node_int(langs->items[i], &v);
+                if (!rc && v <= 0)
+                    rc = pl_where_err(langs->items[i], "expected a number of files > 0");
+                langs->items[i]->used = 1;
+                pl_push(&names, langs->items[i]->key);
+                totals[i] = (unsigned long long)v;
+            }
+        } else if (!rc) {
+            struct sl_strlist raw = { 0 };
+            rc = pl_scalars(L, langs, &raw);
+            for (size_t i = 0; !rc && i < raw.n; i++) {
+                /* "cs,da,de" (NeMo's form) or a list */
+                char *dup = sl_xstrdup(raw.v[i]), *save = NULL;
+                for (char *tok = strtok_r(dup, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+                    pl_push(&names, tok);
+                free(dup);
+            }
+            sl_strlist_release(&raw);
+        }
+        uint64_t *ns = NULL;
+        size_t nn = 0;
+        if (!rc && numbers && sl_parse_ranges(numbers, &ns, &nn))
+            rc = pl_where_err(nums, "%s", sl_err_msg());
+        if (!rc && !numbers && !totals)
+            rc = pl_where_err(langs, "give 'file_numbers' (which files of each language), or "
+                                     "'languages' as a map: language -> number of files");
+        if (!rc && names.n == 0)
+            rc = pl_where_err(langs, "no languages given");
+        struct sl_buf text = SL_BUF_INIT;
+        size_t count = 0;
+        for (size_t i = 0; !rc && i < names.n; i++) {
+            unsigned long long total = totals ? totals[i] : 0;
+            size_t m = numbers ? nn : (size_t)total;
+            for (size_t j = 0; !rc && j < m; j++) {
+                unsigned long long n = numbers ? ns[j] : j;
+                if (total && n >= total)
+                    continue;
+                char *u = NULL;
+                rc = pl_format_template(t, n, names.v[i], total, &u);
+                if (rc) {
+                    rc = pl_where_err(tmpl, "%s", sl_err_msg());
+                } else {
+                    sl_buf_printf(&text, "%s\n", u);
+                    count++;
+                }
+                free(u);
+            }
+        }
+        if (!rc) {
+            s->prep = PL_PREP_URLS;
+            s->urls_text = text.data ? sl_buf_detach(&text, NULL) : sl_xstrdup("");
+            s->note = sl_xasprintf("%s: %zu URLs (%zu languages x file_numbers) in %s", s->label,
+                                   count, names.n, s->urls_path);
+        }
+        sl_buf_release(&text);
+        free(ns);
+        free(totals);
+        sl_strlist_release(&names);
+        free(t);
+    } else {
+        if (tmpl) {
+            free(numbers);
+            return pl_where_err(tmpl, "'url_template' does not go with 'paths_url' (the paths "
+                                      "file lists the files)");
+        }
+        char *url = NULL, *pre = NULL;
+        rc = pl_one_scalar(L, paths, &url);
+        if (!rc && prefix)
+            rc = pl_one_scalar(L, prefix, &pre);
+        if (!rc && !pre) {
+            /* scheme://host/ of the paths URL */
+            const char *h = strstr(url, "://");
+            const char *slash = h ? strchr(h + 3, '/') : NULL;
+            pre = slash ? sl_xstrndup(url, (size_t)(slash - url + 1)) : sl_xasprintf("%s/", url);
+        }
+        if (!rc) {
+            /* first fetch the paths file itself, into OUT/.sluice/paths */
+            char *pdir = sl_xasprintf("%s/.sluice/paths", s->out);
+            const char *base = strrchr(url, '/');
+            base = base && base[1] ? base + 1 : "paths";
+            size_t q = strcspn(base, "?#");
+            char *bname = sl_xstrndup(base, q);
+            char *label = sl_xasprintf("%s/paths", s->label);
+            /* insert the fetch before the main download step */
+            struct pl_step main = *s;
+            p->n--;
+            struct pl_step *f = pl_new_step(p, PL_DOWNLOAD);
+            f->label = label;
+            f->out = pdir;
+            pl_push(&f->argv, "--out");
+            pl_push(&f->argv, pdir);
+            pl_push(&f->argv, "--url");
+            pl_push(&f->argv, url);
+            f->aux = 1;
+            p->steps = sl_xrealloc(p->steps, (p->n + 1) * sizeof(*p->steps));
+            p->steps[p->n++] = main;
+            s = &p->steps[p->n - 1];
+            pl_add_dep(s, p->n - 2);
+            s->prep = PL_PREP_PATHS;
+            s->paths_file = sl_xasprintf("%s/%s", pdir, bname);
+            pl_push(&s->inputs, s->paths_file);
+            s->paths_prefix = pre;
+            pre = NULL;
+            s->paths_numbers = numbers ? sl_xstrdup(numbers) : NULL;
+            s->note = sl_xasprintf("%s: lines %s of %s, each prefixed with %s, in %s", s->label,
+                                   numbers ? numbers : "(all)", s->paths_file, s->paths_prefix,
+                                   s->urls_path);
+            free(bname);
+        }
+        free(url);
+        free(pre);
+    }
+    free(numbers);
+    if (!rc) {
+        pl_push(&s->argv, "--url-list");
+        pl_push(&s->argv, s->urls_path);
+    }
+    return rc;
+}
+
+/* The options of a download step, minus what download_urls turned into a URL list. */
+int pl_download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s)
+{
+    int list = pl_child(map, "languages") || pl_child(map, "paths_url");
+    if (!list)
+        return pl_section_options(L, pl_download_keys, map, s);
+    /* url_template and file_numbers were read into the URL list */
+    static const struct key rest[] = {
+        { "url", "url", K_REPEAT, 0, NULL },
+        VALIN("url_list", "url-list"),
+        VALIN("checksums", "checksums"),
+        VAL("retries", "retries"),
+        VAL("retry_wait", "retry-wait"),
+        VAL("connect_timeout", "connect-timeout"),
+        VAL("stall_timeout", "stall-timeout"),
+        FLAG("force", "force"),
+        FLAG("quiet", "quiet"),
+        FLAG("verbose", "verbose"),
+        END,
+    };
+    struct sl_cfg *u = pl_child(map, "url");
+    struct sl_cfg *ul = pl_child(map, "url_list");
+    if (u || ul)
+        return pl_where_err(u ? u : ul, "'%s' does not go with 'languages' or 'paths_url'",
+                            u ? "url" : "url_list");
+    return pl_section_options(L, rest, map, s);
+}
