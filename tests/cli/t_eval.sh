@@ -70,7 +70,7 @@ expect_rc 0
 
 run "$SLUICE" train "$CFG" data.prefix="$T/tok/c_text_document" model.num_layers=1 train.seq_len=32 \
     train.micro_batch_size=8 train.global_batch_size=8 train.steps=150 optim.lr=3e-3 optim.warmup_steps=10 \
-    eval.interval=150 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu \
+    eval.interval=75 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu \
     "eval.tasks=[$T/likes.jsonl]" -q
 expect_rc 0
 
@@ -82,12 +82,52 @@ acc=$(json_line() { "$PY" -c "import json,sys; print(json.loads(open(sys.argv[1]
 "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.75 else 1)" "$acc" && ok || fail "acc $acc is not well above chance"
 echo "  learnable task: acc $acc over 24 items (chance 0.25); $(grep -o 'items_per_s":[0-9.]*' "$T/out")"
 
-case_ "eval.tasks during training: the same scores in log.file and TensorBoard"
+case_ "eval.tasks during training: acc and acc_norm at every evaluation in log.file, TensorBoard and loss.svg"
 expect_eq "$("$PY" -c "
 import json, sys
 t = [json.loads(l) for l in open(sys.argv[1]) if '\"task\"' in l]
-print(len(t), t[-1]['step'], t[-1]['task'], t[-1]['acc'])" "$T/log.jsonl")" "1 150 likes $acc"
-grep -aq "eval/likes/acc_norm" "$T"/ck/tb/events.out.tfevents.* && ok || fail "no eval/likes/acc_norm in the TensorBoard events"
+print(len(t), [m['step'] for m in t], t[-1]['task'], t[-1]['acc'], all(0 <= m['acc_norm'] <= 1 for m in t))" "$T/log.jsonl")" \
+    "2 [75, 150] likes $acc True"
+if "$PY" -c "import tensorboard" 2>/dev/null; then
+    "$PY" "$ROOT/tests/cli/tb_events.py" "$T/ck/tb" > "$T/tb.json" && ok || fail "TensorBoard cannot read the events"
+    run "$PY" - "$T/tb.json" "$T/log.jsonl" <<'PY'
+import json, sys
+tb = json.load(open(sys.argv[1]))["scalars"]
+log = [json.loads(l) for l in open(sys.argv[2]) if '"task"' in l]
+for key in ("acc", "acc_norm"):
+    got = tb["eval/likes/" + key]
+    assert [s for s, _ in got] == [m["step"] for m in log], (key, got)
+    for (s, v), m in zip(got, log):
+        assert abs(v - m[key]) <= 1e-6, (key, s, v, m[key])
+print("tb ok")
+PY
+    expect_out "tb ok"
+else
+    grep -aq "eval/likes/acc_norm" "$T"/ck/tb/events.out.tfevents.* && ok || fail "no eval/likes/acc_norm in the TensorBoard events"
+fi
+# loss.svg: a second panel (below the loss panel, 480 px) with the task's acc and acc_norm
+# curves, one point per evaluation, at the logged values
+run "$PY" - "$T/ck/tb/loss.svg" "$T/log.jsonl" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+r = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+log = [json.loads(l) for l in open(sys.argv[2]) if '"task"' in l]
+lines = {p.get("class"): [tuple(map(float, xy.split(","))) for xy in p.get("points").split()]
+         for p in r.iter(ns + "polyline")}
+texts = [t.text for t in r.iter(ns + "text")]
+assert int(r.get("height")) > 480 and "task accuracy" in texts, (r.get("height"), texts)
+assert "likes acc" in texts and "likes acc_norm" in texts, texts
+for key in ("acc", "acc_norm"):
+    pts = lines["task likes " + key]
+    assert len(pts) == len(log), (key, pts)
+    assert all(480 < y < int(r.get("height")) for _, y in pts), pts
+# the y of each point is its value on the panel's axis: equal values, equal heights
+    vals = [m[key] for m in log]
+    assert (pts[0][1] == pts[1][1]) == (vals[0] == vals[1]), (pts, vals)
+assert len(lines["train loss"]) > 2 and len(lines["validation loss"]) == 2
+print("svg ok")
+PY
+expect_out "svg ok"
 
 case_ "every choice's log-likelihood equals the numpy model's (1e-5)"
 run "$PY" "$ORACLE/check_eval.py" "$T/ck/step-00000150" "$T/det.jsonl"
