@@ -7,8 +7,10 @@
  *   characters of the choice == gold; LAMBADA: acc = the greedy continuation is the target,
  *   perplexity = exp(-mean loglikelihood).
  *
- * The context of an item is run once and its cached keys and values are shared by every
- * continuation (train/decode.h). The forward pass is the CPU reference; the trainer's
+ * The context of an item is run once, as blocks of tokens (matrix products over the rows),
+ * and its cached keys and values are shared by every continuation; the continuations of an
+ * item run together in one block, each attending to the context and to its own earlier
+ * tokens (train/decode.h decoder_block). The forward pass is the CPU reference; the trainer's
  * backends score through the same code (eval_scorer over the host parameters).
  */
 #ifndef SL_TRAIN_EVAL_H
