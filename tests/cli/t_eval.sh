@@ -27,6 +27,8 @@ run "$SLUICE" eval "$T"
 expect_rc 2; expect_err "nothing to measure"
 run "$SLUICE" eval "$T" --data x --split dev
 expect_rc 2; expect_err "unknown split 'dev'"
+run "$SLUICE" eval "$T" --data x --device tpu
+expect_rc 2; expect_err "--device: unknown device 'tpu'"
 
 # the data: a 1,000-piece SentencePiece model, 3,000 sentences of a learnable pairing
 zstd -q -d "$FIX/tokenizer/botchan.txt.zst" -o "$T/botchan.txt"
@@ -162,8 +164,9 @@ PY
 expect_out "True"
 
 case_ "held-out loss: equals the trainer's validation loss on the same samples"
-run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 32
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 32 --device cpu
 expect_rc 0
+expect_out '"device":"cpu"'
 cp "$T/out" "$T/held.json"
 run "$PY" - "$T/held.json" "$T/log.jsonl" <<'PY'
 import json, math, sys
@@ -175,6 +178,20 @@ ok = (abs(r["loss"] - v["val_loss"]) < 1e-4 and r["tokens"] == 32 * 32
 print("heldout", ok, r["loss"], v["val_loss"], r["bits_per_byte"])
 PY
 expect_out "heldout True"
+
+case_ "--device cuda without a GPU: an error naming the reason (the GPU: tests/gpu/t_eval_gpu.sh)"
+if [ ! -e /dev/nvidia0 ] && [ ! -e /proc/driver/nvidia/gpus ]; then
+    run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 8 --device cuda
+    expect_rc 1
+    expect_err "--device cuda: "
+    expect_err "hint: --device cpu"
+    # auto falls back to the CPU
+    run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 8
+    expect_rc 0
+    expect_out '"device":"cpu"'
+else
+    echo "  skip: this machine has a GPU"
+fi
 
 case_ "bad input"
 run "$SLUICE" eval "$T/ck" --tasks "$T/botchan.txt"
