@@ -146,6 +146,32 @@ for f in hellaswag lambada arc piqa winogrande; do
     expect_rc 0
     expect_out "eval oracle: 0 mismatches"
 done
+case_ "a Llama checkpoint (RoPE, GQA, SwiGLU), a 300-position window: every choice equals numpy"
+# the continuations of an item share blocks of 128 rows; a choice longer than a block runs
+# alone in blocks of its own, the short choices before and after it in shared blocks
+run "$SLUICE" train "$ROOT/configs/models/tiny-llama.yaml" data.prefix="$T/tok/c_text_document" \
+    model.num_layers=1 model.max_position_embeddings=300 train.seq_len=32 train.micro_batch_size=2 \
+    train.global_batch_size=2 train.steps=2 eval.interval=0 checkpoint.dir="$T/ll" train.device=cpu -q
+expect_rc 0
+"$PY" - "$T" <<'PY'
+import json, sys
+T = sys.argv[1]
+long = " " + " ".join("alice likes apples and bob likes bread" for _ in range(10))  # 170 tokens
+rows = [{"context": "carol likes", "choices": [" cheese.", long, " dates."] +
+         [" %s and%s" % (w, long[:100 + 10 * i]) for i, w in enumerate(["bread", "apples", "dates"])],
+         "gold": 0},  # 3 choices of 50-60 tokens: more rows than one block holds
+        {"context": "dave likes " * 3, "choices": [" apples.", " dates."], "gold": 1}]
+open(T + "/long.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in rows))
+PY
+for f in long hellaswag winogrande; do
+    run "$SLUICE" eval "$T/ll" --tasks "$T/$f.jsonl" --details "$T/det-ll-$f.jsonl"
+    expect_rc 0
+    run "$PY" "$ORACLE/check_eval.py" "$T/ll/step-00000002" "$T/det-ll-$f.jsonl"
+    expect_rc 0
+    expect_out "eval oracle: 0 mismatches"
+done
+expect_eq "$("$PY" -c "import json,sys; c = [len(json.loads(l)['cont']) for l in open(sys.argv[1])]; print(len(c), max(c) > 129, sum(c[3:6]) > 131)" "$T/det-ll-long.jsonl")" "8 True True" "(choices: 8, one longer than a block, 3 more than one block)"
+
 case_ "LAMBADA: perplexity = exp(-mean log-likelihood), acc = greedy matches"
 run "$PY" - "$T/det-lambada.jsonl" "$T/res-lambada.json" <<'PY'
 import json, math, sys
