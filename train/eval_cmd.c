@@ -440,14 +440,17 @@ int cmd_eval(int argc, const char **argv)
         /* the run's split and seq_len when the checkpoint records them */
         struct eopts eo = o;
         char *weights = NULL;
-        if (!eo.split_weights) {
+        {
+            /* each one unless given: --split-weights does not drop the run's seq_len */
             struct sl_buf b = SL_BUF_INIT;
             char *jp = sl_xasprintf("%s/checkpoint.json", step);
             b.max = 64u << 20;
-            eo.split_weights = "969,30,1";
+            int given = eo.split_weights != NULL;
+            if (!given)
+                eo.split_weights = "969,30,1";
             if (sl_read_file(jp, &b) == 0 && b.data) {
                 const char *k = strstr(b.data, "\"split\":");
-                if (k) {
+                if (k && !given) {
                     k += 8;
                     while (*k == ' ' || *k == '"')
                         k++;

@@ -205,6 +205,16 @@ print("heldout", ok, r["loss"], v["val_loss"], r["bits_per_byte"])
 PY
 expect_out "heldout True"
 
+case_ "--split all = the valid split of 0,1,0 (the samples the GPU's validation pass reads for all)"
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 16 --split all --device cpu
+expect_rc 0
+sed 's/"split":"[a-z]*",//; s/,"tokens_per_s":[^}]*//' "$T/out" > "$T/all.json"
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 16 --split valid \
+    --split-weights 0,1,0 --device cpu
+expect_rc 0
+sed 's/"split":"[a-z]*",//; s/,"tokens_per_s":[^}]*//' "$T/out" > "$T/valid010.json"
+cmp -s "$T/all.json" "$T/valid010.json" && ok || fail "$(cat "$T/all.json" "$T/valid010.json")"
+
 case_ "--device cuda without a GPU: an error naming the reason (the GPU: tests/gpu/t_eval_gpu.sh)"
 if [ ! -e /dev/nvidia0 ] && [ ! -e /proc/driver/nvidia/gpus ]; then
     run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 8 --device cuda
