@@ -114,6 +114,9 @@ static int heldout_gpu(const struct eopts *o, struct data_loader *d, const struc
     void *ctx = NULL;
     size_t act = 0;
     double loss = NAN;
+    sl_info("held-out loss on the GPU: the CUDA trainer's validation pass, %ld x %ld samples "
+            "(its set-up lines follow)",
+            to.eval_iters, B);
     int rc = o->gpu->setup(&ctx, &to, sl_world_get(), d, &act);
     if (!rc)
         rc = o->gpu->load(ctx, o->step, 0);
