@@ -447,6 +447,19 @@ int eval_scorer_loglik(struct eval_scorer *s, const int32_t *ctx, int nctx,
     if (longest < 1 || longest >= s->max_len)
         return sl_err_set(SL_ERR_FORMAT, "a continuation of %d tokens does not fit a context of %d",
                           longest, s->max_len);
+    /* ids the model has no embedding for: another tokenizer's text (an error, not a skip:
+     * every item would be scored wrong) */
+    for (int i = 0; i <= nchoice; i++) {
+        const int32_t *v = i < nchoice ? cont[i] : ctx;
+        int m = i < nchoice ? ncont[i] : nctx;
+        for (int k = 0; k < m; k++)
+            if (v[k] < 0 || v[k] >= s->V)
+                return sl_err_set(SL_ERR_CONFIG,
+                                  "token id %d is outside the model's vocabulary of %d ids\nhint: "
+                                  "score with the tokenizer the model was trained with "
+                                  "(--tokenizer)",
+                                  (int)v[k], s->V);
+    }
     /* keep the context's last tokens when the whole does not fit (the harness truncates
      * on the left) */
     int keep = nctx;
@@ -609,6 +622,10 @@ int eval_task_run(const struct eval_task *t, const struct tokenizer *tok, int64_
                 if (rc == SL_ERR_FORMAT) {
                     rc = 0;
                     skip = 1;
+                } else if (rc) {
+                    char msg[SL_ERR_MSG_MAX];
+                    snprintf(msg, sizeof(msg), "%s", sl_err_msg());
+                    rc = sl_err_set(rc, "task '%s', item %zu: %s", t->path, i + 1, msg);
                 }
             }
             if (details && !rc && !skip) {

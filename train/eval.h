@@ -60,7 +60,9 @@ void eval_scorer_free(struct eval_scorer *s);
 
 /* Log-likelihoods of nchoice continuations of one context (token ids; nctx >= 1): ll[i],
  * and greedy[i] = 1 when every continuation token is the argmax. Contexts too long for
- * max_len lose their first tokens. SL_ERR_FORMAT when a continuation alone is too long. */
+ * max_len lose their first tokens. SL_ERR_FORMAT when a continuation alone is too long (the
+ * item is skipped), SL_ERR_CONFIG for a token id outside the vocabulary (another
+ * tokenizer's: the run stops). */
 int eval_scorer_loglik(struct eval_scorer *s, const int32_t *ctx, int nctx,
                        const int32_t *const *cont, const int *ncont, int nchoice, double *ll,
                        int *greedy);

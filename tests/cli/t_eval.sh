@@ -233,6 +233,16 @@ case_ "bad input"
 run "$SLUICE" eval "$T/ck" --tasks "$T/botchan.txt"
 expect_rc 1
 expect_err "has no items; the first bad line: $T/botchan.txt:1: not a JSON object"
+# a tokenizer with more ids than the model (GPT-2's 50,257 against 1,000): a stop naming the
+# task, the item and both sizes, not an out-of-bounds read
+mkdir -p "$T/gpt2"
+zstd -q -d "$FIX/tokenizer/encoder.json.zst" -o "$T/gpt2/encoder.json"
+zstd -q -d "$FIX/tokenizer/vocab.bpe.zst" -o "$T/gpt2/vocab.bpe"
+run "$SLUICE" eval "$T/ck" --tasks "$T/likes.jsonl" --tokenizer "gpt2:$T/gpt2"
+expect_rc 1
+expect_err "task '$T/likes.jsonl', item 1: token id "
+expect_err "is outside the model's vocabulary of 1000 ids"
+expect_err "hint: score with the tokenizer the model was trained with (--tokenizer)"
 run "$SLUICE" eval "$T/nope" --tasks "$T/likes.jsonl"
 expect_rc 1
 expect_err "'$T/nope'"
