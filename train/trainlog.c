@@ -235,7 +235,8 @@ void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char 
                 fputc('_', jsonl);
             else
                 fputc(*c, jsonl);
-        fprintf(jsonl, "\",\"acc\":%.9g,\"%s\":%s,\"items\":%zu}\n", acc, second, an, items);
+        fprintf(jsonl, "\",\"acc\":%.9g,\"%s\":%s,\"items\":%zu,\"items_per_s\":%.3f}\n", acc,
+                second, an, items, seconds > 0 ? (double)items / seconds : 0.0);
         fflush(jsonl);
     }
     if (train_log_task(tl, step, task, second, acc, acc_norm))

@@ -61,7 +61,7 @@ void train_report_step(FILE *jsonl, struct train_log *tl, const struct train_ste
 void train_report_valid(FILE *jsonl, struct train_log *tl, long step, double val_loss);
 
 /* Rank 0, after scoring a task (eval.tasks): a line on stdout, {"type":"task","step",
- * "task","acc",second,"items"} in jsonl, the TensorBoard scalars. second: "acc_norm" or
+ * "task","acc",second,"items","items_per_s"} in jsonl, the TensorBoard scalars. second: "acc_norm" or
  * "perplexity" (LAMBADA), whose value is acc_norm. */
 void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char *task,
                        const char *second, double acc, double acc_norm, size_t items,

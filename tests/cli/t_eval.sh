@@ -88,7 +88,7 @@ case_ "eval.tasks during training: acc and acc_norm at every evaluation in log.f
 expect_eq "$("$PY" -c "
 import json, sys
 t = [json.loads(l) for l in open(sys.argv[1]) if '\"task\"' in l]
-print(len(t), [m['step'] for m in t], t[-1]['task'], t[-1]['acc'], all(0 <= m['acc_norm'] <= 1 for m in t))" "$T/log.jsonl")" \
+print(len(t), [m['step'] for m in t], t[-1]['task'], t[-1]['acc'], all(0 <= m['acc_norm'] <= 1 and m['items'] == 24 and m['items_per_s'] > 0 for m in t))" "$T/log.jsonl")" \
     "2 [75, 150] likes $acc True"
 if "$PY" -c "import tensorboard" 2>/dev/null; then
     "$PY" "$ROOT/tests/cli/tb_events.py" "$T/ck/tb" > "$T/tb.json" && ok || fail "TensorBoard cannot read the events"
