@@ -336,10 +336,20 @@ void eval_task_release(struct eval_task *t)
 
 /* ---- scoring ------------------------------------------------------------------------- */
 
+/* Rows per block: the context is run in blocks of this many tokens, the continuations of
+ * an item together in blocks of up to this many (the logits of a block take rows x
+ * vocab_size floats). */
+#define EVAL_ROWS 128
+
 struct eval_scorer {
     struct decoder *dec;
-    int V, max_len;
-    float *logits0; /* the logits after the context */
+    int V, max_len, rows;
+    float *logits0;   /* the logits after the context */
+    int32_t *btok;    /* [rows] a block's tokens */
+    int *bseg, *bout; /* [rows] each row's first row, the rows whose logits are wanted */
+    int32_t *btarget; /* [rows] the token each row predicts */
+    double *blp;      /* [rows] its log-probability */
+    int *bmax;        /* [rows] whether it is the argmax */
 };
 
 int eval_scorer_new(struct eval_scorer **out, const struct model_config *c,
@@ -347,7 +357,8 @@ int eval_scorer_new(struct eval_scorer **out, const struct model_config *c,
 {
     *out = NULL;
     struct eval_scorer *s = sl_xcalloc(1, sizeof(*s));
-    int rc = decoder_new(&s->dec, c, l, params, max_len);
+    s->rows = max_len < EVAL_ROWS ? max_len : EVAL_ROWS;
+    int rc = decoder_new_rows(&s->dec, c, l, params, max_len, s->rows);
     if (rc) {
         free(s);
         return rc;
@@ -355,6 +366,13 @@ int eval_scorer_new(struct eval_scorer **out, const struct model_config *c,
     s->V = c->vocab_size;
     s->max_len = max_len;
     s->logits0 = sl_xcalloc((size_t)s->V, sizeof(float));
+    size_t R = (size_t)s->rows;
+    s->btok = sl_xcalloc(R, sizeof(int32_t));
+    s->bseg = sl_xcalloc(R, sizeof(int));
+    s->bout = sl_xcalloc(R, sizeof(int));
+    s->btarget = sl_xcalloc(R, sizeof(int32_t));
+    s->blp = sl_xcalloc(R, sizeof(double));
+    s->bmax = sl_xcalloc(R, sizeof(int));
     *out = s;
     return 0;
 }
@@ -365,6 +383,12 @@ void eval_scorer_free(struct eval_scorer *s)
         return;
     decoder_free(s->dec);
     free(s->logits0);
+    free(s->btok);
+    free(s->bseg);
+    free(s->bout);
+    free(s->btarget);
+    free(s->blp);
+    free(s->bmax);
     free(s);
 }
 
@@ -385,6 +409,34 @@ static double logprob(const float *lg, int V, int tok, int *is_max)
     return (double)lg[tok] - mx - log(sum);
 }
 
+/* The log-probabilities of the n rows of logits lg ([n, V]) for their targets. */
+static void logprobs(struct eval_scorer *s, const float *lg, int n)
+{
+    int V = s->V;
+#pragma omp parallel for schedule(static) if ((double)n * V >= 65536.0)
+    for (int r = 0; r < n; r++)
+        s->blp[r] = logprob(lg + (size_t)r * V, V, s->btarget[r], &s->bmax[r]);
+}
+
+/* Run the rows btok[0..n) of one block (bseg: their runs; NULL with commit) and add each
+ * row's log-probability of its target to the sums of its choice (row_choice). */
+static int score_block(struct eval_scorer *s, int n, int commit, const int *row_choice, double *ll,
+                       int *greedy)
+{
+    for (int r = 0; r < n; r++)
+        s->bout[r] = r;
+    const float *lg =
+        decoder_block(s->dec, s->btok, commit ? NULL : s->bseg, n, s->bout, n, commit);
+    if (!lg)
+        return sl_err_set(SL_ERR_STATE, "a block of %d tokens does not fit the decoder", n);
+    logprobs(s, lg, n);
+    for (int r = 0; r < n; r++) {
+        ll[row_choice[r]] += s->blp[r];
+        greedy[row_choice[r]] &= s->bmax[r];
+    }
+    return 0;
+}
+
 int eval_scorer_loglik(struct eval_scorer *s, const int32_t *ctx, int nctx,
                        const int32_t *const *cont, const int *ncont, int nchoice, double *ll,
                        int *greedy)
@@ -395,36 +447,94 @@ int eval_scorer_loglik(struct eval_scorer *s, const int32_t *ctx, int nctx,
     if (longest < 1 || longest >= s->max_len)
         return sl_err_set(SL_ERR_FORMAT, "a continuation of %d tokens does not fit a context of %d",
                           longest, s->max_len);
+    /* ids the model has no embedding for: another tokenizer's text (an error, not a skip:
+     * every item would be scored wrong) */
+    for (int i = 0; i <= nchoice; i++) {
+        const int32_t *v = i < nchoice ? cont[i] : ctx;
+        int m = i < nchoice ? ncont[i] : nctx;
+        for (int k = 0; k < m; k++)
+            if (v[k] < 0 || v[k] >= s->V)
+                return sl_err_set(SL_ERR_CONFIG,
+                                  "token id %d is outside the model's vocabulary of %d ids\nhint: "
+                                  "score with the tokenizer the model was trained with "
+                                  "(--tokenizer)",
+                                  (int)v[k], s->V);
+    }
     /* keep the context's last tokens when the whole does not fit (the harness truncates
      * on the left) */
     int keep = nctx;
     if (keep + longest - 1 > s->max_len)
         keep = s->max_len - longest + 1;
     ctx += nctx - keep;
+    /* the context, in blocks of rows; the logits of its last token only */
     decoder_reset(s->dec);
-    for (int i = 0; i + 1 < keep; i++)
-        if (decoder_feed(s->dec, ctx[i]))
-            return SL_ERR_STATE;
-    const float *lg = decoder_step(s->dec, ctx[keep - 1]);
-    if (!lg)
-        return sl_err_set(SL_ERR_STATE, "decoder full");
-    memcpy(s->logits0, lg, (size_t)s->V * sizeof(float));
-    for (int c = 0; c < nchoice; c++) {
-        decoder_truncate(s->dec, keep);
-        int m;
-        double sum = logprob(s->logits0, s->V, cont[c][0], &m);
-        int all = m;
-        for (int k = 1; k < ncont[c]; k++) {
-            lg = decoder_step(s->dec, cont[c][k - 1]);
-            if (!lg)
-                return sl_err_set(SL_ERR_STATE, "decoder full");
-            sum += logprob(lg, s->V, cont[c][k], &m);
-            all &= m;
-        }
-        ll[c] = sum;
-        greedy[c] = all;
+    const float *lg = NULL;
+    for (int i = 0; i < keep; i += s->rows) {
+        int n = keep - i < s->rows ? keep - i : s->rows, last = n - 1;
+        lg = decoder_block(s->dec, ctx + i, NULL, n, &last, i + n == keep, 1);
+        if (!lg)
+            return sl_err_set(SL_ERR_STATE, "decoder full");
     }
-    return 0;
+    memcpy(s->logits0, lg, (size_t)s->V * sizeof(float));
+    /* the first token of every choice from the context's logits: one normaliser */
+    {
+        float mx = s->logits0[0];
+        int am = 0;
+        for (int i = 1; i < s->V; i++)
+            if (s->logits0[i] > mx) {
+                mx = s->logits0[i];
+                am = i;
+            }
+        double sum = 0;
+        for (int i = 0; i < s->V; i++)
+            sum += exp((double)s->logits0[i] - mx);
+        double lse = log(sum);
+        for (int c = 0; c < nchoice; c++) {
+            ll[c] = (double)s->logits0[cont[c][0]] - mx - lse;
+            greedy[c] = am == cont[c][0];
+        }
+    }
+    /* the rest of the choices: consecutive runs of rows in shared blocks (a run sees the
+     * context and its own rows); a choice longer than a block alone, in committed blocks
+     * that are dropped afterwards */
+    int room = s->max_len - keep < s->rows ? s->max_len - keep : s->rows;
+    int row_choice[EVAL_ROWS];
+    int n = 0, rc = 0;
+    for (int c = 0; c < nchoice && !rc; c++) {
+        int m = ncont[c] - 1; /* rows of choice c: its tokens but the last */
+        if (m <= 0)
+            continue;
+        if (m > room) {
+            if (n && (rc = score_block(s, n, 0, row_choice, ll, greedy)))
+                break;
+            n = 0;
+            for (int i = 0; i < m && !rc; i += s->rows) {
+                int k = m - i < s->rows ? m - i : s->rows;
+                for (int r = 0; r < k; r++) {
+                    s->btok[r] = cont[c][i + r];
+                    s->btarget[r] = cont[c][i + r + 1];
+                    row_choice[r] = c;
+                }
+                rc = score_block(s, k, 1, row_choice, ll, greedy);
+            }
+            decoder_truncate(s->dec, keep);
+            continue;
+        }
+        if (n + m > room) {
+            rc = score_block(s, n, 0, row_choice, ll, greedy);
+            n = 0;
+        }
+        for (int r = 0; r < m && !rc; r++) {
+            s->btok[n + r] = cont[c][r];
+            s->btarget[n + r] = cont[c][r + 1];
+            s->bseg[n + r] = n;
+            row_choice[n + r] = c;
+        }
+        n += m;
+    }
+    if (!rc && n)
+        rc = score_block(s, n, 0, row_choice, ll, greedy);
+    return rc;
 }
 
 /* ---- a task --------------------------------------------------------------------------- */
@@ -512,6 +622,10 @@ int eval_task_run(const struct eval_task *t, const struct tokenizer *tok, int64_
                 if (rc == SL_ERR_FORMAT) {
                     rc = 0;
                     skip = 1;
+                } else if (rc) {
+                    char msg[SL_ERR_MSG_MAX];
+                    snprintf(msg, sizeof(msg), "%s", sl_err_msg());
+                    rc = sl_err_set(rc, "task '%s', item %zu: %s", t->path, i + 1, msg);
                 }
             }
             if (details && !rc && !skip) {

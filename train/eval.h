@@ -7,8 +7,10 @@
  *   characters of the choice == gold; LAMBADA: acc = the greedy continuation is the target,
  *   perplexity = exp(-mean loglikelihood).
  *
- * The context of an item is run once and its cached keys and values are shared by every
- * continuation (train/decode.h). The forward pass is the CPU reference; the trainer's
+ * The context of an item is run once, as blocks of tokens (matrix products over the rows),
+ * and its cached keys and values are shared by every continuation; the continuations of an
+ * item run together in one block, each attending to the context and to its own earlier
+ * tokens (train/decode.h decoder_block). The forward pass is the CPU reference; the trainer's
  * backends score through the same code (eval_scorer over the host parameters).
  */
 #ifndef SL_TRAIN_EVAL_H
@@ -58,7 +60,9 @@ void eval_scorer_free(struct eval_scorer *s);
 
 /* Log-likelihoods of nchoice continuations of one context (token ids; nctx >= 1): ll[i],
  * and greedy[i] = 1 when every continuation token is the argmax. Contexts too long for
- * max_len lose their first tokens. SL_ERR_FORMAT when a continuation alone is too long. */
+ * max_len lose their first tokens. SL_ERR_FORMAT when a continuation alone is too long (the
+ * item is skipped), SL_ERR_CONFIG for a token id outside the vocabulary (another
+ * tokenizer's: the run stops). */
 int eval_scorer_loglik(struct eval_scorer *s, const int32_t *ctx, int nctx,
                        const int32_t *const *cont, const int *ncont, int nchoice, double *ll,
                        int *greedy);

@@ -1,5 +1,7 @@
 /* sluice eval: a checkpoint's held-out loss on token shards and its zero-shot task scores
- * (train/eval.h), on the CPU. */
+ * (train/eval.h). The held-out loss runs on the CPU (the reference forward pass) or on the
+ * GPU (the CUDA trainer's validation pass, train/gpu_train.h, over the checkpoint); the tasks
+ * are scored by the code of train/eval.h on either device, as the trainer's eval.tasks are. */
 #include "train/commands.h"
 
 #include "core/alloc.h"
@@ -9,13 +11,16 @@
 #include "core/options.h"
 #include "core/progress.h"
 #include "core/stream.h"
+#include "core/world.h"
 #include "dataset/loader.h"
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/cpu_model.h"
 #include "dataset/datainfo.h"
 #include "train/eval.h"
+#include "train/gpu_train.h"
 #include "train/model.h"
+#include "train/train_run.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,14 +40,17 @@ static const char *const usage[] = {
     "loss, perplexity and bits per byte (bytes from the data's tokenizer). --tasks: zero-shot",
     "tasks in the JSONL layouts of HellaSwag, LAMBADA, ARC, PIQA, Winogrande or",
     "{\"context\", \"choices\", \"gold\"}, scored as lm-evaluation-harness does (acc, acc_norm;",
-    "LAMBADA acc and perplexity). One JSON line per measurement on stdout. See docs/eval.md.",
+    "LAMBADA acc and perplexity). One JSON line per measurement on stdout. --device: the",
+    "held-out loss on the GPU (the trainer's validation pass) or the CPU. See docs/eval.md.",
     NULL,
 };
 
 struct eopts {
     struct sl_strlist data, tasks;
-    const char *split, *split_weights, *tokenizer, *details;
+    const char *split, *split_weights, *tokenizer, *details, *device;
     long samples, seq_len, batch, limit, threads;
+    const char *step;                /* the checkpoint's step directory */
+    const struct train_backend *gpu; /* the held-out loss on the GPU, or NULL: the CPU */
 };
 
 static int file_exists(const char *p)
@@ -79,6 +87,47 @@ static void json_num(const char *key, double v)
         printf(",\"%s\":null", key);
 }
 
+/* The held-out loss on the GPU: the CUDA trainer's backend set up for the checkpoint's
+ * model with micro = global batch B (a divisor of n) and n / B validation iterations, its
+ * weights loaded, its validation pass (the one eval.interval runs) over samples 0..n-1 of
+ * the valid split of d. *nats: the summed token losses. */
+static int heldout_gpu(const struct eopts *o, struct data_loader *d, const struct model_config *mc,
+                       int T, uint64_t n, double *nats)
+{
+    long B = o->batch < (long)n ? o->batch : (long)n;
+    while (n % (uint64_t)B)
+        B--;
+    struct train_opts to;
+    memset(&to, 0, sizeof(to));
+    to.mc = *mc;
+    to.seq_len = T;
+    to.micro_batch = to.global_batch = B;
+    to.accum = 1;
+    to.steps = 1;
+    to.eval_interval = 1;
+    to.eval_iters = (long)(n / (uint64_t)B);
+    to.device = TRAIN_DEVICE_CUDA;
+    to.attention = GPU_ATTN_AUTO;
+    to.recompute = GPU_RECOMPUTE_NONE;
+    to.grad_reduce = GPU_REDUCE_FP32;
+    to.adam = (struct adamw){ 0.9, 0.95, 1e-8, 0.0 };
+    void *ctx = NULL;
+    size_t act = 0;
+    double loss = NAN;
+    sl_info("held-out loss on the GPU: the CUDA trainer's validation pass, %ld x %ld samples "
+            "(its set-up lines follow)",
+            to.eval_iters, B);
+    int rc = o->gpu->setup(&ctx, &to, sl_world_get(), d, &act);
+    if (!rc)
+        rc = o->gpu->load(ctx, o->step, 0);
+    if (!rc)
+        rc = o->gpu->evaluate(ctx, &loss);
+    if (ctx)
+        o->gpu->release(ctx);
+    *nats = loss * (double)n * T;
+    return rc;
+}
+
 /* Held-out loss over `samples` samples of a split of prefix. */
 static int heldout(const struct eopts *o, const char *prefix, const struct model_config *mc,
                    const struct model_layout *l, const float *params, const struct tokenizer *tok)
@@ -95,6 +144,18 @@ static int heldout(const struct eopts *o, const char *prefix, const struct model
                 s = i;
     }
     int T = (int)(o->seq_len > 0 ? o->seq_len : mc->max_seq_len), B = (int)o->batch;
+    if (o->gpu) {
+        /* the trainer's validation pass reads the valid split: every sequence is the valid
+         * split of "0,1,0" (the same range, hence the same samples, as "1,0,0"'s train) */
+        if (s == DATA_TRAIN && !strcmp(o->split, "all")) {
+            split = "0,1,0";
+            s = DATA_VALID;
+        } else if (s != DATA_VALID) {
+            sl_error("--split %s: the GPU scores the valid split or all\nhint: --device cpu",
+                     o->split);
+            return 2;
+        }
+    }
     struct data_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.prefix = prefix;
@@ -107,7 +168,7 @@ static int heldout(const struct eopts *o, const char *prefix, const struct model
     struct data_loader *d = NULL;
     struct cpu_model *m = NULL;
     int rc = data_loader_open(&d, &dopt);
-    if (!rc)
+    if (!rc && !o->gpu)
         rc = cpu_model_new(&m, mc, l, B, T);
     if (rc) {
         sl_error("%s", sl_err_msg());
@@ -121,7 +182,19 @@ static int heldout(const struct eopts *o, const char *prefix, const struct model
     double nats = 0, t0 = sl_now();
     uint64_t ntok = 0, bytes = 0;
     struct sl_buf text = SL_BUF_INIT;
-    for (uint64_t i = 0; i < n && !rc; i += (uint64_t)B) {
+    if (!rc && o->gpu) {
+        rc = heldout_gpu(o, d, mc, T, n, &nats);
+        ntok = n * (uint64_t)T;
+        for (uint64_t i = 0; i < n && !rc && tok; i++) {
+            rc = data_loader_sample(d, (enum data_split)s, i, row);
+            text.len = 0;
+            if (!rc && tokenizer_decode(tok, row + 1, (size_t)T, &text) == 0)
+                bytes += text.len;
+            else
+                tok = NULL;
+        }
+    }
+    for (uint64_t i = 0; i < n && !rc && !o->gpu; i += (uint64_t)B) {
         int b = 0;
         for (; b < B && i + (uint64_t)b < n && !rc; b++) {
             rc = data_loader_sample(d, (enum data_split)s, i + (uint64_t)b, row);
@@ -171,6 +244,7 @@ static int heldout(const struct eopts *o, const char *prefix, const struct model
         sl_buf_json_str(&js, prefix, strlen(prefix));
         printf("%s,\"split\":\"%s\",\"samples\":%llu,\"seq_len\":%d,\"tokens\":%llu", js.data,
                o->split, (unsigned long long)n, T, (unsigned long long)ntok);
+        printf(",\"device\":\"%s\"", o->gpu ? "cuda" : "cpu");
         sl_buf_release(&js);
         json_num("loss", loss);
         json_num("perplexity", exp(loss));
@@ -265,6 +339,7 @@ int cmd_eval(int argc, const char **argv)
     o.split_weights = NULL;
     o.samples = 64;
     o.batch = 4;
+    o.device = "auto";
     struct sl_option options[] = {
         SL_OPT_STRINGS(0, "data", &o.data, "PREFIX",
                        "held-out loss on these shards (repeatable; Megatron blend syntax)"),
@@ -282,6 +357,9 @@ int cmd_eval(int argc, const char **argv)
                       "the checkpoint's data)"),
         SL_OPT_STRING(0, "details", &o.details, "FILE",
                       "write each choice's token ids and log-likelihood as JSON lines"),
+        SL_OPT_STRING(0, "device", &o.device, "NAME",
+                      "auto (default: the GPU when there is one), cpu or cuda: where the held-out "
+                      "loss runs"),
         SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
         SL_OPT_COMMON,
         SL_OPT_END_,
@@ -306,6 +384,9 @@ int cmd_eval(int argc, const char **argv)
         strcmp(o.split, "all"))
         rc = sl_err_set(SL_ERR_USAGE,
                         "--split: unknown split '%s'\nhint: valid, test, train or all", o.split);
+    if (!rc && strcmp(o.device, "auto") && strcmp(o.device, "cpu") && strcmp(o.device, "cuda"))
+        rc = sl_err_set(SL_ERR_USAGE, "--device: unknown device '%s'\nhint: auto, cpu or cuda",
+                        o.device);
     if (rc) {
         code = sl_usage_error(usage);
         goto done;
@@ -360,14 +441,17 @@ int cmd_eval(int argc, const char **argv)
         /* the run's split and seq_len when the checkpoint records them */
         struct eopts eo = o;
         char *weights = NULL;
-        if (!eo.split_weights) {
+        {
+            /* each one unless given: --split-weights does not drop the run's seq_len */
             struct sl_buf b = SL_BUF_INIT;
             char *jp = sl_xasprintf("%s/checkpoint.json", step);
             b.max = 64u << 20;
-            eo.split_weights = "969,30,1";
+            int given = eo.split_weights != NULL;
+            if (!given)
+                eo.split_weights = "969,30,1";
             if (sl_read_file(jp, &b) == 0 && b.data) {
                 const char *k = strstr(b.data, "\"split\":");
-                if (k) {
+                if (k && !given) {
                     k += 8;
                     while (*k == ' ' || *k == '"')
                         k++;
@@ -385,6 +469,20 @@ int cmd_eval(int argc, const char **argv)
         if (eo.seq_len <= 0 || eo.seq_len > mc.max_seq_len)
             eo.seq_len = mc.max_seq_len;
         int64_t eod = di.eod_id >= 0 ? di.eod_id : tok ? tok->eod_id : -1;
+        eo.step = step;
+        if (eo.data.n && strcmp(eo.device, "cpu")) {
+            /* the GPU library is loaded only for a held-out loss */
+            char why[256] = "";
+            eo.gpu = gpu_train_backend(why, sizeof(why));
+            if (!eo.gpu && !strcmp(eo.device, "cuda")) {
+                sl_error("--device cuda: %s%s", why,
+                         strstr(why, "hint:") ? "" : "\nhint: --device cpu");
+                free(weights);
+                goto out;
+            }
+            if (!eo.gpu)
+                sl_info("held-out loss on the CPU (%s)", why);
+        }
         code = 0;
         for (size_t i = 0; i < eo.data.n && !code; i++)
             code = heldout(&eo, eo.data.v[i], &mc, &l, params, tok);

@@ -37,6 +37,18 @@ static int on_scalar(void *ctx, const char *tag, int64_t step, double wall, floa
         loss_series_add(&c->train, step, value);
     else if (!strcmp(tag, "val/loss"))
         loss_series_add(&c->val, step, value);
+    else if (!strncmp(tag, "eval/", 5)) {
+        /* eval/TASK/acc, eval/TASK/acc_norm (eval/TASK/perplexity is not an accuracy) */
+        const char *name = tag + 5, *slash = strrchr(name, '/');
+        if (slash && slash > name && slash - name < 128) {
+            char task[128];
+            snprintf(task, sizeof(task), "%.*s", (int)(slash - name), name);
+            if (!strcmp(slash + 1, "acc"))
+                loss_curve_task_add(c, task, step, value, NAN);
+            else if (!strcmp(slash + 1, "acc_norm"))
+                loss_curve_task_add(c, task, step, NAN, value);
+        }
+    }
     return 0;
 }
 
@@ -192,13 +204,19 @@ int train_log_task(struct train_log *tl, long step, const char *task, const char
     if (!tl || tl->failed)
         return 0;
     char tag[160];
+    /* the plot's accuracy panel: acc, and acc_norm (a perplexity is not an accuracy); the
+     * values as TensorBoard stores them, so that a resumed run's plot is the same */
+    loss_curve_task_add(&tl->curve, task, step, (float)acc,
+                        strcmp(second, "acc_norm") ? NAN : (double)(float)acc_norm);
     snprintf(tag, sizeof(tag), "eval/%s/acc", task);
     int rc = tb_writer_scalar(tl->tb, step, tag, (float)acc);
     if (!rc && isfinite(acc_norm)) {
         snprintf(tag, sizeof(tag), "eval/%s/%s", task, second);
         rc = tb_writer_scalar(tl->tb, step, tag, (float)acc_norm);
     }
-    return fail(tl, rc);
+    if (rc)
+        return fail(tl, rc);
+    return train_log_plot(tl);
 }
 
 void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char *task,
@@ -217,7 +235,8 @@ void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char 
                 fputc('_', jsonl);
             else
                 fputc(*c, jsonl);
-        fprintf(jsonl, "\",\"acc\":%.9g,\"%s\":%s,\"items\":%zu}\n", acc, second, an, items);
+        fprintf(jsonl, "\",\"acc\":%.9g,\"%s\":%s,\"items\":%zu,\"items_per_s\":%.3f}\n", acc,
+                second, an, items, seconds > 0 ? (double)items / seconds : 0.0);
         fflush(jsonl);
     }
     if (train_log_task(tl, step, task, second, acc, acc_norm))

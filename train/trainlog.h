@@ -2,7 +2,9 @@
  * (train/losscurve.h) in one directory, written by rank 0.
  *
  * Tags: train/loss, train/lr, train/grad_norm, train/tokens_per_s, train/mfu (when
- * log.peak_tflops is set) per logged step, val/loss per evaluation. Each run segment writes
+ * log.peak_tflops is set) per logged step, val/loss per evaluation, eval/TASK/acc and
+ * eval/TASK/acc_norm (or eval/TASK/perplexity) per scored task (eval.tasks); loss.svg plots
+ * the losses and, in a second panel, the task accuracies. Each run segment writes
  * a new event file that starts with a restart marker at the first step it runs (TensorBoard
  * then hides the earlier files' events from that step on); a resumed run's curves start
  * from those of the earlier event files, so loss.svg covers the whole run.
@@ -34,7 +36,8 @@ int train_log_step(struct train_log *tl, long step, double loss, double lr, doub
 /* A validation loss; also rewrites loss.svg. */
 int train_log_valid(struct train_log *tl, long step, double val_loss);
 /* A zero-shot task's scores (eval.tasks): eval/<task>/acc and eval/<task>/<second> (when
- * finite; second is "acc_norm", or "perplexity" for LAMBADA). */
+ * finite; second is "acc_norm", or "perplexity" for LAMBADA); the accuracies also go into
+ * loss.svg's task panel, which is rewritten. */
 int train_log_task(struct train_log *tl, long step, const char *task, const char *second,
                    double acc, double acc_norm);
 /* Rewrite dir/loss.svg from the curves so far (at checkpoints). */
@@ -58,7 +61,7 @@ void train_report_step(FILE *jsonl, struct train_log *tl, const struct train_ste
 void train_report_valid(FILE *jsonl, struct train_log *tl, long step, double val_loss);
 
 /* Rank 0, after scoring a task (eval.tasks): a line on stdout, {"type":"task","step",
- * "task","acc",second,"items"} in jsonl, the TensorBoard scalars. second: "acc_norm" or
+ * "task","acc",second,"items","items_per_s"} in jsonl, the TensorBoard scalars. second: "acc_norm" or
  * "perplexity" (LAMBADA), whose value is acc_norm. */
 void train_report_task(FILE *jsonl, struct train_log *tl, long step, const char *task,
                        const char *second, double acc, double acc_norm, size_t items,

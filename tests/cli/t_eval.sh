@@ -27,6 +27,8 @@ run "$SLUICE" eval "$T"
 expect_rc 2; expect_err "nothing to measure"
 run "$SLUICE" eval "$T" --data x --split dev
 expect_rc 2; expect_err "unknown split 'dev'"
+run "$SLUICE" eval "$T" --data x --device tpu
+expect_rc 2; expect_err "--device: unknown device 'tpu'"
 
 # the data: a 1,000-piece SentencePiece model, 3,000 sentences of a learnable pairing
 zstd -q -d "$FIX/tokenizer/botchan.txt.zst" -o "$T/botchan.txt"
@@ -70,7 +72,7 @@ expect_rc 0
 
 run "$SLUICE" train "$CFG" data.prefix="$T/tok/c_text_document" model.num_layers=1 train.seq_len=32 \
     train.micro_batch_size=8 train.global_batch_size=8 train.steps=150 optim.lr=3e-3 optim.warmup_steps=10 \
-    eval.interval=150 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu \
+    eval.interval=75 eval.iters=4 checkpoint.dir="$T/ck" log.file="$T/log.jsonl" train.device=cpu \
     "eval.tasks=[$T/likes.jsonl]" -q
 expect_rc 0
 
@@ -82,12 +84,52 @@ acc=$(json_line() { "$PY" -c "import json,sys; print(json.loads(open(sys.argv[1]
 "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.75 else 1)" "$acc" && ok || fail "acc $acc is not well above chance"
 echo "  learnable task: acc $acc over 24 items (chance 0.25); $(grep -o 'items_per_s":[0-9.]*' "$T/out")"
 
-case_ "eval.tasks during training: the same scores in log.file and TensorBoard"
+case_ "eval.tasks during training: acc and acc_norm at every evaluation in log.file, TensorBoard and loss.svg"
 expect_eq "$("$PY" -c "
 import json, sys
 t = [json.loads(l) for l in open(sys.argv[1]) if '\"task\"' in l]
-print(len(t), t[-1]['step'], t[-1]['task'], t[-1]['acc'])" "$T/log.jsonl")" "1 150 likes $acc"
-grep -aq "eval/likes/acc_norm" "$T"/ck/tb/events.out.tfevents.* && ok || fail "no eval/likes/acc_norm in the TensorBoard events"
+print(len(t), [m['step'] for m in t], t[-1]['task'], t[-1]['acc'], all(0 <= m['acc_norm'] <= 1 and m['items'] == 24 and m['items_per_s'] > 0 for m in t))" "$T/log.jsonl")" \
+    "2 [75, 150] likes $acc True"
+if "$PY" -c "import tensorboard" 2>/dev/null; then
+    "$PY" "$ROOT/tests/cli/tb_events.py" "$T/ck/tb" > "$T/tb.json" && ok || fail "TensorBoard cannot read the events"
+    run "$PY" - "$T/tb.json" "$T/log.jsonl" <<'PY'
+import json, sys
+tb = json.load(open(sys.argv[1]))["scalars"]
+log = [json.loads(l) for l in open(sys.argv[2]) if '"task"' in l]
+for key in ("acc", "acc_norm"):
+    got = tb["eval/likes/" + key]
+    assert [s for s, _ in got] == [m["step"] for m in log], (key, got)
+    for (s, v), m in zip(got, log):
+        assert abs(v - m[key]) <= 1e-6, (key, s, v, m[key])
+print("tb ok")
+PY
+    expect_out "tb ok"
+else
+    grep -aq "eval/likes/acc_norm" "$T"/ck/tb/events.out.tfevents.* && ok || fail "no eval/likes/acc_norm in the TensorBoard events"
+fi
+# loss.svg: a second panel (below the loss panel, 480 px) with the task's acc and acc_norm
+# curves, one point per evaluation, at the logged values
+run "$PY" - "$T/ck/tb/loss.svg" "$T/log.jsonl" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+r = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+log = [json.loads(l) for l in open(sys.argv[2]) if '"task"' in l]
+lines = {p.get("class"): [tuple(map(float, xy.split(","))) for xy in p.get("points").split()]
+         for p in r.iter(ns + "polyline")}
+texts = [t.text for t in r.iter(ns + "text")]
+assert int(r.get("height")) > 480 and "task accuracy" in texts, (r.get("height"), texts)
+assert "likes acc" in texts and "likes acc_norm" in texts, texts
+for key in ("acc", "acc_norm"):
+    pts = lines["task likes " + key]
+    assert len(pts) == len(log), (key, pts)
+    assert all(480 < y < int(r.get("height")) for _, y in pts), pts
+# the y of each point is its value on the panel's axis: equal values, equal heights
+    vals = [m[key] for m in log]
+    assert (pts[0][1] == pts[1][1]) == (vals[0] == vals[1]), (pts, vals)
+assert len(lines["train loss"]) > 2 and len(lines["validation loss"]) == 2
+print("svg ok")
+PY
+expect_out "svg ok"
 
 case_ "every choice's log-likelihood equals the numpy model's (1e-5)"
 run "$PY" "$ORACLE/check_eval.py" "$T/ck/step-00000150" "$T/det.jsonl"
@@ -104,6 +146,32 @@ for f in hellaswag lambada arc piqa winogrande; do
     expect_rc 0
     expect_out "eval oracle: 0 mismatches"
 done
+case_ "a Llama checkpoint (RoPE, GQA, SwiGLU), a 300-position window: every choice equals numpy"
+# the continuations of an item share blocks of 128 rows; a choice longer than a block runs
+# alone in blocks of its own, the short choices before and after it in shared blocks
+run "$SLUICE" train "$ROOT/configs/models/tiny-llama.yaml" data.prefix="$T/tok/c_text_document" \
+    model.num_layers=1 model.max_position_embeddings=300 train.seq_len=32 train.micro_batch_size=2 \
+    train.global_batch_size=2 train.steps=2 eval.interval=0 checkpoint.dir="$T/ll" train.device=cpu -q
+expect_rc 0
+"$PY" - "$T" <<'PY'
+import json, sys
+T = sys.argv[1]
+long = " " + " ".join("alice likes apples and bob likes bread" for _ in range(10))  # 170 tokens
+rows = [{"context": "carol likes", "choices": [" cheese.", long, " dates."] +
+         [" %s and%s" % (w, long[:100 + 10 * i]) for i, w in enumerate(["bread", "apples", "dates"])],
+         "gold": 0},  # 3 choices of 50-60 tokens: more rows than one block holds
+        {"context": "dave likes " * 3, "choices": [" apples.", " dates."], "gold": 1}]
+open(T + "/long.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in rows))
+PY
+for f in long hellaswag winogrande; do
+    run "$SLUICE" eval "$T/ll" --tasks "$T/$f.jsonl" --details "$T/det-ll-$f.jsonl"
+    expect_rc 0
+    run "$PY" "$ORACLE/check_eval.py" "$T/ll/step-00000002" "$T/det-ll-$f.jsonl"
+    expect_rc 0
+    expect_out "eval oracle: 0 mismatches"
+done
+expect_eq "$("$PY" -c "import json,sys; c = [len(json.loads(l)['cont']) for l in open(sys.argv[1])]; print(len(c), max(c) > 129, sum(c[3:6]) > 131)" "$T/det-ll-long.jsonl")" "8 True True" "(choices: 8, one longer than a block, 3 more than one block)"
+
 case_ "LAMBADA: perplexity = exp(-mean log-likelihood), acc = greedy matches"
 run "$PY" - "$T/det-lambada.jsonl" "$T/res-lambada.json" <<'PY'
 import json, math, sys
@@ -122,8 +190,9 @@ PY
 expect_out "True"
 
 case_ "held-out loss: equals the trainer's validation loss on the same samples"
-run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 32
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 32 --device cpu
 expect_rc 0
+expect_out '"device":"cpu"'
 cp "$T/out" "$T/held.json"
 run "$PY" - "$T/held.json" "$T/log.jsonl" <<'PY'
 import json, math, sys
@@ -136,10 +205,44 @@ print("heldout", ok, r["loss"], v["val_loss"], r["bits_per_byte"])
 PY
 expect_out "heldout True"
 
+case_ "--split all = the valid split of 0,1,0 (the samples the GPU's validation pass reads for all)"
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 16 --split all --device cpu
+expect_rc 0
+sed 's/"split":"[a-z]*",//; s/,"tokens_per_s":[^}]*//' "$T/out" > "$T/all.json"
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 16 --split valid \
+    --split-weights 0,1,0 --device cpu
+expect_rc 0
+sed 's/"split":"[a-z]*",//; s/,"tokens_per_s":[^}]*//' "$T/out" > "$T/valid010.json"
+cmp -s "$T/all.json" "$T/valid010.json" && ok || fail "$(cat "$T/all.json" "$T/valid010.json")"
+
+case_ "--device cuda without a GPU: an error naming the reason (the GPU: tests/gpu/t_eval_gpu.sh)"
+if [ ! -e /dev/nvidia0 ] && [ ! -e /proc/driver/nvidia/gpus ]; then
+    run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 8 --device cuda
+    expect_rc 1
+    expect_err "--device cuda: "
+    expect_err "hint: --device cpu"
+    # auto falls back to the CPU
+    run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --samples 8
+    expect_rc 0
+    expect_out '"device":"cpu"'
+else
+    echo "  skip: this machine has a GPU"
+fi
+
 case_ "bad input"
 run "$SLUICE" eval "$T/ck" --tasks "$T/botchan.txt"
 expect_rc 1
 expect_err "has no items; the first bad line: $T/botchan.txt:1: not a JSON object"
+# a tokenizer with more ids than the model (GPT-2's 50,257 against 1,000): a stop naming the
+# task, the item and both sizes, not an out-of-bounds read
+mkdir -p "$T/gpt2"
+zstd -q -d "$FIX/tokenizer/encoder.json.zst" -o "$T/gpt2/encoder.json"
+zstd -q -d "$FIX/tokenizer/vocab.bpe.zst" -o "$T/gpt2/vocab.bpe"
+run "$SLUICE" eval "$T/ck" --tasks "$T/likes.jsonl" --tokenizer "gpt2:$T/gpt2"
+expect_rc 1
+expect_err "task '$T/likes.jsonl', item 1: token id "
+expect_err "is outside the model's vocabulary of 1000 ids"
+expect_err "hint: score with the tokenizer the model was trained with (--tokenizer)"
 run "$SLUICE" eval "$T/nope" --tasks "$T/likes.jsonl"
 expect_rc 1
 expect_err "'$T/nope'"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make test-gpu: the kernel tests (build/test_kernels) and the GPU trainer against the CPU
-# path (tests/gpu/t_train_gpu.sh), ending with one "test-gpu: N passed, N failed" line. Both
-# print SKIP, with the reason, on a machine without a CUDA device and count nothing.
+# make test-gpu: the kernel tests (build/test_kernels), the GPU trainer against the CPU
+# path (tests/gpu/t_train_gpu.sh) and evaluation on the GPU (tests/gpu/t_eval_gpu.sh),
+# ending with one "test-gpu: N passed, N failed" line. Each prints SKIP, with the reason, on
+# a machine without a CUDA device and counts nothing.
 # Usage: tests/gpu/run.sh BUILD_DIR [test_kernels arguments]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,19 +27,24 @@ if [ $status -ne 0 ] && [ $failed -eq 0 ]; then
     failed=$((failed + 1))
 fi
 
-echo "== GPU trainer against the CPU path ($build)"
-out=$(SLUICE="$build/sluice" SLUICE_BUILD="$build" "$here/../cli/run.sh" "$here/t_train_gpu.sh" 2>&1)
-status=$?
-echo "$out"
-line=$(echo "$out" | grep '^CLI: ' | tail -1)
-p=$(echo "$line" | sed -n 's/^CLI: \([0-9]*\) passed, \([0-9]*\) failed/\1/p')
-f=$(echo "$line" | sed -n 's/^CLI: \([0-9]*\) passed, \([0-9]*\) failed/\2/p')
-passed=$((passed + ${p:-0}))
-failed=$((failed + ${f:-0}))
-if [ $status -ne 0 ] && [ "${f:-0}" = 0 ]; then
-    echo "FAIL t_train_gpu.sh exited $status"
-    failed=$((failed + 1))
-fi
+for t in t_train_gpu.sh t_eval_gpu.sh; do
+    case $t in
+        t_train_gpu.sh) echo "== GPU trainer against the CPU path ($build)" ;;
+        t_eval_gpu.sh) echo "== evaluation on the GPU ($build)" ;;
+    esac
+    out=$(SLUICE="$build/sluice" SLUICE_BUILD="$build" "$here/../cli/run.sh" "$here/$t" 2>&1)
+    status=$?
+    echo "$out"
+    line=$(echo "$out" | grep '^CLI: ' | tail -1)
+    p=$(echo "$line" | sed -n 's/^CLI: \([0-9]*\) passed, \([0-9]*\) failed/\1/p')
+    f=$(echo "$line" | sed -n 's/^CLI: \([0-9]*\) passed, \([0-9]*\) failed/\2/p')
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0}))
+    if [ $status -ne 0 ] && [ "${f:-0}" = 0 ]; then
+        echo "FAIL $t exited $status"
+        failed=$((failed + 1))
+    fi
+done
 
 echo "test-gpu: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -1,5 +1,6 @@
 /* Tests for generation: the key/value-cached decoder against the full forward pass (GPT and
- * Llama layouts), and the sampler (greedy, seeds, temperature, top-k, top-p frequencies). */
+ * Llama layouts; one token a step, and blocks of continuations as eval runs them), and the
+ * sampler (greedy, seeds, temperature, top-k, top-p frequencies). */
 #include "tests/harness.h"
 
 #include "train/cpu_model.h"
@@ -155,4 +156,90 @@ TEST(sampler_distributions)
     double z = 0.25 + 0.09 + 0.0225 + 0.0025;
     freqs(0.5, 0, 1.0, f);
     CHECK(near(f, 0.25 / z, 0.09 / z, 0.0225 / z, 0.0025 / z));
+}
+
+/* Blocks (eval's path): a context in two committed blocks, then two continuations of it in
+ * one block, each row's logits equal to the full forward pass over context + continuation. */
+TEST(decoder_block_matches_full_forward)
+{
+    for (int llama = 0; llama < 2; llama++) {
+        struct model_config c;
+        cfg_small(&c, llama);
+        REQUIRE(model_config_check(&c) == 0);
+        struct model_layout l;
+        model_layout_init(&l, &c);
+        float *params = aligned_alloc(64, l.total * sizeof(float));
+        REQUIRE(params);
+        model_init_params(&c, &l, params, 7 + (uint64_t)llama);
+        enum { T = 16, P = 7, NA = 5, NB = 4 };
+        int32_t seq[2][T], targets[T] = { 0 };
+        for (int t = 0; t < T; t++) {
+            seq[0][t] = (t * 37 + 11) % c.vocab_size;
+            seq[1][t] = t < P ? seq[0][t] : (t * 53 + 5) % c.vocab_size;
+        }
+        float *full[2];
+        struct cpu_model *m;
+        REQUIRE(cpu_model_new(&m, &c, &l, 1, T) == 0);
+        for (int k = 0; k < 2; k++) {
+            cpu_model_forward(m, params, seq[k], targets);
+            full[k] = malloc((size_t)T * c.vocab_size * sizeof(float));
+            REQUIRE(full[k]);
+            memcpy(full[k], cpu_model_logits(m), (size_t)T * c.vocab_size * sizeof(float));
+        }
+        struct decoder *d;
+        REQUIRE(decoder_new_rows(&d, &c, &l, params, T, 10) == 0);
+        /* the context: rows 0..3 then 4..6, the logits of the last */
+        int last = 3;
+        REQUIRE(decoder_block(d, seq[0], NULL, 4, NULL, 0, 1));
+        last = 2;
+        const float *lg = decoder_block(d, seq[0] + 4, NULL, 3, &last, 1, 1);
+        REQUIRE(lg);
+        CHECK_EQ_INT(decoder_len(d), P);
+        double worst = 0, scale = 0;
+        for (int v = 0; v < c.vocab_size; v++) {
+            worst = fmax(worst, fabs(lg[v] - full[0][(size_t)(P - 1) * c.vocab_size + v]));
+            scale = fmax(scale, fabs(full[0][(size_t)(P - 1) * c.vocab_size + v]));
+        }
+        /* both continuations in one block: rows 0..4 continue with seq[0], 5..8 with seq[1] */
+        int32_t tok[NA + NB];
+        int seg[NA + NB], out[NA + NB];
+        for (int r = 0; r < NA + NB; r++) {
+            int k = r >= NA, t = P + (k ? r - NA : r);
+            tok[r] = seq[k][t];
+            seg[r] = k ? NA : 0;
+            out[r] = r;
+        }
+        lg = decoder_block(d, tok, seg, NA + NB, out, NA + NB, 0);
+        REQUIRE(lg);
+        CHECK_EQ_INT(decoder_len(d), P); /* not committed */
+        for (int r = 0; r < NA + NB; r++) {
+            int k = r >= NA, t = P + (k ? r - NA : r);
+            for (int v = 0; v < c.vocab_size; v++) {
+                double want = full[k][(size_t)t * c.vocab_size + v];
+                worst = fmax(worst, fabs(lg[(size_t)r * c.vocab_size + v] - want));
+                scale = fmax(scale, fabs(want));
+            }
+        }
+        CHECK(scale > 0.1);
+        if (!(worst <= 1e-6 * scale))
+            sl_test_fail(__FILE__, __LINE__, "%s: block logits differ by %g (scale %g)",
+                         llama ? "llama" : "gpt", worst, scale);
+        /* blocks that do not fit or are malformed */
+        CHECK(decoder_block(d, tok, NULL, 11, NULL, 0, 0) == NULL);        /* more rows than room */
+        CHECK(decoder_block(d, tok, NULL, T - P + 1, NULL, 0, 0) == NULL); /* past max_len */
+        CHECK(decoder_block(d, tok, seg, 2, NULL, 0, 1) == NULL);          /* commit with runs */
+        int bad[3] = { 0, 2, 0 };
+        CHECK(decoder_block(d, tok, bad, 3, NULL, 0, 0) == NULL); /* a run ahead of its row */
+        int gap[3] = { 0, 0, 1 }; /* row 2 would continue row 1 whose run starts at 0 */
+        CHECK(decoder_block(d, tok, gap, 3, NULL, 0, 0) == NULL);
+        decoder_free(d);
+        d = NULL;
+        CHECK(decoder_new_rows(&d, &c, &l, params, T, T + 1) != 0 || !d);
+        decoder_free(d);
+        cpu_model_free(m);
+        free(full[0]);
+        free(full[1]);
+        free(params);
+        model_layout_release(&l);
+    }
 }
