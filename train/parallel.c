@@ -24,12 +24,6 @@ static int check(const struct parallel_config *p, const struct model_config *mc,
                  struct sl_cfg *root)
 {
     long tp = p->tp, pp = p->pp;
-    if (p->world % (tp * pp))
-        return where_err(root, "parallel.tensor",
-                         "%ld ranks do not divide into tensor x pipeline = %ld ranks per replica",
-                         p->world, tp * pp,
-                         "the world size must be a multiple of parallel.tensor x "
-                         "parallel.pipeline (data parallel takes the rest)");
     if (mc->n_kv_heads % tp)
         return where_err(root, "parallel.tensor",
                          "%ld key/value heads (model.num_query_groups) do not split over %ld ranks",
@@ -47,6 +41,12 @@ static int check(const struct parallel_config *p, const struct model_config *mc,
     if (mc->n_layers < pp)
         return where_err(root, "parallel.pipeline", "%ld stages for %ld layers", pp, mc->n_layers,
                          "every pipeline stage needs at least one layer");
+    if (p->world % (tp * pp))
+        return where_err(root, "parallel.tensor",
+                         "%ld ranks do not divide into tensor x pipeline = %ld ranks per replica",
+                         p->world, tp * pp,
+                         "the world size must be a multiple of parallel.tensor x "
+                         "parallel.pipeline (data parallel takes the rest)");
     if (p->sp && tp == 1)
         return where_err(root, "parallel.sequence",
                          "sequence parallel needs tensor parallel (parallel.tensor is %ld)%.0ld",
@@ -77,10 +77,22 @@ int parallel_config_load(struct parallel_config *p, struct sl_cfg *root, int wor
                          NULL);
     p->tp = (int)tp;
     p->pp = (int)pp;
+    long dp = 0;
+    if ((rc = sl_cfg_int(root, "parallel.data", 0, &dp)))
+        return rc;
+    if (dp < 0 || dp > 1 << 20)
+        return where_err(root, "parallel.data", "must be in [1, 1048576], got %ld%.0ld", dp, 0,
+                         NULL);
+    if (world <= 0) /* no world yet (--print-config): the layout as given */
+        world = (int)(tp * pp * (dp ? dp : 1));
     p->world = world;
     if ((rc = check(p, mc, root)))
         return rc;
     p->dp = world / (p->tp * p->pp);
+    if (dp && dp != p->dp)
+        return where_err(root, "parallel.data",
+                         "%ld data-parallel replicas given, but the world makes %ld", dp, p->dp,
+                         "parallel.data is optional: world / (tensor x pipeline)");
     return 0;
 }
 

@@ -30,8 +30,10 @@ struct parallel_coord {
     int tp, dp, pp;
 };
 
-/* Read parallel.tensor, parallel.pipeline (default 1) and parallel.sequence (default false)
- * for a world of `world` ranks, and check them against the model (parallel_check). */
+/* Read parallel.tensor, parallel.pipeline (default 1), parallel.sequence (default false) and
+ * parallel.data (optional: world / (tensor x pipeline), checked when given) for a world of
+ * `world` ranks, and check them against the model (parallel_check). world <= 0: no world
+ * (a dry run): it is tensor x pipeline x data. */
 int parallel_config_load(struct parallel_config *p, struct sl_cfg *root, int world,
                          const struct model_config *mc);
 /* The layout is possible: world divisible by tp * pp, heads, KV heads and d_ff divisible by

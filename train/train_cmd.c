@@ -936,7 +936,7 @@ static int run(struct sl_cfg *root, int print_only)
     struct trainer *t = &tr;
     t->w = sl_world_get();
     char *from = NULL;
-    int rc = load_opts(&t->o, root, t->w->size);
+    int rc = load_opts(&t->o, root, print_only ? 0 : t->w->size);
     if (rc) {
         sl_error("%s", sl_err_msg());
         free(t->o.prefix_list);
