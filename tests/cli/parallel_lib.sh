@@ -57,6 +57,7 @@ layout() {
     case_ "$model $name: trains on $np ranks"
     expect_rc 0
     expect_err "parallel: tensor"
+    cp "$T/err" "$T/$model-$name.err"
     case_ "$model $name: the loss of every step = one rank's (rtol $RTOL)"
     run same_losses "$T/$model-$name.jsonl" "$T/$model-ref.jsonl"
     expect_rc 0
