@@ -145,6 +145,8 @@ void model_shard_init(struct model_shard *s, const struct parallel_config *p,
     c->n_layers = nl;
     s->first_stage = at->pp == 0;
     s->last_stage = at->pp == p->pp - 1;
+    if (!s->first_stage && !s->last_stage)
+        c->padded_vocab_size = c->vocab_size = 0; /* a middle stage holds no vocabulary */
     model_layout_init(&s->l, c);
     s->t = sl_xcalloc((size_t)s->l.n, sizeof(*s->t));
     int hd = full->head_dim, H = full->n_heads, Hkv = full->n_kv_heads;
@@ -250,35 +252,61 @@ void model_shard_place(const struct model_shard *s, const struct model_layout *f
     copy(s, fl, full, (float *)local, 0, all);
 }
 
+/* Floats of the CPU model's activation slab (train/cpu_model.c) for one micro-batch of
+ * B x T tokens on a stage with the local config c, ignoring its 64-float rounding. */
+static double cpu_act_floats(const struct parallel_config *p, const struct model_config *c, int last,
+                             double B, double T)
+{
+    double N = B * T, R = p->sp ? N / p->tp : N, D = c->d_model, H = c->n_heads;
+    double qkv = model_qkv_dim(c), qd = H * c->head_dim, fc = model_fc_dim(c), F = c->d_ff;
+    double V = c->vocab_size;
+    double layer = 2 * R * D + 2 * N * D + 4 * R + N * qkv + B * H * T * T + N * qd + N * fc + N * F;
+    double f = c->n_layers * layer + R * D + T * (c->head_dim + 2); /* output, RoPE tables */
+    if (last)
+        f += N * D + 2 * R + N * V + 2 * N + D * V; /* final norm, logits, losses, head grad */
+    if (p->tp > 1) {
+        f += N * D + (last ? 5 * N : 0);
+        if (p->sp)
+            f += R * D + N * D;
+    }
+    return f + R * D + N * D + N * qkv + N * qd + N * fc + N * F; /* backward scratch */
+}
+
 void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
-                              long micro_batch, long seq_len, int gpu, struct parallel_memory *m)
+                              long micro_batch, long seq_len, long accum, int gpu, int stage,
+                              struct parallel_memory *m)
 {
     memset(m, 0, sizeof(*m));
     struct model_layout fl;
     model_layout_init(&fl, mc);
-    /* the largest stage's tensor-parallel rank 0 (replicated tensors included) */
-    for (int st = 0; st < p->pp; st++) {
-        struct model_shard s;
-        struct parallel_coord at = { 0, 0, st };
-        model_shard_init(&s, p, &at, mc, &fl);
-        uint64_t n = 0;
-        for (int i = 0; i < s.l.n; i++)
-            if (s.t[i].full >= 0)
-                n += s.l.t[i].numel;
-        if (n > m->params)
-            m->params = n;
-        model_shard_release(&s);
-    }
-    model_layout_release(&fl);
-    double per = gpu ? 4.0 + 12.0 / p->dp : 16.0;
-    m->weights_bytes = per * (double)m->params;
+    long slots = p->pp < accum ? p->pp : accum;
     double s = (double)seq_len, b = (double)micro_batch, h = mc->d_model, a = mc->n_heads;
     double t = p->tp;
-    double layer = p->sp ? s * b * h / t * (34.0 + 5.0 * a * s / h)
-                         : s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
-    if (!gpu)
-        layer *= 2.0; /* fp32 */
-    int first, nl;
-    parallel_stage_layers(p, mc->n_layers, 0, &first, &nl);
-    m->act_bytes = layer * nl * p->pp; /* 1F1B: up to pp micro-batches in flight on stage 0 */
+    /* the largest stage: its tensor-parallel rank 0 holds the replicated tensors too */
+    for (int st = 0; st < p->pp; st++) {
+        if (stage >= 0 && st != stage)
+            continue;
+        struct model_shard sh;
+        struct parallel_coord at = { 0, 0, st };
+        model_shard_init(&sh, p, &at, mc, &fl);
+        uint64_t n = sh.l.params;
+        if (n > m->params)
+            m->params = n;
+        double act;
+        if (gpu) {
+            /* Korthikanti et al., 16-bit: per layer s b h 34 / t with SP, s b h (10 + 24 / t)
+             * with TP alone; their 5 a s / h term (the s x s attention scores) is not kept by
+             * the GPU trainer's fused attention; stage st keeps pp - st micro-batches */
+            double layer = p->sp ? s * b * h / t * 34.0 : s * b * h * (10.0 + 24.0 / t);
+            (void)a;
+            act = layer * sh.local.n_layers * (double)(p->pp - st < accum ? p->pp - st : accum);
+        } else {
+            act = 4.0 * (double)slots * cpu_act_floats(p, &sh.local, sh.last_stage, b, s);
+        }
+        if (act > m->act_bytes)
+            m->act_bytes = act;
+        model_shard_release(&sh);
+    }
+    model_layout_release(&fl);
+    m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : 16.0) * (double)m->params;
 }

@@ -88,19 +88,23 @@ void model_shard_slice(const struct model_shard *s, const struct model_layout *f
 void model_shard_place(const struct model_shard *s, const struct model_layout *fl,
                        const float *local, float *full, int all);
 
-/* Memory per rank, in bytes, of training in fp32 on the CPU path (parameters, gradients and
- * two AdamW moments: 16 bytes per local parameter) and in the GPU trainer's mixed precision
- * (bf16 weights and gradients, fp32 master weights and moments: 2 + 2 + 12 / DP bytes per local
- * parameter with ZeRO-1), plus activations of one micro-batch b x s per layer held (Korthikanti
- * et al.: s b h (34 + 5 a s / h) bytes in 16-bit per layer without parallelism, divided by t
- * with TP + SP; with TP alone s b h (10 + 24 / t + 5 a s / (h t))), times the micro-batches in
- * flight on the first pipeline stage (pp of them under 1F1B). */
+/* Memory per rank, in bytes, of the rank with the most: parameters (vocabulary rows a
+ * stage does not use included where its slab holds them); weights + gradients + optimizer
+ * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments)
+ * and 4 + 12 / DP on the GPU (bf16 weights and gradients, fp32 master and moments sharded by
+ * ZeRO-1); activations of the micro-batches a stage keeps (1F1B: up to pp - stage, at most
+ * the accumulation steps; the CPU path allocates min(pp, accum) sets): on the CPU the fp32
+ * slab of train/cpu_model.c (which keeps the s x s attention probabilities), on the GPU
+ * Korthikanti et al.'s 16-bit count without the attention scores (fused attention): s b h 34
+ * / t per layer with TP + SP, s b h (10 + 24 / t) with TP alone.
+ * stage >= 0: that pipeline stage's ranks only; -1: the largest of every stage. */
 struct parallel_memory {
     uint64_t params;      /* local parameters of the largest shard */
     double weights_bytes; /* parameters + gradients + optimizer state */
     double act_bytes;     /* activations */
 };
 void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
-                              long micro_batch, long seq_len, int gpu, struct parallel_memory *m);
+                              long micro_batch, long seq_len, long accum, int gpu, int stage,
+                              struct parallel_memory *m);
 
 #endif

@@ -380,8 +380,9 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
 static void print_parallel(const struct train_opts *o, FILE *f)
 {
     struct parallel_memory cpu, gpu;
-    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, 0, &cpu);
-    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, 1, &gpu);
+    long accum = o->global_batch / (o->micro_batch * o->par.dp);
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 0, -1, &cpu);
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 1, -1, &gpu);
     char a[32], b[32], c[32], d[32];
     fprintf(f,
             "parallel:\n  tensor: %d\n  pipeline: %d\n  sequence: %s\n  # data parallel: %d "
@@ -918,15 +919,16 @@ static int find_resume(struct trainer *t, char **from)
  * allocated (fp32 weights, gradients and AdamW state; activations). */
 static void log_parallel(const struct train_opts *o, size_t act_bytes)
 {
-    struct parallel_memory e;
-    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, 0, &e);
+    struct parallel_memory e; /* rank 0's: pipeline stage 0 */
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, o->accum, 0, 0, &e);
     char a[32], b[32], c[32];
     sl_info("parallel: tensor %d x pipeline %d x data %d%s (Megatron order, tensor fastest); "
-            "per rank: estimate %s weights and optimizer + %s activations, allocated %s "
-            "activations",
+            "memory of rank 0: estimate %s weights, gradients and AdamW (%llu parameters) + %s "
+            "activations; allocated activations %s (%.3f of the estimate)",
             o->par.tp, o->par.pp, o->par.dp, o->par.sp ? ", sequence parallel" : "",
-            sl_human_bytes(e.weights_bytes, a, sizeof(a)), sl_human_bytes(e.act_bytes, b, sizeof(b)),
-            sl_human_bytes((double)act_bytes, c, sizeof(c)));
+            sl_human_bytes(e.weights_bytes, a, sizeof(a)), (unsigned long long)e.params,
+            sl_human_bytes(e.act_bytes, b, sizeof(b)), sl_human_bytes((double)act_bytes, c, sizeof(c)),
+            e.act_bytes > 0 ? (double)act_bytes / e.act_bytes : 0.0);
 }
 
 static int run(struct sl_cfg *root, int print_only)

@@ -58,6 +58,14 @@ layout() {
     expect_rc 0
     expect_err "parallel: tensor"
     cp "$T/err" "$T/$model-$name.err"
+    case_ "$model $name: rank 0's activation memory = the estimate printed before step 1 (within 5%)"
+    local ratio
+    ratio=$(sed -n 's/.*allocated activations .* (\([0-9.]*\) of the estimate).*/\1/p' "$T/err")
+    if [ -n "$ratio" ] && "$PY" -c "import sys; sys.exit(not 0.95 <= float('$ratio') <= 1.05)"; then
+        ok
+    else
+        fail "allocated / estimated activations: '$ratio'"
+    fi
     case_ "$model $name: the loss of every step = one rank's (rtol $RTOL)"
     run same_losses "$T/$model-$name.jsonl" "$T/$model-ref.jsonl"
     expect_rc 0

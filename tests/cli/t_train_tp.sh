@@ -35,6 +35,16 @@ expect_out "  tensor: 2"
 expect_out "# data parallel: 4 (8 ranks"
 expect_out "# per rank:"
 
+for f in llama3-70b-tp8-pp8 llama3.1-405b-tp8-pp16; do
+    case_ "configs/parallel/$f.yaml: the layout and its memory per rank, dry (no allocation)"
+    run "$SLUICE" train "$ROOT/configs/parallel/$f.yaml" data=synthetic --print-config
+    expect_rc 0
+    expect_out "  tensor: 8"
+    expect_out "# per rank:"
+done
+expect_out "# data parallel: 8 (1024 ranks"
+expect_out "# per rank: 3713286144 parameters"
+
 if ! have_mpi; then
     echo "  skip: mpirun not found"
     finish
