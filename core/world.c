@@ -12,11 +12,15 @@
 #ifdef SL_HAVE_MPI
 #include <mpi.h>
 static MPI_Comm world_comm;
-/* the communicator of w: its own for a group from sl_world_split, else the world's */
-#define COMM(w) ((w)->comm ? *(MPI_Comm *)(w)->comm : world_comm)
+/* the groups' communicators (sl_world_split); a group's mpi field is 2 + its index */
+#define MAX_GROUPS 64
+static MPI_Comm group_comm[MAX_GROUPS];
+static int group_used[MAX_GROUPS];
+/* the communicator of w: its own for a group, else the world's */
+#define COMM(w) ((w)->mpi >= 2 ? group_comm[(w)->mpi - 2] : world_comm)
 #endif
 
-static struct sl_world global_world = { 0, 1, 0, NULL };
+static struct sl_world global_world = { 0, 1, 0 };
 
 struct sl_world *sl_world_get(void)
 {
@@ -41,7 +45,6 @@ int sl_world_init(struct sl_world *w, int *argc, char ***argv)
     w->rank = 0;
     w->size = 1;
     w->mpi = 0;
-    w->comm = NULL;
 #ifdef SL_HAVE_MPI
     if (sl_world_launched()) {
         int provided;
@@ -91,7 +94,7 @@ void sl_world_abort(const struct sl_world *w, int code)
 void *sl_world_comm(const struct sl_world *w)
 {
 #ifdef SL_HAVE_MPI
-    return w->mpi ? (w->comm ? w->comm : (void *)&world_comm) : NULL;
+    return w->mpi ? (w->mpi >= 2 ? (void *)&group_comm[w->mpi - 2] : (void *)&world_comm) : NULL;
 #else
     (void)w;
     return NULL;
@@ -117,21 +120,25 @@ static MPI_Op mpi_op(enum sl_reduce_op op)
 
 int sl_world_split(const struct sl_world *w, int color, int key, struct sl_world *group)
 {
-    *group = (struct sl_world){ 0, 1, 0, NULL };
+    *group = (struct sl_world){ 0, 1, 0 };
 #ifdef SL_HAVE_MPI
     if (w->mpi) {
-        MPI_Comm *c = sl_xmalloc(sizeof(*c));
-        int rc = mpi_check(MPI_Comm_split(COMM(w), color < 0 ? MPI_UNDEFINED : color, key, c),
+        int k = 0;
+        while (k < MAX_GROUPS && group_used[k])
+            k++;
+        if (k == MAX_GROUPS)
+            return sl_err_set(SL_ERR_MPI, "more than %d MPI groups at once", MAX_GROUPS);
+        MPI_Comm c;
+        int rc = mpi_check(MPI_Comm_split(COMM(w), color < 0 ? MPI_UNDEFINED : color, key, &c),
                            "MPI_Comm_split");
-        if (rc || *c == MPI_COMM_NULL) { /* a negative color: in no group */
-            free(c);
+        if (rc || c == MPI_COMM_NULL) /* a negative color: in no group */
             return rc;
-        }
-        MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
-        MPI_Comm_rank(*c, &group->rank);
-        MPI_Comm_size(*c, &group->size);
-        group->mpi = 1;
-        group->comm = c;
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        group_comm[k] = c;
+        group_used[k] = 1;
+        MPI_Comm_rank(c, &group->rank);
+        MPI_Comm_size(c, &group->size);
+        group->mpi = 2 + k;
     }
 #else
     (void)w;
@@ -144,12 +151,12 @@ int sl_world_split(const struct sl_world *w, int color, int key, struct sl_world
 void sl_world_group_free(struct sl_world *group)
 {
 #ifdef SL_HAVE_MPI
-    if (group->comm) {
-        MPI_Comm_free((MPI_Comm *)group->comm);
-        free(group->comm);
+    if (group->mpi >= 2) {
+        MPI_Comm_free(&group_comm[group->mpi - 2]);
+        group_used[group->mpi - 2] = 0;
     }
 #endif
-    *group = (struct sl_world){ 0, 1, 0, NULL };
+    *group = (struct sl_world){ 0, 1, 0 };
 }
 
 int sl_world_send_f32(const struct sl_world *w, const float *v, size_t n, int peer)

@@ -17,8 +17,7 @@ struct sl_counters;
 
 struct sl_world {
     int rank, size;
-    int mpi;    /* MPI was initialised (by us) */
-    void *comm; /* a group's own communicator (sl_world_split), NULL for the world */
+    int mpi; /* MPI was initialised (by us): 1 for the world, 2 + k for group k (sl_world_split) */
 };
 
 enum sl_reduce_op { SL_SUM, SL_MAX, SL_MIN };

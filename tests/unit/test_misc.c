@@ -148,7 +148,7 @@ TEST(inputs_expand)
 
 TEST(world_single_rank)
 {
-    struct sl_world w = { 0, 1, 0, NULL };
+    struct sl_world w = { 0, 1, 0 };
     uint64_t v[2] = { 3, 4 };
     CHECK_EQ_INT(sl_world_allreduce_u64(&w, v, 2, SL_SUM), 0);
     CHECK_EQ_INT(v[1], 4);
