@@ -14,7 +14,7 @@ if ! have_mpi; then
     finish
 fi
 CFG="$ROOT/configs/models/tiny-llama.yaml"
-R=(train.micro_batch_size=2 train.steps=4 checkpoint.interval=2)
+R=(train.micro_batch_size=2 train.steps=4 checkpoint.interval=2 eval.interval=4 eval.iters=1)
 run "${MPIRUN[@]}" -np 4 "$SLUICE" train "$CFG" "${PCOMMON[@]}" "${R[@]}" parallel.tensor=2 \
     parallel.pipeline=2 checkpoint.dir="$T/split" log.file="$T/split.jsonl"
 case_ "TP2 x PP2: 4 steps, checkpoints at 2 and 4"
@@ -52,6 +52,14 @@ case_ "one rank's continuation = the TP2 x PP2 run's, within rtol $RTOL"
 run "${CMP[@]}" --rtol "$RTOL" "$T/one/step-00000004/model.safetensors" \
     "$T/split/step-00000004/model.safetensors"
 expect_rc 0
+
+case_ "the validation loss at step 4: TP2 x PP2 (pipelined forward) = one rank after the reshard"
+"$PY" - "$T/split.jsonl" "$T/one.jsonl" "$RTOL" <<'PY' && ok || fail "see above"
+import json, sys
+v = [[json.loads(l)["val_loss"] for l in open(p) if '"valid"' in l] for p in sys.argv[1:3]]
+print(f"  val_loss {v[0]} vs {v[1]}")
+assert len(v[0]) == len(v[1]) == 1 and abs(v[0][0] - v[1][0]) <= float(sys.argv[3]) * v[1][0]
+PY
 
 case_ "the HF export of the TP2 x PP2 checkpoint"
 run "$SLUICE" export hf --out "$T/hf" "$T/split/step-00000004"
