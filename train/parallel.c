@@ -254,13 +254,14 @@ void model_shard_place(const struct model_shard *s, const struct model_layout *f
 
 /* Floats of the CPU model's activation slab (train/cpu_model.c) for one micro-batch of
  * B x T tokens on a stage with the local config c, ignoring its 64-float rounding. */
-static double cpu_act_floats(const struct parallel_config *p, const struct model_config *c, int last,
-                             double B, double T)
+static double cpu_act_floats(const struct parallel_config *p, const struct model_config *c,
+                             int last, double B, double T)
 {
     double N = B * T, R = p->sp ? N / p->tp : N, D = c->d_model, H = c->n_heads;
     double qkv = model_qkv_dim(c), qd = H * c->head_dim, fc = model_fc_dim(c), F = c->d_ff;
     double V = c->vocab_size;
-    double layer = 2 * R * D + 2 * N * D + 4 * R + N * qkv + B * H * T * T + N * qd + N * fc + N * F;
+    double layer =
+        2 * R * D + 2 * N * D + 4 * R + N * qkv + B * H * T * T + N * qd + N * fc + N * F;
     double f = c->n_layers * layer + R * D + T * (c->head_dim + 2); /* output, RoPE tables */
     if (last)
         f += N * D + 2 * R + N * V + 2 * N + D * V; /* final norm, logits, losses, head grad */
