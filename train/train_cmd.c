@@ -927,7 +927,8 @@ static void log_parallel(const struct train_opts *o, size_t act_bytes)
             "activations; allocated activations %s (%.3f of the estimate)",
             o->par.tp, o->par.pp, o->par.dp, o->par.sp ? ", sequence parallel" : "",
             sl_human_bytes(e.weights_bytes, a, sizeof(a)), (unsigned long long)e.params,
-            sl_human_bytes(e.act_bytes, b, sizeof(b)), sl_human_bytes((double)act_bytes, c, sizeof(c)),
+            sl_human_bytes(e.act_bytes, b, sizeof(b)),
+            sl_human_bytes((double)act_bytes, c, sizeof(c)),
             e.act_bytes > 0 ? (double)act_bytes / e.act_bytes : 0.0);
 }
 
