@@ -209,6 +209,19 @@ void model_shard_init(struct model_shard *s, const struct parallel_config *p,
         if (x->col >= 0)
             one_piece(x, 0, 0, lt->shape[0]);
     }
+    /* tensors the stage does not use (the output layer on the first stage, the embedding on
+     * the last of an untied model) take no room: zero rows, offsets laid out again */
+    s->l.total = s->l.params = 0;
+    for (int i = 0; i < s->l.n; i++) {
+        struct model_tensor *lt = &s->l.t[i];
+        if (s->t[i].full < 0) {
+            lt->shape[0] = 0;
+            lt->numel = 0;
+        }
+        lt->offset = s->l.total;
+        s->l.total += (lt->numel + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
+        s->l.params += lt->numel;
+    }
 }
 
 void model_shard_release(struct model_shard *s)

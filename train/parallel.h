@@ -88,8 +88,8 @@ void model_shard_slice(const struct model_shard *s, const struct model_layout *f
 void model_shard_place(const struct model_shard *s, const struct model_layout *fl,
                        const float *local, float *full, int all);
 
-/* Memory per rank, in bytes, of the rank with the most: parameters (vocabulary rows a
- * stage does not use included where its slab holds them); weights + gradients + optimizer
+/* Memory per rank, in bytes, of the rank with the most: parameters (of the tensors its
+ * stage uses: model_shard_init gives the others no room); weights + gradients + optimizer
  * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments)
  * and 4 + 12 / DP on the GPU (bf16 weights and gradients, fp32 master and moments sharded by
  * ZeRO-1); activations of the micro-batches a stage keeps (1F1B: up to pp - stage, at most
