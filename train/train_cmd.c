@@ -736,7 +736,11 @@ static int choose_device(struct trainer *t, int threads)
     }
     if (have || t->w->rank != 0)
         return 0;
-    if (t->o.device == TRAIN_DEVICE_CPU)
+    if (split && t->o.device != TRAIN_DEVICE_CPU)
+        sl_info("model parallelism (parallel.tensor x parallel.pipeline = %d) runs on the CPU "
+                "path: training on the CPU (%d threads x %d ranks)",
+                t->o.par.tp * t->o.par.pp, threads, t->w->size);
+    else if (t->o.device == TRAIN_DEVICE_CPU)
         sl_info("train.device=cpu: training on the CPU (%d threads x %d ranks)", threads,
                 t->w->size);
     else if (gpu_present())
