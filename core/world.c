@@ -12,6 +12,12 @@
 #ifdef SL_HAVE_MPI
 #include <mpi.h>
 static MPI_Comm world_comm;
+/* the groups' communicators (sl_world_split); a group's mpi field is 2 + its index */
+#define MAX_GROUPS 64
+static MPI_Comm group_comm[MAX_GROUPS];
+static int group_used[MAX_GROUPS];
+/* the communicator of w: its own for a group, else the world's */
+#define COMM(w) ((w)->mpi >= 2 ? group_comm[(w)->mpi - 2] : world_comm)
 #endif
 
 static struct sl_world global_world = { 0, 1, 0 };
@@ -88,7 +94,7 @@ void sl_world_abort(const struct sl_world *w, int code)
 void *sl_world_comm(const struct sl_world *w)
 {
 #ifdef SL_HAVE_MPI
-    return w->mpi ? (void *)&world_comm : NULL;
+    return w->mpi ? (w->mpi >= 2 ? (void *)&group_comm[w->mpi - 2] : (void *)&world_comm) : NULL;
 #else
     (void)w;
     return NULL;
@@ -112,11 +118,166 @@ static MPI_Op mpi_op(enum sl_reduce_op op)
 }
 #endif
 
+int sl_world_split(const struct sl_world *w, int color, int key, struct sl_world *group)
+{
+    *group = (struct sl_world){ 0, 1, 0 };
+#ifdef SL_HAVE_MPI
+    if (w->mpi) {
+        int k = 0;
+        while (k < MAX_GROUPS && group_used[k])
+            k++;
+        if (k == MAX_GROUPS)
+            return sl_err_set(SL_ERR_MPI, "more than %d MPI groups at once", MAX_GROUPS);
+        MPI_Comm c;
+        int rc = mpi_check(MPI_Comm_split(COMM(w), color < 0 ? MPI_UNDEFINED : color, key, &c),
+                           "MPI_Comm_split");
+        if (rc || c == MPI_COMM_NULL) /* a negative color: in no group */
+            return rc;
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        group_comm[k] = c;
+        group_used[k] = 1;
+        MPI_Comm_rank(c, &group->rank);
+        MPI_Comm_size(c, &group->size);
+        group->mpi = 2 + k;
+    }
+#else
+    (void)w;
+    (void)color;
+    (void)key;
+#endif
+    return 0;
+}
+
+void sl_world_group_free(struct sl_world *group)
+{
+#ifdef SL_HAVE_MPI
+    if (group->mpi >= 2) {
+        MPI_Comm_free(&group_comm[group->mpi - 2]);
+        group_used[group->mpi - 2] = 0;
+    }
+#endif
+    *group = (struct sl_world){ 0, 1, 0 };
+}
+
+int sl_world_send_f32(const struct sl_world *w, const float *v, size_t n, int peer)
+{
+#ifdef SL_HAVE_MPI
+    while (w->mpi && n) {
+        int chunk = n > (1u << 26) ? 1 << 26 : (int)n;
+        int rc = mpi_check(MPI_Send(v, chunk, MPI_FLOAT, peer, 0, COMM(w)), "MPI_Send");
+        if (rc)
+            return rc;
+        v += chunk;
+        n -= (size_t)chunk;
+    }
+    return 0;
+#else
+    (void)w;
+    (void)v;
+    (void)n;
+    (void)peer;
+    return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
+#endif
+}
+
+int sl_world_recv_f32(const struct sl_world *w, float *v, size_t n, int peer)
+{
+#ifdef SL_HAVE_MPI
+    while (w->mpi && n) {
+        int chunk = n > (1u << 26) ? 1 << 26 : (int)n;
+        int rc = mpi_check(MPI_Recv(v, chunk, MPI_FLOAT, peer, 0, COMM(w), MPI_STATUS_IGNORE),
+                           "MPI_Recv");
+        if (rc)
+            return rc;
+        v += chunk;
+        n -= (size_t)chunk;
+    }
+    return 0;
+#else
+    (void)w;
+    (void)v;
+    (void)n;
+    (void)peer;
+    return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
+#endif
+}
+
+int sl_world_isend_f32(const struct sl_world *w, const float *v, size_t n, int peer, void **req)
+{
+    *req = NULL;
+#ifdef SL_HAVE_MPI
+    if (!w->mpi)
+        return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
+    if (n > (size_t)INT32_MAX)
+        return sl_err_set(SL_ERR_MPI, "send of %zu floats: too large", n);
+    MPI_Request *r = sl_xmalloc(sizeof(*r));
+    int rc = mpi_check(MPI_Isend(v, (int)n, MPI_FLOAT, peer, 0, COMM(w), r), "MPI_Isend");
+    if (rc)
+        free(r);
+    else
+        *req = r;
+    return rc;
+#else
+    (void)w;
+    (void)v;
+    (void)n;
+    (void)peer;
+    return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
+#endif
+}
+
+int sl_world_wait(void **req)
+{
+    if (!*req)
+        return 0;
+    int rc = 0;
+#ifdef SL_HAVE_MPI
+    rc = mpi_check(MPI_Wait((MPI_Request *)*req, MPI_STATUS_IGNORE), "MPI_Wait");
+#endif
+    free(*req);
+    *req = NULL;
+    return rc;
+}
+
+int sl_world_allgather_f32(const struct sl_world *w, const float *mine, float *all, size_t n)
+{
+    if (!w->mpi || w->size == 1) {
+        if (all != mine)
+            memmove(all, mine, n * sizeof(float));
+        return 0;
+    }
+#ifdef SL_HAVE_MPI
+    if (n > (size_t)INT32_MAX)
+        return sl_err_set(SL_ERR_MPI, "all-gather of %zu floats per rank: too large", n);
+    return mpi_check(MPI_Allgather(mine, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, COMM(w)),
+                     "MPI_Allgather");
+#else
+    return 0;
+#endif
+}
+
+int sl_world_reduce_scatter_f32(const struct sl_world *w, const float *all, float *mine, size_t n)
+{
+    if (!w->mpi || w->size == 1) {
+        if (all != mine)
+            memmove(mine, all, n * sizeof(float));
+        return 0;
+    }
+#ifdef SL_HAVE_MPI
+    if (n > (size_t)INT32_MAX)
+        return sl_err_set(SL_ERR_MPI, "reduce-scatter of %zu floats per rank: too large", n);
+    return mpi_check(MPI_Reduce_scatter_block(all, mine, (int)n, MPI_FLOAT, MPI_SUM, COMM(w)),
+                     "MPI_Reduce_scatter_block");
+#else
+    return 0;
+#endif
+}
+
 int sl_world_barrier(const struct sl_world *w)
 {
 #ifdef SL_HAVE_MPI
     if (w->mpi)
-        return mpi_check(MPI_Barrier(world_comm), "MPI_Barrier");
+        return mpi_check(MPI_Barrier(COMM(w)), "MPI_Barrier");
 #else
     (void)w;
 #endif
@@ -130,7 +291,7 @@ int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root)
         char *p = buf;
         while (n) {
             int chunk = n > (1u << 30) ? 1 << 30 : (int)n;
-            int rc = mpi_check(MPI_Bcast(p, chunk, MPI_BYTE, root, world_comm), "MPI_Bcast");
+            int rc = mpi_check(MPI_Bcast(p, chunk, MPI_BYTE, root, COMM(w)), "MPI_Bcast");
             if (rc)
                 return rc;
             p += chunk;
@@ -147,21 +308,21 @@ int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root)
 }
 
 #ifdef SL_HAVE_MPI
-#define ALLREDUCE(name, ctype, mtype)                                                         \
-    int name(const struct sl_world *w, ctype *v, size_t n, enum sl_reduce_op op)            \
-    {                                                                                        \
-        if (!w->mpi || w->size == 1)                                                         \
-            return 0;                                                                        \
-        while (n) {                                                                          \
-            int chunk = n > (1u << 26) ? 1 << 26 : (int)n;                                   \
-            int rc = mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, chunk, mtype, mpi_op(op), world_comm), \
-                               "MPI_Allreduce");                                             \
-            if (rc)                                                                          \
-                return rc;                                                                   \
-            v += chunk;                                                                      \
-            n -= (size_t)chunk;                                                              \
-        }                                                                                    \
-        return 0;                                                                            \
+#define ALLREDUCE(name, ctype, mtype)                                                              \
+    int name(const struct sl_world *w, ctype *v, size_t n, enum sl_reduce_op op)                   \
+    {                                                                                              \
+        if (!w->mpi || w->size == 1)                                                               \
+            return 0;                                                                              \
+        while (n) {                                                                                \
+            int chunk = n > (1u << 26) ? 1 << 26 : (int)n;                                         \
+            int rc = mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, chunk, mtype, mpi_op(op), COMM(w)),  \
+                               "MPI_Allreduce");                                                   \
+            if (rc)                                                                                \
+                return rc;                                                                         \
+            v += chunk;                                                                            \
+            n -= (size_t)chunk;                                                                    \
+        }                                                                                          \
+        return 0;                                                                                  \
     }
 #else
 #define ALLREDUCE(name, ctype, mtype)                                                         \
@@ -233,9 +394,9 @@ int sl_world_alltoallv(const struct sl_world *w, const void *send, const uint64_
     }
 #ifdef SL_HAVE_MPI
     int size = w->size;
-    int rc = mpi_check(MPI_Alltoall((void *)send_counts, 1, MPI_UINT64_T, recv_counts, 1,
-                                    MPI_UINT64_T, world_comm),
-                       "MPI_Alltoall");
+    int rc = mpi_check(
+        MPI_Alltoall((void *)send_counts, 1, MPI_UINT64_T, recv_counts, 1, MPI_UINT64_T, COMM(w)),
+        "MPI_Alltoall");
     if (rc)
         return rc;
     uint64_t total = 0;
@@ -274,7 +435,7 @@ int sl_world_alltoallv(const struct sl_world *w, const void *send, const uint64_
             more |= s | r;
         }
         uint64_t anymore = more ? 1 : 0;
-        MPI_Allreduce(MPI_IN_PLACE, &anymore, 1, MPI_UINT64_T, MPI_MAX, world_comm);
+        MPI_Allreduce(MPI_IN_PLACE, &anymore, 1, MPI_UINT64_T, MPI_MAX, COMM(w));
         if (!anymore)
             break;
         /* pack this round's pieces contiguously (int displacements) */
@@ -288,7 +449,7 @@ int sl_world_alltoallv(const struct sl_world *w, const void *send, const uint64_
             rd[d] = rtot;
             rtot += rcnt[d];
         }
-        rc = mpi_check(MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rcnt, rd, MPI_BYTE, world_comm),
+        rc = mpi_check(MPI_Alltoallv(sbuf, sc, sd, MPI_BYTE, rbuf, rcnt, rd, MPI_BYTE, COMM(w)),
                        "MPI_Alltoallv");
         if (rc)
             break;

@@ -17,7 +17,7 @@ struct sl_counters;
 
 struct sl_world {
     int rank, size;
-    int mpi; /* MPI was initialised (by us) */
+    int mpi; /* MPI was initialised (by us): 1 for the world, 2 + k for group k (sl_world_split) */
 };
 
 enum sl_reduce_op { SL_SUM, SL_MAX, SL_MIN };
@@ -34,6 +34,26 @@ struct sl_world *sl_world_get(void);
 void *sl_world_comm(const struct sl_world *w);
 /* True when the process was started by an MPI launcher. */
 int sl_world_launched(void);
+
+/* A group of w: the ranks passing the same color, ranked by key (MPI_Comm_split).
+ * Collective over w. Every collective below works on the group; release it with
+ * sl_world_group_free. Without MPI, or for a negative color, the group is a 1-rank world. */
+int sl_world_split(const struct sl_world *w, int color, int key, struct sl_world *group);
+void sl_world_group_free(struct sl_world *group);
+
+/* Point to point: n floats to / from rank `peer` of w (blocking, tag 0). */
+int sl_world_send_f32(const struct sl_world *w, const float *v, size_t n, int peer);
+int sl_world_recv_f32(const struct sl_world *w, float *v, size_t n, int peer);
+/* Non-blocking send of n floats (below 2^31): *req is set (NULL when nothing is pending);
+ * sl_world_wait completes it (a NULL *req is a no-op). v must stay valid until then. */
+int sl_world_isend_f32(const struct sl_world *w, const float *v, size_t n, int peer, void **req);
+int sl_world_wait(void **req);
+
+/* mine[n] from every rank into all[size * n] in rank order (MPI_Allgather). */
+int sl_world_allgather_f32(const struct sl_world *w, const float *mine, float *all, size_t n);
+/* The sum over ranks of all[size * n], rank r receiving block r into mine[n]
+ * (MPI_Reduce_scatter_block). */
+int sl_world_reduce_scatter_f32(const struct sl_world *w, const float *all, float *mine, size_t n);
 
 int sl_world_barrier(const struct sl_world *w);
 int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root);

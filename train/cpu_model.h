@@ -14,12 +14,31 @@
 #include <stdint.h>
 
 struct cpu_model;
+struct sl_world;
+
+/* A rank's part of a model-parallel run (train/parallel.h): the model's config and layout
+ * are then the rank's local ones (its heads, KV heads, d_ff and vocabulary rows, its
+ * stage's layers). */
+struct cpu_model_par {
+    const struct sl_world *tp;   /* the tensor-parallel group, NULL without TP */
+    int sp;                      /* sequence parallel: the residual stream, norms and their
+                                  * inputs are split into tp blocks of B*T/tp token rows */
+    int vocab_start;             /* the first vocabulary row held (vocab-parallel) */
+    int first_stage, last_stage; /* pipeline: the stage embeds the tokens / computes the loss */
+};
 
 /* Activations for micro-batches of B x T tokens (T <= max_seq_len). 0 or SL_ERR_CONFIG /
  * SL_ERR_NOMEM (the message gives the size). */
 int cpu_model_new(struct cpu_model **out, const struct model_config *c,
                   const struct model_layout *l, int B, int T);
+/* The same for a rank of a model-parallel run (par copied; its group borrowed). */
+int cpu_model_new_par(struct cpu_model **out, const struct model_config *c,
+                      const struct model_layout *l, int B, int T, const struct cpu_model_par *par);
 void cpu_model_free(struct cpu_model *m);
+/* 0, or the first error of a collective in a forward or backward pass (with its message). */
+int cpu_model_error(const struct cpu_model *m);
+/* Token rows of the residual stream held by this rank: B*T, or B*T/tp with SP. */
+int cpu_model_rows(const struct cpu_model *m);
 /* Bytes of the activation slab. */
 size_t cpu_model_bytes(const struct cpu_model *m);
 
@@ -28,6 +47,19 @@ size_t cpu_model_bytes(const struct cpu_model *m);
  * until the next call. */
 float cpu_model_forward(struct cpu_model *m, const float *params, const int32_t *tokens,
                         const int32_t *targets);
+/* A pipeline stage's forward pass: the first stage reads tokens, the others the previous
+ * stage's output x_in[rows, d_model]; the last stage returns the mean loss (0 elsewhere),
+ * the others leave their output at cpu_model_stage_out. */
+float cpu_model_forward_stage(struct cpu_model *m, const float *params, const int32_t *tokens,
+                              const int32_t *targets, const float *x_in);
+float *cpu_model_stage_out(struct cpu_model *m);
+/* A stage's backward pass: the last stage starts from the loss, the others from the
+ * gradient of their output dout[rows, d_model]; a stage other than the first leaves the
+ * gradient of its input at cpu_model_stage_din. */
+void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *grads,
+                              const int32_t *tokens, const int32_t *targets, float dloss_scale,
+                              const float *dout);
+const float *cpu_model_stage_din(const struct cpu_model *m);
 /* Logits of the last forward pass: [B*T, vocab_size] (row stride vocab_size). */
 const float *cpu_model_logits(const struct cpu_model *m);
 

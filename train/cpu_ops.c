@@ -664,6 +664,28 @@ void cpu_xent_bwd(float *logits, const float *lse, const int32_t *targets, int N
     for (int n = 0; n < N; n++) {
         float *l = logits + (size_t)n * V;
         row_softmax_grad(l, V, lse[n], dloss);
-        l[targets[n]] -= dloss;
+        if (targets[n] >= 0) /* negative: the target is another rank's (vocab-parallel) */
+            l[targets[n]] -= dloss;
+    }
+}
+
+void cpu_xent_partial(float *mx, double *sumexp, float *tlogit, const float *logits,
+                      const int32_t *targets, int N, int V, int pass)
+{
+#pragma omp parallel for schedule(static) if (SL_PAR((double)N * V))
+    for (int n = 0; n < N; n++) {
+        const float *l = logits + (size_t)n * V;
+        if (pass == 0) {
+            float m = -INFINITY;
+            for (int v = 0; v < V; v++)
+                m = l[v] > m ? l[v] : m;
+            mx[n] = m;
+            tlogit[n] = targets[n] >= 0 ? l[targets[n]] : 0.0f;
+        } else {
+            double s = 0.0;
+            for (int v = 0; v < V; v++)
+                s += expf(l[v] - mx[n]);
+            sumexp[n] = s;
+        }
     }
 }

@@ -63,7 +63,14 @@ void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const flo
  * lse[n] - logit[target]. Targets must be < V. */
 void cpu_xent_fwd(float *losses, float *lse, const float *logits, const int32_t *targets, int N,
                   int V);
-/* In place, with lse from the forward pass: logits become dloss * (softmax - onehot). */
+/* The vocab-parallel cross-entropy's local parts over a rank's columns logits[N,V]: pass 0
+ * sets mx[n] (the row maximum, -inf for V = 0) and tlogit[n] (the target's logit, 0 where
+ * targets[n] < 0: another rank holds it); pass 1, after mx was reduced to the global maximum,
+ * sets sumexp[n] = sum exp(logit - mx[n]). lse = log(sum of every rank's sumexp) + mx. */
+void cpu_xent_partial(float *mx, double *sumexp, float *tlogit, const float *logits,
+                      const int32_t *targets, int N, int V, int pass);
+/* In place, with lse from the forward pass: logits become dloss * (softmax - onehot); rows
+ * with a negative target get no onehot (vocab-parallel: another rank's column). */
 void cpu_xent_bwd(float *logits, const float *lse, const int32_t *targets, int N, int V,
                   float dloss);
 

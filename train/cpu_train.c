@@ -9,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/err.h"
 #include "core/atomic.h"
+#include "core/buf.h"
 #include "core/world.h"
 #include "dataset/loader.h"
 #include "train/cpu_model.h"
@@ -22,21 +23,35 @@
 struct cpu_trainer {
     const struct train_opts *o;
     struct sl_world *w;
-    struct model_layout l;
+    struct parallel_config par;
+    struct parallel_coord at;
+    int parallel; /* tensor or pipeline parallel */
+    /* groups: tensor parallel, data parallel, pipeline (the stages of one replica), the
+     * replica's model-parallel ranks (tp x pp), and the two ends of the pipeline (the tied
+     * embedding's copies) */
+    struct sl_world tpg, dpg, ppg, mpg, embg;
+    struct model_layout fl; /* the full model's */
+    struct model_shard sh;  /* this rank's part; sh.l is the slab's layout */
+    const struct model_layout *l;
     float *slab; /* params | grads | m | v: one allocation */
     float *params, *grads, *m, *v;
-    struct cpu_model *cm;
+    int nslots; /* models: one per micro-batch in flight (pipeline: up to pp) */
+    struct cpu_model **cm;
+    float *xbuf;  /* [rows, d] a received activation or gradient */
+    void **sends; /* per slot: the pending send of its output [0] and input gradient [1] */
     struct data_loader *data;
-    uint32_t *sample; /* seq_len + 1 */
-    int32_t *tokens, *targets;
-    uint32_t *dump_samples; /* accum * B * (seq_len + 1), when dumping */
-    float *dump_logits;     /* B * seq_len * vocab, when dumping */
-    long dump_micro;        /* micro-step being filled */
+    uint32_t *sample;          /* seq_len + 1 */
+    int32_t *tokens, *targets; /* per slot */
+    uint32_t *dump_samples;    /* accum * B * (seq_len + 1), when dumping */
+    float *dump_logits;        /* B * seq_len * vocab, when dumping */
+    long dump_micro;           /* micro-step being filled */
 };
 
-static int fill_batch(struct cpu_trainer *t, enum data_split split, uint64_t first)
+static int fill_batch(struct cpu_trainer *t, enum data_split split, uint64_t first, int slot)
 {
     long B = t->o->micro_batch, T = t->o->seq_len;
+    int32_t *tokens = t->tokens + (size_t)slot * B * T,
+            *targets = t->targets + (size_t)slot * B * T;
     for (long b = 0; b < B; b++) {
         int rc = data_loader_sample(t->data, split, first + (uint64_t)b, t->sample);
         if (rc)
@@ -45,18 +60,29 @@ static int fill_batch(struct cpu_trainer *t, enum data_split split, uint64_t fir
             memcpy(t->dump_samples + ((size_t)t->dump_micro * B + b) * (T + 1), t->sample,
                    (size_t)(T + 1) * sizeof(uint32_t));
         for (long k = 0; k < T; k++) {
-            t->tokens[b * T + k] = (int32_t)t->sample[k];
-            t->targets[b * T + k] = (int32_t)t->sample[k + 1];
+            tokens[b * T + k] = (int32_t)t->sample[k];
+            targets[b * T + k] = (int32_t)t->sample[k + 1];
         }
     }
     return 0;
 }
 
-/* The first sample of micro-step a of a batch starting at `base`, for this rank. */
+static int32_t *slot_tokens(struct cpu_trainer *t, int slot)
+{
+    return t->tokens + (size_t)slot * t->o->micro_batch * t->o->seq_len;
+}
+
+static int32_t *slot_targets(struct cpu_trainer *t, int slot)
+{
+    return t->targets + (size_t)slot * t->o->micro_batch * t->o->seq_len;
+}
+
+/* The first sample of micro-step a of a batch starting at `base`, for this data-parallel
+ * rank (every rank of a replica reads the same samples). */
 static uint64_t slice_start(const struct cpu_trainer *t, uint64_t base, long a)
 {
-    return base + (uint64_t)a * (uint64_t)(t->o->micro_batch * t->w->size) +
-           (uint64_t)(t->w->rank * t->o->micro_batch);
+    return base + (uint64_t)a * (uint64_t)(t->o->micro_batch * t->par.dp) +
+           (uint64_t)(t->at.dp * t->o->micro_batch);
 }
 
 static int all_ok(struct cpu_trainer *t, int rc)
@@ -71,8 +97,21 @@ static void cpu_release(void *ctx)
     struct cpu_trainer *t = ctx;
     if (!t)
         return;
-    cpu_model_free(t->cm);
-    model_layout_release(&t->l);
+    for (int i = 0; t->cm && i < t->nslots; i++) {
+        cpu_model_free(t->cm[i]);
+        sl_world_wait(&t->sends[2 * i]);
+        sl_world_wait(&t->sends[2 * i + 1]);
+    }
+    free(t->cm);
+    free(t->sends);
+    free(t->xbuf);
+    model_shard_release(&t->sh);
+    model_layout_release(&t->fl);
+    sl_world_group_free(&t->tpg);
+    sl_world_group_free(&t->dpg);
+    sl_world_group_free(&t->ppg);
+    sl_world_group_free(&t->mpg);
+    sl_world_group_free(&t->embg);
     free(t->slab);
     free(t->sample);
     free(t->tokens);
@@ -80,6 +119,21 @@ static void cpu_release(void *ctx)
     free(t->dump_samples);
     free(t->dump_logits);
     free(t);
+}
+
+static int make_groups(struct cpu_trainer *t)
+{
+    const struct parallel_config *p = &t->par;
+    const struct parallel_coord *c = &t->at;
+    int rc;
+    int tied_ends = t->o->mc.tied_embeddings && p->pp > 1 && (c->pp == 0 || c->pp == p->pp - 1);
+    if ((rc = sl_world_split(t->w, c->dp + p->dp * c->pp, c->tp, &t->tpg)) ||
+        (rc = sl_world_split(t->w, c->tp + p->tp * c->pp, c->dp, &t->dpg)) ||
+        (rc = sl_world_split(t->w, c->tp + p->tp * c->dp, c->pp, &t->ppg)) ||
+        (rc = sl_world_split(t->w, c->dp, c->tp + p->tp * c->pp, &t->mpg)) ||
+        (rc = sl_world_split(t->w, tied_ends ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)))
+        return rc;
+    return 0;
 }
 
 static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
@@ -90,8 +144,18 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     t->o = o;
     t->w = w;
     t->data = data;
-    model_layout_init(&t->l, &o->mc);
-    size_t total = t->l.total;
+    t->par = o->par;
+    if (t->par.tp < 1) /* a caller that did not fill in parallel.*: data parallel only */
+        t->par = (struct parallel_config){ 1, 1, w->size, 0, w->size };
+    t->parallel = t->par.tp > 1 || t->par.pp > 1;
+    parallel_coord_of(&t->par, w->rank, &t->at);
+    int rc = make_groups(t);
+    if (rc)
+        return rc;
+    model_layout_init(&t->fl, &o->mc);
+    model_shard_init(&t->sh, &t->par, &t->at, &o->mc, &t->fl);
+    t->l = &t->sh.l;
+    size_t total = t->l->total;
     t->slab = aligned_alloc(64, sl_mul_size(4 * total, sizeof(float)));
     if (!t->slab)
         return sl_err_set(SL_ERR_NOMEM,
@@ -102,13 +166,34 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     t->grads = t->slab + total;
     t->m = t->slab + 2 * total;
     t->v = t->slab + 3 * total;
-    int rc = cpu_model_new(&t->cm, &o->mc, &t->l, (int)o->micro_batch, (int)o->seq_len);
-    if (rc)
-        return rc;
-    *act_bytes = cpu_model_bytes(t->cm);
+    struct cpu_model_par mp = {
+        .tp = t->par.tp > 1 ? &t->tpg : NULL,
+        .sp = t->par.sp,
+        .vocab_start = t->sh.vocab_start,
+        .first_stage = t->sh.first_stage,
+        .last_stage = t->sh.last_stage,
+    };
+    t->nslots = t->par.pp > o->accum ? (int)o->accum : t->par.pp;
+    t->cm = sl_xcalloc((size_t)t->nslots, sizeof(*t->cm));
+    t->sends = sl_xcalloc(2 * (size_t)t->nslots, sizeof(void *));
+    *act_bytes = 0;
+    for (int i = 0; i < t->nslots; i++) {
+        rc = cpu_model_new_par(&t->cm[i], &t->sh.local, t->l, (int)o->micro_batch, (int)o->seq_len,
+                               &mp);
+        if (rc)
+            return rc;
+        *act_bytes += cpu_model_bytes(t->cm[i]);
+    }
+    size_t rows = (size_t)cpu_model_rows(t->cm[0]) * (size_t)o->mc.d_model;
+    t->xbuf = sl_xmalloc(rows * sizeof(float));
     t->sample = sl_xmalloc((size_t)(o->seq_len + 1) * sizeof(uint32_t));
-    t->tokens = sl_xmalloc((size_t)(o->micro_batch * o->seq_len) * sizeof(int32_t));
-    t->targets = sl_xmalloc((size_t)(o->micro_batch * o->seq_len) * sizeof(int32_t));
+    size_t ntok = (size_t)t->nslots * (size_t)(o->micro_batch * o->seq_len);
+    t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
+    t->targets = sl_xmalloc(ntok * sizeof(int32_t));
+    if (o->dump_dir && t->parallel)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "debug.dump_dir needs parallel.tensor = parallel.pipeline = 1\n"
+                          "hint: train.dump_grads writes the gathered gradient of any layout");
     if (o->dump_dir && w->rank == 0) {
         t->dump_samples =
             sl_xcalloc((size_t)(o->accum * o->micro_batch * (o->seq_len + 1)), sizeof(uint32_t));
@@ -118,19 +203,80 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     return 0;
 }
 
+/* The full model's tensors of a local slab, assembled on world rank 0 into full (fl.total
+ * floats, zeroed first) from every rank of its model-parallel group. Collective over that
+ * group; the other replicas' ranks gather among themselves (their data is the same). */
+static int gather_full(struct cpu_trainer *t, const float *local, float *full)
+{
+    if (!t->parallel) {
+        if (t->w->rank == 0 && full)
+            memcpy(full, local, t->l->total * sizeof(float));
+        return 0;
+    }
+    struct sl_buf all = SL_BUF_INIT;
+    uint64_t *counts = sl_xcalloc((size_t)t->mpg.size, sizeof(uint64_t));
+    int rc = sl_world_gather_bytes(&t->mpg, local, t->l->total * sizeof(float), 0, &all, counts);
+    if (!rc && t->mpg.rank == 0 && full) {
+        memset(full, 0, t->fl.total * sizeof(float));
+        size_t off = 0;
+        for (int k = 0; k < t->mpg.size; k++) {
+            struct parallel_coord at = { k % t->par.tp, t->at.dp, k / t->par.tp };
+            struct model_shard s;
+            model_shard_init(&s, &t->par, &at, &t->o->mc, &t->fl);
+            if (counts[k] != s.l.total * sizeof(float))
+                rc = sl_err_set(SL_ERR_STATE, "gather: rank %d sent %llu bytes, expected %zu", k,
+                                (unsigned long long)counts[k], s.l.total * sizeof(float));
+            else
+                model_shard_place(&s, &t->fl, (const float *)(all.data + off), full, 0);
+            off += counts[k];
+            model_shard_release(&s);
+        }
+    }
+    free(counts);
+    sl_buf_release(&all);
+    return rc;
+}
+
 static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
 {
     struct cpu_trainer *t = ctx;
-    if (from)
-        return ckpt_load(from, &t->l, t->params, t->m, t->v);
-    model_init_params(&t->o->mc, &t->l, t->params, init_seed);
-    return 0;
+    if (!t->parallel) {
+        if (from)
+            return ckpt_load(from, &t->fl, t->params, t->m, t->v);
+        model_init_params(&t->o->mc, &t->fl, t->params, init_seed);
+        return 0;
+    }
+    /* the full model, then this rank's part: the same weights as a run that never split */
+    size_t n = t->fl.total;
+    float *full = aligned_alloc(64, sl_mul_size(from ? 3 * n : n, sizeof(float)));
+    if (!full)
+        return sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to load the model",
+                          (from ? 3.0 : 1.0) * n * sizeof(float) / (1u << 30));
+    int rc = 0;
+    if (from) {
+        memset(full, 0, 3 * n * sizeof(float));
+        rc = ckpt_load(from, &t->fl, full, full + n, full + 2 * n);
+        if (!rc) {
+            model_shard_slice(&t->sh, &t->fl, full + n, t->m);
+            model_shard_slice(&t->sh, &t->fl, full + 2 * n, t->v);
+        }
+    } else {
+        model_init_params(&t->o->mc, &t->fl, full, init_seed);
+    }
+    if (!rc)
+        model_shard_slice(&t->sh, &t->fl, full, t->params);
+    free(full);
+    return rc;
 }
 
 static int cpu_params_host(void *ctx, float *dst)
 {
     struct cpu_trainer *t = ctx;
-    memcpy(dst, t->params, t->l.total * sizeof(float));
+    if (t->parallel)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "eval.tasks needs parallel.tensor = parallel.pipeline = 1 on the CPU "
+                          "path\nhint: score a checkpoint with `sluice eval`");
+    memcpy(dst, t->params, t->l->total * sizeof(float));
     return 0;
 }
 
@@ -139,7 +285,7 @@ static int cpu_params_host(void *ctx, float *dst)
  * update and the gradients before clipping. */
 static int dump_step(struct cpu_trainer *t, long step, double loss, double lr, double norm)
 {
-    const struct model_layout *l = &t->l;
+    const struct model_layout *l = t->l;
     size_t cap = 2 * (size_t)l->n + 8, n = 0;
     struct st_tensor *x = sl_xcalloc(cap, sizeof(*x));
     char **names = sl_xcalloc(cap, sizeof(char *));
@@ -186,39 +332,171 @@ static int dump_step(struct cpu_trainer *t, long step, double loss, double lr, d
     return rc;
 }
 
+/* ---- the pipeline ---------------------------------------------------------------------- */
+
+static size_t stage_floats(const struct cpu_trainer *t)
+{
+    return (size_t)cpu_model_rows(t->cm[0]) * (size_t)t->o->mc.d_model;
+}
+
+/* Forward of micro-batch a (its data in slot a % nslots) through this stage: the previous
+ * stage's output received first, this stage's sent on. Returns the loss on the last stage. */
+static int stage_forward(struct cpu_trainer *t, long a, float *loss)
+{
+    int slot = (int)(a % t->nslots), rc = 0;
+    struct cpu_model *cm = t->cm[slot];
+    const float *x_in = NULL;
+    if (!t->sh.first_stage) {
+        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), t->at.pp - 1)))
+            return rc;
+        x_in = t->xbuf;
+    }
+    if ((rc = sl_world_wait(&t->sends[2 * slot]))) /* the slot's previous output went out */
+        return rc;
+    *loss =
+        cpu_model_forward_stage(cm, t->params, slot_tokens(t, slot), slot_targets(t, slot), x_in);
+    if ((rc = cpu_model_error(cm)))
+        return rc;
+    if (!t->sh.last_stage)
+        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(cm), stage_floats(t), t->at.pp + 1,
+                                &t->sends[2 * slot]);
+    return rc;
+}
+
+static int stage_backward(struct cpu_trainer *t, long a, float scale)
+{
+    int slot = (int)(a % t->nslots), rc = 0;
+    struct cpu_model *cm = t->cm[slot];
+    const float *dout = NULL;
+    if (!t->sh.last_stage) {
+        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), t->at.pp + 1)))
+            return rc;
+        dout = t->xbuf;
+    }
+    if ((rc = sl_world_wait(&t->sends[2 * slot + 1])))
+        return rc;
+    cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, slot), slot_targets(t, slot),
+                             scale, dout);
+    if ((rc = cpu_model_error(cm)))
+        return rc;
+    if (!t->sh.first_stage)
+        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_din(cm), stage_floats(t), t->at.pp - 1,
+                                &t->sends[2 * slot + 1]);
+    return rc;
+}
+
+static int wait_sends(struct cpu_trainer *t)
+{
+    int rc = 0;
+    for (int i = 0; i < 2 * t->nslots; i++) {
+        int r = sl_world_wait(&t->sends[i]);
+        rc = rc ? rc : r;
+    }
+    return rc;
+}
+
+/* One step's micro-batches through the 1F1B schedule (Narayanan et al.): stage s runs
+ * pp - s - 1 warm-up forwards, then one forward and one backward alternately, then the
+ * remaining backwards. Without pipeline parallelism: forward, backward per micro-batch. */
+static int run_micro_batches(struct cpu_trainer *t, const struct train_step *s, float scale,
+                             double *loss_sum)
+{
+    const struct train_opts *o = t->o;
+    long m = o->accum, warm = t->par.pp - t->at.pp - 1;
+    int dumping = o->dump_dir && s->step <= o->dump_steps && t->w->rank == 0;
+    long B = o->micro_batch, T = o->seq_len;
+    if (warm > m)
+        warm = m;
+    long fwd = 0, bwd = 0;
+    int rc = 0;
+    while (!rc && bwd < m) {
+        int forward = fwd < m && (fwd < warm || fwd - bwd <= warm);
+        if (forward) {
+            int slot = (int)(fwd % t->nslots);
+            t->dump_micro = fwd;
+            uint32_t *keep = t->dump_samples;
+            if (!dumping)
+                t->dump_samples = NULL;
+            rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, fwd), slot);
+            t->dump_samples = keep;
+            float loss = 0.0f;
+            if (!rc)
+                rc = stage_forward(t, fwd, &loss);
+            *loss_sum += loss;
+            if (!rc && dumping && fwd == 0 && s->step == 1)
+                memcpy(t->dump_logits, cpu_model_logits(t->cm[slot]),
+                       (size_t)(B * T) * (size_t)o->mc.vocab_size * sizeof(float));
+            fwd++;
+        } else {
+            rc = stage_backward(t, bwd, scale);
+            bwd++;
+        }
+    }
+    int r = wait_sends(t);
+    return rc ? rc : r;
+}
+
+static double sumsq(const float *x, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return s;
+}
+
+/* The global gradient norm: each tensor counted once, by its owner in replica 0. */
+static double global_norm(struct cpu_trainer *t)
+{
+    if (!t->parallel)
+        return grad_global_norm(t->grads, t->l->total);
+    double ss = 0.0;
+    if (t->at.dp == 0)
+        for (int i = 0; i < t->l->n; i++)
+            if (t->sh.t[i].owner)
+                ss += sumsq(t->grads + t->l->t[i].offset, t->l->t[i].numel);
+    sl_world_allreduce_f64(t->w, &ss, 1, SL_SUM);
+    return sqrt(ss);
+}
+
+/* Sum the gradients that are partial per rank: over data parallel (the whole slab), over
+ * the tensor-parallel group for the norms under sequence parallelism (each rank saw its
+ * token rows), and between the pipeline's ends for a tied embedding. */
+static int reduce_grads(struct cpu_trainer *t)
+{
+    int rc = sl_world_allreduce_f32(&t->dpg, t->grads, t->l->total, SL_SUM);
+    for (int i = 0; !rc && t->par.sp && i < t->l->n; i++) {
+        const struct model_tensor *x = &t->l->t[i];
+        if (t->sh.t[i].full >= 0 && (x->kind == MODEL_T_NORM_W || x->kind == MODEL_T_NORM_B))
+            rc = sl_world_allreduce_f32(&t->tpg, t->grads + x->offset, x->numel, SL_SUM);
+    }
+    if (!rc && t->embg.size > 1) {
+        const struct model_tensor *x = &t->l->t[t->l->embed];
+        rc = sl_world_allreduce_f32(&t->embg, t->grads + x->offset, x->numel, SL_SUM);
+    }
+    return rc;
+}
+
 static int cpu_step(void *ctx, struct train_step *s)
 {
     struct cpu_trainer *t = ctx;
     const struct train_opts *o = t->o;
-    long B = o->micro_batch, T = o->seq_len, W = t->w->size;
-    float scale = (float)(1.0 / ((double)B * T * o->accum * W));
-    size_t total = t->l.total;
+    long B = o->micro_batch, T = o->seq_len, DP = t->par.dp;
+    float scale = (float)(1.0 / ((double)B * T * o->accum * DP));
+    size_t total = t->l->total;
     int dumping = o->dump_dir && s->step <= o->dump_steps && t->w->rank == 0;
     memset(t->grads, 0, total * sizeof(float));
     double loss_sum = 0.0;
-    int rc = 0;
-    for (long a = 0; a < o->accum && !rc; a++) {
-        t->dump_micro = a;
-        uint32_t *keep = t->dump_samples;
-        if (!dumping)
-            t->dump_samples = NULL;
-        rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, a));
-        t->dump_samples = keep;
-        if (rc)
-            break;
-        loss_sum += cpu_model_forward(t->cm, t->params, t->tokens, t->targets);
-        if (dumping && a == 0 && s->step == 1)
-            memcpy(t->dump_logits, cpu_model_logits(t->cm),
-                   (size_t)(B * T) * (size_t)o->mc.vocab_size * sizeof(float));
-        cpu_model_backward(t->cm, t->params, t->grads, t->tokens, t->targets, scale);
-    }
+    int rc = run_micro_batches(t, s, scale, &loss_sum);
     if ((rc = all_ok(t, rc)))
         return rc;
-    if ((rc = sl_world_allreduce_f32(t->w, t->grads, total, SL_SUM)))
+    if ((rc = reduce_grads(t)))
         return rc;
+    /* the loss: computed alike by the last stage's tensor-parallel ranks; count one */
+    if (!t->sh.last_stage || t->at.tp != 0)
+        loss_sum = 0.0;
     sl_world_allreduce_f64(t->w, &loss_sum, 1, SL_SUM);
-    s->loss = loss_sum / (double)(o->accum * W);
-    s->norm = grad_global_norm(t->grads, total);
+    s->loss = loss_sum / (double)(o->accum * DP);
+    s->norm = global_norm(t);
     s->have_stats = 1;
     rc = dumping ? dump_step(t, s->step, s->loss, s->lr, s->norm) : 0;
     if (rc) {
@@ -226,14 +504,23 @@ static int cpu_step(void *ctx, struct train_step *s)
         snprintf(why, sizeof(why), "%s", sl_err_msg());
         sl_err_set(rc, "cannot write the debug dump: %s", why);
     }
-    if (!rc && s->dump_grads && t->w->rank == 0)
-        rc = train_dump_grads(s->dump_grads, &o->mc, &t->l, t->grads);
+    if (!rc && s->dump_grads) {
+        float *full = NULL;
+        if (t->w->rank == 0 && t->parallel &&
+            !(full = aligned_alloc(64, sl_mul_size(t->fl.total, sizeof(float)))))
+            rc = sl_err_set(SL_ERR_NOMEM, "no memory to gather the gradient");
+        if (!rc)
+            rc = gather_full(t, t->grads, full);
+        if (!rc && t->w->rank == 0)
+            rc = train_dump_grads(s->dump_grads, &o->mc, &t->fl, full ? full : t->grads);
+        free(full);
+    }
     if ((rc = all_ok(t, rc)))
         return rc;
     s->applied = 0;
     if (isfinite(s->loss) && isfinite(s->norm)) {
         grad_clip(t->grads, total, s->norm, o->clip);
-        adamw_step(&o->adam, &t->l, t->params, t->grads, t->m, t->v, s->lr, s->adam_step);
+        adamw_step(&o->adam, t->l, t->params, t->grads, t->m, t->v, s->lr, s->adam_step);
         s->applied = 1;
     }
     return 0;
@@ -248,18 +535,23 @@ static int cpu_evaluate(void *ctx, double *loss)
     for (long it = 0; it < t->o->eval_iters && !rc; it++) {
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
-            rc = fill_batch(t, DATA_VALID, slice_start(t, base, a));
-            if (!rc) {
-                sum += cpu_model_forward(t->cm, t->params, t->tokens, t->targets);
-                n++;
-            }
+            rc = fill_batch(t, DATA_VALID, slice_start(t, base, a), 0);
+            float l = 0.0f;
+            if (!rc)
+                rc = stage_forward(t, 0, &l);
+            sum += l;
+            n++;
         }
     }
-    rc = all_ok(t, rc);
+    int r = wait_sends(t);
+    rc = all_ok(t, rc ? rc : r);
     if (rc)
         return rc;
+    if (!t->sh.last_stage || t->at.tp != 0)
+        sum = 0.0;
     double v[2] = { sum, (double)n };
-    sl_world_allreduce_f64(t->w, v, 2, SL_SUM);
+    sl_world_allreduce_f64(t->w, v, 1, SL_SUM);
+    sl_world_allreduce_f64(&t->dpg, v + 1, 1, SL_SUM);
     *loss = v[0] / v[1];
     return 0;
 }
@@ -269,9 +561,29 @@ static int cpu_save(void *ctx, const struct ckpt_state *st)
     struct cpu_trainer *t = ctx;
     const struct train_opts *o = t->o;
     int rc = 0;
-    if (t->w->rank == 0)
-        rc = ckpt_save(o->ckpt_dir, &o->mc, &t->l, t->params, t->m, t->v, st, o->config_json,
-                       o->optim_json);
+    if (!t->parallel) {
+        if (t->w->rank == 0)
+            rc = ckpt_save(o->ckpt_dir, &o->mc, t->l, t->params, t->m, t->v, st, o->config_json,
+                           o->optim_json);
+        return all_ok(t, rc);
+    }
+    /* gathered to full tensors: a checkpoint is the same for every layout */
+    size_t n = t->fl.total;
+    float *full = NULL;
+    if (t->w->rank == 0 && !(full = aligned_alloc(64, sl_mul_size(3 * n, sizeof(float)))))
+        rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to gather the checkpoint",
+                        3.0 * n * sizeof(float) / (1u << 30));
+    if ((rc = all_ok(t, rc)))
+        return rc;
+    rc = gather_full(t, t->params, full);
+    if (!rc)
+        rc = gather_full(t, t->m, full ? full + n : NULL);
+    if (!rc)
+        rc = gather_full(t, t->v, full ? full + 2 * n : NULL);
+    if (!rc && t->w->rank == 0)
+        rc = ckpt_save(o->ckpt_dir, &o->mc, &t->fl, full, full + n, full + 2 * n, st,
+                       o->config_json, o->optim_json);
+    free(full);
     return all_ok(t, rc);
 }
 

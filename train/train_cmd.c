@@ -253,8 +253,11 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     int rc = load_data_opts(o, root);
     if (rc)
         return rc;
-    if ((rc = model_config_load(&o->mc, root)) || (rc = check_vocab(o, root)))
+    if ((rc = model_config_load(&o->mc, root)) || (rc = check_vocab(o, root)) ||
+        (rc = parallel_config_load(&o->par, root, world, &o->mc)))
         return rc;
+    int ranks = world;
+    world = o->par.dp; /* the batch splits over data-parallel ranks */
     static const char *const nan_names[] = { "stop", "skip", NULL };
     static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
     int idx = 0;
@@ -292,9 +295,18 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     if (o->global_batch % (o->micro_batch * world)) {
         return sl_err_set(SL_ERR_CONFIG,
                           "train.global_batch_size %ld is not a multiple of micro_batch_size %ld "
-                          "x %d ranks\nhint: gradient accumulation needs global = micro x ranks x "
+                          "x %d %sranks\nhint: gradient accumulation needs global = micro x ranks x "
                           "steps",
-                          o->global_batch, o->micro_batch, world);
+                          o->global_batch, o->micro_batch, world,
+                          world == ranks ? "" : "data-parallel ");
+    }
+    if (o->par.sp && (o->micro_batch * o->seq_len) % o->par.tp) {
+        struct sl_cfg *n = sl_cfg_get(root, "parallel.sequence");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: parallel.sequence: the %ld x %ld tokens of a micro-batch do not "
+                          "split into %d equal parts\nhint: choose train.seq_len x "
+                          "train.micro_batch_size divisible by parallel.tensor",
+                          n ? sl_cfg_where(n) : "config", o->micro_batch, o->seq_len, o->par.tp);
     }
     long decay_steps, warmup;
     if ((rc = sl_cfg_double(root, "optim.lr", 6e-4, &o->lr.lr)) ||
@@ -364,6 +376,26 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
     return sl_cfg_check_unused(root);
 }
 
+/* parallel.*, and the memory per rank it implies (train/parallel.h) as comments */
+static void print_parallel(const struct train_opts *o, FILE *f)
+{
+    struct parallel_memory cpu, gpu;
+    long accum = o->global_batch / (o->micro_batch * o->par.dp);
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 0, -1, &cpu);
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 1, -1, &gpu);
+    char a[32], b[32], c[32], d[32];
+    fprintf(f,
+            "parallel:\n  tensor: %d\n  pipeline: %d\n  sequence: %s\n  # data parallel: %d "
+            "(%d ranks / (tensor x pipeline))\n"
+            "  # per rank: %llu parameters; CPU fp32: %s weights + gradients + AdamW, %s "
+            "activations; GPU bf16 + ZeRO-1: %s + %s activations\n",
+            o->par.tp, o->par.pp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
+            (unsigned long long)cpu.params, sl_human_bytes(cpu.weights_bytes, a, sizeof(a)),
+            sl_human_bytes(cpu.act_bytes, b, sizeof(b)),
+            sl_human_bytes(gpu.weights_bytes, c, sizeof(c)),
+            sl_human_bytes(gpu.act_bytes, d, sizeof(d)));
+}
+
 /* --print-config: the configuration as the run would use it, every key with its value
  * (defaults and values taken from the data included), as YAML that `sluice train` reads back. */
 static void print_config(const struct train_opts *o, FILE *f)
@@ -412,6 +444,7 @@ static void print_config(const struct train_opts *o, FILE *f)
             o->deterministic ? "true" : "false");
     if (o->dump_grads)
         fprintf(f, "  dump_grads: %s\n", o->dump_grads);
+    print_parallel(o, f);
     fprintf(f,
             "optim:\n  lr: %.17g\n  min_lr: %.17g\n  warmup_steps: %ld\n  decay_steps: %ld\n"
             "  decay_style: %s\n  wsd_decay_fraction: %.17g\n  weight_decay: %.17g\n"
@@ -683,7 +716,14 @@ static int choose_device(struct trainer *t, int threads)
 {
     char why[256] = "";
     const struct train_backend *gpu = NULL;
-    if (t->o.device != TRAIN_DEVICE_CPU)
+    int split = t->o.par.tp * t->o.par.pp > 1; /* model parallelism: the CPU path only */
+    if (split && t->o.device == TRAIN_DEVICE_CUDA) {
+        if (t->w->rank == 0)
+            sl_error("train.device=cuda: parallel.tensor and parallel.pipeline run on the CPU "
+                     "path only\nhint: train.device=cpu, or data parallel on the GPU");
+        return 1;
+    }
+    if (t->o.device != TRAIN_DEVICE_CPU && !split)
         gpu = gpu_train_backend(why, sizeof(why));
     int64_t have = gpu != NULL;
     sl_world_allreduce_i64(t->w, &have, 1, SL_MIN);
@@ -696,7 +736,11 @@ static int choose_device(struct trainer *t, int threads)
     }
     if (have || t->w->rank != 0)
         return 0;
-    if (t->o.device == TRAIN_DEVICE_CPU)
+    if (split && t->o.device != TRAIN_DEVICE_CPU)
+        sl_info("model parallelism (parallel.tensor x parallel.pipeline = %d) runs on the CPU "
+                "path: training on the CPU (%d threads x %d ranks)",
+                t->o.par.tp * t->o.par.pp, threads, t->w->size);
+    else if (t->o.device == TRAIN_DEVICE_CPU)
         sl_info("train.device=cpu: training on the CPU (%d threads x %d ranks)", threads,
                 t->w->size);
     else if (gpu_present())
@@ -875,6 +919,23 @@ static int find_resume(struct trainer *t, char **from)
     return rc;
 }
 
+/* The model-parallel layout, and the memory estimate per rank against what this rank
+ * allocated (fp32 weights, gradients and AdamW state; activations). */
+static void log_parallel(const struct train_opts *o, size_t act_bytes)
+{
+    struct parallel_memory e; /* rank 0's: pipeline stage 0 */
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, o->accum, 0, 0, &e);
+    char a[32], b[32], c[32];
+    sl_info("parallel: tensor %d x pipeline %d x data %d%s (Megatron order, tensor fastest); "
+            "memory of rank 0: estimate %s weights, gradients and AdamW (%llu parameters) + %s "
+            "activations; allocated activations %s (%.3f of the estimate)",
+            o->par.tp, o->par.pp, o->par.dp, o->par.sp ? ", sequence parallel" : "",
+            sl_human_bytes(e.weights_bytes, a, sizeof(a)), (unsigned long long)e.params,
+            sl_human_bytes(e.act_bytes, b, sizeof(b)),
+            sl_human_bytes((double)act_bytes, c, sizeof(c)),
+            e.act_bytes > 0 ? (double)act_bytes / e.act_bytes : 0.0);
+}
+
 static int run(struct sl_cfg *root, int print_only)
 {
     struct trainer tr;
@@ -882,7 +943,7 @@ static int run(struct sl_cfg *root, int print_only)
     struct trainer *t = &tr;
     t->w = sl_world_get();
     char *from = NULL;
-    int rc = load_opts(&t->o, root, t->w->size);
+    int rc = load_opts(&t->o, root, print_only ? 0 : t->w->size);
     if (rc) {
         sl_error("%s", sl_err_msg());
         free(t->o.prefix_list);
@@ -916,7 +977,7 @@ static int run(struct sl_cfg *root, int print_only)
         data_info_to_json(&o->data, &dj);
         o->data_json = sl_buf_detach(&dj, NULL);
     }
-    o->accum = o->global_batch / (o->micro_batch * t->w->size);
+    o->accum = o->global_batch / (o->micro_batch * o->par.dp);
 
     int threads = setup_threads(o->threads);
     if ((rc = choose_device(t, threads)) != 0)
@@ -968,8 +1029,10 @@ static int run(struct sl_cfg *root, int print_only)
                 sl_human_bytes((double)act_bytes, mem, sizeof(mem)));
         sl_info("batch: global %ld = micro %ld x %d ranks x %ld accumulation steps, seq_len %ld; "
                 "%.3g GFLOP per token",
-                o->global_batch, o->micro_batch, t->w->size, o->accum, o->seq_len,
+                o->global_batch, o->micro_batch, o->par.dp, o->accum, o->seq_len,
                 t->flops_per_token / 1e9);
+        if (o->par.tp * o->par.pp > 1)
+            log_parallel(o, act_bytes);
         if (o->log_file && from)
             rc = trim_log(o->log_file, t->st.step);
         if (o->log_file && !rc) {

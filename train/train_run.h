@@ -14,6 +14,7 @@
 #include "dataset/datainfo.h"
 #include "train/model.h"
 #include "train/optim.h"
+#include "train/parallel.h"
 
 struct sl_world;
 struct data_loader;
@@ -28,7 +29,8 @@ enum gpu_grad_reduce { GPU_REDUCE_FP32, GPU_REDUCE_BF16 };
 struct train_opts {
     struct model_config mc;
     long seq_len, micro_batch, global_batch, steps, threads;
-    long accum; /* global / (micro x ranks) */
+    long accum;                 /* global / (micro x data-parallel ranks) */
+    struct parallel_config par; /* parallel.*: tensor, pipeline and data parallel sizes */
     uint64_t seed, data_seed;
     const char *resume;
     int on_nan_skip; /* train.on_nan=skip */

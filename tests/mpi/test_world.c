@@ -111,6 +111,46 @@ int main(int argc, char **argv)
     if (sig_max != sig_min)
         FAIL("assignments differ between ranks");
 
+    /* groups (model parallelism): pairs of consecutive ranks; all-gather, reduce-scatter,
+     * all-reduce and point to point inside a group, a negative color in no group */
+    struct sl_world g, none;
+    if (sl_world_split(&w, r / 2, r, &g) || sl_world_split(&w, -1, r, &none))
+        FAIL("split: %s", sl_err_msg());
+    int gsize = r / 2 * 2 + 1 < R ? 2 : 1;
+    if (g.size != gsize || g.rank != r % 2 || none.size != 1)
+        FAIL("group of rank %d: %d of %d", r, g.rank, g.size);
+    float part[3] = { (float)r, (float)r + 0.5f, -1.0f }, ga[6] = { 0 }, rs[3] = { 0 };
+    if (sl_world_allgather_f32(&g, part, ga, 3))
+        FAIL("allgather_f32: %s", sl_err_msg());
+    for (int k = 0; k < gsize; k++)
+        if (ga[3 * k] != (float)(r / 2 * 2 + k) || ga[3 * k + 2] != -1.0f)
+            FAIL("allgather_f32 block %d", k);
+    float blocks[6];
+    for (int k = 0; k < 6; k++)
+        blocks[k] = (float)(k + 10 * r);
+    if (sl_world_reduce_scatter_f32(&g, blocks, rs, 3))
+        FAIL("reduce_scatter_f32: %s", sl_err_msg());
+    float want0 = 0;
+    for (int k = 0; k < gsize; k++)
+        want0 += (float)(3 * g.rank + 10 * (r / 2 * 2 + k));
+    if (rs[0] != want0)
+        FAIL("reduce_scatter_f32: %g, expected %g", rs[0], want0);
+    float x = 1.0f;
+    sl_world_allreduce_f32(&g, &x, 1, SL_SUM);
+    if (x != (float)gsize)
+        FAIL("group allreduce: %g", x);
+    if (gsize == 2) {
+        float v[2] = { (float)r, 7.0f }, got[2] = { 0 };
+        void *req = NULL;
+        if (sl_world_isend_f32(&g, v, 2, 1 - g.rank, &req) ||
+            sl_world_recv_f32(&g, got, 2, 1 - g.rank) || sl_world_wait(&req))
+            FAIL("point to point: %s", sl_err_msg());
+        if (got[0] != (float)(r ^ 1) || got[1] != 7.0f)
+            FAIL("point to point data");
+    }
+    sl_world_group_free(&g);
+    sl_world_group_free(&none);
+
     sl_world_barrier(&w);
     if (r == 0)
         printf("ok %d ranks\n", R);

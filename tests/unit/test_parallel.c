@@ -1,0 +1,120 @@
+/* Tests for the model-parallel layout (train/parallel.c): Megatron's rank order, the stage
+ * split, and the shard table: slicing a full slab for every rank of a layout and placing the
+ * parts back gives the slab again, every element held by exactly one owner. */
+#include "tests/harness.h"
+
+#include "train/parallel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void cfg_small(struct model_config *c, int llama)
+{
+    memset(c, 0, sizeof(*c));
+    c->vocab_size = 97;
+    c->padded_vocab_size = 128;
+    c->max_seq_len = 16;
+    c->n_layers = 3, c->d_model = 32, c->n_heads = 4, c->n_kv_heads = llama ? 2 : 4;
+    c->d_ff = llama ? 48 : 128;
+    c->head_dim = 8;
+    c->norm = llama ? MODEL_RMSNORM : MODEL_LAYERNORM;
+    c->act = llama ? MODEL_SWIGLU : MODEL_GELU_TANH;
+    c->pos = llama ? MODEL_POS_ROPE : MODEL_POS_LEARNED;
+    c->bias = !llama, c->tied_embeddings = !llama, c->norm_eps = 1e-5f;
+    c->rope_theta = 10000;
+    c->init_std = 0.02f;
+}
+
+TEST(parallel_rank_order_is_megatrons)
+{
+    struct parallel_config p = { 2, 2, 2, 0, 8 };
+    struct parallel_coord c;
+    parallel_coord_of(&p, 5, &c); /* 5 = tp 1 + 2 (dp 0 + 2 pp 1) */
+    CHECK_EQ_INT(c.tp, 1);
+    CHECK_EQ_INT(c.dp, 0);
+    CHECK_EQ_INT(c.pp, 1);
+    for (int r = 0; r < 8; r++) {
+        parallel_coord_of(&p, r, &c);
+        CHECK_EQ_INT(parallel_rank_of(&p, &c), r);
+        CHECK_EQ_INT(c.tp, r % 2); /* tensor parallel fastest */
+    }
+    int first, n;
+    struct parallel_config q = { 1, 3, 1, 0, 3 };
+    parallel_stage_layers(&q, 8, 0, &first, &n);
+    CHECK_EQ_INT(first, 0);
+    CHECK_EQ_INT(n, 3);
+    parallel_stage_layers(&q, 8, 2, &first, &n);
+    CHECK_EQ_INT(first, 6);
+    CHECK_EQ_INT(n, 2);
+}
+
+TEST(parallel_shards_cover_the_model_once)
+{
+    static const int layouts[][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 }, { 2, 2 }, { 2, 3 } };
+    for (int llama = 0; llama < 2; llama++)
+        for (size_t k = 0; k < sizeof(layouts) / sizeof(layouts[0]); k++) {
+            struct model_config c;
+            cfg_small(&c, llama);
+            struct parallel_config p = { layouts[k][0], layouts[k][1], 1, 0, 0 };
+            p.world = p.tp * p.pp;
+            REQUIRE(parallel_check(&p, &c) == 0);
+            struct model_layout fl;
+            model_layout_init(&fl, &c);
+            float *full = calloc(fl.total, sizeof(float)), *back = calloc(fl.total, sizeof(float));
+            int *count = calloc(fl.total, sizeof(int));
+            REQUIRE(full && back && count);
+            for (size_t i = 0; i < fl.total; i++)
+                full[i] = (float)(i + 1); /* every element distinct */
+            for (int r = 0; r < p.world; r++) {
+                struct parallel_coord at;
+                parallel_coord_of(&p, r, &at);
+                struct model_shard s;
+                model_shard_init(&s, &p, &at, &c, &fl);
+                CHECK_EQ_INT(s.local.n_heads, c.n_heads / p.tp);
+                CHECK_EQ_INT(s.local.n_kv_heads, c.n_kv_heads / p.tp);
+                float *local = calloc(s.l.total, sizeof(float)),
+                      *mark = calloc(fl.total, sizeof(float));
+                REQUIRE(local && mark);
+                model_shard_slice(&s, &fl, full, local);
+                model_shard_place(&s, &fl, local, back, 0);
+                /* count the elements this rank owns: place a slab of ones */
+                for (size_t i = 0; i < s.l.total; i++)
+                    local[i] = 1.0f;
+                model_shard_place(&s, &fl, local, mark, 0);
+                for (size_t i = 0; i < fl.total; i++)
+                    count[i] += mark[i] != 0.0f;
+                free(local);
+                free(mark);
+                model_shard_release(&s);
+            }
+            size_t wrong = 0, twice = 0;
+            for (int i = 0; i < fl.n; i++)
+                for (size_t e = 0; e < fl.t[i].numel; e++) {
+                    size_t o = fl.t[i].offset + e;
+                    wrong += back[o] != full[o];
+                    twice += count[o] != 1;
+                }
+            CHECK(wrong == 0);
+            CHECK(twice == 0);
+            free(full);
+            free(back);
+            free(count);
+            model_layout_release(&fl);
+        }
+}
+
+TEST(parallel_refuses_impossible_layouts)
+{
+    struct model_config c;
+    cfg_small(&c, 1); /* 2 KV heads */
+    struct parallel_config p = { 4, 1, 1, 0, 4 };
+    CHECK(parallel_check(&p, &c) != 0); /* KV heads are not replicated */
+    p = (struct parallel_config){ 2, 1, 1, 0, 3 };
+    CHECK(parallel_check(&p, &c) != 0); /* 3 ranks */
+    p = (struct parallel_config){ 1, 4, 1, 0, 4 };
+    CHECK(parallel_check(&p, &c) != 0); /* 4 stages, 3 layers */
+    p = (struct parallel_config){ 1, 1, 1, 1, 1 };
+    CHECK(parallel_check(&p, &c) != 0); /* SP without TP */
+    p = (struct parallel_config){ 2, 3, 1, 1, 6 };
+    CHECK(parallel_check(&p, &c) == 0);
+}

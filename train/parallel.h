@@ -1,0 +1,110 @@
+/* Model parallelism's layout, shared by the CPU and GPU trainers: the groups of a
+ * (tensor, pipeline, data) parallel run, and which part of every tensor of the model a rank
+ * holds (struct model_shard).
+ *
+ * Ranks are ordered as Megatron-Core orders them: tensor parallel varies fastest, then data
+ * parallel, then pipeline (rank = tp + TP * (dp + DP * pp)), so that a tensor-parallel group
+ * is made of consecutive ranks (one node). Tensor parallel splits a layer as Megatron does:
+ * the fused qkv projection by heads (q, k and v rows of each rank's heads), the first MLP
+ * projection by its rows (SwiGLU's gate and up rows alike), the attention and MLP output
+ * projections by their columns, and the embedding / output layer by vocabulary rows. Pipeline
+ * parallel gives each stage a contiguous run of layers. No code here knows about MPI.
+ */
+#ifndef SL_TRAIN_PARALLEL_H
+#define SL_TRAIN_PARALLEL_H
+
+#include "train/model.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sl_cfg;
+
+struct parallel_config {
+    int tp, pp, dp; /* group sizes: world = tp * pp * dp */
+    int sp;         /* sequence parallel (with tp > 1) */
+    int world;
+};
+
+struct parallel_coord {
+    int tp, dp, pp;
+};
+
+/* Read parallel.tensor, parallel.pipeline (default 1), parallel.sequence (default false) and
+ * parallel.data (optional: world / (tensor x pipeline), checked when given) for a world of
+ * `world` ranks, and check them against the model (parallel_check). world <= 0: no world
+ * (a dry run): it is tensor x pipeline x data. */
+int parallel_config_load(struct parallel_config *p, struct sl_cfg *root, int world,
+                         const struct model_config *mc);
+/* The layout is possible: world divisible by tp * pp, heads, KV heads and d_ff divisible by
+ * tp (KV heads are not replicated: tp may not exceed them), at least one layer per stage.
+ * SL_ERR_CONFIG with a message naming the key and a hint otherwise. */
+int parallel_check(const struct parallel_config *p, const struct model_config *mc);
+
+void parallel_coord_of(const struct parallel_config *p, int rank, struct parallel_coord *c);
+int parallel_rank_of(const struct parallel_config *p, const struct parallel_coord *c);
+
+/* The layers of pipeline stage `stage`: [*first, *first + *n); earlier stages take the
+ * remainder one layer each. */
+void parallel_stage_layers(const struct parallel_config *p, int n_layers, int stage, int *first,
+                           int *n);
+
+/* Where one tensor of a rank's local layout comes from in the full model's layout. */
+struct shard_rows {
+    int64_t lrow, frow, nrows; /* local rows [lrow, lrow + nrows) = full rows [frow, ...) */
+};
+
+struct tensor_shard {
+    int full;    /* index in the full layout; -1: not used on this rank (left zero) */
+    int owner;   /* this rank's copy is the one that counts (gathers, gradient norm) */
+    int split;   /* the tensor is split across the tensor-parallel group */
+    int64_t col; /* column split: local columns = full columns [col, col + local cols); -1 */
+    int nrows;   /* row pieces (row split or whole: one piece of every row) */
+    struct shard_rows rows[3];
+};
+
+struct model_shard {
+    struct parallel_config p;
+    struct parallel_coord at;
+    struct model_config local; /* heads, KV heads, d_ff, vocabulary rows and layers of this rank */
+    struct model_layout l;     /* the rank's slab */
+    int vocab_start;           /* first vocabulary row held (vocab-parallel) */
+    int first_layer;           /* full index of local layer 0 */
+    int first_stage, last_stage;
+    struct tensor_shard *t; /* l.n entries */
+};
+
+/* The shard of the rank at coordinates `at` of the model with config full and layout fl
+ * (borrowed for the shard's life). Release with model_shard_release. */
+void model_shard_init(struct model_shard *s, const struct parallel_config *p,
+                      const struct parallel_coord *at, const struct model_config *full,
+                      const struct model_layout *fl);
+void model_shard_release(struct model_shard *s);
+
+/* Copy the rank's part of a full slab (laid out by fl) into its local slab, and back: place
+ * writes only the tensors the shard owns (owner set) unless `all` is set. */
+void model_shard_slice(const struct model_shard *s, const struct model_layout *fl,
+                       const float *full, float *local);
+void model_shard_place(const struct model_shard *s, const struct model_layout *fl,
+                       const float *local, float *full, int all);
+
+/* Memory per rank, in bytes, of the rank with the most: parameters (of the tensors its
+ * stage uses: model_shard_init gives the others no room); weights + gradients + optimizer
+ * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments)
+ * and 4 + 12 / DP on the GPU (bf16 weights and gradients, fp32 master and moments sharded by
+ * ZeRO-1); activations of the micro-batches a stage keeps (1F1B: up to pp - stage, at most
+ * the accumulation steps; the CPU path allocates min(pp, accum) sets): on the CPU the fp32
+ * slab of train/cpu_model.c (which keeps the s x s attention probabilities), on the GPU
+ * Korthikanti et al.'s 16-bit count without the attention scores (fused attention): s b h 34
+ * / t per layer with TP + SP, s b h (10 + 24 / t) with TP alone.
+ * stage >= 0: that pipeline stage's ranks only; -1: the largest of every stage. */
+struct parallel_memory {
+    uint64_t params;      /* local parameters of the largest shard */
+    double weights_bytes; /* parameters + gradients + optimizer state */
+    double act_bytes;     /* activations */
+};
+void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
+                              long micro_batch, long seq_len, long accum, int gpu, int stage,
+                              struct parallel_memory *m);
+
+#endif
