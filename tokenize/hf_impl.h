@@ -1,0 +1,74 @@
+/* Internals of tokenize/hf.c and tokenize/hf_load.c: the loaded tokenizer.json. Not part
+ * of the API. */
+#ifndef SL_TOKENIZE_HF_IMPL_H
+#define SL_TOKENIZE_HF_IMPL_H
+
+#include "tokenize/hf.h"
+#include "tokenize/pretok.h"
+
+#include <stdint.h>
+
+#define HF_MAX_IDS   (1u << 24) /* ids of WordPiece vocabularies and added tokens */
+#define HF_MAX_STEPS 16         /* normalizer steps */
+
+enum hf_model { HF_BPE = 1, HF_WORDPIECE = 2 };
+
+enum hf_norm_step {
+    HF_N_NFC = 1,
+    HF_N_NFD,
+    HF_N_NFKC,
+    HF_N_NFKD,
+    HF_N_LOWER,      /* Lowercase: each character's full lower-case mapping */
+    HF_N_STRIP,      /* StripAccents: drop nonspacing marks (run after NFD) */
+    HF_N_BERT_CLEAN, /* BertNormalizer clean_text */
+    HF_N_BERT_CJK,   /* BertNormalizer handle_chinese_chars */
+    HF_N_BERT_STRIP, /* BertNormalizer strip accents: NFD, then drop nonspacing marks */
+};
+
+struct hf_added {
+    char *s;
+    uint32_t len, id;
+    unsigned char special, lstrip, rstrip, single_word, normalized;
+};
+
+/* WordPiece vocabulary: token bytes -> id. */
+struct hf_wp {
+    char *bytes;
+    uint32_t *off; /* by id: bytes[off[id] .. off[id+1]); equal offsets for unused ids */
+    uint32_t n_ids;
+    uint32_t *tab; /* open addressing: id + 1, 0 empty */
+    uint64_t mask;
+    uint32_t max_len; /* longest token in bytes */
+};
+
+struct hf {
+    char *name;
+    enum hf_model model;
+    int steps[HF_MAX_STEPS];
+    int nsteps;
+    /* byte-level BPE */
+    struct bpe *bpe;
+    enum pretok_kind kind; /* the regex of the ByteLevel or Split pre-tokenizer */
+    int split_digits;      /* Qwen2: \p{N} instead of \p{N}{1,3} (pieces of kind cl100k
+                            * that are numbers are split into single code points) */
+    int prefix_space;      /* ByteLevel add_prefix_space on the whole text (1) or, after a
+                            * Split, on every piece (2) */
+    int ignore_merges;
+    /* WordPiece */
+    struct hf_wp wp;
+    uint32_t unk_id;
+    int has_unk;
+    char *prefix; /* continuing_subword_prefix */
+    size_t prefix_len;
+    uint32_t max_chars;
+    /* added tokens, longest first */
+    struct hf_added *added;
+    size_t nadded;
+    unsigned char first_raw[256], first_norm[256]; /* a token (not) normalized starts so */
+    uint32_t vocab_size;
+    char desc[160];
+};
+
+int64_t hf_wp_find(const struct hf_wp *w, const char *s, size_t n);
+
+#endif
