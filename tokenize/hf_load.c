@@ -447,14 +447,28 @@ static int load_bpe(struct load *L, struct json_object *model)
             rc = fail(L, SL_ERR_TOOBIG, at, "model.merges", "over %u bytes", MAX_FILE);
     }
     if (!rc) {
-        char *what = sl_xasprintf("%s' (model.vocab, model.merges: merge N is line N+1", L->name);
-        rc = bpe_load_gpt2_mem(&h->bpe, vs.p, vs.n, mt.data ? mt.data : "", mt.len, what);
-        free(what);
-        if (rc && strstr(sl_err_msg(), "no token for byte"))
-            rc = sl_err_set(rc,
-                            "%s\nhint: sluice reads BPE tokenizer.json files with byte-level "
-                            "pre-tokenization, whose vocabulary has all 256 byte symbols",
-                            sl_err_msg());
+        rc = bpe_load_gpt2_mem(&h->bpe, vs.p, vs.n, mt.data ? mt.data : "", mt.len, L->name);
+        if (rc) {
+            /* name the part of the file: "cannot load merges 'F': line 3 ..." */
+            char *msg = sl_xstrdup(sl_err_msg());
+            const char *rest = strstr(msg, "': ");
+            rest = rest ? rest + 3 : msg;
+            int merges_msg = !strncmp(msg, "cannot load merges", 18);
+            char *nl = strstr(msg, "\nhint: byte-level");
+            if (nl)
+                *nl = 0;
+            if (merges_msg)
+                sl_err_set(rc, "cannot load tokenizer '%s': model.merges (entry N is line N+1): %s",
+                           L->name, rest);
+            else
+                sl_err_set(rc,
+                           "cannot load tokenizer '%s': model.vocab (the value at byte %zu): %s%s",
+                           L->name, (size_t)(vs.p - L->base), rest,
+                           nl ? "\nhint: sluice reads BPE tokenizer.json files with byte-level "
+                                "pre-tokenization, whose vocabulary has all 256 byte symbols"
+                              : "");
+            free(msg);
+        }
     }
     sl_buf_release(&mt);
     if (rc)
