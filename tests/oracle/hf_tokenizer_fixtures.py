@@ -137,7 +137,34 @@ def build(data):
                                    byte_fallback=True)
     toks["bert_uncased"] = wordpiece(data, 4000, True, 100)
     toks["bert_cased"] = wordpiece(data, 3000, False, 12)
+    # added tokens with lstrip, rstrip, single_word and normalized set
+    toks["bert_cased"].add_special_tokens([AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
+    toks["bert_cased"].add_tokens([AddedToken("foo_bar", single_word=True, normalized=False),
+                                   AddedToken("<r>", rstrip=True, normalized=False),
+                                   AddedToken("hello", normalized=True)])
+    toks["bert_uncased"].add_tokens([AddedToken("hello", normalized=True),
+                                     AddedToken("<Keep>", normalized=False)])
+    toks["qwen2_style"].add_tokens([AddedToken("\u00c5ngstr\u00f6m", normalized=True)])
     return toks
+
+
+# Texts for the added tokens' options and the normalizers.
+EXTRA = [
+    "a <mask> b", "a   <mask>   b", "x<mask>y", "\t\n<mask>", "foo_bar baz", "afoo_bar", "foo_bar_",
+    "(foo_bar)", "foo_bar", "1foo_bar", "<r>   next", "<r>", "a<r>\u00a0\u2003b", "Hello world hello HELLO",
+    "H\u0065llo hellO", "<Keep> <keep> <KEEP>", "A\u030angstro\u0308m \u00c5ngstr\u00f6m \u212bngstr\u00f6m",
+    "<|im_start|><|im_start|><|im_end|>", "<|im_start", "<tool_call></tool_call><tool_call>",
+    "\u0130stanbul \u0130I\u0131i \u1e9e\u00df \u03a3\u039f\u03a3 \u1c89 \ua7cb",
+    "caf\u00e9 cafe\u0301 \u00c5\u212b \ufb01 \u2460 \uff21\uff22",
+    "\u4e2d\u6587abc\u3042\u3044 \U00020000\U0002a6df \u2f800",
+    "\u0000a\ufffdb\u200bc\u00adc\ue000d\U000f0000e\ufffef",
+    "x" * 13 + " " + "y" * 101 + " " + "\u00e9" * 12 + " " + "\u00e9" * 13,
+]
+
+
+def allcp(plane):
+    """Every code point of a plane but surrogates, each followed by a space."""
+    return "".join(chr(c) + " " for c in range(plane << 16, (plane + 1) << 16) if not 0xD800 <= c < 0xE000)
 
 
 def texts(data, fixtures):
@@ -159,6 +186,12 @@ def texts(data, fixtures):
     return out
 
 
+def extra_texts():
+    out = [("extra-%02d" % i, t, False) for i, t in enumerate(EXTRA)]
+    out += [("allcp-%02d" % p, allcp(p), True) for p in range(17)]
+    return out
+
+
 def sha_ids(ids):
     return hashlib.sha256(struct.pack("<%dI" % len(ids), *ids)).hexdigest()
 
@@ -167,9 +200,11 @@ def expected(toks, data, fixtures):
     lines = []
     for name in sorted(toks):
         t = toks[name]
-        for tid, text, full in texts(data, fixtures):
+        for tid, text, full in texts(data, fixtures) + extra_texts():
             ids = t.encode(text, add_special_tokens=False).ids
             rec = {"tok": name, "id": tid}
+            if tid.startswith("extra-"):
+                rec["text"] = text
             if full:
                 rec.update({"n": len(ids), "sha256": sha_ids(ids)})
             else:
