@@ -23,7 +23,7 @@ struct hf_enc {
     const struct hf *h;
     struct bpe_enc *bpe;
     struct sl_buf fix;       /* the text with invalid UTF-8 replaced */
-    struct sl_buf norm, tmp; /* normalizing */
+    struct sl_buf norm, tmp, scratch; /* normalizing */
     struct sl_buf word;      /* a word with its prefix */
     struct tok_ids wids;     /* ids of one WordPiece word */
 };
@@ -77,6 +77,7 @@ void hf_enc_free(struct hf_enc *e)
     sl_buf_release(&e->fix);
     sl_buf_release(&e->norm);
     sl_buf_release(&e->tmp);
+    sl_buf_release(&e->scratch);
     sl_buf_release(&e->word);
     tok_ids_release(&e->wids);
     free(e);
@@ -266,29 +267,59 @@ static int norm_step(int step, const char *s, size_t n, struct sl_buf *o, struct
     return rc;
 }
 
-/* Normalize [s, s+n) into e->norm. */
+/* The largest byte of s (0x7F or below: ASCII; below 0xCC: no code point from U+0300 on,
+ * where the combining marks start). */
+static unsigned char max_byte(const char *s, size_t n)
+{
+    unsigned char m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = (unsigned char)s[i] > m ? (unsigned char)s[i] : m;
+    return m;
+}
+
+/* Normalize [s, s+n) into e->norm. ASCII text is done in place (the Unicode forms and
+ * accent stripping leave it alone), as is NFC of text without combining marks. */
 static int normalize(struct hf_enc *e, const char *s, size_t n)
 {
     const struct hf *h = e->h;
-    struct sl_buf *a = &e->norm, *b = &e->tmp;
-    sl_buf_reset(a);
-    if (sl_buf_append(a, s, n))
+    sl_buf_reset(&e->norm);
+    if (sl_buf_append(&e->norm, s, n))
         return sl_err_set(SL_ERR_TOOBIG, "cannot normalize a text of %zu bytes", n);
+    unsigned char top = max_byte(s, n);
     for (int i = 0; i < h->nsteps; i++) {
-        sl_buf_reset(b);
-        struct sl_buf scratch = SL_BUF_INIT;
-        int rc = norm_step(h->steps[i], a->data ? a->data : "", a->len, b, &scratch);
-        sl_buf_release(&scratch);
+        int step = h->steps[i];
+        if (top < 0x80) {
+            char *p = e->norm.data;
+            size_t len = e->norm.len, o = 0;
+            if (step == HF_N_LOWER) {
+                for (size_t k = 0; k < len; k++)
+                    p[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+            } else if (step == HF_N_BERT_CLEAN) {
+                for (size_t k = 0; k < len; k++) {
+                    char c = p[k];
+                    if (c == '\t' || c == '\n' || c == '\r' || c == ' ')
+                        p[o++] = ' ';
+                    else if ((unsigned char)c >= 0x20 && c != 0x7F)
+                        p[o++] = c; /* other controls are dropped */
+                }
+                e->norm.len = o;
+                if (p)
+                    p[o] = 0;
+            }
+            continue;
+        }
+        if (step == HF_N_NFC && top < 0xCC)
+            continue;
+        sl_buf_reset(&e->tmp);
+        int rc =
+            norm_step(step, e->norm.data ? e->norm.data : "", e->norm.len, &e->tmp, &e->scratch);
         if (rc)
             return rc;
-        struct sl_buf t = *a;
-        *a = *b;
-        *b = t;
-    }
-    if (a != &e->norm) {
         struct sl_buf t = e->norm;
-        e->norm = *a;
-        *a = t;
+        e->norm = e->tmp;
+        e->tmp = t;
+        if (step != HF_N_BERT_CJK && step != HF_N_STRIP)
+            top = max_byte(e->norm.data ? e->norm.data : "", e->norm.len);
     }
     return 0;
 }
