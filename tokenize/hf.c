@@ -19,13 +19,25 @@
 
 #define MAX_SEGMENT ((size_t)1 << 31)
 
+#define WP_CACHE_BITS 13
+#define WP_CACHE_LEN  23
+#define WP_CACHE_IDS  6
+
+/* A recent WordPiece word and its ids (len 0: empty). */
+struct wp_cache {
+    uint8_t len, nids;
+    char w[WP_CACHE_LEN];
+    uint32_t ids[WP_CACHE_IDS];
+};
+
 struct hf_enc {
     const struct hf *h;
     struct bpe_enc *bpe;
-    struct sl_buf fix;       /* the text with invalid UTF-8 replaced */
+    struct sl_buf fix;                /* the text with invalid UTF-8 replaced */
     struct sl_buf norm, tmp, scratch; /* normalizing */
-    struct sl_buf word;      /* a word with its prefix */
-    struct tok_ids wids;     /* ids of one WordPiece word */
+    struct sl_buf word;               /* a word with its prefix */
+    struct tok_ids wids;              /* ids of one WordPiece word */
+    struct wp_cache *cache;
 };
 
 uint32_t hf_vocab_size(const struct hf *h)
@@ -66,6 +78,8 @@ struct hf_enc *hf_enc_new(const struct hf *h)
     e->h = h;
     if (h->bpe)
         e->bpe = bpe_enc_new(h->bpe);
+    else
+        e->cache = sl_xcalloc((size_t)1 << WP_CACHE_BITS, sizeof(*e->cache));
     return e;
 }
 
@@ -80,6 +94,7 @@ void hf_enc_free(struct hf_enc *e)
     sl_buf_release(&e->scratch);
     sl_buf_release(&e->word);
     tok_ids_release(&e->wids);
+    free(e->cache);
     free(e);
 }
 
@@ -188,22 +203,38 @@ static int is_bert_control(uint32_t c)
            !in_list(hf_clean_keep, hf_clean_keep_n, c);
 }
 
-static int put_cp(struct sl_buf *o, uint32_t cp)
-{
-    char u[4];
-    size_t k = sl_utf8_encode(cp, u);
-    return sl_buf_append(o, u, k);
-}
-
+/* A Unicode form of [s, s+n) appended to o. ASCII is left as it is: only the runs of
+ * other characters go to libutf8proc, each with the ASCII character before it (the only
+ * one such a run can compose with: two ASCII characters never compose, and an ASCII
+ * character is a starter, so nothing is reordered across it). */
 static int unicode_form(const char *s, size_t n, int options, struct sl_buf *o)
 {
-    utf8proc_uint8_t *dst = NULL;
-    utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
-                                      (utf8proc_option_t)(UTF8PROC_STABLE | options));
-    if (m < 0)
-        return sl_err_set(SL_ERR_FORMAT, "cannot normalize text: %s", utf8proc_errmsg(m));
-    int rc = sl_buf_append(o, dst, (size_t)m);
-    free(dst);
+    size_t i = 0;
+    int rc = 0;
+    while (i < n && !rc) {
+        size_t a = i;
+        while (i < n && (unsigned char)s[i] < 0x80)
+            i++;
+        if (i == n) {
+            rc = sl_buf_append(o, s + a, n - a);
+            break;
+        }
+        size_t start = i > a ? i - 1 : i; /* the ASCII character before the run */
+        if (start > a)
+            rc = sl_buf_append(o, s + a, start - a);
+        while (i < n && (unsigned char)s[i] >= 0x80)
+            i++;
+        if (rc)
+            break;
+        utf8proc_uint8_t *dst = NULL;
+        utf8proc_ssize_t m =
+            utf8proc_map((const utf8proc_uint8_t *)s + start, (utf8proc_ssize_t)(i - start), &dst,
+                         (utf8proc_option_t)(UTF8PROC_STABLE | options));
+        if (m < 0)
+            return sl_err_set(SL_ERR_FORMAT, "cannot normalize text: %s", utf8proc_errmsg(m));
+        rc = sl_buf_append(o, dst, (size_t)m);
+        free(dst);
+    }
     return rc;
 }
 
@@ -229,42 +260,61 @@ static int norm_step(int step, const char *s, size_t n, struct sl_buf *o, struct
     default:
         break;
     }
+    /* at most 3 bytes out for each byte in: CJK gets a space on each side, and a lower
+     * case letter is at most 3 bytes where the upper case one was 2 */
+    if (n > (SIZE_MAX - 16) / 3 || sl_buf_reserve(o, 3 * n + 16))
+        return sl_err_set(SL_ERR_TOOBIG, "cannot normalize a text of %zu bytes", n);
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    int rc = sl_buf_reserve(o, n + 16);
-    while (p < end && !rc) {
+    unsigned char *w = (unsigned char *)o->data + o->len;
+    while (p < end) {
+        if (*p < 0x80) {
+            unsigned char c = *p++;
+            if (step == HF_N_LOWER)
+                *w++ = (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            else if (step != HF_N_BERT_CLEAN)
+                *w++ = c;
+            else if (c == '\t' || c == '\n' || c == '\r' || c == ' ')
+                *w++ = ' ';
+            else if (c >= 0x20 && c != 0x7F)
+                *w++ = c; /* other controls are dropped */
+            continue;
+        }
         size_t k;
         uint32_t c = cp_at(p, (size_t)(end - p), &k);
-        if (c < 0x80 && step == HF_N_LOWER) {
-            rc = sl_buf_putc(o, (char)(c >= 'A' && c <= 'Z' ? c + 32 : c));
-        } else if (step == HF_N_LOWER) {
-            if (c == 0x130)
-                rc = sl_buf_append(o, "i\xCC\x87", 3);
-            else
-                rc = put_cp(o, to_lower(c));
-        } else if (step == HF_N_STRIP) {
-            if (!is_mn(c))
-                rc = sl_buf_append(o, p, k);
-        } else if (step == HF_N_BERT_CLEAN) {
-            if (c == 0 || c == 0xFFFD || is_bert_control(c))
-                ;
-            else if (is_ws(c))
-                rc = sl_buf_putc(o, ' ');
-            else
-                rc = sl_buf_append(o, p, k);
-        } else if (step == HF_N_BERT_CJK) {
-            if (is_cjk(c)) {
-                rc = sl_buf_putc(o, ' ');
-                if (!rc)
-                    rc = sl_buf_append(o, p, k);
-                if (!rc)
-                    rc = sl_buf_putc(o, ' ');
+        if (step == HF_N_LOWER) {
+            if (c == 0x130) {
+                memcpy(w, "i\xCC\x87", 3);
+                w += 3;
             } else {
-                rc = sl_buf_append(o, p, k);
+                w += sl_utf8_encode(to_lower(c), (char *)w);
             }
+        } else if (step == HF_N_STRIP) {
+            if (!is_mn(c)) {
+                memcpy(w, p, k);
+                w += k;
+            }
+        } else if (step == HF_N_BERT_CLEAN) {
+            if (c == 0xFFFD || is_bert_control(c)) {
+            } else if (is_ws(c)) {
+                *w++ = ' ';
+            } else {
+                memcpy(w, p, k);
+                w += k;
+            }
+        } else if (step == HF_N_BERT_CJK) {
+            int cjk = is_cjk(c);
+            if (cjk)
+                *w++ = ' ';
+            memcpy(w, p, k);
+            w += k;
+            if (cjk)
+                *w++ = ' ';
         }
         p += k;
     }
-    return rc;
+    o->len = (size_t)((char *)w - o->data);
+    o->data[o->len] = 0;
+    return 0;
 }
 
 /* The largest byte of s (0x7F or below: ASCII; below 0xCC: no code point from U+0300 on,
@@ -446,13 +496,16 @@ static int is_bert_punct(uint32_t c)
     return in_list(hf_punct_extra, hf_punct_extra_n, c);
 }
 
-static int wordpiece(struct hf_enc *e, const char *w, size_t n, size_t nchars, struct tok_ids *out)
+/* WordPiece of one word into e->wids: greedy longest match first from the left, the
+ * pieces after the first with the continuing-subword prefix; the unknown token alone when a
+ * position has no match or the word is too long. */
+static int wordpiece_word(struct hf_enc *e, const char *w, size_t n, size_t nchars)
 {
     const struct hf *h = e->h;
-    if (nchars > h->max_chars)
-        return tok_ids_push(out, h->unk_id);
-    struct sl_buf *cand = &e->word;
     e->wids.n = 0;
+    if (nchars > h->max_chars)
+        return tok_ids_push(&e->wids, h->unk_id);
+    struct sl_buf *cand = &e->word;
     size_t start = 0;
     while (start < n) {
         size_t pre = start ? h->prefix_len : 0;
@@ -462,27 +515,49 @@ static int wordpiece(struct hf_enc *e, const char *w, size_t n, size_t nchars, s
             while (end > start && ((unsigned char)w[end] & 0xC0) == 0x80)
                 end--;
         }
+        const char *base = w + start;
+        if (pre) { /* the prefix and the rest of the word, once */
+            sl_buf_reset(cand);
+            if (sl_buf_append(cand, h->prefix, pre) || sl_buf_append(cand, w + start, end - start))
+                return SL_ERR_TOOBIG;
+            base = cand->data;
+        }
         int64_t id = -1;
         while (end > start) {
-            if (pre) {
-                sl_buf_reset(cand);
-                if (sl_buf_append(cand, h->prefix, pre) ||
-                    sl_buf_append(cand, w + start, end - start))
-                    return SL_ERR_TOOBIG;
-                id = hf_wp_find(&h->wp, cand->data, cand->len);
-            } else {
-                id = hf_wp_find(&h->wp, w + start, end - start);
-            }
+            id = hf_wp_find(&h->wp, base, pre + (end - start));
             if (id >= 0)
                 break;
             end = prev_char((const unsigned char *)w, start, end);
         }
-        if (id < 0)
-            return tok_ids_push(out, h->unk_id);
+        if (id < 0) {
+            e->wids.n = 0;
+            return tok_ids_push(&e->wids, h->unk_id);
+        }
         int rc = tok_ids_push(&e->wids, (uint32_t)id);
         if (rc)
             return rc;
         start = end;
+    }
+    return 0;
+}
+
+static int wordpiece(struct hf_enc *e, const char *w, size_t n, size_t nchars, struct tok_ids *out)
+{
+    struct wp_cache *c = NULL;
+    if (n <= WP_CACHE_LEN) {
+        uint64_t hsh = bpe_hash_bytes((const unsigned char *)w, n);
+        c = &e->cache[hsh >> (64 - WP_CACHE_BITS)];
+        if (c->len == n && !memcmp(c->w, w, n))
+            return emit_ids(out, c->ids, c->nids);
+    }
+    int rc = wordpiece_word(e, w, n, nchars);
+    if (rc)
+        return rc;
+    if (c && e->wids.n <= WP_CACHE_IDS) {
+        memcpy(c->w, w, n);
+        c->len = (uint8_t)n;
+        c->nids = (uint8_t)e->wids.n;
+        memcpy(c->ids, e->wids.v, e->wids.n * sizeof(uint32_t));
     }
     return emit_ids(out, e->wids.v, e->wids.n);
 }
