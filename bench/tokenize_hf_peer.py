@@ -1,12 +1,10 @@
-""
-    "The peer of bench/tokenize_hf.sh: Hugging Face `tokenizers` on one thread.
+"""The peer of bench/tokenize_hf.sh: Hugging Face `tokenizers` on one thread.
 
-    tokenize_hf_peer.py TOKENIZER.json INPUT.jsonl[.zst |.gz][repeat]
+  tokenize_hf_peer.py TOKENIZER.json INPUT.jsonl[.zst|.gz] [repeat]
 
-    Encodes each JSONL "text" member with encode(text, add_special_tokens = False),
-    twice over
-    : a Python loop over the texts(CPU seconds of this thread) and
-      encode_batch on a one - thread pool(RAYON_NUM_THREADS = 1; CPU seconds of the process); prints the faster of the two as
+Encodes each JSONL "text" member with encode(text, add_special_tokens=False), twice over:
+a Python loop over the texts (CPU seconds of this thread) and encode_batch on a one-thread
+pool (RAYON_NUM_THREADS=1; CPU seconds of the process); prints the faster of the two as
 tokens, seconds, MB/s and the FNV-1a hash of the ids that bench/encode.c prints.
 """
 import gzip, io, json, subprocess, sys, time
