@@ -632,10 +632,9 @@ static int split_added(struct hf_enc *e, const char *text, size_t n, int normali
             continue;
         }
         const struct hf_added *m = NULL;
-        for (size_t k = 0; k < h->nadded; k++) {
-            const struct hf_added *a = &h->added[k];
-            if (a->normalized == normalized && a->len <= n - i && (unsigned char)a->s[0] == s[i] &&
-                !memcmp(a->s, s + i, a->len)) {
+        for (uint32_t k = h->first_at[s[i]]; k < h->first_at[s[i] + 1]; k++) {
+            const struct hf_added *a = &h->added[h->by_first[k]];
+            if (a->normalized == normalized && a->len <= n - i && !memcmp(a->s, s + i, a->len)) {
                 m = a;
                 break;
             }
@@ -699,9 +698,16 @@ int hf_decode(const struct hf *h, const uint32_t *ids, size_t n, struct sl_buf *
     for (size_t i = 0; i < n; i++) {
         uint32_t id = ids[i];
         const struct hf_added *a = NULL;
-        for (size_t k = 0; k < h->nadded && !a; k++)
-            if (h->added[k].id == id)
-                a = &h->added[k];
+        size_t lo = 0, hi = h->nadded; /* the first added token with this id */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (h->added[h->by_id[mid]].id < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < h->nadded && h->added[h->by_id[lo]].id == id)
+            a = &h->added[h->by_id[lo]];
         int rc;
         if (a) {
             rc = sl_buf_append(out, a->s, a->len);

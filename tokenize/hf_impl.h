@@ -65,6 +65,9 @@ struct hf {
     struct hf_added *added;
     size_t nadded;
     unsigned char first_raw[256], first_norm[256]; /* a token (not) normalized starts so */
+    uint32_t *by_first;     /* indices into added, grouped by first byte, longest first */
+    uint32_t first_at[257]; /* group of byte c: by_first[first_at[c] .. first_at[c+1]) */
+    uint32_t *by_id;        /* indices into added, by id */
     uint32_t vocab_size;
     char desc[160];
 };

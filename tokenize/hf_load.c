@@ -603,6 +603,12 @@ static int cmp_added(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int load_added(struct load *L, struct json_object *list)
 {
     struct hf *h = L->h;
@@ -658,10 +664,26 @@ static int load_added(struct load *L, struct json_object *list)
     /* leftmost-longest matching tries the longest first; a content given twice keeps the
      * first entry */
     qsort(h->added, h->nadded, sizeof(*h->added), cmp_added);
+    h->by_first = sl_xmalloc((h->nadded ? h->nadded : 1) * sizeof(uint32_t));
+    h->by_id = sl_xmalloc((h->nadded ? h->nadded : 1) * sizeof(uint32_t));
     for (size_t i = 0; i < h->nadded; i++) {
         struct hf_added *a = &h->added[i];
         (a->normalized ? h->first_norm : h->first_raw)[(unsigned char)a->s[0]] = 1;
+        h->first_at[(unsigned char)a->s[0] + 1]++;
     }
+    for (int c = 0; c < 256; c++)
+        h->first_at[c + 1] += h->first_at[c];
+    uint32_t fill[256];
+    memcpy(fill, h->first_at, sizeof(fill));
+    for (size_t i = 0; i < h->nadded; i++)
+        h->by_first[fill[(unsigned char)h->added[i].s[0]]++] = (uint32_t)i;
+    uint64_t *key = sl_xmalloc((h->nadded ? h->nadded : 1) * sizeof(uint64_t));
+    for (size_t i = 0; i < h->nadded; i++)
+        key[i] = (uint64_t)h->added[i].id << 32 | i;
+    qsort(key, h->nadded, sizeof(uint64_t), cmp_u64);
+    for (size_t i = 0; i < h->nadded; i++)
+        h->by_id[i] = (uint32_t)key[i];
+    free(key);
     return 0;
 }
 
@@ -774,6 +796,8 @@ void hf_free(struct hf *h)
     for (size_t i = 0; i < h->nadded; i++)
         free(h->added[i].s);
     free(h->added);
+    free(h->by_first);
+    free(h->by_id);
     free(h->name);
     free(h);
 }
