@@ -593,7 +593,19 @@ static int encode_wordpiece(struct hf_enc *e, const char *text, size_t n, struct
 
 static int model_encode(struct hf_enc *e, const char *s, size_t n, struct tok_ids *out)
 {
-    return e->h->model == HF_BPE ? encode_bpe(e, s, n, out) : encode_wordpiece(e, s, n, out);
+    const struct hf *h = e->h;
+    if (h->model == HF_WORDPIECE)
+        return encode_wordpiece(e, s, n, out);
+    size_t before = out->n;
+    int rc = encode_bpe(e, s, n, out);
+    if (!rc && h->nsynth) { /* bytes the vocabulary has no token for are dropped */
+        size_t o = before;
+        for (size_t i = before; i < out->n; i++)
+            if (out->v[i] - h->synth_lo >= h->nsynth)
+                out->v[o++] = out->v[i];
+        out->n = o;
+    }
+    return rc;
 }
 
 static int split_added(struct hf_enc *e, const char *text, size_t n, int normalized,
@@ -697,6 +709,9 @@ int hf_decode(const struct hf *h, const uint32_t *ids, size_t n, struct sl_buf *
 {
     for (size_t i = 0; i < n; i++) {
         uint32_t id = ids[i];
+        if (id >= h->vocab_size)
+            return sl_err_set(SL_ERR_FORMAT, "token id %u is not in the vocabulary (%u ids)", id,
+                              h->vocab_size);
         const struct hf_added *a = NULL;
         size_t lo = 0, hi = h->nadded; /* the first added token with this id */
         while (lo < hi) {

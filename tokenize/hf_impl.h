@@ -54,6 +54,7 @@ struct hf {
     int prefix_space;      /* ByteLevel add_prefix_space on the whole text (1) or, after a
                             * Split, on every piece (2) */
     int ignore_merges;
+    uint32_t synth_lo, nsynth; /* ids given to byte symbols the vocabulary lacks: dropped */
     /* WordPiece */
     struct hf_wp wp;
     uint32_t unk_id;

@@ -9,6 +9,7 @@
 #include "core/err.h"
 #include "core/json.h"
 #include "core/stream.h"
+#include "core/utf8.h"
 #include "tokenize/bpe.h"
 #include "tokenize/bpe_impl.h"
 #include "tokenize/hf_impl.h"
@@ -359,6 +360,28 @@ static int vocab_id(const struct load *L, const struct span *at, const char *pat
     return 0;
 }
 
+/* GPT-2's byte-to-unicode alphabet: printable bytes stand for themselves, the others are
+ * U+0100 on, in byte order. */
+static uint32_t byte_symbol(int c)
+{
+    int printable = (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
+    if (printable)
+        return (uint32_t)c;
+    int n = 0;
+    for (int b = 0; b < c; b++)
+        n += !((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF));
+    return 256u + (uint32_t)n;
+}
+
+/* A NUL-terminated copy of a short string, valid until the next call. */
+static const char *cstr_tmp(const char *s, size_t n)
+{
+    static __thread char tmp[8];
+    memcpy(tmp, s, n < 7 ? n : 7);
+    tmp[n < 7 ? n : 7] = 0;
+    return tmp;
+}
+
 static int vocab_member(void *ctx, const struct sl_json_member *m)
 {
     struct span *s = ctx;
@@ -446,8 +469,45 @@ static int load_bpe(struct load *L, struct json_object *model)
             sl_buf_putc(&mt, '\n'))
             rc = fail(L, SL_ERR_TOOBIG, at, "model.merges", "over %u bytes", MAX_FILE);
     }
+    /* GPT-NeoX's vocabulary has no token for the bytes that UTF-8 never uses (0xC0, 0xC1,
+     * 0xF5-0xFF): the BPE engine gets tokens for them with ids above all others, which
+     * encoding drops (as the library drops a character it has no token for). Any other
+     * missing byte is refused: text would be lost. */
+    struct sl_buf vt = SL_BUF_INIT;
+    const char *vtext = vs.p;
+    size_t vlen = vs.n;
+    uint32_t real_max = 0;
+    json_object_object_foreach(vocab, vk, vv)
+    {
+        (void)vk;
+        if (json_object_is_type(vv, json_type_int) && json_object_get_int64(vv) >= 0 &&
+            json_object_get_int64(vv) < HF_MAX_IDS &&
+            (uint32_t)json_object_get_int64(vv) > real_max)
+            real_max = (uint32_t)json_object_get_int64(vv);
+    }
+    uint32_t next = real_max + 1 > h->vocab_size ? real_max + 1 : h->vocab_size;
+    for (int c = 0; c < 256 && !rc; c++) {
+        char sym[4];
+        size_t k = sl_utf8_encode(byte_symbol(c), sym);
+        struct json_object *v;
+        if (json_object_object_get_ex(vocab, cstr_tmp(sym, k), &v))
+            continue;
+        if (c != 0xC0 && c != 0xC1 && c < 0xF5)
+            continue; /* a byte of UTF-8 text: refused by the BPE loader */
+        if (!h->nsynth) {
+            sl_buf_append(&vt, vs.p, vs.n - 1); /* up to the closing brace */
+            h->synth_lo = next;
+        }
+        sl_buf_printf(&vt, "%s\"%.*s\":%u", vs.n > 2 ? "," : "", (int)k, sym, next++);
+        h->nsynth++;
+    }
+    if (h->nsynth) {
+        sl_buf_putc(&vt, '}');
+        vtext = vt.data;
+        vlen = vt.len;
+    }
     if (!rc) {
-        rc = bpe_load_gpt2_mem(&h->bpe, vs.p, vs.n, mt.data ? mt.data : "", mt.len, L->name);
+        rc = bpe_load_gpt2_mem(&h->bpe, vtext, vlen, mt.data ? mt.data : "", mt.len, L->name);
         if (rc) {
             /* name the part of the file: "cannot load merges 'F': line 3 ..." */
             char *msg = sl_xstrdup(sl_err_msg());
@@ -471,12 +531,14 @@ static int load_bpe(struct load *L, struct json_object *model)
         }
     }
     sl_buf_release(&mt);
+    sl_buf_release(&vt);
     if (rc)
         return rc;
     h->bpe->pretok = h->kind;
     if (h->ignore_merges)
         h->bpe->shortcut = 1;
-    h->vocab_size = bpe_vocab_size(h->bpe);
+    if (real_max + 1 > h->vocab_size)
+        h->vocab_size = real_max + 1;
     return 0;
 }
 
@@ -589,7 +651,8 @@ static int load_wordpiece(struct load *L, struct json_object *model)
     }
     free(len);
     free(src);
-    h->vocab_size = w->n_ids;
+    if (w->n_ids > h->vocab_size)
+        h->vocab_size = w->n_ids;
     return rc;
 }
 
@@ -744,10 +807,11 @@ int hf_load_mem(struct hf **out, const char *json, size_t len, const char *name)
                   "no ByteLevel pre-tokenizer\nhint: sluice reads BPE models with byte-level "
                   "pre-tokenization "
                   "(GPT-2, GPT-NeoX, Llama 3, Qwen2 layouts)");
-    if (!rc)
-        rc = h->model == HF_BPE ? load_bpe(&L, model) : load_wordpiece(&L, model);
+    /* the added tokens first: their ids are needed to place the BPE engine's extra bytes */
     if (!rc && L.added.set && !(rc = parse_span(&L, &L.added, "added_tokens", &added)))
         rc = load_added(&L, added);
+    if (!rc)
+        rc = h->model == HF_BPE ? load_bpe(&L, model) : load_wordpiece(&L, model);
     json_object_put(model);
     json_object_put(norm);
     json_object_put(pre);

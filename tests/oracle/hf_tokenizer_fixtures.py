@@ -26,8 +26,13 @@ text of tests/fixtures/tokenizer/cases.jsonl (full id lists) and for whole files
 sha256 of the ids as little-endian uint32).
 
   tests/oracle/hf_tokenizer_fixtures.py write DATA_DIR OUT_DIR   write everything
+  tests/oracle/hf_tokenizer_fixtures.py ids DATA_DIR OUT_DIR     rewrite only the expected
+      ids, from the committed tokenizer.json files
   tests/oracle/hf_tokenizer_fixtures.py check DATA_DIR OUT_DIR   recompute the ids with
       tokenizers and compare with the committed expected file (exit 1 on a difference)
+
+Besides the files written here, OUT_DIR holds published tokenizer.json files (PUBLISHED:
+EleutherAI's GPT-NeoX-20B tokenizer, also Pythia's), whose ids are computed the same way.
 
 DATA_DIR is the project's shared data folder (../shared/data); OUT_DIR is
 tests/fixtures/hf. WordPiece training is not deterministic between runs (ties), so
@@ -59,7 +64,10 @@ O200K_RE = "|".join([
 ])
 
 
-NAMES = ["neox_gpt2", "llama3_style", "qwen2_style", "o200k_style", "bert_uncased", "bert_cased"]
+NAMES = ["neox_gpt2", "llama3_style", "qwen2_style", "o200k_style", "bert_uncased", "bert_cased",
+         "gpt_neox_20b"]
+# Real files kept as they were published (not written here); see tests/fixtures/hf/SOURCE.md.
+PUBLISHED = ["gpt_neox_20b"]
 
 
 def zread(path):
@@ -214,17 +222,22 @@ def expected(toks, data, fixtures):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("write", "check"):
+    if len(sys.argv) != 4 or sys.argv[1] not in ("write", "ids", "check"):
         sys.exit(__doc__)
     mode, data, out = sys.argv[1:]
     fixtures = os.path.join(os.path.dirname(os.path.abspath(out)))
-    if mode == "write":
-        toks = build(data)
+
+    def committed(names):
+        return {n: Tokenizer.from_str(zread(os.path.join(out, n + ".json.zst")).decode()) for n in names}
+
+    if mode in ("write", "ids"):
+        toks = build(data) if mode == "write" else committed([n for n in NAMES if n not in PUBLISHED])
         os.makedirs(out, exist_ok=True)
-        for name, t in toks.items():
+        for name, t in (toks.items() if mode == "write" else []):
             path = os.path.join(out, name + ".json")
             t.save(path)
             subprocess.run(["zstd", "-q", "-19", "-f", "--rm", path], check=True)
+        toks.update(committed(PUBLISHED))
         exp = expected(toks, data, fixtures)
         path = os.path.join(out, "expected.jsonl")
         with open(path, "w") as f:
@@ -233,7 +246,7 @@ def main():
         return
     # check: the committed tokenizer.json files load into tokenizers and give the
     # committed ids
-    toks = {n: Tokenizer.from_str(zread(os.path.join(out, n + ".json.zst")).decode()) for n in NAMES}
+    toks = committed(NAMES)
     want = zread(os.path.join(out, "expected.jsonl.zst")).decode()
     got = expected(toks, data, fixtures)
     if got != want:

@@ -211,3 +211,59 @@ TEST(hf_bert_cased_equals_tokenizers)
 {
     check_tokenizer("bert_cased", RECORDS);
 }
+
+/* EleutherAI's published GPT-NeoX-20B tokenizer.json (Pythia's too): NFC, ByteLevel, 23
+ * normalized whitespace tokens, no token for the bytes UTF-8 never uses */
+TEST(hf_gpt_neox_20b_equals_tokenizers)
+{
+    check_tokenizer("gpt_neox_20b", RECORDS);
+}
+
+/* Bytes the vocabulary has no token for (0xC0, 0xF5-0xFF: never in UTF-8) are dropped
+ * when the file has no normalizer, as the library drops a character it has no token for;
+ * with a normalizer, invalid UTF-8 becomes U+FFFD first (and is reported). Every id is
+ * below the vocabulary size and decodes. */
+TEST(hf_missing_byte_tokens_dropped)
+{
+    struct sl_buf j = SL_BUF_INIT, nj = SL_BUF_INIT, d = SL_BUF_INIT;
+    REQUIRE(sl_read_file(sl_test_fixture("hf/gpt_neox_20b.json.zst"), &j) == 0);
+    struct hf *h = NULL;
+    REQUIRE(hf_load_mem(&h, j.data, j.len, "gpt_neox_20b.json") == 0);
+    CHECK_EQ_INT(hf_vocab_size(h), 50277);
+    CHECK_EQ_INT(hf_eod_id(h), 0);
+    struct hf_enc *e = hf_enc_new(h);
+    struct tok_ids a = { 0 }, b = { 0 };
+    CHECK_EQ_INT(hf_encode(e, "ab\xC0\xFF cd", 7, &a), 1); /* NFC: repaired */
+    CHECK_EQ_INT(hf_decode(h, a.v, a.n, &d), 0);
+    CHECK_EQ_STR(d.data, "ab\xEF\xBF\xBD\xEF\xBF\xBD cd");
+    uint32_t bad = 50277;
+    CHECK_EQ_INT(hf_decode(h, &bad, 1, &d), SL_ERR_FORMAT);
+    hf_enc_free(e);
+    hf_free(h);
+    /* the same file without its normalizer */
+    char *n = strstr(j.data, "\"normalizer\": {");
+    REQUIRE(n);
+    char *close = strchr(n, '}');
+    sl_buf_append(&nj, j.data, (size_t)(n - j.data));
+    sl_buf_puts(&nj, "\"normalizer\": null");
+    sl_buf_append(&nj, close + 1, j.len - (size_t)(close + 1 - j.data));
+    REQUIRE(hf_load_mem(&h, nj.data, nj.len, "no_nfc.json") == 0);
+    e = hf_enc_new(h);
+    a.n = 0;
+    CHECK_EQ_INT(hf_encode(e, "ab\xC0\xFF cd", 7, &a), 0);
+    CHECK_EQ_INT(hf_encode(e, "ab cd", 5, &b), 0);
+    CHECK_EQ_INT(a.n, b.n);
+    CHECK(a.n == b.n && !memcmp(a.v, b.v, a.n * sizeof(uint32_t)));
+    for (size_t i = 0; i < a.n; i++)
+        CHECK(a.v[i] < hf_vocab_size(h));
+    sl_buf_reset(&d);
+    CHECK_EQ_INT(hf_decode(h, a.v, a.n, &d), 0);
+    CHECK_EQ_STR(d.data, "ab cd");
+    sl_buf_release(&j);
+    sl_buf_release(&nj);
+    sl_buf_release(&d);
+    tok_ids_release(&a);
+    tok_ids_release(&b);
+    hf_enc_free(e);
+    hf_free(h);
+}
