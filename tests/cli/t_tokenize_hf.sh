@@ -17,7 +17,7 @@ run "$SLUICE" tokenize -h
 expect_rc 0; expect_out "hf:tokenizer.json"
 
 # per document: the sha256 of its ids equals the reference record of the same UDHR text
-for tok in neox_gpt2 gpt_neox_20b llama3_style qwen2_style o200k_style bert_uncased bert_cased; do
+for tok in neox_gpt2 gpt_neox_20b bert_base_uncased llama3_style qwen2_style o200k_style bert_uncased bert_cased; do
     case_ "$tok: every UDHR document has the tokenizers library's ids"
     run "$SLUICE" tokenize -q --workers 3 --tokenizer "hf:$HF/$tok.json.zst" --out "$T/u_$tok" "$T/in/udhr.jsonl"
     expect_rc 0

@@ -65,9 +65,9 @@ O200K_RE = "|".join([
 
 
 NAMES = ["neox_gpt2", "llama3_style", "qwen2_style", "o200k_style", "bert_uncased", "bert_cased",
-         "gpt_neox_20b"]
+         "gpt_neox_20b", "bert_base_uncased"]
 # Real files kept as they were published (not written here); see tests/fixtures/hf/SOURCE.md.
-PUBLISHED = ["gpt_neox_20b"]
+PUBLISHED = ["gpt_neox_20b", "bert_base_uncased"]
 
 
 def zread(path):

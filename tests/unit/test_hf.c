@@ -267,3 +267,9 @@ TEST(hf_missing_byte_tokens_dropped)
     hf_enc_free(e);
     hf_free(h);
 }
+
+/* Google's bert-base-uncased vocabulary as the library's BertWordPieceTokenizer writes it */
+TEST(hf_bert_base_uncased_equals_tokenizers)
+{
+    check_tokenizer("bert_base_uncased", RECORDS);
+}
