@@ -21,6 +21,7 @@ gen-hf-unicode:
 	$(CC) -I. -O1 -o $(BUILD)/hf_unicode_dump tokenize/gen/hf_unicode_dump.c tokenize/unicat.c -lutf8proc
 	$(or $(PYTHON),python3) tokenize/gen/hf_unicode_gen.py $(BUILD)/hf_unicode_dump > tokenize/hf_unicode.h.tmp
 	mv tokenize/hf_unicode.h.tmp tokenize/hf_unicode.h
+	clang-format -i tokenize/hf_unicode.h
 
 # The encoder benchmark program (bench/tokenize.sh builds it; `make` does not).
 $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a
