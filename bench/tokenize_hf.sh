@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Hugging Face tokenizer.json encoding, one core: `sluice` (hf:FILE, build/bench_encode)
 # against the `tokenizers` library itself (bench/tokenize_hf_peer.py, one thread), on the
-# tokenizer.json files of tests/fixtures/hf (GPT-2's vocabulary in the GPT-NeoX layout, the
-# Llama 3, Qwen2 layouts and BERT WordPiece), document by document over Common Crawl JSONL
-# (multilingual and English) and the UDHR in 107 language versions. CPU seconds of the
+# tokenizer.json files of tests/fixtures/hf (EleutherAI's GPT-NeoX-20B file, the Llama 3
+# and Qwen2 layouts, bert-base-uncased WordPiece), document by document over Common Crawl
+# JSONL (multilingual and English) and the UDHR in 107 language versions. CPU seconds of the
 # encoding; the ids of both are compared through a hash. Ratios are medians over ROUNDS
 # rounds that alternate the two.
 # Usage: bench/tokenize_hf.sh [ROUNDS]   (the peer is installed into .venv-bench)
@@ -31,7 +31,7 @@ zcat "$data/jsonl-corpora/dolma/cc_en_head-0091.jsonl.gz" "$data/jsonl-corpora/d
 cp "$data/text/udhr/udhr.jsonl" "$work/udhr.jsonl"
 
 echo "== tokenizer.json encode, one core (MB/s of CPU time; ratios are medians over $rounds rounds)"
-for tok in neox_gpt2 llama3_style qwen2_style bert_uncased; do
+for tok in gpt_neox_20b llama3_style qwen2_style bert_base_uncased; do
     zstd -q -dc "tests/fixtures/hf/$tok.json.zst" > "$work/$tok.json"
     for input in web ccen udhr; do
         f="$work/$input.jsonl"

@@ -238,8 +238,60 @@ static int unicode_form(const char *s, size_t n, int options, struct sl_buf *o)
     return rc;
 }
 
+static int is_bert_punct(uint32_t c);
+
+void hf_build_tables(struct hf *h)
+{
+    h->uflags = sl_xcalloc(0x10000, 1);
+    h->ulower = sl_xmalloc(0x10000 * sizeof(uint16_t));
+    for (uint32_t c = 0; c < 0x10000; c++) {
+        unsigned f = 0;
+        uint32_t lo = c;
+        if (c < 0xD800 || c > 0xDFFF) {
+            f |= is_bert_control(c) ? HF_UF_CTRL : 0;
+            f |= is_ws(c) ? HF_UF_WS : 0;
+            f |= is_cjk(c) ? HF_UF_CJK : 0;
+            f |= is_mn(c) ? HF_UF_MN : 0;
+            f |= is_bert_punct(c) ? HF_UF_PUNCT : 0;
+            lo = to_lower(c);
+            if (lo != c && lo < 0x10000 && c != 0x130)
+                f |= HF_UF_LOWER;
+        }
+        h->uflags[c] = (unsigned char)f;
+        h->ulower[c] = (uint16_t)(f & HF_UF_LOWER ? lo : c);
+    }
+}
+
+/* Code point at p in valid UTF-8 (at least one byte >= 0x80), its length in *k. */
+static inline uint32_t dec_valid(const unsigned char *p, size_t *k)
+{
+    if (p[0] < 0xE0) {
+        *k = 2;
+        return (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+    }
+    if (p[0] < 0xF0) {
+        *k = 3;
+        return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+    }
+    *k = 4;
+    return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 |
+           (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+}
+
+/* The HF_UF_* flags of c (a table lookup in the BMP). */
+static inline unsigned uflags_of(const struct hf *h, uint32_t c)
+{
+    if (c < 0x10000)
+        return h->uflags[c];
+    uint32_t lo = to_lower(c);
+    return (is_bert_control(c) ? HF_UF_CTRL : 0) | (is_ws(c) ? HF_UF_WS : 0) |
+           (is_cjk(c) ? HF_UF_CJK : 0) | (is_mn(c) ? HF_UF_MN : 0) |
+           (is_bert_punct(c) ? HF_UF_PUNCT : 0) | (lo != c ? HF_UF_LOWER : 0);
+}
+
 /* One normalizer step from [s, s+n) (valid UTF-8) to o. */
-static int norm_step(int step, const char *s, size_t n, struct sl_buf *o, struct sl_buf *scratch)
+static int norm_step(const struct hf *h, int step, const char *s, size_t n, struct sl_buf *o,
+                     struct sl_buf *scratch)
 {
     switch (step) {
     case HF_N_NFC:
@@ -255,7 +307,7 @@ static int norm_step(int step, const char *s, size_t n, struct sl_buf *o, struct
         int rc = unicode_form(s, n, UTF8PROC_DECOMPOSE, scratch);
         if (rc)
             return rc;
-        return norm_step(HF_N_STRIP, scratch->data ? scratch->data : "", scratch->len, o, NULL);
+        return norm_step(h, HF_N_STRIP, scratch->data ? scratch->data : "", scratch->len, o, NULL);
     }
     default:
         break;
@@ -280,29 +332,33 @@ static int norm_step(int step, const char *s, size_t n, struct sl_buf *o, struct
             continue;
         }
         size_t k;
-        uint32_t c = cp_at(p, (size_t)(end - p), &k);
+        uint32_t c = dec_valid(p, &k);
+        unsigned f = uflags_of(h, c);
         if (step == HF_N_LOWER) {
             if (c == 0x130) {
                 memcpy(w, "i\xCC\x87", 3);
                 w += 3;
+            } else if (f & HF_UF_LOWER) {
+                w += sl_utf8_encode(c < 0x10000 ? h->ulower[c] : to_lower(c), (char *)w);
             } else {
-                w += sl_utf8_encode(to_lower(c), (char *)w);
+                memcpy(w, p, k);
+                w += k;
             }
         } else if (step == HF_N_STRIP) {
-            if (!is_mn(c)) {
+            if (!(f & HF_UF_MN)) {
                 memcpy(w, p, k);
                 w += k;
             }
         } else if (step == HF_N_BERT_CLEAN) {
-            if (c == 0xFFFD || is_bert_control(c)) {
-            } else if (is_ws(c)) {
+            if (c == 0xFFFD || (f & HF_UF_CTRL)) {
+            } else if (f & HF_UF_WS) {
                 *w++ = ' ';
             } else {
                 memcpy(w, p, k);
                 w += k;
             }
         } else if (step == HF_N_BERT_CJK) {
-            int cjk = is_cjk(c);
+            int cjk = (f & HF_UF_CJK) != 0;
             if (cjk)
                 *w++ = ' ';
             memcpy(w, p, k);
@@ -362,7 +418,7 @@ static int normalize(struct hf_enc *e, const char *s, size_t n)
             continue;
         sl_buf_reset(&e->tmp);
         int rc =
-            norm_step(step, e->norm.data ? e->norm.data : "", e->norm.len, &e->tmp, &e->scratch);
+            norm_step(h, step, e->norm.data ? e->norm.data : "", e->norm.len, &e->tmp, &e->scratch);
         if (rc)
             return rc;
         struct sl_buf t = e->norm;
@@ -569,9 +625,18 @@ static int encode_wordpiece(struct hf_enc *e, const char *text, size_t n, struct
     size_t i = 0, w = 0, nch = 0;
     int rc = 0;
     while (i < n && !rc) {
-        size_t k;
-        uint32_t c = cp_at(s + i, n - i, &k);
-        int ws = is_ws(c), punct = !ws && is_bert_punct(c);
+        size_t k = 1;
+        int ws, punct;
+        if (s[i] < 0x80) {
+            unsigned char c = s[i];
+            ws = c == ' ' || (c >= '\t' && c <= '\r');
+            punct = (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+                    (c >= 123 && c <= 126);
+        } else {
+            unsigned f = uflags_of(e->h, dec_valid(s + i, &k));
+            ws = (f & HF_UF_WS) != 0;
+            punct = !ws && (f & HF_UF_PUNCT);
+        }
         if (ws || punct) {
             if (i > w)
                 rc = wordpiece(e, text + w, i - w, nch, out);
@@ -639,14 +704,16 @@ static int split_added(struct hf_enc *e, const char *text, size_t n, int normali
     if (!h->nadded)
         return segment(e, text, n, normalized, out);
     while (i < n && !rc) {
-        if (!first[s[i]]) {
+        if (!first[s[i]] ||
+            (i + 1 < n && !(h->pair[s[i]][s[i + 1] >> 6] & (1ull << (s[i + 1] & 63))))) {
             i++;
             continue;
         }
         const struct hf_added *m = NULL;
         for (uint32_t k = h->first_at[s[i]]; k < h->first_at[s[i] + 1]; k++) {
             const struct hf_added *a = &h->added[h->by_first[k]];
-            if (a->normalized == normalized && a->len <= n - i && !memcmp(a->s, s + i, a->len)) {
+            if (a->normalized == normalized && a->len <= n - i &&
+                (a->len == 1 || a->s[1] == (char)s[i + 1]) && !memcmp(a->s, s + i, a->len)) {
                 m = a;
                 break;
             }

@@ -69,10 +69,27 @@ struct hf {
     uint32_t *by_first;     /* indices into added, grouped by first byte, longest first */
     uint32_t first_at[257]; /* group of byte c: by_first[first_at[c] .. first_at[c+1]) */
     uint32_t *by_id;        /* indices into added, by id */
+    uint64_t pair[256][4];  /* bit (b1, b2): an added token starts with bytes b1 b2, or is
+                             * the one byte b1 (then every b2 is set) */
     uint32_t vocab_size;
+    /* what the normalizers and BertPreTokenizer need of each code point of the BMP (built
+     * at load when they run): HF_UF_* flags and the lower case */
+    unsigned char *uflags;
+    uint16_t *ulower;
     char desc[160];
 };
 
+enum {
+    HF_UF_CTRL = 1,
+    HF_UF_WS = 2,
+    HF_UF_CJK = 4,
+    HF_UF_MN = 8,
+    HF_UF_PUNCT = 16,
+    HF_UF_LOWER = 32
+};
+
 int64_t hf_wp_find(const struct hf_wp *w, const char *s, size_t n);
+/* Fill h->uflags and h->ulower (tokenize/hf.c). */
+void hf_build_tables(struct hf *h);
 
 #endif

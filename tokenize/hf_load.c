@@ -733,6 +733,11 @@ static int load_added(struct load *L, struct json_object *list)
         struct hf_added *a = &h->added[i];
         (a->normalized ? h->first_norm : h->first_raw)[(unsigned char)a->s[0]] = 1;
         h->first_at[(unsigned char)a->s[0] + 1]++;
+        unsigned char b1 = (unsigned char)a->s[0];
+        if (a->len == 1)
+            memset(h->pair[b1], 0xFF, sizeof(h->pair[b1]));
+        else
+            h->pair[b1][(unsigned char)a->s[1] >> 6] |= 1ull << ((unsigned char)a->s[1] & 63);
     }
     for (int c = 0; c < 256; c++)
         h->first_at[c + 1] += h->first_at[c];
@@ -820,6 +825,8 @@ int hf_load_mem(struct hf **out, const char *json, size_t len, const char *name)
         hf_free(h);
         return rc;
     }
+    if (h->nsteps || h->model == HF_WORDPIECE)
+        hf_build_tables(h);
     static const char *const kn[] = { "gpt2", "cl100k", "o200k" };
     if (h->model == HF_BPE)
         snprintf(h->desc, sizeof(h->desc), "BPE, byte-level, %s%s split%s%s, %zu added tokens",
@@ -862,6 +869,8 @@ void hf_free(struct hf *h)
     free(h->added);
     free(h->by_first);
     free(h->by_id);
+    free(h->uflags);
+    free(h->ulower);
     free(h->name);
     free(h);
 }
