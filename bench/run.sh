@@ -23,6 +23,7 @@ fi
 benches=(
     "reshard        bench/reshard.sh $sluice"
     "tokenize       bench/tokenize.sh $sluice"
+    "tokenize-hf    bench/tokenize_hf.sh 3"
     "warc           bench/warc.sh $sluice"
     "html           bench/html.sh $build"
     "filter-speed   bench/filter-speed.sh $sluice"

@@ -1,5 +1,7 @@
 # tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
 LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/tokenizer.c
+LIB_SRCS += tokenize/hf.c tokenize/hf_load.c
+FUZZ_TARGETS += fuzz_hf_tokenizer
 PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
@@ -11,6 +13,15 @@ FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc
 gen-unicat:
 	$(CC) -I. -O1 -o $(BUILD)/unicat_gen tokenize/gen/unicat_gen.c -lutf8proc
 	$(BUILD)/unicat_gen > tokenize/unicat_table.h
+
+# The exceptions of tokenize/hf.c to libutf8proc's tables, from the tokenizers library
+# (docs/tokenizers.md): PYTHON names a Python with the `tokenizers` package.
+.PHONY: gen-hf-unicode
+gen-hf-unicode:
+	$(CC) -I. -O1 -o $(BUILD)/hf_unicode_dump tokenize/gen/hf_unicode_dump.c tokenize/unicat.c -lutf8proc
+	$(or $(PYTHON),python3) tokenize/gen/hf_unicode_gen.py $(BUILD)/hf_unicode_dump > tokenize/hf_unicode.h.tmp
+	mv tokenize/hf_unicode.h.tmp tokenize/hf_unicode.h
+	clang-format -i tokenize/hf_unicode.h
 
 # The encoder benchmark program (bench/tokenize.sh builds it; `make` does not).
 $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a

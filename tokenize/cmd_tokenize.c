@@ -45,7 +45,7 @@
 #include <unistd.h>
 
 static const char *const usage[] = {
-    "sluice tokenize --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE --out PREFIX [options] IN...",
+    "sluice tokenize --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE|hf:FILE --out PREFIX [options] IN...",
     "",
     "Tokenize JSONL documents (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz; files or directories)",
     "into Megatron-LM token shards PREFIX_<key>_document.bin/.idx, one pair per --json-key,",
@@ -827,7 +827,7 @@ int cmd_tokenize(int argc, const char **argv)
     o.max_doc = SL_JSONL_DEFAULT_MAX_LINE;
     struct sl_option options[] = {
         SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
-                      "gpt2:DIR (vocab.json + merges.txt), tiktoken:FILE or spm:FILE"),
+                      "gpt2:DIR (vocab.json + merges.txt), tiktoken:FILE, spm:FILE or hf:tokenizer.json"),
         SL_OPT_STRING('o', "out", &o.out, "PREFIX", "output prefix: PREFIX_<key>_document.bin/.idx"),
         SL_OPT_STRINGS(0, "json-key", &o.keys, "KEY", "member to tokenize (repeatable; default text)"),
         SL_OPT_FLAG_(0, "append-eod", &o.append_eod,

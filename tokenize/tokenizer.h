@@ -4,6 +4,7 @@
  *   tiktoken:FILE   a tiktoken rank file (r50k_base, cl100k_base, o200k_base)
  *   spm:FILE        a SentencePiece .model, encoded by sluice's own encoder
  *   spm-lib:FILE    the same, encoded by libsentencepiece
+ *   hf:FILE         a Hugging Face tokenizer.json (byte-level BPE or WordPiece)
  *
  * The tokenizer is immutable and shared by threads; each thread encodes through its own
  * struct tokenizer_enc. */
@@ -18,14 +19,16 @@
 struct sl_buf;
 struct bpe;
 struct spm;
+struct hf;
 
-enum tokenizer_kind { TOKENIZER_GPT2, TOKENIZER_TIKTOKEN, TOKENIZER_SPM };
+enum tokenizer_kind { TOKENIZER_GPT2, TOKENIZER_TIKTOKEN, TOKENIZER_SPM, TOKENIZER_HF };
 
 struct tokenizer {
     enum tokenizer_kind kind;
     char *spec;
     struct bpe *bpe;
     struct spm *spm;
+    struct hf *hf;
     uint32_t vocab_size;
     int64_t eod_id; /* <|endoftext|>, or the model's </s>; -1 when there is none */
 };
@@ -36,13 +39,14 @@ struct tokenizer_enc;
  * loading errors name the file. */
 int tokenizer_open(struct tokenizer **out, const char *spec);
 void tokenizer_free(struct tokenizer *t);
-/* "gpt2", "tiktoken", "spm". */
+/* "gpt2", "tiktoken", "spm", "hf". */
 const char *tokenizer_kind_name(enum tokenizer_kind k);
 
 struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t);
 void tokenizer_enc_free(struct tokenizer_enc *e);
 /* Append the ids of text to out: 0; 1 when invalid UTF-8 had to be replaced
- * (SentencePiece only: byte-level BPE encodes any bytes); or a negative enum sl_err. */
+ * (SentencePiece, and tokenizer.json files that normalize or are WordPiece: byte-level
+ * BPE encodes any bytes); or a negative enum sl_err. */
 int tokenizer_encode(struct tokenizer_enc *e, const char *text, size_t n, struct tok_ids *out);
 int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, struct sl_buf *out);
 
