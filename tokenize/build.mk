@@ -1,5 +1,6 @@
 # tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
 LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/tokenizer.c
+LIB_SRCS += tokenize/bpe_train.c tokenize/hf_write.c
 PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
