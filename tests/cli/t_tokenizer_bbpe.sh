@@ -130,6 +130,45 @@ else
     echo "note: mpirun not found: the -np 1/2 comparison is skipped"
 fi
 
+case_ "export hf: a checkpoint of data tokenized with the trained ranks gets their tokenizer.json"
+QUICK=(model.num_layers=1 train.seq_len=32 train.micro_batch_size=2 train.global_batch_size=2
+       train.steps=1 eval.interval=0 train.resume=none)
+run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" "${QUICK[@]}" data.prefix="$T/enc_gpt2_text_document" \
+    data.cache_dir="$T/cache" checkpoint.dir="$T/ck"
+expect_rc 0
+run "$SLUICE" export hf --out "$T/hf" "$T/ck"
+expect_rc 0; expect_err "written as tokenizer.json + tokenizer_config.json"
+# the ranks hold the merges: the same file as the trainer wrote
+cmp -s "$T/gpt2.tokenizer.json" "$T/hf/tokenizer.json" && ok || fail "exported tokenizer.json differs"
+expect_eq "$(json "$T/hf/config.json" "m['bos_token_id'], m['eos_token_id']")" "0 0"
+expect_eq "$(json "$T/hf/tokenizer_config.json" "m['tokenizer_class'], m['eos_token']")" \
+    "PreTrainedTokenizerFast <|endoftext|>"
+
+case_ "export hf --tokenizer with OpenAI's r50k_base ranks: tiktoken's ids from tokenizers"
+zstd -q -d "$FIX/tokenizer/r50k_base.tiktoken.zst" -o "$T/r50k_base.tiktoken"
+run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" "${QUICK[@]}" data=synthetic model.vocab_size=50304 \
+    checkpoint.dir="$T/ck50"
+expect_rc 0
+run "$SLUICE" export hf --out "$T/hf50" --tokenizer "tiktoken:$T/r50k_base.tiktoken" "$T/ck50"
+expect_rc 0
+expect_eq "$(json "$T/hf50/config.json" "m['eos_token_id']")" "50256"
+if [ -n "$HFPY" ]; then
+    "$HFPY" - "$T/hf50/tokenizer.json" "$T/cases.jsonl" <<'EOF' && ok || fail "exported r50k tokenizer.json gives other ids"
+import json, sys
+from tokenizers import Tokenizer
+t = Tokenizer.from_file(sys.argv[1])
+assert t.get_vocab_size() == 50257 and t.token_to_id('<|endoftext|>') == 50256
+n = 0
+for line in open(sys.argv[2], encoding='utf-8'):
+    c = json.loads(line)
+    if '<|endoftext|>' in c['text']:
+        continue
+    assert t.encode(c['text'], add_special_tokens=False).ids == c['gpt2'], c['id']
+    n += 1
+assert n > 700
+EOF
+fi
+
 case_ "a broken JSONL line is skipped and counted"
 { echo '{"text":"hello world"}'; echo '{"text": broken'; echo '{"text":"hello there"}'; } > "$T/bad.jsonl"
 run "$SLUICE" tokenizer train --model-type byte-bpe --vocab-size 300 --out "$T/bad" "$T/bad.jsonl"
