@@ -254,9 +254,10 @@ int cmd_export(int argc, const char **argv)
                     path);
         else
             sl_info("tokenizer '%s' written as %s", spec,
-                    tok->kind == TOKENIZER_SPM    ? "tokenizer.model + tokenizer_config.json"
-                    : tok->kind == TOKENIZER_GPT2 ? "vocab.json + merges.txt + tokenizer_config.json"
-                                                  : "tokenizer.json + tokenizer_config.json");
+                    tok->kind == TOKENIZER_SPM ? "tokenizer.model + tokenizer_config.json"
+                    : tok->kind == TOKENIZER_GPT2
+                        ? "vocab.json + merges.txt + tokenizer_config.json"
+                        : "tokenizer.json + tokenizer_config.json");
     }
     tokenizer_free(tok);
     data_info_release(&di);
