@@ -31,8 +31,7 @@ static const char *const usage[] = {
     "training data was made with (recorded in the checkpoint, or --tokenizer) goes along:",
     "tokenizer.model + tokenizer_config.json for SentencePiece, vocab.json + merges.txt +",
     "tokenizer_config.json for GPT-2 BPE, tokenizer.json + tokenizer_config.json for",
-    "tiktoken ranks; its special ids go into config.json and",
-    "generation_config.json.",
+    "tiktoken ranks; its special ids go into config.json and generation_config.json.",
     NULL,
 };
 
