@@ -23,6 +23,7 @@ fi
 benches=(
     "reshard        bench/reshard.sh $sluice"
     "tokenize       bench/tokenize.sh $sluice"
+    "tokenizer-train bench/tokenizer-train.sh"
     "warc           bench/warc.sh $sluice"
     "html           bench/html.sh $build"
     "filter-speed   bench/filter-speed.sh $sluice"

@@ -4,7 +4,9 @@
 # on the same JSONL corpus (Common Crawl web text, English Common Crawl and tinyshakespeare
 # paragraphs, every 10th document held out):
 #   - wall seconds of the whole process and peak RSS (/usr/bin/time), medians of ROUNDS;
-#     BpeTrainer also with RAYON_NUM_THREADS=1 (sluice trains on one thread)
+#     for BpeTrainer also the seconds of the training call alone (its Python start and
+#     JSONL read left out; sluice's time includes reading), and with RAYON_NUM_THREADS=1
+#     (sluice trains on one thread); speedups are against the training call alone
 #   - bytes per token of the held-out documents, both tokenizer.json files encoded by the
 #     tokenizers library
 #   - whether the two tokenizer.json files are byte for byte the same
@@ -41,25 +43,26 @@ n = sum(len(json.loads(l)["text"].encode()) for l in open(f"{work}/train.jsonl")
 print(f"corpus: {len(docs)} documents; training {n / 1e6:.2f} MB, held out every 10th")
 PYEOF
 
-printf "%-7s %6s | %-26s | %-26s | %-18s | %-9s | %s\n" pattern vocab "sluice s / MB" "BpeTrainer s / MB" "BpeTrainer 1 thr s" "speedup" "bytes/token sluice, HF; same file"
+echo "pattern vocab | sluice: s, peak MB | BpeTrainer: process s, peak MB, train call s | 1 thread: train call s | speedup (train call), 1 thread | bytes/token sluice, HF | same file"
 for pat in gpt2 cl100k o200k; do
     for vocab in 8192 32768; do
-        s=() sm=() h=() hm=() h1=()
+        s=() sm=() h=() hm=() ht=() h1=()
         for r in $(seq "$rounds"); do
             x=$(/usr/bin/time -f "%e %M" build/sluice tokenizer train -q --model-type byte-bpe --pattern $pat \
                 --vocab-size $vocab --out "$work/s" "$work/train.jsonl" 2>&1 | tail -1)
             s+=("${x% *}"); sm+=("$(( ${x#* } / 1024 ))")
-            x=$(/usr/bin/time -f "%e %M" $PY bench/tokenizer_train_peer.py train $vocab $pat "$work/train.jsonl" "$work/h.json" 2>&1 | tail -1)
-            h+=("${x% *}"); hm+=("$(( ${x#* } / 1024 ))")
-            x=$(RAYON_NUM_THREADS=1 /usr/bin/time -f "%e %M" $PY bench/tokenizer_train_peer.py train $vocab $pat "$work/train.jsonl" "$work/h1.json" 2>&1 | tail -1)
-            h1+=("${x% *}")
+            x=$(/usr/bin/time -f "%e %M" $PY bench/tokenizer_train_peer.py train $vocab $pat "$work/train.jsonl" "$work/h.json" 2>&1 | tr '\n' ' ')
+            ht+=("$(echo "$x" | awk '{print $2}')"); h+=("$(echo "$x" | awk '{print $3}')")
+            hm+=("$(( $(echo "$x" | awk '{print $4}') / 1024 ))")
+            x=$(RAYON_NUM_THREADS=1 $PY bench/tokenizer_train_peer.py train $vocab $pat "$work/train.jsonl" "$work/h1.json")
+            h1+=("$(echo "$x" | awk '{print $2}')")
         done
         bs=$($PY bench/tokenizer_train_peer.py bpt "$work/s.tokenizer.json" "$work/held.jsonl" | awk '{print $2}')
         bh=$($PY bench/tokenizer_train_peer.py bpt "$work/h.json" "$work/held.jsonl" | awk '{print $2}')
         same=no; cmp -s "$work/s.tokenizer.json" "$work/h.json" && same=yes
-        ms=$(median "${s[@]}"); mh=$(median "${h[@]}"); mh1=$(median "${h1[@]}")
-        printf "%-7s %6s | %8s s %8s MB | %8s s %8s MB | %10s s | %4.1fx %4.1fx | %s %s %s\n" $pat $vocab \
-            "$ms" "$(median "${sm[@]}")" "$mh" "$(median "${hm[@]}")" "$mh1" \
-            "$(python3 -c "print($mh / $ms)")" "$(python3 -c "print($mh1 / $ms)")" "$bs" "$bh" $same
+        ms=$(median "${s[@]}"); mh=$(median "${h[@]}"); mht=$(median "${ht[@]}"); mh1=$(median "${h1[@]}")
+        printf "%s %s | %s s, %s MB | %s s, %s MB, %s s | %s s | %.1fx, %.1fx | %s, %s | %s\n" $pat $vocab \
+            "$ms" "$(median "${sm[@]}")" "$mh" "$(median "${hm[@]}")" "$mht" "$mh1" \
+            "$(python3 -c "print($mht / $ms)")" "$(python3 -c "print($mh1 / $ms)")" "$bs" "$bh" $same
     done
 done

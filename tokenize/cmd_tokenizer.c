@@ -283,7 +283,12 @@ static int count_inputs(const struct opts *o, const struct sl_inputs *in, struct
             const char *l;
             size_t len;
             while (!rc) {
-                int got = sl_reader_getline(rd, &l, &len, (size_t)1 << 30);
+                int got = sl_reader_getline(rd, &l, &len, (size_t)256 << 20);
+                if (got == SL_ERR_TOOBIG) {
+                    sl_warn_limited("long line", 20, "'%s' line %llu: longer than 256 MiB, skipped",
+                                    in->v[f].path, (unsigned long long)sl_reader_line_no(rd));
+                    continue;
+                }
                 if (got < 0)
                     rc = got;
                 if (got <= 0)
