@@ -20,6 +20,7 @@
 #include "core/progress.h"
 #include "core/rng.h"
 #include "core/stream.h"
+#include "core/utf8.h"
 #include "core/world.h"
 #include "tokenize/bpe_train.h"
 #include "tokenize/hf_write.h"
@@ -582,6 +583,8 @@ int cmd_tokenizer(int argc, const char **argv)
                             "below 2^31 (got %llu)",
                             nspec, (unsigned long long)o.vocab_size);
     }
+    if (!rc && bbpe && sl_utf8_validate(o.specials, strlen(o.specials)) != strlen(o.specials))
+        rc = sl_err_set(SL_ERR_USAGE, "--special-tokens is not valid UTF-8");
     if (!rc && bbpe && o.max_pretokens < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-pretokens must be at least 1024 (got %llu)",
                         (unsigned long long)o.max_pretokens);

@@ -28,6 +28,17 @@ expect_rc 2
 run "$SLUICE" tokenizer train --model-type byte-bpe --vocab-size 300 --out "$T/x" "$T/none.txt"
 expect_rc 1; expect_err "none.txt"
 expect_no_file "$T/x.tiktoken"
+run "$SLUICE" tokenizer train --model-type byte-bpe --vocab-size 300 --special-tokens $'<\xff>' --out "$T/x" "$T/botchan.txt"
+expect_rc 2; expect_err "--special-tokens is not valid UTF-8"
+
+case_ "no special tokens: the bytes start at id 0"
+run "$SLUICE" tokenizer train --model-type byte-bpe --vocab-size 300 --special-tokens '' --out "$T/nosp" "$T/botchan.txt"
+expect_rc 0
+expect_eq "$(json "$T/nosp.tokenizer.json" "len(m['added_tokens']), m['model']['vocab']['!'], len(m['model']['vocab'])")" "0 0 300"
+expect_eq "$(cat "$T/nosp.tiktoken.json")" '{"pattern": "gpt2", "special_tokens": {}}'
+run "$SLUICE" tokenize -q --tokenizer "tiktoken:$T/nosp.tiktoken" --out "$T/enc_nosp" "$T/cases.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/enc_nosp.manifest.json" "m['settings']['vocab_size']")" 300
 
 case_ "a hand-checked corpus: the merges and their tie-break"
 for i in $(seq 10); do echo '{"text":"hug"}'; done > "$T/hug.jsonl"
