@@ -493,36 +493,49 @@ int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
         return sl_err_wrap(rc, "cannot load tiktoken ranks: ");
     }
     /* the sidecar of a trained rank file: its pattern and special tokens */
+    char *scname = sl_xasprintf("%s.json", path);
+    struct sl_buf js = SL_BUF_INIT;
+    sl_buf_init(&js, 16u << 20);
+    FILE *f = fopen(scname, "rb");
+    if (f) {
+        fclose(f);
+        rc = sl_read_file(scname, &js);
+        if (rc)
+            rc = sl_err_wrap(rc, "cannot load tiktoken ranks: ");
+    }
+    if (!rc)
+        rc = bpe_load_tiktoken_sidecar_mem(out, buf.data ? buf.data : "", buf.len, kind, path,
+                                           f ? (js.data ? js.data : "") : NULL, js.len, scname);
+    free(scname);
+    sl_buf_release(&js);
+    sl_buf_release(&buf);
+    return rc;
+}
+
+int bpe_load_tiktoken_sidecar_mem(struct bpe **out, const char *data, size_t len, int kind,
+                                  const char *name, const char *sidecar, size_t sidecar_len,
+                                  const char *sidecar_name)
+{
+    *out = NULL;
+    if (!sidecar)
+        return load_tiktoken(out, data, len, kind, name, NULL);
     struct tk_sidecar sc;
     memset(&sc, 0, sizeof(sc));
     sc.kind = -1;
-    sc.name = sl_xasprintf("%s.json", path);
-    struct sl_buf js = SL_BUF_INIT;
-    sl_buf_init(&js, 16u << 20);
-    FILE *f = fopen(sc.name, "rb");
-    if (f) {
-        fclose(f);
-        rc = sl_read_file(sc.name, &js);
-        if (rc)
-            rc = sl_err_wrap(rc, "cannot load tiktoken ranks: ");
-        struct sl_json_error err = { 0, NULL };
-        sc.base = js.data ? js.data : "";
-        if (!rc)
-            rc = sl_json_scan_object(sc.base, js.len, sidecar_member, &sc, &err);
-        if (rc == SL_ERR_FORMAT && err.reason)
-            rc = sl_err_set(SL_ERR_FORMAT, "cannot load '%s': not a JSON object (%s at byte %zu)",
-                            sc.name, err.reason, err.offset);
-        if (!rc && kind < 0 && sc.kind >= 0)
-            kind = sc.kind;
-        if (!rc && !sc.spec)
-            sc.spec = sl_xcalloc(1, sizeof(*sc.spec)); /* no special tokens */
-    }
+    sc.name = sidecar_name;
+    sc.base = sidecar;
+    struct sl_json_error err = { 0, NULL };
+    int rc = sl_json_scan_object(sidecar, sidecar_len, sidecar_member, &sc, &err);
+    if (rc == SL_ERR_FORMAT && err.reason)
+        rc = sl_err_set(SL_ERR_FORMAT, "cannot load '%s': not a JSON object (%s at byte %zu)",
+                        sidecar_name, err.reason, err.offset);
+    if (!rc && kind < 0 && sc.kind >= 0)
+        kind = sc.kind;
+    if (!rc && !sc.spec)
+        sc.spec = sl_xcalloc(1, sizeof(*sc.spec)); /* no special tokens */
     if (!rc)
-        rc = load_tiktoken(out, buf.data ? buf.data : "", buf.len, kind, path, sc.spec);
+        rc = load_tiktoken(out, data, len, kind, name, sc.spec);
     sidecar_release(&sc);
-    free((char *)sc.name);
-    sl_buf_release(&js);
-    sl_buf_release(&buf);
     return rc;
 }
 

@@ -5,7 +5,7 @@ PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
 LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
-FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train
 
 # The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
 .PHONY: gen-unicat
