@@ -121,19 +121,21 @@ static int write_tokenizer(const struct tokenizer *tok, long eod, const char *ou
         eos_own = e ? sl_xstrndup((const char *)e, n) : NULL;
         bos_s = eos_s = eos_own;
         cls = "PreTrainedTokenizerFast";
-        if (write) {
-            struct bpe_model m;
-            rc = hf_model_from_bpe(tok->bpe, &m);
-            if (!rc) {
+        /* converted in the first pass too: a rank file without merges fails before any
+         * file is written */
+        struct bpe_model m;
+        rc = hf_model_from_bpe(tok->bpe, &m);
+        if (!rc) {
+            if (write) {
                 rc = hf_write_tokenizer_json(&m, &b);
                 rc = rc ? rc : write_text(out, "tokenizer.json", &b);
-                bpe_model_release(&m);
-            } else {
-                rc = sl_err_wrap(rc, "cannot write tokenizer.json for '%s': ", tok->spec);
             }
-            sl_buf_release(&b);
-            b = (struct sl_buf)SL_BUF_INIT;
+            bpe_model_release(&m);
+        } else {
+            rc = sl_err_wrap(rc, "cannot write tokenizer.json for '%s': ", tok->spec);
         }
+        sl_buf_release(&b);
+        b = (struct sl_buf)SL_BUF_INIT;
     }
     if (rc || !write) {
         free(eos_own);

@@ -155,6 +155,19 @@ expect_eq "$(json "$T/hf/config.json" "m['bos_token_id'], m['eos_token_id']")" "
 expect_eq "$(json "$T/hf/tokenizer_config.json" "m['tokenizer_class'], m['eos_token']")" \
     "PreTrainedTokenizerFast <|endoftext|>"
 
+case_ "export hf: ranks with a token no merge reaches fail before any file is written"
+python3 -c "
+import base64, sys
+with open(sys.argv[1], 'w') as f:
+    for i in range(256):
+        f.write(base64.b64encode(bytes([i])).decode() + ' %d\n' % i)
+    f.write(base64.b64encode(b'abc').decode() + ' 256\n')
+" "$T/odd.tiktoken"
+echo '{"pattern": "gpt2", "special_tokens": {"<|endoftext|>": 257}}' > "$T/odd.tiktoken.json"
+run "$SLUICE" export hf --out "$T/hf-odd" --tokenizer "tiktoken:$T/odd.tiktoken" "$T/ck"
+expect_rc 1; expect_err "token 256 is not reached by merging lower-ranked tokens"
+expect_no_file "$T/hf-odd/model.safetensors"
+
 case_ "export hf --tokenizer with OpenAI's r50k_base ranks: tiktoken's ids from tokenizers"
 zstd -q -d "$FIX/tokenizer/r50k_base.tiktoken.zst" -o "$T/r50k_base.tiktoken"
 run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" "${QUICK[@]}" data=synthetic model.vocab_size=50304 \
