@@ -24,6 +24,7 @@ benches=(
     "reshard        bench/reshard.sh $sluice"
     "tokenize       bench/tokenize.sh $sluice"
     "tokenize-hf    bench/tokenize_hf.sh 3"
+    "tokenizer-train bench/tokenizer-train.sh"
     "warc           bench/warc.sh $sluice"
     "html           bench/html.sh $build"
     "filter-speed   bench/filter-speed.sh $sluice"

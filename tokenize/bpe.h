@@ -50,6 +50,14 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
 int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int kind,
                           const char *name);
 
+/* A rank file with its sidecar (`{"pattern": "gpt2", "special_tokens": {"<|endoftext|>": 0}}`,
+ * docs/formats/tiktoken-sidecar.md), which bpe_load_tiktoken reads from FILE.json when it
+ * exists: the pattern (unless kind >= 0) and the special tokens come from it. sidecar NULL:
+ * as bpe_load_tiktoken_mem. Errors about the sidecar name sidecar_name. */
+int bpe_load_tiktoken_sidecar_mem(struct bpe **out, const char *data, size_t len, int kind,
+                                  const char *name, const char *sidecar, size_t sidecar_len,
+                                  const char *sidecar_name);
+
 void bpe_free(struct bpe *b);
 
 /* Number of ids (largest id + 1, specials included). */

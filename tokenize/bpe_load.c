@@ -261,8 +261,93 @@ static int kind_from_name(const char *name)
     return -1;
 }
 
+/* The special tokens and pattern of a rank file, from its sidecar FILE.json (written by
+ * `sluice tokenizer train --model-type byte-bpe`): {"pattern": "gpt2", "special_tokens":
+ * {"<|endoftext|>": 0}}. */
+struct tk_sidecar {
+    int kind;
+    struct tk_special *spec; /* names owned; ends with { NULL, 0 } */
+    size_t n;
+    const char *name, *base;
+    struct sl_buf str;
+};
+
+static int sidecar_special(void *ctx, const struct sl_json_member *m)
+{
+    struct tk_sidecar *c = ctx;
+    struct sl_json_error err = { 0, NULL };
+    sl_buf_reset(&c->str);
+    if (!sl_json_decode_string(c->base, m->key - 1, m->key + m->key_len + 1, &c->str, &err) ||
+        c->str.len == 0 || memchr(c->str.data, 0, c->str.len))
+        return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': a special token name is not a non-empty string",
+                          c->name);
+    int64_t id = 0;
+    int ok = m->val_len > 0 && m->val_len < 11;
+    for (size_t i = 0; ok && i < m->val_len; i++) {
+        ok = m->val[i] >= '0' && m->val[i] <= '9';
+        id = id * 10 + (m->val[i] - '0');
+    }
+    if (!ok || id >= BPE_MAX_IDS)
+        return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special token '%s' has no valid id", c->name,
+                          c->str.data);
+    if (c->n >= 4096)
+        return sl_err_set(SL_ERR_TOOBIG, "cannot load '%s': more than 4096 special tokens", c->name);
+    c->spec = sl_xrealloc(c->spec, (c->n + 2) * sizeof(*c->spec));
+    c->spec[c->n].name = sl_xstrdup(c->str.data);
+    c->spec[c->n].id = (uint32_t)id;
+    c->n++;
+    c->spec[c->n] = (struct tk_special){ NULL, 0 };
+    return 0;
+}
+
+static int sidecar_member(void *ctx, const struct sl_json_member *m)
+{
+    struct tk_sidecar *c = ctx;
+    struct sl_json_error err = { 0, NULL };
+    if (sl_json_key_eq(m, "pattern")) {
+        c->kind = -2;
+        for (int k = 0; k < 3; k++) {
+            const char *nm = pretok_name((enum pretok_kind)k);
+            if (m->val_len == strlen(nm) + 2 && m->val[0] == '"' && !memcmp(m->val + 1, nm, strlen(nm)))
+                c->kind = k;
+        }
+        if (c->kind < 0)
+            return sl_err_set(SL_ERR_FORMAT,
+                              "cannot load '%s': pattern %.*s is not \"gpt2\", \"cl100k\" or \"o200k\"",
+                              c->name, (int)(m->val_len > 40 ? 40 : m->val_len), m->val);
+    } else if (sl_json_key_eq(m, "special_tokens")) {
+        if (m->val[0] != '{')
+            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special_tokens is not an object", c->name);
+        if (!c->spec)
+            c->spec = sl_xcalloc(1, sizeof(*c->spec));
+        int rc = sl_json_scan_object(m->val, m->val_len, sidecar_special, c, &err);
+        if (rc == SL_ERR_FORMAT && err.reason)
+            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special_tokens: %s", c->name, err.reason);
+        return rc;
+    }
+    return 0;
+}
+
+static void sidecar_release(struct tk_sidecar *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free((char *)c->spec[i].name);
+    free(c->spec);
+    sl_buf_release(&c->str);
+}
+
+static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kind, const char *name,
+                         const struct tk_special *custom);
+
 int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int kind,
                           const char *name)
+{
+    return load_tiktoken(out, data, len, kind, name, NULL);
+}
+
+/* custom: the special tokens of a sidecar, or NULL for the built-in ones of `kind` */
+static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kind, const char *name,
+                         const struct tk_special *custom)
 {
     *out = NULL;
     struct bpe *b = sl_xcalloc(1, sizeof(*b));
@@ -323,12 +408,18 @@ int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int ki
     }
     if (!rc) {
         b->pretok = (enum pretok_kind)kind;
-        const struct tk_special *sp = kind == PRETOK_O200K    ? sp_o200k
+        const struct tk_special *sp = custom                  ? custom
+                                      : kind == PRETOK_O200K  ? sp_o200k
                                       : kind == PRETOK_CL100K ? sp_cl100k
                                                               : sp_r50k;
         uint32_t maxrank = 0;
         for (size_t i = 0; i < t.n; i++)
             maxrank = t.id[i] > maxrank ? t.id[i] : maxrank;
+        for (; custom && sp->name; sp++) {
+            /* a sidecar's ids are its own: one that is also a rank fails in build_vocab */
+            toklist_add(&t, sp->id, sp->name, strlen(sp->name));
+            add_special(b, sp->name, sp->id);
+        }
         for (; sp->name; sp++) {
             if (sp->id <= maxrank && t.n)
                 continue; /* a custom rank file that uses the id: no special there */
@@ -401,8 +492,50 @@ int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
         sl_buf_release(&buf);
         return sl_err_wrap(rc, "cannot load tiktoken ranks: ");
     }
-    rc = bpe_load_tiktoken_mem(out, buf.data ? buf.data : "", buf.len, kind, path);
+    /* the sidecar of a trained rank file: its pattern and special tokens */
+    char *scname = sl_xasprintf("%s.json", path);
+    struct sl_buf js = SL_BUF_INIT;
+    sl_buf_init(&js, 16u << 20);
+    FILE *f = fopen(scname, "rb");
+    if (f) {
+        fclose(f);
+        rc = sl_read_file(scname, &js);
+        if (rc)
+            rc = sl_err_wrap(rc, "cannot load tiktoken ranks: ");
+    }
+    if (!rc)
+        rc = bpe_load_tiktoken_sidecar_mem(out, buf.data ? buf.data : "", buf.len, kind, path,
+                                           f ? (js.data ? js.data : "") : NULL, js.len, scname);
+    free(scname);
+    sl_buf_release(&js);
     sl_buf_release(&buf);
+    return rc;
+}
+
+int bpe_load_tiktoken_sidecar_mem(struct bpe **out, const char *data, size_t len, int kind,
+                                  const char *name, const char *sidecar, size_t sidecar_len,
+                                  const char *sidecar_name)
+{
+    *out = NULL;
+    if (!sidecar)
+        return load_tiktoken(out, data, len, kind, name, NULL);
+    struct tk_sidecar sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.kind = -1;
+    sc.name = sidecar_name;
+    sc.base = sidecar;
+    struct sl_json_error err = { 0, NULL };
+    int rc = sl_json_scan_object(sidecar, sidecar_len, sidecar_member, &sc, &err);
+    if (rc == SL_ERR_FORMAT && err.reason)
+        rc = sl_err_set(SL_ERR_FORMAT, "cannot load '%s': not a JSON object (%s at byte %zu)",
+                        sidecar_name, err.reason, err.offset);
+    if (!rc && kind < 0 && sc.kind >= 0)
+        kind = sc.kind;
+    if (!rc && !sc.spec)
+        sc.spec = sl_xcalloc(1, sizeof(*sc.spec)); /* no special tokens */
+    if (!rc)
+        rc = load_tiktoken(out, data, len, kind, name, sc.spec);
+    sidecar_release(&sc);
     return rc;
 }
 

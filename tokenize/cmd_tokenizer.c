@@ -2,10 +2,13 @@
  * uniformly by a keyed reservoir (each sentence gets a pseudo-random key from the seed,
  * its file and its position; the sample is the N smallest keys, fed to the trainer in
  * input order), so memory is bounded by the sample and the result depends only on the
- * inputs and the settings. Rank 0 does the work under mpirun. */
+ * inputs and the settings; and byte-level BPE (tokenize/bpe_train.h) from streamed
+ * pre-token counts, written as tokenizer.json and tiktoken ranks. Rank 0 does the work
+ * under mpirun. */
 #include "tokenize/commands.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
@@ -17,7 +20,10 @@
 #include "core/progress.h"
 #include "core/rng.h"
 #include "core/stream.h"
+#include "core/utf8.h"
 #include "core/world.h"
+#include "tokenize/bpe_train.h"
+#include "tokenize/hf_write.h"
 #include "tokenize/spm_train.h"
 
 #include <ctype.h>
@@ -27,12 +33,18 @@
 #include <unistd.h>
 
 static const char *const usage[] = {
-    "sluice tokenizer train --model-type bpe|unigram|char|word --vocab-size N --out PREFIX [options] IN...",
+    "sluice tokenizer train --model-type bpe|unigram|char|word|byte-bpe --vocab-size N --out PREFIX [options] IN...",
     "",
     "Train a SentencePiece model on JSONL documents (each line of a document's text is a",
     "sentence) or text files (.txt, one sentence a line), writing PREFIX.model and",
     "PREFIX.vocab. Up to --input-sentence-size sentences are sampled uniformly from all",
     "input. Special ids default to NeMo's: pad 0, unk 1, bos 2, eos 3 (-1 disables one).",
+    "",
+    "--model-type byte-bpe trains a byte-level BPE (GPT-2 style) on whole documents (text",
+    "files: each line with its newline), pre-tokenized by --pattern, and writes",
+    "PREFIX.tokenizer.json (Hugging Face tokenizers) and PREFIX.tiktoken (+ its sidecar",
+    "PREFIX.tiktoken.json), which `sluice tokenize --tokenizer tiktoken:PREFIX.tiktoken` reads.",
+    "Ids: the --special-tokens, the 256 bytes, then the merges.",
     NULL,
 };
 
@@ -40,8 +52,8 @@ static const char *const usage[] = {
 #define MAX_SENTENCE_CAP 65536
 
 struct opts {
-    const char *model_type, *out, *key, *uds, *control;
-    uint64_t vocab_size, sample, max_len, seed;
+    const char *model_type, *out, *key, *uds, *control, *pattern, *specials;
+    uint64_t vocab_size, sample, max_len, seed, min_freq, max_pretokens;
     double coverage;
     long pad, unk, bos, eos, threads;
     int byte_fallback, split_digits;
@@ -252,6 +264,173 @@ static const char *ours(const char *msg)
     return out;
 }
 
+/* ---- byte-level BPE ----------------------------------------------------------------- */
+
+/* the longest pre-token counted (longer ones are skipped and counted) */
+#define BBPE_MAX_PIECE 65536
+
+static int count_inputs(const struct opts *o, const struct sl_inputs *in, struct bpe_counts *c,
+                        uint64_t *docs)
+{
+    int rc = 0;
+    struct sl_progress prog;
+    sl_progress_start(&prog, "tokenizer train: counting", sl_inputs_total_size(in), 1, 1);
+    uint64_t done = 0;
+    struct sl_buf line = SL_BUF_INIT;
+    for (size_t f = 0; f < in->n && !rc; f++) {
+        if (is_text_file(in->v[f].path)) {
+            struct sl_reader *rd;
+            rc = sl_reader_open(&rd, in->v[f].path, NULL);
+            const char *l;
+            size_t len;
+            while (!rc) {
+                int got = sl_reader_getline(rd, &l, &len, (size_t)256 << 20);
+                if (got == SL_ERR_TOOBIG) {
+                    sl_warn_limited("long line", 20, "'%s' line %llu: longer than 256 MiB, skipped",
+                                    in->v[f].path, (unsigned long long)sl_reader_line_no(rd));
+                    continue;
+                }
+                if (got < 0)
+                    rc = got;
+                if (got <= 0)
+                    break;
+                sl_buf_reset(&line);
+                sl_buf_append(&line, l, len);
+                sl_buf_putc(&line, '\n');
+                bpe_counts_add_text(c, line.data, line.len);
+                (*docs)++;
+            }
+            if (!rc)
+                sl_reader_close(rd);
+        } else {
+            struct sl_jsonl_opts jo;
+            memset(&jo, 0, sizeof(jo));
+            jo.text_key = o->key;
+            jo.allow_missing_text = 1;
+            jo.repair_utf8 = 1;
+            jo.on_skip = on_skip;
+            struct sl_jsonl_reader *jr;
+            rc = sl_jsonl_open(&jr, in->v[f].path, &jo);
+            struct sl_doc d;
+            sl_doc_init(&d);
+            while (!rc) {
+                int got = sl_jsonl_next(jr, &d);
+                if (got < 0)
+                    rc = got;
+                if (got <= 0)
+                    break;
+                size_t n;
+                const char *t = sl_doc_text(&d, &n);
+                if (t) {
+                    bpe_counts_add_text(c, t, n);
+                    (*docs)++;
+                }
+            }
+            sl_doc_release(&d);
+            if (!rc)
+                sl_jsonl_close(jr);
+        }
+        done += in->v[f].size;
+        sl_progress_update(&prog, done, *docs);
+    }
+    sl_buf_release(&line);
+    sl_progress_finish(&prog);
+    return rc;
+}
+
+/* Write the three files of a byte-level BPE under PREFIX, each atomically. */
+static int write_byte_bpe(const struct bpe_model *m, const char *prefix)
+{
+    struct sl_buf js = SL_BUF_INIT, ranks = SL_BUF_INIT, side = SL_BUF_INIT;
+    int rc = hf_write_tokenizer_json(m, &js);
+    rc = rc ? rc : hf_write_tiktoken(m, &ranks, &side);
+    char *p1 = sl_xasprintf("%s.tokenizer.json", prefix), *p2 = sl_xasprintf("%s.tiktoken", prefix),
+         *p3 = sl_xasprintf("%s.tiktoken.json", prefix);
+    /* the sidecar first: a rank file is never read without it */
+    rc = rc ? rc : sl_write_file_atomic(p3, side.data, side.len);
+    rc = rc ? rc : sl_write_file_atomic(p2, ranks.data, ranks.len);
+    rc = rc ? rc : sl_write_file_atomic(p1, js.data, js.len);
+    free(p1);
+    free(p2);
+    free(p3);
+    sl_buf_release(&js);
+    sl_buf_release(&ranks);
+    sl_buf_release(&side);
+    return rc;
+}
+
+/* Split "A,B" into s (empty items are kept, to be refused by the trainer). */
+static void split_commas(const char *list, struct sl_strlist *s)
+{
+    if (!list || !*list)
+        return;
+    const char *p = list;
+    for (;;) {
+        const char *c = strchr(p, ',');
+        char *item = sl_xstrndup(p, c ? (size_t)(c - p) : strlen(p));
+        sl_strlist_push(s, item);
+        free(item);
+        if (!c)
+            break;
+        p = c + 1;
+    }
+}
+
+static int run_byte_bpe(struct opts *o, const struct sl_inputs *in)
+{
+    enum pretok_kind kind = !strcmp(o->pattern, "cl100k")  ? PRETOK_CL100K
+                            : !strcmp(o->pattern, "o200k") ? PRETOK_O200K
+                                                           : PRETOK_GPT2;
+    struct bpe_counts *c = bpe_counts_new(kind, (size_t)o->max_pretokens, BBPE_MAX_PIECE);
+    uint64_t docs = 0;
+    int rc = count_inputs(o, in, c, &docs);
+    struct bpe_counts_stats st;
+    bpe_counts_stats(c, &st);
+    if (!rc && st.distinct == 0)
+        rc = sl_err_set(SL_ERR_FORMAT, "no text in the input to train on");
+    if (!rc) {
+        sl_info(
+            "tokenizer train: %llu texts, %llu pre-tokens (%s pattern), %llu distinct kept; "
+            "%llu pruned in %llu prunings (%llu occurrences), %llu longer than %d bytes skipped",
+            (unsigned long long)docs, (unsigned long long)st.pieces, pretok_name(kind),
+            (unsigned long long)st.distinct, (unsigned long long)st.pruned,
+            (unsigned long long)st.prunings, (unsigned long long)st.pruned_mass,
+            (unsigned long long)st.too_long, BBPE_MAX_PIECE);
+        if (st.prunings)
+            sl_warn(
+                "tokenizer train: the pre-token table filled up (--max-pretokens %llu): counts of "
+                "rare pre-tokens were dropped",
+                (unsigned long long)o->max_pretokens);
+    }
+    struct sl_strlist sp = { 0 };
+    split_commas(o->specials, &sp);
+    struct bpe_model m;
+    memset(&m, 0, sizeof(m));
+    if (!rc) {
+        struct bpe_train_opts to = { (uint32_t)o->vocab_size, o->min_freq,
+                                     (const char *const *)sp.v, sp.n };
+        rc = bpe_train(c, &to, &m);
+    }
+    if (!rc) {
+        if (m.n_vocab < o->vocab_size)
+            sl_warn("tokenizer train: the vocabulary has %u tokens, fewer than %llu: no more pairs "
+                    "to merge",
+                    m.n_vocab, (unsigned long long)o->vocab_size);
+        rc = write_byte_bpe(&m, o->out);
+    }
+    if (rc)
+        sl_error("%s", sl_err_msg());
+    else
+        sl_info(
+            "tokenizer train: %u merges, vocabulary %u; wrote '%s.tokenizer.json', '%s.tiktoken' "
+            "and '%s.tiktoken.json'",
+            m.n_merges, m.n_vocab, o->out, o->out, o->out);
+    bpe_model_release(&m);
+    sl_strlist_release(&sp);
+    bpe_counts_free(c);
+    return rc ? 1 : 0;
+}
+
 static int run(struct opts *o, struct sl_strlist *operands)
 {
     static const char *const exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz", ".jsonl.bz2",
@@ -267,6 +446,11 @@ static int run(struct opts *o, struct sl_strlist *operands)
         sl_error("%s", sl_err_msg());
         sl_inputs_release(&in);
         return 1;
+    }
+    if (!strcmp(o->model_type, "byte-bpe")) {
+        rc = run_byte_bpe(o, &in);
+        sl_inputs_release(&in);
+        return rc;
     }
     struct reservoir r;
     memset(&r, 0, sizeof(r));
@@ -339,8 +523,11 @@ int cmd_tokenizer(int argc, const char **argv)
     o.unk = 1;
     o.bos = 2;
     o.eos = 3;
+    o.pattern = "gpt2";
+    o.specials = "<|endoftext|>";
+    o.max_pretokens = 4000000;
     struct sl_option options[] = {
-        SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word", "model type (default unigram)"),
+        SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word|byte-bpe", "model type (default unigram)"),
         SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "vocabulary size"),
         SL_OPT_STRING('o', "out", &o.out, "PREFIX", "writes PREFIX.model and PREFIX.vocab"),
         SL_OPT_STRING(0, "json-key", &o.key, "KEY", "member of JSONL documents with the text (default text)"),
@@ -360,6 +547,13 @@ int cmd_tokenizer(int argc, const char **argv)
                       "longer sentences are skipped (default 4192 bytes, at most 65536)"),
         SL_OPT_INTEGER(0, "threads", &o.threads, "N", "training threads (default: the cores)"),
         SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE", "any other spm_train option (repeatable)"),
+        SL_OPT_CHOICE(0, "pattern", &o.pattern, "gpt2|cl100k|o200k",
+                      "byte-bpe: pre-tokenizer regex of that encoding (default gpt2)"),
+        SL_OPT_STRING(0, "special-tokens", &o.specials, "A,B",
+                      "byte-bpe: special tokens, ids 0.. (default <|endoftext|>; '' for none)"),
+        SL_OPT_UINT64(0, "min-frequency", &o.min_freq, "N", "byte-bpe: pairs seen fewer times are not merged (default 0)"),
+        SL_OPT_UINT64(0, "max-pretokens", &o.max_pretokens, "N",
+                      "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it (default 4000000)"),
         SL_OPT_COMMON,
         SL_OPT_END_,
     };
@@ -378,6 +572,22 @@ int cmd_tokenizer(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--vocab-size N is required");
     if (!rc && !o.out)
         rc = sl_err_set(SL_ERR_USAGE, "--out PREFIX is required");
+    int bbpe = !strcmp(o.model_type, "byte-bpe");
+    if (!rc && bbpe) {
+        size_t nspec = 0;
+        for (const char *q = o.specials; *o.specials && q; q = strchr(q, ','), q = q ? q + 1 : NULL)
+            nspec++;
+        if (o.vocab_size < nspec + 256 || o.vocab_size > 0x7fffffff)
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "--vocab-size must be at least the %zu special tokens plus the 256 bytes, and "
+                            "below 2^31 (got %llu)",
+                            nspec, (unsigned long long)o.vocab_size);
+    }
+    if (!rc && bbpe && sl_utf8_validate(o.specials, strlen(o.specials)) != strlen(o.specials))
+        rc = sl_err_set(SL_ERR_USAGE, "--special-tokens is not valid UTF-8");
+    if (!rc && bbpe && o.max_pretokens < 1024)
+        rc = sl_err_set(SL_ERR_USAGE, "--max-pretokens must be at least 1024 (got %llu)",
+                        (unsigned long long)o.max_pretokens);
     if (!rc && rest.n < 2)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     /* SentencePiece's memory grows with the longest sentence it is given (the unigram

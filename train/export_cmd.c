@@ -9,6 +9,8 @@
 #include "core/options.h"
 #include "core/stream.h"
 #include "tokenize/bpe.h"
+#include "tokenize/bpe.h"
+#include "tokenize/hf_write.h"
 #include "tokenize/spm.h"
 #include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
@@ -28,8 +30,8 @@ static const char *const usage[] = {
     "checkpoint directory, whose newest step is used. Weights stay fp32. The tokenizer the",
     "training data was made with (recorded in the checkpoint, or --tokenizer) goes along:",
     "tokenizer.model + tokenizer_config.json for SentencePiece, vocab.json + merges.txt +",
-    "tokenizer_config.json for GPT-2 BPE; its special ids go into config.json and",
-    "generation_config.json.",
+    "tokenizer_config.json for GPT-2 BPE, tokenizer.json + tokenizer_config.json for",
+    "tiktoken ranks; its special ids go into config.json and generation_config.json.",
     NULL,
 };
 
@@ -79,6 +81,7 @@ static int write_tokenizer(const struct tokenizer *tok, long eod, const char *ou
 {
     const char *path = strchr(tok->spec, ':') + 1;
     const char *bos_s = NULL, *eos_s = NULL, *unk_s = NULL, *pad_s = NULL, *cls;
+    char *eos_own = NULL;
     int rc = 0;
     struct sl_buf b = SL_BUF_INIT;
     if (tok->kind == TOKENIZER_SPM) {
@@ -111,11 +114,33 @@ static int write_tokenizer(const struct tokenizer *tok, long eod, const char *ou
         free(v);
         free(m);
     } else {
+        /* tiktoken ranks: tokenizer.json, each token's merge found from the ranks */
         *bos = *eos = eod >= 0 ? eod : tok->eod_id;
-        return 1; /* tiktoken: no HF files */
+        size_t n = 0;
+        const unsigned char *e = *eos >= 0 ? bpe_token_bytes(tok->bpe, (uint32_t)*eos, &n) : NULL;
+        eos_own = e ? sl_xstrndup((const char *)e, n) : NULL;
+        bos_s = eos_s = eos_own;
+        cls = "PreTrainedTokenizerFast";
+        /* converted in the first pass too: a rank file without merges fails before any
+         * file is written */
+        struct bpe_model m;
+        rc = hf_model_from_bpe(tok->bpe, &m);
+        if (!rc) {
+            if (write) {
+                rc = hf_write_tokenizer_json(&m, &b);
+                rc = rc ? rc : write_text(out, "tokenizer.json", &b);
+            }
+            bpe_model_release(&m);
+        } else {
+            rc = sl_err_wrap(rc, "cannot write tokenizer.json for '%s': ", tok->spec);
+        }
+        sl_buf_release(&b);
+        b = (struct sl_buf)SL_BUF_INIT;
     }
-    if (rc || !write)
+    if (rc || !write) {
+        free(eos_own);
         return rc;
+    }
     sl_buf_puts(&b, "{\n");
     json_member(&b, "tokenizer_class", cls, 0);
     json_member(&b, "bos_token", bos_s, 0);
@@ -131,8 +156,10 @@ static int write_tokenizer(const struct tokenizer *tok, long eod, const char *ou
                   max_len);
     rc = write_text(out, "tokenizer_config.json", &b);
     sl_buf_release(&b);
-    if (rc)
+    if (rc) {
+        free(eos_own);
         return rc;
+    }
     b = (struct sl_buf)SL_BUF_INIT;
     sl_buf_puts(&b, "{\n");
     json_member(&b, "bos_token", bos_s, 0);
@@ -143,6 +170,7 @@ static int write_tokenizer(const struct tokenizer *tok, long eod, const char *ou
     sl_buf_puts(&b, "}\n");
     rc = write_text(out, "special_tokens_map.json", &b);
     sl_buf_release(&b);
+    free(eos_own);
     return rc;
 }
 
@@ -220,14 +248,12 @@ int cmd_export(int argc, const char **argv)
                     "manifest): no tokenizer files written\nhint: --tokenizer SPEC (spm:FILE, "
                     "gpt2:DIR) names the one the data was made with",
                     path);
-        else if (tok_rc > 0)
-            sl_warn("tokenizer '%s': tiktoken rank files have no Hugging Face tokenizer files "
-                    "here; the special ids are in config.json",
-                    spec);
         else
             sl_info("tokenizer '%s' written as %s", spec,
                     tok->kind == TOKENIZER_SPM ? "tokenizer.model + tokenizer_config.json"
-                                               : "vocab.json + merges.txt + tokenizer_config.json");
+                    : tok->kind == TOKENIZER_GPT2
+                        ? "vocab.json + merges.txt + tokenizer_config.json"
+                        : "tokenizer.json + tokenizer_config.json");
     }
     tokenizer_free(tok);
     data_info_release(&di);
