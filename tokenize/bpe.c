@@ -1,6 +1,6 @@
 /* Byte-level BPE encoding: pre-tokenize, look each piece up in a per-thread cache, else
- * take the whole-token shortcut or merge (linear scan for short pieces, a heap for long
- * ones); decoding. The loaders are in bpe_load.c. */
+ * take the token the piece is (tiktoken) or merge (linear scan for short pieces, a heap
+ * for long ones); decoding. The loaders are in bpe_load.c. */
 #include "tokenize/bpe.h"
 
 #include "core/alloc.h"
@@ -212,13 +212,12 @@ static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
     return 0;
 }
 
-/* A piece that is not in the cache: tiktoken's whole-token shortcut where it can differ
- * from BPE, else BPE. */
+/* A piece that is not in the cache: the token it is (tiktoken's rule), else BPE. */
 static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one)
 {
     const struct bpe *b = e->b;
-    if (b->shortcut) {
-        int64_t id = bpe_vocab_find(b, p, n);
+    if (b->whole && n <= b->max_len) {
+        int64_t id = bpe_vocab_find(b, p, n); /* a rank file's specials are not in it */
         if (id >= 0) {
             *one = (uint32_t)id;
             return 0;
