@@ -240,8 +240,14 @@ static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t
 {
     uint64_t k[3];
     piece_key(p, n, room, k);
-    if (c->k[0] == k[0] && c->k[1] == k[1] && c->k[2] == k[2] && c->len == n)
+    if (c->k[0] == k[0] && c->k[1] == k[1] && c->k[2] == k[2] && c->len == n) {
+        if (out->cap - out->n >= CACHE_IDS) { /* a fixed-size copy, without a call */
+            memcpy(out->v + out->n, c->ids, sizeof(c->ids));
+            out->n += c->nids;
+            return 0;
+        }
         return emit(out, c->ids, c->nids);
+    }
     uint32_t one = 0;
     size_t m = encode_slow(e, p, n, &one);
     const uint32_t *ids = m ? e->ids : &one;
