@@ -90,6 +90,25 @@ static inline const u8 *run_ascii_letters(const u8 *p, const u8 *e)
     return p;
 }
 
+/* Advance over [a-z], as run_ascii_letters. */
+static inline const u8 *run_ascii_lower(const u8 *p, const u8 *e)
+{
+#if defined(__SSE2__)
+    const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1);
+    while (e - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i in = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
+        unsigned m = (unsigned)_mm_movemask_epi8(in) ^ 0xFFFFu;
+        if (m)
+            return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < e && (unsigned)(*p - 'a') < 26u)
+        p++;
+    return p;
+}
+
 /* Advance over letters: runs of ASCII letters in bulk, other characters one by one. */
 static inline const u8 *run_letters(const u8 *p, const u8 *e)
 {
@@ -238,6 +257,18 @@ static size_t next_cl100k(const u8 *s, const u8 *e)
 static const u8 *o200k_alt1(const u8 *q, const u8 *e)
 {
     const u8 *p = q, *w_end = NULL;
+    /* ASCII first: [A-Z] are U only, [a-z] W only */
+    while (p < e && (unsigned)(*p - 'A') < 26u)
+        p++;
+    if (p == e)
+        return NULL; /* U+ to the end: no W */
+    if (*p < 0x80) {
+        if ((unsigned)(*p - 'a') >= 26u)
+            return NULL;
+        p = run_ascii_lower(p + 1, e);
+        return p < e && *p >= 0x80 ? run_any(p, e, UC_LO) : p;
+    }
+    p = q; /* a non-ASCII character in the U run: the general walk */
     unsigned len, c = 0;
     while (p < e) {
         c = cls_at(p, e, &len);
