@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tokenization benchmarks, one core each, side by side in alternating rounds (medians of
 # per-round ratios, so that a machine whose speed drifts still gives fair ratios):
-#   1. GPT-2 BPE encode: sluice vs tiktoken vs HF tokenizers vs gigatoken, on tinyshakespeare (one
-#      string) and on Common Crawl JSONL text, multilingual and English (document by
-#      document); CPU seconds of the encoding thread, the ids of all three compared
-#      through a hash.
+#   1. Byte-level BPE encode (GPT-2, cl100k_base, o200k_base): sluice vs gigatoken (and, for
+#      GPT-2, tiktoken and HF tokenizers), on tinyshakespeare (one string) and on Common
+#      Crawl JSONL text, multilingual and English (document by document); CPU seconds of
+#      the encoding thread, the ids of all compared through a hash.
+#  1b. The whole `sluice tokenize -j 1` process against gigatoken's encode alone.
 #   2. SentencePiece encode: sluice's own encoder vs spm_encode and vs the library through
 #      sluice (spm-lib:), three models, English and multilingual text line by line.
 #   3. End to end, JSONL.zst -> .bin/.idx with <|endoftext|>: `sluice tokenize -j 1` vs
@@ -12,7 +13,9 @@
 #      preprocess_data.py needs PyTorch and Megatron-LM, not installable here). The two
 #      outputs are compared byte for byte.
 #   4. Peak memory of `sluice tokenize` on 1x and 8x the corpus.
+#   5. Scaling (-j 1 vs -j 2, wall) and the floor: zstd -dc, cat and memcpy of the same bytes.
 # Usage: bench/tokenize.sh [ROUNDS]   (peers are installed into .venv-bench)
+#        SECTIONS="1 1b 5" bench/tokenize.sh 3   runs only those sections
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -37,35 +40,77 @@ web="$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl
 field() { sed -n "s|.*$1 \([^ ]*\).*|\1|p"; }
 # CPU seconds (user + sys) and wall seconds of a whole process
 cpu() { /usr/bin/time -f "%U %S %e" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2, $3}'; }
+only() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 median() { python3 -c "import sys, statistics; print('%.2f' % statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 
 # English-only Common Crawl text too (the web file above is multilingual)
 ccen="$work/cc_en.jsonl"
 zcat "$data/jsonl-corpora/dolma/cc_en_head-0091.jsonl.gz" "$data/jsonl-corpora/dolma/cc_en_head-0174.jsonl.gz" > "$ccen"
 
-echo "== 1. GPT-2 BPE encode, one core (MB/s of CPU time; ratios are medians over $rounds rounds)"
-for input in shakes web ccen; do
-    f=${!input}; mode=""; env=""
-    [ $input != shakes ] && mode=jsonl && env="JSONL=1"
-    ours=() tt=() hf=() gt=() r_tt=() r_hf=() r_gt=()
-    for r in $(seq "$rounds"); do
-        o=$(env $env build/bench_encode "gpt2:$gpt2" "$f" 3)
-        t=$($PY bench/tokenize_peers.py encode tiktoken "$gpt2" "$r50k" "$f" "$mode" 3)
-        h=$($PY bench/tokenize_peers.py encode hf "$gpt2" "$r50k" "$f" "$mode" 1)
-        g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$r50k" "$f" "$mode" 3)
-        for x in "$t" "$h" "$g"; do
-            [ "$(echo "$x" | field fnv)" = "$(echo "$o" | field fnv)" ] || { echo "ids differ: $o / $x"; exit 1; }
-        done
-        ours+=("$(echo "$o" | field MB/s)"); tt+=("$(echo "$t" | field MB/s)"); hf+=("$(echo "$h" | field MB/s)")
-        gt+=("$(echo "$g" | field MB/s)")
-        r_tt+=("$(python3 -c "print(${ours[-1]} / ${tt[-1]})")"); r_hf+=("$(python3 -c "print(${ours[-1]} / ${hf[-1]})")")
-        r_gt+=("$(python3 -c "print(${ours[-1]} / ${gt[-1]})")")
-    done
-    echo "$input: sluice $(median "${ours[@]}") MB/s, tiktoken $(median "${tt[@]}"), HF tokenizers $(median "${hf[@]}")," \
-         "gigatoken $(median "${gt[@]}"); sluice/tiktoken $(median "${r_tt[@]}")x, sluice/HF $(median "${r_hf[@]}")x," \
-         "sluice/gigatoken $(median "${r_gt[@]}")x; same ids ($(echo "$o" | field tokens) tokens)"
-done
+# 8 copies of the multilingual file (sections 3-5)
+for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$web"; done | zstd -q -3 -o "$work/corpus.jsonl.zst"
 
+if only 1; then
+echo "== 1. byte-level BPE encode, one core (MB/s of CPU time; ratios are medians over $rounds rounds)"
+# GPT-2 (also against tiktoken and HF tokenizers), cl100k_base and o200k_base (Llama 3's
+# tiktoken vocabulary uses cl100k_base's pattern and ranks plus 28k more) against gigatoken.
+# sluice "cold": every round starts with an empty piece cache; "warm": the rounds share one
+# encoder. gigatoken's piece cache persists between calls: "best" is its best of 3 calls
+# (warm), "first" its first call on the text (after a one-line warm-up).
+for vocab in gpt2 cl100k o200k; do
+    if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else spec="tiktoken:$data/tiktoken-ranks/${vocab}_base.tiktoken"; ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; fi
+    for input in shakes web ccen; do
+        f=${!input}; mode=""; env=""
+        [ $input != shakes ] && mode=jsonl && env="JSONL=1"
+        ours=() warm=() tt=() hf=() gt=() gf=() r_tt=() r_hf=() r_gt=() r_gf=()
+        for r in $(seq "$rounds"); do
+            o=$(env $env build/bench_encode "$spec" "$f" 3)
+            w=$(env $env WARM=1 build/bench_encode "$spec" "$f" 3)
+            g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" "$mode" 3)
+            if [ $vocab = gpt2 ]; then
+                t=$($PY bench/tokenize_peers.py encode tiktoken "$gpt2" "$r50k" "$f" "$mode" 3)
+                h=$($PY bench/tokenize_peers.py encode hf "$gpt2" "$r50k" "$f" "$mode" 1)
+                tt+=("$(echo "$t" | field MB/s)"); hf+=("$(echo "$h" | field MB/s)")
+                r_tt+=("$(python3 -c "print($(echo "$o" | field MB/s) / ${tt[-1]})")")
+                r_hf+=("$(python3 -c "print($(echo "$o" | field MB/s) / ${hf[-1]})")")
+            fi
+            for x in "$g" "$w" ${t:+"$t"} ${h:+"$h"}; do
+                [ "$(echo "$x" | field fnv)" = "$(echo "$o" | field fnv)" ] || { echo "ids differ: $o / $x"; exit 1; }
+            done
+            ours+=("$(echo "$o" | field MB/s)"); warm+=("$(echo "$w" | field MB/s)")
+            gt+=("$(echo "$g" | field MB/s)"); gf+=("$(echo "$g" | field first)")
+            r_gt+=("$(python3 -c "print(${warm[-1]} / ${gt[-1]})")"); r_gf+=("$(python3 -c "print(${ours[-1]} / ${gf[-1]})")")
+        done
+        extra=""
+        [ $vocab = gpt2 ] && extra="; tiktoken $(median "${tt[@]}"), HF tokenizers $(median "${hf[@]}"), sluice cold/tiktoken $(median "${r_tt[@]}")x, sluice cold/HF $(median "${r_hf[@]}")x"
+        echo "$vocab $input: sluice cold $(median "${ours[@]}") MB/s, warm $(median "${warm[@]}");" \
+             "gigatoken first $(median "${gf[@]}"), best $(median "${gt[@]}");" \
+             "cold/first $(median "${r_gf[@]}")x, warm/best $(median "${r_gt[@]}")x$extra; same ids ($(echo "$o" | field tokens) tokens)"
+        t=""; h=""
+    done
+done
+fi
+
+if only 1b; then
+echo "== 1b. Whole command against gigatoken's encode, one core, one pass over the 8x corpus: sluice"
+echo "   tokenize -j 1 (CPU s of the process: start-up, loading, zstd, JSON, encoding, writing) vs"
+echo "   the CPU s of one gigatoken encode_batch_list call alone (after a one-line warm-up)"
+for vocab in gpt2 cl100k o200k; do
+    if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; spec="tiktoken:$ranks"; fi
+    ours=() gs=() ratio=()
+    for r in $(seq "$rounds"); do
+        a=$(cpu build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
+        g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$work/corpus.jsonl.zst" jsonl 1)
+        gsec=$(echo "$g" | field seconds)
+        ours+=("${a% *}"); gs+=("$gsec")
+        ratio+=("$(python3 -c "print($gsec / ${a% *})")")
+    done
+    echo "$vocab: sluice tokenize -j 1 $(median "${ours[@]}") CPU s, gigatoken encode $(median "${gs[@]}") CPU s;" \
+         "sluice's whole command is $(median "${ratio[@]}")x as fast as gigatoken's encode"
+done
+fi
+
+if only 2; then
 echo "== 2. SentencePiece encode: sluice's own encoder vs spm_encode (and the library through sluice), line by line, one core"
 # whole processes, CPU seconds; inputs: botchan.txt x16 (English) and the lines of the
 # multilingual Common Crawl file; the ids of all three are compared through a hash
@@ -112,9 +157,10 @@ print('%016x' % h)")
              "spm_encode $(median "${theirs[@]}"); spm_encode/sluice $(median "${ratio[@]}")x, library/sluice $(median "${rlib[@]}")x; $same$giga"
     done
 done
+fi
 
+if only 3; then
 echo "== 3. End to end JSONL.zst -> .bin/.idx, one core"
-for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$web"; done | zstd -q -3 -o "$work/corpus.jsonl.zst"
 mb=$(zstd -dc "$work/corpus.jsonl.zst" | wc -c | python3 -c "import sys; print(int(sys.stdin.read()) / 1e6)")
 ours=() theirs=() ratio=() wall=()
 for r in $(seq "$rounds"); do
@@ -127,10 +173,36 @@ cmp -s "$work/s_text_document.bin" "$work/p_text_document.bin" && cmp -s "$work/
     && same="byte-identical outputs" || same="OUTPUTS DIFFER"
 echo "$mb MB of JSONL: sluice tokenize -j 1 $(median "${ours[@]}") CPU s, Python+tiktoken $(median "${theirs[@]}") CPU s;" \
      "per core $(median "${ratio[@]}")x (wall $(median "${wall[@]}")x); $same"
+fi
 
+if only 4; then
 echo "== 4. Peak memory of sluice tokenize -j 1"
 for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$work/corpus.jsonl.zst"; done | zstd -q -3 -o "$work/corpus8.jsonl.zst"  # 8x
 for c in corpus corpus8; do
     kb=$( { /usr/bin/time -f "%M" build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/m" "$work/$c.jsonl.zst"; } 2>&1 | tail -1)
     echo "$c: $(zstd -dc "$work/$c.jsonl.zst" | wc -c) bytes of JSONL, peak RSS $kb KB"
 done
+fi
+
+if only 5; then
+echo "== 5. Scaling and the floor: wall seconds on the 8x corpus ($(zstd -dc "$work/corpus.jsonl.zst" | wc -c) bytes of JSONL)"
+zstd -dc "$work/corpus.jsonl.zst" > "$work/corpus.jsonl"
+wall() { /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; }
+j1=() j2=() z=() c=()
+for r in $(seq "$rounds"); do
+    j1+=("$(wall build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/j1" "$work/corpus.jsonl.zst")")
+    j2+=("$(wall build/sluice -q tokenize -j 2 --tokenizer "gpt2:$gpt2" --out "$work/j2" "$work/corpus.jsonl.zst")")
+    z+=("$(wall sh -c "zstd -dc '$work/corpus.jsonl.zst' > /dev/null")")
+    c+=("$(wall sh -c "cat '$work/corpus.jsonl' > /dev/null")")
+done
+cmp -s "$work/j1.bin" "$work/j2.bin" 2>/dev/null || cmp -s "$work/j1_text_document.bin" "$work/j2_text_document.bin" || echo "-j 1 and -j 2 outputs differ"
+mc=$($PY -c "
+import numpy as np, time
+a = np.frombuffer(open('$work/corpus.jsonl', 'rb').read(), dtype=np.uint8); b = np.empty_like(a)
+best = 1e9
+for _ in range(5):
+    t0 = time.perf_counter(); np.copyto(b, a); best = min(best, time.perf_counter() - t0)
+print('%.4f' % best)")
+echo "GPT-2, wall s: -j 1 $(median "${j1[@]}"), -j 2 $(median "${j2[@]}") (nproc $(nproc), load $(cut -d' ' -f1 /proc/loadavg));" \
+     "floor: zstd -dc $(median "${z[@]}") s, cat of the JSONL $(median "${c[@]}") s, memcpy of its bytes $mc s"
+fi

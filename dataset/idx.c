@@ -153,7 +153,27 @@ int idx_writer_add_sequence(struct idx_writer *w, const uint32_t *tokens, size_t
     }
     uint64_t limit = max_for(w->dtype);
     unsigned char *p = w->tmp;
-    for (size_t i = 0; i < n; i++) {
+    const void *out = p;
+    int done = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (w->itemsize == 2) { /* the common case: one pass the compiler vectorises */
+        uint32_t over = 0;
+        uint16_t *q = (uint16_t *)(void *)p;
+        for (size_t i = 0; i < n; i++) {
+            over |= tokens[i] > limit;
+            q[i] = (uint16_t)tokens[i];
+        }
+        done = !over; /* else the loop below finds the id that does not fit */
+    } else if (w->itemsize == 4) { /* the ids as they are, without a copy */
+        uint32_t over = 0;
+        for (size_t i = 0; i < n; i++)
+            over |= tokens[i] > limit;
+        if (!over)
+            out = (const void *)tokens;
+        done = !over;
+    }
+#endif
+    for (size_t i = 0; i < n && !done; i++) {
         uint32_t t = tokens[i];
         if (t > limit)
             return sl_err_set(SL_ERR_FORMAT, "token id %u does not fit the shard dtype %s", t,
@@ -162,7 +182,7 @@ int idx_writer_add_sequence(struct idx_writer *w, const uint32_t *tokens, size_t
         for (size_t b = 0; b < w->itemsize; b++)
             p[i * w->itemsize + b] = b < 4 ? (unsigned char)(t >> (8 * b)) : 0;
     }
-    int rc = sl_writer_write(w->bin, w->tmp, bytes);
+    int rc = sl_writer_write(w->bin, out, bytes);
     if (rc)
         return rc;
     push_seq(w, (int32_t)n, (int64_t)w->bin_bytes);

@@ -1,6 +1,6 @@
 /* Byte-level BPE encoding: pre-tokenize, look each piece up in a per-thread cache, else
- * take the whole-token shortcut or merge (linear scan for short pieces, a heap for long
- * ones); decoding. The loaders are in bpe_load.c. */
+ * take the token the piece is (tiktoken) or merge (linear scan for short pieces, a heap
+ * for long ones); decoding. The loaders are in bpe_load.c. */
 #include "tokenize/bpe.h"
 
 #include "core/alloc.h"
@@ -12,14 +12,15 @@
 #include <string.h>
 
 #define SMALL_PIECE 48
-#define CACHE_BITS 15
-#define CACHE_KEY 16
-#define CACHE_IDS 3
+#define CACHE_BITS 16
+#define CACHE_KEY 24
+#define CACHE_IDS 9
 
-/* The piece cache: pieces of up to 16 bytes whose encoding has up to 3 ids, keyed by
- * their bytes (zero padded into two words), direct mapped. */
+/* The piece cache: pieces of up to 24 bytes whose encoding has up to 9 ids, keyed by
+ * their bytes (zero padded into three words), direct mapped; an entry is one 64-byte
+ * cache line, the whole cache 4 MiB. */
 struct cache_ent {
-    uint64_t k0, k1;
+    uint64_t k[3];
     uint8_t len, nids;
     uint16_t pad;
     uint32_t ids[CACHE_IDS];
@@ -181,23 +182,24 @@ static inline uint64_t low_bytes(uint64_t v, size_t n)
     return n >= 8 ? v : v & ((UINT64_C(1) << (8 * n)) - 1);
 }
 
-/* The piece's bytes zero padded into two words (n <= 16); `room` bytes are readable. */
-static inline void piece_key(const u8 *p, size_t n, size_t room, uint64_t *k0, uint64_t *k1)
+/* The piece's bytes zero padded into three words (n <= 24); `room` bytes are readable. */
+static inline void piece_key(const u8 *p, size_t n, size_t room, uint64_t k[3])
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (room >= 16) {
-        uint64_t a, c;
+    if (room >= 24) {
+        uint64_t a, c, d;
         memcpy(&a, p, 8);
         memcpy(&c, p + 8, 8);
-        *k0 = low_bytes(a, n);
-        *k1 = n > 8 ? low_bytes(c, n - 8) : 0;
+        memcpy(&d, p + 16, 8);
+        k[0] = low_bytes(a, n);
+        k[1] = n > 8 ? low_bytes(c, n - 8) : 0;
+        k[2] = n > 16 ? low_bytes(d, n - 16) : 0;
         return;
     }
 #endif
-    u8 tmp[16] = { 0 };
+    u8 tmp[24] = { 0 };
     memcpy(tmp, p, n);
-    memcpy(k0, tmp, 8);
-    memcpy(k1, tmp + 8, 8);
+    memcpy(k, tmp, 24);
 }
 
 static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
@@ -212,13 +214,12 @@ static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
     return 0;
 }
 
-/* A piece that is not in the cache: tiktoken's whole-token shortcut where it can differ
- * from BPE, else BPE. */
+/* A piece that is not in the cache: the token it is (tiktoken's rule), else BPE. */
 static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one)
 {
     const struct bpe *b = e->b;
-    if (b->shortcut) {
-        int64_t id = bpe_vocab_find(b, p, n);
+    if (b->whole && n <= b->max_len) {
+        int64_t id = bpe_vocab_find(b, p, n); /* a rank file's specials are not in it */
         if (id >= 0) {
             *one = (uint32_t)id;
             return 0;
@@ -227,26 +228,32 @@ static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *on
     return merge_piece(e, p, n);
 }
 
-static inline uint64_t piece_hash(uint64_t k0, uint64_t k1, size_t n)
+static inline uint64_t piece_hash(const uint64_t k[3], size_t n)
 {
-    return bpe_mix64((k0 * 0x9E3779B97F4A7C15ull) ^ (k1 * 0xC2B2AE3D27D4EB4Full) ^ n);
+    return bpe_mix64((k[0] * 0x9E3779B97F4A7C15ull) ^ (k[1] * 0xC2B2AE3D27D4EB4Full) ^
+                     (k[2] * 0xFF51AFD7ED558CCDull) ^ n);
 }
 
 /* One piece of 2..CACHE_KEY bytes whose cache slot is c. */
 static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t room,
                                 struct cache_ent *c, struct tok_ids *out)
 {
-    uint64_t k0, k1;
-    piece_key(p, n, room, &k0, &k1);
-    if (c->k0 == k0 && c->k1 == k1 && c->len == n)
+    uint64_t k[3];
+    piece_key(p, n, room, k);
+    if (c->k[0] == k[0] && c->k[1] == k[1] && c->k[2] == k[2] && c->len == n) {
+        if (out->cap - out->n >= CACHE_IDS) { /* a fixed-size copy, without a call */
+            memcpy(out->v + out->n, c->ids, sizeof(c->ids));
+            out->n += c->nids;
+            return 0;
+        }
         return emit(out, c->ids, c->nids);
+    }
     uint32_t one = 0;
     size_t m = encode_slow(e, p, n, &one);
     const uint32_t *ids = m ? e->ids : &one;
     m = m ? m : 1;
     if (m <= CACHE_IDS) {
-        c->k0 = k0;
-        c->k1 = k1;
+        memcpy(c->k, k, sizeof(k));
         c->len = (uint8_t)n;
         c->nids = (uint8_t)m;
         memcpy(c->ids, ids, m * sizeof(uint32_t));
@@ -273,9 +280,9 @@ int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *ou
         for (size_t i = 0; i < np; i++) {
             size_t len = lens[i];
             if (len >= 2 && len <= CACHE_KEY) {
-                uint64_t k0, k1;
-                piece_key(q, len, (size_t)(end - q), &k0, &k1);
-                slot[i] = &e->cache[piece_hash(k0, k1, len) >> (64 - CACHE_BITS)];
+                uint64_t k[3];
+                piece_key(q, len, (size_t)(end - q), k);
+                slot[i] = &e->cache[piece_hash(k, len) >> (64 - CACHE_BITS)];
                 __builtin_prefetch(slot[i]);
             }
             q += len;

@@ -13,8 +13,8 @@
  * number. For a rank file every split of a token into two tokens is a pair with that
  * token's rank, which is exactly tiktoken's byte-string rank lookup. tiktoken also takes a
  * piece that is itself a token as that token; that differs from BPE only for tokens that
- * merging their own bytes does not reach, so the lookup is made only when a rank file has
- * such tokens (checked when loading; none of OpenAI's files has one). Short pieces are
+ * merging their own bytes does not reach (none of OpenAI's files has one), and the lookup
+ * is cheaper than merging, so a rank file's pieces are looked up first. Short pieces are
  * merged with a linear scan, long ones with a heap (O(n log n)).
  */
 #ifndef SL_TOKENIZE_BPE_H

@@ -30,7 +30,8 @@ struct special {
 struct bpe {
     enum pretok_kind pretok;
     int tiktoken;
-    int shortcut; /* a piece that is a token must be looked up: BPE does not reach them all */
+    int whole;        /* a piece that is a regular token encodes as that token (tiktoken) */
+    uint32_t max_len; /* bytes of the longest regular token (when whole) */
     uint32_t n_vocab;
     uint32_t *off; /* token bytes are bytes[off[i] .. off[i+1]) */
     u8 *bytes;
@@ -137,9 +138,8 @@ static inline uint32_t bpe_merged_id(const struct bpe *b, uint32_t rank)
     return b->merge_id ? b->merge_id[rank] : rank + b->merge_off;
 }
 
-/* BPE of the bytes p[0..n) without the whole-token shortcut and without the cache (used
- * when loading to find the tokens the shortcut may be used for). *ids is valid until the
- * next call on e. */
+/* BPE of the bytes p[0..n) without the whole-token lookup and without the cache. *ids is
+ * valid until the next call on e. */
 size_t bpe_merge_bytes(struct bpe_enc *e, const u8 *p, size_t n, const uint32_t **ids);
 
 #endif

@@ -434,44 +434,43 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
         rc = build_vtab(b, name);
     }
     if (!rc) {
-        /* every split of a token into two tokens merges at the token's rank */
-        size_t npairs = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            if (pass == 1)
-                pair_table_init(b, npairs);
-            for (uint32_t id = 0; id < b->n_vocab; id++) {
-                if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
-                    continue;
-                const u8 *s = b->bytes + b->off[id];
-                size_t n = b->off[id + 1] - b->off[id];
-                for (size_t k = 1; k < n; k++) {
-                    int64_t l = bpe_vocab_find(b, s, k);
-                    if (l < 0)
-                        continue;
-                    int64_t r = bpe_vocab_find(b, s + k, n - k);
-                    if (r < 0)
-                        continue;
-                    if (pass == 0)
-                        npairs++;
-                    else
-                        pair_put(b, (uint32_t)l, (uint32_t)r, id, 1);
-                }
-            }
-        }
-        build_bp(b);
-        /* tiktoken takes a piece that is a token as that token; BPE gives the same unless
-         * a token is unreachable by merging its own bytes. Only then is the lookup needed
-         * (none is in r50k_base, cl100k_base or o200k_base). */
-        struct bpe_enc *e = bpe_enc_new(b);
-        for (uint32_t id = 0; id < b->n_vocab && !b->shortcut; id++) {
+        /* every split of a token into two tokens merges at the token's rank; the splits
+         * are found once, then the table is sized for them */
+        uint32_t (*pairs)[3] = NULL;
+        size_t npairs = 0, cap = 0;
+        for (uint32_t id = 0; id < b->n_vocab; id++) {
             if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
                 continue;
+            const u8 *s = b->bytes + b->off[id];
             size_t n = b->off[id + 1] - b->off[id];
-            const uint32_t *ids;
-            if (n > 1 && !(bpe_merge_bytes(e, b->bytes + b->off[id], n, &ids) == 1 && ids[0] == id))
-                b->shortcut = 1;
+            if (n > b->max_len)
+                b->max_len = (uint32_t)n;
+            for (size_t k = 1; k < n; k++) {
+                int64_t l = bpe_vocab_find(b, s, k);
+                if (l < 0)
+                    continue;
+                int64_t r = bpe_vocab_find(b, s + k, n - k);
+                if (r < 0)
+                    continue;
+                if (npairs == cap) {
+                    cap = cap ? cap * 2 : 4096;
+                    pairs = sl_xrealloc(pairs, sl_mul_size(cap, sizeof(*pairs)));
+                }
+                pairs[npairs][0] = (uint32_t)l;
+                pairs[npairs][1] = (uint32_t)r;
+                pairs[npairs][2] = id;
+                npairs++;
+            }
         }
-        bpe_enc_free(e);
+        pair_table_init(b, npairs);
+        for (size_t i = 0; i < npairs; i++)
+            pair_put(b, pairs[i][0], pairs[i][1], pairs[i][2], 1);
+        free(pairs);
+        build_bp(b);
+        /* tiktoken takes a piece that is a token as that token (BPE gives the same unless
+         * merging a token's bytes does not reach it): a piece is looked up before it is
+         * merged, which also spares checking every token here */
+        b->whole = 1;
     }
     toklist_release(&t);
     if (rc) {

@@ -5,6 +5,9 @@
 #include "tokenize/unicat.h"
 
 #include <stdint.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 typedef unsigned char u8;
 
@@ -64,6 +67,58 @@ static inline const u8 *run_any(const u8 *p, const u8 *e, unsigned want)
         p += len;
     }
     return p;
+}
+
+/* Advance over ASCII letters ([A-Za-z], the only ASCII \p{L}); 16 bytes at a time with
+ * SSE2 (part of every x86-64), byte by byte elsewhere. */
+static inline const u8 *run_ascii_letters(const u8 *p, const u8 *e)
+{
+#if defined(__SSE2__)
+    const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1), bit = _mm_set1_epi8(0x20);
+    while (e - p >= 16) {
+        /* c | 0x20 is in a..z exactly for the letters; bytes >= 0x80 are negative */
+        __m128i v = _mm_or_si128(_mm_loadu_si128((const __m128i *)(const void *)p), bit);
+        __m128i in = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
+        unsigned m = (unsigned)_mm_movemask_epi8(in) ^ 0xFFFFu;
+        if (m)
+            return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < e && (unsigned)((*p | 0x20) - 'a') < 26u)
+        p++;
+    return p;
+}
+
+/* Advance over [a-z], as run_ascii_letters. */
+static inline const u8 *run_ascii_lower(const u8 *p, const u8 *e)
+{
+#if defined(__SSE2__)
+    const __m128i lo = _mm_set1_epi8('a' - 1), hi = _mm_set1_epi8('z' + 1);
+    while (e - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        __m128i in = _mm_and_si128(_mm_cmpgt_epi8(v, lo), _mm_cmplt_epi8(v, hi));
+        unsigned m = (unsigned)_mm_movemask_epi8(in) ^ 0xFFFFu;
+        if (m)
+            return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < e && (unsigned)(*p - 'a') < 26u)
+        p++;
+    return p;
+}
+
+/* Advance over letters: runs of ASCII letters in bulk, other characters one by one. */
+static inline const u8 *run_letters(const u8 *p, const u8 *e)
+{
+    unsigned len;
+    for (;;) {
+        p = run_ascii_letters(p, e);
+        if (p >= e || *p < 0x80 || !(cls_at(p, e, &len) & UC_L))
+            return p;
+        p += len;
+    }
 }
 
 /* Advance over characters that are neither letter, number nor space. */
@@ -154,7 +209,7 @@ static size_t next_gpt2(const u8 *s, const u8 *e)
         q = s + 1;
     unsigned len, c = cls_at(q, e, &len);
     if (c & UC_L)
-        return (size_t)(run_any(q + len, e, UC_L) - s);
+        return (size_t)(run_letters(q + len, e) - s);
     if (c & UC_N)
         return (size_t)(run_any(q + len, e, UC_N) - s);
     if (OTHER(c))
@@ -182,10 +237,10 @@ static size_t next_cl100k(const u8 *s, const u8 *e)
     if (!(c & (UC_CRLF | UC_L | UC_N)) && s + len < e) {
         unsigned len1, c1 = cls_at(s + len, e, &len1);
         if (c1 & UC_L)
-            return (size_t)(run_any(s + len + len1, e, UC_L) - s);
+            return (size_t)(run_letters(s + len + len1, e) - s);
     }
     if (c & UC_L)
-        return (size_t)(run_any(s + len, e, UC_L) - s);
+        return (size_t)(run_letters(s + len, e) - s);
     if (c & UC_N)
         return (size_t)(run_num3(s, e) - s);
     if (c0 == ' ' && s + 1 < e) {
@@ -202,6 +257,18 @@ static size_t next_cl100k(const u8 *s, const u8 *e)
 static const u8 *o200k_alt1(const u8 *q, const u8 *e)
 {
     const u8 *p = q, *w_end = NULL;
+    /* ASCII first: [A-Z] are U only, [a-z] W only */
+    while (p < e && (unsigned)(*p - 'A') < 26u)
+        p++;
+    if (p == e)
+        return NULL; /* U+ to the end: no W */
+    if (*p < 0x80) {
+        if ((unsigned)(*p - 'a') >= 26u)
+            return NULL;
+        p = run_ascii_lower(p + 1, e);
+        return p < e && *p >= 0x80 ? run_any(p, e, UC_LO) : p;
+    }
+    p = q; /* a non-ASCII character in the U run: the general walk */
     unsigned len, c = 0;
     while (p < e) {
         c = cls_at(p, e, &len);

@@ -375,3 +375,39 @@ TEST(bpe_bad_files)
     CHECK_EQ_INT(bpe_load_tiktoken(&b, "/nonexistent/cl100k_base.tiktoken", -1), SL_ERR_IO);
     CHECK_CONTAINS(sl_err_msg(), "/nonexistent/cl100k_base.tiktoken");
 }
+
+/* tiktoken takes a piece that is a token as that token, also where merging its bytes does
+ * not reach it: ranks 256 "bc" and 257 "abcd" (no "abc", "bcd"): BPE of "abcd" stops at
+ * a|bc|d, tiktoken gives 257; "abcde" is merged (a|bc|d|e). */
+TEST(bpe_tiktoken_unreachable_token)
+{
+    struct sl_buf f = SL_BUF_INIT;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int c = 0; c < 256; c++) {
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%c%c== %d\n", b64[c >> 2], b64[(c & 3) << 4], c);
+        sl_buf_append(&f, line, (size_t)n);
+    }
+    sl_buf_append(&f, "YmM= 256\nYWJjZA== 257\n", 22); /* "bc", "abcd" */
+    struct bpe *b = NULL;
+    REQUIRE(bpe_load_tiktoken_mem(&b, f.data, f.len, PRETOK_GPT2, "t.tiktoken") == 0);
+    struct bpe_enc *e = bpe_enc_new(b);
+    struct tok_ids ids = { 0 };
+    for (int round = 0; round < 2; round++) { /* the second from the piece cache */
+        ids.n = 0;
+        CHECK_EQ_INT(bpe_encode(e, "abcd", 4, &ids), 0);
+        CHECK_EQ_INT(ids.n, 1);
+        CHECK_EQ_INT(ids.v[0], 257);
+        ids.n = 0;
+        CHECK_EQ_INT(bpe_encode(e, "abcde", 5, &ids), 0);
+        CHECK_EQ_INT(ids.n, 4);
+        CHECK_EQ_INT(ids.v[0], 'a');
+        CHECK_EQ_INT(ids.v[1], 256);
+        CHECK_EQ_INT(ids.v[2], 'd');
+        CHECK_EQ_INT(ids.v[3], 'e');
+    }
+    tok_ids_release(&ids);
+    bpe_enc_free(e);
+    bpe_free(b);
+    sl_buf_release(&f);
+}

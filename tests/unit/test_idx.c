@@ -163,3 +163,30 @@ TEST(idx_bad_files)
     sl_buf_release(&bin);
     sl_buf_release(&fs);
 }
+
+/* An id that does not fit a uint16 shard is refused, whatever its place in the sequence
+ * (its rows are written in one pass); int32 rows are written as they are. */
+TEST(idx_writer_id_too_large)
+{
+    char p[600];
+    uint32_t ok[40], back[40];
+    for (uint32_t i = 0; i < 40; i++)
+        ok[i] = i * 1000;
+    prefix_path(p, sizeof(p), "big16");
+    struct idx_writer *w;
+    REQUIRE(idx_writer_open(&w, p, IDX_U16) == 0);
+    CHECK_EQ_INT(idx_writer_add_sequence(w, ok, 40), 0);
+    ok[33] = 65536;
+    CHECK_EQ_INT(idx_writer_add_sequence(w, ok, 40), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "65536");
+    idx_writer_abort(w);
+    prefix_path(p, sizeof(p), "big32");
+    REQUIRE(idx_writer_open(&w, p, IDX_I32) == 0);
+    CHECK_EQ_INT(idx_writer_add_document(w, ok, 40), 0);
+    REQUIRE(idx_writer_commit(w) == 0);
+    struct idx_reader *r;
+    REQUIRE(idx_reader_open(&r, p) == 0);
+    CHECK_EQ_INT(idx_reader_read(r, 0, 0, 40, back), 0);
+    CHECK_EQ_MEM(back, sizeof(back), ok, sizeof(ok));
+    idx_reader_close(r);
+}
