@@ -535,8 +535,11 @@ static int load_bpe(struct load *L, struct json_object *model)
     if (rc)
         return rc;
     h->bpe->pretok = h->kind;
-    if (h->ignore_merges)
-        h->bpe->shortcut = 1;
+    if (h->ignore_merges) {
+        /* a piece that is a token is that token, whatever its length */
+        h->bpe->whole = 1;
+        h->bpe->max_len = UINT32_MAX;
+    }
     if (real_max + 1 > h->vocab_size)
         h->vocab_size = real_max + 1;
     return 0;
