@@ -6,6 +6,8 @@
 # tests/fuzz/corpus) and is kept between campaigns; a finding stops its family, keeps the
 # input in tests/fuzz/crashes/ and makes the exit status 1. A summary line per family
 # (CPU seconds, executions, corpus size) goes to stdout and to fuzz-corpus/campaign.log.
+# The per-input timeout is wall time (libFuzzer's): 60 s, since a campaign may run at low
+# priority beside other work; check a timeout's input alone before taking it for a hang.
 #
 # Usage: tests/fuzz/campaign.sh [CPU_SECONDS [SLICE [DEADLINE]]]   (binaries in build-fuzz/)
 set -uo pipefail
@@ -45,7 +47,7 @@ slice_run() {
     fi
     local out=$root/$t.last.log
     /usr/bin/time -f "%U %S" -o "$root/$t.time" build-fuzz/"$t" -max_total_time="$secs" \
-        -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -max_len=65536 -rss_limit_mb=2048 -timeout=60 -print_final_stats=1 \
         -artifact_prefix="tests/fuzz/crashes/$t-" "$corpus" >"$out" 2>&1
     local rc=$?
     local cpu execs
