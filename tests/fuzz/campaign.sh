@@ -10,6 +10,7 @@
 # priority beside other work; check a timeout's input alone before taking it for a hang.
 #
 # Usage: tests/fuzz/campaign.sh [CPU_SECONDS [SLICE [DEADLINE]]]   (binaries in build-fuzz/)
+#        FAMILIES=jsonl,warc tests/fuzz/campaign.sh ...   (only these families)
 set -uo pipefail
 cpu_target=${1:-3600}
 slice=${2:-600}
@@ -26,6 +27,14 @@ families=(
     "tokenizer-files:fuzz_bpe_load fuzz_spm_enc fuzz_fasttext"
     "checkpoint-headers:fuzz_safetensors fuzz_tbevents"
 )
+if [ -n "${FAMILIES:-}" ]; then
+    keep=()
+    for f in "${families[@]}"; do
+        case ",$FAMILIES," in *",${f%%:*},"*) keep+=("$f") ;; esac
+    done
+    [ ${#keep[@]} -eq 0 ] && { echo "campaign: no family in FAMILIES='$FAMILIES'" >&2; exit 2; }
+    families=("${keep[@]}")
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=fuzz-corpus
 mkdir -p "$root" tests/fuzz/crashes
