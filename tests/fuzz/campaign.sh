@@ -60,7 +60,8 @@ slice_run() {
         -artifact_prefix="tests/fuzz/crashes/$t-" "$corpus" >"$out" 2>&1
     local rc=$?
     local cpu execs
-    cpu=$(awk '{printf "%.0f", ($1 + $2) * 100}' "$root/$t.time" 2>/dev/null | tail -1)
+    # time(1) puts "Command exited with non-zero status N" before the figures on a finding
+    cpu=$(tail -1 "$root/$t.time" 2>/dev/null | awk '{printf "%.0f", ($1 + $2) * 100}')
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out" | grep -o '[0-9]*$' | tail -1)
     echo "${cpu:-0} ${execs:-0} $rc"
 }
