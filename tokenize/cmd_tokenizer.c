@@ -33,7 +33,8 @@
 #include <unistd.h>
 
 static const char *const usage[] = {
-    "sluice tokenizer train --model-type bpe|unigram|char|word|byte-bpe --vocab-size N --out PREFIX [options] IN...",
+    "sluice tokenizer train --model-type bpe|unigram|char|word|byte-bpe --vocab-size N --out "
+    "PREFIX [options] IN...",
     "",
     "Train a SentencePiece model on JSONL documents (each line of a document's text is a",
     "sentence) or text files (.txt, one sentence a line), writing PREFIX.model and",
@@ -98,7 +99,8 @@ static void sift_up(struct sent *h, size_t i)
     }
 }
 
-static void offer(struct reservoir *r, const struct opts *o, uint64_t order, const char *s, size_t n)
+static void offer(struct reservoir *r, const struct opts *o, uint64_t order, const char *s,
+                  size_t n)
 {
     while (n && (s[n - 1] == '\r' || s[n - 1] == '\n'))
         n--;
@@ -129,7 +131,8 @@ static void offer(struct reservoir *r, const struct opts *o, uint64_t order, con
 }
 
 /* Offer every line of text. */
-static void offer_lines(struct reservoir *r, const struct opts *o, uint64_t *order, const char *t, size_t n)
+static void offer_lines(struct reservoir *r, const struct opts *o, uint64_t *order, const char *t,
+                        size_t n)
 {
     const char *p = t, *end = t + n;
     while (p < end) {
@@ -165,6 +168,50 @@ static void on_skip(void *ctx, const char *reason, const char *message)
         sl_warn_limited(reason, 20, "%s", message);
 }
 
+/* Call fn with the text of each document of a JSONL input (documents without one are
+ * passed over; damaged lines are reported through on_skip). */
+static int each_jsonl_text(const struct opts *o, const char *path,
+                           void (*fn)(void *ctx, const char *t, size_t n), void *ctx)
+{
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.text_key = o->key;
+    jo.allow_missing_text = 1;
+    jo.repair_utf8 = 1;
+    jo.on_skip = on_skip;
+    struct sl_jsonl_reader *jr;
+    int rc = sl_jsonl_open(&jr, path, &jo);
+    struct sl_doc d;
+    sl_doc_init(&d);
+    while (!rc) {
+        int got = sl_jsonl_next(jr, &d);
+        if (got < 0)
+            rc = got;
+        if (got <= 0)
+            break;
+        size_t n;
+        const char *t = sl_doc_text(&d, &n);
+        if (t)
+            fn(ctx, t, n);
+    }
+    sl_doc_release(&d);
+    if (!rc)
+        sl_jsonl_close(jr);
+    return rc;
+}
+
+struct sample_ctx {
+    struct reservoir *r;
+    const struct opts *o;
+    uint64_t *order;
+};
+
+static void sample_text(void *ctx, const char *t, size_t n)
+{
+    struct sample_ctx *sc = ctx;
+    offer_lines(sc->r, sc->o, sc->order, t, n);
+}
+
 static int sample_inputs(const struct opts *o, const struct sl_inputs *in, struct reservoir *r)
 {
     int rc = 0;
@@ -194,30 +241,8 @@ static int sample_inputs(const struct opts *o, const struct sl_inputs *in, struc
             if (!rc)
                 sl_reader_close(rd);
         } else {
-            struct sl_jsonl_opts jo;
-            memset(&jo, 0, sizeof(jo));
-            jo.text_key = o->key;
-            jo.allow_missing_text = 1;
-            jo.repair_utf8 = 1;
-            jo.on_skip = on_skip;
-            struct sl_jsonl_reader *jr;
-            rc = sl_jsonl_open(&jr, in->v[f].path, &jo);
-            struct sl_doc d;
-            sl_doc_init(&d);
-            while (!rc) {
-                int got = sl_jsonl_next(jr, &d);
-                if (got < 0)
-                    rc = got;
-                if (got <= 0)
-                    break;
-                size_t n;
-                const char *t = sl_doc_text(&d, &n);
-                if (t)
-                    offer_lines(r, o, &order, t, n);
-            }
-            sl_doc_release(&d);
-            if (!rc)
-                sl_jsonl_close(jr);
+            struct sample_ctx sc = { r, o, &order };
+            rc = each_jsonl_text(o, in->v[f].path, sample_text, &sc);
         }
         done += in->v[f].size;
         sl_progress_update(&prog, done, r->seen);
@@ -269,6 +294,18 @@ static const char *ours(const char *msg)
 /* the longest pre-token counted (longer ones are skipped and counted) */
 #define BBPE_MAX_PIECE 65536
 
+struct count_ctx {
+    struct bpe_counts *c;
+    uint64_t *docs;
+};
+
+static void count_text(void *ctx, const char *t, size_t n)
+{
+    struct count_ctx *cc = ctx;
+    bpe_counts_add_text(cc->c, t, n);
+    (*cc->docs)++;
+}
+
 static int count_inputs(const struct opts *o, const struct sl_inputs *in, struct bpe_counts *c,
                         uint64_t *docs)
 {
@@ -303,32 +340,8 @@ static int count_inputs(const struct opts *o, const struct sl_inputs *in, struct
             if (!rc)
                 sl_reader_close(rd);
         } else {
-            struct sl_jsonl_opts jo;
-            memset(&jo, 0, sizeof(jo));
-            jo.text_key = o->key;
-            jo.allow_missing_text = 1;
-            jo.repair_utf8 = 1;
-            jo.on_skip = on_skip;
-            struct sl_jsonl_reader *jr;
-            rc = sl_jsonl_open(&jr, in->v[f].path, &jo);
-            struct sl_doc d;
-            sl_doc_init(&d);
-            while (!rc) {
-                int got = sl_jsonl_next(jr, &d);
-                if (got < 0)
-                    rc = got;
-                if (got <= 0)
-                    break;
-                size_t n;
-                const char *t = sl_doc_text(&d, &n);
-                if (t) {
-                    bpe_counts_add_text(c, t, n);
-                    (*docs)++;
-                }
-            }
-            sl_doc_release(&d);
-            if (!rc)
-                sl_jsonl_close(jr);
+            struct count_ctx cc = { c, docs };
+            rc = each_jsonl_text(o, in->v[f].path, count_text, &cc);
         }
         done += in->v[f].size;
         sl_progress_update(&prog, done, *docs);
@@ -433,8 +446,9 @@ static int run_byte_bpe(struct opts *o, const struct sl_inputs *in)
 
 static int run(struct opts *o, struct sl_strlist *operands)
 {
-    static const char *const exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz", ".jsonl.bz2",
-                                        ".txt", ".txt.gz", ".txt.zst", NULL };
+    static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
+                                        ".json.gz", ".jsonl.bz2", ".txt",
+                                        ".txt.gz",  ".txt.zst",   NULL };
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
     if (rc) {
@@ -527,15 +541,19 @@ int cmd_tokenizer(int argc, const char **argv)
     o.specials = "<|endoftext|>";
     o.max_pretokens = 4000000;
     struct sl_option options[] = {
-        SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word|byte-bpe", "model type (default unigram)"),
+        SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word|byte-bpe",
+                      "model type (default unigram)"),
         SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "vocabulary size"),
         SL_OPT_STRING('o', "out", &o.out, "PREFIX", "writes PREFIX.model and PREFIX.vocab"),
-        SL_OPT_STRING(0, "json-key", &o.key, "KEY", "member of JSONL documents with the text (default text)"),
+        SL_OPT_STRING(0, "json-key", &o.key, "KEY",
+                      "member of JSONL documents with the text (default text)"),
         SL_OPT_UINT64(0, "input-sentence-size", &o.sample, "N",
                       "sentences sampled uniformly from all input (default 1000000; 0: all)"),
         SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the sample (default 0)"),
-        SL_OPT_DOUBLE(0, "character-coverage", &o.coverage, "F", "characters covered (default 0.9995)"),
-        SL_OPT_FLAG_(0, "byte-fallback", &o.byte_fallback, "unknown characters as <0xNN> byte pieces"),
+        SL_OPT_DOUBLE(0, "character-coverage", &o.coverage, "F",
+                      "characters covered (default 0.9995)"),
+        SL_OPT_FLAG_(0, "byte-fallback", &o.byte_fallback,
+                     "unknown characters as <0xNN> byte pieces"),
         SL_OPT_FLAG_(0, "split-digits", &o.split_digits, "every digit is its own piece"),
         SL_OPT_STRING(0, "user-defined-symbols", &o.uds, "A,B", "pieces always kept whole"),
         SL_OPT_STRING(0, "control-symbols", &o.control, "A,B", "control pieces"),
@@ -546,14 +564,17 @@ int cmd_tokenizer(int argc, const char **argv)
         SL_OPT_UINT64(0, "max-sentence-length", &o.max_len, "N",
                       "longer sentences are skipped (default 4192 bytes, at most 65536)"),
         SL_OPT_INTEGER(0, "threads", &o.threads, "N", "training threads (default: the cores)"),
-        SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE", "any other spm_train option (repeatable)"),
+        SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE",
+                       "any other spm_train option (repeatable)"),
         SL_OPT_CHOICE(0, "pattern", &o.pattern, "gpt2|cl100k|o200k",
                       "byte-bpe: pre-tokenizer regex of that encoding (default gpt2)"),
         SL_OPT_STRING(0, "special-tokens", &o.specials, "A,B",
                       "byte-bpe: special tokens, ids 0.. (default <|endoftext|>; '' for none)"),
-        SL_OPT_UINT64(0, "min-frequency", &o.min_freq, "N", "byte-bpe: pairs seen fewer times are not merged (default 0)"),
+        SL_OPT_UINT64(0, "min-frequency", &o.min_freq, "N",
+                      "byte-bpe: pairs seen fewer times are not merged (default 0)"),
         SL_OPT_UINT64(0, "max-pretokens", &o.max_pretokens, "N",
-                      "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it (default 4000000)"),
+                      "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it "
+                      "(default 4000000)"),
         SL_OPT_COMMON,
         SL_OPT_END_,
     };
@@ -566,7 +587,8 @@ int cmd_tokenizer(int argc, const char **argv)
         return 0;
     }
     if (!rc && (rest.n == 0 || strcmp(rest.v[0], "train")))
-        rc = sl_err_set(SL_ERR_USAGE, rest.n ? "unknown subcommand '%s' (train)" : "no subcommand given (train)",
+        rc = sl_err_set(SL_ERR_USAGE,
+                        rest.n ? "unknown subcommand '%s' (train)" : "no subcommand given (train)",
                         rest.n ? rest.v[0] : "");
     if (!rc && !o.vocab_size)
         rc = sl_err_set(SL_ERR_USAGE, "--vocab-size N is required");
@@ -578,10 +600,11 @@ int cmd_tokenizer(int argc, const char **argv)
         for (const char *q = o.specials; *o.specials && q; q = strchr(q, ','), q = q ? q + 1 : NULL)
             nspec++;
         if (o.vocab_size < nspec + 256 || o.vocab_size > 0x7fffffff)
-            rc = sl_err_set(SL_ERR_USAGE,
-                            "--vocab-size must be at least the %zu special tokens plus the 256 bytes, and "
-                            "below 2^31 (got %llu)",
-                            nspec, (unsigned long long)o.vocab_size);
+            rc = sl_err_set(
+                SL_ERR_USAGE,
+                "--vocab-size must be at least the %zu special tokens plus the 256 bytes, and "
+                "below 2^31 (got %llu)",
+                nspec, (unsigned long long)o.vocab_size);
     }
     if (!rc && bbpe && sl_utf8_validate(o.specials, strlen(o.specials)) != strlen(o.specials))
         rc = sl_err_set(SL_ERR_USAGE, "--special-tokens is not valid UTF-8");
@@ -603,7 +626,8 @@ int cmd_tokenizer(int argc, const char **argv)
     for (size_t i = 0; !rc && i < o.extra.n; i++)
         if (!strchr(o.extra.v[i], '=') || !strncmp(o.extra.v[i], "input", 5) ||
             !strncmp(o.extra.v[i], "model_prefix", 12))
-            rc = sl_err_set(SL_ERR_USAGE, "--spm-option '%s': expected NAME=VALUE (not input or model_prefix)",
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "--spm-option '%s': expected NAME=VALUE (not input or model_prefix)",
                             o.extra.v[i]);
     if (rc) {
         sl_strlist_release(&rest);

@@ -78,14 +78,14 @@ pending() {
 
 status=0
 while :; do
-    mapfile -t todo < <(pending)
-    [ ${#todo[@]} -eq 0 ] && break
+    mapfile -t due < <(pending)
+    [ ${#due[@]} -eq 0 ] && break
     if [ "$deadline" -gt 0 ] && [ "$(date +%s)" -ge "$deadline" ]; then
         echo "deadline reached" | tee -a "$log"
         break
     fi
     # the two families with the least CPU so far, one harness each (rotating)
-    mapfile -t pick < <(for f in "${todo[@]}"; do echo "${used[${f%%:*}]} $f"; done | sort -n |
+    mapfile -t pick < <(for f in "${due[@]}"; do echo "${used[${f%%:*}]} $f"; done | sort -n |
         head -2 | cut -d' ' -f2-)
     pids=()
     names=()
