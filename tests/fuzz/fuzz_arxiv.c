@@ -6,10 +6,10 @@
 #include "core/utf8.h"
 #include "curate/extract/extract.h"
 
-#include <stdio.h>
+#include "fuzz_file.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void on_warn(void *ctx, const char *reason, const char *message)
 {
@@ -30,15 +30,7 @@ static int on_doc(void *ctx, struct sl_doc *d)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
-    if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/fuzz_arxiv.%ld", (long)getpid());
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        abort();
-    if (size && fwrite(data, 1, size, f) != size)
-        abort();
-    fclose(f);
+    const char *path = fuzz_file("fuzz_arxiv", data, size);
     struct extract_opts o;
     memset(&o, 0, sizeof(o));
     o.format = "arxiv";

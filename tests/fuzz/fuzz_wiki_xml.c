@@ -8,10 +8,10 @@
 #include "core/utf8.h"
 #include "curate/extract/wiki.h"
 
-#include <stdio.h>
+#include "fuzz_file.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int on_doc(void *ctx, struct sl_doc *d)
 {
@@ -30,15 +30,7 @@ static int on_doc(void *ctx, struct sl_doc *d)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
-    if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/fuzz_wiki_xml.%ld", (long)getpid());
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        abort();
-    if (size && fwrite(data, 1, size, f) != size)
-        abort();
-    fclose(f);
+    const char *path = fuzz_file("fuzz_wiki_xml", data, size);
     struct wiki_opts o;
     memset(&o, 0, sizeof(o));
     o.max_page_bytes = 1u << 18;
