@@ -48,6 +48,18 @@ size_t sl_utf8_valid_prefix_char(const unsigned char *s, size_t n)
     return sl_utf8_decode(s, n, &cp);
 }
 
+size_t sl_utf8_whole(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = n;
+    while (i > 0 && n - i < 3 && (u[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i == 0 || u[i - 1] < 0xC0)
+        return n; /* ends in ASCII, or in bytes that are not a cut character */
+    i--;          /* the lead byte */
+    return sl_utf8_valid_prefix_char(u + i, n - i) == n - i ? n : i;
+}
+
 size_t sl_utf8_validate(const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;

@@ -14,6 +14,10 @@ size_t sl_utf8_valid_prefix_char(const unsigned char *s, size_t n);
 /* Offset of the first invalid byte, or n when all of s is valid UTF-8. */
 size_t sl_utf8_validate(const char *s, size_t n);
 
+/* The length of s (n bytes of UTF-8 cut at a byte cap) without a character left
+ * incomplete at its end: n, or the start of that last character. */
+size_t sl_utf8_whole(const char *s, size_t n);
+
 /* Append s to out with each invalid sequence replaced by U+FFFD (maximal subparts, as
  * WHATWG and Python's errors="replace" do). Returns 0 or SL_ERR_TOOBIG. *replaced (if not
  * NULL) receives the number of replacements. */

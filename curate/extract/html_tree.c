@@ -4,6 +4,7 @@
 
 #include "core/alloc.h"
 #include "core/err.h"
+#include "core/utf8.h"
 
 #include <ctype.h>
 #include <libxml/HTMLparser.h>
@@ -439,5 +440,8 @@ int html_tree_build(struct html_tree *t, const char *html, size_t len)
     /* drop a trailing space of the title */
     if (t->title.len && t->title.data[t->title.len - 1] == ' ')
         sl_buf_truncate(&t->title, t->title.len - 1);
+    /* a title stopped by its cap may end inside a character */
+    if (t->title.len)
+        sl_buf_truncate(&t->title, sl_utf8_whole(t->title.data, t->title.len));
     return 0;
 }

@@ -57,6 +57,19 @@ TEST(utf8_validate)
     CHECK_EQ_INT(sl_utf8_validate("\x80", 1), 0);
 }
 
+TEST(utf8_whole)
+{
+    CHECK_EQ_INT(sl_utf8_whole("abc", 3), 3);
+    CHECK_EQ_INT(sl_utf8_whole("", 0), 0);
+    CHECK_EQ_INT(sl_utf8_whole("a\xc3\xa9", 3), 3);             /* whole */
+    CHECK_EQ_INT(sl_utf8_whole("a\xc3", 2), 1);                 /* cut after the lead */
+    CHECK_EQ_INT(sl_utf8_whole("a\xe2\x82", 3), 1);             /* cut 3-byte */
+    CHECK_EQ_INT(sl_utf8_whole("a\xf0\x9f\x98", 4), 1);         /* cut 4-byte */
+    CHECK_EQ_INT(sl_utf8_whole("a\xf0\x9f\x98\x80", 5), 5);     /* whole 4-byte */
+    CHECK_EQ_INT(sl_utf8_whole("a\x80\x80\x80\x80", 5), 5);     /* not a cut character */
+    CHECK_EQ_INT(sl_utf8_whole("\xe2\x82", 2), 0);
+}
+
 TEST(utf8_repair_maximal_subparts)
 {
     struct sl_buf b = SL_BUF_INIT;

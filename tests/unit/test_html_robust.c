@@ -100,6 +100,33 @@ TEST(html_invalid_bytes_every_charset)
     sl_buf_release(&b);
 }
 
+/* The title has a byte cap (4 KiB); a long title of multi-byte characters must not be cut
+ * inside one (found by fuzz_html). Every alignment of the cap against 2-, 3- and 4-byte
+ * characters. */
+TEST(html_long_title_cut_at_a_character)
+{
+    static const char *const ch[] = { "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80" };
+    struct sl_buf b = SL_BUF_INIT;
+    struct html_doc d;
+    html_doc_init(&d);
+    for (int c = 0; c < 3; c++) {
+        for (int shift = 0; shift < 4; shift++) {
+            sl_buf_reset(&b);
+            sl_buf_puts(&b, "<html><head><title>");
+            for (int i = 0; i < shift; i++)
+                sl_buf_putc(&b, 'x');
+            for (int i = 0; i < 3000; i++)
+                sl_buf_puts(&b, ch[c]);
+            sl_buf_puts(&b, "</title></head><body><p>text</p></body></html>");
+            CHECK_EQ_INT(html_extract(b.data, b.len, NULL, &d), 0);
+            check_valid(&d);
+            CHECK(d.title.len > 4000);
+        }
+    }
+    html_doc_release(&d);
+    sl_buf_release(&b);
+}
+
 TEST(html_broken_markup)
 {
     static const char *const pages[] = {
