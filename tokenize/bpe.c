@@ -1,6 +1,7 @@
-/* Byte-level BPE encoding: pre-tokenize, look each piece up in a per-thread cache, else
- * take the token the piece is (tiktoken) or merge (linear scan for short pieces, a heap
- * for long ones); decoding. The loaders are in bpe_load.c. */
+/* Byte-level BPE encoding: pre-tokenize, look each piece up in a per-thread cache (a
+ * direct-mapped first level for short pieces, then a hash table of every piece met so far
+ * up to a memory cap), else take the token the piece is (tiktoken) or merge (linear scan
+ * for short pieces, a heap for long ones); decoding. The loaders are in bpe_load.c. */
 #include "tokenize/bpe.h"
 
 #include "core/alloc.h"
@@ -12,9 +13,9 @@
 #include <string.h>
 
 #define SMALL_PIECE 48
-#define CACHE_BITS 16
-#define CACHE_KEY 24
-#define CACHE_IDS 9
+#define CACHE_BITS  16
+#define CACHE_KEY   24
+#define CACHE_IDS   9
 
 /* The piece cache: pieces of up to 24 bytes whose encoding has up to 9 ids, keyed by
  * their bytes (zero padded into three words), direct mapped; an entry is one 64-byte
@@ -26,9 +27,35 @@ struct cache_ent {
     uint32_t ids[CACHE_IDS];
 };
 
+/* The second level: an open-addressing table of the pieces (2..255 bytes) met so far
+ * with their ids, both kept in an arena. Web text has ~100k distinct pieces in a few MB,
+ * more than the first level holds, and many of them longer than 24 bytes (words of
+ * non-Latin scripts). It grows to L2_SLOTS_MAX slots and L2_ARENA_MAX bytes (24 MiB
+ * together) and starts over empty when full, so memory stays flat in the input size. */
+#define L2_MAX_PIECE 255
+#define L2_SLOTS_MIN (1u << 12)
+#define L2_SLOTS_MAX (1u << 19)
+#define L2_ARENA_MAX ((size_t)16 << 20)
+
+struct l2_slot {
+    uint64_t h;
+    uint32_t off; /* in the arena: nids ids, then the piece's bytes */
+    uint8_t len;  /* 0: empty */
+    uint8_t pad;
+    uint16_t nids;
+};
+
+struct l2 {
+    struct l2_slot *slot;
+    uint32_t mask, used;
+    uint32_t *arena; /* in 4-byte units */
+    size_t alen, acap;
+};
+
 struct bpe_enc {
     const struct bpe *b;
     struct cache_ent *cache;
+    struct l2 l2;
     /* scratch for merging */
     uint32_t *ids, *next, *prev, *pr;
     uint64_t *heap;
@@ -234,6 +261,112 @@ static inline uint64_t piece_hash(const uint64_t k[3], size_t n)
                      (k[2] * 0xFF51AFD7ED558CCDull) ^ n);
 }
 
+static void l2_reset(struct l2 *t, uint32_t slots)
+{
+    free(t->slot);
+    t->slot = sl_xcalloc(slots, sizeof(*t->slot));
+    t->mask = slots - 1;
+    t->used = 0;
+    t->alen = 0;
+}
+
+/* The ids of piece p (n bytes, hash h) if the table has it: *nids set, else NULL. */
+static inline const uint32_t *l2_find(const struct l2 *t, uint64_t h, const u8 *p, size_t n,
+                                      size_t *nids)
+{
+    if (!t->slot)
+        return NULL;
+    for (uint32_t i = (uint32_t)h & t->mask;; i = (i + 1) & t->mask) {
+        const struct l2_slot *s = &t->slot[i];
+        if (!s->len)
+            return NULL;
+        if (s->h == h && s->len == n) {
+            const uint32_t *ids = t->arena + s->off;
+            if (memcmp(ids + s->nids, p, n) == 0) {
+                *nids = s->nids;
+                return ids;
+            }
+        }
+    }
+}
+
+/* Rebuild the slots at twice the size (the arena stays). */
+static void l2_grow(struct l2 *t)
+{
+    uint32_t slots = (t->mask + 1) * 2;
+    struct l2_slot *old = t->slot, *end = old + t->mask + 1;
+    t->slot = sl_xcalloc(slots, sizeof(*t->slot));
+    t->mask = slots - 1;
+    for (struct l2_slot *s = old; s < end; s++) {
+        if (!s->len)
+            continue;
+        uint32_t i = (uint32_t)s->h & t->mask;
+        while (t->slot[i].len)
+            i = (i + 1) & t->mask;
+        t->slot[i] = *s;
+    }
+    free(old);
+}
+
+static void l2_add(struct l2 *t, uint64_t h, const u8 *p, size_t n, const uint32_t *ids,
+                   size_t nids)
+{
+    size_t units = nids + (n + 3) / 4;
+    if (n > L2_MAX_PIECE || nids > UINT16_MAX)
+        return;
+    if (!t->slot)
+        l2_reset(t, L2_SLOTS_MIN);
+    if (t->used + 1 > (t->mask + 1) / 2) {
+        if (t->mask + 1 < L2_SLOTS_MAX)
+            l2_grow(t);
+        else
+            l2_reset(t, t->mask + 1); /* full: start over */
+    }
+    if ((t->alen + units) * 4 > L2_ARENA_MAX)
+        l2_reset(t, t->mask + 1);
+    if (t->alen + units > t->acap) {
+        size_t cap = t->acap ? t->acap : 4096;
+        while (cap < t->alen + units)
+            cap *= 2;
+        t->arena = sl_xrealloc(t->arena, cap * 4);
+        t->acap = cap;
+    }
+    uint32_t i = (uint32_t)h & t->mask;
+    while (t->slot[i].len)
+        i = (i + 1) & t->mask;
+    uint32_t *a = t->arena + t->alen;
+    memcpy(a, ids, nids * 4);
+    memcpy(a + nids, p, n);
+    t->slot[i] = (struct l2_slot){
+        .h = h, .off = (uint32_t)t->alen, .len = (uint8_t)n, .nids = (uint16_t)nids
+    };
+    t->alen += units;
+    t->used++;
+}
+
+/* A piece not in the first level: the second level, else encode_slow (and remember). Ids
+ * in *ids (e->ids, the table's arena or `one`), their number returned. */
+static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one,
+                          const uint32_t **ids)
+{
+    uint64_t h = 0;
+    if (n <= L2_MAX_PIECE) {
+        size_t m;
+        h = bpe_hash_bytes(p, n);
+        const uint32_t *hit = l2_find(&e->l2, h, p, n, &m);
+        if (hit) {
+            *ids = hit;
+            return m;
+        }
+    }
+    size_t m = encode_slow(e, p, n, one);
+    *ids = m ? e->ids : one;
+    m = m ? m : 1;
+    if (n <= L2_MAX_PIECE)
+        l2_add(&e->l2, h, p, n, *ids, m);
+    return m;
+}
+
 /* One piece of 2..CACHE_KEY bytes whose cache slot is c. */
 static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t room,
                                 struct cache_ent *c, struct tok_ids *out)
@@ -249,9 +382,8 @@ static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t
         return emit(out, c->ids, c->nids);
     }
     uint32_t one = 0;
-    size_t m = encode_slow(e, p, n, &one);
-    const uint32_t *ids = m ? e->ids : &one;
-    m = m ? m : 1;
+    const uint32_t *ids;
+    size_t m = encode_miss(e, p, n, &one, &ids);
     if (m <= CACHE_IDS) {
         memcpy(c->k, k, sizeof(k));
         c->len = (uint8_t)n;
@@ -296,8 +428,9 @@ int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *ou
                 rc = encode_cached(e, p, len, (size_t)(end - p), slot[i], out);
             } else {
                 uint32_t one = 0;
-                size_t m = encode_slow(e, p, len, &one);
-                rc = m ? emit(out, e->ids, m) : tok_ids_push(out, one);
+                const uint32_t *ids;
+                size_t m = encode_miss(e, p, len, &one, &ids);
+                rc = emit(out, ids, m);
             }
             if (rc)
                 return rc;
@@ -320,6 +453,8 @@ void bpe_enc_free(struct bpe_enc *e)
     if (!e)
         return;
     free(e->cache);
+    free(e->l2.slot);
+    free(e->l2.arena);
     free(e->ids);
     free(e->next);
     free(e->prev);
@@ -392,4 +527,3 @@ void bpe_free(struct bpe *b)
     free(b->spec);
     free(b);
 }
-

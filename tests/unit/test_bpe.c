@@ -339,6 +339,66 @@ TEST(bpe_long_pieces_and_any_bytes)
     sl_buf_release(&dec);
 }
 
+/* The piece cache's two levels (a direct-mapped first level for pieces of up to 24
+ * bytes, a hash table of every piece met for up to 255): 300k distinct words, Latin and
+ * Cyrillic (pieces of up to 60 bytes), more than the second level holds before it starts
+ * over, encoded twice by one encoder: the second pass (answered from the cache where the
+ * piece is still there) gives the ids of the first, and the first 2,000 words' ids are
+ * those of a naive merge. */
+TEST(bpe_piece_cache_levels)
+{
+    struct bpe *b = load("cl100k_base");
+    REQUIRE(b);
+    struct bpe_enc *e = bpe_enc_new(b);
+    struct sl_buf text = SL_BUF_INIT;
+    uint64_t state = 7;
+    size_t nwords = 300000, check_bytes = 0;
+    for (size_t w = 0; w < nwords; w++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        size_t len = 3 + (state >> 40) % 28;
+        int cyr = (state >> 20) % 3 == 0;
+        sl_buf_putc(&text, ' ');
+        for (size_t i = 0; i < len; i++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned r = (unsigned)(state >> 33) % 26;
+            if (cyr) {
+                char c[2] = { (char)0xD0, (char)(0xB0 + r % 16) }; /* а..п */
+                sl_buf_append(&text, c, 2);
+            } else {
+                sl_buf_putc(&text, "etaoinshrdlucmfwypvbgkqjxz"[r]);
+            }
+        }
+        if (w == 1999)
+            check_bytes = text.len;
+    }
+    struct tok_ids first = { 0 }, second = { 0 };
+    CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &first), 0);
+    CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &second), 0);
+    CHECK_EQ_INT(second.n, first.n);
+    CHECK(first.n == second.n && memcmp(first.v, second.v, first.n * 4) == 0);
+    /* the first words against the naive merge, word by word */
+    uint32_t *ref = malloc(4096 * sizeof(uint32_t));
+    const unsigned char *p = (const unsigned char *)text.data, *end = p + check_bytes;
+    size_t at = 0, bad = 0;
+    while (p < end) {
+        const unsigned char *q = p + 1;
+        while (q < end && *q != ' ')
+            q++;
+        size_t m = naive_bpe(b, p, (size_t)(q - p), ref);
+        if (at + m > second.n || memcmp(ref, second.v + at, m * 4) != 0)
+            bad++;
+        at += m;
+        p = q;
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(ref);
+    tok_ids_release(&first);
+    tok_ids_release(&second);
+    sl_buf_release(&text);
+    bpe_enc_free(e);
+    bpe_free(b);
+}
+
 TEST(bpe_bad_files)
 {
     struct bpe *b;
