@@ -88,10 +88,9 @@ static inline uint64_t bpe_hash_bytes(const u8 *p, size_t n)
     return bpe_mix64(h);
 }
 
-/* Id of the regular token with these bytes, or -1. */
-static inline int64_t bpe_vocab_find(const struct bpe *b, const u8 *p, size_t n)
+/* Id of the regular token with these bytes (h: their bpe_hash_bytes), or -1. */
+static inline int64_t bpe_vocab_find_h(const struct bpe *b, uint64_t h, const u8 *p, size_t n)
 {
-    uint64_t h = bpe_hash_bytes(p, n);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint64_t i = h & b->vmask;; i = (i + 1) & b->vmask) {
         const struct vslot *s = &b->vtab[i];
@@ -103,6 +102,12 @@ static inline int64_t bpe_vocab_find(const struct bpe *b, const u8 *p, size_t n)
                 return id;
         }
     }
+}
+
+/* Id of the regular token with these bytes, or -1. */
+static inline int64_t bpe_vocab_find(const struct bpe *b, const u8 *p, size_t n)
+{
+    return bpe_vocab_find_h(b, bpe_hash_bytes(p, n), p, n);
 }
 
 static inline uint64_t bpe_pair_key(uint32_t l, uint32_t r)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define MAX_FILE (256u << 20)
+#define SPLIT_MAX 64 /* splits of a token whose lookups are prefetched together */
 
 static void vocab_insert(struct bpe *b, uint32_t id)
 {
@@ -445,11 +446,23 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
             size_t n = b->off[id + 1] - b->off[id];
             if (n > b->max_len)
                 b->max_len = (uint32_t)n;
+            /* the hashes of every prefix and suffix first, their slots prefetched, so
+             * that the lookups' memory latencies overlap */
+            uint64_t hl[SPLIT_MAX], hr[SPLIT_MAX];
+            size_t ns = n - 1 < SPLIT_MAX ? n - 1 : SPLIT_MAX;
+            for (size_t k = 1; k <= ns; k++) {
+                hl[k - 1] = bpe_hash_bytes(s, k);
+                hr[k - 1] = bpe_hash_bytes(s + k, n - k);
+                __builtin_prefetch(&b->vtab[hl[k - 1] & b->vmask]);
+                __builtin_prefetch(&b->vtab[hr[k - 1] & b->vmask]);
+            }
             for (size_t k = 1; k < n; k++) {
-                int64_t l = bpe_vocab_find(b, s, k);
+                int64_t l = k <= ns ? bpe_vocab_find_h(b, hl[k - 1], s, k)
+                                    : bpe_vocab_find(b, s, k);
                 if (l < 0)
                     continue;
-                int64_t r = bpe_vocab_find(b, s + k, n - k);
+                int64_t r = k <= ns ? bpe_vocab_find_h(b, hr[k - 1], s + k, n - k)
+                                    : bpe_vocab_find(b, s + k, n - k);
                 if (r < 0)
                     continue;
                 if (npairs == cap) {
