@@ -31,31 +31,38 @@ const char *sl_json_skip_ws(const char *p, const char *end)
     return p;
 }
 
-/* Advance over bytes that need no attention inside a string: not '"', '\\', < 0x20 or
- * >= 0x80. */
-static const char *string_run(const char *p, const char *end)
+/* Advance over bytes that need no attention inside a string (not '"', '\\' or < 0x20);
+ * *high is set when a byte >= 0x80 was passed (the run's UTF-8 must then be checked). */
+static const char *string_run(const char *p, const char *end, int *high)
 {
+    int hi = 0;
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"');
     const __m128i bslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(0x20);
+    const __m128i ctl = _mm_set1_epi8(0x1F);
     while (end - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
-        /* bytes >= 0x80 are negative as signed: caught by the signed compare with 0x20 */
+        /* v <= 0x1F unsigned: min(v, 0x1F) == v */
         __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                       _mm_cmplt_epi8(v, space));
+                                       _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
         int mask = _mm_movemask_epi8(special);
-        if (mask)
+        if (mask) {
+            unsigned before = ((unsigned)1 << __builtin_ctz((unsigned)mask)) - 1;
+            *high = (hi | (int)((unsigned)_mm_movemask_epi8(v) & before)) != 0;
             return p + __builtin_ctz((unsigned)mask);
+        }
+        hi |= _mm_movemask_epi8(v);
         p += 16;
     }
 #endif
     while (p < end) {
         unsigned char c = (unsigned char)*p;
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
-            return p;
+        if (c == '"' || c == '\\' || c < 0x20)
+            break;
+        hi |= c >= 0x80;
         p++;
     }
+    *high = hi != 0;
     return p;
 }
 
@@ -92,7 +99,13 @@ const char *sl_json_decode_string(const char *base, const char *p, const char *e
         return fail(err, base, p, "expected a string");
     p++;
     for (;;) {
-        const char *run = string_run(p, end);
+        int high;
+        const char *run = string_run(p, end, &high);
+        if (high) {
+            size_t ok = sl_utf8_validate(p, (size_t)(run - p));
+            if (ok < (size_t)(run - p))
+                return fail(err, base, p + ok, "invalid UTF-8 in string");
+        }
         if (out && run > p && sl_buf_append(out, p, (size_t)(run - p)))
             return fail(err, base, p, "string over cap");
         p = run;
@@ -103,15 +116,6 @@ const char *sl_json_decode_string(const char *base, const char *p, const char *e
             return p + 1;
         if (c < 0x20)
             return fail(err, base, p, "control character in string");
-        if (c >= 0x80) {
-            size_t n = sl_utf8_valid_prefix_char((const unsigned char *)p, (size_t)(end - p));
-            if (!n)
-                return fail(err, base, p, "invalid UTF-8 in string");
-            if (out && sl_buf_append(out, p, n))
-                return fail(err, base, p, "string over cap");
-            p += n;
-            continue;
-        }
         /* backslash */
         if (end - p < 2)
             return fail(err, base, p, "unterminated escape");

@@ -73,6 +73,44 @@ TEST(json_decode_string)
     sl_buf_release(&out);
 }
 
+/* Non-ASCII text is checked and copied a run at a time: runs longer than the 16-byte
+ * scanner step, an invalid byte or a character cut by the closing quote anywhere in them
+ * is reported at its own offset, and a valid run comes out whole. */
+TEST(json_decode_string_non_ascii_runs)
+{
+    struct sl_buf s = SL_BUF_INIT, out = SL_BUF_INIT;
+    struct sl_json_error err;
+    for (size_t at = 0; at < 40; at++) {
+        for (int kind = 0; kind < 3; kind++) {
+            sl_buf_reset(&s);
+            sl_buf_putc(&s, '"');
+            for (size_t i = 0; i < at; i++)
+                sl_buf_puts(&s, i % 3 ? "\xd0\xb6" : "a"); /* ж */
+            size_t bad = s.len;
+            sl_buf_puts(&s, kind == 0 ? "\xff" : kind == 1 ? "\xe2\x82" : "\xe2\x82\xac");
+            for (size_t i = 0; i < 20; i++)
+                sl_buf_puts(&s, "\xe6\xb0\xb4"); /* 水 */
+            sl_buf_putc(&s, '"');
+            sl_buf_reset(&out);
+            const char *end = sl_json_decode_string(s.data, s.data, s.data + s.len, &out, &err);
+            if (kind == 2) {
+                CHECK(end == s.data + s.len);
+                CHECK_EQ_MEM(out.data, out.len, s.data + 1, s.len - 2);
+            } else {
+                CHECK(end == NULL);
+                CHECK_EQ_INT(err.offset, bad);
+                CHECK_EQ_STR(err.reason, "invalid UTF-8 in string");
+            }
+        }
+    }
+    /* a character cut by the closing quote */
+    const char *cut = "\"abc\xe2\x82\"";
+    CHECK(sl_json_decode_string(cut, cut, cut + strlen(cut), &out, &err) == NULL);
+    CHECK_EQ_INT(err.offset, 4);
+    sl_buf_release(&s);
+    sl_buf_release(&out);
+}
+
 TEST(json_agrees_with_json_c_on_strings)
 {
     /* our decoding of escapes matches json-c's */
