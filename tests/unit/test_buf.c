@@ -57,6 +57,59 @@ TEST(utf8_validate)
     CHECK_EQ_INT(sl_utf8_validate("\x80", 1), 0);
 }
 
+/* The first invalid offset, one character at a time (the reference). */
+static size_t validate_ref(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t k = (unsigned char)s[i] < 0x80 ? 1 : sl_utf8_valid_prefix_char((const unsigned char *)s + i, n - i);
+        if (!k)
+            return i;
+        i += k;
+    }
+    return n;
+}
+
+/* sl_utf8_validate checks long texts 16 bytes at a time: random mixtures of ASCII runs,
+ * valid characters at the edges of their ranges and every kind of fault (overlong,
+ * surrogate, above U+10FFFF, stray and missing continuations, cut at the end), at every
+ * alignment, give the offset the one-character-at-a-time check gives. */
+TEST(utf8_validate_blocks_equal_reference)
+{
+    static const char *const parts[] = {
+        "a",          "plain ascii run ", "\xc2\x80",         "\xdf\xbf",         "\xe0\xa0\x80",
+        "\xed\x9f\xbf", "\xee\x80\x80",   "\xef\xbf\xbf",     "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
+        "\xd0\xb6",   "\xe6\xb0\xb4",     "\xf0\x9f\x98\x80", "\xc3\xa9\xc3\xa9",
+        /* faults */
+        "\xc0\x80",   "\xc1\xbf",         "\xe0\x9f\xbf",     "\xed\xa0\x80",     "\xf0\x8f\xbf\xbf",
+        "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\x80",       "\xbf\xbf",         "\xff",
+        "\xe2\x82",   "\xf0\x9f\x98",     "\xc3",             "\xe2\x82\xac\x80",
+    };
+    const size_t nvalid = 14, nparts = sizeof(parts) / sizeof(parts[0]);
+    uint64_t x = 12345;
+    char buf[512];
+    size_t bad = 0;
+    for (int iter = 0; iter < 200000; iter++) {
+        size_t n = 0;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t target = 60 + (x >> 33) % 300;
+        int faults = (int)((x >> 20) % 4); /* 0: valid text */
+        while (n < target) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            size_t k = (x >> 33) % (faults && (x >> 12) % 40 == 0 ? nparts : nvalid);
+            size_t len = strlen(parts[k]);
+            if (n + len > sizeof(buf))
+                break;
+            memcpy(buf + n, parts[k], len);
+            n += len;
+        }
+        size_t want = validate_ref(buf, n), got = sl_utf8_validate(buf, n);
+        if (want != got && bad++ < 5)
+            sl_test_fail(__FILE__, __LINE__, "iteration %d (%zu bytes): offset %zu, want %zu", iter, n, got, want);
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
 TEST(utf8_whole)
 {
     CHECK_EQ_INT(sl_utf8_whole("abc", 3), 3);
