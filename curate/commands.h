@@ -27,4 +27,17 @@ extern const struct sl_option cmd_dedup_exact_options[];
 extern const struct sl_option cmd_dedup_fuzzy_options[];
 extern const struct sl_option cmd_reshard_options[];
 
+/* The document stages of curate/ that `sluice run` runs, in the order data flows through
+ * them: X(ID, section, command, subcommand, option table). Each reads the documents of the
+ * stage before it and writes documents; its section's keys are its options (pipeline/keys.c:
+ * key_name for --key-name). A new stage of this kind is one line here (docs/dev.md). */
+#define SL_CURATE_STAGES(X)                                                                        \
+    X(EXTRACT, "extract", "extract", NULL, cmd_extract_options)                                    \
+    X(CLEAN, "clean", "clean", NULL, cmd_clean_options)                                            \
+    X(FILTER, "filter", "filter", NULL, cmd_filter_options)                                        \
+    X(DECONTAMINATE, "decontaminate", "decontaminate", NULL, cmd_decontaminate_options)            \
+    X(DEDUP_EXACT, "dedup_exact", "dedup", "exact", cmd_dedup_exact_options)                       \
+    X(DEDUP_FUZZY, "dedup_fuzzy", "dedup", "fuzzy", cmd_dedup_fuzzy_options)                       \
+    X(RESHARD, "reshard", "reshard", NULL, cmd_reshard_options)
+
 #endif
