@@ -63,14 +63,16 @@ static const struct key train_keys[] = {
 /* curate's document stages: documents in, documents out, --force */
 #define PL_STAGE_ROW_(id, name, cmd, sub, opts) [PL_##id] = { name, cmd, sub, opts, NULL, 1, 1 },
 
+/* clang-format off */
 const struct stage_def pl_stages[PL_NSTAGES] = {
     [PL_DOWNLOAD] = { "download", "download", NULL, cmd_download_options, download_own, 1, 1 },
-    SL_CURATE_STAGES(PL_STAGE_ROW_)[PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train",
-                                                            cmd_tokenizer_train_options,
-                                                            tokenizer_train_own, 0, 0 },
+    SL_CURATE_STAGES(PL_STAGE_ROW_)
+    [PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train",
+                             cmd_tokenizer_train_options, tokenizer_train_own, 0, 0 },
     [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, cmd_tokenize_options, tokenize_own, 0, 0 },
     [PL_TRAIN] = { "train", "train", NULL, NULL, train_keys, 0, 1 },
 };
+/* clang-format on */
 
 #define MAX_KEYS 64 /* keys of one stage */
 #define MAX_KEY  32 /* bytes of a key name */

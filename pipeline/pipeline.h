@@ -31,13 +31,16 @@ struct sl_cfg;
  * PL_CLEAN, ... PL_RESHARD: SL_CURATE_STAGES in curate/commands.h), tokenizer_train,
  * tokenize, train. */
 #define PL_STAGE_ID_(id, ...) PL_##id,
+/* clang-format off */
 enum pl_stage {
     PL_DOWNLOAD,
-    SL_CURATE_STAGES(PL_STAGE_ID_) PL_TOKENIZER_TRAIN,
+    SL_CURATE_STAGES(PL_STAGE_ID_)
+    PL_TOKENIZER_TRAIN,
     PL_TOKENIZE,
     PL_TRAIN,
     PL_NSTAGES
 };
+/* clang-format on */
 
 /* "dedup_exact" for PL_DEDUP_EXACT; NULL out of range. */
 const char *pl_stage_name(int stage);

@@ -6,6 +6,7 @@
 #include "core/options.h"
 #include "curate/commands.h"
 #include "pipeline/pipeline.h"
+#include "tokenize/commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,8 @@ TEST(pipeline_keys_from_option_tables)
         { "dedup_exact: sluice dedup exact\n", cmd_dedup_exact_options },
         { "dedup_fuzzy: sluice dedup fuzzy\n", cmd_dedup_fuzzy_options },
         { "reshard: sluice reshard\n", cmd_reshard_options },
+        { "tokenizer_train: sluice tokenizer train\n", cmd_tokenizer_train_options },
+        { "tokenize: sluice tokenize\n", cmd_tokenize_options },
     };
     size_t nkeys = 0;
     for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
