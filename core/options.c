@@ -489,9 +489,11 @@ static void setting_value(const struct sl_option *o, struct sl_buf *v)
             sl_buf_puts(v, "null");
         return;
     }
-    case SL_OPT_JSON_:
-        sl_buf_puts(v, *(const char *const *)p);
+    case SL_OPT_JSON_: {
+        const char *j = *(const char *const *)p;
+        sl_buf_puts(v, j ? j : "null");
         return;
+    }
     case SL_OPT_STRS: {
         const struct sl_strlist *l = p;
         sl_buf_putc(v, '[');

@@ -46,8 +46,6 @@ struct opts {
  * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's dedup_exact keys. */
 static struct opts o;
 
-_Static_assert(SL_JSONL_DEFAULT_MAX_LINE == 67108864, "the omit text of --max-line");
-
 const struct sl_option cmd_dedup_exact_options[] = {
     SL_SETTING(SL_OPT_STR, "mode", &o.mode),
     SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
@@ -66,7 +64,7 @@ const struct sl_option cmd_dedup_exact_options[] = {
     SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)",
                   .flags = SL_OPTF_OUTPUT),
     SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
-                .flags = SL_OPTF_OUTPUT, .omit = "67108864"),
+                .flags = SL_OPTF_OUTPUT, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
     SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                  "replace invalid UTF-8 with U+FFFD instead of skipping the line",

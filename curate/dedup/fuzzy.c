@@ -120,7 +120,7 @@ const struct sl_option cmd_dedup_fuzzy_options[] = {
     SL_OPT_FLAG_(0, "pairs", &o.pairs, "also write the pairs found to OUT/pairs.jsonl",
                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
-                .flags = SL_OPTF_OUTPUT, .omit = "67108864"),
+                .flags = SL_OPTF_OUTPUT, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
     SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
                  "replace invalid UTF-8 with U+FFFD instead of skipping the line",

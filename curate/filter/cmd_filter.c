@@ -48,9 +48,6 @@ struct opts {
  * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's filter keys. */
 static struct opts o;
 
-/* --max-line in the settings when not its default (the "omit" text below) */
-_Static_assert(SL_JSONL_DEFAULT_MAX_LINE == 67108864, "the omit text of --max-line");
-
 const struct sl_option cmd_filter_options[] = {
     SL_SETTING(SL_OPT_JSON_, "config", &o.chain),
     SL_OPT_STRING('c', "config", &o.config, "F.yaml", "filter chain (configs/filters/*.yaml)",
@@ -76,7 +73,7 @@ const struct sl_option cmd_filter_options[] = {
     SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
                   .flags = SL_OPTF_OUTPUT),
     SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
-                .flags = SL_OPTF_OUTPUT, .omit = "67108864"),
+                .flags = SL_OPTF_OUTPUT, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
     SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
     SL_OPT_COMMON,
