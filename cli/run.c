@@ -22,13 +22,9 @@
 
 #include "core/atomic.h"
 
-static const char *const usage[] = {
-    "sluice run PIPELINE.yaml [key=value ...] [--dry-run]",
-    "sluice run --keys",
-    "",
-    "Run the stages of a pipeline (configs/pipelines/*.yaml) in order: download, extract,",
-    "clean, filter, decontaminate, dedup_exact, dedup_fuzzy, reshard, tokenizer_train,",
-    "tokenize, train.",
+/* The lines after the synopsis: "Run the stages ... in order: download, ..." (the stages,
+ * from the pipeline's table, wrapped at 88 columns), then usage_rest. */
+static const char *const usage_rest[] = {
     "Each stage reads the previous stage's output and writes WORK/<stage>. key=value",
     "overrides any key (file_numbers=0-2, work_dir=/scratch/x, train.train.steps=50);",
     "stages=[extract,clean] runs only those. A stage whose outputs are complete (same",
@@ -42,6 +38,36 @@ static const char *const usage[] = {
     "configs/pipelines/NAME.yaml. Missing inputs are reported before the first stage runs.",
     NULL,
 };
+
+#define USAGE_LINES 40
+
+/* The usage text: the synopsis, the stages (wrapped) and usage_rest, into lines[] (the
+ * stage lines point into buf). */
+static void make_usage(const char *lines[USAGE_LINES], char *buf, size_t n)
+{
+    size_t k = 0;
+    lines[k++] = "sluice run PIPELINE.yaml [key=value ...] [--dry-run]";
+    lines[k++] = "sluice run --keys";
+    lines[k++] = "";
+    snprintf(buf, n, "Run the stages of a pipeline (configs/pipelines/*.yaml) in order: %s.",
+             pl_stage_names());
+    for (char *line = buf; k < USAGE_LINES - 1;) {
+        lines[k++] = line;
+        if (strlen(line) <= 88)
+            break;
+        char *cut = NULL;
+        for (char *c = line; *c && c - line <= 88; c++)
+            if (*c == ' ')
+                cut = c;
+        if (!cut)
+            break;
+        *cut = '\0';
+        line = cut + 1;
+    }
+    for (size_t i = 0; usage_rest[i] && k < USAGE_LINES - 1; i++)
+        lines[k++] = usage_rest[i];
+    lines[k] = NULL;
+}
 
 /* Check each selected step's command line with the command's own parser (what the
  * pipeline generated from its keys), before anything runs: 0, or SL_ERR_USAGE naming the
@@ -289,6 +315,9 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
 int cmd_run(int argc, const char **argv)
 {
     int dry = 0, keys = 0;
+    const char *usage[USAGE_LINES];
+    char stages[512];
+    make_usage(usage, stages, sizeof(stages));
     struct sl_option options[] = {
         SL_OPT_FLAG_(0, "dry-run", &dry, "print the command of each stage instead of running it"),
         SL_OPT_FLAG_(0, "keys", &keys, "list every stage's keys and the options they map to"),

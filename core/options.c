@@ -2,6 +2,7 @@
 #include "core/options.h"
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "core/err.h"
 #include "core/log.h"
 
@@ -412,6 +413,8 @@ void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *o
         return;
     fputc('\n', f);
     for (const struct sl_option *o = opts; o->type != SL_OPT_END; o++) {
+        if (o->flags & SL_OPTF_SETTING)
+            continue;
         if (o->type == SL_OPT_GROUP) {
             fprintf(f, "\n%s\n", o->help);
             continue;
@@ -451,4 +454,116 @@ int sl_check_format_operands(const struct sl_strlist *rest, const char *cmd, con
     if (rest->n != 2)
         return sl_err_set(SL_ERR_USAGE, "give exactly one %s", arg);
     return 0;
+}
+
+const char *sl_option_key(const struct sl_option *o, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", o->long_name ? o->long_name : "");
+    for (char *c = buf; *c; c++)
+        if (*c == '-')
+            *c = '_';
+    return buf;
+}
+
+/* The JSON text of a settings row's value, into v. */
+static void setting_value(const struct sl_option *o, struct sl_buf *v)
+{
+    const void *p = o->value;
+    if (o->flags & SL_OPTF_GIVEN) {
+        int given = o->type == SL_OPT_STRS ? ((const struct sl_strlist *)p)->n > 0
+                                           : *(const char *const *)p != NULL;
+        sl_buf_puts(v, given ? "true" : "false");
+        return;
+    }
+    switch (o->type) {
+    case SL_OPT_FLAG:
+    case SL_OPT_NEGFLAG:
+        sl_buf_puts(v, !*(const int *)p != !(o->flags & SL_OPTF_INVERT) ? "true" : "false");
+        return;
+    case SL_OPT_STR:
+    case SL_OPT_CHOICE_: {
+        const char *s = *(const char *const *)p;
+        if (s)
+            sl_buf_json_str(v, s, strlen(s));
+        else
+            sl_buf_puts(v, "null");
+        return;
+    }
+    case SL_OPT_JSON_: {
+        const char *j = *(const char *const *)p;
+        sl_buf_puts(v, j ? j : "null");
+        return;
+    }
+    case SL_OPT_STRS: {
+        const struct sl_strlist *l = p;
+        sl_buf_putc(v, '[');
+        for (size_t i = 0; i < l->n; i++) {
+            if (i)
+                sl_buf_putc(v, ',');
+            sl_buf_json_str(v, l->v[i], strlen(l->v[i]));
+        }
+        sl_buf_putc(v, ']');
+        return;
+    }
+    case SL_OPT_INT:
+    case SL_OPT_ZLEVEL_:
+        sl_buf_printf(v, "%ld", *(const long *)p);
+        return;
+    case SL_OPT_U64:
+    case SL_OPT_SIZE_:
+        sl_buf_printf(v, "%llu", (unsigned long long)*(const uint64_t *)p);
+        return;
+    case SL_OPT_DBL:
+        sl_buf_printf(v, "%.6g", *(const double *)p);
+        return;
+    default:
+        sl_buf_puts(v, "null");
+        return;
+    }
+}
+
+int sl_options_settings_json(const struct sl_option *opts, struct sl_buf *out)
+{
+    struct sl_buf v = SL_BUF_INIT;
+    int first = 1, rc = sl_buf_putc(out, '{');
+    int keep_next = 0; /* the row before (SL_OPTF_PAIRED) is written: write this one too */
+    for (const struct sl_option *o = opts; !rc && o->type != SL_OPT_END; o++) {
+        if (!(o->flags & SL_OPTF_OUTPUT) || !o->value)
+            continue;
+        sl_buf_reset(&v);
+        setting_value(o, &v);
+        int keep = keep_next || !o->omit || strcmp(v.data ? v.data : "", o->omit) != 0;
+        keep_next = 0;
+        if (o->omit && !keep && (o->flags & SL_OPTF_PAIRED)) {
+            /* left out only when the next row is left out too */
+            const struct sl_option *n = o + 1;
+            while (n->type != SL_OPT_END && !(n->flags & SL_OPTF_OUTPUT))
+                n++;
+            if (n->type != SL_OPT_END) {
+                struct sl_buf nv = SL_BUF_INIT;
+                setting_value(n, &nv);
+                keep = !n->omit || strcmp(nv.data ? nv.data : "", n->omit) != 0;
+                sl_buf_release(&nv);
+            }
+        }
+        if (!keep)
+            continue;
+        if (o->flags & SL_OPTF_PAIRED)
+            keep_next = 1;
+        char name[64];
+        const char *key = o->setting ? o->setting : sl_option_key(o, name, sizeof(name));
+        if (!first)
+            rc = sl_buf_putc(out, ',');
+        first = 0;
+        if (!rc)
+            rc = sl_buf_json_str(out, key, strlen(key));
+        if (!rc)
+            rc = sl_buf_putc(out, ':');
+        if (!rc)
+            rc = sl_buf_append(out, v.data ? v.data : "", v.len);
+    }
+    if (!rc)
+        rc = sl_buf_putc(out, '}');
+    sl_buf_release(&v);
+    return rc;
 }

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct sl_buf;
+
 enum sl_opt_type {
     SL_OPT_END = 0,
     SL_OPT_GROUP,    /* a heading in the help text */
@@ -33,6 +35,21 @@ enum sl_opt_type {
     SL_OPT_CHOICE_,  /* const char *: one of the '|'-separated `choices` */
     SL_OPT_VERBOSE_, /* -v: raise the log level */
     SL_OPT_QUIET_,   /* -q: errors only */
+    SL_OPT_JSON_,    /* const char *: JSON text (settings rows only, SL_SETTING) */
+};
+
+/* What a row is beyond parsing (struct sl_option.flags). */
+enum sl_opt_flag {
+    SL_OPTF_OUTPUT = 1 << 0,  /* changes the output: a member of the command's settings */
+    SL_OPTF_INVERT = 1 << 1,  /* a flag written negated (--no-mojibake as "mojibake") */
+    SL_OPTF_GIVEN = 1 << 2,   /* written as whether a value was given: true or false */
+    SL_OPTF_PAIRED = 1 << 3,  /* with `omit`: left out only when the next row is left out too */
+    SL_OPTF_SETTING = 1 << 4, /* not an option: a value the command works out, written in the
+                               * settings only (no name, not in -h) */
+    SL_OPTF_LIST = 1 << 5,    /* the value is a comma-separated list */
+    SL_OPTF_KV = 1 << 6,      /* the values are KEY=VALUE */
+    SL_OPTF_PATH = 1 << 7,    /* the value names a file the command reads */
+    SL_OPTF_NO_KEY = 1 << 8,  /* not a key of the pipeline's stage (sluice run) */
 };
 
 struct sl_option {
@@ -43,6 +60,12 @@ struct sl_option {
     const char *argh; /* argument name in help ("DIR"); NULL for flags */
     const char *help;
     const char *choices;
+    /* What follows is set with designated initialisers after a row macro's arguments:
+     *   SL_OPT_FLAG_(0, "nfkc", &o.nfkc, "normalize to NFKC", .flags = SL_OPTF_OUTPUT) */
+    unsigned flags;      /* enum sl_opt_flag */
+    const char *setting; /* its member in the settings; NULL: long_name with '_' for '-' */
+    const char *omit;    /* the member is left out when its value is this JSON text (its
+                          * default), so settings written before it was added still match */
 };
 
 struct sl_strlist {
@@ -50,25 +73,88 @@ struct sl_strlist {
     size_t n, cap;
 };
 
-#define SL_OPT_GROUP_(h) { SL_OPT_GROUP, 0, NULL, NULL, NULL, (h), NULL }
-#define SL_OPT_FLAG_(s, l, v, h) { SL_OPT_FLAG, (s), (l), (v), NULL, (h), NULL }
-#define SL_OPT_NEGFLAG_(s, l, v, h) { SL_OPT_NEGFLAG, (s), (l), (v), NULL, (h), NULL }
-#define SL_OPT_STRING(s, l, v, a, h) { SL_OPT_STR, (s), (l), (v), (a), (h), NULL }
-#define SL_OPT_STRINGS(s, l, v, a, h) { SL_OPT_STRS, (s), (l), (v), (a), (h), NULL }
-#define SL_OPT_INTEGER(s, l, v, a, h) { SL_OPT_INT, (s), (l), (v), (a), (h), NULL }
+#define SL_OPT_GROUP_(h)                                                                           \
+    {                                                                                              \
+        SL_OPT_GROUP, 0, NULL, NULL, NULL, (h), .choices = NULL                                    \
+    }
+#define SL_OPT_FLAG_(s, l, v, ...)                                                                 \
+    {                                                                                              \
+        SL_OPT_FLAG, (s), (l), (v), NULL, __VA_ARGS__, .choices = NULL                             \
+    }
+#define SL_OPT_NEGFLAG_(s, l, v, ...)                                                              \
+    {                                                                                              \
+        SL_OPT_NEGFLAG, (s), (l), (v), NULL, __VA_ARGS__, .choices = NULL                          \
+    }
+#define SL_OPT_STRING(s, l, v, a, ...)                                                             \
+    {                                                                                              \
+        SL_OPT_STR, (s), (l), (v), (a), __VA_ARGS__, .choices = NULL                               \
+    }
+#define SL_OPT_STRINGS(s, l, v, a, ...)                                                            \
+    {                                                                                              \
+        SL_OPT_STRS, (s), (l), (v), (a), __VA_ARGS__, .choices = NULL                              \
+    }
+#define SL_OPT_INTEGER(s, l, v, a, ...)                                                            \
+    {                                                                                              \
+        SL_OPT_INT, (s), (l), (v), (a), __VA_ARGS__, .choices = NULL                               \
+    }
 /* --level N: the zstd level of the shards a command writes (checked: 1..22) */
-#define SL_OPT_ZSTD_LEVEL(v)                                                             \
-    { SL_OPT_ZLEVEL_, 0, "level", (v), "N", "zstd level of the shards (default 3)", NULL }
-#define SL_OPT_UINT64(s, l, v, a, h) { SL_OPT_U64, (s), (l), (v), (a), (h), NULL }
-#define SL_OPT_DOUBLE(s, l, v, a, h) { SL_OPT_DBL, (s), (l), (v), (a), (h), NULL }
-#define SL_OPT_SIZE(s, l, v, a, h) { SL_OPT_SIZE_, (s), (l), (v), (a), (h), NULL }
-#define SL_OPT_CHOICE(s, l, v, c, h) { SL_OPT_CHOICE_, (s), (l), (v), (c), (h), (c) }
-#define SL_OPT_COMMON                                                                     \
-    { SL_OPT_QUIET_, 'q', "quiet", NULL, NULL, "only report errors", NULL },              \
-    { SL_OPT_VERBOSE_, 'v', "verbose", NULL, NULL, "more detail (repeat for debug)", NULL }
-#define SL_OPT_END_ { SL_OPT_END, 0, NULL, NULL, NULL, NULL, NULL }
+#define SL_OPT_ZSTD_LEVEL(v, ...)                                                                  \
+    {                                                                                              \
+        SL_OPT_ZLEVEL_, 0, "level", (v), "N", "zstd level of the shards (default 3)",              \
+            ##__VA_ARGS__, .choices = NULL                                                         \
+    }
+#define SL_OPT_UINT64(s, l, v, a, ...)                                                             \
+    {                                                                                              \
+        SL_OPT_U64, (s), (l), (v), (a), __VA_ARGS__, .choices = NULL                               \
+    }
+#define SL_OPT_DOUBLE(s, l, v, a, ...)                                                             \
+    {                                                                                              \
+        SL_OPT_DBL, (s), (l), (v), (a), __VA_ARGS__, .choices = NULL                               \
+    }
+#define SL_OPT_SIZE(s, l, v, a, ...)                                                               \
+    {                                                                                              \
+        SL_OPT_SIZE_, (s), (l), (v), (a), __VA_ARGS__, .choices = NULL                             \
+    }
+#define SL_OPT_CHOICE(s, l, v, c, ...)                                                             \
+    {                                                                                              \
+        SL_OPT_CHOICE_, (s), (l), (v), (c), __VA_ARGS__, .choices = (c)                            \
+    }
+#define SL_OPT_COMMON                                                                              \
+    { SL_OPT_QUIET_, 'q', "quiet", NULL, NULL, "only report errors", .choices = NULL },            \
+    {                                                                                              \
+        SL_OPT_VERBOSE_, 'v', "verbose", NULL, NULL, "more detail (repeat for debug)",             \
+            .choices = NULL                                                                        \
+    }
+#define SL_OPT_END_                                                                                \
+    {                                                                                              \
+        SL_OPT_END, 0, NULL, NULL, NULL, NULL, .choices = NULL                                     \
+    }
+/* A settings row: a value the command works out after parsing (the tokenizer's vocabulary
+ * size, a filter config's contents), written in the settings at this place in the table;
+ * not an option. t is SL_OPT_STR, SL_OPT_JSON_ (const char *), SL_OPT_INT (long),
+ * SL_OPT_U64 (uint64_t) or SL_OPT_FLAG (int). */
+#define SL_SETTING(t, name, v, ...)                                                                \
+    {                                                                                              \
+        (t), 0, NULL, (v), NULL, NULL, .choices = NULL, .flags = SL_OPTF_SETTING | SL_OPTF_OUTPUT, \
+                                       .setting = (name), __VA_ARGS__                              \
+    }
 
 #define SL_PARSE_HELP 1
+
+/* The settings of a run (the plan's "settings": what makes the outputs what they are; a
+ * run with other settings does not resume an earlier one): a JSON object of the rows
+ * marked SL_OPTF_OUTPUT, in table order, each under its `setting` name (default: the long
+ * name with '_' for '-'), appended to out without spaces:
+ *   flag: true/false (SL_OPTF_INVERT: negated); string, choice: "..." or null;
+ *   strings: [...]; integer, level: %ld; uint64, size: %llu; double: %.6g;
+ *   SL_OPTF_GIVEN: whether a value was given (true/false); SL_OPT_JSON_: the text as is.
+ * A row with `omit` is left out when its value is that text (with SL_OPTF_PAIRED: when
+ * the next row's is its omit text too). Returns 0 or SL_ERR_NOMEM from the buffer. */
+int sl_options_settings_json(const struct sl_option *opts, struct sl_buf *out);
+
+/* An option's key in a pipeline's stage section: its long name with '_' for '-'
+ * ("text-key": "text_key"), into buf (n bytes); returns buf. */
+const char *sl_option_key(const struct sl_option *o, char *buf, size_t n);
 
 /* Parse argv[1..argc) (argv[0] is the command name). Operands go to `rest` (which the
  * caller releases with sl_strlist_release). Returns 0, SL_PARSE_HELP, or SL_ERR_USAGE

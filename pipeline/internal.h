@@ -33,13 +33,16 @@ struct key {
 struct stage_def {
     const char *name;
     const char *cmd, *sub;
-    const struct key *keys;
-    int docs; /* writes documents the next stage reads */
+    const struct sl_option *opts; /* the command's option table: the stage's keys; NULL:
+                                   * `own` is the whole table (train) */
+    const struct key *own;        /* the pipeline's own keys of the stage (K_RUN), or NULL */
+    int docs;                     /* writes documents the next stage reads */
     int can_force;
 };
 
 extern const struct stage_def pl_stages[PL_NSTAGES];
-extern const struct key pl_download_keys[], pl_train_keys[];
+/* The keys of a stage (built from its command's option table on first use). */
+const struct key *pl_stage_keys(int stage);
 
 /* Rows of a key table. */
 #define FLAG(k, o)                                                                                 \

@@ -1,5 +1,9 @@
-/* The pipeline's key tables: for each stage, its keys and the options they map to. */
+/* The pipeline's stages and their keys: each stage's keys come from its command's option
+ * table (key_name for --key-name), with the pipeline's own keys of the stage. */
 #include "pipeline/internal.h"
+
+#include "curate/commands.h"
+#include "tokenize/commands.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -12,179 +16,34 @@
 
 /* ---- the key tables ------------------------------------------------------------------ */
 
-const struct key pl_download_keys[] = {
-    { "url", "url", K_REPEAT, 0, NULL },
-    VALIN("url_list", "url-list"),
-    VAL("url_template", "url-template"),
-    { "file_numbers", "file-numbers", K_CSV, 0, NULL },
-    VALIN("checksums", "checksums"),
-    VAL("retries", "retries"),
-    VAL("retry_wait", "retry-wait"),
-    VAL("connect_timeout", "connect-timeout"),
-    VAL("stall_timeout", "stall-timeout"),
-    FLAG("force", "force"),
+/* A stage's keys are its command's options (pl_stages[].opts: the table the command parses
+ * with), `key_name` for `--key-name`, less --out and the rows marked SL_OPTF_NO_KEY; then
+ * the pipeline's own keys of the stage; then in, out, name, quiet and verbose. */
+
+static const struct key download_own[] = {
     RUNKEY("languages", "languages for {lang} in url_template: a list, or a map language -> "
                         "number of files ({total})"),
     RUNKEY("paths_url", "URL of a list of paths (Common Crawl warc.paths.gz); file_numbers "
                         "picks lines (0-based)"),
     RUNKEY("url_prefix", "prefix of each path of paths_url (default: its scheme and host)"),
-    COMMON,
     END,
 };
 
-static const struct key extract_keys[] = {
-    VAL("format", "format"),
-    VAL("text_key", "text-key"),
-    VAL("source", "source"),
-    VAL("max_record", "max-record"),
-    FLAG("keep_truncated", "keep-truncated"),
-    FLAG("skip_corrupt", "skip-corrupt"),
-    FLAG("rm_inputs", "rm-inputs"),
-    VAL("id_prefix", "id-prefix"),
-    FLAG("reassign_ids", "reassign-ids"),
-    VAL("level", "level"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key clean_keys[] = {
-    FLAG("nfkc", "nfkc"),
-    FLAG("remove_urls", "remove-urls"),
-    FLAG("uncurl_quotes", "uncurl-quotes"),
-    FLAG("no_mojibake", "no-mojibake"),
-    FLAG("no_entities", "no-entities"),
-    VAL("text_key", "text-key"),
-    VAL("level", "level"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key filter_keys[] = {
-    VALIN("config", "config"),
-    VAL("rejected", "rejected"),
-    FLAG("annotate", "annotate"),
-    FLAG("split_by_language", "split-by-language"),
-    { "set", "set", K_KV, 0, NULL },
-    VAL("text_key", "text-key"),
-    VAL("max_line", "max-line"),
-    FLAG("repair_utf8", "repair-utf8"),
-    VAL("level", "level"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key decontaminate_keys[] = {
-    VALIN("tasks", "tasks"),
-    VAL("ngram", "ngram"),
-    VAL("min_task_words", "min-task-words"),
-    VAL("margin", "margin"),
-    VAL("min_length", "min-length"),
-    VAL("max_splits", "max-splits"),
-    VAL("text_key", "text-key"),
-    VAL("level", "level"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key dedup_exact_keys[] = {
-    VAL("key", "key"),
-    { "norm", "norm", K_CSV, 0, NULL },
-    VAL("keep", "keep"),
-    VAL("text_key", "text-key"),
-    VAL("id_key", "id-key"),
-    VAL("max_line", "max-line"),
-    VAL("level", "level"),
-    FLAG("repair_utf8", "repair-utf8"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key dedup_fuzzy_keys[] = {
-    VAL("preset", "preset"),
-    VAL("ngram", "ngram"),
-    VAL("bands", "bands"),
-    VAL("rows", "rows"),
-    { "norm", "norm", K_CSV, 0, NULL },
-    VAL("seed", "seed"),
-    VAL("hash", "hash"),
-    FLAG("verify", "verify"),
-    VAL("threshold", "threshold"),
-    VAL("anchors", "anchors"),
-    FLAG("pairs", "pairs"),
-    VAL("backend", "backend"),
-    { "redis", "redis", K_CSV, 0, NULL },
-    VAL("redis_prefix", "redis-prefix"),
-    VAL("redis_batch", "redis-batch"),
-    VAL("redis_timeout", "redis-timeout"),
-    VAL("index_out", "index-out"),
-    VALIN("index_in", "index-in"),
-    VAL("text_key", "text-key"),
-    VAL("id_key", "id-key"),
-    VAL("max_line", "max-line"),
-    VAL("level", "level"),
-    FLAG("repair_utf8", "repair-utf8"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key reshard_keys[] = {
-    VAL("shards", "shards"),
-    VAL("shard_size", "shard-size"),
-    VAL("text_key", "text-key"),
-    VAL("max_line", "max-line"),
-    VAL("level", "level"),
-    FLAG("repair_utf8", "repair-utf8"),
-    FLAG("skip_corrupt", "skip-corrupt"),
-    VAL("id_prefix", "id-prefix"),
-    FLAG("reassign_ids", "reassign-ids"),
-    FLAG("force", "force"),
-    COMMON,
-    END,
-};
-
-static const struct key tokenizer_train_keys[] = {
-    VAL("model_type", "model-type"),
-    VAL("vocab_size", "vocab-size"),
-    VAL("json_key", "json-key"),
-    VAL("input_sentence_size", "input-sentence-size"),
-    VAL("seed", "seed"),
-    VAL("character_coverage", "character-coverage"),
-    FLAG("byte_fallback", "byte-fallback"),
-    FLAG("split_digits", "split-digits"),
-    { "user_defined_symbols", "user-defined-symbols", K_CSV, 0, NULL },
-    { "control_symbols", "control-symbols", K_CSV, 0, NULL },
-    VAL("pad_id", "pad-id"),
-    VAL("unk_id", "unk-id"),
-    VAL("bos_id", "bos-id"),
-    VAL("eos_id", "eos-id"),
-    VAL("max_sentence_length", "max-sentence-length"),
-    VAL("threads", "threads"),
-    { "spm_option", "spm-option", K_KV, 0, NULL },
+static const struct key tokenizer_train_own[] = {
     RUNKEY("prefix", "file name of the model in the output directory (default tokenizer)"),
-    COMMON,
     END,
 };
 
-static const struct key tokenize_keys[] = {
-    VALIN("tokenizer", "tokenizer"),
-    { "json_key", "json-key", K_REPEAT, 0, NULL },
-    FLAG("append_eod", "append-eod"),
-    VAL("eod_id", "eod-id"),
-    VAL("workers", "workers"),
-    VAL("max_doc_size", "max-doc-size"),
+static const struct key tokenize_own[] = {
     RUNKEY("prefix", "name of the token shards in the output directory (default: the "
                      "pipeline's name)"),
-    COMMON,
     END,
 };
 
-const struct key pl_train_keys[] = {
+static const struct key common_keys[] = { COMMON, END };
+
+/* The train stage's keys: sections of the trainer's config, not command options. */
+static const struct key train_keys[] = {
     RUNKEY("config", "the model and run config (configs/models/*.yaml); required"),
     RUNKEY("model", "a map of model.* overrides (default vocab_size: tokenizer_train's)"),
     RUNKEY("train", "a map of train.* overrides (steps, seq_len, micro_batch_size, ...)"),
@@ -201,23 +60,85 @@ const struct key pl_train_keys[] = {
     END,
 };
 
+/* curate's document stages: documents in, documents out, --force */
+#define PL_STAGE_ROW_(id, name, cmd, sub, opts) [PL_##id] = { name, cmd, sub, opts, NULL, 1, 1 },
+
+/* clang-format off */
 const struct stage_def pl_stages[PL_NSTAGES] = {
-    [PL_DOWNLOAD] = { "download", "download", NULL, pl_download_keys, 1, 1 },
-    [PL_EXTRACT] = { "extract", "extract", NULL, extract_keys, 1, 1 },
-    [PL_CLEAN] = { "clean", "clean", NULL, clean_keys, 1, 1 },
-    [PL_FILTER] = { "filter", "filter", NULL, filter_keys, 1, 1 },
-    [PL_DECONTAMINATE] = { "decontaminate", "decontaminate", NULL, decontaminate_keys, 1, 1 },
-    [PL_DEDUP_EXACT] = { "dedup_exact", "dedup", "exact", dedup_exact_keys, 1, 1 },
-    [PL_DEDUP_FUZZY] = { "dedup_fuzzy", "dedup", "fuzzy", dedup_fuzzy_keys, 1, 1 },
-    [PL_RESHARD] = { "reshard", "reshard", NULL, reshard_keys, 1, 1 },
-    [PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train", tokenizer_train_keys, 0, 0 },
-    [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, tokenize_keys, 0, 0 },
-    [PL_TRAIN] = { "train", "train", NULL, pl_train_keys, 0, 1 },
+    [PL_DOWNLOAD] = { "download", "download", NULL, cmd_download_options, download_own, 1, 1 },
+    SL_CURATE_STAGES(PL_STAGE_ROW_)
+    [PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train",
+                             cmd_tokenizer_train_options, tokenizer_train_own, 0, 0 },
+    [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, cmd_tokenize_options, tokenize_own, 0, 0 },
+    [PL_TRAIN] = { "train", "train", NULL, NULL, train_keys, 0, 1 },
 };
+/* clang-format on */
+
+#define MAX_KEYS 64 /* keys of one stage */
+#define MAX_KEY  32 /* bytes of a key name */
+
+/* The key of an option row, or 0 when the row is not a key. */
+static int option_key(const struct sl_option *o, struct key *k, char *name)
+{
+    if (o->type == SL_OPT_GROUP || o->type == SL_OPT_QUIET_ || o->type == SL_OPT_VERBOSE_ ||
+        !o->long_name || (o->flags & (SL_OPTF_SETTING | SL_OPTF_NO_KEY)) ||
+        !strcmp(o->long_name, "out"))
+        return 0;
+    sl_option_key(o, name, MAX_KEY);
+    k->key = name;
+    k->opt = o->long_name;
+    k->flags = (o->flags & SL_OPTF_PATH) ? F_IN : 0;
+    k->help = NULL;
+    switch (o->type) {
+    case SL_OPT_FLAG:
+    case SL_OPT_NEGFLAG:
+        k->kind = K_FLAG;
+        break;
+    case SL_OPT_STRS:
+        k->kind = (o->flags & SL_OPTF_KV) ? K_KV : K_REPEAT;
+        break;
+    default:
+        k->kind = (o->flags & SL_OPTF_LIST) ? K_CSV : K_VALUE;
+        break;
+    }
+    return 1;
+}
+
+const struct key *pl_stage_keys(int stage)
+{
+    static struct key keys[PL_NSTAGES][MAX_KEYS];
+    static char names[PL_NSTAGES][MAX_KEYS][MAX_KEY];
+    static int built[PL_NSTAGES];
+    const struct stage_def *d = &pl_stages[stage];
+    if (!d->opts)
+        return d->own;
+    if (built[stage])
+        return keys[stage];
+    size_t n = 0;
+    for (const struct sl_option *o = d->opts; o->type != SL_OPT_END && n < MAX_KEYS - 1; o++)
+        n += (size_t)option_key(o, &keys[stage][n], names[stage][n]);
+    for (const struct key *k = d->own; k && k->key && n < MAX_KEYS - 1; k++)
+        keys[stage][n++] = *k;
+    for (const struct key *k = common_keys; k->key && n < MAX_KEYS - 1; k++)
+        keys[stage][n++] = *k;
+    keys[stage][n] = (struct key)END;
+    built[stage] = 1;
+    return keys[stage];
+}
 
 const char *pl_stage_name(int stage)
 {
     return stage >= 0 && stage < PL_NSTAGES ? pl_stages[stage].name : NULL;
+}
+
+const char *pl_stage_names(void)
+{
+    static char all[512];
+    if (!all[0])
+        for (int s = 0; s < PL_NSTAGES; s++)
+            snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s", s ? ", " : "",
+                     pl_stages[s].name);
+    return all;
 }
 
 const struct key *pl_find_key(const struct key *t, const char *k)
@@ -232,10 +153,8 @@ void pl_print_keys(FILE *f)
 {
     for (int s = 0; s < PL_NSTAGES; s++) {
         const struct stage_def *d = &pl_stages[s];
-        if (!d->keys)
-            continue;
         fprintf(f, "%s: sluice %s%s%s\n", d->name, d->cmd, d->sub ? " " : "", d->sub ? d->sub : "");
-        for (const struct key *k = d->keys; k->key; k++) {
+        for (const struct key *k = pl_stage_keys(s); k->key; k++) {
             if (k->kind == K_RUN) {
                 fprintf(f, "  %-22s %s\n", k->key, k->help);
                 continue;

@@ -813,7 +813,7 @@ static int build_entry(struct loader *L, int stage, struct sl_cfg *m, size_t e, 
 {
     struct pl_pipeline *p = L->p;
     const struct stage_def *d = &pl_stages[stage];
-    int rc = pl_check_keys(m, d->keys, in_list);
+    int rc = pl_check_keys(m, pl_stage_keys(stage), in_list);
     if (rc)
         return rc;
     size_t idx = p->n;
@@ -838,7 +838,7 @@ static int build_entry(struct loader *L, int stage, struct sl_cfg *m, size_t e, 
             rc = pl_where_err(pl_child(m, "in"), "'download' reads URLs, not 'in'");
         return rc;
     }
-    rc = pl_section_options(L, d->keys, m, s);
+    rc = pl_section_options(L, pl_stage_keys(stage), m, s);
     if (!rc && stage == PL_TOKENIZE)
         rc = default_tokenizer(m, s, fl);
     if (!rc)
@@ -899,12 +899,8 @@ static int load_selection(struct loader *L, int present[PL_NSTAGES], int sel[PL_
                 rc = pl_where_err(node, "unknown stage '%s'\nhint: did you mean '%s'?", names[i],
                                   best);
             else
-                rc =
-                    pl_where_err(node,
-                                 "unknown stage '%s'\nhint: the stages are download, extract, "
-                                 "clean, filter, decontaminate, dedup_exact, dedup_fuzzy, reshard, "
-                                 "tokenizer_train, tokenize, train",
-                                 names[i]);
+                rc = pl_where_err(node, "unknown stage '%s'\nhint: the stages are %s", names[i],
+                                  pl_stage_names());
         } else if (!present[found]) {
             rc = pl_where_err(node,
                               "stage '%s' has no section in '%s'\nhint: add a '%s:' section "
@@ -1062,11 +1058,8 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
             p->steps[i].selected = sel[s];
     }
     if (!rc && p->n == 0)
-        rc = sl_err_set(SL_ERR_CONFIG,
-                        "%s: no stages: give at least one of download, extract, "
-                        "clean, filter, decontaminate, dedup_exact, dedup_fuzzy, reshard, "
-                        "tokenizer_train, tokenize, train",
-                        path);
+        rc = sl_err_set(SL_ERR_CONFIG, "%s: no stages: give at least one of %s", path,
+                        pl_stage_names());
     if (!rc)
         rc = check_top(&L);
     sl_strlist_release(&fl.docs);

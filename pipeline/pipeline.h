@@ -23,26 +23,29 @@
 #include <stdio.h>
 
 #include "core/options.h"
+#include "curate/commands.h"
 
 struct sl_cfg;
 
+/* The stages in the order data flows: download, curate's document stages (PL_EXTRACT,
+ * PL_CLEAN, ... PL_RESHARD: SL_CURATE_STAGES in curate/commands.h), tokenizer_train,
+ * tokenize, train. */
+#define PL_STAGE_ID_(id, ...) PL_##id,
+/* clang-format off */
 enum pl_stage {
     PL_DOWNLOAD,
-    PL_EXTRACT,
-    PL_CLEAN,
-    PL_FILTER,
-    PL_DECONTAMINATE,
-    PL_DEDUP_EXACT,
-    PL_DEDUP_FUZZY,
-    PL_RESHARD,
+    SL_CURATE_STAGES(PL_STAGE_ID_)
     PL_TOKENIZER_TRAIN,
     PL_TOKENIZE,
     PL_TRAIN,
     PL_NSTAGES
 };
+/* clang-format on */
 
 /* "dedup_exact" for PL_DEDUP_EXACT; NULL out of range. */
 const char *pl_stage_name(int stage);
+/* "download, extract, ..., train": every stage's name, in order. */
+const char *pl_stage_names(void);
 
 /* What a step writes before its command runs (rank 0): a URL list for download. */
 enum pl_prep {

@@ -69,7 +69,7 @@ int pl_build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
     struct pl_pipeline *p = L->p;
     if (sec->kind != SL_CFG_MAP)
         return pl_where_err(sec, "'train' takes one map: config and the trainer's sections");
-    int rc = pl_check_keys(sec, pl_train_keys, 0);
+    int rc = pl_check_keys(sec, pl_stage_keys(PL_TRAIN), 0);
     if (rc)
         return rc;
     struct sl_cfg *cf = pl_child(sec, "config");

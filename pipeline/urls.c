@@ -180,22 +180,16 @@ int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p
 int pl_download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s)
 {
     int list = pl_child(map, "languages") || pl_child(map, "paths_url");
+    const struct key *all = pl_stage_keys(PL_DOWNLOAD);
     if (!list)
-        return pl_section_options(L, pl_download_keys, map, s);
+        return pl_section_options(L, all, map, s);
     /* url_template and file_numbers were read into the URL list */
-    static const struct key rest[] = {
-        { "url", "url", K_REPEAT, 0, NULL },
-        VALIN("url_list", "url-list"),
-        VALIN("checksums", "checksums"),
-        VAL("retries", "retries"),
-        VAL("retry_wait", "retry-wait"),
-        VAL("connect_timeout", "connect-timeout"),
-        VAL("stall_timeout", "stall-timeout"),
-        FLAG("force", "force"),
-        FLAG("quiet", "quiet"),
-        FLAG("verbose", "verbose"),
-        END,
-    };
+    struct key rest[64];
+    size_t n = 0;
+    for (const struct key *k = all; k->key && n < sizeof(rest) / sizeof(rest[0]) - 1; k++)
+        if (strcmp(k->key, "url_template") && strcmp(k->key, "file_numbers"))
+            rest[n++] = *k;
+    rest[n] = (struct key)END;
     struct sl_cfg *u = pl_child(map, "url");
     struct sl_cfg *ul = pl_child(map, "url_list");
     if (u || ul)

@@ -65,6 +65,41 @@ struct opts {
     long eod_id;
     long workers;
     uint64_t max_doc;
+    /* for the settings: the tokenizer's kind and vocabulary size, the tokens' type */
+    const char *kind, *dtype;
+    uint64_t vocab_size;
+};
+
+/* The options of the run (set by cmd_tokenize) and their table: the parser, -h, the
+ * settings of the parts folder's plan (rows marked SL_OPTF_OUTPUT) and the pipeline's
+ * tokenize keys. */
+static struct opts o;
+
+const struct sl_option cmd_tokenize_options[] = {
+    SL_OPT_STRING(
+        't', "tokenizer", &o.tokenizer, "SPEC",
+        "gpt2:DIR (vocab.json + merges.txt), tiktoken:FILE, spm:FILE or hf:tokenizer.json",
+        .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
+    SL_SETTING(SL_OPT_STR, "kind", &o.kind),
+    SL_SETTING(SL_OPT_U64, "vocab_size", &o.vocab_size),
+    SL_SETTING(SL_OPT_STR, "dtype", &o.dtype),
+    SL_OPT_STRING('o', "out", &o.out, "PREFIX", "output prefix: PREFIX_<key>_document.bin/.idx"),
+    SL_OPT_STRINGS(0, "json-key", &o.keys, "KEY", "member to tokenize (repeatable; default text)",
+                   .flags = SL_OPTF_OUTPUT, .setting = "keys"),
+    SL_OPT_FLAG_(0, "append-eod", &o.append_eod,
+                 "end every non-empty document with the end-of-document token",
+                 .flags = SL_OPTF_OUTPUT),
+    /* -1 without --append-eod */
+    SL_OPT_INTEGER(0, "eod-id", &o.eod_id, "ID",
+                   "the end-of-document id (default <|endoftext|>, or the model's </s>)",
+                   .flags = SL_OPTF_OUTPUT),
+    SL_OPT_INTEGER('j', "workers", &o.workers, "N",
+                   "encoding threads per rank (default: the cores)"),
+    SL_OPT_SIZE(0, "max-doc-size", &o.max_doc, "SIZE",
+                "longest JSONL line accepted; longer ones are reported and skipped (default 64M)",
+                .flags = SL_OPTF_OUTPUT),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 /* Documents of one batch: for each key, the texts (concatenated) and, after encoding, the
@@ -474,23 +509,6 @@ static void rm_parts_dir(const char *tmpdir)
     rm_dir_files(tmpdir);
 }
 
-/* The settings that define the output (the plan of the parts folder). */
-static void settings_json(const struct opts *o, const struct tokenizer *tok, enum idx_dtype dtype,
-                          struct sl_buf *b)
-{
-    sl_buf_puts(b, "{\"tokenizer\":");
-    sl_buf_json_str(b, tok->spec, strlen(tok->spec));
-    sl_buf_printf(b, ",\"kind\":\"%s\",\"vocab_size\":%u,\"dtype\":\"%s\",\"keys\":[",
-                  tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
-    for (size_t k = 0; k < o->keys.n; k++) {
-        if (k)
-            sl_buf_putc(b, ',');
-        sl_buf_json_str(b, o->keys.v[k], strlen(o->keys.v[k]));
-    }
-    sl_buf_printf(b, "],\"append_eod\":%d,\"eod_id\":%ld,\"max_doc_size\":%llu}", o->append_eod,
-                  o->append_eod ? o->eod_id : -1L, (unsigned long long)o->max_doc);
-}
-
 /* What the units of one run share. */
 struct tok_run {
     struct pipeline *pl;
@@ -762,7 +780,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         strcpy(dir, ".");
     char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
     struct sl_buf settings = SL_BUF_INIT;
-    settings_json(o, tok, dtype, &settings);
+    o->kind = tokenizer_kind_name(tok->kind);
+    o->vocab_size = tok->vocab_size;
+    o->dtype = idx_dtype_name(dtype);
+    sl_options_settings_json(cmd_tokenize_options, &settings);
 
     struct pipeline pl;
     pipeline_start(&pl, o, tok, w);
@@ -821,29 +842,13 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
 int cmd_tokenize(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.eod_id = -1;
     o.max_doc = SL_JSONL_DEFAULT_MAX_LINE;
-    struct sl_option options[] = {
-        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
-                      "gpt2:DIR (vocab.json + merges.txt), tiktoken:FILE, spm:FILE or hf:tokenizer.json"),
-        SL_OPT_STRING('o', "out", &o.out, "PREFIX", "output prefix: PREFIX_<key>_document.bin/.idx"),
-        SL_OPT_STRINGS(0, "json-key", &o.keys, "KEY", "member to tokenize (repeatable; default text)"),
-        SL_OPT_FLAG_(0, "append-eod", &o.append_eod,
-                     "end every non-empty document with the end-of-document token"),
-        SL_OPT_INTEGER(0, "eod-id", &o.eod_id, "ID",
-                       "the end-of-document id (default <|endoftext|>, or the model's </s>)"),
-        SL_OPT_INTEGER('j', "workers", &o.workers, "N", "encoding threads per rank (default: the cores)"),
-        SL_OPT_SIZE(0, "max-doc-size", &o.max_doc, "SIZE",
-                    "longest JSONL line accepted; longer ones are reported and skipped (default 64M)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_tokenize_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_tokenize_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.keys);
         return 0;

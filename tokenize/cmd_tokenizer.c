@@ -524,9 +524,54 @@ static int run(struct opts *o, struct sl_strlist *operands)
     return rc ? 1 : 0;
 }
 
+/* The options of the run (set by cmd_tokenizer) and their table: the parser, -h and the
+ * pipeline's tokenizer_train keys (the byte-bpe options are not pipeline keys). */
+static struct opts o;
+
+const struct sl_option cmd_tokenizer_train_options[] = {
+    SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word|byte-bpe",
+                  "model type (default unigram)"),
+    SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "vocabulary size"),
+    SL_OPT_STRING('o', "out", &o.out, "PREFIX", "writes PREFIX.model and PREFIX.vocab"),
+    SL_OPT_STRING(0, "json-key", &o.key, "KEY",
+                  "member of JSONL documents with the text (default text)"),
+    SL_OPT_UINT64(0, "input-sentence-size", &o.sample, "N",
+                  "sentences sampled uniformly from all input (default 1000000; 0: all)"),
+    SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the sample (default 0)"),
+    SL_OPT_DOUBLE(0, "character-coverage", &o.coverage, "F", "characters covered (default 0.9995)"),
+    SL_OPT_FLAG_(0, "byte-fallback", &o.byte_fallback, "unknown characters as <0xNN> byte pieces"),
+    SL_OPT_FLAG_(0, "split-digits", &o.split_digits, "every digit is its own piece"),
+    SL_OPT_STRING(0, "user-defined-symbols", &o.uds, "A,B", "pieces always kept whole",
+                  .flags = SL_OPTF_LIST),
+    SL_OPT_STRING(0, "control-symbols", &o.control, "A,B", "control pieces", .flags = SL_OPTF_LIST),
+    SL_OPT_INTEGER(0, "pad-id", &o.pad, "ID", "default 0"),
+    SL_OPT_INTEGER(0, "unk-id", &o.unk, "ID", "default 1"),
+    SL_OPT_INTEGER(0, "bos-id", &o.bos, "ID", "default 2"),
+    SL_OPT_INTEGER(0, "eos-id", &o.eos, "ID", "default 3"),
+    SL_OPT_UINT64(0, "max-sentence-length", &o.max_len, "N",
+                  "longer sentences are skipped (default 4192 bytes, at most 65536)"),
+    SL_OPT_INTEGER(0, "threads", &o.threads, "N", "training threads (default: the cores)"),
+    SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE",
+                   "any other spm_train option (repeatable)", .flags = SL_OPTF_KV),
+    SL_OPT_CHOICE(0, "pattern", &o.pattern, "gpt2|cl100k|o200k",
+                  "byte-bpe: pre-tokenizer regex of that encoding (default gpt2)",
+                  .flags = SL_OPTF_NO_KEY),
+    SL_OPT_STRING(0, "special-tokens", &o.specials, "A,B",
+                  "byte-bpe: special tokens, ids 0.. (default <|endoftext|>; '' for none)",
+                  .flags = SL_OPTF_NO_KEY),
+    SL_OPT_UINT64(0, "min-frequency", &o.min_freq, "N",
+                  "byte-bpe: pairs seen fewer times are not merged (default 0)",
+                  .flags = SL_OPTF_NO_KEY),
+    SL_OPT_UINT64(0, "max-pretokens", &o.max_pretokens, "N",
+                  "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it "
+                  "(default 4000000)",
+                  .flags = SL_OPTF_NO_KEY),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_tokenizer(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.model_type = "unigram";
     o.key = "text";
@@ -540,48 +585,10 @@ int cmd_tokenizer(int argc, const char **argv)
     o.pattern = "gpt2";
     o.specials = "<|endoftext|>";
     o.max_pretokens = 4000000;
-    struct sl_option options[] = {
-        SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word|byte-bpe",
-                      "model type (default unigram)"),
-        SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "vocabulary size"),
-        SL_OPT_STRING('o', "out", &o.out, "PREFIX", "writes PREFIX.model and PREFIX.vocab"),
-        SL_OPT_STRING(0, "json-key", &o.key, "KEY",
-                      "member of JSONL documents with the text (default text)"),
-        SL_OPT_UINT64(0, "input-sentence-size", &o.sample, "N",
-                      "sentences sampled uniformly from all input (default 1000000; 0: all)"),
-        SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the sample (default 0)"),
-        SL_OPT_DOUBLE(0, "character-coverage", &o.coverage, "F",
-                      "characters covered (default 0.9995)"),
-        SL_OPT_FLAG_(0, "byte-fallback", &o.byte_fallback,
-                     "unknown characters as <0xNN> byte pieces"),
-        SL_OPT_FLAG_(0, "split-digits", &o.split_digits, "every digit is its own piece"),
-        SL_OPT_STRING(0, "user-defined-symbols", &o.uds, "A,B", "pieces always kept whole"),
-        SL_OPT_STRING(0, "control-symbols", &o.control, "A,B", "control pieces"),
-        SL_OPT_INTEGER(0, "pad-id", &o.pad, "ID", "default 0"),
-        SL_OPT_INTEGER(0, "unk-id", &o.unk, "ID", "default 1"),
-        SL_OPT_INTEGER(0, "bos-id", &o.bos, "ID", "default 2"),
-        SL_OPT_INTEGER(0, "eos-id", &o.eos, "ID", "default 3"),
-        SL_OPT_UINT64(0, "max-sentence-length", &o.max_len, "N",
-                      "longer sentences are skipped (default 4192 bytes, at most 65536)"),
-        SL_OPT_INTEGER(0, "threads", &o.threads, "N", "training threads (default: the cores)"),
-        SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE",
-                       "any other spm_train option (repeatable)"),
-        SL_OPT_CHOICE(0, "pattern", &o.pattern, "gpt2|cl100k|o200k",
-                      "byte-bpe: pre-tokenizer regex of that encoding (default gpt2)"),
-        SL_OPT_STRING(0, "special-tokens", &o.specials, "A,B",
-                      "byte-bpe: special tokens, ids 0.. (default <|endoftext|>; '' for none)"),
-        SL_OPT_UINT64(0, "min-frequency", &o.min_freq, "N",
-                      "byte-bpe: pairs seen fewer times are not merged (default 0)"),
-        SL_OPT_UINT64(0, "max-pretokens", &o.max_pretokens, "N",
-                      "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it "
-                      "(default 4000000)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_tokenizer_train_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_tokenizer_train_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.extra);
         return 0;

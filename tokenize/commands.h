@@ -3,8 +3,14 @@
 #ifndef SL_TOKENIZE_COMMANDS_H
 #define SL_TOKENIZE_COMMANDS_H
 
+#include "core/options.h"
+
 int cmd_tokenize(int argc, const char **argv);
 int cmd_tokenizer(int argc, const char **argv);
 int cmd_dataset(int argc, const char **argv);
+
+/* The option tables of the stages `sluice run` runs (see curate/commands.h). */
+extern const struct sl_option cmd_tokenize_options[];
+extern const struct sl_option cmd_tokenizer_train_options[];
 
 #endif

@@ -34,6 +34,30 @@ struct opts {
     long level;
 };
 
+/* The options of the run (set by cmd_clean) and their table: the parser, -h, the settings
+ * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's clean keys read it. */
+static struct opts o;
+
+const struct sl_option cmd_clean_options[] = {
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_OPT_FLAG_(0, "nfkc", &o.c.nfkc, "normalize to NFKC instead of NFC", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "remove-urls", &o.c.remove_urls, "remove http(s):// and www. URLs",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "uncurl-quotes", &o.c.uncurl_quotes, "turn curly quotes into ' and \"",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "no-mojibake", &o.c.no_mojibake, "leave mojibake as it is",
+                 .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "mojibake"),
+    /* in the settings since it is given, so the plans of earlier runs still match */
+    SL_OPT_FLAG_(0, "no-entities", &o.c.no_entities, "leave HTML entities as they are",
+                 .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "entities", .omit = "true"),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 static void on_skip(void *ctx, const char *reason, const char *message)
 {
     struct sl_counters *c = ctx;
@@ -121,13 +145,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         return 1;
     }
     struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_printf(
-        &settings,
-        "{\"nfkc\":%s,\"remove_urls\":%s,\"uncurl_quotes\":%s,\"mojibake\":%s,\"text_key\":",
-        o->c.nfkc ? "true" : "false", o->c.remove_urls ? "true" : "false",
-        o->c.uncurl_quotes ? "true" : "false", o->c.no_mojibake ? "false" : "true");
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_putc(&settings, '}');
+    sl_options_settings_json(cmd_clean_options, &settings);
     struct sl_stage_files job = { .stage = { .stage = "clean",
                                              .out_dir = o->out,
                                              .argc = argc,
@@ -156,28 +174,13 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
 int cmd_clean(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.text_key = "text";
     o.level = 3;
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_FLAG_(0, "nfkc", &o.c.nfkc, "normalize to NFKC instead of NFC"),
-        SL_OPT_FLAG_(0, "remove-urls", &o.c.remove_urls, "remove http(s):// and www. URLs"),
-        SL_OPT_FLAG_(0, "uncurl-quotes", &o.c.uncurl_quotes, "turn curly quotes into ' and \""),
-        SL_OPT_FLAG_(0, "no-mojibake", &o.c.no_mojibake, "leave mojibake as it is"),
-        SL_OPT_FLAG_(0, "no-entities", &o.c.no_entities, "leave HTML entities as they are"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
-                      "member that holds the text (default text)"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_clean_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_clean_options);
         sl_strlist_release(&rest);
         return 0;
     }

@@ -34,6 +34,34 @@ struct opts {
     struct sl_decont_opts d;
     int force;
     long level;
+    const char *dset; /* the tasks' n-grams and the settings that cut (JSON), for the plan */
+};
+
+/* The options of the run (set by cmd_decontaminate) and their table: the parser, -h, the
+ * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's decontaminate keys.
+ * --tasks and the cutting options are in the settings through "decontaminate". */
+static struct opts o;
+
+const struct sl_option cmd_decontaminate_options[] = {
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_SETTING(SL_OPT_JSON_, "decontaminate", &o.dset),
+    SL_OPT_STRING(0, "tasks", &o.tasks, "FILE", "YAML list of tasks: name, files (JSONL), fields",
+                  .flags = SL_OPTF_PATH),
+    SL_OPT_INTEGER(0, "ngram", &o.d.ngram, "N", "words per n-gram (default 13)"),
+    SL_OPT_INTEGER(0, "min-task-words", &o.d.min_task_words, "N",
+                   "task texts shorter than --ngram but with N+ words are one n-gram (default 8)"),
+    SL_OPT_INTEGER(0, "margin", &o.d.margin, "N",
+                   "characters cut on each side of a match (default 200)"),
+    SL_OPT_INTEGER(0, "min-length", &o.d.min_length, "N",
+                   "drop pieces of N characters or fewer (default 200)"),
+    SL_OPT_INTEGER(0, "max-splits", &o.d.max_splits, "N",
+                   "drop documents cut into more pieces (default 10)"),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 static void on_skip(void *ctx, const char *reason, const char *message)
@@ -170,12 +198,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
             sl_warn("task '%s': %llu of %llu records have none of the fields", tk->name,
                     (unsigned long long)tk->skipped, (unsigned long long)tk->records);
     }
-    struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_puts(&settings, "{\"decontaminate\":");
-    sl_decont_settings(dc, &settings);
-    sl_buf_puts(&settings, ",\"text_key\":");
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_putc(&settings, '}');
+    struct sl_buf dset = SL_BUF_INIT, settings = SL_BUF_INIT;
+    sl_decont_settings(dc, &dset);
+    o->dset = dset.data;
+    sl_options_settings_json(cmd_decontaminate_options, &settings);
     struct decont_ctx x = { dc, o };
     struct sl_stage_files job = { .stage = { .stage = "decontaminate",
                                              .out_dir = o->out,
@@ -203,6 +229,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                 res.resumed ? " (resumed)" : "");
     sl_stage_result_release(&res);
     sl_buf_release(&settings);
+    sl_buf_release(&dset);
+    o->dset = NULL;
     sl_inputs_release(&in);
     sl_decont_free(dc);
     return rc ? 1 : 0;
@@ -210,7 +238,6 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
 int cmd_decontaminate(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.text_key = "text";
     o.level = 3;
@@ -219,31 +246,10 @@ int cmd_decontaminate(int argc, const char **argv)
     o.d.margin = 200;
     o.d.min_length = 200;
     o.d.max_splits = 10;
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_STRING(0, "tasks", &o.tasks, "FILE",
-                      "YAML list of tasks: name, files (JSONL), fields"),
-        SL_OPT_INTEGER(0, "ngram", &o.d.ngram, "N", "words per n-gram (default 13)"),
-        SL_OPT_INTEGER(
-            0, "min-task-words", &o.d.min_task_words, "N",
-            "task texts shorter than --ngram but with N+ words are one n-gram (default 8)"),
-        SL_OPT_INTEGER(0, "margin", &o.d.margin, "N",
-                       "characters cut on each side of a match (default 200)"),
-        SL_OPT_INTEGER(0, "min-length", &o.d.min_length, "N",
-                       "drop pieces of N characters or fewer (default 200)"),
-        SL_OPT_INTEGER(0, "max-splits", &o.d.max_splits, "N",
-                       "drop documents cut into more pieces (default 10)"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
-                      "member that holds the text (default text)"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_decontaminate_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_decontaminate_options);
         sl_strlist_release(&rest);
         return 0;
     }

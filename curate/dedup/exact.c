@@ -39,6 +39,39 @@ struct opts {
     uint64_t max_line;
     long level;
     int force, repair_utf8;
+    const char *mode, *norm_name, *hash; /* for the settings: "exact", --norm's, "xxh3-128" */
+};
+
+/* The options of the run (set by dedup_exact_main) and their table: the parser, -h, the
+ * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's dedup_exact keys. */
+static struct opts o;
+
+const struct sl_option cmd_dedup_exact_options[] = {
+    SL_SETTING(SL_OPT_STR, "mode", &o.mode),
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_OPT_STRING(0, "key", &o.key, "KEY",
+                  "compare this member instead of the text (url, metadata.url, ...)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "norm", &o.norm, "LIST",
+                  "normalise first: lower,punct,space,digits,accents | all | none (default none)",
+                  .flags = SL_OPTF_LIST),
+    SL_SETTING(SL_OPT_STR, "norm", &o.norm_name),
+    SL_OPT_CHOICE(0, "keep", &o.keep, "first|longest",
+                  "which document of a group to keep (default first)", .flags = SL_OPTF_OUTPUT),
+    SL_SETTING(SL_OPT_STR, "hash", &o.hash),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
+                .flags = SL_OPTF_OUTPUT, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                 "replace invalid UTF-8 with U+FFFD instead of skipping the line",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 struct rec {
@@ -171,18 +204,8 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
 
     char nn[64];
     struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_puts(&settings, "{\"mode\":\"exact\",\"key\":");
-    if (o->key)
-        sl_buf_json_str(&settings, o->key, strlen(o->key));
-    else
-        sl_buf_puts(&settings, "null");
-    sl_buf_printf(&settings, ",\"norm\":\"%s\",\"keep\":\"%s\",\"hash\":\"xxh3-128\",\"text_key\":",
-                  dd_norm_name(norm, nn, sizeof(nn)), o->keep);
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_puts(&settings, ",\"id_key\":");
-    sl_buf_json_str(&settings, o->id_key, strlen(o->id_key));
-    sl_buf_printf(&settings, ",\"level\":%ld,\"repair_utf8\":%s}", o->level,
-                  o->repair_utf8 ? "true" : "false");
+    o->norm_name = dd_norm_name(norm, nn, sizeof(nn));
+    sl_options_settings_json(cmd_dedup_exact_options, &settings);
     struct sl_stage st;
     /* the manifest shows the whole command line: "dedup exact ..." */
     struct sl_stage_cfg cfg = { .stage = "dedup-exact",
@@ -264,29 +287,19 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
 
 int dedup_exact_main(int argc, const char **argv)
 {
-    struct opts o = { NULL, NULL, "none", "first", "text", "id", SL_JSONL_DEFAULT_MAX_LINE, 3, 0, 0 };
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_STRING(0, "key", &o.key, "KEY",
-                      "compare this member instead of the text (url, metadata.url, ...)"),
-        SL_OPT_STRING(0, "norm", &o.norm, "LIST",
-                      "normalise first: lower,punct,space,digits,accents | all | none (default none)"),
-        SL_OPT_CHOICE(0, "keep", &o.keep, "first|longest",
-                      "which document of a group to keep (default first)"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
-        SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)"),
-        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
-                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&o, 0, sizeof(o));
+    o.norm = "none";
+    o.keep = "first";
+    o.text_key = "text";
+    o.id_key = "id";
+    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
+    o.level = 3;
+    o.mode = "exact";
+    o.hash = "xxh3-128";
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc - 1, argv + 1, options, &rest);
+    int rc = sl_parse_options(argc - 1, argv + 1, cmd_dedup_exact_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_dedup_exact_options);
         sl_strlist_release(&rest);
         return 0;
     }

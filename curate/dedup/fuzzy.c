@@ -61,6 +61,73 @@ struct opts {
     uint64_t seed, max_line;
     double threshold;
     int verify, pairs, force, repair_utf8;
+    /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
+    const char *mode, *minhash;
+    uint64_t gen;
+};
+
+/* The options of the run (set by dedup_fuzzy_main) and their table: the parser, -h, the
+ * settings of the plan (rows marked SL_OPTF_OUTPUT; the MinHash options through "minhash")
+ * and the pipeline's dedup_fuzzy keys. */
+static struct opts o;
+
+const struct sl_option cmd_dedup_fuzzy_options[] = {
+    SL_SETTING(SL_OPT_STR, "mode", &o.mode),
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_OPT_GROUP_("MinHash and LSH"),
+    SL_OPT_CHOICE(0, "preset", &o.preset, "datatrove|nemo",
+                  "defaults for the four settings below (default datatrove)"),
+    SL_OPT_STRING(0, "ngram", &o.ngram, "SPEC", "shingles: words:N or chars:N"),
+    SL_OPT_INTEGER(0, "bands", &o.bands, "B", "LSH bands"),
+    SL_OPT_INTEGER(0, "rows", &o.rows, "R", "rows (permutations) per band"),
+    SL_OPT_STRING(0, "norm", &o.norm, "LIST",
+                  "normalise first: lower,punct,space,digits,accents | all | none",
+                  .flags = SL_OPTF_LIST),
+    SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the hash functions (default 1)"),
+    SL_OPT_CHOICE(0, "hash", &o.family, "multiply|multiply32|mersenne",
+                  "permutations: (a*h+b) mod 2^64, 32-bit mod 2^32, or mod 2^61-1 "
+                  "(default multiply)"),
+    SL_SETTING(SL_OPT_JSON_, "minhash", &o.minhash),
+    SL_OPT_GROUP_("Pairs"),
+    SL_OPT_FLAG_(0, "verify", &o.verify,
+                 "keep only candidate pairs whose true Jaccard is >= --threshold",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_DOUBLE(0, "threshold", &o.threshold, "J", "Jaccard threshold of --verify (default 0.8)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_INTEGER(0, "anchors", &o.anchors, "N",
+                   "pair each bucket member with up to N earlier ones (default 1; 8 with --verify)",
+                   .flags = SL_OPTF_OUTPUT),
+    SL_OPT_GROUP_("Index"),
+    SL_OPT_CHOICE(0, "backend", &o.backend, "memory|redis", "where buckets live (default memory)"),
+    SL_OPT_STRING(0, "redis", &o.redis, "HOST:PORT,...",
+                  "Redis Cluster seed nodes (--backend redis)", .flags = SL_OPTF_LIST),
+    SL_OPT_STRING(0, "redis-prefix", &o.redis_prefix, "P",
+                  "key prefix in Redis (default sluice:run:<hash of the run>)"),
+    SL_OPT_INTEGER(0, "redis-batch", &o.redis_batch, "N",
+                   "commands per pipelined batch to one node (default 10000)"),
+    SL_OPT_DOUBLE(0, "redis-timeout", &o.redis_timeout, "SECONDS",
+                  "how long to wait for a failed node or a failover (default 60)"),
+    SL_OPT_STRING(0, "index-out", &o.index_out, "DIR", "save the band index for later runs"),
+    SL_OPT_STRING(0, "index-in", &o.index_in, "DIR",
+                  "also dedup against the documents of this saved index",
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
+    SL_SETTING(SL_OPT_U64, "index_generation", &o.gen),
+    SL_OPT_GROUP_("Input and output"),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "pairs", &o.pairs, "also write the pairs found to OUT/pairs.jsonl",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
+                .flags = SL_OPTF_OUTPUT, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                 "replace invalid UTF-8 with U+FFFD instead of skipping the line",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 struct fz {
@@ -740,26 +807,14 @@ static int index_in_read(struct fuzzy_run *r)
     return rc;
 }
 
-/* The settings that make a run's outputs what they are (for resuming and the plan). */
+/* The settings that make a run's outputs what they are (for resuming and the plan): the
+ * table's, with the values the options resolved to. */
 static void fuzzy_settings(struct fuzzy_run *r)
 {
-    const struct opts *o = r->o;
-    const struct fz *f = r->f;
-    struct sl_buf *s = &r->settings;
-    sl_buf_printf(s,
-                  "{\"mode\":\"fuzzy\",\"minhash\":%s,\"verify\":%s,\"threshold\":%.6g,"
-                  "\"anchors\":%u,\"index_in\":",
-                  f->minhash_json, f->verify ? "true" : "false", f->threshold, f->anchors);
-    if (o->index_in)
-        sl_buf_json_str(s, o->index_in, strlen(o->index_in));
-    else
-        sl_buf_puts(s, "null");
-    sl_buf_printf(s, ",\"index_generation\":%llu,\"text_key\":", (unsigned long long)r->c.gen);
-    sl_buf_json_str(s, o->text_key, strlen(o->text_key));
-    sl_buf_puts(s, ",\"id_key\":");
-    sl_buf_json_str(s, o->id_key, strlen(o->id_key));
-    sl_buf_printf(s, ",\"pairs\":%s,\"level\":%ld,\"repair_utf8\":%s}", o->pairs ? "true" : "false",
-                  o->level, o->repair_utf8 ? "true" : "false");
+    o.minhash = r->f->minhash_json;
+    o.anchors = (long)r->f->anchors;
+    o.gen = r->c.gen;
+    sl_options_settings_json(cmd_dedup_fuzzy_options, &r->settings);
 }
 
 /* Connect to the Redis Cluster, choosing where this run's buckets go. */
@@ -1221,8 +1276,8 @@ out:
 
 int dedup_fuzzy_main(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
+    o.mode = "fuzzy";
     o.preset = "datatrove";
     o.family = "multiply";
     o.backend = "memory";
@@ -1235,54 +1290,10 @@ int dedup_fuzzy_main(int argc, const char **argv)
     o.seed = 1;
     o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
     o.threshold = 0.8;
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_GROUP_("MinHash and LSH"),
-        SL_OPT_CHOICE(0, "preset", &o.preset, "datatrove|nemo",
-                      "defaults for the four settings below (default datatrove)"),
-        SL_OPT_STRING(0, "ngram", &o.ngram, "SPEC", "shingles: words:N or chars:N"),
-        SL_OPT_INTEGER(0, "bands", &o.bands, "B", "LSH bands"),
-        SL_OPT_INTEGER(0, "rows", &o.rows, "R", "rows (permutations) per band"),
-        SL_OPT_STRING(0, "norm", &o.norm, "LIST",
-                      "normalise first: lower,punct,space,digits,accents | all | none"),
-        SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the hash functions (default 1)"),
-        SL_OPT_CHOICE(0, "hash", &o.family, "multiply|multiply32|mersenne",
-                      "permutations: (a*h+b) mod 2^64, 32-bit mod 2^32, or mod 2^61-1 "
-                      "(default multiply)"),
-        SL_OPT_GROUP_("Pairs"),
-        SL_OPT_FLAG_(0, "verify", &o.verify,
-                     "keep only candidate pairs whose true Jaccard is >= --threshold"),
-        SL_OPT_DOUBLE(0, "threshold", &o.threshold, "J", "Jaccard threshold of --verify (default 0.8)"),
-        SL_OPT_INTEGER(0, "anchors", &o.anchors, "N",
-                       "pair each bucket member with up to N earlier ones (default 1; 8 with --verify)"),
-        SL_OPT_FLAG_(0, "pairs", &o.pairs, "also write the pairs found to OUT/pairs.jsonl"),
-        SL_OPT_GROUP_("Index"),
-        SL_OPT_CHOICE(0, "backend", &o.backend, "memory|redis", "where buckets live (default memory)"),
-        SL_OPT_STRING(0, "redis", &o.redis, "HOST:PORT,...", "Redis Cluster seed nodes (--backend redis)"),
-        SL_OPT_STRING(0, "redis-prefix", &o.redis_prefix, "P",
-                      "key prefix in Redis (default sluice:run:<hash of the run>)"),
-        SL_OPT_INTEGER(0, "redis-batch", &o.redis_batch, "N",
-                       "commands per pipelined batch to one node (default 10000)"),
-        SL_OPT_DOUBLE(0, "redis-timeout", &o.redis_timeout, "SECONDS",
-                      "how long to wait for a failed node or a failover (default 60)"),
-        SL_OPT_STRING(0, "index-out", &o.index_out, "DIR", "save the band index for later runs"),
-        SL_OPT_STRING(0, "index-in", &o.index_in, "DIR",
-                      "also dedup against the documents of this saved index"),
-        SL_OPT_GROUP_("Input and output"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
-        SL_OPT_STRING(0, "id-key", &o.id_key, "KEY", "member that holds the id (default id)"),
-        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
-                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc - 1, argv + 1, options, &rest);
+    int rc = sl_parse_options(argc - 1, argv + 1, cmd_dedup_fuzzy_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_dedup_fuzzy_options);
         sl_strlist_release(&rest);
         return 0;
     }

@@ -376,6 +376,8 @@ static int run(struct opts *o, int argc, const char **argv)
     if (!rc)
         rc = fetch_global_init();
     struct sl_inputs none = { NULL, 0 };
+    struct sl_buf settings = SL_BUF_INIT;
+    sl_options_settings_json(cmd_download_options, &settings);
     struct sl_stage st;
     int have_stage = 0;
     if (!rc) {
@@ -384,7 +386,7 @@ static int run(struct opts *o, int argc, const char **argv)
                                     .argc = argc,
                                     .argv = argv,
                                     .inputs = &none,
-                                    .settings_json = "{}",
+                                    .settings_json = settings.data,
                                     .force = o->force };
         rc = sl_stage_begin(&st, w, &cfg);
         have_stage = !rc;
@@ -397,6 +399,7 @@ static int run(struct opts *o, int argc, const char **argv)
         free(names);
         sl_strlist_release(&urls);
         checksum_list_release(&sums);
+        sl_buf_release(&settings);
         return code;
     }
 
@@ -447,49 +450,57 @@ static int run(struct opts *o, int argc, const char **argv)
     free(names);
     sl_strlist_release(&urls);
     checksum_list_release(&sums);
+    sl_buf_release(&settings);
     return failed || rc ? 1 : 0;
 }
 
+/* The options of the run (set by cmd_download) and their table: the parser, -h and the
+ * pipeline's download keys. No option changes what a URL's file holds: the settings are
+ * empty. */
+static struct opts o;
+
+const struct sl_option cmd_download_options[] = {
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_OPT_STRINGS(0, "url", &o.urls, "URL", "a URL to fetch (repeatable)"),
+    SL_OPT_STRING(0, "url-list", &o.url_list, "FILE", "a file of URLs, one a line ('#' comments)",
+                  .flags = SL_OPTF_PATH),
+    SL_OPT_STRING(0, "url-template", &o.url_template, "T",
+                  "URL with {n} or {n:02d} for each of --file-numbers"),
+    SL_OPT_STRING(0, "file-numbers", &o.file_numbers, "LIST", "numbers for the template: 0,3,5-7",
+                  .flags = SL_OPTF_LIST),
+    SL_OPT_STRING(0, "checksums", &o.checksums, "FILE",
+                  "sha256sum or md5sum lines to verify the files against", .flags = SL_OPTF_PATH),
+    SL_OPT_FLAG_(0, "require-checksums", &o.require_checksums,
+                 "refuse to start when a file has no entry in --checksums",
+                 .flags = SL_OPTF_NO_KEY),
+    SL_OPT_INTEGER(0, "retries", &o.retries, "N",
+                   "retries per file after the first attempt (default 5)"),
+    SL_OPT_DOUBLE(0, "retry-wait", &o.retry_wait, "SECONDS",
+                  "wait before the first retry, doubled each time up to 60 (default 1)"),
+    SL_OPT_INTEGER(0, "connect-timeout", &o.connect_timeout, "SECONDS",
+                   "connect timeout (default 30)"),
+    SL_OPT_INTEGER(0, "stall-timeout", &o.stall_timeout, "SECONDS",
+                   "give up an attempt slower than --min-speed for this long (default 60)"),
+    SL_OPT_SIZE(0, "min-speed", &o.min_speed, "BYTES",
+                "slowest transfer rate, bytes/s over --stall-timeout (default 1K)",
+                .flags = SL_OPTF_NO_KEY),
+    SL_OPT_FLAG_(0, "force", &o.force, "reuse a directory that holds another stage's outputs"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_download(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.retries = 5;
     o.retry_wait = 1.0;
     o.connect_timeout = 30;
     o.stall_timeout = 60;
     o.min_speed = 1024;
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_STRINGS(0, "url", &o.urls, "URL", "a URL to fetch (repeatable)"),
-        SL_OPT_STRING(0, "url-list", &o.url_list, "FILE",
-                      "a file of URLs, one a line ('#' comments)"),
-        SL_OPT_STRING(0, "url-template", &o.url_template, "T",
-                      "URL with {n} or {n:02d} for each of --file-numbers"),
-        SL_OPT_STRING(0, "file-numbers", &o.file_numbers, "LIST",
-                      "numbers for the template: 0,3,5-7"),
-        SL_OPT_STRING(0, "checksums", &o.checksums, "FILE",
-                      "sha256sum or md5sum lines to verify the files against"),
-        SL_OPT_FLAG_(0, "require-checksums", &o.require_checksums,
-                     "refuse to start when a file has no entry in --checksums"),
-        SL_OPT_INTEGER(0, "retries", &o.retries, "N",
-                       "retries per file after the first attempt (default 5)"),
-        SL_OPT_DOUBLE(0, "retry-wait", &o.retry_wait, "SECONDS",
-                      "wait before the first retry, doubled each time up to 60 (default 1)"),
-        SL_OPT_INTEGER(0, "connect-timeout", &o.connect_timeout, "SECONDS",
-                       "connect timeout (default 30)"),
-        SL_OPT_INTEGER(0, "stall-timeout", &o.stall_timeout, "SECONDS",
-                       "give up an attempt slower than --min-speed for this long (default 60)"),
-        SL_OPT_SIZE(0, "min-speed", &o.min_speed, "BYTES",
-                    "slowest transfer rate, bytes/s over --stall-timeout (default 1K)"),
-        SL_OPT_FLAG_(0, "force", &o.force, "reuse a directory that holds another stage's outputs"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_download_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_download_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.urls);
         return 0;

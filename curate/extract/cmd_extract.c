@@ -74,8 +74,50 @@ struct opts {
     long level;
     int force, skip_corrupt, keep_truncated, rm_inputs;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
-    uint64_t shard_size;      /* html: input bytes per output shard */
+    uint64_t shard_size;      /* html: input bytes per output shard; 0 for other formats */
     int group;                /* inputs grouped into shards (html) */
+    const char *html_engine;  /* the HTML text engine (in the settings) */
+};
+
+/* The options of the run (set by cmd_extract) and their table: the parser, -h, the
+ * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's extract keys. */
+static struct opts o;
+
+const struct sl_option cmd_extract_options[] = {
+    SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
+                  "input format (required)", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
+                  "jsonl: member that holds the text (default text)", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "source", &o.source, "NAME",
+                  "value of the source field (default: the format; pile: its set name)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_SIZE(0, "max-record", &o.max_record, "SIZE",
+                "largest record, decoded page, paper or line kept (default 64M)",
+                .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "keep-truncated", &o.keep_truncated,
+                 "warc: extract records the crawler truncated (WARC-Truncated)",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
+                 "keep the readable part of damaged compressed files and go on",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
+    SL_SETTING(SL_OPT_STR, "html_engine", &o.html_engine),
+    SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
+                 "delete each downloaded input once its shard is complete"),
+    SL_OPT_SIZE(0, "shard-size", &o.shard_size, "SIZE",
+                "html: consecutive pages share a shard up to SIZE of input (default 64M)",
+                .flags = SL_OPTF_OUTPUT | SL_OPTF_NO_KEY, .omit = "0"),
+    /* the ids in the settings only when asked for, so earlier outputs stay valid */
+    SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
+                  "prefix every document id with P: (corpora whose ids repeat)",
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PAIRED, .omit = "null"),
+    SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
+                 "new ids: <output shard>:<position>, after the --id-prefix",
+                 .flags = SL_OPTF_OUTPUT, .omit = "false"),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 /* The shard being written for one input file. */
@@ -346,37 +388,6 @@ static void extract_done(void *ctx, const struct sl_stage_unit *u)
         x->removed += (uint64_t)remove_input(&u->inputs[i]);
 }
 
-/* The plan's settings: what defines the output. */
-static void settings_json(const struct opts *o, const struct format *f, struct sl_buf *b)
-{
-    sl_buf_puts(b, "{\"format\":");
-    sl_buf_json_str(b, f->name, strlen(f->name));
-    sl_buf_puts(b, ",\"text_key\":");
-    sl_buf_json_str(b, o->text_key, strlen(o->text_key));
-    sl_buf_puts(b, ",\"source\":");
-    if (o->source)
-        sl_buf_json_str(b, o->source, strlen(o->source));
-    else
-        sl_buf_puts(b, "null");
-    sl_buf_printf(b,
-                  ",\"max_record\":%llu,\"keep_truncated\":%s,\"skip_corrupt\":%s,\"level\":%ld,"
-                  "\"html_engine\":\"%s\"",
-                  (unsigned long long)o->max_record, o->keep_truncated ? "true" : "false",
-                  o->skip_corrupt ? "true" : "false", o->level, page_text_engine());
-    if (o->group)
-        sl_buf_printf(b, ",\"shard_size\":%llu", (unsigned long long)o->shard_size);
-    if (sl_docid_active(&o->ids)) {
-        /* in the plan only when given, so earlier outputs stay valid */
-        sl_buf_puts(b, ",\"id_prefix\":");
-        if (o->ids.prefix)
-            sl_buf_json_str(b, o->ids.prefix, strlen(o->ids.prefix));
-        else
-            sl_buf_puts(b, "null");
-        sl_buf_printf(b, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
-    }
-    sl_buf_putc(b, '}');
-}
-
 /* Units of work: one input file each, or (html) consecutive files grouped up to
  * --shard-size; each unit is one output shard, so the output does not depend on the
  * number of ranks. first[] gets nunits + 1 entries. */
@@ -434,7 +445,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             return 2;
         }
     struct sl_buf settings = SL_BUF_INIT;
-    settings_json(o, f, &settings);
+    sl_options_settings_json(cmd_extract_options, &settings);
     struct extract_run x = { .o = o, .f = f };
     x.eo.format = f->name;
     x.eo.source = o->source;
@@ -478,40 +489,15 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
 
 int cmd_extract(int argc, const char **argv)
 {
-    struct opts o = {
-        NULL, NULL, "text", NULL, 64u << 20, 3, 0, 0, 0, 0, { NULL, 0 }, 64u << 20, 0
-    };
-    struct sl_option options[] = {
-        SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
-                      "input format (required)"),
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
-                      "jsonl: member that holds the text (default text)"),
-        SL_OPT_STRING(0, "source", &o.source, "NAME",
-                      "value of the source field (default: the format; pile: its set name)"),
-        SL_OPT_SIZE(0, "max-record", &o.max_record, "SIZE",
-                    "largest record, decoded page, paper or line kept (default 64M)"),
-        SL_OPT_FLAG_(0, "keep-truncated", &o.keep_truncated,
-                     "warc: extract records the crawler truncated (WARC-Truncated)"),
-        SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
-                     "keep the readable part of damaged compressed files and go on"),
-        SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
-                     "delete each downloaded input once its shard is complete"),
-        SL_OPT_SIZE(0, "shard-size", &o.shard_size, "SIZE",
-                    "html: consecutive pages share a shard up to SIZE of input (default 64M)"),
-        SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
-                      "prefix every document id with P: (corpora whose ids repeat)"),
-        SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
-                     "new ids: <output shard>:<position>, after the --id-prefix"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&o, 0, sizeof(o));
+    o.text_key = "text";
+    o.max_record = 64u << 20;
+    o.level = 3;
+    o.shard_size = 64u << 20;
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_extract_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_extract_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -530,6 +516,9 @@ int cmd_extract(int argc, const char **argv)
     if (!rc && o.shard_size == 0)
         rc = sl_err_set(SL_ERR_USAGE, "--shard-size must be positive");
     o.group = f && !strcmp(f->name, "html");
+    if (!o.group)
+        o.shard_size = 0;
+    o.html_engine = page_text_engine();
     if (!rc && o.max_record < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
     if (rc) {

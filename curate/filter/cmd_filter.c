@@ -41,6 +41,43 @@ struct opts {
     int annotate, split_lang, list, force, repair_utf8;
     long level;
     uint64_t max_line;
+    const char *chain; /* the filter chain's settings (JSON), for the plan's */
+};
+
+/* The options of the run (set by cmd_filter) and their table: the parser, -h, the settings
+ * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's filter keys. */
+static struct opts o;
+
+const struct sl_option cmd_filter_options[] = {
+    SL_SETTING(SL_OPT_JSON_, "config", &o.chain),
+    SL_OPT_STRING('c', "config", &o.config, "F.yaml", "filter chain (configs/filters/*.yaml)",
+                  .flags = SL_OPTF_PATH),
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory for kept documents (created)"),
+    SL_OPT_FLAG_(0, "annotate", &o.annotate,
+                 "keep every document; write filter_scores (and filter_drop, filter_reason)",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "split-by-language", &o.split_lang,
+                 "write kept documents to DIR/lang=CODE/ by their detected language",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "rejected", &o.rejected, "DIR",
+                  "write rejected documents here, with filter, filter_reason, filter_score",
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_GIVEN),
+    SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE",
+                   "override a config value: filters.gopher_quality.min_doc_words=40 (the "
+                   "filter by name), filters.2.gopher_quality.min_doc_words=40 (by position)",
+                   .flags = SL_OPTF_KV),
+    SL_OPT_FLAG_(0, "list", &o.list, "list the filter kinds and exit", .flags = SL_OPTF_NO_KEY),
+    SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                 "replace invalid UTF-8 with U+FFFD instead of skipping the line",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
+                .flags = SL_OPTF_OUTPUT, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 static void on_skip(void *ctx, const char *reason, const char *message)
@@ -378,16 +415,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         sl_filter_chain_free(ch);
         return 1;
     }
-    struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_puts(&settings, "{\"config\":");
-    sl_filter_chain_settings(ch, &settings);
-    sl_buf_printf(&settings,
-                  ",\"annotate\":%s,\"split_by_language\":%s,\"rejected\":%s,\"repair_utf8\":%s,"
-                  "\"text_key\":",
-                  o->annotate ? "true" : "false", o->split_lang ? "true" : "false",
-                  o->rejected ? "true" : "false", o->repair_utf8 ? "true" : "false");
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_putc(&settings, '}');
+    struct sl_buf chain = SL_BUF_INIT, settings = SL_BUF_INIT;
+    sl_filter_chain_settings(ch, &chain);
+    o->chain = chain.data;
+    sl_options_settings_json(cmd_filter_options, &settings);
     struct filter_run fr = { .ch = ch, .o = o };
     sl_fctx_init(&fr.ctx, &ch->env);
     fr.res = sl_xcalloc(ch->n ? ch->n : 1, sizeof(*fr.res));
@@ -431,6 +462,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_release(&fr.ann);
     sl_buf_release(&fr.lang);
     sl_buf_release(&settings);
+    sl_buf_release(&chain);
+    o->chain = NULL;
     sl_inputs_release(&in);
     sl_filter_chain_free(ch);
     return rc ? 1 : 0;
@@ -438,38 +471,14 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
 int cmd_filter(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.text_key = "text";
     o.level = 3;
     o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
-    struct sl_option options[] = {
-        SL_OPT_STRING('c', "config", &o.config, "F.yaml", "filter chain (configs/filters/*.yaml)"),
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory for kept documents (created)"),
-        SL_OPT_STRING(0, "rejected", &o.rejected, "DIR",
-                      "write rejected documents here, with filter, filter_reason, filter_score"),
-        SL_OPT_FLAG_(0, "annotate", &o.annotate,
-                     "keep every document; write filter_scores (and filter_drop, filter_reason)"),
-        SL_OPT_FLAG_(0, "split-by-language", &o.split_lang,
-                     "write kept documents to DIR/lang=CODE/ by their detected language"),
-        SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE",
-                       "override a config value: filters.gopher_quality.min_doc_words=40 (the "
-                       "filter by name), filters.2.gopher_quality.min_doc_words=40 (by position)"),
-        SL_OPT_FLAG_(0, "list", &o.list, "list the filter kinds and exit"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
-                      "member that holds the text (default text)"),
-        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
-                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_filter_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_filter_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.set);
         return 0;

@@ -44,6 +44,40 @@ struct opts {
     long level;
     int force, repair_utf8, skip_corrupt;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
+    uint64_t nshards;         /* the shards written (for the settings) */
+};
+
+/* The options of the run (set by cmd_reshard) and their table: the parser, -h, the settings
+ * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's reshard keys. */
+static struct opts o;
+
+const struct sl_option cmd_reshard_options[] = {
+    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_OPT_UINT64('n', "shards", &o.shards, "N", "number of shards"),
+    SL_SETTING(SL_OPT_U64, "shards", &o.nshards),
+    SL_OPT_SIZE('s', "shard-size", &o.shard_size, "SIZE",
+                "target uncompressed bytes per shard (default 256M)", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)",
+                .flags = SL_OPTF_OUTPUT),
+    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
+                 "replace invalid UTF-8 with U+FFFD instead of skipping the line",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
+                 "keep the readable part of damaged compressed files and go on",
+                 .flags = SL_OPTF_OUTPUT),
+    /* the ids in the settings only when asked for, so earlier outputs stay valid */
+    SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
+                  "prefix every document id with P: (corpora whose ids repeat)",
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PAIRED, .omit = "null"),
+    SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
+                 "new ids: <output shard>:<position>, after the --id-prefix",
+                 .flags = SL_OPTF_OUTPUT, .omit = "false"),
+    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
 };
 
 /* A skipped line counted before its shard was opened. */
@@ -325,22 +359,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     }
 
     struct sl_buf settings = SL_BUF_INIT;
-    sl_buf_printf(&settings, "{\"shards\":%llu,\"shard_size\":%llu,\"text_key\":",
-                  (unsigned long long)nshards, (unsigned long long)o->shard_size);
-    sl_buf_json_str(&settings, o->text_key, strlen(o->text_key));
-    sl_buf_printf(&settings,
-                  ",\"max_line\":%llu,\"level\":%ld,\"repair_utf8\":%s,\"skip_corrupt\":%s",
-                  (unsigned long long)o->max_line, o->level, o->repair_utf8 ? "true" : "false",
-                  o->skip_corrupt ? "true" : "false");
-    if (sl_docid_active(&o->ids)) {
-        sl_buf_puts(&settings, ",\"id_prefix\":");
-        if (o->ids.prefix)
-            sl_buf_json_str(&settings, o->ids.prefix, strlen(o->ids.prefix));
-        else
-            sl_buf_puts(&settings, "null");
-        sl_buf_printf(&settings, ",\"reassign_ids\":%s", o->ids.reassign ? "true" : "false");
-    }
-    sl_buf_putc(&settings, '}');
+    o->nshards = nshards;
+    sl_options_settings_json(cmd_reshard_options, &settings);
     struct sl_stage st;
     struct sl_stage_cfg cfg = { .stage = "reshard",
                                 .out_dir = o->out,
@@ -508,32 +528,14 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
 int cmd_reshard(int argc, const char **argv)
 {
-    struct opts o = { NULL, 0, 0, "text", SL_JSONL_DEFAULT_MAX_LINE, 3, 0, 0, 0, { NULL, 0 } };
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-        SL_OPT_UINT64('n', "shards", &o.shards, "N", "number of shards"),
-        SL_OPT_SIZE('s', "shard-size", &o.shard_size, "SIZE",
-                    "target uncompressed bytes per shard (default 256M)"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
-                      "member that holds the text (default text)"),
-        SL_OPT_SIZE(0, "max-line", &o.max_line, "SIZE", "longest line accepted (default 64M)"),
-        SL_OPT_ZSTD_LEVEL(&o.level),
-        SL_OPT_FLAG_(0, "repair-utf8", &o.repair_utf8,
-                     "replace invalid UTF-8 with U+FFFD instead of skipping the line"),
-        SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
-                     "keep the readable part of damaged compressed files and go on"),
-        SL_OPT_STRING(0, "id-prefix", &o.ids.prefix, "P",
-                      "prefix every document id with P: (corpora whose ids repeat)"),
-        SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
-                     "new ids: <output shard>:<position>, after the --id-prefix"),
-        SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&o, 0, sizeof(o));
+    o.text_key = "text";
+    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
+    o.level = 3;
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_reshard_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_reshard_options);
         sl_strlist_release(&rest);
         return 0;
     }

@@ -132,3 +132,99 @@ TEST(options_check_only)
     CHECK_EQ_INT(sl_parse_options(4, good, opts, &rest), 0);
     sl_strlist_release(&rest);
 }
+
+/* The settings of a run come from the rows marked SL_OPTF_OUTPUT, in table order, with
+ * their names, inversions, omissions and the values the command works out. */
+TEST(options_settings_json)
+{
+    const char *out = NULL, *key = "text", *prefix = NULL, *rejected = NULL, *engine = "lexbor";
+    const char *chain = "{\"filters\":[1,2]}";
+    int nfkc = 0, no_moji = 0, no_ent = 0, reassign = 0;
+    long level = 3;
+    uint64_t size = 0;
+    double thr = 0.8;
+    struct sl_strlist keys = { 0 }, rest = { 0 };
+    struct sl_option opts[] = {
+        SL_OPT_STRING('o', "out", &out, "DIR", "output"),
+        SL_SETTING(SL_OPT_JSON_, "config", &chain),
+        SL_OPT_FLAG_(0, "nfkc", &nfkc, "NFKC", .flags = SL_OPTF_OUTPUT),
+        SL_OPT_FLAG_(0, "no-mojibake", &no_moji, "keep mojibake",
+                     .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "mojibake"),
+        SL_OPT_FLAG_(0, "no-entities", &no_ent, "keep entities",
+                     .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "entities",
+                     .omit = "true"),
+        SL_OPT_STRING(0, "text-key", &key, "KEY", "text member", .flags = SL_OPTF_OUTPUT),
+        SL_OPT_STRING(0, "rejected", &rejected, "DIR", "rejected",
+                      .flags = SL_OPTF_OUTPUT | SL_OPTF_GIVEN),
+        SL_OPT_STRINGS(0, "json-key", &keys, "KEY", "keys", .flags = SL_OPTF_OUTPUT,
+                       .setting = "keys"),
+        SL_OPT_SIZE(0, "shard-size", &size, "SIZE", "size", .flags = SL_OPTF_OUTPUT, .omit = "0"),
+        SL_OPT_STRING(0, "id-prefix", &prefix, "P", "prefix",
+                      .flags = SL_OPTF_OUTPUT | SL_OPTF_PAIRED, .omit = "null"),
+        SL_OPT_FLAG_(0, "reassign-ids", &reassign, "reassign", .flags = SL_OPTF_OUTPUT,
+                     .omit = "false"),
+        SL_OPT_DOUBLE(0, "threshold", &thr, "J", "threshold", .flags = SL_OPTF_OUTPUT),
+        SL_OPT_ZSTD_LEVEL(&level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
+        SL_SETTING(SL_OPT_STR, "html_engine", &engine),
+        SL_OPT_END_,
+    };
+    struct sl_buf b = SL_BUF_INIT;
+    CHECK_EQ_INT(sl_options_settings_json(opts, &b), 0);
+    CHECK_EQ_STR(b.data, "{\"config\":{\"filters\":[1,2]},\"nfkc\":false,\"mojibake\":true,"
+                         "\"text_key\":\"text\",\"rejected\":false,\"keys\":[],"
+                         "\"threshold\":0.8,\"html_engine\":\"lexbor\"}");
+    /* the same table parsed: given values change the settings, the omitted ones appear */
+    const char *argv[] = { "cmd",
+                           "--nfkc",
+                           "--no-mojibake",
+                           "--no-entities",
+                           "--text-key",
+                           "t\"x",
+                           "--rejected",
+                           "R",
+                           "--json-key",
+                           "a",
+                           "--json-key",
+                           "b",
+                           "--shard-size",
+                           "1K",
+                           "--level",
+                           "5",
+                           "--threshold",
+                           "0.123456789",
+                           NULL };
+    CHECK_EQ_INT(sl_parse_options(18, argv, opts, &rest), 0);
+    sl_buf_reset(&b);
+    CHECK_EQ_INT(sl_options_settings_json(opts, &b), 0);
+    CHECK_EQ_STR(b.data, "{\"config\":{\"filters\":[1,2]},\"nfkc\":true,\"mojibake\":false,"
+                         "\"entities\":false,\"text_key\":\"t\\\"x\",\"rejected\":true,"
+                         "\"keys\":[\"a\",\"b\"],\"shard_size\":1024,\"threshold\":0.123457,"
+                         "\"level\":5,\"html_engine\":\"lexbor\"}");
+    /* paired rows: both written when either differs from its omit text */
+    reassign = 1;
+    sl_buf_reset(&b);
+    sl_options_settings_json(opts, &b);
+    CHECK_CONTAINS(b.data, ",\"id_prefix\":null,\"reassign_ids\":true,");
+    reassign = 0;
+    prefix = "p";
+    sl_buf_reset(&b);
+    sl_options_settings_json(opts, &b);
+    CHECK_CONTAINS(b.data, ",\"id_prefix\":\"p\",\"reassign_ids\":false,");
+    /* settings rows are not options: not parsed, not in -h */
+    const char *bad[] = { "cmd", "--html-engine", "x", NULL };
+    CHECK_EQ_INT(sl_parse_options(3, bad, opts, &rest), SL_ERR_USAGE);
+    char *help = NULL;
+    size_t hn = 0;
+    FILE *f = open_memstream(&help, &hn);
+    const char *const usage[] = { "cmd [options]", NULL };
+    sl_usage_print(f, usage, opts);
+    fclose(f);
+    CHECK(strstr(help, "--no-entities") != NULL);
+    CHECK(strstr(help, "html_engine") == NULL && strstr(help, "config") == NULL);
+    free(help);
+    char k[64];
+    CHECK_EQ_STR(sl_option_key(&opts[3], k, sizeof(k)), "no_mojibake");
+    sl_buf_release(&b);
+    sl_strlist_release(&keys);
+    sl_strlist_release(&rest);
+}

@@ -3,7 +3,10 @@
 #include "tests/harness.h"
 
 #include "core/err.h"
+#include "core/options.h"
+#include "curate/commands.h"
 #include "pipeline/pipeline.h"
+#include "tokenize/commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,4 +177,71 @@ TEST(pipeline_relative_paths)
     free(sub);
     free(path);
     free(data);
+}
+
+/* Each stage's keys are its command's options: every long option of the command's table
+ * (but --out, the rows marked not a key, settings rows) is listed by `sluice run --keys`
+ * as key_name -> --key-name, with the kind its row says (a flag, a list, a map). */
+TEST(pipeline_keys_from_option_tables)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    REQUIRE(f != NULL);
+    pl_print_keys(f);
+    fclose(f);
+    const struct {
+        const char *head;
+        const struct sl_option *opts;
+    } stages[] = {
+        { "download: sluice download\n", cmd_download_options },
+        { "extract: sluice extract\n", cmd_extract_options },
+        { "clean: sluice clean\n", cmd_clean_options },
+        { "filter: sluice filter\n", cmd_filter_options },
+        { "decontaminate: sluice decontaminate\n", cmd_decontaminate_options },
+        { "dedup_exact: sluice dedup exact\n", cmd_dedup_exact_options },
+        { "dedup_fuzzy: sluice dedup fuzzy\n", cmd_dedup_fuzzy_options },
+        { "reshard: sluice reshard\n", cmd_reshard_options },
+        { "tokenizer_train: sluice tokenizer train\n", cmd_tokenizer_train_options },
+        { "tokenize: sluice tokenize\n", cmd_tokenize_options },
+    };
+    size_t nkeys = 0;
+    for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
+        const char *sec = strstr(text, stages[s].head);
+        REQUIRE(sec != NULL);
+        sec += strlen(stages[s].head);
+        size_t len = 0; /* the stage's lines: indented, up to the next stage's head */
+        while (sec[len] == ' ') {
+            const char *nl = strchr(sec + len, '\n');
+            len = nl ? (size_t)(nl - sec) + 1 : strlen(sec);
+        }
+        char *block = strndup(sec, len);
+        for (const struct sl_option *o = stages[s].opts; o->type != SL_OPT_END; o++) {
+            int key = o->long_name && strcmp(o->long_name, "out") &&
+                      !(o->flags & (SL_OPTF_NO_KEY | SL_OPTF_SETTING));
+            char k[64], line[160];
+            if (!o->long_name)
+                continue;
+            sl_option_key(o, k, sizeof(k));
+            const char *how = o->type == SL_OPT_FLAG ? "true: "
+                              : o->type == SL_OPT_STRS && (o->flags & SL_OPTF_KV)
+                                  ? "each key: value of a map as k=v: "
+                              : o->type == SL_OPT_STRS    ? "each of a list: "
+                              : (o->flags & SL_OPTF_LIST) ? "a list, comma-joined: "
+                              : o->type == SL_OPT_QUIET_ || o->type == SL_OPT_VERBOSE_ ? "true: "
+                                                                                       : "";
+            snprintf(line, sizeof(line), "  %-22s %s--%s", k, how, o->long_name);
+            if (key) {
+                nkeys++;
+                if (!strstr(block, line))
+                    sl_test_fail(__FILE__, __LINE__, "%s: no key line '%s'", stages[s].head, line);
+            } else if (strstr(block, line)) {
+                sl_test_fail(__FILE__, __LINE__, "%s: '%s' should not be a key", stages[s].head,
+                             line);
+            }
+        }
+        free(block);
+    }
+    CHECK(nkeys > 80);
+    free(text);
 }
