@@ -269,15 +269,11 @@ static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
     return rc;
 }
 
+/* The full model's weights on world rank 0 (gathered from its model-parallel group). */
 static int cpu_params_host(void *ctx, float *dst)
 {
     struct cpu_trainer *t = ctx;
-    if (t->parallel)
-        return sl_err_set(SL_ERR_CONFIG,
-                          "eval.tasks needs parallel.tensor = parallel.pipeline = 1 on the CPU "
-                          "path\nhint: score a checkpoint with `sluice eval`");
-    memcpy(dst, t->params, t->l->total * sizeof(float));
-    return 0;
+    return gather_full(t, t->params, dst);
 }
 
 /* The debug dump of one step for the test oracles: the samples, loss, lr and gradient

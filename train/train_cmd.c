@@ -565,15 +565,16 @@ static int open_tasks(struct trainer *t)
     return rc;
 }
 
-/* Score the tasks with the current weights (rank 0) and report them. */
+/* Score the tasks with the current weights (gathered to rank 0, which scores them) and
+ * report them. Collective. */
 static int run_tasks(struct trainer *t, long step)
 {
-    if (t->w->rank != 0)
-        return 0;
     int rc = t->be->params_host
-                 ? t->be->params_host(t->ctx, t->host_params)
+                 ? t->be->params_host(t->ctx, t->w->rank == 0 ? t->host_params : NULL)
                  : sl_err_set(SL_ERR_UNSUPPORTED,
                               "the %s backend cannot copy its weights to the host", t->be->name);
+    if (t->w->rank != 0)
+        return rc;
     int64_t eod = t->o.data.eod_id >= 0 ? t->o.data.eod_id : t->tok->eod_id;
     for (size_t i = 0; i < t->ntasks && !rc; i++) {
         struct eval_result r;
@@ -682,7 +683,7 @@ static int train_loop(struct trainer *t)
             }
             if (t->w->rank == 0)
                 train_report_valid(t->log, t->tlog, step, vl);
-            if (t->ntasks && (rc = all_ok(t, run_tasks(t, step)))) {
+            if (o->eval_tasks && o->eval_tasks[0] && (rc = all_ok(t, run_tasks(t, step)))) {
                 sl_error("eval.tasks: %s", sl_err_msg());
                 return rc;
             }

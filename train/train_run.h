@@ -93,9 +93,10 @@ struct train_backend {
     int (*step)(void *ctx, struct train_step *s);
     /* Mean loss over eval.iters global batches of the valid split. */
     int (*evaluate)(void *ctx, double *loss);
-    /* The current weights as fp32 into dst (laid out by the model's layout, l.total
-     * floats; gaps untouched), for eval.tasks: the tasks are scored by the CPU code of
-     * train/eval.h over them. Not collective: rank 0 calls it alone. */
+    /* The current weights as fp32 into dst on rank 0 (laid out by the model's layout,
+     * l.total floats; gaps untouched), for eval.tasks: the tasks are scored by the CPU code
+     * of train/eval.h over them. Collective (a model-parallel backend gathers the model);
+     * dst is NULL on the other ranks. */
     int (*params_host)(void *ctx, float *dst);
     /* Write checkpoint.dir/step-N for state st (rank 0 commits it). */
     int (*save)(void *ctx, const struct ckpt_state *st);
