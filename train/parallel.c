@@ -322,5 +322,6 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
         model_shard_release(&sh);
     }
     model_layout_release(&fl);
-    m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : 16.0) * (double)m->params;
+    double cpu = p->zero ? 8.0 + 8.0 / p->dp : 16.0;
+    m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : cpu) * (double)m->params;
 }

@@ -24,6 +24,7 @@ struct parallel_config {
     int tp, pp, dp; /* group sizes: world = tp * pp * dp */
     int sp;         /* sequence parallel (with tp > 1) */
     int world;
+    int zero; /* ZeRO-1 on the CPU path (optim.zero): AdamW moments sharded over data parallel */
 };
 
 struct parallel_coord {
@@ -90,13 +91,14 @@ void model_shard_place(const struct model_shard *s, const struct model_layout *f
 
 /* Memory per rank, in bytes, of the rank with the most: parameters (of the tensors its
  * stage uses: model_shard_init gives the others no room); weights + gradients + optimizer
- * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments)
- * and 4 + 12 / DP on the GPU (bf16 weights and gradients, fp32 master and moments sharded by
- * ZeRO-1); activations of the micro-batches a stage keeps (1F1B: up to pp - stage, at most
- * the accumulation steps; the CPU path allocates min(pp, accum) sets): on the CPU the fp32
- * slab of train/cpu_model.c (which keeps the s x s attention probabilities), on the GPU
- * Korthikanti et al.'s 16-bit count without the attention scores (fused attention): s b h 34
- * / t per layer with TP + SP, s b h (10 + 24 / t) with TP alone.
+ * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments;
+ * 8 + 8 / DP with p->zero, the moments of 1 / DP of every tensor) and 4 + 12 / DP on the GPU
+ * (bf16 weights and gradients, fp32 master and moments sharded by ZeRO-1); activations of
+ * the micro-batches a stage keeps (1F1B: up to pp - stage, at most the accumulation steps;
+ * the CPU path allocates min(pp, accum) sets): on the CPU the fp32 slab of train/cpu_model.c
+ * (which keeps the s x s attention probabilities), on the GPU Korthikanti et al.'s 16-bit
+ * count without the attention scores (fused attention): s b h 34 / t per layer with TP + SP,
+ * s b h (10 + 24 / t) with TP alone.
  * stage >= 0: that pipeline stage's ranks only; -1: the largest of every stage. */
 struct parallel_memory {
     uint64_t params;      /* local parameters of the largest shard */
