@@ -3,7 +3,10 @@
  * ranks (each rank takes its slice of every micro-batch, Megatron's sampler order; the
  * gradient slab is summed with one all-reduce per step, or with ZeRO-1 reduce-scattered so
  * that each rank updates its piece of every tensor, whose moments it alone keeps, and the
- * parameters all-gathered). Also the debug dump for the test oracles (debug.dump_dir).
+ * parameters all-gathered), and the model split over ranks (train/parallel.h): tensor and
+ * sequence parallel inside the model, pipeline stages run in the 1F1B schedule or, with
+ * virtual stages, Megatron-Core's interleaved one. Also the debug dump for the test oracles
+ * (debug.dump_dir).
  */
 #include "train/train_run.h"
 
@@ -31,6 +34,8 @@ struct cpu_trainer {
      * replica's model-parallel ranks (tp x pp), and the two ends of the pipeline (the tied
      * embedding's copies) */
     struct sl_world tpg, dpg, ppg, mpg, embg;
+    struct sl_world ppb;    /* with virtual stages: the pipeline again, for the gradients (the
+                             * activations use ppg; both flow both ways between two stages) */
     struct model_layout fl; /* the full model's */
     struct model_shard sh;  /* this rank's part; sh.l is the slab's layout */
     const struct model_layout *l;
@@ -41,10 +46,14 @@ struct cpu_trainer {
      * this rank's pieces only, tensor i's at zoff[i] (zn floats in all) */
     int zero;
     size_t *zb, *zoff, zn;
-    int nslots; /* models: one per micro-batch in flight (pipeline: up to pp) */
-    struct cpu_model **cm;
-    float *xbuf;  /* [rows, d] a received activation or gradient */
-    void **sends; /* per slot: the pending send of its output [0] and input gradient [1] */
+    int nslots;  /* models per chunk: one per micro-batch in flight (pipeline: up to pp) */
+    int nchunks; /* model chunks: the virtual pipeline stages of this rank (1 without) */
+    int ntok;    /* token slots: nslots, or with virtual stages every micro-batch of a step */
+    struct model_layout cl[PARALLEL_MAX_VP]; /* chunk c's view of the slab's layout */
+    struct model_config cc[PARALLEL_MAX_VP]; /* and its config (its layers) */
+    struct cpu_model **cm;                   /* [chunk * nslots + slot] */
+    float *xbuf;                             /* [rows, d] a received activation or gradient */
+    void **sends; /* per model: the pending send of its output [0] and input gradient [1] */
     struct data_loader *data;
     uint32_t *sample;          /* seq_len + 1 */
     int32_t *tokens, *targets; /* per slot */
@@ -103,7 +112,7 @@ static void cpu_release(void *ctx)
     struct cpu_trainer *t = ctx;
     if (!t)
         return;
-    for (int i = 0; t->cm && i < t->nslots; i++) {
+    for (int i = 0; t->cm && i < t->nslots * t->nchunks; i++) {
         cpu_model_free(t->cm[i]);
         sl_world_wait(&t->sends[2 * i]);
         sl_world_wait(&t->sends[2 * i + 1]);
@@ -118,6 +127,7 @@ static void cpu_release(void *ctx)
     sl_world_group_free(&t->ppg);
     sl_world_group_free(&t->mpg);
     sl_world_group_free(&t->embg);
+    sl_world_group_free(&t->ppb);
     free(t->slab);
     free(t->zb);
     free(t->zoff);
@@ -139,7 +149,8 @@ static int make_groups(struct cpu_trainer *t)
         (rc = sl_world_split(t->w, c->tp + p->tp * c->pp, c->dp, &t->dpg)) ||
         (rc = sl_world_split(t->w, c->tp + p->tp * c->dp, c->pp, &t->ppg)) ||
         (rc = sl_world_split(t->w, c->dp, c->tp + p->tp * c->pp, &t->mpg)) ||
-        (rc = sl_world_split(t->w, tied_ends ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)))
+        (rc = sl_world_split(t->w, tied_ends ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)) ||
+        (rc = sl_world_split(t->w, p->vp > 1 ? c->tp + p->tp * c->dp : -1, c->pp, &t->ppb)))
         return rc;
     return 0;
 }
@@ -224,7 +235,7 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     t->data = data;
     t->par = o->par;
     if (t->par.tp < 1) /* a caller that did not fill in parallel.*: data parallel only */
-        t->par = (struct parallel_config){ 1, 1, w->size, 0, w->size, 0 };
+        t->par = (struct parallel_config){ .tp = 1, .pp = 1, .dp = w->size, .world = w->size };
     t->parallel = t->par.tp > 1 || t->par.pp > 1;
     parallel_coord_of(&t->par, w->rank, &t->at);
     int rc = make_groups(t);
@@ -251,28 +262,39 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     t->grads = t->slab + total;
     t->m = t->slab + 2 * total;
     t->v = t->m + mn;
-    struct cpu_model_par mp = {
-        .tp = t->par.tp > 1 ? &t->tpg : NULL,
-        .sp = t->par.sp,
-        .vocab_start = t->sh.vocab_start,
-        .first_stage = t->sh.first_stage,
-        .last_stage = t->sh.last_stage,
-    };
-    t->nslots = t->par.pp > o->accum ? (int)o->accum : t->par.pp;
-    t->cm = sl_xcalloc((size_t)t->nslots, sizeof(*t->cm));
-    t->sends = sl_xcalloc(2 * (size_t)t->nslots, sizeof(void *));
+    t->nslots = (int)parallel_cpu_slots(&t->par, o->accum);
+    t->nchunks = t->sh.nchunks;
+    t->ntok = t->nchunks > 1 ? (int)o->accum : t->nslots;
+    t->cm = sl_xcalloc((size_t)(t->nslots * t->nchunks), sizeof(*t->cm));
+    t->sends = sl_xcalloc(2 * (size_t)(t->nslots * t->nchunks), sizeof(void *));
     *act_bytes = 0;
-    for (int i = 0; i < t->nslots; i++) {
-        rc = cpu_model_new_par(&t->cm[i], &t->sh.local, t->l, (int)o->micro_batch, (int)o->seq_len,
-                               &mp);
-        if (rc)
-            return rc;
-        *act_bytes += cpu_model_bytes(t->cm[i]);
+    for (int c = 0; c < t->nchunks; c++) {
+        /* chunk c: its layers of the slab, the embedding on the first virtual stage, the
+         * output layer and the loss on the last */
+        t->cl[c] = *t->l;
+        t->cl[c].layer = t->l->layer + t->sh.chunk_local[c];
+        t->cc[c] = t->sh.local;
+        t->cc[c].n_layers = t->sh.chunk_n[c];
+        struct cpu_model_par mp = {
+            .tp = t->par.tp > 1 ? &t->tpg : NULL,
+            .sp = t->par.sp,
+            .vocab_start = t->sh.vocab_start,
+            .first_stage = t->sh.first_stage && c == 0,
+            .last_stage = t->sh.last_stage && c == t->nchunks - 1,
+        };
+        for (int i = 0; i < t->nslots; i++) {
+            struct cpu_model **cm = &t->cm[c * t->nslots + i];
+            rc = cpu_model_new_par(cm, &t->cc[c], &t->cl[c], (int)o->micro_batch, (int)o->seq_len,
+                                   &mp);
+            if (rc)
+                return rc;
+            *act_bytes += cpu_model_bytes(*cm);
+        }
     }
     size_t rows = (size_t)cpu_model_rows(t->cm[0]) * (size_t)o->mc.d_model;
     t->xbuf = sl_xmalloc(rows * sizeof(float));
     t->sample = sl_xmalloc((size_t)(o->seq_len + 1) * sizeof(uint32_t));
-    size_t ntok = (size_t)t->nslots * (size_t)(o->micro_batch * o->seq_len);
+    size_t ntok = (size_t)t->ntok * (size_t)(o->micro_batch * o->seq_len);
     t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
     t->targets = sl_xmalloc(ntok * sizeof(int32_t));
     if (o->dump_dir && t->parallel)
@@ -451,99 +473,144 @@ static size_t stage_floats(const struct cpu_trainer *t)
     return (size_t)cpu_model_rows(t->cm[0]) * (size_t)t->o->mc.d_model;
 }
 
-/* Forward of micro-batch a (its data in slot a % nslots) through this stage: the previous
- * stage's output received first, this stage's sent on. Returns the loss on the last stage. */
-static int stage_forward(struct cpu_trainer *t, long a, float *loss)
+/* Forward of micro-batch a through chunk c of this stage (its activations in model slot
+ * a % nslots, its tokens in slot a % ntok): the previous virtual stage's output received
+ * first, this one's sent on. Returns the loss on the last virtual stage. */
+static int stage_forward(struct cpu_trainer *t, int c, long a, float *loss)
 {
-    int slot = (int)(a % t->nslots), rc = 0;
-    struct cpu_model *cm = t->cm[slot];
+    int k = c * t->nslots + (int)(a % t->nslots), tok = (int)(a % t->ntok), rc = 0;
+    int pp = t->par.pp, first = t->sh.first_stage && c == 0;
+    int last = t->sh.last_stage && c == t->nchunks - 1;
+    struct cpu_model *cm = t->cm[k];
     const float *x_in = NULL;
-    if (!t->sh.first_stage) {
-        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), t->at.pp - 1)))
+    if (!first) {
+        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), (t->at.pp + pp - 1) % pp)))
             return rc;
         x_in = t->xbuf;
     }
-    if ((rc = sl_world_wait(&t->sends[2 * slot]))) /* the slot's previous output went out */
+    if ((rc = sl_world_wait(&t->sends[2 * k]))) /* the model's previous output went out */
         return rc;
-    *loss =
-        cpu_model_forward_stage(cm, t->params, slot_tokens(t, slot), slot_targets(t, slot), x_in);
+    *loss = cpu_model_forward_stage(cm, t->params, slot_tokens(t, tok), slot_targets(t, tok), x_in);
     if ((rc = cpu_model_error(cm)))
         return rc;
-    if (!t->sh.last_stage)
-        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(cm), stage_floats(t), t->at.pp + 1,
-                                &t->sends[2 * slot]);
+    if (!last)
+        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(cm), stage_floats(t),
+                                (t->at.pp + 1) % pp, &t->sends[2 * k]);
     return rc;
 }
 
-static int stage_backward(struct cpu_trainer *t, long a, float scale)
+static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
 {
-    int slot = (int)(a % t->nslots), rc = 0;
-    struct cpu_model *cm = t->cm[slot];
+    int k = c * t->nslots + (int)(a % t->nslots), tok = (int)(a % t->ntok), rc = 0;
+    int pp = t->par.pp, first = t->sh.first_stage && c == 0;
+    int last = t->sh.last_stage && c == t->nchunks - 1;
+    struct sl_world *g = t->nchunks > 1 ? &t->ppb : &t->ppg;
+    struct cpu_model *cm = t->cm[k];
     const float *dout = NULL;
-    if (!t->sh.last_stage) {
-        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), t->at.pp + 1)))
+    if (!last) {
+        if ((rc = sl_world_recv_f32(g, t->xbuf, stage_floats(t), (t->at.pp + 1) % pp)))
             return rc;
         dout = t->xbuf;
     }
-    if ((rc = sl_world_wait(&t->sends[2 * slot + 1])))
+    if ((rc = sl_world_wait(&t->sends[2 * k + 1])))
         return rc;
-    cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, slot), slot_targets(t, slot),
+    cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, tok), slot_targets(t, tok),
                              scale, dout);
     if ((rc = cpu_model_error(cm)))
         return rc;
-    if (!t->sh.first_stage)
-        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_din(cm), stage_floats(t), t->at.pp - 1,
-                                &t->sends[2 * slot + 1]);
+    if (!first)
+        rc = sl_world_isend_f32(g, cpu_model_stage_din(cm), stage_floats(t),
+                                (t->at.pp + pp - 1) % pp, &t->sends[2 * k + 1]);
     return rc;
 }
 
 static int wait_sends(struct cpu_trainer *t)
 {
     int rc = 0;
-    for (int i = 0; i < 2 * t->nslots; i++) {
+    for (int i = 0; i < 2 * t->nslots * t->nchunks; i++) {
         int r = sl_world_wait(&t->sends[i]);
         rc = rc ? rc : r;
     }
     return rc;
 }
 
+/* Forward of micro-batch a through chunk c, its samples read first (on chunk 0). */
+static int forward_one(struct cpu_trainer *t, const struct train_step *s, int c, long a,
+                       int dumping, double *loss_sum)
+{
+    const struct train_opts *o = t->o;
+    int rc = 0;
+    if (c == 0) {
+        t->dump_micro = a;
+        uint32_t *keep = t->dump_samples;
+        if (!dumping)
+            t->dump_samples = NULL;
+        rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, a), (int)(a % t->ntok));
+        t->dump_samples = keep;
+    }
+    float loss = 0.0f;
+    if (!rc)
+        rc = stage_forward(t, c, a, &loss);
+    *loss_sum += loss;
+    if (!rc && dumping && a == 0 && s->step == 1)
+        memcpy(t->dump_logits, cpu_model_logits(t->cm[0]),
+               (size_t)(o->micro_batch * o->seq_len) * (size_t)o->mc.vocab_size * sizeof(float));
+    return rc;
+}
+
+/* The interleaved schedule (Megatron-Core's forward_backward_pipelining_with_interleaving):
+ * of the accum x chunks forwards, virtual micro-batch k runs chunk (k mod pp vp) / pp on
+ * micro-batch (k / pp vp) pp + k mod pp (its backward: the chunks in reverse order); stage s
+ * runs 2 (pp - s - 1) + (vp - 1) pp warm-up forwards (all of them when accum = pp), then
+ * one forward and one backward alternately, then the remaining backwards. */
+static int run_interleaved(struct cpu_trainer *t, const struct train_step *s, float scale,
+                           int dumping, double *loss_sum)
+{
+    long m = t->o->accum, v = t->nchunks, pp = t->par.pp, total = m * v;
+    long warm = m == pp ? total : 2 * (pp - t->at.pp - 1) + (v - 1) * pp;
+    if (warm > total)
+        warm = total;
+#define CHUNK(k, fwd) ((fwd) ? (int)((k) % (pp * v) / pp) : (int)(v - 1 - (k) % (pp * v) / pp))
+#define MICRO(k)      ((k) / (pp * v) * pp + (k) % pp)
+    int rc = 0;
+    for (long k = 0; k < warm && !rc; k++)
+        rc = forward_one(t, s, CHUNK(k, 1), MICRO(k), dumping, loss_sum);
+    for (long k = 0; k < total - warm && !rc; k++) {
+        rc = forward_one(t, s, CHUNK(k + warm, 1), MICRO(k + warm), dumping, loss_sum);
+        if (!rc)
+            rc = stage_backward(t, CHUNK(k, 0), MICRO(k), scale);
+    }
+    for (long k = total - warm; k < total && !rc; k++)
+        rc = stage_backward(t, CHUNK(k, 0), MICRO(k), scale);
+#undef CHUNK
+#undef MICRO
+    return rc;
+}
+
 /* One step's micro-batches through the 1F1B schedule (Narayanan et al.): stage s runs
  * pp - s - 1 warm-up forwards, then one forward and one backward alternately, then the
- * remaining backwards. Without pipeline parallelism: forward, backward per micro-batch. */
+ * remaining backwards. Without pipeline parallelism: forward, backward per micro-batch.
+ * With virtual stages: the interleaved schedule. */
 static int run_micro_batches(struct cpu_trainer *t, const struct train_step *s, float scale,
                              double *loss_sum)
 {
     const struct train_opts *o = t->o;
     long m = o->accum, warm = t->par.pp - t->at.pp - 1;
     int dumping = o->dump_dir && s->step <= o->dump_steps && t->w->rank == 0;
-    long B = o->micro_batch, T = o->seq_len;
     if (warm > m)
         warm = m;
     long fwd = 0, bwd = 0;
     int rc = 0;
-    while (!rc && bwd < m) {
-        int forward = fwd < m && (fwd < warm || fwd - bwd <= warm);
-        if (forward) {
-            int slot = (int)(fwd % t->nslots);
-            t->dump_micro = fwd;
-            uint32_t *keep = t->dump_samples;
-            if (!dumping)
-                t->dump_samples = NULL;
-            rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, fwd), slot);
-            t->dump_samples = keep;
-            float loss = 0.0f;
-            if (!rc)
-                rc = stage_forward(t, fwd, &loss);
-            *loss_sum += loss;
-            if (!rc && dumping && fwd == 0 && s->step == 1)
-                memcpy(t->dump_logits, cpu_model_logits(t->cm[slot]),
-                       (size_t)(B * T) * (size_t)o->mc.vocab_size * sizeof(float));
-            fwd++;
-        } else {
-            rc = stage_backward(t, bwd, scale);
-            bwd++;
+    if (t->nchunks > 1)
+        rc = run_interleaved(t, s, scale, dumping, loss_sum);
+    else
+        while (!rc && bwd < m) {
+            int forward = fwd < m && (fwd < warm || fwd - bwd <= warm);
+            if (forward)
+                rc = forward_one(t, s, 0, fwd++, dumping, loss_sum);
+            else
+                rc = stage_backward(t, 0, bwd++, scale);
         }
-    }
     int r = wait_sends(t);
     return rc ? rc : r;
 }
@@ -691,10 +758,11 @@ static int cpu_evaluate(void *ctx, double *loss)
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
             rc = fill_batch(t, DATA_VALID, slice_start(t, base, a), 0);
-            float l = 0.0f;
-            if (!rc)
-                rc = stage_forward(t, 0, &l);
-            sum += l;
+            for (int c = 0; c < t->nchunks && !rc; c++) { /* the virtual stages in turn */
+                float l = 0.0f;
+                rc = stage_forward(t, c, 0, &l);
+                sum += l;
+            }
             n++;
         }
     }

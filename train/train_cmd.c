@@ -300,6 +300,16 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
                           o->global_batch, o->micro_batch, world,
                           world == ranks ? "" : "data-parallel ");
     }
+    long accum = o->global_batch / (o->micro_batch * world);
+    if (o->par.vp > 1 && accum % o->par.pp) {
+        struct sl_cfg *n = sl_cfg_get(root, "parallel.virtual_stages");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: parallel.virtual_stages: the interleaved schedule needs the %ld "
+                          "micro-batches of a step to be a multiple of the %d pipeline stages\n"
+                          "hint: micro-batches = train.global_batch_size / (micro_batch_size x "
+                          "data-parallel ranks)",
+                          n ? sl_cfg_where(n) : "config", accum, o->par.pp);
+    }
     if (o->par.sp && (o->micro_batch * o->seq_len) % o->par.tp) {
         struct sl_cfg *n = sl_cfg_get(root, "parallel.sequence");
         return sl_err_set(SL_ERR_CONFIG,
@@ -398,11 +408,12 @@ static void print_parallel(const struct train_opts *o, FILE *f)
     parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 1, -1, &gpu);
     char a[32], b[32], c[32], d[32];
     fprintf(f,
-            "parallel:\n  tensor: %d\n  pipeline: %d\n  sequence: %s\n  # data parallel: %d "
+            "parallel:\n  tensor: %d\n  pipeline: %d\n  virtual_stages: %d\n  sequence: %s\n"
+            "  # data parallel: %d "
             "(%d ranks / (tensor x pipeline))\n"
             "  # per rank: %llu parameters; CPU fp32: %s weights + gradients + AdamW%s, %s "
             "activations; GPU bf16 + ZeRO-1: %s + %s activations\n",
-            o->par.tp, o->par.pp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
+            o->par.tp, o->par.pp, o->par.vp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
             (unsigned long long)cpu.params, sl_human_bytes(cpu.weights_bytes, a, sizeof(a)),
             o->par.zero ? " (ZeRO-1)" : "", sl_human_bytes(cpu.act_bytes, b, sizeof(b)),
             sl_human_bytes(gpu.weights_bytes, c, sizeof(c)),
@@ -950,11 +961,14 @@ static void log_parallel(const struct trainer *t, size_t act_bytes)
     if (t->be->state)
         t->be->state(t->ctx, &state, &moments, &params);
     char a[32], b[32], c[32], d[32];
-    sl_info("parallel: tensor %d x pipeline %d x data %d%s (Megatron order, tensor fastest); "
+    char vs[48] = "";
+    if (o->par.vp > 1)
+        snprintf(vs, sizeof(vs), " (%d interleaved virtual stages each)", o->par.vp);
+    sl_info("parallel: tensor %d x pipeline %d%s x data %d%s (Megatron order, tensor fastest); "
             "memory of rank 0: estimate %s weights, gradients and AdamW (%llu parameters) + %s "
             "activations; allocated weights, gradients and AdamW %s (%.3f of the estimate); "
             "allocated activations %s (%.3f of the estimate)",
-            o->par.tp, o->par.pp, o->par.dp, o->par.sp ? ", sequence parallel" : "",
+            o->par.tp, o->par.pp, vs, o->par.dp, o->par.sp ? ", sequence parallel" : "",
             sl_human_bytes(e.weights_bytes, a, sizeof(a)), (unsigned long long)e.params,
             sl_human_bytes(e.act_bytes, b, sizeof(b)), sl_human_bytes((double)state, d, sizeof(d)),
             e.weights_bytes > 0 ? (double)state / e.weights_bytes : 0.0,
