@@ -273,6 +273,91 @@ int sl_world_reduce_scatter_f32(const struct sl_world *w, const float *all, floa
 #endif
 }
 
+#ifdef SL_HAVE_MPI
+/* bounds as MPI's counts and displacements (caller frees both) */
+static int v_counts(const struct sl_world *w, const size_t *bounds, const char *what, int **counts,
+                    int **displs)
+{
+    if (bounds[w->size] > (size_t)INT32_MAX)
+        return sl_err_set(SL_ERR_MPI, "%s of %zu floats: too large", what, bounds[w->size]);
+    *counts = sl_xmalloc((size_t)w->size * sizeof(int));
+    *displs = sl_xmalloc((size_t)w->size * sizeof(int));
+    for (int r = 0; r < w->size; r++) {
+        (*counts)[r] = (int)(bounds[r + 1] - bounds[r]);
+        (*displs)[r] = (int)bounds[r];
+    }
+    return 0;
+}
+#endif
+
+int sl_world_reduce_scatterv_f32(const struct sl_world *w, float *all, const size_t *bounds)
+{
+    if (!w->mpi || w->size == 1)
+        return 0;
+#ifdef SL_HAVE_MPI
+    int *counts = NULL, *displs = NULL;
+    int rc = v_counts(w, bounds, "reduce-scatter", &counts, &displs);
+    /* in place, MPI puts the block at the start of the buffer: moved to its own place */
+    if (!rc)
+        rc = mpi_check(MPI_Reduce_scatter(MPI_IN_PLACE, all, counts, MPI_FLOAT, MPI_SUM, COMM(w)),
+                       "MPI_Reduce_scatter");
+    if (!rc && displs[w->rank])
+        memmove(all + displs[w->rank], all, (size_t)counts[w->rank] * sizeof(float));
+    free(counts);
+    free(displs);
+    return rc;
+#else
+    (void)all;
+    (void)bounds;
+    return 0;
+#endif
+}
+
+int sl_world_allgatherv_f32(const struct sl_world *w, float *all, const size_t *bounds)
+{
+    if (!w->mpi || w->size == 1)
+        return 0;
+#ifdef SL_HAVE_MPI
+    int *counts = NULL, *displs = NULL;
+    int rc = v_counts(w, bounds, "all-gather", &counts, &displs);
+    if (!rc)
+        rc = mpi_check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, counts, displs,
+                                      MPI_FLOAT, COMM(w)),
+                       "MPI_Allgatherv");
+    free(counts);
+    free(displs);
+    return rc;
+#else
+    (void)all;
+    (void)bounds;
+    return 0;
+#endif
+}
+
+int sl_world_gatherv_f32(const struct sl_world *w, const float *mine, float *all,
+                         const size_t *bounds, int root)
+{
+    if (!w->mpi || w->size == 1) {
+        if (all && all + bounds[0] != mine)
+            memmove(all + bounds[0], mine, (bounds[1] - bounds[0]) * sizeof(float));
+        return 0;
+    }
+#ifdef SL_HAVE_MPI
+    int *counts = NULL, *displs = NULL;
+    int rc = v_counts(w, bounds, "gather", &counts, &displs);
+    if (!rc)
+        rc = mpi_check(MPI_Gatherv(mine, counts[w->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT,
+                                   root, COMM(w)),
+                       "MPI_Gatherv");
+    free(counts);
+    free(displs);
+    return rc;
+#else
+    (void)root;
+    return 0;
+#endif
+}
+
 int sl_world_barrier(const struct sl_world *w)
 {
 #ifdef SL_HAVE_MPI
@@ -325,14 +410,14 @@ int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root)
         return 0;                                                                                  \
     }
 #else
-#define ALLREDUCE(name, ctype, mtype)                                                         \
-    int name(const struct sl_world *w, ctype *v, size_t n, enum sl_reduce_op op)            \
-    {                                                                                        \
-        (void)w;                                                                             \
-        (void)v;                                                                             \
-        (void)n;                                                                             \
-        (void)op;                                                                            \
-        return 0;                                                                            \
+#define ALLREDUCE(name, ctype, mtype)                                                              \
+    int name(const struct sl_world *w, ctype *v, size_t n, enum sl_reduce_op op)                   \
+    {                                                                                              \
+        (void)w;                                                                                   \
+        (void)v;                                                                                   \
+        (void)n;                                                                                   \
+        (void)op;                                                                                  \
+        return 0;                                                                                  \
     }
 #endif
 
@@ -415,7 +500,8 @@ int sl_world_alltoallv(const struct sl_world *w, const void *send, const uint64_
     recv->data[recv->len] = '\0';
 
     /* per-pair bytes per round, so that a round's total fits an int displacement */
-    const uint64_t chunk = ((1u << 30) / (uint64_t)size) > (1u << 20) ? (1u << 30) / (uint64_t)size : (1u << 20);
+    const uint64_t chunk =
+        ((1u << 30) / (uint64_t)size) > (1u << 20) ? (1u << 30) / (uint64_t)size : (1u << 20);
     int *sc = sl_xcalloc((size_t)size, sizeof(int)), *sd = sl_xcalloc((size_t)size, sizeof(int));
     int *rcnt = sl_xcalloc((size_t)size, sizeof(int)), *rd = sl_xcalloc((size_t)size, sizeof(int));
     char *sbuf = NULL, *rbuf = NULL;
@@ -478,8 +564,9 @@ int sl_world_reduce_counters(const struct sl_world *w, struct sl_counters *c, in
     uint64_t *counts = sl_xcalloc((size_t)w->size, sizeof(uint64_t));
     int rc = sl_counters_serialize(c, &mine);
     if (!rc)
-        rc = all ? sl_world_allgather_bytes(w, mine.data ? mine.data : "", mine.len, &every, counts)
-                 : sl_world_gather_bytes(w, mine.data ? mine.data : "", mine.len, 0, &every, counts);
+        rc =
+            all ? sl_world_allgather_bytes(w, mine.data ? mine.data : "", mine.len, &every, counts)
+                : sl_world_gather_bytes(w, mine.data ? mine.data : "", mine.len, 0, &every, counts);
     if (!rc && (all || w->rank == 0)) {
         struct sl_counters total;
         sl_counters_init(&total);

@@ -55,6 +55,19 @@ int sl_world_allgather_f32(const struct sl_world *w, const float *mine, float *a
  * (MPI_Reduce_scatter_block). */
 int sl_world_reduce_scatter_f32(const struct sl_world *w, const float *all, float *mine, size_t n);
 
+/* Blocks of variable size: rank r's block of a buffer of bounds[size] floats is
+ * [bounds[r], bounds[r + 1]) (bounds has size + 1 entries, non-decreasing, bounds[size]
+ * below 2^31). */
+/* In place: rank r's block of all becomes the sum over ranks of that block; the rest of all
+ * is undefined afterwards (MPI_Reduce_scatter). */
+int sl_world_reduce_scatterv_f32(const struct sl_world *w, float *all, const size_t *bounds);
+/* In place: every rank's block of all, from that rank to every rank (MPI_Allgatherv). */
+int sl_world_allgatherv_f32(const struct sl_world *w, float *all, const size_t *bounds);
+/* mine (this rank's block size) from every rank into all at its block, on root only
+ * (MPI_Gatherv; all may be NULL on the other ranks). */
+int sl_world_gatherv_f32(const struct sl_world *w, const float *mine, float *all,
+                         const size_t *bounds, int root);
+
 int sl_world_barrier(const struct sl_world *w);
 int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root);
 int sl_world_allreduce_u64(const struct sl_world *w, uint64_t *v, size_t n, enum sl_reduce_op op);

@@ -1,8 +1,12 @@
 /* The CPU reference backend of the trainer (train/train_run.h): fp32 parameters, gradients
  * and AdamW moments in one slab, the model of train/cpu_model.c, data parallel over MPI
  * ranks (each rank takes its slice of every micro-batch, Megatron's sampler order; the
- * gradient slab is summed with one all-reduce per step). Also the debug dump for the test
- * oracles (debug.dump_dir).
+ * gradient slab is summed with one all-reduce per step, or with ZeRO-1 reduce-scattered so
+ * that each rank updates its piece of every tensor, whose moments it alone keeps, and the
+ * parameters all-gathered), and the model split over ranks (train/parallel.h): tensor and
+ * sequence parallel inside the model, pipeline stages run in the 1F1B schedule or, with
+ * virtual stages, Megatron-Core's interleaved one. Also the debug dump for the test oracles
+ * (debug.dump_dir).
  */
 #include "train/train_run.h"
 
@@ -30,15 +34,26 @@ struct cpu_trainer {
      * replica's model-parallel ranks (tp x pp), and the two ends of the pipeline (the tied
      * embedding's copies) */
     struct sl_world tpg, dpg, ppg, mpg, embg;
+    struct sl_world ppb;    /* with virtual stages: the pipeline again, for the gradients (the
+                             * activations use ppg; both flow both ways between two stages) */
     struct model_layout fl; /* the full model's */
     struct model_shard sh;  /* this rank's part; sh.l is the slab's layout */
     const struct model_layout *l;
     float *slab; /* params | grads | m | v: one allocation */
     float *params, *grads, *m, *v;
-    int nslots; /* models: one per micro-batch in flight (pipeline: up to pp) */
-    struct cpu_model **cm;
-    float *xbuf;  /* [rows, d] a received activation or gradient */
-    void **sends; /* per slot: the pending send of its output [0] and input gradient [1] */
+    /* ZeRO-1 (optim.zero, data parallel > 1): tensor i is cut into dp pieces, [zb[i (dp + 1)
+     * + k], zb[i (dp + 1) + k + 1]) of its elements for data-parallel rank k; m and v hold
+     * this rank's pieces only, tensor i's at zoff[i] (zn floats in all) */
+    int zero;
+    size_t *zb, *zoff, zn;
+    int nslots;  /* models per chunk: one per micro-batch in flight (pipeline: up to pp) */
+    int nchunks; /* model chunks: the virtual pipeline stages of this rank (1 without) */
+    int ntok;    /* token slots: nslots, or with virtual stages every micro-batch of a step */
+    struct model_layout cl[PARALLEL_MAX_VP]; /* chunk c's view of the slab's layout */
+    struct model_config cc[PARALLEL_MAX_VP]; /* and its config (its layers) */
+    struct cpu_model **cm;                   /* [chunk * nslots + slot] */
+    float *xbuf;                             /* [rows, d] a received activation or gradient */
+    void **sends; /* per model: the pending send of its output [0] and input gradient [1] */
     struct data_loader *data;
     uint32_t *sample;          /* seq_len + 1 */
     int32_t *tokens, *targets; /* per slot */
@@ -97,7 +112,7 @@ static void cpu_release(void *ctx)
     struct cpu_trainer *t = ctx;
     if (!t)
         return;
-    for (int i = 0; t->cm && i < t->nslots; i++) {
+    for (int i = 0; t->cm && i < t->nslots * t->nchunks; i++) {
         cpu_model_free(t->cm[i]);
         sl_world_wait(&t->sends[2 * i]);
         sl_world_wait(&t->sends[2 * i + 1]);
@@ -112,7 +127,10 @@ static void cpu_release(void *ctx)
     sl_world_group_free(&t->ppg);
     sl_world_group_free(&t->mpg);
     sl_world_group_free(&t->embg);
+    sl_world_group_free(&t->ppb);
     free(t->slab);
+    free(t->zb);
+    free(t->zoff);
     free(t->sample);
     free(t->tokens);
     free(t->targets);
@@ -131,9 +149,80 @@ static int make_groups(struct cpu_trainer *t)
         (rc = sl_world_split(t->w, c->tp + p->tp * c->pp, c->dp, &t->dpg)) ||
         (rc = sl_world_split(t->w, c->tp + p->tp * c->dp, c->pp, &t->ppg)) ||
         (rc = sl_world_split(t->w, c->dp, c->tp + p->tp * c->pp, &t->mpg)) ||
-        (rc = sl_world_split(t->w, tied_ends ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)))
+        (rc = sl_world_split(t->w, tied_ends ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)) ||
+        (rc = sl_world_split(t->w, p->vp > 1 ? c->tp + p->tp * c->dp : -1, c->pp, &t->ppb)))
         return rc;
     return 0;
+}
+
+/* ZeRO-1's pieces: tensor i's n elements cut at n k / dp for data-parallel rank k */
+static void zero_layout(struct cpu_trainer *t)
+{
+    int D = t->par.dp, n = t->l->n;
+    t->zb = sl_xcalloc((size_t)n * (size_t)(D + 1), sizeof(size_t));
+    t->zoff = sl_xcalloc((size_t)n + 1, sizeof(size_t));
+    size_t pos = 0;
+    for (int i = 0; i < n; i++) {
+        size_t *b = t->zb + (size_t)i * (size_t)(D + 1);
+        uint64_t numel = t->l->t[i].numel;
+        for (int k = 0; k <= D; k++)
+            b[k] = (size_t)(numel * (uint64_t)k / (uint64_t)D);
+        t->zoff[i] = pos;
+        pos += b[t->at.dp + 1] - b[t->at.dp];
+    }
+    t->zoff[n] = t->zn = pos;
+}
+
+static const size_t *zero_bounds(const struct cpu_trainer *t, int i)
+{
+    return t->zb + (size_t)i * (size_t)(t->par.dp + 1);
+}
+
+/* The elements of tensor i this rank reduces and updates: [*lo, *lo + *n) of the tensor,
+ * its piece under ZeRO-1, else all of it. */
+static void zero_piece(const struct cpu_trainer *t, int i, size_t *lo, size_t *n)
+{
+    if (!t->zero) {
+        *lo = 0;
+        *n = t->l->t[i].numel;
+        return;
+    }
+    const size_t *b = zero_bounds(t, i);
+    *lo = b[t->at.dp];
+    *n = b[t->at.dp + 1] - b[t->at.dp];
+}
+
+/* ZeRO-1: every rank's pieces of x (a slab: parameters or gradients) to every rank of the
+ * data-parallel group. */
+static int zero_allgather(struct cpu_trainer *t, float *x)
+{
+    int rc = 0;
+    for (int i = 0; i < t->l->n && !rc; i++)
+        if (t->l->t[i].numel)
+            rc = sl_world_allgatherv_f32(&t->dpg, x + t->l->t[i].offset, zero_bounds(t, i));
+    return rc;
+}
+
+/* ZeRO-1: a moment's pieces (m or v) gathered into full, laid out as the slab, on the
+ * data-parallel group's rank 0 (full: NULL on the others; the gaps are left alone). */
+static int zero_gather_moment(struct cpu_trainer *t, const float *piece, float *full)
+{
+    int rc = 0;
+    for (int i = 0; i < t->l->n && !rc; i++)
+        if (t->l->t[i].numel)
+            rc = sl_world_gatherv_f32(&t->dpg, piece + t->zoff[i],
+                                      full ? full + t->l->t[i].offset : NULL, zero_bounds(t, i), 0);
+    return rc;
+}
+
+/* ZeRO-1: this rank's pieces of a moment laid out as the slab (full) into piece. */
+static void zero_keep(struct cpu_trainer *t, const float *full, float *piece)
+{
+    for (int i = 0; i < t->l->n; i++) {
+        size_t lo, n;
+        zero_piece(t, i, &lo, &n);
+        memcpy(piece + t->zoff[i], full + t->l->t[i].offset + lo, n * sizeof(float));
+    }
 }
 
 static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
@@ -146,7 +235,7 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     t->data = data;
     t->par = o->par;
     if (t->par.tp < 1) /* a caller that did not fill in parallel.*: data parallel only */
-        t->par = (struct parallel_config){ 1, 1, w->size, 0, w->size };
+        t->par = (struct parallel_config){ .tp = 1, .pp = 1, .dp = w->size, .world = w->size };
     t->parallel = t->par.tp > 1 || t->par.pp > 1;
     parallel_coord_of(&t->par, w->rank, &t->at);
     int rc = make_groups(t);
@@ -156,38 +245,56 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     model_shard_init(&t->sh, &t->par, &t->at, &o->mc, &t->fl);
     t->l = &t->sh.l;
     size_t total = t->l->total;
-    t->slab = aligned_alloc(64, sl_mul_size(4 * total, sizeof(float)));
+    t->zero = t->par.zero && t->par.dp > 1;
+    size_t mn = total; /* floats of each moment */
+    if (t->zero) {
+        zero_layout(t);
+        mn = (t->zn + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
+    }
+    size_t slab = 2 * total + 2 * mn;
+    t->slab = aligned_alloc(64, sl_mul_size(slab, sizeof(float)));
     if (!t->slab)
         return sl_err_set(SL_ERR_NOMEM,
                           "cannot allocate %.1f GiB for parameters, gradients and AdamW state",
-                          4.0 * total * sizeof(float) / (1u << 30));
-    memset(t->slab, 0, 4 * total * sizeof(float));
+                          (double)slab * sizeof(float) / (1u << 30));
+    memset(t->slab, 0, slab * sizeof(float));
     t->params = t->slab;
     t->grads = t->slab + total;
     t->m = t->slab + 2 * total;
-    t->v = t->slab + 3 * total;
-    struct cpu_model_par mp = {
-        .tp = t->par.tp > 1 ? &t->tpg : NULL,
-        .sp = t->par.sp,
-        .vocab_start = t->sh.vocab_start,
-        .first_stage = t->sh.first_stage,
-        .last_stage = t->sh.last_stage,
-    };
-    t->nslots = t->par.pp > o->accum ? (int)o->accum : t->par.pp;
-    t->cm = sl_xcalloc((size_t)t->nslots, sizeof(*t->cm));
-    t->sends = sl_xcalloc(2 * (size_t)t->nslots, sizeof(void *));
+    t->v = t->m + mn;
+    t->nslots = (int)parallel_cpu_slots(&t->par, o->accum);
+    t->nchunks = t->sh.nchunks;
+    t->ntok = t->nchunks > 1 ? (int)o->accum : t->nslots;
+    t->cm = sl_xcalloc((size_t)(t->nslots * t->nchunks), sizeof(*t->cm));
+    t->sends = sl_xcalloc(2 * (size_t)(t->nslots * t->nchunks), sizeof(void *));
     *act_bytes = 0;
-    for (int i = 0; i < t->nslots; i++) {
-        rc = cpu_model_new_par(&t->cm[i], &t->sh.local, t->l, (int)o->micro_batch, (int)o->seq_len,
-                               &mp);
-        if (rc)
-            return rc;
-        *act_bytes += cpu_model_bytes(t->cm[i]);
+    for (int c = 0; c < t->nchunks; c++) {
+        /* chunk c: its layers of the slab, the embedding on the first virtual stage, the
+         * output layer and the loss on the last */
+        t->cl[c] = *t->l;
+        t->cl[c].layer = t->l->layer + t->sh.chunk_local[c];
+        t->cc[c] = t->sh.local;
+        t->cc[c].n_layers = t->sh.chunk_n[c];
+        struct cpu_model_par mp = {
+            .tp = t->par.tp > 1 ? &t->tpg : NULL,
+            .sp = t->par.sp,
+            .vocab_start = t->sh.vocab_start,
+            .first_stage = t->sh.first_stage && c == 0,
+            .last_stage = t->sh.last_stage && c == t->nchunks - 1,
+        };
+        for (int i = 0; i < t->nslots; i++) {
+            struct cpu_model **cm = &t->cm[c * t->nslots + i];
+            rc = cpu_model_new_par(cm, &t->cc[c], &t->cl[c], (int)o->micro_batch, (int)o->seq_len,
+                                   &mp);
+            if (rc)
+                return rc;
+            *act_bytes += cpu_model_bytes(*cm);
+        }
     }
     size_t rows = (size_t)cpu_model_rows(t->cm[0]) * (size_t)o->mc.d_model;
     t->xbuf = sl_xmalloc(rows * sizeof(float));
     t->sample = sl_xmalloc((size_t)(o->seq_len + 1) * sizeof(uint32_t));
-    size_t ntok = (size_t)t->nslots * (size_t)(o->micro_batch * o->seq_len);
+    size_t ntok = (size_t)t->ntok * (size_t)(o->micro_batch * o->seq_len);
     t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
     t->targets = sl_xmalloc(ntok * sizeof(int32_t));
     if (o->dump_dir && t->parallel)
@@ -204,10 +311,12 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
 }
 
 /* The full model's tensors of a local slab, assembled on world rank 0 into full (fl.total
- * floats, zeroed first) from every rank of its model-parallel group. Collective over that
- * group; the other replicas' ranks gather among themselves (their data is the same). */
+ * floats, zeroed first) from every rank of its model-parallel group. Collective over the
+ * group of replica 0; the other replicas' ranks return at once (their data is the same). */
 static int gather_full(struct cpu_trainer *t, const float *local, float *full)
 {
+    if (t->at.dp != 0) /* the other replicas hold the same */
+        return 0;
     if (!t->parallel) {
         if (t->w->rank == 0 && full)
             memcpy(full, local, t->l->total * sizeof(float));
@@ -240,44 +349,69 @@ static int gather_full(struct cpu_trainer *t, const float *local, float *full)
 static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
 {
     struct cpu_trainer *t = ctx;
+    /* the moments laid out as the slab: the slab's own, or under ZeRO-1 a buffer of which
+     * this rank keeps its pieces */
+    size_t ln = t->l->total;
+    float *mv = NULL, *m = t->m, *v = t->v;
+    if (from && t->zero) {
+        if (!(mv = aligned_alloc(64, sl_mul_size(2 * ln, sizeof(float)))))
+            return sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to load the AdamW state",
+                              2.0 * ln * sizeof(float) / (1u << 30));
+        memset(mv, 0, 2 * ln * sizeof(float));
+        m = mv;
+        v = mv + ln;
+    }
+    int rc = 0;
     if (!t->parallel) {
         if (from)
-            return ckpt_load(from, &t->fl, t->params, t->m, t->v);
-        model_init_params(&t->o->mc, &t->fl, t->params, init_seed);
-        return 0;
-    }
-    /* the full model, then this rank's part: the same weights as a run that never split */
-    size_t n = t->fl.total;
-    float *full = aligned_alloc(64, sl_mul_size(from ? 3 * n : n, sizeof(float)));
-    if (!full)
-        return sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to load the model",
-                          (from ? 3.0 : 1.0) * n * sizeof(float) / (1u << 30));
-    int rc = 0;
-    if (from) {
-        memset(full, 0, 3 * n * sizeof(float));
-        rc = ckpt_load(from, &t->fl, full, full + n, full + 2 * n);
-        if (!rc) {
-            model_shard_slice(&t->sh, &t->fl, full + n, t->m);
-            model_shard_slice(&t->sh, &t->fl, full + 2 * n, t->v);
-        }
+            rc = ckpt_load(from, &t->fl, t->params, m, v);
+        else
+            model_init_params(&t->o->mc, &t->fl, t->params, init_seed);
     } else {
-        model_init_params(&t->o->mc, &t->fl, full, init_seed);
+        /* the full model, then this rank's part: the same weights as a run that never split */
+        size_t n = t->fl.total;
+        float *full = aligned_alloc(64, sl_mul_size(from ? 3 * n : n, sizeof(float)));
+        if (!full) {
+            free(mv);
+            return sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to load the model",
+                              (from ? 3.0 : 1.0) * n * sizeof(float) / (1u << 30));
+        }
+        if (from) {
+            memset(full, 0, 3 * n * sizeof(float));
+            rc = ckpt_load(from, &t->fl, full, full + n, full + 2 * n);
+            if (!rc) {
+                model_shard_slice(&t->sh, &t->fl, full + n, m);
+                model_shard_slice(&t->sh, &t->fl, full + 2 * n, v);
+            }
+        } else {
+            model_init_params(&t->o->mc, &t->fl, full, init_seed);
+        }
+        if (!rc)
+            model_shard_slice(&t->sh, &t->fl, full, t->params);
+        free(full);
     }
-    if (!rc)
-        model_shard_slice(&t->sh, &t->fl, full, t->params);
-    free(full);
+    if (!rc && mv) {
+        zero_keep(t, m, t->m);
+        zero_keep(t, v, t->v);
+    }
+    free(mv);
     return rc;
 }
 
+/* The full model's weights on world rank 0 (gathered from its model-parallel group). */
 static int cpu_params_host(void *ctx, float *dst)
 {
     struct cpu_trainer *t = ctx;
-    if (t->parallel)
-        return sl_err_set(SL_ERR_CONFIG,
-                          "eval.tasks needs parallel.tensor = parallel.pipeline = 1 on the CPU "
-                          "path\nhint: score a checkpoint with `sluice eval`");
-    memcpy(dst, t->params, t->l->total * sizeof(float));
-    return 0;
+    return gather_full(t, t->params, dst);
+}
+
+static void cpu_state(void *ctx, size_t *bytes, uint64_t *moments, uint64_t *params)
+{
+    struct cpu_trainer *t = ctx;
+    size_t mn = t->zero ? (t->zn + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN : t->l->total;
+    *bytes = (2 * t->l->total + 2 * mn) * sizeof(float);
+    *moments = t->zero ? t->zn : t->l->params;
+    *params = t->l->params;
 }
 
 /* The debug dump of one step for the test oracles: the samples, loss, lr and gradient
@@ -339,99 +473,144 @@ static size_t stage_floats(const struct cpu_trainer *t)
     return (size_t)cpu_model_rows(t->cm[0]) * (size_t)t->o->mc.d_model;
 }
 
-/* Forward of micro-batch a (its data in slot a % nslots) through this stage: the previous
- * stage's output received first, this stage's sent on. Returns the loss on the last stage. */
-static int stage_forward(struct cpu_trainer *t, long a, float *loss)
+/* Forward of micro-batch a through chunk c of this stage (its activations in model slot
+ * a % nslots, its tokens in slot a % ntok): the previous virtual stage's output received
+ * first, this one's sent on. Returns the loss on the last virtual stage. */
+static int stage_forward(struct cpu_trainer *t, int c, long a, float *loss)
 {
-    int slot = (int)(a % t->nslots), rc = 0;
-    struct cpu_model *cm = t->cm[slot];
+    int k = c * t->nslots + (int)(a % t->nslots), tok = (int)(a % t->ntok), rc = 0;
+    int pp = t->par.pp, first = t->sh.first_stage && c == 0;
+    int last = t->sh.last_stage && c == t->nchunks - 1;
+    struct cpu_model *cm = t->cm[k];
     const float *x_in = NULL;
-    if (!t->sh.first_stage) {
-        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), t->at.pp - 1)))
+    if (!first) {
+        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), (t->at.pp + pp - 1) % pp)))
             return rc;
         x_in = t->xbuf;
     }
-    if ((rc = sl_world_wait(&t->sends[2 * slot]))) /* the slot's previous output went out */
+    if ((rc = sl_world_wait(&t->sends[2 * k]))) /* the model's previous output went out */
         return rc;
-    *loss =
-        cpu_model_forward_stage(cm, t->params, slot_tokens(t, slot), slot_targets(t, slot), x_in);
+    *loss = cpu_model_forward_stage(cm, t->params, slot_tokens(t, tok), slot_targets(t, tok), x_in);
     if ((rc = cpu_model_error(cm)))
         return rc;
-    if (!t->sh.last_stage)
-        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(cm), stage_floats(t), t->at.pp + 1,
-                                &t->sends[2 * slot]);
+    if (!last)
+        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(cm), stage_floats(t),
+                                (t->at.pp + 1) % pp, &t->sends[2 * k]);
     return rc;
 }
 
-static int stage_backward(struct cpu_trainer *t, long a, float scale)
+static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
 {
-    int slot = (int)(a % t->nslots), rc = 0;
-    struct cpu_model *cm = t->cm[slot];
+    int k = c * t->nslots + (int)(a % t->nslots), tok = (int)(a % t->ntok), rc = 0;
+    int pp = t->par.pp, first = t->sh.first_stage && c == 0;
+    int last = t->sh.last_stage && c == t->nchunks - 1;
+    struct sl_world *g = t->nchunks > 1 ? &t->ppb : &t->ppg;
+    struct cpu_model *cm = t->cm[k];
     const float *dout = NULL;
-    if (!t->sh.last_stage) {
-        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), t->at.pp + 1)))
+    if (!last) {
+        if ((rc = sl_world_recv_f32(g, t->xbuf, stage_floats(t), (t->at.pp + 1) % pp)))
             return rc;
         dout = t->xbuf;
     }
-    if ((rc = sl_world_wait(&t->sends[2 * slot + 1])))
+    if ((rc = sl_world_wait(&t->sends[2 * k + 1])))
         return rc;
-    cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, slot), slot_targets(t, slot),
+    cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, tok), slot_targets(t, tok),
                              scale, dout);
     if ((rc = cpu_model_error(cm)))
         return rc;
-    if (!t->sh.first_stage)
-        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_din(cm), stage_floats(t), t->at.pp - 1,
-                                &t->sends[2 * slot + 1]);
+    if (!first)
+        rc = sl_world_isend_f32(g, cpu_model_stage_din(cm), stage_floats(t),
+                                (t->at.pp + pp - 1) % pp, &t->sends[2 * k + 1]);
     return rc;
 }
 
 static int wait_sends(struct cpu_trainer *t)
 {
     int rc = 0;
-    for (int i = 0; i < 2 * t->nslots; i++) {
+    for (int i = 0; i < 2 * t->nslots * t->nchunks; i++) {
         int r = sl_world_wait(&t->sends[i]);
         rc = rc ? rc : r;
     }
     return rc;
 }
 
+/* Forward of micro-batch a through chunk c, its samples read first (on chunk 0). */
+static int forward_one(struct cpu_trainer *t, const struct train_step *s, int c, long a,
+                       int dumping, double *loss_sum)
+{
+    const struct train_opts *o = t->o;
+    int rc = 0;
+    if (c == 0) {
+        t->dump_micro = a;
+        uint32_t *keep = t->dump_samples;
+        if (!dumping)
+            t->dump_samples = NULL;
+        rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, a), (int)(a % t->ntok));
+        t->dump_samples = keep;
+    }
+    float loss = 0.0f;
+    if (!rc)
+        rc = stage_forward(t, c, a, &loss);
+    *loss_sum += loss;
+    if (!rc && dumping && a == 0 && s->step == 1)
+        memcpy(t->dump_logits, cpu_model_logits(t->cm[0]),
+               (size_t)(o->micro_batch * o->seq_len) * (size_t)o->mc.vocab_size * sizeof(float));
+    return rc;
+}
+
+/* The interleaved schedule (Megatron-Core's forward_backward_pipelining_with_interleaving):
+ * of the accum x chunks forwards, virtual micro-batch k runs chunk (k mod pp vp) / pp on
+ * micro-batch (k / pp vp) pp + k mod pp (its backward: the chunks in reverse order); stage s
+ * runs 2 (pp - s - 1) + (vp - 1) pp warm-up forwards (all of them when accum = pp), then
+ * one forward and one backward alternately, then the remaining backwards. */
+static int run_interleaved(struct cpu_trainer *t, const struct train_step *s, float scale,
+                           int dumping, double *loss_sum)
+{
+    long m = t->o->accum, v = t->nchunks, pp = t->par.pp, total = m * v;
+    long warm = m == pp ? total : 2 * (pp - t->at.pp - 1) + (v - 1) * pp;
+    if (warm > total)
+        warm = total;
+#define CHUNK(k, fwd) ((fwd) ? (int)((k) % (pp * v) / pp) : (int)(v - 1 - (k) % (pp * v) / pp))
+#define MICRO(k)      ((k) / (pp * v) * pp + (k) % pp)
+    int rc = 0;
+    for (long k = 0; k < warm && !rc; k++)
+        rc = forward_one(t, s, CHUNK(k, 1), MICRO(k), dumping, loss_sum);
+    for (long k = 0; k < total - warm && !rc; k++) {
+        rc = forward_one(t, s, CHUNK(k + warm, 1), MICRO(k + warm), dumping, loss_sum);
+        if (!rc)
+            rc = stage_backward(t, CHUNK(k, 0), MICRO(k), scale);
+    }
+    for (long k = total - warm; k < total && !rc; k++)
+        rc = stage_backward(t, CHUNK(k, 0), MICRO(k), scale);
+#undef CHUNK
+#undef MICRO
+    return rc;
+}
+
 /* One step's micro-batches through the 1F1B schedule (Narayanan et al.): stage s runs
  * pp - s - 1 warm-up forwards, then one forward and one backward alternately, then the
- * remaining backwards. Without pipeline parallelism: forward, backward per micro-batch. */
+ * remaining backwards. Without pipeline parallelism: forward, backward per micro-batch.
+ * With virtual stages: the interleaved schedule. */
 static int run_micro_batches(struct cpu_trainer *t, const struct train_step *s, float scale,
                              double *loss_sum)
 {
     const struct train_opts *o = t->o;
     long m = o->accum, warm = t->par.pp - t->at.pp - 1;
     int dumping = o->dump_dir && s->step <= o->dump_steps && t->w->rank == 0;
-    long B = o->micro_batch, T = o->seq_len;
     if (warm > m)
         warm = m;
     long fwd = 0, bwd = 0;
     int rc = 0;
-    while (!rc && bwd < m) {
-        int forward = fwd < m && (fwd < warm || fwd - bwd <= warm);
-        if (forward) {
-            int slot = (int)(fwd % t->nslots);
-            t->dump_micro = fwd;
-            uint32_t *keep = t->dump_samples;
-            if (!dumping)
-                t->dump_samples = NULL;
-            rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, fwd), slot);
-            t->dump_samples = keep;
-            float loss = 0.0f;
-            if (!rc)
-                rc = stage_forward(t, fwd, &loss);
-            *loss_sum += loss;
-            if (!rc && dumping && fwd == 0 && s->step == 1)
-                memcpy(t->dump_logits, cpu_model_logits(t->cm[slot]),
-                       (size_t)(B * T) * (size_t)o->mc.vocab_size * sizeof(float));
-            fwd++;
-        } else {
-            rc = stage_backward(t, bwd, scale);
-            bwd++;
+    if (t->nchunks > 1)
+        rc = run_interleaved(t, s, scale, dumping, loss_sum);
+    else
+        while (!rc && bwd < m) {
+            int forward = fwd < m && (fwd < warm || fwd - bwd <= warm);
+            if (forward)
+                rc = forward_one(t, s, 0, fwd++, dumping, loss_sum);
+            else
+                rc = stage_backward(t, 0, bwd++, scale);
         }
-    }
     int r = wait_sends(t);
     return rc ? rc : r;
 }
@@ -444,36 +623,75 @@ static double sumsq(const float *x, size_t n)
     return s;
 }
 
-/* The global gradient norm: each tensor counted once, by its owner in replica 0. */
+/* The global gradient norm: each tensor counted once, by its owner in replica 0 (under
+ * ZeRO-1 by its owners' pieces in every replica). */
 static double global_norm(struct cpu_trainer *t)
 {
-    if (!t->parallel)
+    if (!t->parallel && !t->zero)
         return grad_global_norm(t->grads, t->l->total);
     double ss = 0.0;
-    if (t->at.dp == 0)
+    if (t->at.dp == 0 || t->zero)
         for (int i = 0; i < t->l->n; i++)
-            if (t->sh.t[i].owner)
-                ss += sumsq(t->grads + t->l->t[i].offset, t->l->t[i].numel);
+            if (t->sh.t[i].owner) {
+                size_t lo, n;
+                zero_piece(t, i, &lo, &n);
+                ss += sumsq(t->grads + t->l->t[i].offset + lo, n);
+            }
     sl_world_allreduce_f64(t->w, &ss, 1, SL_SUM);
     return sqrt(ss);
 }
 
-/* Sum the gradients that are partial per rank: over data parallel (the whole slab), over
- * the tensor-parallel group for the norms under sequence parallelism (each rank saw its
- * token rows), and between the pipeline's ends for a tied embedding. */
+/* Sum the gradients that are partial per rank: over data parallel (the whole slab, or under
+ * ZeRO-1 each tensor reduce-scattered: a rank gets the sum of its pieces only), over the
+ * tensor-parallel group for the norms under sequence parallelism (each rank saw its token
+ * rows), and between the pipeline's ends for a tied embedding. A tensor's pieces are the
+ * same on the ranks of those groups (same length, same data-parallel rank). */
 static int reduce_grads(struct cpu_trainer *t)
 {
-    int rc = sl_world_allreduce_f32(&t->dpg, t->grads, t->l->total, SL_SUM);
+    int rc = 0;
+    if (t->zero) {
+        for (int i = 0; i < t->l->n && !rc; i++)
+            if (t->l->t[i].numel)
+                rc = sl_world_reduce_scatterv_f32(&t->dpg, t->grads + t->l->t[i].offset,
+                                                  zero_bounds(t, i));
+    } else {
+        rc = sl_world_allreduce_f32(&t->dpg, t->grads, t->l->total, SL_SUM);
+    }
     for (int i = 0; !rc && t->par.sp && i < t->l->n; i++) {
         const struct model_tensor *x = &t->l->t[i];
+        size_t lo, n;
+        zero_piece(t, i, &lo, &n);
         if (t->sh.t[i].full >= 0 && (x->kind == MODEL_T_NORM_W || x->kind == MODEL_T_NORM_B))
-            rc = sl_world_allreduce_f32(&t->tpg, t->grads + x->offset, x->numel, SL_SUM);
+            rc = sl_world_allreduce_f32(&t->tpg, t->grads + x->offset + lo, n, SL_SUM);
     }
     if (!rc && t->embg.size > 1) {
         const struct model_tensor *x = &t->l->t[t->l->embed];
-        rc = sl_world_allreduce_f32(&t->embg, t->grads + x->offset, x->numel, SL_SUM);
+        size_t lo, n;
+        zero_piece(t, t->l->embed, &lo, &n);
+        rc = sl_world_allreduce_f32(&t->embg, t->grads + x->offset + lo, n, SL_SUM);
     }
     return rc;
+}
+
+/* Clip and update: the whole slab, or under ZeRO-1 this rank's pieces (with their moments),
+ * then the parameters all-gathered over data parallel. */
+static int update(struct cpu_trainer *t, const struct train_step *s)
+{
+    const struct train_opts *o = t->o;
+    if (!t->zero) {
+        grad_clip(t->grads, t->l->total, s->norm, o->clip);
+        adamw_step(&o->adam, t->l, t->params, t->grads, t->m, t->v, s->lr, s->adam_step);
+        return 0;
+    }
+    for (int i = 0; i < t->l->n; i++) {
+        size_t lo, n;
+        zero_piece(t, i, &lo, &n);
+        size_t off = t->l->t[i].offset + lo;
+        grad_clip(t->grads + off, n, s->norm, o->clip);
+        adamw_step_range(&o->adam, t->l->t[i].decay, t->params + off, t->grads + off,
+                         t->m + t->zoff[i], t->v + t->zoff[i], n, s->lr, s->adam_step);
+    }
+    return zero_allgather(t, t->params);
 }
 
 static int cpu_step(void *ctx, struct train_step *s)
@@ -498,6 +716,10 @@ static int cpu_step(void *ctx, struct train_step *s)
     s->loss = loss_sum / (double)(o->accum * DP);
     s->norm = global_norm(t);
     s->have_stats = 1;
+    /* the dumps hold the whole gradient: ZeRO-1 reduced pieces only */
+    if (t->zero && (s->dump_grads || (dumping && s->step == 1)) &&
+        (rc = zero_allgather(t, t->grads)))
+        return rc;
     rc = dumping ? dump_step(t, s->step, s->loss, s->lr, s->norm) : 0;
     if (rc) {
         char why[512];
@@ -519,8 +741,8 @@ static int cpu_step(void *ctx, struct train_step *s)
         return rc;
     s->applied = 0;
     if (isfinite(s->loss) && isfinite(s->norm)) {
-        grad_clip(t->grads, total, s->norm, o->clip);
-        adamw_step(&o->adam, t->l, t->params, t->grads, t->m, t->v, s->lr, s->adam_step);
+        if ((rc = update(t, s)))
+            return rc;
         s->applied = 1;
     }
     return 0;
@@ -536,10 +758,11 @@ static int cpu_evaluate(void *ctx, double *loss)
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
             rc = fill_batch(t, DATA_VALID, slice_start(t, base, a), 0);
-            float l = 0.0f;
-            if (!rc)
-                rc = stage_forward(t, 0, &l);
-            sum += l;
+            for (int c = 0; c < t->nchunks && !rc; c++) { /* the virtual stages in turn */
+                float l = 0.0f;
+                rc = stage_forward(t, c, 0, &l);
+                sum += l;
+            }
             n++;
         }
     }
@@ -561,10 +784,31 @@ static int cpu_save(void *ctx, const struct ckpt_state *st)
     struct cpu_trainer *t = ctx;
     const struct train_opts *o = t->o;
     int rc = 0;
+    /* the moments laid out as the slab: under ZeRO-1 gathered to data-parallel rank 0 */
+    size_t ln = t->l->total;
+    float *mv = NULL, *m = t->m, *v = t->v;
+    if (t->zero) {
+        if (t->at.dp == 0 && !(mv = aligned_alloc(64, sl_mul_size(2 * ln, sizeof(float)))))
+            rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to gather the AdamW state",
+                            2.0 * ln * sizeof(float) / (1u << 30));
+        if (mv)
+            memset(mv, 0, 2 * ln * sizeof(float));
+        if (!(rc = all_ok(t, rc)))
+            rc = zero_gather_moment(t, t->m, mv);
+        if (!rc)
+            rc = zero_gather_moment(t, t->v, mv ? mv + ln : NULL);
+        if ((rc = all_ok(t, rc))) {
+            free(mv);
+            return rc;
+        }
+        m = mv;
+        v = mv ? mv + ln : NULL;
+    }
     if (!t->parallel) {
         if (t->w->rank == 0)
-            rc = ckpt_save(o->ckpt_dir, &o->mc, t->l, t->params, t->m, t->v, st, o->config_json,
+            rc = ckpt_save(o->ckpt_dir, &o->mc, t->l, t->params, m, v, st, o->config_json,
                            o->optim_json);
+        free(mv);
         return all_ok(t, rc);
     }
     /* gathered to full tensors: a checkpoint is the same for every layout */
@@ -573,17 +817,20 @@ static int cpu_save(void *ctx, const struct ckpt_state *st)
     if (t->w->rank == 0 && !(full = aligned_alloc(64, sl_mul_size(3 * n, sizeof(float)))))
         rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to gather the checkpoint",
                         3.0 * n * sizeof(float) / (1u << 30));
-    if ((rc = all_ok(t, rc)))
+    if ((rc = all_ok(t, rc))) {
+        free(mv);
         return rc;
+    }
     rc = gather_full(t, t->params, full);
     if (!rc)
-        rc = gather_full(t, t->m, full ? full + n : NULL);
+        rc = gather_full(t, m, full ? full + n : NULL);
     if (!rc)
-        rc = gather_full(t, t->v, full ? full + 2 * n : NULL);
+        rc = gather_full(t, v, full ? full + 2 * n : NULL);
     if (!rc && t->w->rank == 0)
         rc = ckpt_save(o->ckpt_dir, &o->mc, &t->fl, full, full + n, full + 2 * n, st,
                        o->config_json, o->optim_json);
     free(full);
+    free(mv);
     return all_ok(t, rc);
 }
 
@@ -594,6 +841,7 @@ const struct train_backend train_backend_cpu = {
     .step = cpu_step,
     .evaluate = cpu_evaluate,
     .params_host = cpu_params_host,
+    .state = cpu_state,
     .save = cpu_save,
     .release = cpu_release,
 };

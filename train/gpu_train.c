@@ -167,6 +167,8 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
 
 static int gpu_params(void *ctx, float *dst)
 {
+    if (!dst) /* a rank other than 0: every rank holds the whole model */
+        return 0;
     return gpu_params_host(ctx, dst);
 }
 

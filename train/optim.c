@@ -49,8 +49,8 @@ double lr_at(const struct lr_schedule *s, long step)
     return s->lr;
 }
 
-void adamw_step(const struct adamw *o, const struct model_layout *l, float *params,
-                const float *grads, float *m, float *v, double lr, long step)
+void adamw_step_range(const struct adamw *o, int decay, float *params, const float *grads, float *m,
+                      float *v, size_t n, double lr, long step)
 {
     double bc1 = 1.0 - pow(o->beta1, (double)step);
     double bc2 = 1.0 - pow(o->beta2, (double)step);
@@ -58,21 +58,28 @@ void adamw_step(const struct adamw *o, const struct model_layout *l, float *para
     float bc2_sqrt = (float)sqrt(bc2);
     float b1w = (float)(1.0 - o->beta1), b2 = (float)o->beta2, b2w = (float)(1.0 - o->beta2);
     float eps = (float)o->eps;
+    float dk = decay ? (float)(1.0 - lr * o->weight_decay) : 1.0f;
+#pragma omp parallel for schedule(static) if (n >= 2097152)
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i];
+        float p = params[i] * dk;
+        float mi = m[i] + b1w * (g - m[i]);
+        float vi = v[i] * b2 + b2w * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        float denom = sqrtf(vi) / bc2_sqrt + eps;
+        params[i] = p - step_size * (mi / denom);
+    }
+}
+
+void adamw_step(const struct adamw *o, const struct model_layout *l, float *params,
+                const float *grads, float *m, float *v, double lr, long step)
+{
     for (int ti = 0; ti < l->n; ti++) {
         const struct model_tensor *t = &l->t[ti];
-        float decay = t->decay ? (float)(1.0 - lr * o->weight_decay) : 1.0f;
-        size_t off = t->offset, n = t->numel;
-#pragma omp parallel for schedule(static) if (n >= 2097152)
-        for (size_t i = off; i < off + n; i++) {
-            float g = grads[i];
-            float p = params[i] * decay;
-            float mi = m[i] + b1w * (g - m[i]);
-            float vi = v[i] * b2 + b2w * g * g;
-            m[i] = mi;
-            v[i] = vi;
-            float denom = sqrtf(vi) / bc2_sqrt + eps;
-            params[i] = p - step_size * (mi / denom);
-        }
+        size_t off = t->offset;
+        adamw_step_range(o, t->decay, params + off, grads + off, m + off, v + off, t->numel, lr,
+                         step);
     }
 }
 

@@ -36,6 +36,12 @@ struct adamw {
 void adamw_step(const struct adamw *o, const struct model_layout *l, float *params,
                 const float *grads, float *m, float *v, double lr, long step);
 
+/* The same update of n consecutive elements (one tensor or a piece of one): params[i],
+ * grads[i], m[i] and v[i]; decay: the tensor takes weight decay. adamw_step is this per
+ * tensor, so a piece gives the elements bit for bit what the whole would (ZeRO-1). */
+void adamw_step_range(const struct adamw *o, int decay, float *params, const float *grads, float *m,
+                  float *v, size_t n, double lr, long step);
+
 /* Euclidean norm of the whole gradient slab (double accumulation, fixed order). */
 double grad_global_norm(const float *grads, size_t n);
 /* Scale grads by max_norm / (norm + 1e-6) when that is below 1 (torch's rule); returns the

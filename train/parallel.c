@@ -41,6 +41,19 @@ static int check(const struct parallel_config *p, const struct model_config *mc,
     if (mc->n_layers < pp)
         return where_err(root, "parallel.pipeline", "%ld stages for %ld layers", pp, mc->n_layers,
                          "every pipeline stage needs at least one layer");
+    long vp = p->vp > 1 ? p->vp : 1;
+    if (vp > 1 && pp == 1)
+        return where_err(root, "parallel.virtual_stages",
+                         "%ld virtual stages need pipeline parallelism (parallel.pipeline is "
+                         "%ld)",
+                         vp, pp, NULL);
+    if (mc->n_layers < pp * vp) {
+        struct sl_cfg *n = root ? sl_cfg_get(root, "parallel.virtual_stages") : NULL;
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: parallel.virtual_stages: %ld stages x %ld virtual stages for %d "
+                          "layers\nhint: every virtual pipeline stage needs at least one layer",
+                          n ? sl_cfg_where(n) : "config", pp, vp, mc->n_layers);
+    }
     if (p->world % (tp * pp))
         return where_err(root, "parallel.tensor",
                          "%ld ranks do not divide into tensor x pipeline = %ld ranks per replica",
@@ -63,10 +76,11 @@ int parallel_config_load(struct parallel_config *p, struct sl_cfg *root, int wor
                          const struct model_config *mc)
 {
     memset(p, 0, sizeof(*p));
-    long tp, pp;
+    long tp, pp, vp;
     int rc;
     if ((rc = sl_cfg_int(root, "parallel.tensor", 1, &tp)) ||
         (rc = sl_cfg_int(root, "parallel.pipeline", 1, &pp)) ||
+        (rc = sl_cfg_int(root, "parallel.virtual_stages", 1, &vp)) ||
         (rc = sl_cfg_bool(root, "parallel.sequence", 0, &p->sp)))
         return rc;
     if (tp < 1 || tp > 65536)
@@ -75,8 +89,12 @@ int parallel_config_load(struct parallel_config *p, struct sl_cfg *root, int wor
     if (pp < 1 || pp > 65536)
         return where_err(root, "parallel.pipeline", "must be in [1, 65536], got %ld%.0ld", pp, 0,
                          NULL);
+    if (vp < 1 || vp > PARALLEL_MAX_VP)
+        return where_err(root, "parallel.virtual_stages", "must be in [1, %ld], got %ld",
+                         PARALLEL_MAX_VP, vp, NULL);
     p->tp = (int)tp;
     p->pp = (int)pp;
+    p->vp = (int)vp;
     long dp = 0;
     if ((rc = sl_cfg_int(root, "parallel.data", 0, &dp)))
         return rc;
@@ -108,12 +126,19 @@ int parallel_rank_of(const struct parallel_config *p, const struct parallel_coor
     return c->tp + p->tp * (c->dp + p->dp * c->pp);
 }
 
+void parallel_chunk_layers(const struct parallel_config *p, int n_layers, int stage, int chunk,
+                           int *first, int *n)
+{
+    int nv = p->pp * (p->vp > 1 ? p->vp : 1), v = chunk * p->pp + stage;
+    int base = n_layers / nv, extra = n_layers % nv;
+    *n = base + (v < extra);
+    *first = v * base + (v < extra ? v : extra);
+}
+
 void parallel_stage_layers(const struct parallel_config *p, int n_layers, int stage, int *first,
                            int *n)
 {
-    int base = n_layers / p->pp, extra = n_layers % p->pp;
-    *n = base + (stage < extra);
-    *first = stage * base + (stage < extra ? stage : extra);
+    parallel_chunk_layers(p, n_layers, stage, 0, first, n);
 }
 
 static void one_piece(struct tensor_shard *t, int64_t lrow, int64_t frow, int64_t nrows)
@@ -140,8 +165,14 @@ void model_shard_init(struct model_shard *s, const struct parallel_config *p,
     c->padded_vocab_size = rows;
     int valid = full->vocab_size - s->vocab_start;
     c->vocab_size = valid < 0 ? 0 : valid > rows ? rows : valid;
-    int nl;
-    parallel_stage_layers(p, full->n_layers, at->pp, &s->first_layer, &nl);
+    int nl = 0;
+    s->nchunks = p->vp > 1 ? p->vp : 1;
+    for (int k = 0; k < s->nchunks; k++) {
+        parallel_chunk_layers(p, full->n_layers, at->pp, k, &s->chunk_full[k], &s->chunk_n[k]);
+        s->chunk_local[k] = nl;
+        nl += s->chunk_n[k];
+    }
+    s->first_layer = s->chunk_full[0];
     c->n_layers = nl;
     s->first_stage = at->pp == 0;
     s->last_stage = at->pp == p->pp - 1;
@@ -160,7 +191,11 @@ void model_shard_init(struct model_shard *s, const struct parallel_config *p,
         int used = 1;
         if (lt->layer >= 0) {
             const char *rest = strchr(lt->name + strlen("layers."), '.');
-            snprintf(name, sizeof(name), "layers.%d%s", lt->layer + s->first_layer, rest);
+            int k = s->nchunks - 1;
+            while (k > 0 && lt->layer < s->chunk_local[k])
+                k--;
+            snprintf(name, sizeof(name), "layers.%d%s",
+                     s->chunk_full[k] + lt->layer - s->chunk_local[k], rest);
         } else {
             snprintf(name, sizeof(name), "%s", lt->name);
             if (lt->kind == MODEL_T_EMBED)
@@ -286,6 +321,33 @@ static double cpu_act_floats(const struct parallel_config *p, const struct model
     return f + R * D + N * D + N * qkv + N * qd + N * fc + N * F; /* backward scratch */
 }
 
+long parallel_cpu_slots(const struct parallel_config *p, long accum)
+{
+    if (p->vp <= 1)
+        return p->pp < accum ? p->pp : accum;
+    /* the interleaved schedule of every stage (train/cpu_train.c), counting the
+     * micro-batches each chunk has in flight */
+    long pp = p->pp, v = p->vp, total = accum * v, most = 1;
+    long *in = sl_xcalloc((size_t)v, sizeof(long));
+    for (long st = 0; st < pp; st++) {
+        long warm = accum == pp ? total : 2 * (pp - st - 1) + (v - 1) * pp;
+        warm = warm < total ? warm : total;
+        memset(in, 0, (size_t)v * sizeof(long));
+        for (long f = 0, b = 0; b < total;) {
+            int fwd = f < total && (f < warm || f - warm == b); /* warm-up, then F B F B */
+            long k = fwd ? f++ : b++, c = k % (pp * v) / pp;
+            if (fwd) {
+                if (++in[c] > most)
+                    most = in[c];
+            } else {
+                in[v - 1 - c]--;
+            }
+        }
+    }
+    free(in);
+    return most < accum ? most : accum;
+}
+
 void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
                               long micro_batch, long seq_len, long accum, int gpu, int stage,
                               struct parallel_memory *m)
@@ -293,7 +355,7 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
     memset(m, 0, sizeof(*m));
     struct model_layout fl;
     model_layout_init(&fl, mc);
-    long slots = p->pp < accum ? p->pp : accum;
+    long slots = parallel_cpu_slots(p, accum);
     double s = (double)seq_len, b = (double)micro_batch, h = mc->d_model, a = mc->n_heads;
     double t = p->tp;
     /* the largest stage: its tensor-parallel rank 0 holds the replicated tensors too */
@@ -313,14 +375,27 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
              * the GPU trainer's fused attention; stage st keeps pp - st micro-batches */
             double layer = p->sp ? s * b * h / t * 34.0 : s * b * h * (10.0 + 24.0 / t);
             (void)a;
-            act = layer * sh.local.n_layers * (double)(p->pp - st < accum ? p->pp - st : accum);
+            if (sh.nchunks > 1) { /* interleaved: warm-up forwards of one chunk each, + 1 */
+                long f = 2 * (p->pp - st - 1) + (long)(sh.nchunks - 1) * p->pp + 1;
+                f = f < accum * sh.nchunks ? f : accum * sh.nchunks;
+                act = layer * sh.local.n_layers / sh.nchunks * (double)f;
+            } else {
+                act = layer * sh.local.n_layers * (double)(p->pp - st < accum ? p->pp - st : accum);
+            }
         } else {
-            act = 4.0 * (double)slots * cpu_act_floats(p, &sh.local, sh.last_stage, b, s);
+            act = 0.0;
+            for (int k = 0; k < sh.nchunks; k++) {
+                struct model_config cc = sh.local;
+                cc.n_layers = sh.chunk_n[k];
+                act += 4.0 * (double)slots *
+                       cpu_act_floats(p, &cc, sh.last_stage && k == sh.nchunks - 1, b, s);
+            }
         }
         if (act > m->act_bytes)
             m->act_bytes = act;
         model_shard_release(&sh);
     }
     model_layout_release(&fl);
-    m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : 16.0) * (double)m->params;
+    double cpu = p->zero ? 8.0 + 8.0 / p->dp : 16.0;
+    m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : cpu) * (double)m->params;
 }

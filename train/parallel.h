@@ -8,7 +8,8 @@
  * the fused qkv projection by heads (q, k and v rows of each rank's heads), the first MLP
  * projection by its rows (SwiGLU's gate and up rows alike), the attention and MLP output
  * projections by their columns, and the embedding / output layer by vocabulary rows. Pipeline
- * parallel gives each stage a contiguous run of layers. No code here knows about MPI.
+ * parallel gives each stage a contiguous run of layers, or with virtual stages (interleaved)
+ * vp runs, stage s holding virtual stages s, s + pp, ... No code here knows about MPI.
  */
 #ifndef SL_TRAIN_PARALLEL_H
 #define SL_TRAIN_PARALLEL_H
@@ -24,13 +25,18 @@ struct parallel_config {
     int tp, pp, dp; /* group sizes: world = tp * pp * dp */
     int sp;         /* sequence parallel (with tp > 1) */
     int world;
+    int zero; /* ZeRO-1 on the CPU path (optim.zero): AdamW moments sharded over data parallel */
+    int vp;   /* virtual pipeline stages per rank (interleaved 1F1B); 0 or 1: none */
 };
+
+#define PARALLEL_MAX_VP 64
 
 struct parallel_coord {
     int tp, dp, pp;
 };
 
-/* Read parallel.tensor, parallel.pipeline (default 1), parallel.sequence (default false) and
+/* Read parallel.tensor, parallel.pipeline (default 1), parallel.virtual_stages (default 1),
+ * parallel.sequence (default false) and
  * parallel.data (optional: world / (tensor x pipeline), checked when given) for a world of
  * `world` ranks, and check them against the model (parallel_check). world <= 0: no world
  * (a dry run): it is tensor x pipeline x data. */
@@ -45,9 +51,14 @@ void parallel_coord_of(const struct parallel_config *p, int rank, struct paralle
 int parallel_rank_of(const struct parallel_config *p, const struct parallel_coord *c);
 
 /* The layers of pipeline stage `stage`: [*first, *first + *n); earlier stages take the
- * remainder one layer each. */
+ * remainder one layer each. With virtual stages (p->vp > 1) the layers of its first chunk. */
 void parallel_stage_layers(const struct parallel_config *p, int n_layers, int stage, int *first,
                            int *n);
+/* Interleaved pipeline: the layers of chunk `chunk` of stage `stage`, virtual stage
+ * chunk x pp + stage of pp x vp, each a contiguous run (earlier virtual stages take the
+ * remainder one layer each, as Megatron-Core's interleaved schedule splits them). */
+void parallel_chunk_layers(const struct parallel_config *p, int n_layers, int stage, int chunk,
+                           int *first, int *n);
 
 /* Where one tensor of a rank's local layout comes from in the full model's layout. */
 struct shard_rows {
@@ -71,6 +82,10 @@ struct model_shard {
     int vocab_start;           /* first vocabulary row held (vocab-parallel) */
     int first_layer;           /* full index of local layer 0 */
     int first_stage, last_stage;
+    /* the local layers chunk by chunk (one chunk without virtual stages): chunk c is local
+     * layers [chunk_local[c], chunk_local[c] + chunk_n[c]) = full [chunk_full[c], ...) */
+    int nchunks;
+    int chunk_local[PARALLEL_MAX_VP], chunk_full[PARALLEL_MAX_VP], chunk_n[PARALLEL_MAX_VP];
     struct tensor_shard *t; /* l.n entries */
 };
 
@@ -88,15 +103,21 @@ void model_shard_slice(const struct model_shard *s, const struct model_layout *f
 void model_shard_place(const struct model_shard *s, const struct model_layout *fl,
                        const float *local, float *full, int all);
 
+/* Activation sets the CPU path allocates per model chunk: min(pp, accum) micro-batches in
+ * flight with 1F1B; with virtual stages the most micro-batches a chunk of any stage has in
+ * flight in the interleaved schedule (counted by running it), at most accum. */
+long parallel_cpu_slots(const struct parallel_config *p, long accum);
+
 /* Memory per rank, in bytes, of the rank with the most: parameters (of the tensors its
  * stage uses: model_shard_init gives the others no room); weights + gradients + optimizer
- * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments)
- * and 4 + 12 / DP on the GPU (bf16 weights and gradients, fp32 master and moments sharded by
- * ZeRO-1); activations of the micro-batches a stage keeps (1F1B: up to pp - stage, at most
- * the accumulation steps; the CPU path allocates min(pp, accum) sets): on the CPU the fp32
- * slab of train/cpu_model.c (which keeps the s x s attention probabilities), on the GPU
- * Korthikanti et al.'s 16-bit count without the attention scores (fused attention): s b h 34
- * / t per layer with TP + SP, s b h (10 + 24 / t) with TP alone.
+ * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments;
+ * 8 + 8 / DP with p->zero, the moments of 1 / DP of every tensor) and 4 + 12 / DP on the GPU
+ * (bf16 weights and gradients, fp32 master and moments sharded by ZeRO-1); activations of
+ * the micro-batches a stage keeps (1F1B: up to pp - stage, at most the accumulation steps;
+ * the CPU path allocates min(pp, accum) sets): on the CPU the fp32 slab of train/cpu_model.c
+ * (which keeps the s x s attention probabilities), on the GPU Korthikanti et al.'s 16-bit
+ * count without the attention scores (fused attention): s b h 34 / t per layer with TP + SP,
+ * s b h (10 + 24 / t) with TP alone.
  * stage >= 0: that pipeline stage's ranks only; -1: the largest of every stage. */
 struct parallel_memory {
     uint64_t params;      /* local parameters of the largest shard */

@@ -300,6 +300,16 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
                           o->global_batch, o->micro_batch, world,
                           world == ranks ? "" : "data-parallel ");
     }
+    long accum = o->global_batch / (o->micro_batch * world);
+    if (o->par.vp > 1 && accum % o->par.pp) {
+        struct sl_cfg *n = sl_cfg_get(root, "parallel.virtual_stages");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: parallel.virtual_stages: the interleaved schedule needs the %ld "
+                          "micro-batches of a step to be a multiple of the %d pipeline stages\n"
+                          "hint: micro-batches = train.global_batch_size / (micro_batch_size x "
+                          "data-parallel ranks)",
+                          n ? sl_cfg_where(n) : "config", accum, o->par.pp);
+    }
     if (o->par.sp && (o->micro_batch * o->seq_len) % o->par.tp) {
         struct sl_cfg *n = sl_cfg_get(root, "parallel.sequence");
         return sl_err_set(SL_ERR_CONFIG,
@@ -321,6 +331,19 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
         (rc = sl_cfg_double(root, "optim.eps", 1e-8, &o->adam.eps)) ||
         (rc = sl_cfg_double(root, "optim.clip_grad", 1.0, &o->clip)))
         return rc;
+    /* optim.zero: the ZeRO stage, 0 or 1 (the GPU trainer is always 1) */
+    long zero = 0;
+    if ((rc = sl_cfg_int(root, "optim.zero", 0, &zero)))
+        return rc;
+    if (zero != 0 && zero != 1) {
+        struct sl_cfg *n = sl_cfg_get(root, "optim.zero");
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: optim.zero: must be 0 or 1 (the ZeRO stage), got %ld\nhint: 1 "
+                          "shards the AdamW moments over the data-parallel ranks",
+                          n ? sl_cfg_where(n) : "config", zero);
+    }
+    o->par.zero = (int)zero;
+    o->zero_off = !zero && sl_cfg_get(root, "optim.zero");
     /* a negative rate, a beta outside [0, 1) or a NaN anywhere would train to garbage (or
      * to NaN) without an error: refuse them here */
     if ((rc = cfg_range(root, "optim.lr", o->lr.lr, 0, INFINITY, 1, 0)) ||
@@ -385,13 +408,14 @@ static void print_parallel(const struct train_opts *o, FILE *f)
     parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 1, -1, &gpu);
     char a[32], b[32], c[32], d[32];
     fprintf(f,
-            "parallel:\n  tensor: %d\n  pipeline: %d\n  sequence: %s\n  # data parallel: %d "
+            "parallel:\n  tensor: %d\n  pipeline: %d\n  virtual_stages: %d\n  sequence: %s\n"
+            "  # data parallel: %d "
             "(%d ranks / (tensor x pipeline))\n"
-            "  # per rank: %llu parameters; CPU fp32: %s weights + gradients + AdamW, %s "
+            "  # per rank: %llu parameters; CPU fp32: %s weights + gradients + AdamW%s, %s "
             "activations; GPU bf16 + ZeRO-1: %s + %s activations\n",
-            o->par.tp, o->par.pp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
+            o->par.tp, o->par.pp, o->par.vp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
             (unsigned long long)cpu.params, sl_human_bytes(cpu.weights_bytes, a, sizeof(a)),
-            sl_human_bytes(cpu.act_bytes, b, sizeof(b)),
+            o->par.zero ? " (ZeRO-1)" : "", sl_human_bytes(cpu.act_bytes, b, sizeof(b)),
             sl_human_bytes(gpu.weights_bytes, c, sizeof(c)),
             sl_human_bytes(gpu.act_bytes, d, sizeof(d)));
 }
@@ -452,6 +476,8 @@ static void print_config(const struct train_opts *o, FILE *f)
             o->lr.lr, o->lr.min_lr, o->lr.warmup_steps, o->lr.decay_steps,
             lr_decay_name(o->lr.style), o->lr.wsd_fraction, o->adam.weight_decay, o->adam.beta1,
             o->adam.beta2, o->adam.eps, o->clip);
+    if (o->par.zero || o->zero_off)
+        fprintf(f, "  zero: %d\n", o->par.zero);
     fprintf(f, "eval:\n  interval: %ld\n  iters: %ld\n  task_limit: %ld\n", o->eval_interval,
             o->eval_iters, o->eval_task_limit);
     if (o->eval_tasks && o->eval_tasks[0]) {
@@ -565,15 +591,16 @@ static int open_tasks(struct trainer *t)
     return rc;
 }
 
-/* Score the tasks with the current weights (rank 0) and report them. */
+/* Score the tasks with the current weights (gathered to rank 0, which scores them) and
+ * report them. Collective. */
 static int run_tasks(struct trainer *t, long step)
 {
-    if (t->w->rank != 0)
-        return 0;
     int rc = t->be->params_host
-                 ? t->be->params_host(t->ctx, t->host_params)
+                 ? t->be->params_host(t->ctx, t->w->rank == 0 ? t->host_params : NULL)
                  : sl_err_set(SL_ERR_UNSUPPORTED,
                               "the %s backend cannot copy its weights to the host", t->be->name);
+    if (t->w->rank != 0)
+        return rc;
     int64_t eod = t->o.data.eod_id >= 0 ? t->o.data.eod_id : t->tok->eod_id;
     for (size_t i = 0; i < t->ntasks && !rc; i++) {
         struct eval_result r;
@@ -682,7 +709,7 @@ static int train_loop(struct trainer *t)
             }
             if (t->w->rank == 0)
                 train_report_valid(t->log, t->tlog, step, vl);
-            if (t->ntasks && (rc = all_ok(t, run_tasks(t, step)))) {
+            if (o->eval_tasks && o->eval_tasks[0] && (rc = all_ok(t, run_tasks(t, step)))) {
                 sl_error("eval.tasks: %s", sl_err_msg());
                 return rc;
             }
@@ -728,6 +755,9 @@ static int choose_device(struct trainer *t, int threads)
     int64_t have = gpu != NULL;
     sl_world_allreduce_i64(t->w, &have, 1, SL_MIN);
     t->be = have ? gpu : &train_backend_cpu;
+    if (have && t->o.zero_off && t->w->rank == 0)
+        sl_warn("optim.zero=0 is for the CPU path: the GPU trainer always shards its optimizer "
+                "state over the ranks (ZeRO-1)");
     if (t->o.device == TRAIN_DEVICE_CUDA && !have) {
         if (t->w->rank == 0)
             sl_error("train.device=cuda: %s%s", why[0] ? why : "a rank has no CUDA device",
@@ -921,19 +951,33 @@ static int find_resume(struct trainer *t, char **from)
 
 /* The model-parallel layout, and the memory estimate per rank against what this rank
  * allocated (fp32 weights, gradients and AdamW state; activations). */
-static void log_parallel(const struct train_opts *o, size_t act_bytes)
+static void log_parallel(const struct trainer *t, size_t act_bytes)
 {
+    const struct train_opts *o = &t->o;
     struct parallel_memory e; /* rank 0's: pipeline stage 0 */
     parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, o->accum, 0, 0, &e);
-    char a[32], b[32], c[32];
-    sl_info("parallel: tensor %d x pipeline %d x data %d%s (Megatron order, tensor fastest); "
+    size_t state = 0;
+    uint64_t moments = 0, params = 0;
+    if (t->be->state)
+        t->be->state(t->ctx, &state, &moments, &params);
+    char a[32], b[32], c[32], d[32];
+    char vs[48] = "";
+    if (o->par.vp > 1)
+        snprintf(vs, sizeof(vs), " (%d interleaved virtual stages each)", o->par.vp);
+    sl_info("parallel: tensor %d x pipeline %d%s x data %d%s (Megatron order, tensor fastest); "
             "memory of rank 0: estimate %s weights, gradients and AdamW (%llu parameters) + %s "
-            "activations; allocated activations %s (%.3f of the estimate)",
-            o->par.tp, o->par.pp, o->par.dp, o->par.sp ? ", sequence parallel" : "",
+            "activations; allocated weights, gradients and AdamW %s (%.3f of the estimate); "
+            "allocated activations %s (%.3f of the estimate)",
+            o->par.tp, o->par.pp, vs, o->par.dp, o->par.sp ? ", sequence parallel" : "",
             sl_human_bytes(e.weights_bytes, a, sizeof(a)), (unsigned long long)e.params,
-            sl_human_bytes(e.act_bytes, b, sizeof(b)),
+            sl_human_bytes(e.act_bytes, b, sizeof(b)), sl_human_bytes((double)state, d, sizeof(d)),
+            e.weights_bytes > 0 ? (double)state / e.weights_bytes : 0.0,
             sl_human_bytes((double)act_bytes, c, sizeof(c)),
             e.act_bytes > 0 ? (double)act_bytes / e.act_bytes : 0.0);
+    if (o->par.zero && o->par.dp > 1)
+        sl_info("optim.zero=1: ZeRO-1 over %d data-parallel ranks: rank 0 keeps the AdamW "
+                "moments of %llu of its %llu parameters",
+                o->par.dp, (unsigned long long)moments, (unsigned long long)params);
 }
 
 static int run(struct sl_cfg *root, int print_only)
@@ -1031,8 +1075,8 @@ static int run(struct sl_cfg *root, int print_only)
                 "%.3g GFLOP per token",
                 o->global_batch, o->micro_batch, o->par.dp, o->accum, o->seq_len,
                 t->flops_per_token / 1e9);
-        if (o->par.tp * o->par.pp > 1)
-            log_parallel(o, act_bytes);
+        if (o->par.tp * o->par.pp > 1 || (o->par.zero && o->par.dp > 1))
+            log_parallel(t, act_bytes);
         if (o->log_file && from)
             rc = trim_log(o->log_file, t->st.step);
         if (o->log_file && !rc) {

@@ -59,6 +59,7 @@ struct train_opts {
     int device;             /* enum train_device */
     int attention, recompute, grad_reduce; /* enum gpu_attention, gpu_recompute, gpu_grad_reduce */
     int deterministic;                     /* train.deterministic */
+    int zero_off;                          /* optim.zero=0 given (the GPU shards anyway) */
     char *config_json, *optim_json;        /* for checkpoint.json (owned) */
 };
 
@@ -93,10 +94,15 @@ struct train_backend {
     int (*step)(void *ctx, struct train_step *s);
     /* Mean loss over eval.iters global batches of the valid split. */
     int (*evaluate)(void *ctx, double *loss);
-    /* The current weights as fp32 into dst (laid out by the model's layout, l.total
-     * floats; gaps untouched), for eval.tasks: the tasks are scored by the CPU code of
-     * train/eval.h over them. Not collective: rank 0 calls it alone. */
+    /* The current weights as fp32 into dst on rank 0 (laid out by the model's layout,
+     * l.total floats; gaps untouched), for eval.tasks: the tasks are scored by the CPU code
+     * of train/eval.h over them. Collective (a model-parallel backend gathers the model);
+     * dst is NULL on the other ranks. */
     int (*params_host)(void *ctx, float *dst);
+    /* What this rank allocated for weights, gradients and optimizer state (*bytes), the
+     * parameters whose AdamW moments it keeps (*moments: all of its *params, or under
+     * ZeRO-1 its pieces), for the memory log line. Optional (NULL); not collective. */
+    void (*state)(void *ctx, size_t *bytes, uint64_t *moments, uint64_t *params);
     /* Write checkpoint.dir/step-N for state st (rank 0 commits it). */
     int (*save)(void *ctx, const struct ckpt_state *st);
     void (*release)(void *ctx); /* NULL ctx is a no-op */

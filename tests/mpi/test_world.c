@@ -1,6 +1,7 @@
 /* The MPI world's collectives under real mpirun (run by tests/cli/t_mpi.sh with -np 1..4):
- * allreduce, bcast, allgather, gather, alltoallv with uneven sizes, counter reduction and
- * the size-balanced assignment. Prints "ok" on rank 0 or the first failure. */
+ * allreduce, bcast, allgather, gather, alltoallv with uneven sizes, counter reduction, the
+ * size-balanced assignment, groups, and the in-place collectives on blocks of uneven size.
+ * Prints "ok" on rank 0 or the first failure. */
 #include "core/buf.h"
 #include "core/counters.h"
 #include "core/err.h"
@@ -150,6 +151,38 @@ int main(int argc, char **argv)
     }
     sl_world_group_free(&g);
     sl_world_group_free(&none);
+
+    /* blocks of uneven size (ZeRO-1's pieces of a tensor: rank k holds [n k / R, n (k + 1) /
+     * R), the first ones shorter or empty), in place: reduce-scatter, all-gather, gather */
+    enum { N = 11 };
+    size_t bounds[5];
+    for (int k = 0; k <= R; k++)
+        bounds[k] = (size_t)N * (size_t)k / (size_t)R;
+    float t[N], full[N];
+    for (int i = 0; i < N; i++)
+        t[i] = (float)(i + 100 * r);
+    if (sl_world_reduce_scatterv_f32(&w, t, bounds))
+        FAIL("reduce_scatterv_f32: %s", sl_err_msg());
+    for (size_t i = bounds[r]; i < bounds[r + 1]; i++)
+        if (t[i] != (float)((int)i * R + 100 * R * (R - 1) / 2))
+            FAIL("reduce_scatterv_f32 element %zu: %g", i, t[i]);
+    for (size_t i = bounds[r]; i < bounds[r + 1]; i++)
+        t[i] = (float)(1000 * r) + (float)i;
+    if (sl_world_allgatherv_f32(&w, t, bounds))
+        FAIL("allgatherv_f32: %s", sl_err_msg());
+    for (int k = 0; k < R; k++)
+        for (size_t i = bounds[k]; i < bounds[k + 1]; i++)
+            if (t[i] != (float)(1000 * k) + (float)i)
+                FAIL("allgatherv_f32 element %zu from %d: %g", i, k, t[i]);
+    float piece[N];
+    for (size_t i = bounds[r]; i < bounds[r + 1]; i++)
+        piece[i - bounds[r]] = -(float)i;
+    memset(full, 0, sizeof(full));
+    if (sl_world_gatherv_f32(&w, piece, r == 0 ? full : NULL, bounds, 0))
+        FAIL("gatherv_f32: %s", sl_err_msg());
+    for (int i = 0; r == 0 && i < N; i++)
+        if (full[i] != -(float)i)
+            FAIL("gatherv_f32 element %d: %g", i, full[i]);
 
     sl_world_barrier(&w);
     if (r == 0)

@@ -1,10 +1,13 @@
 /* Tests for the model-parallel layout (train/parallel.c): Megatron's rank order, the stage
  * split, and the shard table: slicing a full slab for every rank of a layout and placing the
- * parts back gives the slab again, every element held by exactly one owner. */
+ * parts back gives the slab again, every element held by exactly one owner; ZeRO-1's memory
+ * estimate and its piecewise AdamW update. */
 #include "tests/harness.h"
 
+#include "train/optim.h"
 #include "train/parallel.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +30,7 @@ static void cfg_small(struct model_config *c, int llama)
 
 TEST(parallel_rank_order_is_megatrons)
 {
-    struct parallel_config p = { 2, 2, 2, 0, 8 };
+    struct parallel_config p = { 2, 2, 2, 0, 8, 0, 0 };
     struct parallel_coord c;
     parallel_coord_of(&p, 5, &c); /* 5 = tp 1 + 2 (dp 0 + 2 pp 1) */
     CHECK_EQ_INT(c.tp, 1);
@@ -39,7 +42,7 @@ TEST(parallel_rank_order_is_megatrons)
         CHECK_EQ_INT(c.tp, r % 2); /* tensor parallel fastest */
     }
     int first, n;
-    struct parallel_config q = { 1, 3, 1, 0, 3 };
+    struct parallel_config q = { 1, 3, 1, 0, 3, 0, 0 };
     parallel_stage_layers(&q, 8, 0, &first, &n);
     CHECK_EQ_INT(first, 0);
     CHECK_EQ_INT(n, 3);
@@ -50,13 +53,17 @@ TEST(parallel_rank_order_is_megatrons)
 
 TEST(parallel_shards_cover_the_model_once)
 {
-    static const int layouts[][2] = { { 1, 1 }, { 2, 1 }, { 1, 2 }, { 2, 2 }, { 2, 3 } };
+    /* tensor, pipeline, virtual stages (5 layers for these: an uneven split) */
+    static const int layouts[][3] = { { 1, 1, 1 }, { 2, 1, 1 }, { 1, 2, 1 }, { 2, 2, 1 },
+                                      { 2, 3, 1 }, { 1, 2, 2 }, { 2, 2, 2 } };
     for (int llama = 0; llama < 2; llama++)
         for (size_t k = 0; k < sizeof(layouts) / sizeof(layouts[0]); k++) {
             struct model_config c;
             cfg_small(&c, llama);
-            struct parallel_config p = { layouts[k][0], layouts[k][1], 1, 0, 0 };
+            struct parallel_config p = { layouts[k][0], layouts[k][1], 1, 0, 0, 0, layouts[k][2] };
             p.world = p.tp * p.pp;
+            if (p.vp > 1)
+                c.n_layers = 5;
             REQUIRE(parallel_check(&p, &c) == 0);
             struct model_layout fl;
             model_layout_init(&fl, &c);
@@ -103,18 +110,88 @@ TEST(parallel_shards_cover_the_model_once)
         }
 }
 
+TEST(parallel_interleaved_chunks)
+{
+    /* 5 layers over 2 stages x 2 virtual stages: virtual stage v = chunk x 2 + stage takes
+     * layers [2, 1, 1, 1][v], in order; stage 0 holds layers 0, 1 and 3, stage 1 2 and 4 */
+    struct parallel_config p = { 1, 2, 1, 0, 2, 0, 2 };
+    static const int want[2][2][2] = { { { 0, 2 }, { 3, 1 } }, { { 2, 1 }, { 4, 1 } } };
+    for (int st = 0; st < 2; st++)
+        for (int ch = 0; ch < 2; ch++) {
+            int first, n;
+            parallel_chunk_layers(&p, 5, st, ch, &first, &n);
+            CHECK_EQ_INT(first, want[st][ch][0]);
+            CHECK_EQ_INT(n, want[st][ch][1]);
+        }
+    struct model_config c;
+    cfg_small(&c, 1);
+    c.n_layers = 5;
+    struct model_layout fl;
+    model_layout_init(&fl, &c);
+    struct parallel_coord at = { 0, 0, 0 };
+    struct model_shard s;
+    model_shard_init(&s, &p, &at, &c, &fl);
+    CHECK_EQ_INT(s.local.n_layers, 3);
+    CHECK_EQ_INT(s.nchunks, 2);
+    CHECK_EQ_INT(s.chunk_local[1], 2);
+    CHECK(model_layout_find(&s.l, "layers.2.attn.qkv.weight") >= 0); /* local layer 2 */
+    CHECK_EQ_INT(s.t[model_layout_find(&s.l, "layers.2.attn.qkv.weight")].full,
+                 model_layout_find(&fl, "layers.3.attn.qkv.weight"));
+    model_shard_release(&s);
+    model_layout_release(&fl);
+    /* refused: too few layers, virtual stages without a pipeline */
+    c.n_layers = 3;
+    CHECK(parallel_check(&p, &c) != 0);
+    c.n_layers = 5;
+    p.pp = 1;
+    p.world = 1;
+    CHECK(parallel_check(&p, &c) != 0);
+}
+
 TEST(parallel_refuses_impossible_layouts)
 {
     struct model_config c;
     cfg_small(&c, 1); /* 2 KV heads */
-    struct parallel_config p = { 4, 1, 1, 0, 4 };
+    struct parallel_config p = { 4, 1, 1, 0, 4, 0, 0 };
     CHECK(parallel_check(&p, &c) != 0); /* KV heads are not replicated */
-    p = (struct parallel_config){ 2, 1, 1, 0, 3 };
+    p = (struct parallel_config){ 2, 1, 1, 0, 3, 0, 0 };
     CHECK(parallel_check(&p, &c) != 0); /* 3 ranks */
-    p = (struct parallel_config){ 1, 4, 1, 0, 4 };
+    p = (struct parallel_config){ 1, 4, 1, 0, 4, 0, 0 };
     CHECK(parallel_check(&p, &c) != 0); /* 4 stages, 3 layers */
-    p = (struct parallel_config){ 1, 1, 1, 1, 1 };
+    p = (struct parallel_config){ 1, 1, 1, 1, 1, 0, 0 };
     CHECK(parallel_check(&p, &c) != 0); /* SP without TP */
-    p = (struct parallel_config){ 2, 3, 1, 1, 6 };
+    p = (struct parallel_config){ 2, 3, 1, 1, 6, 0, 0 };
     CHECK(parallel_check(&p, &c) == 0);
+}
+
+TEST(parallel_zero_memory_and_pieces)
+{
+    struct model_config c;
+    cfg_small(&c, 1);
+    struct parallel_config p = { 2, 1, 4, 0, 8, 0, 0 };
+    struct parallel_memory a, z;
+    parallel_memory_estimate(&p, &c, 2, 16, 4, 0, -1, &a);
+    p.zero = 1;
+    parallel_memory_estimate(&p, &c, 2, 16, 4, 0, -1, &z);
+    CHECK(a.params == z.params && a.act_bytes == z.act_bytes);
+    CHECK(a.weights_bytes == 16.0 * (double)a.params);
+    CHECK(z.weights_bytes == 10.0 * (double)a.params); /* 8 + 8 / 4 */
+    /* ZeRO-1's update of a tensor in pieces (any cut) = the whole update, bit for bit */
+    enum { N = 1003 };
+    float p0[N], g[N], m0[N], v0[N], p1[N], m1[N], v1[N];
+    for (int i = 0; i < N; i++) {
+        p0[i] = p1[i] = sinf((float)i) * 0.1f;
+        g[i] = cosf((float)i * 0.7f) * 1e-2f;
+        m0[i] = m1[i] = g[i] * 0.3f;
+        v0[i] = v1[i] = g[i] * g[i] * 0.5f;
+    }
+    struct adamw o = { 0.9, 0.95, 1e-8, 0.1 };
+    adamw_step_range(&o, 1, p0, g, m0, v0, N, 3e-4, 7);
+    size_t cut[] = { 0, 250, 501, 752, N };
+    for (int k = 0; k < 4; k++)
+        adamw_step_range(&o, 1, p1 + cut[k], g + cut[k], m1 + cut[k], v1 + cut[k],
+                         cut[k + 1] - cut[k], 3e-4, 7);
+    CHECK(memcmp(p0, p1, sizeof(p0)) == 0);
+    CHECK(memcmp(m0, m1, sizeof(m0)) == 0);
+    CHECK(memcmp(v0, v1, sizeof(v0)) == 0);
 }
