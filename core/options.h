@@ -119,6 +119,23 @@ struct sl_strlist {
     {                                                                                              \
         SL_OPT_CHOICE_, (s), (l), (v), (c), __VA_ARGS__, .choices = (c)                            \
     }
+/* Rows the JSONL stage commands share (name, help and settings mark in one place); the
+ * trailing arguments add fields (.omit = ...) */
+#define SL_OPT_TEXT_KEY(v, ...)                                                                    \
+    SL_OPT_STRING(0, "text-key", (v), "KEY", "member that holds the text (default text)",          \
+                  .flags = SL_OPTF_OUTPUT, ##__VA_ARGS__)
+#define SL_OPT_ID_KEY(v)                                                                           \
+    SL_OPT_STRING(0, "id-key", (v), "KEY", "member that holds the id (default id)",                \
+                  .flags = SL_OPTF_OUTPUT)
+#define SL_OPT_MAX_LINE(v, ...)                                                                    \
+    SL_OPT_SIZE(0, "max-line", (v), "SIZE", "longest line accepted (default 64M)",                 \
+                .flags = SL_OPTF_OUTPUT, ##__VA_ARGS__)
+#define SL_OPT_REPAIR_UTF8(v)                                                                      \
+    SL_OPT_FLAG_(0, "repair-utf8", (v),                                                            \
+                 "replace invalid UTF-8 with U+FFFD instead of skipping the line",                 \
+                 .flags = SL_OPTF_OUTPUT)
+#define SL_OPT_FORCE(v)                                                                            \
+    SL_OPT_FLAG_(0, "force", (v), "replace the outputs of a different earlier run")
 #define SL_OPT_COMMON                                                                              \
     { SL_OPT_QUIET_, 'q', "quiet", NULL, NULL, "only report errors", .choices = NULL },            \
     {                                                                                              \

@@ -50,10 +50,9 @@ const struct sl_option cmd_clean_options[] = {
     /* in the settings since it is given, so the plans of earlier runs still match */
     SL_OPT_FLAG_(0, "no-entities", &o.c.no_entities, "leave HTML entities as they are",
                  .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "entities", .omit = "true"),
-    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
-                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_TEXT_KEY(&o.text_key),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
-    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_FORCE(&o.force),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };

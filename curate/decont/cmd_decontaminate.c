@@ -56,10 +56,9 @@ const struct sl_option cmd_decontaminate_options[] = {
                    "drop pieces of N characters or fewer (default 200)"),
     SL_OPT_INTEGER(0, "max-splits", &o.d.max_splits, "N",
                    "drop documents cut into more pieces (default 10)"),
-    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)",
-                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_TEXT_KEY(&o.text_key),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
-    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_FORCE(&o.force),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };

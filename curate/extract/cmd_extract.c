@@ -115,7 +115,7 @@ const struct sl_option cmd_extract_options[] = {
     SL_OPT_FLAG_(0, "reassign-ids", &o.ids.reassign,
                  "new ids: <output shard>:<position>, after the --id-prefix",
                  .flags = SL_OPTF_OUTPUT, .omit = "false"),
-    SL_OPT_FLAG_(0, "force", &o.force, "replace the outputs of a different earlier run"),
+    SL_OPT_FORCE(&o.force),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
