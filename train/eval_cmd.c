@@ -32,7 +32,7 @@
 #include <omp.h>
 #endif
 
-static const char *const usage[] = {
+const char *const cmd_eval_usage[] = {
     "sluice eval CHECKPOINT (--data PREFIX | --tasks FILE.jsonl) [options]",
     "",
     "Measure a training checkpoint (a step directory, or checkpoint.dir for its newest step).",
@@ -334,7 +334,7 @@ static int run_tasks(const struct eopts *o, const struct model_config *mc,
 /* The options of the run (set by cmd_eval) and their table. */
 static struct eopts eval_opts;
 
-static const struct sl_option options[] = {
+const struct sl_option cmd_eval_options[] = {
     SL_OPT_STRINGS(0, "data", &eval_opts.data, "PREFIX",
                    "held-out loss on these shards (repeatable; Megatron blend syntax)"),
     SL_OPT_STRING(0, "split", &eval_opts.split, "NAME", "valid (default), test, train or all"),
@@ -530,16 +530,16 @@ int cmd_eval(int argc, const char **argv)
     o->batch = 4;
     o->device = "auto";
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_eval_options, &rest);
     int code = 0;
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_eval_usage, cmd_eval_options);
         goto done;
     }
     if (!rc)
         rc = check_args(o, &rest);
     if (rc) {
-        code = sl_usage_error(usage);
+        code = sl_usage_error(cmd_eval_usage);
         goto done;
     }
 #ifdef _OPENMP

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const usage[] = {
+const char *const cmd_reshard_usage[] = {
     "sluice reshard --out DIR [--shards N | --shard-size SIZE] [options] IN...",
     "",
     "Rewrite JSONL inputs (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .jsonl.bz2; files or",
@@ -608,7 +608,7 @@ int cmd_reshard(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_reshard_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_reshard_options);
+        sl_usage_print(stdout, cmd_reshard_usage, cmd_reshard_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -624,7 +624,7 @@ int cmd_reshard(int argc, const char **argv)
         o.shard_size = 256u << 20;
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_reshard_usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);
