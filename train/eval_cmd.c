@@ -128,34 +128,158 @@ static int heldout_gpu(const struct eopts *o, struct data_loader *d, const struc
     return rc;
 }
 
+/* The split of --split that the held-out loss reads (*s) and the split weights that give it
+ * (*weights): "all" is the train split of "1,0,0", or on the GPU, whose validation pass
+ * reads the valid split, the valid split of "0,1,0" (the same range, hence the same
+ * samples). 0, or 2 when the GPU cannot score the split (reported). */
+static int pick_split(const struct eopts *o, int *s, const char **weights)
+{
+    static const char *const names[] = { "train", "valid", "test" };
+    *s = DATA_VALID;
+    *weights = o->split_weights;
+    if (!strcmp(o->split, "all")) {
+        *s = DATA_TRAIN;
+        *weights = "1,0,0";
+    } else {
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(o->split, names[i]))
+                *s = i;
+    }
+    if (!o->gpu)
+        return 0;
+    if (*s == DATA_TRAIN && !strcmp(o->split, "all")) {
+        *weights = "0,1,0";
+        *s = DATA_VALID;
+    } else if (*s != DATA_VALID) {
+        sl_error("--split %s: the GPU scores the valid split or all\nhint: --device cpu", o->split);
+        return 2;
+    }
+    return 0;
+}
+
+/* The sums of a held-out pass: token losses (nats), tokens, and the bytes of the samples'
+ * text (tok is NULL once a sample's ids cannot be decoded: no bits per byte). */
+struct heldout_sums {
+    double nats;
+    uint64_t ntok, bytes;
+    const struct tokenizer *tok;
+    struct sl_buf text;
+};
+
+/* Add the bytes of row's target tokens (T of them) as text. */
+static void count_bytes(struct heldout_sums *h, const uint32_t *row, int T)
+{
+    if (!h->tok)
+        return;
+    h->text.len = 0;
+    if (tokenizer_decode(h->tok, row + 1, (size_t)T, &h->text) == 0)
+        h->bytes += h->text.len;
+    else
+        h->tok = NULL; /* ids the tokenizer cannot decode: no bits per byte */
+}
+
+/* The held-out loss on the GPU (heldout_gpu), then the bytes of the same n samples. */
+static int gpu_pass(const struct eopts *o, struct data_loader *d, const struct model_config *mc,
+                    int s, int T, uint64_t n, struct heldout_sums *h)
+{
+    uint32_t *row = sl_xcalloc((size_t)T + 1, sizeof(uint32_t));
+    int rc = heldout_gpu(o, d, mc, T, n, &h->nats);
+    h->ntok = n * (uint64_t)T;
+    for (uint64_t i = 0; i < n && !rc && h->tok; i++) {
+        rc = data_loader_sample(d, (enum data_split)s, i, row);
+        if (rc)
+            h->tok = NULL;
+        else
+            count_bytes(h, row, T);
+    }
+    free(row);
+    return rc;
+}
+
+/* The held-out loss on the CPU: n samples of split s in batches of B, the reference forward
+ * pass of model m. A short last batch is filled with its first sample and its real rows
+ * are scored one at a time, so the mean is over real rows only. */
+static int cpu_pass(struct data_loader *d, struct cpu_model *m, const float *params, int s, int B,
+                    int T, uint64_t n, struct heldout_sums *h)
+{
+    int32_t *tokens = sl_xcalloc((size_t)B * T, sizeof(int32_t));
+    int32_t *targets = sl_xcalloc((size_t)B * T, sizeof(int32_t));
+    uint32_t *row = sl_xcalloc((size_t)T + 1, sizeof(uint32_t));
+    int rc = 0;
+    for (uint64_t i = 0; i < n && !rc; i += (uint64_t)B) {
+        int b = 0;
+        for (; b < B && i + (uint64_t)b < n && !rc; b++) {
+            rc = data_loader_sample(d, (enum data_split)s, i + (uint64_t)b, row);
+            for (int k = 0; k < T && !rc; k++) {
+                tokens[(size_t)b * T + k] = (int32_t)row[k];
+                targets[(size_t)b * T + k] = (int32_t)row[k + 1];
+            }
+            if (!rc)
+                count_bytes(h, row, T);
+        }
+        if (rc)
+            break;
+        for (; b < B; b++) /* a short last batch: repeat sample i, not counted */
+            for (int k = 0; k < T; k++) {
+                tokens[(size_t)b * T + k] = tokens[k];
+                targets[(size_t)b * T + k] = targets[k];
+            }
+        int real = (int)((n - i) < (uint64_t)B ? (n - i) : (uint64_t)B);
+        if (real == B) {
+            h->nats += (double)cpu_model_forward(m, params, tokens, targets) * B * T;
+        } else {
+            for (int r = 0; r < real; r++) {
+                for (int q = 0; q < B; q++)
+                    for (int k = 0; k < T; k++) {
+                        tokens[(size_t)q * T + k] = tokens[(size_t)r * T + k];
+                        targets[(size_t)q * T + k] = targets[(size_t)r * T + k];
+                    }
+                h->nats += (double)cpu_model_forward(m, params, tokens, targets) * T;
+            }
+        }
+        h->ntok += (uint64_t)real * T;
+    }
+    free(tokens);
+    free(targets);
+    free(row);
+    return rc;
+}
+
+/* The held-out result: one JSON line on stdout and the info line. */
+static void print_heldout(const struct eopts *o, const char *prefix, uint64_t n, int T,
+                          const struct heldout_sums *h, double secs)
+{
+    double loss = h->nats / (double)h->ntok;
+    double bpb = h->tok && h->bytes ? h->nats / (log(2.0) * (double)h->bytes) : NAN;
+    printf("{\"data\":");
+    struct sl_buf js = SL_BUF_INIT;
+    sl_buf_json_str(&js, prefix, strlen(prefix));
+    printf("%s,\"split\":\"%s\",\"samples\":%llu,\"seq_len\":%d,\"tokens\":%llu", js.data, o->split,
+           (unsigned long long)n, T, (unsigned long long)h->ntok);
+    printf(",\"device\":\"%s\"", o->gpu ? "cuda" : "cpu");
+    sl_buf_release(&js);
+    json_num("loss", loss);
+    json_num("perplexity", exp(loss));
+    json_num("bits_per_byte", bpb);
+    printf(",\"bytes\":%llu", (unsigned long long)(h->tok ? h->bytes : 0));
+    json_num("tokens_per_s", (double)h->ntok / secs);
+    printf("}\n");
+    fflush(stdout);
+    sl_info("held-out %s of '%s': %llu tokens, loss %.4f, perplexity %.2f, bits per byte "
+            "%s%.4f (%.0f tokens/s)",
+            o->split, prefix, (unsigned long long)h->ntok, loss, exp(loss),
+            isfinite(bpb) ? "" : "n/a ", isfinite(bpb) ? bpb : 0.0, (double)h->ntok / secs);
+}
+
 /* Held-out loss over `samples` samples of a split of prefix. */
 static int heldout(const struct eopts *o, const char *prefix, const struct model_config *mc,
                    const struct model_layout *l, const float *params, const struct tokenizer *tok)
 {
-    static const char *const names[] = { "train", "valid", "test" };
-    int s = DATA_VALID;
-    const char *split = o->split_weights;
-    if (!strcmp(o->split, "all")) {
-        s = DATA_TRAIN;
-        split = "1,0,0";
-    } else {
-        for (int i = 0; i < 3; i++)
-            if (!strcmp(o->split, names[i]))
-                s = i;
-    }
+    int s;
+    const char *split;
+    if (pick_split(o, &s, &split))
+        return 2;
     int T = (int)(o->seq_len > 0 ? o->seq_len : mc->max_seq_len), B = (int)o->batch;
-    if (o->gpu) {
-        /* the trainer's validation pass reads the valid split: every sequence is the valid
-         * split of "0,1,0" (the same range, hence the same samples, as "1,0,0"'s train) */
-        if (s == DATA_TRAIN && !strcmp(o->split, "all")) {
-            split = "0,1,0";
-            s = DATA_VALID;
-        } else if (s != DATA_VALID) {
-            sl_error("--split %s: the GPU scores the valid split or all\nhint: --device cpu",
-                     o->split);
-            return 2;
-        }
-    }
     struct data_opts dopt;
     memset(&dopt, 0, sizeof(dopt));
     dopt.prefix = prefix;
@@ -176,92 +300,18 @@ static int heldout(const struct eopts *o, const char *prefix, const struct model
         return 1;
     }
     uint64_t n = (uint64_t)o->samples;
-    int32_t *tokens = sl_xcalloc((size_t)B * T, sizeof(int32_t));
-    int32_t *targets = sl_xcalloc((size_t)B * T, sizeof(int32_t));
-    uint32_t *row = sl_xcalloc((size_t)T + 1, sizeof(uint32_t));
-    double nats = 0, t0 = sl_now();
-    uint64_t ntok = 0, bytes = 0;
-    struct sl_buf text = SL_BUF_INIT;
-    if (!rc && o->gpu) {
-        rc = heldout_gpu(o, d, mc, T, n, &nats);
-        ntok = n * (uint64_t)T;
-        for (uint64_t i = 0; i < n && !rc && tok; i++) {
-            rc = data_loader_sample(d, (enum data_split)s, i, row);
-            text.len = 0;
-            if (!rc && tokenizer_decode(tok, row + 1, (size_t)T, &text) == 0)
-                bytes += text.len;
-            else
-                tok = NULL;
-        }
-    }
-    for (uint64_t i = 0; i < n && !rc && !o->gpu; i += (uint64_t)B) {
-        int b = 0;
-        for (; b < B && i + (uint64_t)b < n && !rc; b++) {
-            rc = data_loader_sample(d, (enum data_split)s, i + (uint64_t)b, row);
-            for (int k = 0; k < T && !rc; k++) {
-                tokens[(size_t)b * T + k] = (int32_t)row[k];
-                targets[(size_t)b * T + k] = (int32_t)row[k + 1];
-            }
-            if (!rc && tok) {
-                text.len = 0;
-                if (tokenizer_decode(tok, row + 1, (size_t)T, &text) == 0)
-                    bytes += text.len;
-                else
-                    tok = NULL; /* ids the tokenizer cannot decode: no bits per byte */
-            }
-        }
-        if (rc)
-            break;
-        for (; b < B; b++) /* a short last batch: repeat sample i, not counted */
-            for (int k = 0; k < T; k++) {
-                tokens[(size_t)b * T + k] = tokens[k];
-                targets[(size_t)b * T + k] = targets[k];
-            }
-        int real = (int)((n - i) < (uint64_t)B ? (n - i) : (uint64_t)B);
-        if (real == B) {
-            nats += (double)cpu_model_forward(m, params, tokens, targets) * B * T;
-        } else {
-            /* the mean over the real rows only: recompute per row */
-            for (int r = 0; r < real; r++) {
-                for (int q = 0; q < B; q++)
-                    for (int k = 0; k < T; k++) {
-                        tokens[(size_t)q * T + k] = tokens[(size_t)r * T + k];
-                        targets[(size_t)q * T + k] = targets[(size_t)r * T + k];
-                    }
-                nats += (double)cpu_model_forward(m, params, tokens, targets) * T;
-            }
-        }
-        ntok += (uint64_t)real * T;
-    }
+    struct heldout_sums h = { .tok = tok, .text = SL_BUF_INIT };
+    double t0 = sl_now();
+    if (o->gpu)
+        rc = gpu_pass(o, d, mc, s, T, n, &h);
+    else
+        rc = cpu_pass(d, m, params, s, B, T, n, &h);
     double secs = sl_now() - t0;
-    if (rc) {
+    if (rc)
         sl_error("%s", sl_err_msg());
-    } else {
-        double loss = nats / (double)ntok;
-        double bpb = tok && bytes ? nats / (log(2.0) * (double)bytes) : NAN;
-        printf("{\"data\":");
-        struct sl_buf js = SL_BUF_INIT;
-        sl_buf_json_str(&js, prefix, strlen(prefix));
-        printf("%s,\"split\":\"%s\",\"samples\":%llu,\"seq_len\":%d,\"tokens\":%llu", js.data,
-               o->split, (unsigned long long)n, T, (unsigned long long)ntok);
-        printf(",\"device\":\"%s\"", o->gpu ? "cuda" : "cpu");
-        sl_buf_release(&js);
-        json_num("loss", loss);
-        json_num("perplexity", exp(loss));
-        json_num("bits_per_byte", bpb);
-        printf(",\"bytes\":%llu", (unsigned long long)(tok ? bytes : 0));
-        json_num("tokens_per_s", (double)ntok / secs);
-        printf("}\n");
-        fflush(stdout);
-        sl_info("held-out %s of '%s': %llu tokens, loss %.4f, perplexity %.2f, bits per byte "
-                "%s%.4f (%.0f tokens/s)",
-                o->split, prefix, (unsigned long long)ntok, loss, exp(loss),
-                isfinite(bpb) ? "" : "n/a ", isfinite(bpb) ? bpb : 0.0, (double)ntok / secs);
-    }
-    sl_buf_release(&text);
-    free(tokens);
-    free(targets);
-    free(row);
+    else
+        print_heldout(o, prefix, n, T, &h, secs);
+    sl_buf_release(&h.text);
     cpu_model_free(m);
     data_loader_free(d);
     return rc ? 1 : 0;
