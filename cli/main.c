@@ -118,8 +118,17 @@ int main(int argc, char **argv)
         const struct command *c = sl_command_find(argv[i + 1]);
         if (!c)
             return unknown_command(argv[i + 1]);
-        const char *hargv[] = { c->name, "-h", NULL };
-        return c->fn(2, hargv);
+        if (i + 2 < argc && c->subs) {
+            const struct command *s = sl_command_sub(c, argv[i + 2]);
+            if (!s) {
+                fprintf(stderr, "sluice: '%s' is not a '%s' subcommand. See 'sluice help %s'.\n",
+                        argv[i + 2], c->name, c->name);
+                return 2;
+            }
+            c = s;
+        }
+        sl_command_help(stdout, c);
+        return 0;
     }
     if (!strcmp(name, "version")) {
         printf("sluice %s\n", sl_version());

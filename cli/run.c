@@ -312,22 +312,36 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
     return 0;
 }
 
+const char *const *cmd_run_usage(void)
+{
+    static const char *lines[USAGE_LINES];
+    static char stages[512];
+    if (!lines[0])
+        make_usage(lines, stages, sizeof(stages));
+    return lines;
+}
+
+/* The options of the run (set by cmd_run) and their table. */
+static struct {
+    int dry, keys;
+} ro;
+
+const struct sl_option cmd_run_options[] = {
+    SL_OPT_FLAG_(0, "dry-run", &ro.dry, "print the command of each stage instead of running it"),
+    SL_OPT_FLAG_(0, "keys", &ro.keys, "list every stage's keys and the options they map to"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_run(int argc, const char **argv)
 {
-    int dry = 0, keys = 0;
-    const char *usage[USAGE_LINES];
-    char stages[512];
-    make_usage(usage, stages, sizeof(stages));
-    struct sl_option options[] = {
-        SL_OPT_FLAG_(0, "dry-run", &dry, "print the command of each stage instead of running it"),
-        SL_OPT_FLAG_(0, "keys", &keys, "list every stage's keys and the options they map to"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    const char *const *usage = cmd_run_usage();
+    memset(&ro, 0, sizeof(ro));
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_run_options, &rest);
+    int dry = ro.dry, keys = ro.keys;
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, usage, cmd_run_options);
         sl_strlist_release(&rest);
         return 0;
     }

@@ -15,9 +15,24 @@ int cmd_decontaminate(int argc, const char **argv);
 int cmd_classifier(int argc, const char **argv);
 int cmd_stats(int argc, const char **argv);
 
-/* The option tables of the stages `sluice run` runs: each command parses with its table,
- * derives its settings from the rows marked SL_OPTF_OUTPUT, and the pipeline derives the
- * stage's keys from it (pipeline/keys.c). */
+/* Each command's usage text (synopsis lines, "", description; NULL-terminated) and option
+ * table, which it prints on -h (sl_usage_print) and the command table (cli/table.c)
+ * points to. The option tables of the stages `sluice run` runs: each command parses with
+ * its table, derives its settings from the rows marked SL_OPTF_OUTPUT, and the pipeline
+ * derives the stage's keys from it (pipeline/keys.c). */
+extern const char *const cmd_reshard_usage[];
+extern const char *const cmd_download_usage[];
+extern const char *const cmd_extract_usage[];
+extern const char *const cmd_dedup_usage[];
+extern const char *const cmd_dedup_exact_usage[];
+extern const char *const cmd_dedup_fuzzy_usage[];
+extern const char *const cmd_clean_usage[];
+extern const char *const cmd_filter_usage[];
+extern const char *const cmd_decontaminate_usage[];
+extern const char *const cmd_classifier_usage[];
+extern const char *const cmd_stats_usage[];
+extern const struct sl_option cmd_classifier_options[];
+extern const struct sl_option cmd_stats_options[];
 extern const struct sl_option cmd_download_options[];
 extern const struct sl_option cmd_extract_options[];
 extern const struct sl_option cmd_clean_options[];

@@ -10,6 +10,172 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The languages of a download section: a map language -> number of files (the numbers
+ * into *totals, which the caller frees), or a list of names or "cs,da,de" (NeMo's form). */
+static int read_languages(struct loader *L, struct sl_cfg *langs, struct sl_strlist *names,
+                          unsigned long long **totals)
+{
+    int rc = 0;
+    if (langs->kind == SL_CFG_MAP) {
+        *totals = sl_xcalloc(langs->n + 1, sizeof(**totals));
+        for (size_t i = 0; i < langs->n && !rc; i++) {
+            long v = 0;
+            rc = sl_cfg_node_int(langs->items[i], &v);
+            if (!rc && v <= 0)
+                rc = pl_where_err(langs->items[i], "expected a number of files > 0");
+            langs->items[i]->used = 1;
+            pl_push(names, langs->items[i]->key);
+            (*totals)[i] = (unsigned long long)v;
+        }
+        return rc;
+    }
+    struct sl_strlist raw = { 0 };
+    rc = pl_scalars(L, langs, &raw);
+    for (size_t i = 0; !rc && i < raw.n; i++) {
+        char *dup = sl_xstrdup(raw.v[i]), *save = NULL;
+        for (char *tok = strtok_r(dup, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+            pl_push(names, tok);
+        free(dup);
+    }
+    sl_strlist_release(&raw);
+    return rc;
+}
+
+/* The URL list of the languages: template t (from tmpl) for each language and each file
+ * number (ns[0..nn) when use_numbers, else 0..its total), into the step's URL list text. */
+static int format_urls(struct pl_step *s, struct sl_cfg *tmpl, const char *t,
+                       const struct sl_strlist *names, const unsigned long long *totals,
+                       int use_numbers, const uint64_t *ns, size_t nn)
+{
+    int rc = 0;
+    struct sl_buf text = SL_BUF_INIT;
+    size_t count = 0;
+    for (size_t i = 0; !rc && i < names->n; i++) {
+        unsigned long long total = totals ? totals[i] : 0;
+        size_t m = use_numbers ? nn : (size_t)total;
+        for (size_t j = 0; !rc && j < m; j++) {
+            unsigned long long n = use_numbers ? ns[j] : j;
+            if (total && n >= total)
+                continue;
+            char *u = NULL;
+            rc = pl_format_template(t, n, names->v[i], total, &u);
+            if (rc) {
+                rc = pl_where_err(tmpl, "%s", sl_err_msg());
+            } else {
+                sl_buf_printf(&text, "%s\n", u);
+                count++;
+            }
+            free(u);
+        }
+    }
+    if (!rc) {
+        s->prep = PL_PREP_URLS;
+        s->urls_text = text.data ? sl_buf_detach(&text, NULL) : sl_xstrdup("");
+        s->note = sl_xasprintf("%s: %zu URLs (%zu languages x file_numbers) in %s", s->label, count,
+                               names->n, s->urls_path);
+    }
+    sl_buf_release(&text);
+    return rc;
+}
+
+/* download with `languages`: url_template for each language and file (file_numbers, the
+ * string `numbers`, or each language's number of files). */
+static int language_urls(struct loader *L, struct pl_step *s, struct sl_cfg *langs,
+                         struct sl_cfg *tmpl, struct sl_cfg *nums, const char *numbers)
+{
+    if (!tmpl)
+        return pl_where_err(langs, "'languages' needs a 'url_template' with {lang}");
+    char *t = NULL;
+    struct sl_strlist names = { 0 };
+    unsigned long long *totals = NULL;
+    uint64_t *ns = NULL;
+    size_t nn = 0;
+    int rc = pl_one_scalar(L, tmpl, &t);
+    if (!rc)
+        rc = read_languages(L, langs, &names, &totals);
+    if (!rc && numbers && sl_parse_ranges(numbers, &ns, &nn))
+        rc = pl_where_err(nums, "%s", sl_err_msg());
+    if (!rc && !numbers && !totals)
+        rc = pl_where_err(langs, "give 'file_numbers' (which files of each language), or "
+                                 "'languages' as a map: language -> number of files");
+    if (!rc && names.n == 0)
+        rc = pl_where_err(langs, "no languages given");
+    if (!rc)
+        rc = format_urls(s, tmpl, t, &names, totals, numbers != NULL, ns, nn);
+    free(ns);
+    free(totals);
+    sl_strlist_release(&names);
+    free(t);
+    return rc;
+}
+
+/* A step that fetches the paths file at `url` into pdir (OUT/.sluice/paths), inserted before
+ * the download step s, the pipeline's last, which comes to depend on it. Returns the
+ * download step (moved). */
+static struct pl_step *insert_paths_fetch(struct pl_pipeline *p, struct pl_step *s, const char *url,
+                                          char *pdir, char *label)
+{
+    struct pl_step main = *s;
+    p->n--;
+    struct pl_step *f = pl_new_step(p, PL_DOWNLOAD);
+    f->label = label;
+    f->out = pdir;
+    pl_push(&f->argv, "--out");
+    pl_push(&f->argv, pdir);
+    pl_push(&f->argv, "--url");
+    pl_push(&f->argv, url);
+    f->aux = 1;
+    p->steps = sl_xrealloc(p->steps, (p->n + 1) * sizeof(*p->steps));
+    p->steps[p->n++] = main;
+    s = &p->steps[p->n - 1];
+    pl_add_dep(s, p->n - 2);
+    return s;
+}
+
+/* download with `paths_url`: first fetch the paths file, then download its lines (those
+ * of file_numbers, the string `numbers`, or all), each after url_prefix (default: the
+ * scheme://host/ of the paths URL). *sp, the download step, moves behind the fetch. */
+static int paths_urls(struct loader *L, struct pl_pipeline *p, struct pl_step **sp,
+                      struct sl_cfg *paths, struct sl_cfg *prefix, struct sl_cfg *tmpl,
+                      const char *numbers)
+{
+    if (tmpl)
+        return pl_where_err(tmpl, "'url_template' does not go with 'paths_url' (the paths "
+                                  "file lists the files)");
+    char *url = NULL, *pre = NULL;
+    int rc = pl_one_scalar(L, paths, &url);
+    if (!rc && prefix)
+        rc = pl_one_scalar(L, prefix, &pre);
+    if (!rc && !pre) {
+        const char *h = strstr(url, "://");
+        const char *slash = h ? strchr(h + 3, '/') : NULL;
+        pre = slash ? sl_xstrndup(url, (size_t)(slash - url + 1)) : sl_xasprintf("%s/", url);
+    }
+    if (!rc) {
+        char *pdir = sl_xasprintf("%s/.sluice/paths", (*sp)->out);
+        const char *base = strrchr(url, '/');
+        base = base && base[1] ? base + 1 : "paths";
+        size_t q = strcspn(base, "?#");
+        char *bname = sl_xstrndup(base, q);
+        struct pl_step *s =
+            insert_paths_fetch(p, *sp, url, pdir, sl_xasprintf("%s/paths", (*sp)->label));
+        *sp = s;
+        s->prep = PL_PREP_PATHS;
+        s->paths_file = sl_xasprintf("%s/%s", pdir, bname);
+        pl_push(&s->inputs, s->paths_file);
+        s->paths_prefix = pre;
+        pre = NULL;
+        s->paths_numbers = numbers ? sl_xstrdup(numbers) : NULL;
+        s->note =
+            sl_xasprintf("%s: lines %s of %s, each prefixed with %s, in %s", s->label,
+                         numbers ? numbers : "(all)", s->paths_file, s->paths_prefix, s->urls_path);
+        free(bname);
+    }
+    free(url);
+    free(pre);
+    return rc;
+}
+
 /* download: the URL options, or a URL list for languages / a paths file. */
 int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p, size_t idx)
 {
@@ -43,131 +209,10 @@ int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p
             return rc;
     }
     s->urls_path = sl_xasprintf("%s/.sluice/urls.txt", s->out);
-    if (langs) {
-        if (!tmpl) {
-            free(numbers);
-            return pl_where_err(langs, "'languages' needs a 'url_template' with {lang}");
-        }
-        char *t = NULL;
-        rc = pl_one_scalar(L, tmpl, &t);
-        struct sl_strlist names = { 0 };
-        unsigned long long *totals = NULL;
-        if (!rc && langs->kind == SL_CFG_MAP) {
-            totals = sl_xcalloc(langs->n + 1, sizeof(*totals));
-            for (size_t i = 0; i < langs->n && !rc; i++) {
-                long v = 0;
-                rc = sl_cfg_node_int(langs->items[i], &v);
-                if (!rc && v <= 0)
-                    rc = pl_where_err(langs->items[i], "expected a number of files > 0");
-                langs->items[i]->used = 1;
-                pl_push(&names, langs->items[i]->key);
-                totals[i] = (unsigned long long)v;
-            }
-        } else if (!rc) {
-            struct sl_strlist raw = { 0 };
-            rc = pl_scalars(L, langs, &raw);
-            for (size_t i = 0; !rc && i < raw.n; i++) {
-                /* "cs,da,de" (NeMo's form) or a list */
-                char *dup = sl_xstrdup(raw.v[i]), *save = NULL;
-                for (char *tok = strtok_r(dup, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
-                    pl_push(&names, tok);
-                free(dup);
-            }
-            sl_strlist_release(&raw);
-        }
-        uint64_t *ns = NULL;
-        size_t nn = 0;
-        if (!rc && numbers && sl_parse_ranges(numbers, &ns, &nn))
-            rc = pl_where_err(nums, "%s", sl_err_msg());
-        if (!rc && !numbers && !totals)
-            rc = pl_where_err(langs, "give 'file_numbers' (which files of each language), or "
-                                     "'languages' as a map: language -> number of files");
-        if (!rc && names.n == 0)
-            rc = pl_where_err(langs, "no languages given");
-        struct sl_buf text = SL_BUF_INIT;
-        size_t count = 0;
-        for (size_t i = 0; !rc && i < names.n; i++) {
-            unsigned long long total = totals ? totals[i] : 0;
-            size_t m = numbers ? nn : (size_t)total;
-            for (size_t j = 0; !rc && j < m; j++) {
-                unsigned long long n = numbers ? ns[j] : j;
-                if (total && n >= total)
-                    continue;
-                char *u = NULL;
-                rc = pl_format_template(t, n, names.v[i], total, &u);
-                if (rc) {
-                    rc = pl_where_err(tmpl, "%s", sl_err_msg());
-                } else {
-                    sl_buf_printf(&text, "%s\n", u);
-                    count++;
-                }
-                free(u);
-            }
-        }
-        if (!rc) {
-            s->prep = PL_PREP_URLS;
-            s->urls_text = text.data ? sl_buf_detach(&text, NULL) : sl_xstrdup("");
-            s->note = sl_xasprintf("%s: %zu URLs (%zu languages x file_numbers) in %s", s->label,
-                                   count, names.n, s->urls_path);
-        }
-        sl_buf_release(&text);
-        free(ns);
-        free(totals);
-        sl_strlist_release(&names);
-        free(t);
-    } else {
-        if (tmpl) {
-            free(numbers);
-            return pl_where_err(tmpl, "'url_template' does not go with 'paths_url' (the paths "
-                                      "file lists the files)");
-        }
-        char *url = NULL, *pre = NULL;
-        rc = pl_one_scalar(L, paths, &url);
-        if (!rc && prefix)
-            rc = pl_one_scalar(L, prefix, &pre);
-        if (!rc && !pre) {
-            /* scheme://host/ of the paths URL */
-            const char *h = strstr(url, "://");
-            const char *slash = h ? strchr(h + 3, '/') : NULL;
-            pre = slash ? sl_xstrndup(url, (size_t)(slash - url + 1)) : sl_xasprintf("%s/", url);
-        }
-        if (!rc) {
-            /* first fetch the paths file itself, into OUT/.sluice/paths */
-            char *pdir = sl_xasprintf("%s/.sluice/paths", s->out);
-            const char *base = strrchr(url, '/');
-            base = base && base[1] ? base + 1 : "paths";
-            size_t q = strcspn(base, "?#");
-            char *bname = sl_xstrndup(base, q);
-            char *label = sl_xasprintf("%s/paths", s->label);
-            /* insert the fetch before the main download step */
-            struct pl_step main = *s;
-            p->n--;
-            struct pl_step *f = pl_new_step(p, PL_DOWNLOAD);
-            f->label = label;
-            f->out = pdir;
-            pl_push(&f->argv, "--out");
-            pl_push(&f->argv, pdir);
-            pl_push(&f->argv, "--url");
-            pl_push(&f->argv, url);
-            f->aux = 1;
-            p->steps = sl_xrealloc(p->steps, (p->n + 1) * sizeof(*p->steps));
-            p->steps[p->n++] = main;
-            s = &p->steps[p->n - 1];
-            pl_add_dep(s, p->n - 2);
-            s->prep = PL_PREP_PATHS;
-            s->paths_file = sl_xasprintf("%s/%s", pdir, bname);
-            pl_push(&s->inputs, s->paths_file);
-            s->paths_prefix = pre;
-            pre = NULL;
-            s->paths_numbers = numbers ? sl_xstrdup(numbers) : NULL;
-            s->note = sl_xasprintf("%s: lines %s of %s, each prefixed with %s, in %s", s->label,
-                                   numbers ? numbers : "(all)", s->paths_file, s->paths_prefix,
-                                   s->urls_path);
-            free(bname);
-        }
-        free(url);
-        free(pre);
-    }
+    if (langs)
+        rc = language_urls(L, s, langs, tmpl, nums, numbers);
+    else
+        rc = paths_urls(L, p, &s, paths, prefix, tmpl, numbers);
     free(numbers);
     if (!rc) {
         pl_push(&s->argv, "--url-list");

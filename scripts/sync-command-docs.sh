@@ -5,10 +5,12 @@
 #   scripts/sync-command-docs.sh [--check] [--sluice BIN] [--docs DIR]
 #
 # The commands are those `sluice --help` lists. A page's usage section is everything from
-# its "## Usage" line to the next "## " heading; it becomes `sluice CMD -h` in a text
-# block, then one "### sluice CMD SUB" block per subcommand (a lowercase word after
-# "sluice CMD" in a usage line) whose -h differs from the command's. A command without a
-# page, or a page without "## Usage", is an error: write the page first.
+# its "## Usage" line to the next "## " heading; it becomes `sluice help CMD` (the usage
+# text and options of the command table, cli/table.c: what `sluice CMD -h` prints, as
+# tests/unit/test_commands.c checks) in a text block, then one "### sluice CMD SUB" block
+# per subcommand (a lowercase word after "sluice CMD" in a usage line) whose help differs
+# from the command's. A command without a page, or a page without "## Usage", is an
+# error: write the page first.
 # --check changes nothing: it prints a diff of what would change and exits 1 if anything
 # would.
 set -euo pipefail
@@ -21,7 +23,7 @@ while [ $# -gt 0 ]; do
     --check) check=1 ;;
     --sluice) sluice=$2; shift ;;
     --docs) docs=$2; shift ;;
-    -h | --help) sed -n '2,13s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "sync-command-docs: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
@@ -39,13 +41,13 @@ mapfile -t commands < <("$sluice" --help | awk '/^commands:/ { on = 1; next }
 # usage_section CMD: the generated section body (without the "## Usage" line)
 usage_section() {
     local cmd=$1 sub
-    "$sluice" "$cmd" -h >"$tmp/h.main"
+    "$sluice" help "$cmd" >"$tmp/h.main"
     printf '\n<!-- written by scripts/sync-command-docs.sh from `sluice %s -h`: edit the usage text in the source, then run the script -->\n\n' "$cmd"
     printf '```text\n'
     cat "$tmp/h.main"
     printf '```\n'
     for sub in $(sed -n "s/^\(usage:\|   or:\) sluice $cmd \([a-z][a-z0-9-]*\)\( .*\)\{0,1\}$/\2/p" "$tmp/h.main" | awk '!seen[$0]++'); do
-        "$sluice" "$cmd" "$sub" -h >"$tmp/h.sub" 2>/dev/null || continue
+        "$sluice" help "$cmd" "$sub" >"$tmp/h.sub" 2>/dev/null || continue
         cmp -s "$tmp/h.main" "$tmp/h.sub" && continue
         printf '\n### sluice %s %s\n\n```text\n' "$cmd" "$sub"
         cat "$tmp/h.sub"

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const usage[] = {
+const char *const cmd_dataset_usage[] = {
     "sluice dataset inspect [--json] PREFIX...",
     "sluice dataset verify [--tokenizer SPEC | --vocab-size N] PREFIX...",
     "sluice dataset merge --out PREFIX PREFIX...",
@@ -367,31 +367,33 @@ static int cat(const struct opts *o, const struct sl_strlist *pre)
     return rc ? (rc == SL_ERR_USAGE ? 2 : 1) : 0;
 }
 
+/* The options of the run (set by cmd_dataset) and their table. */
+static struct opts o;
+
+const struct sl_option cmd_dataset_options[] = {
+    SL_OPT_GROUP_("inspect"),
+    SL_OPT_FLAG_(0, "json", &o.json, "print JSON instead of text"),
+    SL_OPT_GROUP_("verify, cat"),
+    SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
+                  "gpt2:DIR, tiktoken:FILE, spm:FILE or hf:tokenizer.json"),
+    SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "verify: every token id must be below N"),
+    SL_OPT_GROUP_("merge"),
+    SL_OPT_STRING('o', "out", &o.out, "PREFIX", "the merged shard"),
+    SL_OPT_GROUP_("cat"),
+    SL_OPT_STRING(0, "docs", &o.docs, "LIST", "documents to print: 0,3,5-7 (default: all)"),
+    SL_OPT_FLAG_(0, "ids", &o.ids, "print token ids instead of decoded text"),
+    SL_OPT_FLAG_(0, "jsonl", &o.jsonl, "one JSON object per document"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_dataset(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
-    struct sl_option options[] = {
-        SL_OPT_GROUP_("inspect"),
-        SL_OPT_FLAG_(0, "json", &o.json, "print JSON instead of text"),
-        SL_OPT_GROUP_("verify, cat"),
-        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
-                      "gpt2:DIR, tiktoken:FILE, spm:FILE or hf:tokenizer.json"),
-        SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N",
-                      "verify: every token id must be below N"),
-        SL_OPT_GROUP_("merge"),
-        SL_OPT_STRING('o', "out", &o.out, "PREFIX", "the merged shard"),
-        SL_OPT_GROUP_("cat"),
-        SL_OPT_STRING(0, "docs", &o.docs, "LIST", "documents to print: 0,3,5-7 (default: all)"),
-        SL_OPT_FLAG_(0, "ids", &o.ids, "print token ids instead of decoded text"),
-        SL_OPT_FLAG_(0, "jsonl", &o.jsonl, "one JSON object per document"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_dataset_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_dataset_usage, cmd_dataset_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -424,7 +426,7 @@ int cmd_dataset(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         free(found);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_dataset_usage);
     }
     struct sl_strlist pre = { rest.v + 1, rest.n - 1, 0 };
     struct sl_world *w = sl_world_get();

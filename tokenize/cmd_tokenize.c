@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const usage[] = {
+const char *const cmd_tokenize_usage[] = {
     "sluice tokenize --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE|hf:FILE --out PREFIX [options] IN...",
     "",
     "Tokenize JSONL documents (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz; files or directories)",
@@ -848,7 +848,7 @@ int cmd_tokenize(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_tokenize_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_tokenize_options);
+        sl_usage_print(stdout, cmd_tokenize_usage, cmd_tokenize_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.keys);
         return 0;
@@ -872,7 +872,7 @@ int cmd_tokenize(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         sl_strlist_release(&o.keys);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_tokenize_usage);
     }
     if (o.keys.n == 0)
         sl_strlist_push(&o.keys, "text");

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const usage[] = {
+const char *const cmd_tokenizer_usage[] = {
     "sluice tokenizer train --model-type bpe|unigram|char|word|byte-bpe --vocab-size N --out "
     "PREFIX [options] IN...",
     "",
@@ -588,7 +588,7 @@ int cmd_tokenizer(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_tokenizer_train_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_tokenizer_train_options);
+        sl_usage_print(stdout, cmd_tokenizer_usage, cmd_tokenizer_train_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.extra);
         return 0;
@@ -639,7 +639,7 @@ int cmd_tokenizer(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         sl_strlist_release(&o.extra);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_tokenizer_usage);
     }
     struct sl_strlist ops = { rest.v + 1, rest.n - 1, 0 };
     struct sl_world *w = sl_world_get();

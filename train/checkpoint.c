@@ -728,6 +728,206 @@ static void hf_release(struct hf_out *o)
     free(o->bufs);
 }
 
+/* 0, or SL_ERR_FORMAT when a tensor of p holds a NaN or infinity: a diverged run's weights
+ * would load in transformers and give NaN logits, so they are refused before anything is
+ * written. */
+static int hf_check_finite(const char *path, const struct model_layout *l, const float *p)
+{
+    int rc = 0;
+    for (int i = 0; i < l->n && !rc; i++) {
+        const float *w = p + l->t[i].offset;
+        size_t bad = 0, first = 0;
+        for (size_t k = 0; k < l->t[i].numel; k++)
+            if (!isfinite(w[k]) && !bad++)
+                first = k;
+        if (bad)
+            rc = sl_err_set(SL_ERR_FORMAT,
+                            "cannot export '%s': tensor '%s' has %zu non-finite values (the first "
+                            "at element %zu)\nhint: the run diverged; export an earlier "
+                            "checkpoint",
+                            path, l->t[i].name, bad, first);
+    }
+    return rc;
+}
+
+#define W(id) (p + l->t[id].offset)
+
+/* The tensors of GPT2LMHeadModel, named as transformers names them. */
+static void hf_gpt2_tensors(struct hf_out *o, const struct model_config *c,
+                            const struct model_layout *l, const float *p)
+{
+    char nm[128];
+    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
+    hf_add(o, "transformer.wte.weight", W(l->embed), V, D, 0, 2);
+    hf_add(o, "transformer.wpe.weight", W(l->pos), c->max_seq_len, D, 0, 2);
+    for (int i = 0; i < c->n_layers; i++) {
+        const struct model_layer_ids *li = &l->layer[i];
+#define H(suffix, id, rows, cols, tr, nd)                                                          \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
+        hf_add(o, nm, W(id), rows, cols, tr, nd);                                                  \
+    } while (0)
+        H("ln_1.weight", li->attn_norm_w, D, 1, 0, 1);
+        H("ln_1.bias", li->attn_norm_b, D, 1, 0, 1);
+        /* Conv1D stores [in, out]: the transpose of our [out, in] */
+        H("attn.c_attn.weight", li->qkv_w, D, 3 * D, 1, 2);
+        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 0, 1);
+        H("attn.c_proj.weight", li->attn_proj_w, D, D, 1, 2);
+        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 0, 1);
+        H("ln_2.weight", li->mlp_norm_w, D, 1, 0, 1);
+        H("ln_2.bias", li->mlp_norm_b, D, 1, 0, 1);
+        H("mlp.c_fc.weight", li->fc_w, D, F, 1, 2);
+        H("mlp.c_fc.bias", li->fc_b, F, 1, 0, 1);
+        H("mlp.c_proj.weight", li->mlp_proj_w, F, D, 1, 2);
+        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 0, 1);
+#undef H
+    }
+    hf_add(o, "transformer.ln_f.weight", W(l->final_norm_w), D, 1, 0, 1);
+    hf_add(o, "transformer.ln_f.bias", W(l->final_norm_b), D, 1, 0, 1);
+    if (!c->tied_embeddings)
+        hf_add(o, "lm_head.weight", W(l->lm_head), V, D, 0, 2);
+}
+
+/* The tensors of LlamaForCausalLM: our fused qkv and gate/up matrices split into
+ * transformers' q/k/v and gate/up projections. */
+static void hf_llama_tensors(struct hf_out *o, const struct model_config *c,
+                             const struct model_layout *l, const float *p)
+{
+    char nm[128];
+    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff, hd = c->head_dim;
+    int64_t qd = (int64_t)c->n_heads * hd, kd = (int64_t)c->n_kv_heads * hd;
+    hf_add(o, "model.embed_tokens.weight", W(l->embed), V, D, 0, 2);
+    for (int i = 0; i < c->n_layers; i++) {
+        const struct model_layer_ids *li = &l->layer[i];
+        const float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
+#define H(suffix, src, rows, cols, nd)                                                             \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
+        hf_add(o, nm, src, rows, cols, 0, nd);                                                     \
+    } while (0)
+        H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
+        H("self_attn.q_proj.weight", qkv, qd, D, 2);
+        H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
+        H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
+        if (c->bias) {
+            const float *b = W(li->qkv_b);
+            H("self_attn.q_proj.bias", b, qd, 1, 1);
+            H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
+            H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
+        }
+        H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
+        if (c->bias)
+            H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
+        H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
+        H("mlp.gate_proj.weight", fc, F, D, 2);
+        H("mlp.up_proj.weight", fc + F * D, F, D, 2);
+        H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
+        if (c->bias) {
+            H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
+            H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
+            H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
+        }
+#undef H
+    }
+    hf_add(o, "model.norm.weight", W(l->final_norm_w), D, 1, 0, 1);
+    if (!c->tied_embeddings)
+        hf_add(o, "lm_head.weight", W(l->lm_head), V, D, 0, 2);
+}
+
+#undef W
+
+/* OUT/model.safetensors: the model's tensors under transformers' names. */
+static int hf_write_weights(const char *out_dir, int gpt2, const struct model_config *c,
+                            const struct model_layout *l, const float *p)
+{
+    struct hf_out o = { 0 };
+    if (gpt2)
+        hf_gpt2_tensors(&o, c, l, p);
+    else
+        hf_llama_tensors(&o, c, l, p);
+    char *sp = sl_xasprintf("%s/model.safetensors", out_dir);
+    const char *meta[] = { "format", "pt", NULL };
+    int rc = st_write(sp, o.t, o.n, meta);
+    free(sp);
+    hf_release(&o);
+    return rc;
+}
+
+/* config.json of GPT2LMHeadModel or LlamaForCausalLM into j (bos, eos: an id or null). */
+static void hf_config_json(struct sl_buf *j, int gpt2, const struct model_config *c,
+                           const char *bos, const char *eos)
+{
+    if (gpt2) {
+        sl_buf_printf(
+            j,
+            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+            "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
+            "  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n"
+            "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
+            "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
+            "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
+            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n"
+            "  \"torch_dtype\": \"float32\"\n}\n",
+            c->vocab_size, c->max_seq_len, c->max_seq_len, c->d_model, c->n_layers, c->n_heads,
+            c->d_ff, c->act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c->norm_eps,
+            (double)c->init_std, c->tied_embeddings ? "true" : "false", bos, eos);
+        return;
+    }
+    sl_buf_printf(j,
+                  "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+                  "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n"
+                  "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
+                  "  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+                  "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
+                  "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
+                  "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
+                  "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n"
+                  "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n",
+                  c->vocab_size, c->d_model, c->d_ff, c->n_layers, c->n_heads, c->n_kv_heads,
+                  c->head_dim, c->max_seq_len, (double)c->norm_eps, c->rope_theta,
+                  c->bias ? "true" : "false", c->bias ? "true" : "false",
+                  c->tied_embeddings ? "true" : "false", (double)c->init_std, bos, eos);
+    if (c->rope_factor > 0)
+        sl_buf_printf(j,
+                      "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, "
+                      "\"low_freq_factor\": %.17g, \"high_freq_factor\": %.17g, "
+                      "\"original_max_position_embeddings\": %d}\n}\n",
+                      c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
+                      c->rope_original_max_pos);
+    else
+        sl_buf_puts(j, "  \"rope_scaling\": null\n}\n");
+}
+
+/* OUT/config.json, and OUT/generation_config.json: what transformers' generate() reads,
+ * the special ids (greedy settings are its defaults). */
+static int hf_write_configs(const char *out_dir, int gpt2, const struct model_config *c,
+                            long bos_id, long eos_id)
+{
+    char bos[24] = "null", eos[24] = "null";
+    if (bos_id >= 0 && bos_id < c->vocab_size)
+        snprintf(bos, sizeof(bos), "%ld", bos_id);
+    if (eos_id >= 0 && eos_id < c->vocab_size)
+        snprintf(eos, sizeof(eos), "%ld", eos_id);
+    struct sl_buf j = SL_BUF_INIT;
+    hf_config_json(&j, gpt2, c, bos, eos);
+    char *cp = sl_xasprintf("%s/config.json", out_dir);
+    int rc = sl_write_file_atomic(cp, j.data, j.len);
+    free(cp);
+    sl_buf_release(&j);
+    if (rc)
+        return rc;
+    j = (struct sl_buf)SL_BUF_INIT;
+    sl_buf_printf(&j,
+                  "{\n  \"_from_model_config\": true,\n  \"bos_token_id\": %s,\n"
+                  "  \"eos_token_id\": %s,\n  \"max_length\": %d\n}\n",
+                  bos, eos, c->max_seq_len);
+    cp = sl_xasprintf("%s/generation_config.json", out_dir);
+    rc = sl_write_file_atomic(cp, j.data, j.len);
+    free(cp);
+    sl_buf_release(&j);
+    return rc;
+}
+
 int ckpt_export_hf(const char *path, const char *out_dir, long bos_id, long eos_id,
                    const char **arch)
 {
@@ -751,171 +951,14 @@ int ckpt_export_hf(const char *path, const char *out_dir, long bos_id, long eos_
     model_layout_init(&l, &c);
     float *p = sl_xcalloc(l.total, sizeof(float));
     rc = ckpt_load(path, &l, p, NULL, NULL);
-    if (rc)
-        goto out;
-    /* a diverged run's weights would load in transformers and give NaN logits: refuse them
-     * before anything is written */
-    for (int i = 0; i < l.n && !rc; i++) {
-        const float *w = p + l.t[i].offset;
-        size_t bad = 0, first = 0;
-        for (size_t k = 0; k < l.t[i].numel; k++)
-            if (!isfinite(w[k]) && !bad++)
-                first = k;
-        if (bad)
-            rc = sl_err_set(SL_ERR_FORMAT,
-                            "cannot export '%s': tensor '%s' has %zu non-finite values (the first "
-                            "at element %zu)\nhint: the run diverged; export an earlier "
-                            "checkpoint",
-                            path, l.t[i].name, bad, first);
-    }
-    if (rc)
-        goto out;
-    rc = sl_mkdir_p(out_dir);
-    if (rc)
-        goto out;
-    struct hf_out o = { 0 };
-    char nm[128];
-    int64_t D = c.d_model, V = c.vocab_size, F = c.d_ff, hd = c.head_dim;
-    int64_t qd = (int64_t)c.n_heads * hd, kd = (int64_t)c.n_kv_heads * hd;
-#define W(id) (p + l.t[id].offset)
-    if (gpt2) {
-        hf_add(&o, "transformer.wte.weight", W(l.embed), V, D, 0, 2);
-        hf_add(&o, "transformer.wpe.weight", W(l.pos), c.max_seq_len, D, 0, 2);
-        for (int i = 0; i < c.n_layers; i++) {
-            const struct model_layer_ids *li = &l.layer[i];
-#define H(suffix, id, rows, cols, tr, nd)                                                          \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
-        hf_add(&o, nm, W(id), rows, cols, tr, nd);                                                 \
-    } while (0)
-            H("ln_1.weight", li->attn_norm_w, D, 1, 0, 1);
-            H("ln_1.bias", li->attn_norm_b, D, 1, 0, 1);
-            /* Conv1D stores [in, out]: the transpose of our [out, in] */
-            H("attn.c_attn.weight", li->qkv_w, D, 3 * D, 1, 2);
-            H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 0, 1);
-            H("attn.c_proj.weight", li->attn_proj_w, D, D, 1, 2);
-            H("attn.c_proj.bias", li->attn_proj_b, D, 1, 0, 1);
-            H("ln_2.weight", li->mlp_norm_w, D, 1, 0, 1);
-            H("ln_2.bias", li->mlp_norm_b, D, 1, 0, 1);
-            H("mlp.c_fc.weight", li->fc_w, D, F, 1, 2);
-            H("mlp.c_fc.bias", li->fc_b, F, 1, 0, 1);
-            H("mlp.c_proj.weight", li->mlp_proj_w, F, D, 1, 2);
-            H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 0, 1);
-#undef H
-        }
-        hf_add(&o, "transformer.ln_f.weight", W(l.final_norm_w), D, 1, 0, 1);
-        hf_add(&o, "transformer.ln_f.bias", W(l.final_norm_b), D, 1, 0, 1);
-        if (!c.tied_embeddings)
-            hf_add(&o, "lm_head.weight", W(l.lm_head), V, D, 0, 2);
-    } else {
-        hf_add(&o, "model.embed_tokens.weight", W(l.embed), V, D, 0, 2);
-        for (int i = 0; i < c.n_layers; i++) {
-            const struct model_layer_ids *li = &l.layer[i];
-            const float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
-#define H(suffix, src, rows, cols, nd)                                                             \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
-        hf_add(&o, nm, src, rows, cols, 0, nd);                                                    \
-    } while (0)
-            H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
-            H("self_attn.q_proj.weight", qkv, qd, D, 2);
-            H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
-            H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
-            if (c.bias) {
-                const float *b = W(li->qkv_b);
-                H("self_attn.q_proj.bias", b, qd, 1, 1);
-                H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
-                H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
-            }
-            H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
-            if (c.bias)
-                H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
-            H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
-            H("mlp.gate_proj.weight", fc, F, D, 2);
-            H("mlp.up_proj.weight", fc + F * D, F, D, 2);
-            H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
-            if (c.bias) {
-                H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
-                H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
-                H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
-            }
-#undef H
-        }
-        hf_add(&o, "model.norm.weight", W(l.final_norm_w), D, 1, 0, 1);
-        if (!c.tied_embeddings)
-            hf_add(&o, "lm_head.weight", W(l.lm_head), V, D, 0, 2);
-    }
-#undef W
-    char *sp = sl_xasprintf("%s/model.safetensors", out_dir);
-    const char *meta[] = { "format", "pt", NULL };
-    rc = st_write(sp, o.t, o.n, meta);
-    free(sp);
-    hf_release(&o);
-    if (rc)
-        goto out;
-    char bos[24] = "null", eos[24] = "null";
-    if (bos_id >= 0 && bos_id < c.vocab_size)
-        snprintf(bos, sizeof(bos), "%ld", bos_id);
-    if (eos_id >= 0 && eos_id < c.vocab_size)
-        snprintf(eos, sizeof(eos), "%ld", eos_id);
-    struct sl_buf j = SL_BUF_INIT;
-    if (gpt2) {
-        sl_buf_printf(
-            &j,
-            "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-            "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n"
-            "  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"n_inner\": %d,\n"
-            "  \"activation_function\": \"%s\",\n  \"layer_norm_epsilon\": %.9g,\n"
-            "  \"initializer_range\": %.9g,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
-            "  \"attn_pdrop\": 0.0,\n  \"scale_attn_weights\": true,\n"
-            "  \"tie_word_embeddings\": %s,\n  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n"
-            "  \"torch_dtype\": \"float32\"\n}\n",
-            c.vocab_size, c.max_seq_len, c.max_seq_len, c.d_model, c.n_layers, c.n_heads, c.d_ff,
-            c.act == MODEL_GELU_TANH ? "gelu_new" : "gelu", (double)c.norm_eps, (double)c.init_std,
-            c.tied_embeddings ? "true" : "false", bos, eos);
-    } else {
-        sl_buf_printf(
-            &j,
-            "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
-            "  \"vocab_size\": %d,\n  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n"
-            "  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
-            "  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
-            "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
-            "  \"rope_theta\": %.17g,\n  \"hidden_act\": \"silu\",\n"
-            "  \"attention_bias\": %s,\n  \"mlp_bias\": %s,\n  \"tie_word_embeddings\": %s,\n"
-            "  \"initializer_range\": %.9g,\n  \"torch_dtype\": \"float32\",\n"
-            "  \"bos_token_id\": %s,\n  \"eos_token_id\": %s,\n",
-            c.vocab_size, c.d_model, c.d_ff, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
-            c.max_seq_len, (double)c.norm_eps, c.rope_theta, c.bias ? "true" : "false",
-            c.bias ? "true" : "false", c.tied_embeddings ? "true" : "false", (double)c.init_std,
-            bos, eos);
-        if (c.rope_factor > 0)
-            sl_buf_printf(&j,
-                          "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, "
-                          "\"low_freq_factor\": %.17g, \"high_freq_factor\": %.17g, "
-                          "\"original_max_position_embeddings\": %d}\n}\n",
-                          c.rope_factor, c.rope_low_freq_factor, c.rope_high_freq_factor,
-                          c.rope_original_max_pos);
-        else
-            sl_buf_puts(&j, "  \"rope_scaling\": null\n}\n");
-    }
-    char *cp = sl_xasprintf("%s/config.json", out_dir);
-    rc = sl_write_file_atomic(cp, j.data, j.len);
-    free(cp);
-    sl_buf_release(&j);
-    if (rc)
-        goto out;
-    /* what transformers' generate() reads: the special ids (greedy settings are its defaults) */
-    j = (struct sl_buf)SL_BUF_INIT;
-    sl_buf_printf(&j,
-                  "{\n  \"_from_model_config\": true,\n  \"bos_token_id\": %s,\n"
-                  "  \"eos_token_id\": %s,\n  \"max_length\": %d\n}\n",
-                  bos, eos, c.max_seq_len);
-    cp = sl_xasprintf("%s/generation_config.json", out_dir);
-    rc = sl_write_file_atomic(cp, j.data, j.len);
-    free(cp);
-    sl_buf_release(&j);
-out:
+    if (!rc)
+        rc = hf_check_finite(path, &l, p);
+    if (!rc)
+        rc = sl_mkdir_p(out_dir);
+    if (!rc)
+        rc = hf_write_weights(out_dir, gpt2, &c, &l, p);
+    if (!rc)
+        rc = hf_write_configs(out_dir, gpt2, &c, bos_id, eos_id);
     free(p);
     model_layout_release(&l);
     return rc;

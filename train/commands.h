@@ -3,10 +3,24 @@
 #ifndef SL_TRAIN_COMMANDS_H
 #define SL_TRAIN_COMMANDS_H
 
+#include "core/options.h"
+
 int cmd_train(int argc, const char **argv);
 int cmd_generate(int argc, const char **argv);
 int cmd_export(int argc, const char **argv);
 int cmd_import(int argc, const char **argv);
 int cmd_eval(int argc, const char **argv);
+
+/* Each command's usage text and option table (see curate/commands.h). */
+extern const char *const cmd_train_usage[];
+extern const char *const cmd_generate_usage[];
+extern const char *const cmd_export_usage[];
+extern const char *const cmd_import_usage[];
+extern const char *const cmd_eval_usage[];
+extern const struct sl_option cmd_train_options[];
+extern const struct sl_option cmd_generate_options[];
+extern const struct sl_option cmd_export_options[];
+extern const struct sl_option cmd_import_options[];
+extern const struct sl_option cmd_eval_options[];
 
 #endif

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const usage[] = {
+const char *const cmd_export_usage[] = {
     "sluice export hf --out DIR CHECKPOINT",
     "",
     "Write DIR/config.json and DIR/model.safetensors that transformers loads with",
@@ -174,20 +174,27 @@ static int write_tokenizer(const struct tokenizer *tok, long eod, const char *ou
     return rc;
 }
 
+/* The options of the run (set by cmd_export) and their table. */
+static struct {
+    const char *out, *tok_spec;
+} xo;
+
+const struct sl_option cmd_export_options[] = {
+    SL_OPT_STRING('o', "out", &xo.out, "DIR", "output directory (created)"),
+    SL_OPT_STRING(0, "tokenizer", &xo.tok_spec, "SPEC",
+                  "the data's tokenizer (spm:FILE, gpt2:DIR) when the checkpoint has none"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_export(int argc, const char **argv)
 {
-    const char *out = NULL, *tok_spec = NULL;
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &out, "DIR", "output directory (created)"),
-        SL_OPT_STRING(0, "tokenizer", &tok_spec, "SPEC",
-                      "the data's tokenizer (spm:FILE, gpt2:DIR) when the checkpoint has none"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&xo, 0, sizeof(xo));
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_export_options, &rest);
+    const char *out = xo.out, *tok_spec = xo.tok_spec;
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_export_usage, cmd_export_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -197,7 +204,7 @@ int cmd_export(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_export_usage);
     }
     const char *path = rest.v[1];
     char *latest = NULL;

@@ -31,7 +31,7 @@
 #include <omp.h>
 #endif
 
-static const char *const usage[] = {
+const char *const cmd_generate_usage[] = {
     "sluice generate CHECKPOINT --prompt TEXT [options]",
     "",
     "Continue TEXT with the model of a training checkpoint (a step directory, or a checkpoint",
@@ -545,38 +545,41 @@ static int generate(const struct gopts *o, const char *ckpt_arg)
     return code;
 }
 
+/* The options of the run (set by cmd_generate) and their table. */
+static struct gopts o;
+
+const struct sl_option cmd_generate_options[] = {
+    SL_OPT_STRING('p', "prompt", &o.prompt, "TEXT", "the text to continue (--ids: token ids)"),
+    SL_OPT_INTEGER('n', "max-tokens", &o.max_tokens, "N", "tokens to generate (default 128)"),
+    SL_OPT_DOUBLE(0, "temperature", &o.temperature, "T",
+                  "divide the logits by T (default 0.8; 0: greedy)"),
+    SL_OPT_INTEGER(0, "top-k", &o.top_k, "K",
+                   "sample from the K most likely tokens (default 40; 0: all)"),
+    SL_OPT_DOUBLE(0, "top-p", &o.top_p, "P",
+                  "keep the most likely tokens up to probability P (default 0.95; 1: all)"),
+    SL_OPT_UINT64(0, "seed", &o.seed, "S", "random seed (default 1234)"),
+    SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
+                  "gpt2:DIR, tiktoken:FILE or spm:FILE (default: the training data's)"),
+    SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
+    SL_OPT_FLAG_(0, "ids", &o.ids, "the prompt and the output are token ids"),
+    SL_OPT_FLAG_(0, "ignore-eod", &o.ignore_eod,
+                 "go on past the end-of-document token (default: stop there)"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_generate(int argc, const char **argv)
 {
-    struct gopts o;
     memset(&o, 0, sizeof(o));
     o.max_tokens = 128;
     o.temperature = 0.8;
     o.top_k = 40;
     o.top_p = 0.95;
     o.seed = 1234;
-    struct sl_option options[] = {
-        SL_OPT_STRING('p', "prompt", &o.prompt, "TEXT", "the text to continue (--ids: token ids)"),
-        SL_OPT_INTEGER('n', "max-tokens", &o.max_tokens, "N", "tokens to generate (default 128)"),
-        SL_OPT_DOUBLE(0, "temperature", &o.temperature, "T",
-                      "divide the logits by T (default 0.8; 0: greedy)"),
-        SL_OPT_INTEGER(0, "top-k", &o.top_k, "K",
-                       "sample from the K most likely tokens (default 40; 0: all)"),
-        SL_OPT_DOUBLE(0, "top-p", &o.top_p, "P",
-                      "keep the most likely tokens up to probability P (default 0.95; 1: all)"),
-        SL_OPT_UINT64(0, "seed", &o.seed, "S", "random seed (default 1234)"),
-        SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
-                      "gpt2:DIR, tiktoken:FILE or spm:FILE (default: the training data's)"),
-        SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
-        SL_OPT_FLAG_(0, "ids", &o.ids, "the prompt and the output are token ids"),
-        SL_OPT_FLAG_(0, "ignore-eod", &o.ignore_eod,
-                     "go on past the end-of-document token (default: stop there)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_generate_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_generate_usage, cmd_generate_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -599,7 +602,7 @@ int cmd_generate(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--ids needs --prompt \"ID ...\"");
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_generate_usage);
     }
 #ifdef _OPENMP
     if (o.threads > 0)

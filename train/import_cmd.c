@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const usage[] = {
+const char *const cmd_import_usage[] = {
     "sluice import hf DIR --out CKPT",
     "",
     "Read a Hugging Face GPT-2 (GPT2LMHeadModel) or Llama (LlamaForCausalLM) checkpoint:",
@@ -28,21 +28,30 @@ static const char *const usage[] = {
     NULL,
 };
 
+/* The options of the run (set by cmd_import) and their table. */
+static struct {
+    const char *out;
+    long pad;
+} io;
+
+const struct sl_option cmd_import_options[] = {
+    SL_OPT_STRING('o', "out", &io.out, "CKPT", "checkpoint directory to write (created)"),
+    SL_OPT_INTEGER(0, "make-vocab-size-divisible-by", &io.pad, "N",
+                   "pad the embedding rows to a multiple of N (128, as model.*)"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_import(int argc, const char **argv)
 {
-    const char *out = NULL;
-    long pad = 128;
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &out, "CKPT", "checkpoint directory to write (created)"),
-        SL_OPT_INTEGER(0, "make-vocab-size-divisible-by", &pad, "N",
-                       "pad the embedding rows to a multiple of N (128, as model.*)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&io, 0, sizeof(io));
+    io.pad = 128;
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_import_options, &rest);
+    const char *out = io.out;
+    long pad = io.pad;
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_import_usage, cmd_import_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -54,7 +63,7 @@ int cmd_import(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--make-vocab-size-divisible-by must be in [1, 65536]");
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_import_usage);
     }
     struct hf_import_info info;
     rc = hf_import(rest.v[1], out, (int)pad, &info);

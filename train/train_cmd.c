@@ -42,7 +42,7 @@
 #include <omp.h>
 #endif
 
-static const char *const usage[] = {
+const char *const cmd_train_usage[] = {
     "sluice train CONFIG.yaml [key=value ...]",
     "",
     "Train a GPT- or Llama-style model (configs/models/*.yaml) on .bin/.idx prefixes",
@@ -293,12 +293,12 @@ static int load_opts(struct train_opts *o, struct sl_cfg *root, int world)
                           n ? sl_cfg_where(n) : "config", o->seq_len, o->mc.max_seq_len);
     }
     if (o->global_batch % (o->micro_batch * world)) {
-        return sl_err_set(SL_ERR_CONFIG,
-                          "train.global_batch_size %ld is not a multiple of micro_batch_size %ld "
-                          "x %d %sranks\nhint: gradient accumulation needs global = micro x ranks x "
-                          "steps",
-                          o->global_batch, o->micro_batch, world,
-                          world == ranks ? "" : "data-parallel ");
+        return sl_err_set(
+            SL_ERR_CONFIG,
+            "train.global_batch_size %ld is not a multiple of micro_batch_size %ld "
+            "x %d %sranks\nhint: gradient accumulation needs global = micro x ranks x "
+            "steps",
+            o->global_batch, o->micro_batch, world, world == ranks ? "" : "data-parallel ");
     }
     long accum = o->global_batch / (o->micro_batch * world);
     if (o->par.vp > 1 && accum % o->par.pp) {
@@ -1125,23 +1125,31 @@ out:
     return rc;
 }
 
+/* The options of the run (set by cmd_train) and their table. */
+static struct {
+    const char *tb;
+    int print_only;
+} targs;
+
+const struct sl_option cmd_train_options[] = {
+    SL_OPT_FLAG_(0, "print-config", &targs.print_only,
+                 "print the resolved configuration (defaults and values from the data "
+                 "included) as YAML and exit"),
+    SL_OPT_STRING(0, "tensorboard", &targs.tb, "DIR",
+                  "TensorBoard events and loss.svg in DIR (log.tensorboard_dir)"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_train(int argc, const char **argv)
 {
-    const char *tb = NULL;
-    int print_only = 0;
-    struct sl_option options[] = {
-        SL_OPT_FLAG_(0, "print-config", &print_only,
-                     "print the resolved configuration (defaults and values from the data "
-                     "included) as YAML and exit"),
-        SL_OPT_STRING(0, "tensorboard", &tb, "DIR",
-                      "TensorBoard events and loss.svg in DIR (log.tensorboard_dir)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&targs, 0, sizeof(targs));
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_train_options, &rest);
+    const char *tb = targs.tb;
+    int print_only = targs.print_only;
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_train_usage, cmd_train_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -1173,7 +1181,7 @@ int cmd_train(int argc, const char **argv)
     if (rc) {
         sl_cfg_free(root);
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_train_usage);
     }
     rc = run(root, print_only);
     sl_cfg_free(root);

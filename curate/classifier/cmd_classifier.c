@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const usage[] = {
+const char *const cmd_classifier_usage[] = {
     "sluice classifier train --pos IN --neg IN --out MODEL.bin [options]",
     "",
     "Train a fastText classifier that tells high-quality documents (--pos, label",
@@ -43,8 +43,8 @@ static void skip_cb(void *ctx, const char *reason, const char *message)
 }
 
 /* Append "__label__L text" lines (newlines as spaces) for every document of the inputs. */
-static int write_examples(FILE *f, const struct sl_strlist *ops, const char *label, const struct opts *o,
-                          uint64_t *count)
+static int write_examples(FILE *f, const struct sl_strlist *ops, const char *label,
+                          const struct opts *o, uint64_t *count)
 {
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)ops->v, ops->n, sl_jsonl_exts);
@@ -98,11 +98,16 @@ static int train(struct opts *o)
         rc = write_examples(f, &o->neg, o->neg_label, o, &nn);
     fclose(f);
     if (!rc && (!np || !nn))
-        rc = sl_err_set(SL_ERR_USAGE, "no %s documents found\nhint: --pos and --neg need JSONL documents with a text",
-                        !np ? "positive" : "negative");
+        rc = sl_err_set(
+            SL_ERR_USAGE,
+            "no %s documents found\nhint: --pos and --neg need JSONL documents with a text",
+            !np ? "positive" : "negative");
     if (!rc) {
-        struct sl_fasttext_train_opts t = { tmpl, o->out, (int)o->epoch, (int)o->dim, (int)o->ngrams,
-                                            (int)o->min_count, (int)o->seed, 1, o->lr, 0 };
+        struct sl_fasttext_train_opts t = { tmpl,           o->out,
+                                            (int)o->epoch,  (int)o->dim,
+                                            (int)o->ngrams, (int)o->min_count,
+                                            (int)o->seed,   1,
+                                            o->lr,          0 };
         rc = sl_fasttext_train(&t);
     }
     unlink(tmpl);
@@ -115,9 +120,29 @@ static int train(struct opts *o)
     return 0;
 }
 
+/* The options of the run (set by cmd_classifier) and their table. */
+static struct opts o;
+
+const struct sl_option cmd_classifier_options[] = {
+    SL_OPT_STRINGS(0, "pos", &o.pos, "IN", "high-quality documents (JSONL file or directory)"),
+    SL_OPT_STRINGS(0, "neg", &o.neg, "IN", "other documents"),
+    SL_OPT_STRING('o', "out", &o.out, "MODEL.bin", "where to write the model"),
+    SL_OPT_STRING(0, "pos-label", &o.pos_label, "NAME", "label of --pos (default hq)"),
+    SL_OPT_STRING(0, "neg-label", &o.neg_label, "NAME", "label of --neg (default lq)"),
+    SL_OPT_INTEGER(0, "epoch", &o.epoch, "N", "training epochs (default 5)"),
+    SL_OPT_INTEGER(0, "dim", &o.dim, "N", "vector size (default 100)"),
+    SL_OPT_INTEGER(0, "word-ngrams", &o.ngrams, "N", "word n-grams (default 2)"),
+    SL_OPT_INTEGER(0, "min-count", &o.min_count, "N", "minimal word count (default 1)"),
+    SL_OPT_DOUBLE(0, "lr", &o.lr, "X", "learning rate (default 0.1)"),
+    SL_OPT_INTEGER(0, "seed", &o.seed, "N", "random seed (default 42)"),
+    SL_OPT_UINT64(0, "max-docs", &o.max_docs, "N", "use at most N documents of each class"),
+    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_classifier(int argc, const char **argv)
 {
-    struct opts o;
     memset(&o, 0, sizeof(o));
     o.text_key = "text";
     o.pos_label = "hq";
@@ -128,39 +153,24 @@ int cmd_classifier(int argc, const char **argv)
     o.seed = 42;
     o.min_count = 1;
     o.lr = 0.1;
-    struct sl_option options[] = {
-        SL_OPT_STRINGS(0, "pos", &o.pos, "IN", "high-quality documents (JSONL file or directory)"),
-        SL_OPT_STRINGS(0, "neg", &o.neg, "IN", "other documents"),
-        SL_OPT_STRING('o', "out", &o.out, "MODEL.bin", "where to write the model"),
-        SL_OPT_STRING(0, "pos-label", &o.pos_label, "NAME", "label of --pos (default hq)"),
-        SL_OPT_STRING(0, "neg-label", &o.neg_label, "NAME", "label of --neg (default lq)"),
-        SL_OPT_INTEGER(0, "epoch", &o.epoch, "N", "training epochs (default 5)"),
-        SL_OPT_INTEGER(0, "dim", &o.dim, "N", "vector size (default 100)"),
-        SL_OPT_INTEGER(0, "word-ngrams", &o.ngrams, "N", "word n-grams (default 2)"),
-        SL_OPT_INTEGER(0, "min-count", &o.min_count, "N", "minimal word count (default 1)"),
-        SL_OPT_DOUBLE(0, "lr", &o.lr, "X", "learning rate (default 0.1)"),
-        SL_OPT_INTEGER(0, "seed", &o.seed, "N", "random seed (default 42)"),
-        SL_OPT_UINT64(0, "max-docs", &o.max_docs, "N", "use at most N documents of each class"),
-        SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_classifier_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_classifier_usage, cmd_classifier_options);
         rc = 0;
         goto out;
     }
     if (!rc && (rest.n != 1 || strcmp(rest.v[0], "train")))
-        rc = sl_err_set(SL_ERR_USAGE, rest.n ? "unknown subcommand '%s' (expected 'train')" : "expected a subcommand: train",
+        rc = sl_err_set(SL_ERR_USAGE,
+                        rest.n ? "unknown subcommand '%s' (expected 'train')"
+                               : "expected a subcommand: train",
                         rest.n ? rest.v[0] : "");
     if (!rc && (!o.pos.n || !o.neg.n || !o.out))
         rc = sl_err_set(SL_ERR_USAGE, "--pos, --neg and --out are required");
     if (!rc && (o.epoch < 1 || o.dim < 1 || o.ngrams < 1 || o.lr <= 0))
         rc = sl_err_set(SL_ERR_USAGE, "--epoch, --dim, --word-ngrams and --lr must be positive");
     if (rc) {
-        rc = sl_usage_error(usage);
+        rc = sl_usage_error(cmd_classifier_usage);
         goto out;
     }
     rc = sl_world_get()->rank == 0 ? train(&o) : 0;

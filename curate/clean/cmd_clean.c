@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const usage[] = {
+const char *const cmd_clean_usage[] = {
     "sluice clean --out DIR [options] IN...",
     "",
     "Repair the text of JSONL documents: terminal escapes, control characters, C1",
@@ -179,7 +179,7 @@ int cmd_clean(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_clean_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_clean_options);
+        sl_usage_print(stdout, cmd_clean_usage, cmd_clean_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -189,7 +189,7 @@ int cmd_clean(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_clean_usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

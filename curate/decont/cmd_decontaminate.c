@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const usage[] = {
+const char *const cmd_decontaminate_usage[] = {
     "sluice decontaminate --tasks TASKS.yaml --out DIR [options] IN...",
     "",
     "Remove benchmark text from JSONL documents: where a word n-gram (lower-cased, ASCII",
@@ -248,7 +248,7 @@ int cmd_decontaminate(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_decontaminate_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_decontaminate_options);
+        sl_usage_print(stdout, cmd_decontaminate_usage, cmd_decontaminate_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -262,7 +262,7 @@ int cmd_decontaminate(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_decontaminate_usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

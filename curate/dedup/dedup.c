@@ -12,15 +12,17 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const usage =
-    "usage: sluice dedup exact --out DIR [options] IN...\n"
-    "   or: sluice dedup fuzzy --out DIR [options] IN...\n"
-    "\n"
-    "Remove duplicate documents. 'exact' drops documents whose (optionally normalised)\n"
-    "text, or another member (--key url), has the same 128-bit hash as an earlier one.\n"
-    "'fuzzy' finds near-duplicates with MinHash and LSH (in memory, or in a Redis Cluster)\n"
-    "and keeps the first document of each connected group. 'sluice dedup exact -h' and\n"
-    "'sluice dedup fuzzy -h' show their options.\n";
+const char *const cmd_dedup_usage[] = {
+    "sluice dedup exact --out DIR [options] IN...",
+    "sluice dedup fuzzy --out DIR [options] IN...",
+    "",
+    "Remove duplicate documents. 'exact' drops documents whose (optionally normalised)",
+    "text, or another member (--key url), has the same 128-bit hash as an earlier one.",
+    "'fuzzy' finds near-duplicates with MinHash and LSH (in memory, or in a Redis Cluster)",
+    "and keeps the first document of each connected group. 'sluice dedup exact -h' and",
+    "'sluice dedup fuzzy -h' show their options.",
+    NULL,
+};
 
 int dedup_usage_error(const char *synopsis)
 {
@@ -80,19 +82,20 @@ int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
 int cmd_dedup(int argc, const char **argv)
 {
     if (argc < 2) {
-        fputs(usage, stderr);
+        sl_usage_print(stderr, cmd_dedup_usage, NULL);
         return 2;
     }
     const char *sub = argv[1];
     if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-        fputs(usage, stdout);
+        sl_usage_print(stdout, cmd_dedup_usage, NULL);
         return 0;
     }
     if (!strcmp(sub, "exact"))
         return dedup_exact_main(argc, argv);
     if (!strcmp(sub, "fuzzy"))
         return dedup_fuzzy_main(argc, argv);
-    sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'", sub);
-    fputs(usage, stderr);
+    sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'",
+             sub);
+    sl_usage_print(stderr, cmd_dedup_usage, NULL);
     return 2;
 }

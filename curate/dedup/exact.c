@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const usage[] = {
+const char *const cmd_dedup_exact_usage[] = {
     "sluice dedup exact --out DIR [--key KEY] [--norm LIST] [--keep first|longest] IN...",
     "",
     "Remove exact duplicates: documents whose text (or member --key, e.g. url or",
@@ -294,7 +294,7 @@ int dedup_exact_main(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc - 1, argv + 1, cmd_dedup_exact_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_dedup_exact_options);
+        sl_usage_print(stdout, cmd_dedup_exact_usage, cmd_dedup_exact_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -309,7 +309,7 @@ int dedup_exact_main(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--key must name a member");
     if (rc) {
         sl_strlist_release(&rest);
-        return dedup_usage_error(usage[0]);
+        return dedup_usage_error(cmd_dedup_exact_usage[0]);
     }
     rc = run(&o, norm, &rest, argc, argv);
     sl_strlist_release(&rest);

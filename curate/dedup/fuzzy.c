@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const usage[] = {
+const char *const cmd_dedup_fuzzy_usage[] = {
     "sluice dedup fuzzy --out DIR [--preset datatrove|nemo] [options] IN...",
     "",
     "Remove near-duplicates. Each text is normalised (--norm), cut into shingles (--ngram",
@@ -1288,7 +1288,7 @@ int dedup_fuzzy_main(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc - 1, argv + 1, cmd_dedup_fuzzy_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_dedup_fuzzy_options);
+        sl_usage_print(stdout, cmd_dedup_fuzzy_usage, cmd_dedup_fuzzy_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -1331,7 +1331,7 @@ int dedup_fuzzy_main(int argc, const char **argv)
                         "run, or dedup old and new documents together");
     if (rc) {
         sl_strlist_release(&rest);
-        return dedup_usage_error(usage[0]);
+        return dedup_usage_error(cmd_dedup_fuzzy_usage[0]);
     }
     f.bands = (unsigned)bands;
     f.rows = (unsigned)rows;

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const usage[] = {
+const char *const cmd_download_usage[] = {
     "sluice download --out DIR (--url URL... | --url-list FILE | --url-template T --file-numbers "
     "N) [options]",
     "",
@@ -500,7 +500,7 @@ int cmd_download(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_download_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_download_options);
+        sl_usage_print(stdout, cmd_download_usage, cmd_download_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.urls);
         return 0;
@@ -525,7 +525,7 @@ int cmd_download(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         sl_strlist_release(&o.urls);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_download_usage);
     }
     rc = run(&o, argc, argv);
     sl_strlist_release(&rest);

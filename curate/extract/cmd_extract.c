@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const usage[] = {
+const char *const cmd_extract_usage[] = {
     "sluice extract --format FORMAT --out DIR [options] IN...",
     "",
     "Turn raw corpora into JSONL documents (id, text, url, source, lang, metadata):",
@@ -497,7 +497,7 @@ int cmd_extract(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_extract_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_extract_options);
+        sl_usage_print(stdout, cmd_extract_usage, cmd_extract_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -523,7 +523,7 @@ int cmd_extract(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_extract_usage);
     }
     rc = run(&o, f, &rest, argc, argv);
     sl_strlist_release(&rest);

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const usage[] = {
+const char *const cmd_filter_usage[] = {
     "sluice filter --config F.yaml --out DIR [--rejected DIR] [--annotate] [options] IN...",
     "sluice filter --list",
     "",
@@ -474,7 +474,7 @@ int cmd_filter(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_filter_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_filter_options);
+        sl_usage_print(stdout, cmd_filter_usage, cmd_filter_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.set);
         return 0;
@@ -499,7 +499,7 @@ int cmd_filter(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         sl_strlist_release(&o.set);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_filter_usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const usage[] = {
+const char *const cmd_reshard_usage[] = {
     "sluice reshard --out DIR [--shards N | --shard-size SIZE] [options] IN...",
     "",
     "Rewrite JSONL inputs (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .jsonl.bz2; files or",
@@ -180,7 +180,8 @@ static int measure(const struct sl_input *in, const struct opts *o, uint64_t *si
             last = buf[got - 1];
         if (got < 0) {
             if (o->skip_corrupt && (got == SL_ERR_CORRUPT || got == SL_ERR_TOOBIG)) {
-                sl_warn("%s (keeping the %llu bytes before it)", sl_err_msg(), (unsigned long long)n);
+                sl_warn("%s (keeping the %llu bytes before it)", sl_err_msg(),
+                        (unsigned long long)n);
                 *corrupt = 1;
                 *dropped = sl_reader_dropped_lines(r);
                 break;
@@ -272,13 +273,294 @@ static int open_current(struct out_state *os)
     return rc;
 }
 
-static void release_all(uint64_t *a, uint64_t *b, int *c, uint64_t *d, struct sl_inputs *in)
+/* Pass 1's results: each file's decompressed size, whether it is damaged, its lines and the
+ * lines of damaged zstd frames the reader held back; and their sums over all files. */
+struct measures {
+    uint64_t *sizes, *corrupt, *lines, *dropped;
+    uint64_t total, ncorrupt, nlines, ndropped;
+};
+
+static void measures_release(struct measures *m)
 {
-    free(a);
-    free(b);
-    free(c);
-    free(d);
-    sl_inputs_release(in);
+    free(m->sizes);
+    free(m->corrupt);
+    free(m->lines);
+    free(m->dropped);
+}
+
+/* Pass 1: decompressed sizes, each file measured by one rank (files given out by size),
+ * the results summed over the ranks. 0, or 1 when a rank failed (reported). */
+static int measure_all(struct sl_world *w, const struct sl_inputs *in, const struct opts *o,
+                       struct measures *m)
+{
+    size_t nf = in->n ? in->n : 1;
+    m->sizes = sl_xcalloc(nf, sizeof(uint64_t));
+    m->corrupt = sl_xcalloc(nf, sizeof(uint64_t));
+    m->lines = sl_xcalloc(nf, sizeof(uint64_t));
+    m->dropped = sl_xcalloc(nf, sizeof(uint64_t));
+    int *owner = sl_xcalloc(nf, sizeof(int));
+    uint64_t *csize = sl_xcalloc(nf, sizeof(uint64_t));
+    for (size_t i = 0; i < in->n; i++)
+        csize[i] = in->v[i].size;
+    sl_assign_by_size(csize, in->n, w->size, owner);
+    struct sl_progress prog;
+    sl_progress_start(&prog, "reshard: measuring", sl_inputs_total_size(in), 1, w->rank == 0);
+    uint64_t measured = 0;
+    int64_t failed = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (owner[i] != w->rank)
+            continue;
+        int bad = 0;
+        int rc = measure(&in->v[i], o, &m->sizes[i], &bad, &m->lines[i], &m->dropped[i]);
+        if (rc) {
+            sl_error("%s\nhint: use --skip-corrupt to keep what can be read and go on",
+                     sl_err_msg());
+            failed = 1;
+            break;
+        }
+        m->corrupt[i] = (uint64_t)bad;
+        measured += in->v[i].size;
+        sl_progress_update(&prog, measured, 0);
+    }
+    sl_progress_finish(&prog);
+    free(owner);
+    free(csize);
+    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    sl_world_allreduce_u64(w, m->sizes, in->n, SL_SUM);
+    sl_world_allreduce_u64(w, m->corrupt, in->n, SL_SUM);
+    sl_world_allreduce_u64(w, m->lines, in->n, SL_SUM);
+    sl_world_allreduce_u64(w, m->dropped, in->n, SL_SUM);
+    if (failed)
+        return 1;
+    for (size_t i = 0; i < in->n; i++) {
+        m->total += m->sizes[i];
+        m->ncorrupt += m->corrupt[i];
+        m->nlines += m->lines[i];
+        m->ndropped += m->dropped[i];
+    }
+    return 0;
+}
+
+/* The number of shards: --shards, or the total size over --shard-size; never more than the
+ * input's lines (documents at most): --shards 100000 on 2 documents writes 2 files,
+ * --shard-size 1 one document a shard. */
+static uint64_t plan_shards(const struct sl_world *w, const struct opts *o,
+                            const struct measures *m)
+{
+    uint64_t nshards = o->shards;
+    if (!nshards)
+        nshards = m->total ? (m->total + o->shard_size - 1) / o->shard_size : 0;
+    if (nshards > m->nlines) {
+        if (w->rank == 0 && m->nlines)
+            sl_info(
+                "reshard: %llu shards asked for, the input has %llu lines: writing at most %llu",
+                (unsigned long long)nshards, (unsigned long long)m->nlines,
+                (unsigned long long)m->nlines);
+        nshards = m->nlines;
+    }
+    return nshards;
+}
+
+/* Pass 2 on one rank: its shards, written from the documents of its byte range. */
+struct write_pass {
+    const struct opts *o;
+    struct out_state os;
+    struct shard_state s; /* s.os is &os */
+    struct sl_doc doc;
+    struct sl_progress prog;
+    uint64_t docs;
+};
+
+/* The documents of input f (global offset fbase, decompressed size `size`) that lie in this
+ * rank's range, each into its shard. A damaged file's readable part ends at its first error
+ * (reported in pass 1). */
+static int write_file(struct write_pass *p, const struct sl_input *f, uint64_t fbase, uint64_t size,
+                      int corrupt)
+{
+    struct shard_state *s = &p->s;
+    const struct opts *o = p->o;
+    char *stem = sl_jsonl_id_stem(f->rel);
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.max_line = o->max_line;
+    jo.text_key = o->text_key;
+    jo.repair_utf8 = o->repair_utf8;
+    jo.id_prefix = stem;
+    jo.on_skip = on_skip;
+    jo.ctx = s;
+    s->base = fbase;
+    int rc = sl_jsonl_open(&s->reader, f->path, &jo);
+    for (; !rc;) {
+        uint64_t g_next = fbase + sl_reader_out_offset(sl_jsonl_stream(s->reader));
+        if (g_next >= s->hi || g_next >= fbase + size)
+            break;
+        int got = sl_jsonl_next(s->reader, &p->doc);
+        if (got <= 0) {
+            if (got < 0 && !corrupt)
+                rc = got;
+            break;
+        }
+        uint64_t g = fbase + sl_jsonl_line_offset(s->reader);
+        if (g < s->lo)
+            continue;
+        if (g >= s->hi)
+            break;
+        rc = advance_to(&p->os, shard_of(g, s->nshards, s->total));
+        if (!rc)
+            rc = open_current(&p->os);
+        if (rc)
+            break;
+        struct out_state *os = &p->os;
+        sl_counters_add(&os->c, "documents_in", 1);
+        sl_counters_add(&os->c, "bytes_in", p->doc.raw.len + 1);
+        if (!os->done && sl_docid_active(&o->ids))
+            rc = sl_docid_apply(&o->ids, &p->doc, os->name,
+                                sl_counters_get(&os->c, "documents_out"));
+        if (!rc && !os->done)
+            rc = sl_doc_write(&p->doc, os->w);
+        sl_counters_add(&os->c, "documents_out", 1);
+        sl_progress_update(&p->prog, g - s->lo, ++p->docs);
+    }
+    sl_jsonl_close(s->reader);
+    s->reader = NULL;
+    free(stem);
+    return rc;
+}
+
+/* Whether shards [k0, k1) are all complete from an earlier run. */
+static int shards_done(struct sl_stage *st, uint64_t k0, uint64_t k1)
+{
+    int all_done = 1;
+    for (uint64_t k = k0; k < k1 && all_done; k++) {
+        char *nm = sl_stage_shard_name(k, ".jsonl.zst");
+        all_done = sl_stage_done(st, nm);
+        free(nm);
+    }
+    return all_done;
+}
+
+/* Pass 2: this rank's shards [k0, k1) from its global byte range [lo, hi), each recorded as
+ * it is finished. 0, or 1 (reported). */
+static int write_shards(struct sl_stage *st, const struct sl_world *w, const struct opts *o,
+                        const struct sl_inputs *in, const struct measures *m, uint64_t nshards)
+{
+    uint64_t total = m->total;
+    uint64_t k0 = nshards * (uint64_t)w->rank / (uint64_t)w->size;
+    uint64_t k1 = nshards * (uint64_t)(w->rank + 1) / (uint64_t)w->size;
+    uint64_t lo = k0 >= nshards ? total : shard_start(k0, nshards, total);
+    uint64_t hi = k1 >= nshards ? total : shard_start(k1, nshards, total);
+
+    struct write_pass p;
+    memset(&p, 0, sizeof(p));
+    p.o = o;
+    p.os.st = st;
+    p.os.o = o;
+    p.os.next = k0;
+    sl_counters_init(&p.os.c);
+    p.s.lo = lo;
+    p.s.hi = hi;
+    p.s.nshards = nshards;
+    p.s.total = total;
+    p.s.os = &p.os;
+    int all_done = shards_done(st, k0, k1);
+    sl_doc_init(&p.doc);
+    sl_progress_start(&p.prog, "reshard", hi - lo, 1, w->rank == 0);
+
+    int rc = 0;
+    uint64_t base = 0;
+    for (size_t i = 0; i < in->n && !rc && !all_done; i++) {
+        uint64_t fbase = base;
+        base += m->sizes[i];
+        if (fbase + m->sizes[i] <= lo || fbase >= hi)
+            continue;
+        rc = write_file(&p, &in->v[i], fbase, m->sizes[i], m->corrupt[i] != 0);
+    }
+    if (!rc && !all_done && k1 > k0)
+        rc = advance_to(&p.os, k1 - 1);
+    if (!rc)
+        rc = close_current(&p.os);
+    if (rc) {
+        sl_writer_abort(p.os.w);
+        free(p.os.name);
+        sl_error("%s", sl_err_msg());
+    }
+    sl_progress_finish(&p.prog);
+    sl_warn_limited_summary();
+    sl_doc_release(&p.doc);
+    sl_counters_release(&p.os.c);
+    free(p.os.pend);
+    return rc ? 1 : 0;
+}
+
+/* The summary lines of rank 0, from the manifest's totals. */
+static void report(const struct opts *o, const struct sl_stage *st, const struct sl_counters *t,
+                   size_t nfiles, uint64_t nshards)
+{
+    char a[32], b[32];
+    sl_info("reshard: %llu documents (%s) from %zu files into %llu shards (%s) in '%s'%s",
+            (unsigned long long)sl_counters_get(t, "documents_out"),
+            sl_human_bytes((double)sl_counters_get(t, "bytes_in"), a, sizeof(a)), nfiles,
+            (unsigned long long)nshards,
+            sl_human_bytes((double)sl_counters_get(t, "bytes_out"), b, sizeof(b)), o->out,
+            st->resumed ? " (resumed)" : "");
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (!strncmp(t->names[i], "skipped_", 8))
+            skipped += t->values[i];
+    if (skipped)
+        sl_warn("%llu lines skipped (counts by reason in '%s/manifest.json')",
+                (unsigned long long)skipped, o->out);
+    if (!nshards)
+        sl_warn("no documents in the input: no shards written");
+}
+
+/* The manifest: every shard, with pass 1's damaged files and their dropped lines added to
+ * the totals; then the summary. 0, or 1 (reported). */
+static int finish(struct sl_stage *st, const struct sl_world *w, const struct opts *o,
+                  const struct sl_inputs *in, const struct measures *m, uint64_t nshards)
+{
+    char **names = sl_xcalloc(nshards ? nshards : 1, sizeof(char *));
+    for (uint64_t k = 0; k < nshards; k++)
+        names[k] = sl_stage_shard_name(k, ".jsonl.zst");
+    struct sl_counters extra, totals;
+    sl_counters_init(&extra);
+    sl_counters_init(&totals);
+    if (m->ncorrupt)
+        sl_counters_add(&extra, "corrupt_files", m->ncorrupt);
+    if (m->ndropped) {
+        /* lines of damaged zstd frames: read, not kept */
+        sl_counters_add(&extra, "skipped_corrupt", m->ndropped);
+        sl_counters_add(&extra, "documents_in", m->ndropped);
+    }
+    int rc = sl_stage_finish(st, names, nshards, &extra, &totals);
+    if (rc)
+        sl_error("%s", sl_err_msg());
+    else if (w->rank == 0)
+        report(o, st, &totals, in->n, nshards);
+    sl_counters_release(&extra);
+    sl_counters_release(&totals);
+    for (uint64_t k = 0; k < nshards; k++)
+        free(names[k]);
+    free(names);
+    return rc ? 1 : 0;
+}
+
+/* The stage directory (plan, resume, --force) for nshards shards of the inputs. */
+static int begin(struct sl_stage *st, struct sl_world *w, struct opts *o,
+                 const struct sl_inputs *in, int argc, const char **argv, struct sl_buf *settings)
+{
+    sl_options_settings_json(cmd_reshard_options, settings);
+    struct sl_stage_cfg cfg = { .stage = "reshard",
+                                .out_dir = o->out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = in,
+                                .settings_json = settings->data,
+                                .force = o->force };
+    int rc = sl_stage_begin(st, w, &cfg);
+    if (rc)
+        sl_error("%s", sl_err_msg());
+    return rc ? 1 : 0;
 }
 
 static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
@@ -290,236 +572,27 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         sl_error("%s", sl_err_msg());
         return 1;
     }
-
-    /* pass 1: decompressed sizes, each file measured by one rank */
-    size_t nf = in.n ? in.n : 1;
-    uint64_t *sizes = sl_xcalloc(nf, sizeof(uint64_t));
-    uint64_t *corrupt = sl_xcalloc(nf, sizeof(uint64_t));
-    uint64_t *lines = sl_xcalloc(nf, sizeof(uint64_t)), *dropped = sl_xcalloc(nf, sizeof(uint64_t));
-    int *owner = sl_xcalloc(nf, sizeof(int));
-    uint64_t *csize = sl_xcalloc(nf, sizeof(uint64_t));
-    for (size_t i = 0; i < in.n; i++)
-        csize[i] = in.v[i].size;
-    sl_assign_by_size(csize, in.n, w->size, owner);
-    struct sl_progress prog;
-    sl_progress_start(&prog, "reshard: measuring", sl_inputs_total_size(&in), 1, w->rank == 0);
-    uint64_t measured = 0;
-    int64_t failed = 0;
-    for (size_t i = 0; i < in.n; i++) {
-        if (owner[i] != w->rank)
-            continue;
-        int bad = 0;
-        rc = measure(&in.v[i], o, &sizes[i], &bad, &lines[i], &dropped[i]);
-        if (rc) {
-            sl_error("%s\nhint: use --skip-corrupt to keep what can be read and go on", sl_err_msg());
-            failed = 1;
-            break;
-        }
-        corrupt[i] = (uint64_t)bad;
-        measured += in.v[i].size;
-        sl_progress_update(&prog, measured, 0);
-    }
-    sl_progress_finish(&prog);
-    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
-    sl_world_allreduce_u64(w, sizes, in.n, SL_SUM);
-    sl_world_allreduce_u64(w, corrupt, in.n, SL_SUM);
-    sl_world_allreduce_u64(w, lines, in.n, SL_SUM);
-    sl_world_allreduce_u64(w, dropped, in.n, SL_SUM);
-    if (failed) {
-        free(lines);
-        free(dropped);
-        release_all(sizes, corrupt, owner, csize, &in);
-        return 1;
-    }
-
-    uint64_t total = 0, ncorrupt = 0, nlines = 0, ndropped = 0;
-    for (size_t i = 0; i < in.n; i++) {
-        total += sizes[i];
-        ncorrupt += corrupt[i];
-        nlines += lines[i];
-        ndropped += dropped[i];
-    }
-    free(lines);
-    free(dropped);
-    uint64_t nshards = o->shards;
-    if (!nshards)
-        nshards = total ? (total + o->shard_size - 1) / o->shard_size : 0;
-    /* never more shards than lines (documents at most): --shards 100000 on 2 documents
-     * writes 2 files, --shard-size 1 one document a shard */
-    if (nshards > nlines) {
-        if (w->rank == 0 && nlines)
-            sl_info("reshard: %llu shards asked for, the input has %llu lines: writing at most %llu",
-                    (unsigned long long)nshards, (unsigned long long)nlines,
-                    (unsigned long long)nlines);
-        nshards = nlines;
-    }
-
+    struct measures m;
+    memset(&m, 0, sizeof(m));
     struct sl_buf settings = SL_BUF_INIT;
-    o->nshards = nshards;
-    sl_options_settings_json(cmd_reshard_options, &settings);
     struct sl_stage st;
-    struct sl_stage_cfg cfg = { .stage = "reshard",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &in,
-                                .settings_json = settings.data,
-                                .force = o->force };
-    rc = sl_stage_begin(&st, w, &cfg);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        sl_buf_release(&settings);
-        release_all(sizes, corrupt, owner, csize, &in);
-        return 1;
-    }
-
-    /* this rank's shards [k0, k1) and global byte range [lo, hi) */
-    uint64_t k0 = nshards * (uint64_t)w->rank / (uint64_t)w->size;
-    uint64_t k1 = nshards * (uint64_t)(w->rank + 1) / (uint64_t)w->size;
-    uint64_t lo = k0 >= nshards ? total : shard_start(k0, nshards, total);
-    uint64_t hi = k1 >= nshards ? total : shard_start(k1, nshards, total);
-
-    struct out_state os;
-    memset(&os, 0, sizeof(os));
-    os.st = &st;
-    os.o = o;
-    os.next = k0;
-    sl_counters_init(&os.c);
-    struct shard_state s;
-    memset(&s, 0, sizeof(s));
-    s.lo = lo;
-    s.hi = hi;
-    s.nshards = nshards;
-    s.total = total;
-    s.os = &os;
-
-    int all_done = 1;
-    for (uint64_t k = k0; k < k1 && all_done; k++) {
-        char *nm = sl_stage_shard_name(k, ".jsonl.zst");
-        all_done = sl_stage_done(&st, nm);
-        free(nm);
-    }
-
-    struct sl_doc doc;
-    sl_doc_init(&doc);
-    sl_progress_start(&prog, "reshard", hi - lo, 1, w->rank == 0);
-    uint64_t base = 0, docs = 0;
-    for (size_t i = 0; i < in.n && !rc && !all_done; i++) {
-        uint64_t fbase = base;
-        base += sizes[i];
-        if (fbase + sizes[i] <= lo || fbase >= hi)
-            continue;
-        char *stem = sl_jsonl_id_stem(in.v[i].rel);
-        struct sl_jsonl_opts jo;
-        memset(&jo, 0, sizeof(jo));
-        jo.max_line = o->max_line;
-        jo.text_key = o->text_key;
-        jo.repair_utf8 = o->repair_utf8;
-        jo.id_prefix = stem;
-        jo.on_skip = on_skip;
-        jo.ctx = &s;
-        s.base = fbase;
-        rc = sl_jsonl_open(&s.reader, in.v[i].path, &jo);
-        for (; !rc;) {
-            uint64_t g_next = fbase + sl_reader_out_offset(sl_jsonl_stream(s.reader));
-            if (g_next >= hi || g_next >= fbase + sizes[i])
-                break;
-            int got = sl_jsonl_next(s.reader, &doc);
-            if (got <= 0) {
-                if (got < 0 && !corrupt[i])
-                    rc = got;
-                break; /* a corrupt file's readable part ends here (reported in pass 1) */
-            }
-            uint64_t g = fbase + sl_jsonl_line_offset(s.reader);
-            if (g < lo)
-                continue;
-            if (g >= hi)
-                break;
-            rc = advance_to(&os, shard_of(g, nshards, total));
-            if (!rc)
-                rc = open_current(&os);
-            if (rc)
-                break;
-            sl_counters_add(&os.c, "documents_in", 1);
-            sl_counters_add(&os.c, "bytes_in", doc.raw.len + 1);
-            if (!os.done && sl_docid_active(&o->ids))
-                rc =
-                    sl_docid_apply(&o->ids, &doc, os.name, sl_counters_get(&os.c, "documents_out"));
-            if (!rc && !os.done)
-                rc = sl_doc_write(&doc, os.w);
-            sl_counters_add(&os.c, "documents_out", 1);
-            sl_progress_update(&prog, g - lo, ++docs);
-        }
-        sl_jsonl_close(s.reader);
-        s.reader = NULL;
-        free(stem);
-    }
-    if (!rc && !all_done && k1 > k0)
-        rc = advance_to(&os, k1 - 1);
-    if (!rc)
-        rc = close_current(&os);
-    if (rc) {
-        sl_writer_abort(os.w);
-        free(os.name);
-        sl_error("%s", sl_err_msg());
-    }
-    sl_progress_finish(&prog);
-    sl_warn_limited_summary();
-    sl_doc_release(&doc);
-    sl_counters_release(&os.c);
-    free(os.pend);
-
+    rc = measure_all(w, &in, o, &m);
+    if (rc)
+        goto out;
+    o->nshards = plan_shards(w, o, &m); /* in the settings */
+    rc = begin(&st, w, o, &in, argc, argv, &settings);
+    if (rc)
+        goto out;
     /* a failed rank makes the dispatcher abort the whole job */
-    if (rc) {
-        sl_stage_release(&st);
-        sl_buf_release(&settings);
-        release_all(sizes, corrupt, owner, csize, &in);
-        return 1;
-    }
-
-    char **names = sl_xcalloc(nshards ? nshards : 1, sizeof(char *));
-    for (uint64_t k = 0; k < nshards; k++)
-        names[k] = sl_stage_shard_name(k, ".jsonl.zst");
-    struct sl_counters extra, totals;
-    sl_counters_init(&extra);
-    sl_counters_init(&totals);
-    if (ncorrupt)
-        sl_counters_add(&extra, "corrupt_files", ncorrupt);
-    if (ndropped) {
-        /* lines of damaged zstd frames: read, not kept */
-        sl_counters_add(&extra, "skipped_corrupt", ndropped);
-        sl_counters_add(&extra, "documents_in", ndropped);
-    }
-    rc = sl_stage_finish(&st, names, nshards, &extra, &totals);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-    } else if (w->rank == 0) {
-        char a[32], b[32];
-        sl_info("reshard: %llu documents (%s) from %zu files into %llu shards (%s) in '%s'%s",
-                (unsigned long long)sl_counters_get(&totals, "documents_out"),
-                sl_human_bytes((double)sl_counters_get(&totals, "bytes_in"), a, sizeof(a)), in.n,
-                (unsigned long long)nshards,
-                sl_human_bytes((double)sl_counters_get(&totals, "bytes_out"), b, sizeof(b)), o->out,
-                st.resumed ? " (resumed)" : "");
-        uint64_t skipped = 0;
-        for (size_t i = 0; i < totals.n; i++)
-            if (!strncmp(totals.names[i], "skipped_", 8))
-                skipped += totals.values[i];
-        if (skipped)
-            sl_warn("%llu lines skipped (counts by reason in '%s/manifest.json')",
-                    (unsigned long long)skipped, o->out);
-        if (!nshards)
-            sl_warn("no documents in the input: no shards written");
-    }
-    sl_counters_release(&extra);
-    sl_counters_release(&totals);
-    for (uint64_t k = 0; k < nshards; k++)
-        free(names[k]);
-    free(names);
+    rc = write_shards(&st, w, o, &in, &m, o->nshards);
+    if (!rc)
+        rc = finish(&st, w, o, &in, &m, o->nshards);
     sl_stage_release(&st);
+out:
     sl_buf_release(&settings);
-    release_all(sizes, corrupt, owner, csize, &in);
-    return rc ? 1 : 0;
+    measures_release(&m);
+    sl_inputs_release(&in);
+    return rc;
 }
 
 int cmd_reshard(int argc, const char **argv)
@@ -531,7 +604,7 @@ int cmd_reshard(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_reshard_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_reshard_options);
+        sl_usage_print(stdout, cmd_reshard_usage, cmd_reshard_options);
         sl_strlist_release(&rest);
         return 0;
     }
@@ -547,7 +620,7 @@ int cmd_reshard(int argc, const char **argv)
         o.shard_size = 256u << 20;
     if (rc) {
         sl_strlist_release(&rest);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_reshard_usage);
     }
     rc = run(&o, &rest, argc, argv);
     sl_strlist_release(&rest);

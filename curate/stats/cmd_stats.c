@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const usage[] = {
+const char *const cmd_stats_usage[] = {
     "sluice stats --out DIR [--config F.yaml] [--pipeline WORK] [options] [IN...]",
     "",
     "Aggregate statistics of JSONL documents (files or directories), to look at before",
@@ -631,25 +631,34 @@ static void print_summary(const struct stats *st, const struct funnel *f)
                (unsigned long long)f->in[i], (unsigned long long)f->out[i]);
 }
 
+/* The options of the run (set by cmd_stats) and their table. */
+static struct {
+    const char *out, *config, *pipeline, *text_key;
+    struct sl_strlist set;
+} so;
+
+const struct sl_option cmd_stats_options[] = {
+    SL_OPT_STRING('o', "out", &so.out, "DIR", "writes DIR/stats.json and DIR/stats.svg"),
+    SL_OPT_STRING('c', "config", &so.config, "F.yaml",
+                  "score every document with every filter of this chain"),
+    SL_OPT_STRINGS(0, "set", &so.set, "KEY=VALUE", "override a value of the --config chain"),
+    SL_OPT_STRING(0, "pipeline", &so.pipeline, "WORK",
+                  "add the funnel of the pipeline run in WORK (its summary.json)"),
+    SL_OPT_STRING(0, "text-key", &so.text_key, "KEY", "member that holds the text (default text)"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
 int cmd_stats(int argc, const char **argv)
 {
-    const char *out = NULL, *config = NULL, *pipeline = NULL, *text_key = "text";
-    struct sl_strlist set = { 0 };
-    struct sl_option options[] = {
-        SL_OPT_STRING('o', "out", &out, "DIR", "writes DIR/stats.json and DIR/stats.svg"),
-        SL_OPT_STRING('c', "config", &config, "F.yaml",
-                      "score every document with every filter of this chain"),
-        SL_OPT_STRINGS(0, "set", &set, "KEY=VALUE", "override a value of the --config chain"),
-        SL_OPT_STRING(0, "pipeline", &pipeline, "WORK",
-                      "add the funnel of the pipeline run in WORK (its summary.json)"),
-        SL_OPT_STRING(0, "text-key", &text_key, "KEY", "member that holds the text (default text)"),
-        SL_OPT_COMMON,
-        SL_OPT_END_,
-    };
+    memset(&so, 0, sizeof(so));
+    so.text_key = "text";
     struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, options, &rest);
+    int rc = sl_parse_options(argc, argv, cmd_stats_options, &rest);
+    const char *out = so.out, *config = so.config, *pipeline = so.pipeline, *text_key = so.text_key;
+    struct sl_strlist set = so.set;
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, options);
+        sl_usage_print(stdout, cmd_stats_usage, cmd_stats_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&set);
         return 0;
@@ -663,7 +672,7 @@ int cmd_stats(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         sl_strlist_release(&set);
-        return sl_usage_error(usage);
+        return sl_usage_error(cmd_stats_usage);
     }
     struct sl_world *w = sl_world_get();
     struct stats st;

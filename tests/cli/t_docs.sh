@@ -18,6 +18,18 @@ while read -r cmd; do
     if [ -f "$ROOT/docs/commands/$cmd.md" ]; then ok; else fail "no page docs/commands/$cmd.md"; fi
 done <"$T/cmds"
 
+case_ "sluice help NAME (the command table's usage and options) prints what sluice NAME -h prints"
+while read -r cmd; do
+    "$SLUICE" help "$cmd" >"$T/help" && "$SLUICE" "$cmd" -h >"$T/h" && cmp -s "$T/help" "$T/h" \
+        && ok || fail "'sluice help $cmd' differs from 'sluice $cmd -h'"
+done <"$T/cmds"
+for sub in exact fuzzy; do
+    "$SLUICE" help dedup $sub >"$T/help" && "$SLUICE" dedup $sub -h >"$T/h" && cmp -s "$T/help" "$T/h" \
+        && ok || fail "'sluice help dedup $sub' differs from 'sluice dedup $sub -h'"
+done
+run "$SLUICE" help dedup nope
+expect_rc 2; expect_err "'nope' is not a 'dedup' subcommand"
+
 # the check itself: a changed usage text, a missing heading and a missing page all fail
 case_ "the check notices a stale usage block"
 cp -r "$ROOT/docs" "$T/docs"
