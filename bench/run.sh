@@ -34,6 +34,8 @@ benches=(
     "train-cpu      bench/train_cpu.sh $sluice"
 )
 [ -x bench/train_gpu.sh ] && benches+=("train-gpu      bench/train_gpu.sh $sluice")
+# Megatron-LM's own scripts need its checkout (and Python 3.12): only when MEGATRON_LM is set
+[ -n "${MEGATRON_LM:-}" ] && benches+=("tokenize-megatron bench/tokenize_megatron.sh 3")
 
 cd "$root" || exit 2
 mkdir -p bench/results

@@ -9,9 +9,8 @@
 #   2. SentencePiece encode: sluice's own encoder vs spm_encode and vs the library through
 #      sluice (spm-lib:), three models, English and multilingual text line by line.
 #   3. End to end, JSONL.zst -> .bin/.idx with <|endoftext|>: `sluice tokenize -j 1` vs
-#      the same work in Python (tiktoken in a loop writing numpy arrays; Megatron's
-#      preprocess_data.py needs PyTorch and Megatron-LM, not installable here). The two
-#      outputs are compared byte for byte.
+#      the same work in Python (tiktoken in a loop writing numpy arrays). The two outputs
+#      are compared byte for byte. Megatron-LM's own two scripts: bench/tokenize_megatron.sh.
 #   4. Peak memory of `sluice tokenize` on 1x and 8x the corpus.
 #   5. Scaling (-j 1 vs -j 2, wall) and the floor: zstd -dc, cat and memcpy of the same bytes.
 # Usage: bench/tokenize.sh [ROUNDS]   (peers are installed into .venv-bench)
