@@ -70,7 +70,7 @@ if [ "$part" = all ] || [ "$part" = redis ]; then
     mkdir -p "$work/rgen"
     python3 "$root/tests/cli/dedup_gen.py" "$work/rgen" 7 "$n" 1
     docs=$(wc -l < "$work/rgen/part-0.jsonl")
-    base=${BENCH_PORT:-35500}
+    base=${BENCH_PORT:-$(rc_free_base 10)}
     rc_start "$work/rc" "$base" 3 0 >/dev/null
     rc_server "$work/single" --port $((base + 9))
     best=""
@@ -124,7 +124,7 @@ PY
     }
     stats "memory, 1 process" "$sluice" -v -v dedup fuzzy --out "$work/eout" "$work/egen"
     stats "memory, --verify, 1 process" "$sluice" -v -v dedup fuzzy --verify --out "$work/eout" "$work/egen"
-    base=${BENCH_PORT:-35500}
+    base=${BENCH_PORT:-$(rc_free_base 10)}
     rc_start "$work/erc" "$base" 3 0 >/dev/null
     stats "redis cluster (3 masters), 1 process" "$sluice" -v -v dedup fuzzy --backend redis \
         --redis "127.0.0.1:$base" --out "$work/eout" "$work/egen"

@@ -1,5 +1,6 @@
 # A throw-away Redis Cluster on loopback for tests and benchmarks (sourced).
 #   rc_start DIR BASE_PORT MASTERS REPLICAS   start MASTERS*(1+REPLICAS) nodes on BASE_PORT..
+#   rc_free_base N                            a base port for N nodes (see below)
 #   rc_stop                                   stop every node that rc_start started
 #   rc_server DIR --port P [ARGS...]          one more node (anything redis-server takes)
 #   rc_wait_synced PORT...                    every replica among these nodes has finished
@@ -10,6 +11,33 @@
 # (cluster-node-timeout 2000). RC_PIDS lists them in start order.
 RC_PIDS=()
 RC_PORTS=()
+
+# rc_free_base N: print a base port B such that B..B+N-1 and their cluster bus ports
+# (+10000) can all be bound now, chosen from 10000-22000: below the kernel's ephemeral range
+# (32768-60999), from which client sockets (replication links, redis-cli, the tool under
+# test) take their local ports and would make a node's bind fail ("Address already in use").
+rc_free_base() {
+    python3 - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(10000, 22000 - n)
+    socks = []
+    try:
+        for p in list(range(base, base + n)) + list(range(base + 10000, base + 10000 + n)):
+            s = socket.socket()
+            s.bind(("127.0.0.1", p))
+            socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    sys.exit(0)
+sys.exit("no free range of %d ports in 10000-22000" % n)
+PY
+}
 
 rc_start() {
     local dir=$1 base=$2 masters=$3 replicas=$4

@@ -15,7 +15,7 @@ fi
 # every server is stopped whatever happens
 trap rc_stop EXIT
 
-BASE=$((31000 + ($$ % 300) * 20))
+BASE=$(rc_free_base 20)
 SEEDS="127.0.0.1:$BASE,127.0.0.1:$((BASE + 1)),127.0.0.1:$((BASE + 2))"
 rc_start "$T/rc" "$BASE" 3 1
 
