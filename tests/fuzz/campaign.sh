@@ -56,7 +56,7 @@ slice_run() {
     fi
     local out=$root/$t.last.log
     /usr/bin/time -f "%U %S" -o "$root/$t.time" build-fuzz/"$t" -max_total_time="$secs" \
-        -max_len=65536 -rss_limit_mb=2048 -timeout=60 -print_final_stats=1 \
+        -max_len=65536 -rss_limit_mb=2048 -timeout=60 -report_slow_units=60 -print_final_stats=1 \
         -artifact_prefix="tests/fuzz/crashes/$t-" "$corpus" >"$out" 2>&1
     local rc=$?
     local cpu execs
