@@ -788,50 +788,11 @@ static void hf_gpt2_tensors(struct hf_out *o, const struct model_config *c,
         hf_add(o, "lm_head.weight", W(l->lm_head), V, D, 0, 2);
 }
 
-/* The tensors of LlamaForCausalLM: our fused qkv and gate/up matrices split into
- * transformers' q/k/v and gate/up projections. */
-static void hf_llama_tensors(struct hf_out *o, const struct model_config *c,
-                             const struct model_layout *l, const float *p)
+static int hf_add_llama(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
+                        int nd)
 {
-    char nm[128];
-    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff, hd = c->head_dim;
-    int64_t qd = (int64_t)c->n_heads * hd, kd = (int64_t)c->n_kv_heads * hd;
-    hf_add(o, "model.embed_tokens.weight", W(l->embed), V, D, 0, 2);
-    for (int i = 0; i < c->n_layers; i++) {
-        const struct model_layer_ids *li = &l->layer[i];
-        const float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
-#define H(suffix, src, rows, cols, nd)                                                             \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
-        hf_add(o, nm, src, rows, cols, 0, nd);                                                     \
-    } while (0)
-        H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
-        H("self_attn.q_proj.weight", qkv, qd, D, 2);
-        H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
-        H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
-        if (c->bias) {
-            const float *b = W(li->qkv_b);
-            H("self_attn.q_proj.bias", b, qd, 1, 1);
-            H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
-            H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
-        }
-        H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
-        if (c->bias)
-            H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
-        H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
-        H("mlp.gate_proj.weight", fc, F, D, 2);
-        H("mlp.up_proj.weight", fc + F * D, F, D, 2);
-        H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
-        if (c->bias) {
-            H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
-            H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
-            H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
-        }
-#undef H
-    }
-    hf_add(o, "model.norm.weight", W(l->final_norm_w), D, 1, 0, 1);
-    if (!c->tied_embeddings)
-        hf_add(o, "lm_head.weight", W(l->lm_head), V, D, 0, 2);
+    hf_add(ctx, name, data, rows, cols, 0, nd);
+    return 0;
 }
 
 #undef W
@@ -844,7 +805,7 @@ static int hf_write_weights(const char *out_dir, int gpt2, const struct model_co
     if (gpt2)
         hf_gpt2_tensors(&o, c, l, p);
     else
-        hf_llama_tensors(&o, c, l, p);
+        model_hf_llama_each(c, l, (float *)p, hf_add_llama, &o);
     char *sp = sl_xasprintf("%s/model.safetensors", out_dir);
     const char *meta[] = { "format", "pt", NULL };
     int rc = st_write(sp, o.t, o.n, meta);

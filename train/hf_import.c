@@ -398,52 +398,11 @@ static int map_gpt2(struct src *s, const struct model_config *c, const struct mo
     return rc;
 }
 
-static int map_llama(struct src *s, const struct model_config *c, const struct model_layout *l,
-                     float *p)
-{
-    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
-    int64_t qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
-    char nm[128];
-    int rc = get(s, "model.embed_tokens.weight", NULL, V, D, 2, 0, W(l->embed));
-    for (int i = 0; i < c->n_layers && !rc; i++) {
-        const struct model_layer_ids *li = &l->layer[i];
-        float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
-#define H(suffix, dst, rows, cols, nd)                                                             \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
-        if (!rc)                                                                                   \
-            rc = get(s, nm, NULL, rows, cols, nd, 0, dst);                                         \
-    } while (0)
-        H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
-        H("self_attn.q_proj.weight", qkv, qd, D, 2);
-        H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
-        H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
-        if (c->bias) {
-            float *b = W(li->qkv_b);
-            H("self_attn.q_proj.bias", b, qd, 1, 1);
-            H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
-            H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
-        }
-        H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
-        if (c->bias)
-            H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
-        H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
-        H("mlp.gate_proj.weight", fc, F, D, 2);
-        H("mlp.up_proj.weight", fc + F * D, F, D, 2);
-        H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
-        if (c->bias) {
-            H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
-            H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
-            H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
-        }
-#undef H
-    }
-    if (!rc)
-        rc = get(s, "model.norm.weight", NULL, D, 1, 1, 0, W(l->final_norm_w));
-    if (!rc && !c->tied_embeddings)
-        rc = get(s, "lm_head.weight", NULL, V, D, 2, 0, W(l->lm_head));
 #undef W
-    return rc;
+
+static int get_llama(void *ctx, const char *name, float *data, int64_t rows, int64_t cols, int nd)
+{
+    return get(ctx, name, NULL, rows, cols, nd, 0, data);
 }
 
 /* the tokenizer files beside the weights, as a spec */
@@ -488,7 +447,7 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     info->files = s.n;
     model_layout_init(&l, &c);
     p = sl_xcalloc(l.total, sizeof(float));
-    rc = gpt2 ? map_gpt2(&s, &c, &l, p) : map_llama(&s, &c, &l, p);
+    rc = gpt2 ? map_gpt2(&s, &c, &l, p) : model_hf_llama_each(&c, &l, p, get_llama, &s);
     if (rc)
         goto out;
     size_t total = 0;

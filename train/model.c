@@ -451,3 +451,52 @@ void model_config_to_yaml(const struct model_config *c, struct sl_buf *out)
                       c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
                       c->rope_original_max_pos);
 }
+
+int model_hf_llama_each(const struct model_config *c, const struct model_layout *l, float *p,
+                        model_hf_tensor_fn fn, void *ctx)
+{
+#define W(id) (p + l->t[id].offset)
+    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
+    int64_t qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
+    char nm[128];
+    int rc = fn(ctx, "model.embed_tokens.weight", W(l->embed), V, D, 2);
+    for (int i = 0; i < c->n_layers && !rc; i++) {
+        const struct model_layer_ids *li = &l->layer[i];
+        float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
+#define H(suffix, data, rows, cols, nd)                                                            \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
+        if (!rc)                                                                                   \
+            rc = fn(ctx, nm, data, rows, cols, nd);                                                \
+    } while (0)
+        H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
+        H("self_attn.q_proj.weight", qkv, qd, D, 2);
+        H("self_attn.k_proj.weight", qkv + qd * D, kd, D, 2);
+        H("self_attn.v_proj.weight", qkv + (qd + kd) * D, kd, D, 2);
+        if (c->bias) {
+            float *b = W(li->qkv_b);
+            H("self_attn.q_proj.bias", b, qd, 1, 1);
+            H("self_attn.k_proj.bias", b + qd, kd, 1, 1);
+            H("self_attn.v_proj.bias", b + qd + kd, kd, 1, 1);
+        }
+        H("self_attn.o_proj.weight", W(li->attn_proj_w), D, qd, 2);
+        if (c->bias)
+            H("self_attn.o_proj.bias", W(li->attn_proj_b), D, 1, 1);
+        H("post_attention_layernorm.weight", W(li->mlp_norm_w), D, 1, 1);
+        H("mlp.gate_proj.weight", fc, F, D, 2);
+        H("mlp.up_proj.weight", fc + F * D, F, D, 2);
+        H("mlp.down_proj.weight", W(li->mlp_proj_w), D, F, 2);
+        if (c->bias) {
+            H("mlp.gate_proj.bias", W(li->fc_b), F, 1, 1);
+            H("mlp.up_proj.bias", W(li->fc_b) + F, F, 1, 1);
+            H("mlp.down_proj.bias", W(li->mlp_proj_b), D, 1, 1);
+        }
+#undef H
+    }
+    if (!rc)
+        rc = fn(ctx, "model.norm.weight", W(l->final_norm_w), D, 1, 1);
+    if (!rc && !c->tied_embeddings)
+        rc = fn(ctx, "lm_head.weight", W(l->lm_head), V, D, 2);
+#undef W
+    return rc;
+}

@@ -130,4 +130,13 @@ int model_config_from_json(struct model_config *c, const char *json, size_t len)
  * key but vocab_size, which the caller writes first), in the names of the config files. */
 void model_config_to_yaml(const struct model_config *c, struct sl_buf *out);
 
+/* The tensors of transformers' LlamaForCausalLM in the order of its state dict, as slices
+ * of our parameters p: fused qkv and gate/up matrices split into the q/k/v and gate/up
+ * projections. fn gets each one's name, data, rows, columns and number of dimensions (1
+ * or 2); a non-zero return stops the walk and is returned. Export and import share it. */
+typedef int (*model_hf_tensor_fn)(void *ctx, const char *name, float *data, int64_t rows,
+                                  int64_t cols, int nd);
+int model_hf_llama_each(const struct model_config *c, const struct model_layout *l, float *p,
+                        model_hf_tensor_fn fn, void *ctx);
+
 #endif
