@@ -134,6 +134,15 @@ struct sl_strlist {
     SL_OPT_FLAG_(0, "repair-utf8", (v),                                                            \
                  "replace invalid UTF-8 with U+FFFD instead of skipping the line",                 \
                  .flags = SL_OPTF_OUTPUT)
+/* --id-prefix and --reassign-ids into a struct sl_docid (core/docid.h); in the settings only
+ * when asked for, so that earlier outputs stay valid */
+#define SL_OPT_DOCIDS(ids)                                                                         \
+    SL_OPT_STRING(0, "id-prefix", &(ids)->prefix, "P",                                             \
+                  "prefix every document id with P: (corpora whose ids repeat)",                   \
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PAIRED, .omit = "null"),                       \
+        SL_OPT_FLAG_(0, "reassign-ids", &(ids)->reassign,                                          \
+                     "new ids: <output shard>:<position>, after the --id-prefix",                  \
+                     .flags = SL_OPTF_OUTPUT, .omit = "false")
 #define SL_OPT_FORCE(v)                                                                            \
     SL_OPT_FLAG_(0, "force", (v), "replace the outputs of a different earlier run")
 #define SL_OPT_COMMON                                                                              \
