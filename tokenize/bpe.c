@@ -270,8 +270,7 @@ static void l2_reset(struct l2 *t, uint32_t slots)
 {
     free(t->slot);
     t->slot = sl_xcalloc(slots, sizeof(*t->slot));
-    if (t->seen)
-        memset(t->seen, 0, SEEN_BITS / 8);
+    memset(t->seen, 0, SEEN_BITS / 8);
     t->mask = slots - 1;
     t->used = 0;
     t->alen = 0;
@@ -361,8 +360,6 @@ static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *on
     if (n <= L2_MAX_PIECE) {
         h = bpe_hash_bytes(p, n);
         struct l2 *t = &e->l2;
-        if (!t->seen)
-            t->seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
         uint64_t bit = (h >> 40) & (SEEN_BITS - 1), m1 = 1ull << (bit & 63);
         again = (t->seen[bit >> 6] & m1) != 0;
         t->seen[bit >> 6] |= m1;
@@ -459,6 +456,7 @@ struct bpe_enc *bpe_enc_new(const struct bpe *b)
     struct bpe_enc *e = sl_xcalloc(1, sizeof(*e));
     e->b = b;
     e->cache = sl_xcalloc((size_t)1 << CACHE_BITS, sizeof(*e->cache));
+    e->l2.seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
     return e;
 }
 
