@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void default_oom(size_t size)
 {
@@ -37,6 +38,22 @@ void *sl_xmalloc(size_t n)
 void *sl_xcalloc(size_t count, size_t size)
 {
     return check(calloc(count ? count : 1, size ? size : 1), sl_mul_size(count, size));
+}
+
+void *sl_xcalloc_table(size_t count, size_t size)
+{
+    size_t n = sl_mul_size(count ? count : 1, size ? size : 1);
+    size_t align = (size_t)2 << 20;
+    void *p = NULL;
+    if (posix_memalign(&p, n >= align ? align : 64, n) != 0)
+        p = NULL;
+    check(p, n);
+#ifdef MADV_HUGEPAGE
+    if (n >= align)
+        madvise(p, n, MADV_HUGEPAGE); /* advice only: a kernel without it ignores it */
+#endif
+    memset(p, 0, n);
+    return p;
 }
 
 void *sl_xrealloc(void *p, size_t n)

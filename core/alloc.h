@@ -19,6 +19,11 @@ char *sl_xstrndup(const char *s, size_t n);
 /* printf into a fresh heap string; caller frees. */
 char *sl_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Zeroed memory for a large table that is read at random (a cache, a hash table): aligned
+ * to 2 MiB and, from 2 MiB on, with the advice to back it with huge pages, so that random
+ * lookups do not miss the TLB on every access. Freed with free(). */
+void *sl_xcalloc_table(size_t count, size_t size);
+
 /* Multiply with overflow check; the handler is called on overflow as on exhaustion. */
 size_t sl_mul_size(size_t a, size_t b);
 

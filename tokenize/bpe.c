@@ -247,11 +247,12 @@ static inline int emit(struct tok_ids *out, const uint32_t *ids, size_t m)
 }
 
 /* A piece that is not in the cache: the token it is (tiktoken's rule), else BPE. */
-static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one)
+static size_t encode_slow(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h, uint32_t *one)
 {
     const struct bpe *b = e->b;
     if (b->whole && n <= b->max_len) {
-        int64_t id = bpe_vocab_find(b, p, n); /* a rank file's specials are not in it */
+        /* h is bpe_hash_bytes of the piece (l2_hash), unless that was 0 */
+        int64_t id = bpe_vocab_find_h(b, h != 1 ? h : bpe_hash_bytes(p, n), p, n);
         if (id >= 0) {
             *one = (uint32_t)id;
             return 0;
@@ -269,7 +270,7 @@ static inline uint64_t piece_hash(const uint64_t k[3], size_t n)
 static void l2_reset(struct l2 *t, uint32_t slots)
 {
     free(t->slot);
-    t->slot = sl_xcalloc(slots, sizeof(*t->slot));
+    t->slot = sl_xcalloc_table(slots, sizeof(*t->slot));
     memset(t->seen, 0, SEEN_BITS / 8);
     t->mask = slots - 1;
     t->used = 0;
@@ -301,7 +302,7 @@ static void l2_grow(struct l2 *t)
 {
     uint32_t slots = (t->mask + 1) * 2;
     struct l2_slot *old = t->slot, *end = old + t->mask + 1;
-    t->slot = sl_xcalloc(slots, sizeof(*t->slot));
+    t->slot = sl_xcalloc_table(slots, sizeof(*t->slot));
     t->mask = slots - 1;
     for (struct l2_slot *s = old; s < end; s++) {
         if (!s->len)
@@ -350,15 +351,35 @@ static void l2_add(struct l2 *t, uint64_t h, const u8 *p, size_t n, const uint32
     t->used++;
 }
 
-/* A piece not in the first level: the second level, else encode_slow (and remember). Ids
- * in *ids (e->ids, the table's arena or `one`), their number returned. */
-static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *one,
+/* The second level's hash of a piece: never 0, which stands for "not computed yet". */
+static inline uint64_t l2_hash(const u8 *p, size_t n)
+{
+    uint64_t h = bpe_hash_bytes(p, n);
+    return h ? h : 1;
+}
+
+/* l2_hash, with the piece's slot and first-sighting bit prefetched, and its slot in the
+ * vocabulary when a piece that is a token is taken whole. */
+static inline uint64_t l2_hash_prefetch(const struct bpe *b, const struct l2 *t, const u8 *p,
+                                        size_t n)
+{
+    uint64_t h = l2_hash(p, n);
+    if (b->whole)
+        __builtin_prefetch(&b->vtab[h & b->vmask]);
+    __builtin_prefetch(&t->seen[((h >> 40) & (SEEN_BITS - 1)) >> 6]);
+    if (t->slot)
+        __builtin_prefetch(&t->slot[(uint32_t)h & t->mask]);
+    return h;
+}
+
+/* A piece not in the first level, whose hash is h (l2_hash_prefetch; unused for pieces
+ * longer than L2_MAX_PIECE): the second level, else encode_slow (and remember). Ids in
+ * *ids (e->ids, the table's arena or `one`), their number returned. */
+static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h, uint32_t *one,
                           const uint32_t **ids)
 {
-    uint64_t h = 0;
     int again = 0;
     if (n <= L2_MAX_PIECE) {
-        h = bpe_hash_bytes(p, n);
         struct l2 *t = &e->l2;
         uint64_t bit = (h >> 40) & (SEEN_BITS - 1), m1 = 1ull << (bit & 63);
         again = (t->seen[bit >> 6] & m1) != 0;
@@ -370,7 +391,7 @@ static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *on
             return m;
         }
     }
-    size_t m = encode_slow(e, p, n, one);
+    size_t m = encode_slow(e, p, n, h, one);
     *ids = m ? e->ids : one;
     m = m ? m : 1;
     if (again)
@@ -378,13 +399,17 @@ static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint32_t *on
     return m;
 }
 
-/* One piece of 2..CACHE_KEY bytes whose cache slot is c. */
-static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t room,
-                                struct cache_ent *c, struct tok_ids *out)
+static inline int cache_hit(const struct cache_ent *c, const uint64_t k[3], size_t n)
 {
-    uint64_t k[3];
-    piece_key(p, n, room, k);
-    if (c->k[0] == k[0] && c->k[1] == k[1] && c->k[2] == k[2] && c->len == n) {
+    return c->k[0] == k[0] && c->k[1] == k[1] && c->k[2] == k[2] && c->len == n;
+}
+
+/* One piece of 2..CACHE_KEY bytes with key k whose first-level slot is c; h: its hash for
+ * the second level (0 when not computed yet). */
+static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, const uint64_t k[3],
+                                uint64_t h, struct cache_ent *c, struct tok_ids *out)
+{
+    if (cache_hit(c, k, n)) {
         if (out->cap - out->n >= CACHE_IDS) { /* a fixed-size copy, without a call */
             memcpy(out->v + out->n, c->ids, sizeof(c->ids));
             out->n += c->nids;
@@ -394,9 +419,9 @@ static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t
     }
     uint32_t one = 0;
     const uint32_t *ids;
-    size_t m = encode_miss(e, p, n, &one, &ids);
+    size_t m = encode_miss(e, p, n, h ? h : l2_hash(p, n), &one, &ids);
     if (m <= CACHE_IDS) {
-        memcpy(c->k, k, sizeof(k));
+        memcpy(c->k, k, 3 * sizeof(uint64_t));
         c->len = (uint8_t)n;
         c->nids = (uint8_t)m;
         memcpy(c->ids, ids, m * sizeof(uint32_t));
@@ -406,28 +431,41 @@ static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, size_t
 
 #define BATCH 64
 
+/* Pieces are handled in batches, so that the memory latencies of their lookups overlap:
+ * every piece's first-level slot is found and prefetched, then the second-level slot of
+ * every piece that the first level does not hold, then the pieces are encoded in order
+ * (the first level is checked again then: a piece may have entered it earlier in the
+ * batch). */
 int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *out)
 {
     const struct bpe *b = e->b;
     const u8 *p = (const u8 *)text, *end = p + n;
-    enum pretok_kind k = b->pretok;
+    enum pretok_kind kind = b->pretok;
     uint32_t lens[BATCH];
+    uint64_t key[BATCH][3], hash[BATCH];
     struct cache_ent *slot[BATCH];
     if (n > UINT32_MAX)
         return sl_err_set(SL_ERR_TOOBIG, "cannot encode a text of %zu bytes (4 GiB at most)", n);
     while (p < end) {
-        size_t np = pretok_split(k, p, end, lens, BATCH);
-        /* find every piece's cache slot first and prefetch it, so that the memory
-         * latency of the lookups overlaps */
+        size_t np = pretok_split(kind, p, end, lens, BATCH);
         const u8 *q = p;
         for (size_t i = 0; i < np; i++) {
             size_t len = lens[i];
             if (len >= 2 && len <= CACHE_KEY) {
-                uint64_t k[3];
-                piece_key(q, len, (size_t)(end - q), k);
-                slot[i] = &e->cache[piece_hash(k, len) >> (64 - CACHE_BITS)];
+                piece_key(q, len, (size_t)(end - q), key[i]);
+                slot[i] = &e->cache[piece_hash(key[i], len) >> (64 - CACHE_BITS)];
                 __builtin_prefetch(slot[i]);
             }
+            q += len;
+        }
+        q = p;
+        for (size_t i = 0; i < np; i++) {
+            size_t len = lens[i];
+            hash[i] = 0;
+            if (len > L2_MAX_PIECE)
+                hash[i] = 1; /* not used */
+            else if (len > CACHE_KEY || (len >= 2 && !cache_hit(slot[i], key[i], len)))
+                hash[i] = l2_hash_prefetch(b, &e->l2, q, len);
             q += len;
         }
         for (size_t i = 0; i < np; i++) {
@@ -436,11 +474,11 @@ int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *ou
             if (len == 1) {
                 rc = tok_ids_push(out, b->byte_id[p[0]]);
             } else if (len <= CACHE_KEY) {
-                rc = encode_cached(e, p, len, (size_t)(end - p), slot[i], out);
+                rc = encode_cached(e, p, len, key[i], hash[i], slot[i], out);
             } else {
                 uint32_t one = 0;
                 const uint32_t *ids;
-                size_t m = encode_miss(e, p, len, &one, &ids);
+                size_t m = encode_miss(e, p, len, hash[i], &one, &ids);
                 rc = emit(out, ids, m);
             }
             if (rc)
@@ -455,7 +493,7 @@ struct bpe_enc *bpe_enc_new(const struct bpe *b)
 {
     struct bpe_enc *e = sl_xcalloc(1, sizeof(*e));
     e->b = b;
-    e->cache = sl_xcalloc((size_t)1 << CACHE_BITS, sizeof(*e->cache));
+    e->cache = sl_xcalloc_table((size_t)1 << CACHE_BITS, sizeof(*e->cache));
     e->l2.seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
     return e;
 }

@@ -36,7 +36,7 @@ static void pair_table_init(struct bpe *b, size_t n)
         size *= 2;
         bits++;
     }
-    b->ptab = sl_xmalloc(sl_mul_size(size, sizeof(*b->ptab)));
+    b->ptab = sl_xcalloc_table(size, sizeof(*b->ptab));
     for (uint64_t i = 0; i < size; i++)
         b->ptab[i] = PAIR_EMPTY;
     b->pmask = size - 1;
@@ -66,7 +66,7 @@ static void build_bp(struct bpe *b)
     int bits = 16;
     while (bits < 34 && (1ull << bits) < n * 16)
         bits++;
-    b->filter = sl_xcalloc((size_t)((1ull << bits) / 64), sizeof(uint64_t));
+    b->filter = sl_xcalloc_table((size_t)((1ull << bits) / 64), sizeof(uint64_t));
     b->fshift = 64 - bits;
     for (uint64_t i = 0; i <= b->pmask; i++)
         if (b->ptab[i] != PAIR_EMPTY) {
@@ -157,7 +157,7 @@ static int build_vtab(struct bpe *b, const char *what)
     uint64_t size = 1024;
     while (size < (uint64_t)b->n_vocab * 2)
         size *= 2;
-    b->vtab = sl_xcalloc(size, sizeof(*b->vtab));
+    b->vtab = sl_xcalloc_table(size, sizeof(*b->vtab));
     b->vmask = size - 1;
     for (uint32_t id = 0; id < b->n_vocab; id++) {
         if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)

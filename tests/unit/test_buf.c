@@ -1,10 +1,12 @@
 /* Tests for core/buf and core/utf8. */
 #include "tests/harness.h"
 
+#include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/utf8.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 TEST(buf_append_and_cap)
@@ -24,6 +26,27 @@ TEST(buf_append_and_cap)
     CHECK(b.data == NULL && b.len == 0);
     free(d);
     sl_buf_release(&b);
+}
+
+/* Tables for random lookups: zeroed, cache-line aligned, and from 2 MiB on aligned to 2 MiB
+ * (a huge page); free() releases them. */
+TEST(alloc_table_aligned_and_zeroed)
+{
+    size_t sizes[] = { 1, 100, 4096, (size_t)2 << 20, (size_t)5 << 20 };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        unsigned char *p = sl_xcalloc_table(sizes[i], 1);
+        size_t align = sizes[i] >= ((size_t)2 << 20) ? (size_t)2 << 20 : 64;
+        CHECK_EQ_INT((int)((uintptr_t)p % align), 0);
+        size_t nonzero = 0;
+        for (size_t k = 0; k < sizes[i]; k++)
+            nonzero += p[k] != 0;
+        CHECK_EQ_INT((int)nonzero, 0);
+        p[sizes[i] - 1] = 1;
+        free(p);
+    }
+    uint64_t *t = sl_xcalloc_table(1000, sizeof(uint64_t));
+    CHECK_EQ_INT((int)t[999], 0);
+    free(t);
 }
 
 TEST(buf_json_str_escapes)
