@@ -11,6 +11,11 @@
 #
 # Usage: tests/fuzz/campaign.sh [CPU_SECONDS [SLICE [DEADLINE]]]   (binaries in build-fuzz/)
 #        FAMILIES=jsonl,warc tests/fuzz/campaign.sh ...   (only these families)
+#        PRIOR=jsonl:867,warc:1018 tests/fuzz/campaign.sh ...   (CPU seconds that earlier
+#            campaigns gave these families: they count towards CPU_SECONDS)
+# Creating fuzz-corpus/STOP ends the campaign after the running slices (nothing is lost:
+# their CPU time is counted and logged); it is removed when the campaign starts. Ctrl-C
+# (SIGINT to the harnesses) ends it at once, the slices cut short still counted.
 set -uo pipefail
 cpu_target=${1:-3600}
 slice=${2:-600}
@@ -37,6 +42,13 @@ if [ -n "${FAMILIES:-}" ]; then
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=fuzz-corpus
+# the harnesses that write each input to a file write it to a memory file system when
+# there is one: millions of small writes to disk would slow the machine for everyone
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    TMPDIR=$(mktemp -d /dev/shm/sluice-fuzz-XXXXXX)
+    export TMPDIR
+    trap 'rm -rf "$TMPDIR"' EXIT
+fi
 mkdir -p "$root" tests/fuzz/crashes
 log=$root/campaign.log
 declare -A used found turn   # used: CPU centiseconds so far
@@ -45,6 +57,14 @@ for f in "${families[@]}"; do
     turn[${f%%:*}]=0
     found[${f%%:*}]=0
 done
+for p in ${PRIOR//,/ }; do
+    name=${p%%:*}
+    secs=${p#*:}
+    [ -n "${used[$name]+x}" ] || continue
+    case "$secs" in ''|*[!0-9]*) echo "campaign: PRIOR entry '$p' is not NAME:SECONDS" >&2; exit 2 ;; esac
+    used[$name]=$((secs * 100))
+done
+rm -f "$root/STOP"
 
 # One slice of one harness: prints "CPU_CENTISECONDS EXECUTIONS STATUS".
 slice_run() {
@@ -84,6 +104,10 @@ while :; do
         echo "deadline reached" | tee -a "$log"
         break
     fi
+    if [ -e "$root/STOP" ]; then
+        echo "stopped ($root/STOP)" | tee -a "$log"
+        break
+    fi
     # the two families with the least CPU so far, one harness each (rotating)
     mapfile -t pick < <(for f in "${due[@]}"; do echo "${used[${f%%:*}]} $f"; done | sort -n |
         head -2 | cut -d' ' -f2-)
@@ -112,7 +136,11 @@ while :; do
         used[$name]=$((used[$name] + cpu))
         line="$(date -u +%FT%TZ) $name $h cpu_s=$((cpu / 100)) execs=$execs corpus=$(ls "$root/$h" | wc -l) rc=$rc family_cpu_s=$((used[$name] / 100))"
         echo "$line" | tee -a "$log"
-        if [ "$rc" != 0 ]; then
+        if [ "$rc" = 72 ] && grep -q "run interrupted" "$root/$h.last.log"; then
+            # SIGINT (a user stopping the campaign): the slice counts, nothing was found
+            echo "interrupted" | tee -a "$log"
+            touch "$root/STOP"
+        elif [ "$rc" != 0 ]; then
             found[$name]=1
             status=1
             echo "FINDING in $h (family $name):" | tee -a "$log"

@@ -3,6 +3,7 @@
  * (never an abort in fastText, an out-of-range read or a huge allocation), and a model that
  * loads must predict. */
 #include "curate/filter/langid.h"
+#include "fuzz_file.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -11,9 +12,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
+    static char path[4200];
     if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/sluice-fuzz-ft-%d.bin", (int)getpid());
+        snprintf(path, sizeof(path), "%s/sluice-fuzz-ft-%d.bin", fuzz_tmpdir(), (int)getpid());
     FILE *f = fopen(path, "wb");
     if (!f)
         abort();

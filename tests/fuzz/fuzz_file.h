@@ -1,5 +1,7 @@
 /* For harnesses of readers that open a path: the input written to a file of this process
- * (/tmp/NAME.PID), the same path for every input. */
+ * ($TMPDIR/NAME.PID, /tmp without TMPDIR), the same path for every input. The campaign
+ * points TMPDIR at a memory file system, so that millions of inputs are not written to
+ * disk. */
 #ifndef SL_FUZZ_FILE_H
 #define SL_FUZZ_FILE_H
 
@@ -8,11 +10,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static const char *fuzz_file(const char *name, const uint8_t *data, size_t size)
+/* The folder for a harness's files: $TMPDIR, else /tmp. */
+static inline const char *fuzz_tmpdir(void)
 {
-    static char path[96];
+    const char *t = getenv("TMPDIR");
+    return t && *t ? t : "/tmp";
+}
+
+static inline const char *fuzz_file(const char *name, const uint8_t *data, size_t size)
+{
+    static char path[4200];
     if (!path[0])
-        snprintf(path, sizeof(path), "/tmp/%s.%ld", name, (long)getpid());
+        snprintf(path, sizeof(path), "%s/%s.%ld", fuzz_tmpdir(), name, (long)getpid());
     FILE *f = fopen(path, "wb");
     if (!f)
         abort();

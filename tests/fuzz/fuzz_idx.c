@@ -4,13 +4,14 @@
  * (pointers and lengths are checked on open), and a verified index reads throughout. */
 #include "core/err.h"
 #include "dataset/idx.h"
+#include "fuzz_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static char prefix[256];
+static char prefix[4200];
 
 static void put(const char *ext, const uint8_t *p, size_t n)
 {
@@ -27,7 +28,7 @@ static void put(const char *ext, const uint8_t *p, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!prefix[0])
-        snprintf(prefix, sizeof(prefix), "/tmp/sluice-fuzz-idx-%d", (int)getpid());
+        snprintf(prefix, sizeof(prefix), "%s/sluice-fuzz-idx-%d", fuzz_tmpdir(), (int)getpid());
     size_t cut = size;
     for (size_t i = 0; i + 1 < size; i++)
         if (data[i] == 0xFF && data[i + 1] == 0xFE) {
