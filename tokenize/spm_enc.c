@@ -8,6 +8,7 @@
 #include "core/err.h"
 
 #include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -69,8 +70,10 @@ struct spm_enc {
     int has_user;
     struct trie user;       /* user-defined symbols (longest match, never normalized) */
     struct trie pieces;     /* unigram: every piece of pieces_ */
-    int split_ws;           /* BPE: no piece holds U+2581 past its start, so merge word by word */
+    int split_ws;           /* no piece holds U+2581 past its start: words (a span from one
+                             * U+2581 to the next) are encoded one by one, through a cache */
     uint64_t ascii_rule[2]; /* ASCII bytes that start a rule of the character map */
+    uint64_t ascii_pass[2]; /* ASCII bytes that stay themselves when ASCII follows them */
     uint64_t serial;        /* tells the per-thread word caches apart */
 };
 
@@ -577,7 +580,7 @@ static int check_pieces(struct spm_enc *m, const char *name, struct tkey *keys, 
 }
 
 /* The tries of the pieces: the user-defined symbols (SentencePiece's PrefixMatcher) and,
- * for unigram models, every piece; BPE models learn whether they can merge word by word. */
+ * for unigram models, every piece; whether words can be encoded one by one. */
 static void build_matchers(struct spm_enc *m, struct tkey *keys, size_t nkeys, size_t nuser)
 {
     if (nuser) {
@@ -590,10 +593,8 @@ static void build_matchers(struct spm_enc *m, struct tkey *keys, size_t nkeys, s
         free(uk);
         m->has_user = 1;
     }
-    if (m->type == MT_UNIGRAM) {
+    if (m->type == MT_UNIGRAM)
         trie_build(&m->pieces, keys, nkeys);
-        return;
-    }
     m->split_ws = m->escape_ws && !m->ws_suffix && !nuser;
     for (size_t i = 0; i < nkeys && m->split_ws; i++) {
         const struct piece *p = &m->p[keys[i].value];
@@ -631,6 +632,22 @@ static int load_charsmap(struct spm_enc *m, const uint8_t *map, size_t map_n, co
         size_t pos = root ^ c;
         if (pos >= m->da_n || (m->da[pos] & ((1u << 31) | 0xFF)) == c)
             m->ascii_rule[c >> 6] |= 1ull << (c & 63);
+        /* a rule that starts with c and needs a character that is not ASCII next (a letter
+         * and a combining mark) cannot match c followed by ASCII */
+        int pass = 1;
+        if (pos < m->da_n && (m->da[pos] & ((1u << 31) | 0xFF)) == c) {
+            uint32_t u = m->da[pos];
+            size_t next = pos ^ ((u >> 10) << ((u & (1u << 9)) >> 6));
+            if ((u >> 8) & 1)
+                pass = 0; /* c alone is a rule */
+            for (unsigned d = 0; d < 128 && pass; d++) {
+                size_t p2 = next ^ d;
+                if (p2 < m->da_n && (m->da[p2] & ((1u << 31) | 0xFF)) == d)
+                    pass = 0;
+            }
+        }
+        if (pass)
+            m->ascii_pass[c >> 6] |= 1ull << (c & 63);
     }
     return 0;
 }
@@ -712,13 +729,36 @@ struct cache_entry {
     uint32_t ids[CACHE_IDS];
 };
 
+/* The per-thread cache of unigram words: the best path through a word of up to UCACHE_KEY
+ * bytes with at most UCACHE_PIECES pieces, with what it takes to tell whether the same word
+ * elsewhere in a sentence takes the same path (encode_unigram_words). Direct-mapped, 128
+ * bytes an entry. */
+#define UCACHE_SLOTS  32768
+#define UCACHE_KEY    40
+#define UCACHE_PIECES 8
+struct ucache_entry {
+    uint8_t len, npieces;
+    uint8_t unk_mask;         /* piece i is the <unk> candidate of one character */
+    uint8_t plen[UCACHE_PIECES];
+    char key[UCACHE_KEY];
+    float margin;             /* the smallest lead of a best candidate over the next one */
+    float span;               /* the largest |score| reached inside the word, from its start */
+    float base;               /* |the score at the word's start| when it was searched */
+    int32_t id[UCACHE_PIECES];
+    float score[UCACHE_PIECES];
+};
+
 struct scratch {
     struct cache_entry *cache;
+    struct ucache_entry *ucache;
     uint64_t cache_serial;
     char *norm;
     size_t norm_n, norm_cap;
     float *score;
     int32_t *start, *id;
+    float *pscore; /* the score of the piece that ends the best path to each position */
+    float *lead;   /* how far the best candidate at each position is ahead of the next */
+    uint8_t *unkc; /* the best path to the position ends with an unknown character */
     size_t best_cap;
     struct sym *sym;
     size_t sym_cap;
@@ -739,10 +779,14 @@ static void scratch_free(void *p)
     if (!s)
         return;
     free(s->cache);
+    free(s->ucache);
     free(s->norm);
     free(s->score);
     free(s->start);
     free(s->id);
+    free(s->pscore);
+    free(s->lead);
+    free(s->unkc);
     free(s->sym);
     free(s->heap);
     free(s->rev);
@@ -903,9 +947,11 @@ static void normalize(const struct spm_enc *m, struct scratch *sc, const uint8_t
     int prev_space = m->remove_extra_ws;
     while (n) {
         size_t used;
-        /* fast path: printable ASCII other than space with no rule and no user symbol */
+        /* fast path: printable ASCII other than space with no rule (or none that can match
+         * before a next character that is ASCII too) and no user symbol */
         if (!m->has_user && in[0] > 0x20 && in[0] < 0x7f &&
-            !(m->ascii_rule[in[0] >> 6] >> (in[0] & 63) & 1)) {
+            (!(m->ascii_rule[in[0] >> 6] >> (in[0] & 63) & 1) ||
+             ((m->ascii_pass[in[0] >> 6] >> (in[0] & 63) & 1) && (n == 1 || in[1] < 0x80)))) {
             if (sc->norm_n + 1 > sc->norm_cap)
                 GROW(sc->norm, sc->norm_cap, sc->norm_n + 2);
             sc->norm[sc->norm_n++] = (char)in[0];
@@ -914,7 +960,9 @@ static void normalize(const struct spm_enc *m, struct scratch *sc, const uint8_t
             n--;
             continue;
         }
-        if (in[0] == ' ' && !m->has_user && !(m->ascii_rule[0] >> ' ' & 1)) {
+        if (in[0] == ' ' && !m->has_user &&
+            (!(m->ascii_rule[0] >> ' ' & 1) ||
+             ((m->ascii_pass[0] >> ' ' & 1) && (n == 1 || in[1] < 0x80)))) {
             if (!prev_space) {
                 norm_put(sc, ws, ws_n);
                 prev_space = m->remove_extra_ws;
@@ -985,36 +1033,68 @@ static inline int emit_piece(struct emit *e, int32_t id, const char *w, size_t w
 
 /* ---- unigram ----------------------------------------------------------------------- */
 
-static int encode_unigram(const struct spm_enc *m, struct scratch *sc, struct emit *e)
+static void unigram_reserve(struct scratch *sc, size_t size)
+{
+    if (size + 1 <= sc->best_cap)
+        return;
+    size_t cap = sc->best_cap ? sc->best_cap : 256;
+    while (cap < size + 1)
+        cap *= 2;
+    sc->score = sl_xrealloc(sc->score, cap * sizeof(*sc->score));
+    sc->start = sl_xrealloc(sc->start, cap * sizeof(*sc->start));
+    sc->id = sl_xrealloc(sc->id, cap * sizeof(*sc->id));
+    sc->pscore = sl_xrealloc(sc->pscore, cap * sizeof(*sc->pscore));
+    sc->lead = sl_xrealloc(sc->lead, cap * sizeof(*sc->lead));
+    sc->unkc = sl_xrealloc(sc->unkc, cap * sizeof(*sc->unkc));
+    sc->best_cap = cap;
+}
+
+/* A candidate for the best path to `end`: taken when it is the first or beats the best so
+ * far (ties keep the earlier one, as SentencePiece does); lead[end] follows how far the
+ * best is ahead of the next best. */
+static inline void viterbi_offer(struct scratch *sc, size_t end, double cand, float stored,
+                                 size_t at, int32_t id, float score, uint8_t unk)
+{
+    float *best = sc->score;
+    if (sc->start[end] == -1 || cand > (double)best[end]) {
+        if (sc->start[end] != -1)
+            sc->lead[end] = (float)(cand - (double)best[end]);
+        best[end] = stored;
+        sc->start[end] = (int32_t)at;
+        sc->id[end] = id;
+        sc->pscore[end] = score;
+        sc->unkc[end] = unk;
+    } else {
+        float gap = (float)((double)best[end] - cand);
+        if (gap < sc->lead[end])
+            sc->lead[end] = gap;
+    }
+}
+
+/* The Viterbi search over the characters of norm[a..b), with the best score at a in
+ * score[a]: the best path to every position of (a, b] (score, start, id, pscore, lead).
+ * No piece may cross a or b (a whole text, or a word of a model whose pieces hold U+2581
+ * only at their start). */
+static void viterbi_span(const struct spm_enc *m, struct scratch *sc, size_t a, size_t b)
 {
     const uint8_t *s = (const uint8_t *)sc->norm;
-    size_t size = sc->norm_n;
-    if (size + 1 > sc->best_cap) {
-        size_t cap = sc->best_cap ? sc->best_cap : 256;
-        while (cap < size + 1)
-            cap *= 2;
-        sc->score = sl_xrealloc(sc->score, cap * sizeof(*sc->score));
-        sc->start = sl_xrealloc(sc->start, cap * sizeof(*sc->start));
-        sc->id = sl_xrealloc(sc->id, cap * sizeof(*sc->id));
-        sc->best_cap = cap;
-    }
-    float *best = sc->score;
-    int32_t *start = sc->start, *bid = sc->id;
-    for (size_t i = 0; i <= size; i++) {
-        best[i] = 0;
-        start[i] = -1;
+    const float *best = sc->score;
+    for (size_t i = a + 1; i <= b; i++) {
+        sc->score[i] = 0;
+        sc->start[i] = -1;
+        sc->lead[i] = FLT_MAX;
     }
     const float unk_score = m->min_score - 10.0f;
     const struct trie *t = &m->pieces;
-    size_t at = 0;
-    while (at < size) {
+    size_t at = a;
+    while (at < b) {
         const float till_here = best[at];
         size_t mblen = one_char_len(s[at]);
-        if (mblen > size - at)
-            mblen = size - at;
+        if (mblen > b - at)
+            mblen = b - at;
         int single = 0;
         uint32_t node = 0;
-        for (size_t k = at; k < size; k++) {
+        for (size_t k = at; k < b; k++) {
             int32_t c = trie_child(t, node, s[k]);
             if (c < 0)
                 break;
@@ -1027,37 +1107,180 @@ static int encode_unigram(const struct spm_enc *m, struct scratch *sc, struct em
             double score = nd->type == PT_USER ? (double)((float)length * m->max_score) - 0.1
                                                : (double)nd->score;
             double cand = score + (double)till_here;
-            if (start[end] == -1 || cand > (double)best[end]) {
-                best[end] = (float)cand;
-                start[end] = (int32_t)at;
-                bid[end] = id;
-            }
+            viterbi_offer(sc, end, cand, (float)cand, at, id, (float)score, 0);
             if (length == mblen)
                 single = 1;
         }
         if (!single) {
-            size_t end = at + mblen;
             float cand = unk_score + till_here;
-            if (start[end] == -1 || cand > best[end]) {
-                best[end] = cand;
-                start[end] = (int32_t)at;
-                bid[end] = m->unk;
-            }
+            viterbi_offer(sc, at + mblen, (double)cand, cand, at, m->unk, unk_score, 1);
         }
         at += mblen;
     }
-    /* backtrack: the path is read backwards into the stack, then emitted forwards */
+}
+
+/* Emit the best path from a to b (viterbi_span): read backwards into the stack, then
+ * emitted forwards. */
+static int unigram_emit(const struct spm_enc *m, struct scratch *sc, struct emit *e, size_t a,
+                        size_t b)
+{
     size_t np = 0;
     GROW(sc->stack, sc->stack_cap, 16);
-    for (size_t end = size; end > 0; end = (size_t)start[end]) {
+    for (size_t end = b; end > a; end = (size_t)sc->start[end]) {
         GROW(sc->stack, sc->stack_cap, np + 1);
         sc->stack[np++] = (uint32_t)end;
     }
+    (void)m;
     while (np) {
-        size_t end = sc->stack[--np], beg = (size_t)start[end];
-        int rc = emit_piece(e, bid[end], sc->norm + beg, end - beg);
+        size_t end = sc->stack[--np], beg = (size_t)sc->start[end];
+        int rc = emit_piece(e, sc->id[end], sc->norm + beg, end - beg);
         if (rc)
             return rc;
+    }
+    return 0;
+}
+
+/* The spacing of floats at magnitude x (x >= 0): what rounding a sum to float may move it
+ * by, twice over. */
+static inline double float_ulp(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    uint64_t ex = (bits >> 52) & 0x7FF; /* x in [2^(ex-1023), 2^(ex-1022)) */
+    if (ex <= 200)
+        ex = 200; /* tiny magnitudes: a tiny step */
+    bits = (ex - 22) << 52;
+    double r;
+    memcpy(&r, &bits, sizeof(r));
+    return r;
+}
+
+/* Whether a cached word takes the same path when the score at its start is `base`. Inside
+ * a word the path depends on the base only through rounding: every candidate is the base
+ * plus the exact sum of its pieces' scores, give or take half a float step for each of at
+ * most len pieces on each side. A word whose every choice was won by more than that, at
+ * the magnitudes of both searches, is chosen the same way; one with a nearer tie is searched
+ * again. */
+static inline int ucache_holds(const struct ucache_entry *c, float base)
+{
+    double step = float_ulp(fabs((double)base) + (double)c->span) +
+                  float_ulp((double)c->base + (double)c->span);
+    return (double)c->margin > 2.0 * ((double)c->len + 2.0) * step;
+}
+
+/* Remember the best path through the word a..b just searched, if it fits an entry. */
+static void ucache_put(struct scratch *sc, struct ucache_entry *c, size_t a, size_t b)
+{
+    size_t np = 0;
+    float margin = FLT_MAX, span = 0, base = sc->score[a];
+    for (size_t i = a + 1; i <= b; i++) {
+        if (sc->lead[i] < margin)
+            margin = sc->lead[i];
+        float d = (float)fabs((double)sc->score[i] - (double)base);
+        if (d > span)
+            span = d;
+    }
+    size_t end = b;
+    for (; end > a && np < UCACHE_PIECES; np++)
+        end = (size_t)sc->start[end];
+    if (end > a)
+        return; /* more pieces than an entry holds */
+    c->len = (uint8_t)(b - a);
+    c->npieces = (uint8_t)np;
+    c->unk_mask = 0;
+    c->margin = margin;
+    c->span = span * 1.0001f + FLT_MIN;
+    c->base = (float)fabs((double)base);
+    memcpy(c->key, sc->norm + a, b - a);
+    end = b;
+    for (size_t i = np; i-- > 0;) {
+        size_t beg = (size_t)sc->start[end];
+        c->id[i] = sc->id[end];
+        c->plen[i] = (uint8_t)(end - beg);
+        c->score[i] = sc->pscore[end];
+        if (sc->unkc[end])
+            c->unk_mask |= (uint8_t)(1u << i);
+        end = beg;
+    }
+}
+
+/* One word a..b of a unigram model whose pieces hold U+2581 only at their start, the score
+ * at a known; c: the word's cache entry (NULL for a word too long for one). Its cached
+ * path when the entry has the word and the path holds at this score (ucache_holds), else
+ * searched (and remembered). score[b] is set either way, for the next word. */
+static int unigram_word(const struct spm_enc *m, struct scratch *sc, struct emit *e, size_t a,
+                        size_t b, struct ucache_entry *c)
+{
+    size_t len = b - a;
+    float base = sc->score[a];
+    if (c && c->len == len && !memcmp(c->key, sc->norm + a, len) && ucache_holds(c, base)) {
+        /* the same sums, in the same order, as viterbi_span takes them */
+        size_t off = a;
+        for (size_t i = 0; i < c->npieces; i++) {
+            int rc = emit_piece(e, c->id[i], sc->norm + off, c->plen[i]);
+            if (rc)
+                return rc;
+            if (c->unk_mask & (1u << i))
+                base = c->score[i] + base;
+            else
+                base = (float)((double)c->score[i] + (double)base);
+            off += c->plen[i];
+        }
+        sc->score[b] = base;
+        return 0;
+    }
+    viterbi_span(m, sc, a, b);
+    if (c)
+        ucache_put(sc, c, a, b);
+    return unigram_emit(m, sc, e, a, b);
+}
+
+#define WORD_BATCH 32
+
+static int encode_unigram(const struct spm_enc *m, struct scratch *sc, struct emit *e)
+{
+    size_t size = sc->norm_n;
+    unigram_reserve(sc, size);
+    sc->score[0] = 0;
+    sc->start[0] = -1;
+    if (!m->split_ws) {
+        viterbi_span(m, sc, 0, size);
+        return unigram_emit(m, sc, e, 0, size);
+    }
+    /* no piece crosses the start of a U+2581: the best path through the text is the best
+     * paths through its words, one after the other. Words go in batches whose cache
+     * entries are found and prefetched first, so that their memory latencies overlap. */
+    const char *s = sc->norm;
+    size_t bound[WORD_BATCH + 1];
+    struct ucache_entry *ent[WORD_BATCH];
+    size_t beg = 0, i = 1;
+    while (beg < size) {
+        size_t nw = 0;
+        bound[0] = beg;
+        while (nw < WORD_BATCH) {
+            const char *hit = i + 3 <= size ? memchr(s + i, 0xE2, size - i - 2) : NULL;
+            while (hit && memcmp(hit, SPACE_SYM, 3))
+                hit = (size_t)(hit + 1 - s) + 3 <= size
+                          ? memchr(hit + 1, 0xE2, size - (size_t)(hit + 1 - s) - 2)
+                          : NULL;
+            size_t end = hit ? (size_t)(hit - s) : size;
+            size_t len = end - bound[nw];
+            ent[nw] = NULL;
+            if (len <= UCACHE_KEY) {
+                ent[nw] = &sc->ucache[hash_bytes(s + bound[nw], len) & (UCACHE_SLOTS - 1)];
+                __builtin_prefetch(ent[nw]);
+            }
+            bound[++nw] = end;
+            if (end == size)
+                break;
+            i = end + 3;
+        }
+        for (size_t k = 0; k < nw; k++) {
+            int rc = unigram_word(m, sc, e, bound[k], bound[k + 1], ent[k]);
+            if (rc)
+                return rc;
+        }
+        beg = bound[nw];
     }
     return 0;
 }
@@ -1264,12 +1487,6 @@ static int encode_bpe(const struct spm_enc *m, struct scratch *sc, struct emit *
     size_t n = sc->norm_n;
     if (!m->split_ws)
         return encode_bpe_span(m, sc, e, 0, n);
-    if (sc->cache_serial != m->serial) {
-        if (!sc->cache)
-            sc->cache = sl_xmalloc(CACHE_SLOTS * sizeof(*sc->cache));
-        memset(sc->cache, 0, CACHE_SLOTS * sizeof(*sc->cache));
-        sc->cache_serial = m->serial;
-    }
     /* no piece crosses the start of a U+2581: merge each word on its own (same result) */
     size_t beg = 0;
     const char *s = sc->norm;
@@ -1289,6 +1506,25 @@ static int encode_bpe(const struct spm_enc *m, struct scratch *sc, struct emit *
     return encode_bpe_word(m, sc, e, beg, n);
 }
 
+/* This thread's word cache, emptied for model m (a cache holds one model's words). */
+static void caches_reset(const struct spm_enc *m, struct scratch *sc)
+{
+    if (m->type == MT_BPE) {
+        if (!sc->cache)
+            sc->cache = sl_xcalloc_table(CACHE_SLOTS, sizeof(*sc->cache));
+        memset(sc->cache, 0, CACHE_SLOTS * sizeof(*sc->cache));
+        if (sc->ucache)
+            memset(sc->ucache, 0, UCACHE_SLOTS * sizeof(*sc->ucache));
+    } else {
+        if (!sc->ucache)
+            sc->ucache = sl_xcalloc_table(UCACHE_SLOTS, sizeof(*sc->ucache));
+        memset(sc->ucache, 0, UCACHE_SLOTS * sizeof(*sc->ucache));
+        if (sc->cache)
+            memset(sc->cache, 0, CACHE_SLOTS * sizeof(*sc->cache));
+    }
+    sc->cache_serial = m->serial;
+}
+
 int spm_enc_encode(const struct spm_enc *m, const char *text, size_t n, struct tok_ids *out)
 {
     struct scratch *sc = scratch_get();
@@ -1297,6 +1533,8 @@ int spm_enc_encode(const struct spm_enc *m, const char *text, size_t n, struct t
     if (!sc->norm_n)
         return bad_utf8;
     struct emit e = { m, out, 0 };
+    if (m->split_ws && sc->cache_serial != m->serial)
+        caches_reset(m, sc);
     int rc = m->type == MT_BPE ? encode_bpe(m, sc, &e) : encode_unigram(m, sc, &e);
     return rc ? rc : bad_utf8;
 }

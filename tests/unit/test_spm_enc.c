@@ -245,3 +245,118 @@ TEST(spm_enc_invalid_utf8)
     spm_enc_free(e);
     sl_buf_release(&m);
 }
+
+/* ---- a unigram model built here, for the word cache -------------------------------- */
+
+static void pb_varint(struct sl_buf *b, uint64_t v)
+{
+    do {
+        unsigned char c = (unsigned char)(v & 0x7F);
+        v >>= 7;
+        if (v)
+            c |= 0x80;
+        sl_buf_append(b, &c, 1);
+    } while (v);
+}
+
+static void pb_bytes(struct sl_buf *b, unsigned field, const void *p, size_t n)
+{
+    pb_varint(b, (uint64_t)field << 3 | 2);
+    pb_varint(b, n);
+    sl_buf_append(b, p, n);
+}
+
+static void pb_piece(struct sl_buf *model, const char *piece, float score, int type)
+{
+    struct sl_buf sp = SL_BUF_INIT;
+    pb_bytes(&sp, 1, piece, strlen(piece));
+    pb_varint(&sp, 2 << 3 | 5);
+    sl_buf_append(&sp, &score, 4);
+    pb_varint(&sp, 3 << 3 | 0);
+    pb_varint(&sp, (uint64_t)type);
+    pb_bytes(model, 1, sp.data, sp.len);
+    sl_buf_release(&sp);
+}
+
+/* Words are encoded one by one through a cache, and a cached word's best path is taken again
+ * only where it is sure to be the best path there too: the scores of a path are added to the
+ * score reached at the word's start, in float, so a word whose two best paths are nearly tied
+ * can round the other way after a long run of large scores. The model's scores are large and
+ * the words few, so the texts hold such near ties at every magnitude; ids must equal the
+ * library's (taking every cached path unchecked gives hundreds of differences). */
+TEST(spm_enc_unigram_word_cache_near_ties)
+{
+    struct sl_buf model = SL_BUF_INIT, spec = SL_BUF_INIT;
+    pb_piece(&model, "<unk>", 0, 2);
+    pb_piece(&model, "<s>", 0, 3);
+    pb_piece(&model, "</s>", 0, 3);
+    static const char *const letters[] = { "a", "b", "c" };
+    unsigned seed = 99;
+    char piece[16];
+    /* every string of 1..4 letters, and each with U+2581 in front */
+    for (int len = 1; len <= 4; len++) {
+        int count = 1;
+        for (int k = 0; k < len; k++)
+            count *= 3;
+        for (int v = 0; v < count; v++) {
+            for (int sp = 0; sp < 2; sp++) {
+                size_t n = 0;
+                if (sp) {
+                    memcpy(piece, "\xe2\x96\x81", 3);
+                    n = 3;
+                }
+                for (int k = 0, x = v; k < len; k++, x /= 3)
+                    piece[n++] = letters[x % 3][0];
+                piece[n] = 0;
+                /* a piece scores the sum of its letters' values, a cost per piece and a
+                 * little noise: the segmentations of a word into as many pieces tie
+                 * within the noise, and the sums of a few hundred words reach magnitudes
+                 * where a float's step is larger than the noise */
+                seed = seed * 1103515245u + 12345u;
+                double score = -50000.0 * (sp + 1) - (double)((seed >> 8) % 4096) / 1024.0;
+                for (int k = 0, x = v; k < len; k++, x /= 3)
+                    score -= 100000.0 + 1000.0 * (x % 3);
+                pb_piece(&model, piece, (float)score, 1);
+            }
+        }
+    }
+    pb_piece(&model, "\xe2\x96\x81", -200000.0f, 1);
+    pb_varint(&spec, 3 << 3 | 0); /* TrainerSpec.model_type = UNIGRAM */
+    pb_varint(&spec, 1);
+    pb_bytes(&model, 2, spec.data, spec.len);
+    sl_buf_reset(&spec);
+    pb_varint(&spec, 3 << 3 | 0); /* NormalizerSpec: add_dummy_prefix, */
+    pb_varint(&spec, 1);
+    pb_varint(&spec, 4 << 3 | 0); /* remove_extra_whitespaces, */
+    pb_varint(&spec, 1);
+    pb_varint(&spec, 5 << 3 | 0); /* escape_whitespaces; no character map */
+    pb_varint(&spec, 1);
+    pb_bytes(&model, 3, spec.data, spec.len);
+    const char *path = sl_test_write("near_ties.model", model.data, model.len);
+    struct pair p = { NULL, NULL, "near_ties.model", 0, 0 };
+    REQUIRE(spm_load_engine(&p.own, path, SPM_ENGINE_OWN) == 0);
+    REQUIRE(spm_load_engine(&p.lib, path, SPM_ENGINE_LIB) == 0);
+    /* texts of 50-400 words from a few hundred distinct words, so that most are cached */
+    struct sl_buf text = SL_BUF_INIT;
+    for (int t = 0; t < 400; t++) {
+        sl_buf_reset(&text);
+        seed = seed * 1103515245u + 12345u;
+        int words = 50 + (int)((seed >> 8) % 350);
+        for (int w = 0; w < words; w++) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned word = (seed >> 8) % 300;
+            int len = 2 + (int)(word % 7);
+            for (int k = 0; k < len; k++, word = word * 7 + 3)
+                sl_buf_append(&text, letters[word % 3], 1);
+            sl_buf_append(&text, " ", 1);
+        }
+        compare(&p, text.data, text.len);
+    }
+    fprintf(stderr, "    %s: %zu texts compared, %zu differ\n", p.name, p.compared, p.mismatched);
+    CHECK_EQ_INT(p.mismatched, 0);
+    spm_free(p.own);
+    spm_free(p.lib);
+    sl_buf_release(&text);
+    sl_buf_release(&spec);
+    sl_buf_release(&model);
+}
