@@ -46,12 +46,14 @@ struct bpe {
     int pshift;
     uint32_t *merge_id; /* rank -> merged id; NULL: the id is rank + merge_off */
     uint32_t merge_off;
+    uint32_t n_merges;  /* entries of merge_id */
     uint32_t *bp;       /* [b1 << 8 | b2]: rank of merging two single-byte tokens */
     uint64_t *filter;   /* one bit per hash of each pair (most pairs do not merge): a
                          * clear bit answers "no merge" without touching ptab */
     int fshift;
     struct special *spec;
     size_t nspec;
+    int from_cache; /* read back from the compiled-vocabulary cache (bpe_cache.h) */
 };
 
 static inline uint64_t bpe_mix64(uint64_t h)

@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/stream.h"
 #include "core/utf8.h"
+#include "tokenize/bpe_cache.h"
 #include "tokenize/bpe_impl.h"
 
 #include <stdio.h>
@@ -496,6 +497,7 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
 
 int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
 {
+    *out = NULL;
     struct sl_buf buf = SL_BUF_INIT;
     sl_buf_init(&buf, MAX_FILE);
     int rc = sl_read_file(path, &buf);
@@ -515,9 +517,17 @@ int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
         if (rc)
             rc = sl_err_wrap(rc, "cannot load tiktoken ranks: ");
     }
-    if (!rc)
+    /* the same bytes under another name may take another pre-tokenizer: the key has the
+     * one the name gives */
+    struct bpe_cache_key key = bpe_cache_key("tiktoken", kind >= 0 ? kind : kind_from_name(path),
+                                             buf.data ? buf.data : "", buf.len,
+                                             f ? (js.data ? js.data : "") : NULL, js.len);
+    if (!rc && (*out = bpe_cache_get(key)) == NULL) {
         rc = bpe_load_tiktoken_sidecar_mem(out, buf.data ? buf.data : "", buf.len, kind, path,
                                            f ? (js.data ? js.data : "") : NULL, js.len, scname);
+        if (!rc)
+            bpe_cache_put(*out, key);
+    }
     free(scname);
     sl_buf_release(&js);
     sl_buf_release(&buf);
@@ -721,6 +731,7 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
                 break;
             }
             b->merge_id[rank] = (uint32_t)m;
+            b->n_merges = (uint32_t)rank + 1;
             pair_put(b, (uint32_t)l, (uint32_t)r, (uint32_t)rank, 0);
             merge_count = rank + 1;
             b->flags[m] &= (u8)~FL_SPECIAL;
@@ -794,10 +805,19 @@ int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_p
                         "(%zu bytes)\nhint: a merges file has one 'A B' pair a line after its "
                         "'#version' line; was it cut or saved empty?",
                         merges_path, vocab_path, m.len);
+    struct bpe_cache_key key =
+        bpe_cache_key("gpt2", 0, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len);
+    if (!rc && (*out = bpe_cache_get(key)) != NULL) {
+        sl_buf_release(&v);
+        sl_buf_release(&m);
+        return 0;
+    }
     if (!rc) {
         /* messages name the file they are about */
         rc = bpe_load_gpt2_mem(out, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len,
                                vocab_path);
+        if (!rc)
+            bpe_cache_put(*out, key);
         if (rc && strstr(sl_err_msg(), "cannot load merges '")) {
             char *msg = sl_xstrdup(sl_err_msg());
             const char *rest = strstr(msg, "': ") + 3;

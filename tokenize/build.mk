@@ -1,5 +1,5 @@
 # tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
-LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/tokenizer.c
+LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/bpe_cache.c tokenize/tokenizer.c
 LIB_SRCS += tokenize/hf.c tokenize/hf_load.c
 FUZZ_TARGETS += fuzz_hf_tokenizer
 LIB_SRCS += tokenize/bpe_train.c tokenize/hf_write.c
@@ -7,7 +7,7 @@ PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm.cc tokenize/spm_train.cc
 PKGS += sentencepiece
 LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
-FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train fuzz_bpe_cache
 
 # The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
 .PHONY: gen-unicat

@@ -2,6 +2,8 @@
 # Sourced by each tests/cli/t_*.sh; $SLUICE is the binary, $T a fresh temporary directory.
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cli-XXXXXX")
+# compiled vocabularies cached per test, not in the user's cache
+export SLUICE_CACHE_DIR="$T/vocab-cache"
 FIX=${SLUICE_FIXTURES:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures" && pwd)}
 _pass=0
 _fail=0

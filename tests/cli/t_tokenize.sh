@@ -125,6 +125,37 @@ expect_rc 0; cmp -s "$T/merged/all/m.bin" "$T/m.bin" && ok || fail "merge into a
 run "$SLUICE" dataset merge --out "$T/afile/m" "$T/d_text_document" "$T/np"
 expect_rc 1; expect_err "'$T/afile' exists and is not a directory"
 
+case_ "the compiled-vocabulary cache: written once, read back, same bytes; off, read-only and damaged caches still work"
+VC="$T/vc"
+for spec in "$GPT2" "tiktoken:$TF/o200k_base.tiktoken.zst"; do
+    rm -rf "$VC"
+    SLUICE_CACHE_DIR= run "$SLUICE" tokenize -j 1 --tokenizer "$spec" --out "$T/vc_off" "$FIX/tokenizer/cases.jsonl.zst"
+    expect_rc 0
+    [ ! -e "$VC" ] && ok || fail "SLUICE_CACHE_DIR= wrote a cache"
+    SLUICE_CACHE_DIR="$VC" run "$SLUICE" tokenize -j 1 --tokenizer "$spec" --out "$T/vc_1" "$FIX/tokenizer/cases.jsonl.zst"
+    expect_rc 0
+    expect_eq "$(ls "$VC" | grep -c '^bpe-.*\.bin$')" 1
+    SLUICE_CACHE_DIR="$VC" run "$SLUICE" tokenize -j 1 --tokenizer "$spec" --out "$T/vc_2" "$FIX/tokenizer/cases.jsonl.zst"
+    expect_rc 0
+    for r in vc_1 vc_2; do
+        cmp -s "$T/vc_off_text_document.bin" "$T/${r}_text_document.bin" && cmp -s "$T/vc_off_text_document.idx" "$T/${r}_text_document.idx" \
+            && ok || fail "$spec: $r differs from the run without the cache"
+    done
+    # damaged: ignored and written again; the output is the same
+    f=$(ls "$VC"/bpe-*.bin)
+    printf 'XXXXXXXX' | dd of="$f" bs=1 seek=4000 conv=notrunc status=none
+    SLUICE_CACHE_DIR="$VC" run "$SLUICE" tokenize -j 1 --tokenizer "$spec" --out "$T/vc_3" "$FIX/tokenizer/cases.jsonl.zst"
+    expect_rc 0
+    cmp -s "$T/vc_off_text_document.bin" "$T/vc_3_text_document.bin" && ok || fail "$spec: the run after damage differs"
+    dd if="$f" bs=1 skip=4000 count=8 status=none | grep -q XXXXXXXX && fail "$spec: the damaged file was not rewritten" || ok
+done
+# a cache folder that cannot be created (under a file): no cache, same output
+: > "$T/afile_vc"
+SLUICE_CACHE_DIR="$T/afile_vc/sub" run "$SLUICE" tokenize -j 1 --tokenizer "$GPT2" --out "$T/vc_ro" "$FIX/tokenizer/cases.jsonl.zst"
+expect_rc 0
+SLUICE_CACHE_DIR= run "$SLUICE" tokenize -j 1 --tokenizer "$GPT2" --out "$T/vc_gpt2" "$FIX/tokenizer/cases.jsonl.zst"
+cmp -s "$T/vc_gpt2_text_document.bin" "$T/vc_ro_text_document.bin" && ok || fail "an unusable cache folder changed the output"
+
 case_ "cl100k ids need int32"
 expect_eq "$(json "$T/w_cl100k_base_botchan.manifest.json" "m['settings']['dtype']")" int32
 

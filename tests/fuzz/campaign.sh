@@ -29,7 +29,7 @@ families=(
     "arxiv-tar:fuzz_arxiv"
     "idx:fuzz_idx"
     "config-yaml:fuzz_config"
-    "tokenizer-files:fuzz_bpe_load fuzz_spm_enc fuzz_fasttext"
+    "tokenizer-files:fuzz_bpe_load fuzz_spm_enc fuzz_fasttext fuzz_bpe_cache"
     "checkpoint-headers:fuzz_safetensors fuzz_tbevents"
 )
 if [ -n "${FAMILIES:-}" ]; then

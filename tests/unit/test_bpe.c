@@ -8,12 +8,14 @@
 #include "core/err.h"
 #include "core/stream.h"
 #include "tokenize/bpe.h"
+#include "tokenize/bpe_cache.h"
 #include "tokenize/pretok.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <json-c/json.h>
 #include <pcre2.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static struct bpe *load(const char *which)
 {
@@ -470,4 +472,148 @@ TEST(bpe_tiktoken_unreachable_token)
     bpe_enc_free(e);
     bpe_free(b);
     sl_buf_release(&f);
+}
+
+/* ---- the compiled-vocabulary cache ---------------------------------------------------- */
+
+/* Number of bpe-*.bin files in dir. */
+static int cache_files(const char *dir)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "ls '%s' 2>/dev/null | grep -c '^bpe-.*\\.bin$'", dir);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = 0;
+        pclose(p);
+    }
+    return n;
+}
+
+/* The one cache file in dir (static buffer). */
+static const char *cache_file(const char *dir)
+{
+    static char path[1200];
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "ls -d '%s'/bpe-*.bin | head -1", dir);
+    FILE *p = popen(cmd, "r");
+    path[0] = 0;
+    if (p) {
+        if (!fgets(path, sizeof(path), p))
+            path[0] = 0;
+        pclose(p);
+    }
+    path[strcspn(path, "\n")] = 0;
+    return path;
+}
+
+/* A vocabulary loaded a second time comes from the cache and gives the reference ids; a
+ * damaged, cut or foreign file is not used (and is written again); a file loaded with
+ * another pre-tokenizer has its own entry; SLUICE_CACHE_DIR= turns it off. */
+TEST(bpe_vocabulary_cache)
+{
+    char dir[1100];
+    snprintf(dir, sizeof(dir), "%s/cache", sl_test_tmpdir());
+    setenv("SLUICE_CACHE_DIR", dir, 1);
+    static const char *const which[] = { "gpt2", "o200k_base" };
+    for (int w = 0; w < 2; w++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        CHECK_EQ_INT(system(cmd), 0);
+        struct bpe *b = load(which[w]);
+        REQUIRE(b);
+        CHECK_EQ_INT(bpe_from_cache(b), 0);
+        bpe_free(b);
+        CHECK_EQ_INT(cache_files(dir), 1);
+        b = load(which[w]);
+        REQUIRE(b);
+        CHECK_EQ_INT(bpe_from_cache(b), 1);
+        check_cases(b, w == 0 ? "gpt2" : "o200k_base");
+        CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), w == 0 ? 50256 : 199999);
+        bpe_free(b);
+        /* damaged in the middle, then cut: built again, and the file written again */
+        struct sl_buf f = SL_BUF_INIT;
+        char path[1200];
+        snprintf(path, sizeof(path), "%s", cache_file(dir));
+        REQUIRE(sl_read_file(path, &f) == 0);
+        f.data[f.len / 2] ^= 0x40;
+        FILE *o = fopen(path, "wb");
+        REQUIRE(o && fwrite(f.data, 1, f.len, o) == f.len);
+        fclose(o);
+        b = load(which[w]);
+        REQUIRE(b);
+        CHECK_EQ_INT(bpe_from_cache(b), 0);
+        bpe_free(b);
+        b = load(which[w]);
+        CHECK_EQ_INT(bpe_from_cache(b), 1);
+        bpe_free(b);
+        CHECK_EQ_INT(truncate(path, (off_t)(f.len - 100)), 0);
+        b = load(which[w]);
+        CHECK_EQ_INT(bpe_from_cache(b), 0);
+        bpe_free(b);
+        sl_buf_release(&f);
+    }
+    /* the o200k_base ranks with GPT-2's pre-tokenizer are another vocabulary */
+    struct bpe *b = NULL;
+    REQUIRE(bpe_load_tiktoken(&b, sl_test_fixture("tokenizer/o200k_base.tiktoken.zst"), PRETOK_GPT2) == 0);
+    CHECK_EQ_INT(bpe_from_cache(b), 0);
+    CHECK_EQ_INT(bpe_pretok(b), PRETOK_GPT2);
+    bpe_free(b);
+    CHECK_EQ_INT(cache_files(dir), 2);
+    /* off */
+    setenv("SLUICE_CACHE_DIR", "", 1);
+    b = load("cl100k_base");
+    CHECK_EQ_INT(bpe_from_cache(b), 0);
+    bpe_free(b);
+    b = load("cl100k_base");
+    CHECK_EQ_INT(bpe_from_cache(b), 0);
+    bpe_free(b);
+    CHECK_EQ_INT(cache_files(dir), 2);
+}
+
+/* The reader refuses a file whose tables name ids outside the vocabulary even when its
+ * checksum is not checked (what a fuzzer sees), and one made from other files. */
+TEST(bpe_vocabulary_cache_checks)
+{
+    struct bpe *b = load("r50k_base");
+    REQUIRE(b);
+    struct bpe_cache_key key = bpe_cache_key("test", 0, "a", 1, NULL, 0);
+    struct sl_buf f = SL_BUF_INIT;
+    bpe_cache_write_buf(b, key, &f);
+    struct bpe *c = NULL;
+    REQUIRE(bpe_cache_read_mem(&c, f.data, f.len, key, 1) == 0);
+    CHECK_EQ_INT(bpe_from_cache(c), 1);
+    CHECK_EQ_INT(bpe_vocab_size(c), bpe_vocab_size(b));
+    bpe_free(c);
+    struct bpe_cache_key other = bpe_cache_key("test", 1, "a", 1, NULL, 0);
+    CHECK_EQ_INT(bpe_cache_read_mem(&c, f.data, f.len, other, 1), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "other files");
+    CHECK_EQ_INT(bpe_cache_read_mem(&c, f.data, f.len - 1, key, 1), SL_ERR_FORMAT);
+    /* 4-byte words of the file set to 0xFFFFFFFF in turn (all of the header, then a sample): the
+     * reader without its checksum refuses it or gives a vocabulary that encodes */
+    size_t refused = 0, tried = 0;
+    for (size_t at = 0; at + 4 <= f.len; at += 4 + (at / 4096) * 4096) {
+        uint32_t save;
+        memcpy(&save, f.data + at, 4);
+        if (save == UINT32_MAX)
+            continue; /* an empty slot already */
+        memset(f.data + at, 0xFF, 4);
+        tried++;
+        if (bpe_cache_read_mem(&c, f.data, f.len, key, 0) == 0) {
+            struct bpe_enc *e = bpe_enc_new(c);
+            struct tok_ids ids = { 0 };
+            CHECK_EQ_INT(bpe_encode(e, "Hello, world! 12345 \xff\xfe", 21, &ids), 0);
+            tok_ids_release(&ids);
+            bpe_enc_free(e);
+            bpe_free(c);
+        } else {
+            refused++;
+        }
+        CHECK_EQ_INT(bpe_cache_read_mem(&c, f.data, f.len, key, 1), SL_ERR_FORMAT);
+        memcpy(f.data + at, &save, 4);
+    }
+    CHECK(refused > 0 && tried > 100);
+    sl_buf_release(&f);
+    bpe_free(b);
 }

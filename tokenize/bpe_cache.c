@@ -1,0 +1,424 @@
+/* The compiled-vocabulary cache (bpe_cache.h): struct bpe's tables written out after a
+ * header, and read back straight into fresh tables, checked before use. */
+#include "tokenize/bpe_cache.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/hash.h"
+#include "tokenize/bpe_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Bump when struct bpe's tables or their meaning change: older files are then ignored. */
+#define CACHE_VERSION 1
+#define CACHE_MAGIC   "SLBPEC\r\n"
+#define MAX_SPECIALS  4096
+
+struct head {
+    char magic[8];
+    uint32_t version, head_size;
+    uint64_t key_lo, key_hi;
+    uint64_t payload_bytes, payload_hash; /* XXH3 of the file with payload_hash 0 */
+    int32_t pretok, tiktoken, whole;
+    uint32_t max_len, n_vocab, merge_off, n_merges, nspec;
+    uint64_t vmask, pmask, bytes_len, filter_words, spec_bytes;
+    int32_t pshift, fshift;
+    uint32_t byte_id[256];
+};
+
+struct bpe_cache_key bpe_cache_key(const char *how, int arg, const void *a, size_t alen,
+                                   const void *b, size_t blen)
+{
+    struct sl_hasher h1, h2;
+    sl_hasher_init(&h1, 0x5ca1ab1e);
+    sl_hasher_init(&h2, 0x0ddba11);
+    struct sl_hasher *hs[2] = { &h1, &h2 };
+    for (int i = 0; i < 2; i++) {
+        sl_hasher_u64(hs[i], CACHE_VERSION);
+        sl_hasher_str(hs[i], how);
+        sl_hasher_u64(hs[i], (uint64_t)(int64_t)arg);
+        sl_hasher_u64(hs[i], alen);
+        sl_hasher_update(hs[i], a, alen);
+        sl_hasher_u64(hs[i], b ? blen : UINT64_MAX);
+        if (b)
+            sl_hasher_update(hs[i], b, blen);
+    }
+    struct bpe_cache_key k = { sl_hasher_final(&h1), sl_hasher_final(&h2) };
+    return k;
+}
+
+char *bpe_cache_dir(void)
+{
+    const char *d = getenv("SLUICE_CACHE_DIR");
+    if (d)
+        return *d ? sl_xstrdup(d) : NULL;
+    d = getenv("XDG_CACHE_HOME");
+    if (d && *d == '/')
+        return sl_xasprintf("%s/sluice", d);
+    d = getenv("HOME");
+    if (d && *d == '/')
+        return sl_xasprintf("%s/.cache/sluice", d);
+    return NULL;
+}
+
+static char *cache_path(const char *dir, struct bpe_cache_key key)
+{
+    return sl_xasprintf("%s/bpe-%016llx%016llx.bin", dir, (unsigned long long)key.hi,
+                        (unsigned long long)key.lo);
+}
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+/* The tables in file order, with their sizes in bytes (pointers of NULL tables: none). */
+struct table {
+    const void *p;
+    size_t n;
+};
+
+static size_t tables_of(const struct bpe *b, const struct head *h, struct table t[8])
+{
+    size_t k = 0;
+    t[k++] = (struct table){ b->off, ((size_t)h->n_vocab + 1) * sizeof(uint32_t) };
+    t[k++] = (struct table){ b->bytes, h->bytes_len };
+    t[k++] = (struct table){ b->flags, h->n_vocab };
+    t[k++] = (struct table){ b->vtab, (h->vmask + 1) * sizeof(struct vslot) };
+    t[k++] = (struct table){ b->ptab, (h->pmask + 1) * sizeof(uint64_t) };
+    t[k++] = (struct table){ b->merge_id, (size_t)h->n_merges * sizeof(uint32_t) };
+    t[k++] = (struct table){ b->bp, 256 * 256 * sizeof(uint32_t) };
+    t[k++] = (struct table){ b->filter, h->filter_words * sizeof(uint64_t) };
+    return k;
+}
+
+static void head_of(const struct bpe *b, struct bpe_cache_key key, struct head *h)
+{
+    memset(h, 0, sizeof(*h));
+    memcpy(h->magic, CACHE_MAGIC, 8);
+    h->version = CACHE_VERSION;
+    h->head_size = sizeof(*h);
+    h->key_lo = key.lo;
+    h->key_hi = key.hi;
+    h->pretok = (int32_t)b->pretok;
+    h->tiktoken = b->tiktoken;
+    h->whole = b->whole;
+    h->max_len = b->max_len;
+    h->n_vocab = b->n_vocab;
+    h->merge_off = b->merge_off;
+    h->n_merges = b->merge_id ? b->n_merges : 0;
+    h->nspec = (uint32_t)b->nspec;
+    h->vmask = b->vmask;
+    h->pmask = b->pmask;
+    h->bytes_len = b->off[b->n_vocab];
+    h->filter_words = ((uint64_t)1 << (64 - b->fshift)) / 64;
+    h->pshift = b->pshift;
+    h->fshift = b->fshift;
+    memcpy(h->byte_id, b->byte_id, sizeof(h->byte_id));
+    for (size_t i = 0; i < b->nspec; i++)
+        h->spec_bytes += 8 + strlen(b->spec[i].name);
+}
+
+void bpe_cache_write_buf(const struct bpe *b, struct bpe_cache_key key, struct sl_buf *out)
+{
+    struct head h;
+    head_of(b, key, &h);
+    struct table t[8];
+    size_t nt = tables_of(b, &h, t);
+    size_t at = out->len;
+    sl_buf_append(out, &h, sizeof(h));
+    for (size_t i = 0; i < nt; i++)
+        if (t[i].n)
+            sl_buf_append(out, t[i].p, t[i].n);
+    for (size_t i = 0; i < b->nspec; i++) {
+        uint32_t v[2] = { b->spec[i].id, (uint32_t)strlen(b->spec[i].name) };
+        sl_buf_append(out, v, sizeof(v));
+        sl_buf_append(out, b->spec[i].name, v[1]);
+    }
+    struct head *hp = (struct head *)(void *)(out->data + at);
+    hp->payload_bytes = out->len - at - sizeof(h);
+    hp->payload_hash = 0;
+    hp->payload_hash = sl_hash64(out->data + at, out->len - at, 0); /* all but this field */
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void mkdirs(const char *dir)
+{
+    char *p = sl_xstrdup(dir);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+    free(p);
+}
+
+void bpe_cache_put(const struct bpe *b, struct bpe_cache_key key)
+{
+    char *dir = bpe_cache_dir();
+    if (!dir)
+        return;
+    mkdirs(dir);
+    char *path = cache_path(dir, key);
+    static _Atomic unsigned serial;
+    char *tmp = sl_xasprintf("%s.%ld.%u.tmp", path, (long)getpid(), ++serial);
+    struct sl_buf buf = SL_BUF_INIT;
+    bpe_cache_write_buf(b, key, &buf);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        int bad = write_all(fd, buf.data, buf.len);
+        bad |= close(fd);
+        if (bad || rename(tmp, path) != 0)
+            unlink(tmp);
+    }
+    sl_buf_release(&buf);
+    free(tmp);
+    free(path);
+    free(dir);
+}
+
+/* ---- reading ----------------------------------------------------------------------- */
+
+/* Where the bytes come from: memory, or a file read with pread (straight into the tables,
+ * which are allocated for random lookups). */
+struct src {
+    const unsigned char *mem;
+    int fd;
+    uint64_t size, at;
+    struct sl_hasher h; /* of what is read, once hashing is on */
+    int hashing;
+};
+
+static int src_get(struct src *s, void *dst, size_t n)
+{
+    if (n > s->size - s->at)
+        return -1;
+    if (s->mem) {
+        memcpy(dst, s->mem + s->at, n);
+    } else {
+        size_t done = 0;
+        while (done < n) {
+            ssize_t r = pread(s->fd, (char *)dst + done, n - done, (off_t)(s->at + done));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return -1;
+            done += (size_t)r;
+        }
+    }
+    s->at += n;
+    if (s->hashing)
+        sl_hasher_update(&s->h, dst, n);
+    return 0;
+}
+
+static int is_pow2(uint64_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+static int bad(const char *what)
+{
+    return sl_err_set(SL_ERR_FORMAT, "vocabulary cache: %s", what);
+}
+
+/* The merged id of a rank, or UINT32_MAX when the rank is out of range. */
+static uint32_t merged_of(const struct bpe *b, uint32_t rank, uint32_t n_merges)
+{
+    if (b->merge_id)
+        return rank < n_merges ? b->merge_id[rank] : UINT32_MAX;
+    uint64_t id = (uint64_t)rank + b->merge_off;
+    return id < UINT32_MAX ? (uint32_t)id : UINT32_MAX;
+}
+
+/* Every id and offset in the tables within bounds, so that encoding cannot read outside
+ * them whatever the file holds. */
+static int check_tables(const struct bpe *b, const struct head *h)
+{
+    uint32_t n = b->n_vocab;
+    if (b->off[0] != 0 || b->off[n] != h->bytes_len)
+        return bad("token offsets do not span the token bytes");
+    for (uint32_t i = 0; i < n; i++) {
+        if (b->off[i + 1] < b->off[i])
+            return bad("token offsets go backwards");
+    }
+    for (int c = 0; c < 256; c++)
+        if (b->byte_id[c] >= n || b->off[b->byte_id[c] + 1] - b->off[b->byte_id[c]] != 1)
+            return bad("a byte's token is not one byte");
+    for (uint64_t i = 0; i <= b->vmask; i++)
+        if (b->vtab[i].id1 > n)
+            return bad("a vocabulary slot names an id past the end");
+    for (uint32_t r = 0; r < h->n_merges; r++)
+        if (b->merge_id[r] >= n)
+            return bad("a merge makes an id past the end");
+    for (uint64_t i = 0; i <= b->pmask; i++) {
+        uint64_t e = b->ptab[i];
+        if (e == PAIR_EMPTY)
+            continue;
+        uint64_t key = e >> BPE_RANK_BITS;
+        uint32_t l = (uint32_t)(key >> BPE_ID_BITS), r = (uint32_t)(key & BPE_MAX_IDS);
+        uint32_t rank = (uint32_t)(e & ((1u << BPE_RANK_BITS) - 1));
+        if (l >= n || r >= n || merged_of(b, rank, h->n_merges) >= n)
+            return bad("a pair names an id past the end");
+    }
+    for (uint32_t i = 0; i < 256 * 256; i++)
+        if (b->bp[i] != RANK_NONE && merged_of(b, b->bp[i], h->n_merges) >= n)
+            return bad("a byte pair names an id past the end");
+    for (size_t i = 0; i < b->nspec; i++)
+        if (b->spec[i].id >= n)
+            return bad("a special token's id is past the end");
+    return 0;
+}
+
+static int read_specials(struct bpe *b, struct src *s, const struct head *h)
+{
+    if (h->nspec > MAX_SPECIALS || h->spec_bytes > (uint64_t)h->nspec * (8 + 4096))
+        return bad("too many special tokens");
+    b->spec = sl_xcalloc(h->nspec ? h->nspec : 1, sizeof(*b->spec));
+    for (uint32_t i = 0; i < h->nspec; i++) {
+        uint32_t v[2];
+        if (src_get(s, v, sizeof(v)) || v[1] > 4096)
+            return bad("a special token is cut");
+        char *name = sl_xmalloc((size_t)v[1] + 1);
+        if (src_get(s, name, v[1])) {
+            free(name);
+            return bad("a special token is cut");
+        }
+        name[v[1]] = 0;
+        b->spec[b->nspec].name = name;
+        b->spec[b->nspec].id = v[0];
+        b->nspec++;
+    }
+    return 0;
+}
+
+static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key, int check_sum)
+{
+    *out = NULL;
+    struct head h;
+    if (s->size < sizeof(h) || src_get(s, &h, sizeof(h)))
+        return bad("shorter than its header");
+    if (memcmp(h.magic, CACHE_MAGIC, 8) || h.version != CACHE_VERSION || h.head_size != sizeof(h))
+        return bad("not a vocabulary cache of this version");
+    if (check_sum && (h.key_lo != key.lo || h.key_hi != key.hi))
+        return bad("made from other files");
+    if (h.payload_bytes != s->size - sizeof(h))
+        return bad("its size is not the one recorded");
+    /* the tables' sizes: each within what the payload holds, and as the loaders make them */
+    if (h.n_vocab == 0 || h.n_vocab > BPE_MAX_IDS || h.bytes_len > h.payload_bytes ||
+        !is_pow2(h.vmask + 1) || h.vmask + 1 < h.n_vocab || h.vmask >= (1ull << 32) ||
+        !is_pow2(h.pmask + 1) || h.pmask >= (1ull << 40) ||
+        (h.pshift != 64 - __builtin_ctzll(h.pmask + 1)) || h.fshift < 30 || h.fshift > 48 ||
+        h.filter_words != ((uint64_t)1 << (64 - h.fshift)) / 64 || h.n_merges >= (1u << BPE_RANK_BITS) ||
+        h.pretok < PRETOK_GPT2 || h.pretok > PRETOK_O200K)
+        return bad("table sizes out of range");
+    /* the checksum covers the whole file, with its own field as 0 */
+    struct head h0 = h;
+    h0.payload_hash = 0;
+    sl_hasher_init(&s->h, 0);
+    sl_hasher_update(&s->h, &h0, sizeof(h0));
+    s->hashing = 1;
+    struct bpe *b = sl_xcalloc(1, sizeof(*b));
+    b->pretok = (enum pretok_kind)h.pretok;
+    b->tiktoken = h.tiktoken;
+    b->whole = h.whole;
+    b->max_len = h.max_len;
+    b->n_vocab = h.n_vocab;
+    b->merge_off = h.merge_off;
+    b->n_merges = h.n_merges;
+    b->vmask = h.vmask;
+    b->pmask = h.pmask;
+    b->pshift = h.pshift;
+    b->fshift = h.fshift;
+    memcpy(b->byte_id, h.byte_id, sizeof(b->byte_id));
+    uint64_t need = ((uint64_t)h.n_vocab + 1) * 4 + h.bytes_len + h.n_vocab + (h.vmask + 1) * 8 +
+                    (h.pmask + 1) * 8 + (uint64_t)h.n_merges * 4 + 256 * 256 * 4 +
+                    h.filter_words * 8 + h.spec_bytes;
+    int rc = need != h.payload_bytes ? bad("its tables do not add up to its size") : 0;
+    if (!rc) {
+        b->off = sl_xmalloc(((size_t)h.n_vocab + 1) * sizeof(uint32_t));
+        b->bytes = sl_xmalloc(h.bytes_len + 1);
+        b->flags = sl_xmalloc(h.n_vocab);
+        b->vtab = sl_xcalloc_table(h.vmask + 1, sizeof(*b->vtab));
+        b->ptab = sl_xcalloc_table(h.pmask + 1, sizeof(*b->ptab));
+        if (h.n_merges)
+            b->merge_id = sl_xmalloc((size_t)h.n_merges * sizeof(uint32_t));
+        b->bp = sl_xmalloc(256 * 256 * sizeof(*b->bp));
+        b->filter = sl_xcalloc_table(h.filter_words, sizeof(uint64_t));
+        struct table t[8];
+        size_t nt = tables_of(b, &h, t);
+        for (size_t i = 0; i < nt && !rc; i++)
+            if (t[i].n && src_get(s, (void *)t[i].p, t[i].n))
+                rc = bad("cut inside its tables");
+    }
+    if (!rc)
+        rc = read_specials(b, s, &h);
+    uint64_t sum = sl_hasher_final(&s->h);
+    if (!rc && s->at != s->size)
+        rc = bad("bytes after its tables");
+    if (!rc && check_sum && sum != h.payload_hash)
+        rc = bad("its checksum does not match (damaged)");
+    if (!rc)
+        rc = check_tables(b, &h);
+    if (rc) {
+        bpe_free(b);
+        return rc;
+    }
+    b->from_cache = 1;
+    *out = b;
+    return 0;
+}
+
+int bpe_cache_read_mem(struct bpe **out, const void *data, size_t n, struct bpe_cache_key key,
+                       int check_sum)
+{
+    struct src s = { .mem = data, .fd = -1, .size = n };
+    return read_cache(out, &s, key, check_sum);
+}
+
+struct bpe *bpe_cache_get(struct bpe_cache_key key)
+{
+    char *dir = bpe_cache_dir();
+    if (!dir)
+        return NULL;
+    char *path = cache_path(dir, key);
+    struct bpe *b = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        struct src s = { .mem = NULL, .fd = fd, .size = (uint64_t)st.st_size };
+        if (read_cache(&b, &s, key, 1))
+            b = NULL;
+        sl_err_clear();
+    }
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    free(dir);
+    return b;
+}
+
+int bpe_from_cache(const struct bpe *b)
+{
+    return b->from_cache;
+}
