@@ -40,11 +40,11 @@ void *sl_xcalloc(size_t count, size_t size)
     return check(calloc(count ? count : 1, size ? size : 1), sl_mul_size(count, size));
 }
 
-void *sl_xcalloc_table(size_t count, size_t size)
+void *sl_xmalloc_table(size_t n)
 {
-    size_t n = sl_mul_size(count ? count : 1, size ? size : 1);
     size_t align = (size_t)2 << 20;
     void *p = NULL;
+    n = n ? n : 1;
     if (posix_memalign(&p, n >= align ? align : 64, n) != 0)
         p = NULL;
     check(p, n);
@@ -52,6 +52,13 @@ void *sl_xcalloc_table(size_t count, size_t size)
     if (n >= align)
         madvise(p, n, MADV_HUGEPAGE); /* advice only: a kernel without it ignores it */
 #endif
+    return p;
+}
+
+void *sl_xcalloc_table(size_t count, size_t size)
+{
+    size_t n = sl_mul_size(count ? count : 1, size ? size : 1);
+    void *p = sl_xmalloc_table(n);
     memset(p, 0, n);
     return p;
 }

@@ -23,6 +23,8 @@ char *sl_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * to 2 MiB and, from 2 MiB on, with the advice to back it with huge pages, so that random
  * lookups do not miss the TLB on every access. Freed with free(). */
 void *sl_xcalloc_table(size_t count, size_t size);
+/* The same, not zeroed: for a large buffer written before it is read. */
+void *sl_xmalloc_table(size_t n);
 
 /* Multiply with overflow check; the handler is called on overflow as on exhaustion. */
 size_t sl_mul_size(size_t a, size_t b);

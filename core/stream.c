@@ -413,8 +413,14 @@ static ssize_t decode_frame(struct sl_reader *r)
     size_t held = 0;
     for (;;) {
         if (r->out_cap < held + OUT_CHUNK) {
-            r->out_cap = held + OUT_CHUNK > 2 * r->out_cap ? held + OUT_CHUNK : 2 * r->out_cap;
-            r->out = sl_xrealloc(r->out, r->out_cap);
+            /* a large frame is held whole: in memory that may use huge pages (4,000 page
+             * faults fewer for a 16 MiB hold) */
+            size_t cap = held + OUT_CHUNK > 2 * r->out_cap ? held + OUT_CHUNK : 2 * r->out_cap;
+            unsigned char *grown = sl_xmalloc_table(cap);
+            memcpy(grown, r->out, held);
+            free(r->out);
+            r->out = grown;
+            r->out_cap = cap;
         }
         r->frame_done = 0;
         ssize_t n = decode_some(r, r->out + held, OUT_CHUNK);
