@@ -12,7 +12,8 @@
 #      the same work in Python (tiktoken in a loop writing numpy arrays). The two outputs
 #      are compared byte for byte. Megatron-LM's own two scripts: bench/tokenize_megatron.sh.
 #   4. Peak memory of `sluice tokenize` on 1x and 8x the corpus.
-#   5. Scaling (-j 1 vs -j 2, wall) and the floor: zstd -dc, cat and memcpy of the same bytes.
+#   5. Scaling (-j 1 vs -j 2, and mpirun -np 1 vs -np 2 over the corpus as 8 files; wall) and the
+#      floor: zstd -dc, cat and memcpy of the same bytes.
 # Usage: bench/tokenize.sh [ROUNDS]   (peers are installed into .venv-bench)
 #        SECTIONS="1 1b 5" bench/tokenize.sh 3   runs only those sections
 set -euo pipefail
@@ -94,19 +95,27 @@ if only 1b; then
 echo "== 1b. Whole command against gigatoken's encode, one core, one pass over the 8x corpus: sluice"
 echo "   tokenize -j 1 (CPU s of the process: start-up, loading, zstd, JSON, encoding, writing) vs"
 echo "   the CPU s of one gigatoken encode_batch_list call alone (after a one-line warm-up)"
+# The compiled-vocabulary cache (docs/formats/bpe-cache.md) is filled by an untimed first
+# run, as it is after a user's first run; "no cache" is a run with the cache off.
+export SLUICE_CACHE_DIR="$work/vocab-cache"
 for vocab in gpt2 cl100k o200k; do
     if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; spec="tiktoken:$ranks"; fi
-    ours=() gs=() ratio=()
+    build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst"
+    ours=() off=() gs=() ratio=() roff=()
     for r in $(seq "$rounds"); do
         a=$(cpu build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
+        n=$(SLUICE_CACHE_DIR= cpu build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
         g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$work/corpus.jsonl.zst" jsonl 1)
         gsec=$(echo "$g" | field seconds)
-        ours+=("${a% *}"); gs+=("$gsec")
+        ours+=("${a% *}"); off+=("${n% *}"); gs+=("$gsec")
         ratio+=("$(python3 -c "print($gsec / ${a% *})")")
+        roff+=("$(python3 -c "print($gsec / ${n% *})")")
     done
-    echo "$vocab: sluice tokenize -j 1 $(median "${ours[@]}") CPU s, gigatoken encode $(median "${gs[@]}") CPU s;" \
-         "sluice's whole command is $(median "${ratio[@]}")x as fast as gigatoken's encode"
+    echo "$vocab: sluice tokenize -j 1 $(median "${ours[@]}") CPU s ($(median "${off[@]}") without the vocabulary cache)," \
+         "gigatoken encode $(median "${gs[@]}") CPU s; sluice's whole command is $(median "${ratio[@]}")x" \
+         "as fast as gigatoken's encode ($(median "${roff[@]}")x without the cache)"
 done
+unset SLUICE_CACHE_DIR
 fi
 
 if only 2; then
@@ -186,15 +195,29 @@ fi
 if only 5; then
 echo "== 5. Scaling and the floor: wall seconds on the 8x corpus ($(zstd -dc "$work/corpus.jsonl.zst" | wc -c) bytes of JSONL)"
 zstd -dc "$work/corpus.jsonl.zst" > "$work/corpus.jsonl"
+# the same corpus as 8 files, for MPI ranks (ranks split the input files)
+mkdir -p "$work/parts"
+for i in 1 2 3 4 5 6 7 8; do cp "$web" "$work/parts/part-$i.jsonl.zst"; done
 wall() { /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; }
-j1=() j2=() z=() c=()
+MPIRUN=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+export SLUICE_CACHE_DIR="$work/vocab-cache"
+build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/j0" "$work/corpus.jsonl.zst"
+j1=() j2=() n1=() n2=() n0=() z=() c=()
 for r in $(seq "$rounds"); do
     j1+=("$(wall build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/j1" "$work/corpus.jsonl.zst")")
     j2+=("$(wall build/sluice -q tokenize -j 2 --tokenizer "gpt2:$gpt2" --out "$work/j2" "$work/corpus.jsonl.zst")")
+    if command -v mpirun >/dev/null; then
+        n1+=("$(wall "${MPIRUN[@]}" -np 1 build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/n1" "$work/parts")")
+        n2+=("$(wall "${MPIRUN[@]}" -np 2 build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/n2" "$work/parts")")
+        n0+=("$(wall "${MPIRUN[@]}" -np 2 build/sluice --version)")  # mpirun's own start-up
+    fi
     z+=("$(wall sh -c "zstd -dc '$work/corpus.jsonl.zst' > /dev/null")")
     c+=("$(wall sh -c "cat '$work/corpus.jsonl' > /dev/null")")
 done
-cmp -s "$work/j1.bin" "$work/j2.bin" 2>/dev/null || cmp -s "$work/j1_text_document.bin" "$work/j2_text_document.bin" || echo "-j 1 and -j 2 outputs differ"
+unset SLUICE_CACHE_DIR
+cmp -s "$work/j1_text_document.bin" "$work/j2_text_document.bin" || echo "-j 1 and -j 2 outputs differ"
+[ ${#n1[@]} -eq 0 ] || cmp -s "$work/n1_text_document.bin" "$work/n2_text_document.bin" || echo "-np 1 and -np 2 outputs differ"
 mc=$($PY -c "
 import numpy as np, time
 a = np.frombuffer(open('$work/corpus.jsonl', 'rb').read(), dtype=np.uint8); b = np.empty_like(a)
@@ -202,6 +225,10 @@ best = 1e9
 for _ in range(5):
     t0 = time.perf_counter(); np.copyto(b, a); best = min(best, time.perf_counter() - t0)
 print('%.4f' % best)")
-echo "GPT-2, wall s: -j 1 $(median "${j1[@]}"), -j 2 $(median "${j2[@]}") (nproc $(nproc), load $(cut -d' ' -f1 /proc/loadavg));" \
-     "floor: zstd -dc $(median "${z[@]}") s, cat of the JSONL $(median "${c[@]}") s, memcpy of its bytes $mc s"
+mb=$(python3 -c "print($(wc -c < "$work/corpus.jsonl") / 1e6)")
+rate() { python3 -c "print('%.0f MB/s' % ($mb / max($1, 1e-3)))"; }
+echo "GPT-2, wall s: -j 1 $(median "${j1[@]}") ($(rate "$(median "${j1[@]}")")), -j 2 $(median "${j2[@]}") ($(rate "$(median "${j2[@]}")"))" \
+     "(nproc $(nproc), load $(cut -d' ' -f1 /proc/loadavg))"
+[ ${#n1[@]} -eq 0 ] || echo "MPI, 8 files, -j 1 a rank: -np 1 $(median "${n1[@]}") s ($(rate "$(median "${n1[@]}")")), -np 2 $(median "${n2[@]}") s ($(rate "$(median "${n2[@]}")")); mpirun -np 2 sluice --version alone $(median "${n0[@]}") s"
+echo "floor: zstd -dc $(median "${z[@]}") s ($(rate "$(median "${z[@]}")")), cat of the JSONL $(median "${c[@]}") s, memcpy of its bytes $mc s"
 fi
