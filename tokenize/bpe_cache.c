@@ -329,8 +329,8 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
         !is_pow2(h.vmask + 1) || h.vmask + 1 < h.n_vocab || h.vmask >= (1ull << 32) ||
         !is_pow2(h.pmask + 1) || h.pmask >= (1ull << 40) ||
         (h.pshift != 64 - __builtin_ctzll(h.pmask + 1)) || h.fshift < 30 || h.fshift > 48 ||
-        h.filter_words != ((uint64_t)1 << (64 - h.fshift)) / 64 || h.n_merges >= (1u << BPE_RANK_BITS) ||
-        h.pretok < PRETOK_GPT2 || h.pretok > PRETOK_O200K)
+        h.filter_words != ((uint64_t)1 << (64 - h.fshift)) / 64 ||
+        h.n_merges >= (1u << BPE_RANK_BITS) || h.pretok < PRETOK_GPT2 || h.pretok > PRETOK_O200K)
         return bad("table sizes out of range");
     /* the checksum covers the whole file, with its own field as 0 */
     struct head h0 = h;

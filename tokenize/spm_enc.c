@@ -2,80 +2,15 @@
  * normalizer (darts-clone double array of the precompiled character map), a byte trie of
  * the pieces for the unigram Viterbi search, and the BPE merge with a heap, each written
  * to give SentencePiece 0.1.97's ids exactly (docs/tokenizers.md says what was checked). */
-#include "tokenize/spm_enc.h"
+#include "tokenize/spm_enc_impl.h"
 
-#include "core/alloc.h"
 #include "core/err.h"
 
 #include <float.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { PT_NORMAL = 1, PT_UNKNOWN = 2, PT_CONTROL = 3, PT_USER = 4, PT_UNUSED = 5, PT_BYTE = 6 };
-enum { MT_UNIGRAM = 1, MT_BPE = 2, MT_WORD = 3, MT_CHAR = 4 };
-
-#define SPM_MAX_PIECES ((1u << 24) - 2) /* ids + 1 fit in 24 bits */
-#define SPACE_SYM      "\xe2\x96\x81"
-
-struct piece {
-    uint32_t off, len;
-    float score;
-    uint8_t type;
-};
-
-/* A byte trie: node 0 is the root, whose children are also in a direct table. A node's
- * edges are contiguous, (child << 8) | label, sorted by label. */
-struct tnode {
-    int32_t value; /* piece id or -1 */
-    float score;   /* the piece's score and type, copied here for the Viterbi search */
-    uint32_t ebeg;
-    uint16_t ecnt;
-    uint8_t type;
-};
-
-struct trie {
-    int32_t root[256];
-    struct tnode *node;
-    uint32_t *edge;
-    int32_t *dense; /* 256 children (or -1) for each node with more than DENSE_MIN edges */
-    uint32_t nnodes;
-};
-#define DENSE_MIN  12
-#define DENSE_MARK 0xFFFF /* ecnt of a node whose children are in dense[ebeg..ebeg+256) */
-
-/* Open addressing from piece bytes to id. */
-struct ptab {
-    uint32_t *slot; /* id + 1, 0 = empty */
-    uint32_t mask;
-};
-
-struct spm_enc {
-    int type;
-    uint32_t n;
-    struct piece *p;
-    char *strs;
-    struct ptab normal, reserved; /* SentencePiece's pieces_ and reserved_id_map_ */
-    int32_t unk;
-    int byte_fallback;
-    uint32_t byte_id[256];
-    float min_score, max_score;
-    int add_dummy_prefix, remove_extra_ws, escape_ws, ws_suffix;
-    uint32_t *da; /* precompiled charsmap: double array units */
-    size_t da_n;
-    char *norm_str; /* the replacement strings, NUL-terminated */
-    size_t norm_n;
-    int has_user;
-    struct trie user;       /* user-defined symbols (longest match, never normalized) */
-    struct trie pieces;     /* unigram: every piece of pieces_ */
-    int split_ws;           /* no piece holds U+2581 past its start: words (a span from one
-                             * U+2581 to the next) are encoded one by one, through a cache */
-    uint64_t ascii_rule[2]; /* ASCII bytes that start a rule of the character map */
-    uint64_t ascii_pass[2]; /* ASCII bytes that stay themselves when ASCII follows them */
-    uint64_t serial;        /* tells the per-thread word caches apart */
-};
 
 /* ---- protobuf ---------------------------------------------------------------------- */
 
@@ -130,25 +65,6 @@ static int pb_next(struct pb *r, uint32_t *field, int *wt, uint64_t *v, const ui
 
 /* ---- hashing and the tables -------------------------------------------------------- */
 
-static inline uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-        s += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t w = 0;
-        memcpy(&w, s, n);
-        h = (h ^ w) * 0x94d049bb133111ebull;
-        h ^= h >> 29;
-    }
-    return h ^ (h >> 32);
-}
 
 static void ptab_init(struct ptab *t, uint32_t n)
 {
@@ -300,31 +216,6 @@ static void trie_build(struct trie *t, struct tkey *k, size_t nk)
     }
 }
 
-static inline int32_t trie_child(const struct trie *t, uint32_t node, uint8_t b)
-{
-    if (node == 0)
-        return t->root[b];
-    const struct tnode *nd = &t->node[node];
-    if (nd->ecnt == DENSE_MARK)
-        return t->dense[nd->ebeg + b];
-    const uint32_t *e = t->edge + nd->ebeg;
-    uint32_t n = nd->ecnt;
-    if (n <= 8) {
-        for (uint32_t i = 0; i < n; i++)
-            if ((uint8_t)e[i] == b)
-                return (int32_t)(e[i] >> 8);
-        return -1;
-    }
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if ((uint8_t)e[mid] < b)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && (uint8_t)e[lo] == b ? (int32_t)(e[lo] >> 8) : -1;
-}
 
 /* Length of the longest key that is a prefix of s, 0 when none. */
 static size_t trie_longest(const struct trie *t, const uint8_t *s, size_t n)
@@ -701,75 +592,6 @@ void spm_enc_free(struct spm_enc *m)
 
 /* ---- per-thread scratch ------------------------------------------------------------ */
 
-struct sym {
-    int32_t prev, next;
-    uint32_t off, len;
-    uint8_t freeze;
-};
-
-struct pair {
-    float score;
-    int32_t left, right;
-    uint32_t size;
-};
-
-struct rev {
-    int32_t id;
-    uint32_t left_len;
-};
-
-/* The per-thread cache of BPE words: the ids of a word (a span from one U+2581 to the
- * next) of up to CACHE_KEY bytes that gave at most CACHE_IDS ids, direct-mapped. */
-#define CACHE_SLOTS 65536
-#define CACHE_KEY   22
-#define CACHE_IDS   8
-struct cache_entry {
-    uint8_t len, nids;
-    char key[CACHE_KEY];
-    uint32_t ids[CACHE_IDS];
-};
-
-/* The per-thread cache of unigram words: the best path through a word of up to UCACHE_KEY
- * bytes with at most UCACHE_PIECES pieces, with what it takes to tell whether the same word
- * elsewhere in a sentence takes the same path (encode_unigram_words). Direct-mapped, 128
- * bytes an entry. */
-#define UCACHE_SLOTS  32768
-#define UCACHE_KEY    40
-#define UCACHE_PIECES 8
-struct ucache_entry {
-    uint8_t len, npieces;
-    uint8_t unk_mask;         /* piece i is the <unk> candidate of one character */
-    uint8_t plen[UCACHE_PIECES];
-    char key[UCACHE_KEY];
-    float margin;             /* the smallest lead of a best candidate over the next one */
-    float span;               /* the largest |score| reached inside the word, from its start */
-    float base;               /* |the score at the word's start| when it was searched */
-    int32_t id[UCACHE_PIECES];
-    float score[UCACHE_PIECES];
-};
-
-struct scratch {
-    struct cache_entry *cache;
-    struct ucache_entry *ucache;
-    uint64_t cache_serial;
-    char *norm;
-    size_t norm_n, norm_cap;
-    float *score;
-    int32_t *start, *id;
-    float *pscore; /* the score of the piece that ends the best path to each position */
-    float *lead;   /* how far the best candidate at each position is ahead of the next */
-    uint8_t *unkc; /* the best path to the position ends with an unknown character */
-    size_t best_cap;
-    struct sym *sym;
-    size_t sym_cap;
-    struct pair *heap;
-    size_t heap_n, heap_cap;
-    struct rev *rev;
-    size_t rev_n, rev_cap;
-    uint32_t *stack;
-    size_t stack_cap;
-};
-
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
@@ -810,16 +632,6 @@ static struct scratch *scratch_get(void)
     return s;
 }
 
-#define GROW(ptr, cap, need)                                                                       \
-    do {                                                                                           \
-        if ((need) > (cap)) {                                                                      \
-            size_t c_ = (cap) ? (cap) : 64;                                                        \
-            while (c_ < (need))                                                                    \
-                c_ *= 2;                                                                           \
-            (ptr) = sl_xrealloc((ptr), c_ * sizeof(*(ptr)));                                       \
-            (cap) = c_;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static inline void norm_put(struct scratch *s, const char *p, size_t n)
 {
@@ -859,10 +671,6 @@ static inline size_t utf8_len(const uint8_t *s, size_t n)
     return 0;
 }
 
-static inline size_t one_char_len(uint8_t c)
-{
-    return (size_t) "\1\1\1\1\1\1\1\1\1\1\1\1\2\2\3\4"[c >> 4];
-}
 
 /* NormalizePrefix: the normalized text of the longest rule at s (or the character itself),
  * in *out and *out_n; returns the bytes consumed. *bad_utf8 is set for an invalid byte. */
@@ -1003,287 +811,6 @@ static void normalize(const struct spm_enc *m, struct scratch *sc, const uint8_t
 
 /* ---- output ------------------------------------------------------------------------ */
 
-struct emit {
-    const struct spm_enc *m;
-    struct tok_ids *out;
-    int prev_unk;
-};
-
-/* PopulateSentencePieceText: byte fallback for <unk>, or one <unk> for a run of them. */
-static inline int emit_piece(struct emit *e, int32_t id, const char *w, size_t wn)
-{
-    const struct spm_enc *m = e->m;
-    if (id == m->unk) {
-        if (m->byte_fallback) {
-            int rc = tok_ids_reserve(e->out, wn);
-            if (rc)
-                return rc;
-            for (size_t i = 0; i < wn; i++)
-                e->out->v[e->out->n++] = m->byte_id[(uint8_t)w[i]];
-            return 0;
-        }
-        if (e->prev_unk)
-            return 0;
-        e->prev_unk = 1;
-        return tok_ids_push(e->out, (uint32_t)id);
-    }
-    e->prev_unk = 0;
-    return tok_ids_push(e->out, (uint32_t)id);
-}
-
-/* ---- unigram ----------------------------------------------------------------------- */
-
-static void unigram_reserve(struct scratch *sc, size_t size)
-{
-    if (size + 1 <= sc->best_cap)
-        return;
-    size_t cap = sc->best_cap ? sc->best_cap : 256;
-    while (cap < size + 1)
-        cap *= 2;
-    sc->score = sl_xrealloc(sc->score, cap * sizeof(*sc->score));
-    sc->start = sl_xrealloc(sc->start, cap * sizeof(*sc->start));
-    sc->id = sl_xrealloc(sc->id, cap * sizeof(*sc->id));
-    sc->pscore = sl_xrealloc(sc->pscore, cap * sizeof(*sc->pscore));
-    sc->lead = sl_xrealloc(sc->lead, cap * sizeof(*sc->lead));
-    sc->unkc = sl_xrealloc(sc->unkc, cap * sizeof(*sc->unkc));
-    sc->best_cap = cap;
-}
-
-/* A candidate for the best path to `end`: taken when it is the first or beats the best so
- * far (ties keep the earlier one, as SentencePiece does); lead[end] follows how far the
- * best is ahead of the next best. */
-static inline void viterbi_offer(struct scratch *sc, size_t end, double cand, float stored,
-                                 size_t at, int32_t id, float score, uint8_t unk)
-{
-    float *best = sc->score;
-    if (sc->start[end] == -1 || cand > (double)best[end]) {
-        if (sc->start[end] != -1)
-            sc->lead[end] = (float)(cand - (double)best[end]);
-        best[end] = stored;
-        sc->start[end] = (int32_t)at;
-        sc->id[end] = id;
-        sc->pscore[end] = score;
-        sc->unkc[end] = unk;
-    } else {
-        float gap = (float)((double)best[end] - cand);
-        if (gap < sc->lead[end])
-            sc->lead[end] = gap;
-    }
-}
-
-/* The Viterbi search over the characters of norm[a..b), with the best score at a in
- * score[a]: the best path to every position of (a, b] (score, start, id, pscore, lead).
- * No piece may cross a or b (a whole text, or a word of a model whose pieces hold U+2581
- * only at their start). */
-static void viterbi_span(const struct spm_enc *m, struct scratch *sc, size_t a, size_t b)
-{
-    const uint8_t *s = (const uint8_t *)sc->norm;
-    const float *best = sc->score;
-    for (size_t i = a + 1; i <= b; i++) {
-        sc->score[i] = 0;
-        sc->start[i] = -1;
-        sc->lead[i] = FLT_MAX;
-    }
-    const float unk_score = m->min_score - 10.0f;
-    const struct trie *t = &m->pieces;
-    size_t at = a;
-    while (at < b) {
-        const float till_here = best[at];
-        size_t mblen = one_char_len(s[at]);
-        if (mblen > b - at)
-            mblen = b - at;
-        int single = 0;
-        uint32_t node = 0;
-        for (size_t k = at; k < b; k++) {
-            int32_t c = trie_child(t, node, s[k]);
-            if (c < 0)
-                break;
-            node = (uint32_t)c;
-            const struct tnode *nd = &t->node[node];
-            int32_t id = nd->value;
-            if (id < 0 || nd->type == PT_UNUSED)
-                continue;
-            size_t end = k + 1, length = end - at;
-            double score = nd->type == PT_USER ? (double)((float)length * m->max_score) - 0.1
-                                               : (double)nd->score;
-            double cand = score + (double)till_here;
-            viterbi_offer(sc, end, cand, (float)cand, at, id, (float)score, 0);
-            if (length == mblen)
-                single = 1;
-        }
-        if (!single) {
-            float cand = unk_score + till_here;
-            viterbi_offer(sc, at + mblen, (double)cand, cand, at, m->unk, unk_score, 1);
-        }
-        at += mblen;
-    }
-}
-
-/* Emit the best path from a to b (viterbi_span): read backwards into the stack, then
- * emitted forwards. */
-static int unigram_emit(const struct spm_enc *m, struct scratch *sc, struct emit *e, size_t a,
-                        size_t b)
-{
-    size_t np = 0;
-    GROW(sc->stack, sc->stack_cap, 16);
-    for (size_t end = b; end > a; end = (size_t)sc->start[end]) {
-        GROW(sc->stack, sc->stack_cap, np + 1);
-        sc->stack[np++] = (uint32_t)end;
-    }
-    (void)m;
-    while (np) {
-        size_t end = sc->stack[--np], beg = (size_t)sc->start[end];
-        int rc = emit_piece(e, sc->id[end], sc->norm + beg, end - beg);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* The spacing of floats at magnitude x (x >= 0): what rounding a sum to float may move it
- * by, twice over. */
-static inline double float_ulp(double x)
-{
-    uint64_t bits;
-    memcpy(&bits, &x, sizeof(bits));
-    uint64_t ex = (bits >> 52) & 0x7FF; /* x in [2^(ex-1023), 2^(ex-1022)) */
-    if (ex <= 200)
-        ex = 200; /* tiny magnitudes: a tiny step */
-    bits = (ex - 22) << 52;
-    double r;
-    memcpy(&r, &bits, sizeof(r));
-    return r;
-}
-
-/* Whether a cached word takes the same path when the score at its start is `base`. Inside
- * a word the path depends on the base only through rounding: every candidate is the base
- * plus the exact sum of its pieces' scores, give or take half a float step for each of at
- * most len pieces on each side. A word whose every choice was won by more than that, at
- * the magnitudes of both searches, is chosen the same way; one with a nearer tie is searched
- * again. */
-static inline int ucache_holds(const struct ucache_entry *c, float base)
-{
-    double step = float_ulp(fabs((double)base) + (double)c->span) +
-                  float_ulp((double)c->base + (double)c->span);
-    return (double)c->margin > 2.0 * ((double)c->len + 2.0) * step;
-}
-
-/* Remember the best path through the word a..b just searched, if it fits an entry. */
-static void ucache_put(struct scratch *sc, struct ucache_entry *c, size_t a, size_t b)
-{
-    size_t np = 0;
-    float margin = FLT_MAX, span = 0, base = sc->score[a];
-    for (size_t i = a + 1; i <= b; i++) {
-        if (sc->lead[i] < margin)
-            margin = sc->lead[i];
-        float d = (float)fabs((double)sc->score[i] - (double)base);
-        if (d > span)
-            span = d;
-    }
-    size_t end = b;
-    for (; end > a && np < UCACHE_PIECES; np++)
-        end = (size_t)sc->start[end];
-    if (end > a)
-        return; /* more pieces than an entry holds */
-    c->len = (uint8_t)(b - a);
-    c->npieces = (uint8_t)np;
-    c->unk_mask = 0;
-    c->margin = margin;
-    c->span = span * 1.0001f + FLT_MIN;
-    c->base = (float)fabs((double)base);
-    memcpy(c->key, sc->norm + a, b - a);
-    end = b;
-    for (size_t i = np; i-- > 0;) {
-        size_t beg = (size_t)sc->start[end];
-        c->id[i] = sc->id[end];
-        c->plen[i] = (uint8_t)(end - beg);
-        c->score[i] = sc->pscore[end];
-        if (sc->unkc[end])
-            c->unk_mask |= (uint8_t)(1u << i);
-        end = beg;
-    }
-}
-
-/* One word a..b of a unigram model whose pieces hold U+2581 only at their start, the score
- * at a known; c: the word's cache entry (NULL for a word too long for one). Its cached
- * path when the entry has the word and the path holds at this score (ucache_holds), else
- * searched (and remembered). score[b] is set either way, for the next word. */
-static int unigram_word(const struct spm_enc *m, struct scratch *sc, struct emit *e, size_t a,
-                        size_t b, struct ucache_entry *c)
-{
-    size_t len = b - a;
-    float base = sc->score[a];
-    if (c && c->len == len && !memcmp(c->key, sc->norm + a, len) && ucache_holds(c, base)) {
-        /* the same sums, in the same order, as viterbi_span takes them */
-        size_t off = a;
-        for (size_t i = 0; i < c->npieces; i++) {
-            int rc = emit_piece(e, c->id[i], sc->norm + off, c->plen[i]);
-            if (rc)
-                return rc;
-            if (c->unk_mask & (1u << i))
-                base = c->score[i] + base;
-            else
-                base = (float)((double)c->score[i] + (double)base);
-            off += c->plen[i];
-        }
-        sc->score[b] = base;
-        return 0;
-    }
-    viterbi_span(m, sc, a, b);
-    if (c)
-        ucache_put(sc, c, a, b);
-    return unigram_emit(m, sc, e, a, b);
-}
-
-#define WORD_BATCH 32
-
-static int encode_unigram(const struct spm_enc *m, struct scratch *sc, struct emit *e)
-{
-    size_t size = sc->norm_n;
-    unigram_reserve(sc, size);
-    sc->score[0] = 0;
-    sc->start[0] = -1;
-    if (!m->split_ws) {
-        viterbi_span(m, sc, 0, size);
-        return unigram_emit(m, sc, e, 0, size);
-    }
-    /* no piece crosses the start of a U+2581: the best path through the text is the best
-     * paths through its words, one after the other. Words go in batches whose cache
-     * entries are found and prefetched first, so that their memory latencies overlap. */
-    const char *s = sc->norm;
-    size_t bound[WORD_BATCH + 1];
-    struct ucache_entry *ent[WORD_BATCH];
-    size_t beg = 0, i = 1;
-    while (beg < size) {
-        size_t nw = 0;
-        bound[0] = beg;
-        while (nw < WORD_BATCH) {
-            const char *hit = i + 3 <= size ? memchr(s + i, 0xE2, size - i - 2) : NULL;
-            while (hit && memcmp(hit, SPACE_SYM, 3))
-                hit = (size_t)(hit + 1 - s) + 3 <= size
-                          ? memchr(hit + 1, 0xE2, size - (size_t)(hit + 1 - s) - 2)
-                          : NULL;
-            size_t end = hit ? (size_t)(hit - s) : size;
-            size_t len = end - bound[nw];
-            ent[nw] = NULL;
-            if (len <= UCACHE_KEY) {
-                ent[nw] = &sc->ucache[hash_bytes(s + bound[nw], len) & (UCACHE_SLOTS - 1)];
-                __builtin_prefetch(ent[nw]);
-            }
-            bound[++nw] = end;
-            if (end == size)
-                break;
-            i = end + 3;
-        }
-        for (size_t k = 0; k < nw; k++) {
-            int rc = unigram_word(m, sc, e, bound[k], bound[k + 1], ent[k]);
-            if (rc)
-                return rc;
-        }
-        beg = bound[nw];
-    }
-    return 0;
-}
 
 /* ---- BPE --------------------------------------------------------------------------- */
 
@@ -1535,6 +1062,6 @@ int spm_enc_encode(const struct spm_enc *m, const char *text, size_t n, struct t
     struct emit e = { m, out, 0 };
     if (m->split_ws && sc->cache_serial != m->serial)
         caches_reset(m, sc);
-    int rc = m->type == MT_BPE ? encode_bpe(m, sc, &e) : encode_unigram(m, sc, &e);
+    int rc = m->type == MT_BPE ? encode_bpe(m, sc, &e) : spm_unigram_encode(m, sc, &e);
     return rc ? rc : bad_utf8;
 }
