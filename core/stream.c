@@ -413,9 +413,10 @@ static ssize_t decode_frame(struct sl_reader *r)
     size_t held = 0;
     for (;;) {
         if (r->out_cap < held + OUT_CHUNK) {
-            /* a large frame is held whole: in memory that may use huge pages (4,000 page
-             * faults fewer for a 16 MiB hold) */
-            size_t cap = held + OUT_CHUNK > 2 * r->out_cap ? held + OUT_CHUNK : 2 * r->out_cap;
+            /* a frame larger than a chunk: room for the largest hold at once, in memory that
+             * may use huge pages; only the part written is ever faulted in (and zeroed by
+             * the kernel), once, where growing step by step would fault in every step */
+            size_t cap = HOLD_MAX + OUT_CHUNK;
             unsigned char *grown = sl_xmalloc_table(cap);
             memcpy(grown, r->out, held);
             free(r->out);

@@ -359,12 +359,13 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
         b->off = sl_xmalloc(((size_t)h.n_vocab + 1) * sizeof(uint32_t));
         b->bytes = sl_xmalloc(h.bytes_len + 1);
         b->flags = sl_xmalloc(h.n_vocab);
-        b->vtab = sl_xcalloc_table(h.vmask + 1, sizeof(*b->vtab));
-        b->ptab = sl_xcalloc_table(h.pmask + 1, sizeof(*b->ptab));
+        /* tables read whole from the file: not zeroed first */
+        b->vtab = sl_xmalloc_table((h.vmask + 1) * sizeof(*b->vtab));
+        b->ptab = sl_xmalloc_table((h.pmask + 1) * sizeof(*b->ptab));
         if (h.n_merges)
             b->merge_id = sl_xmalloc((size_t)h.n_merges * sizeof(uint32_t));
         b->bp = sl_xmalloc(256 * 256 * sizeof(*b->bp));
-        b->filter = sl_xcalloc_table(h.filter_words, sizeof(uint64_t));
+        b->filter = sl_xmalloc_table(h.filter_words * sizeof(uint64_t));
         struct table t[8];
         size_t nt = tables_of(b, &h, t);
         for (size_t i = 0; i < nt && !rc; i++)
