@@ -20,15 +20,12 @@ struct sl_jsonl_reader {
     char *name;
     struct sl_buf fixed; /* repaired line */
     struct sl_buf idbuf;
-    size_t slots[7];
+    size_t slots[SL_JSONL_NOUTCOMES + 1];
     uint64_t line_start; /* decompressed offset of the current line */
 };
 
-enum { C_INVALID_JSON, C_INVALID_UTF8, C_MISSING_TEXT, C_NOT_STRING, C_TOO_LONG, C_BLANK, C_REPAIRED };
-static const char *const slot_names[] = {
-    "skipped_invalid_json", "skipped_invalid_utf8", "skipped_missing_text",
-    "skipped_text_not_string", "skipped_line_too_long", "blank_lines", "repaired_utf8_lines",
-};
+/* counter slots: the outcomes (enum sl_jsonl_outcome, but for SL_JSONL_DOC), then this */
+enum { C_BLANK = SL_JSONL_BLANK, C_REPAIRED = SL_JSONL_NOUTCOMES };
 
 static int setup(struct sl_jsonl_reader *r, const struct sl_jsonl_opts *o)
 {
@@ -42,9 +39,11 @@ static int setup(struct sl_jsonl_reader *r, const struct sl_jsonl_opts *o)
         r->o.id_key = "id";
     sl_buf_init(&r->fixed, 0);
     sl_buf_init(&r->idbuf, 0);
-    if (r->o.counters)
-        for (int i = 0; i < 7; i++)
-            r->slots[i] = sl_counters_slot(r->o.counters, slot_names[i]);
+    if (r->o.counters) {
+        for (int i = 0; i < SL_JSONL_NOUTCOMES; i++)
+            r->slots[i] = sl_counters_slot(r->o.counters, sl_jsonl_counters[i]);
+        r->slots[C_REPAIRED] = sl_counters_slot(r->o.counters, "repaired_utf8_lines");
+    }
     return 0;
 }
 
@@ -95,20 +94,106 @@ static void count(struct sl_jsonl_reader *r, int which)
         r->o.on_skip(r->o.ctx, which == C_BLANK ? "blank_line" : "repaired_utf8", NULL);
 }
 
-static void skip(struct sl_jsonl_reader *r, int which, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void skip(struct sl_jsonl_reader *r, int which, const char *reason, const char *fmt, ...)
+/* Apply a line's outcome: its counts and its report to on_skip. */
+static void apply(struct sl_jsonl_reader *r, const struct sl_jsonl_line *l)
 {
-    count(r, which);
-    if (!r->o.on_skip)
+    if (l->repaired)
+        count(r, C_REPAIRED);
+    if (l->outcome == SL_JSONL_DOC)
         return;
-    char msg[512];
+    count(r, (int)l->outcome);
+    if (l->outcome != SL_JSONL_BLANK && r->o.on_skip)
+        r->o.on_skip(r->o.ctx, sl_jsonl_reasons[l->outcome], l->message);
+}
+
+const char *const sl_jsonl_counters[SL_JSONL_NOUTCOMES] = {
+    "skipped_invalid_json", "skipped_invalid_utf8", "skipped_missing_text",
+    "skipped_text_not_string", "skipped_line_too_long", "blank_lines",
+};
+const char *const sl_jsonl_reasons[SL_JSONL_NOUTCOMES] = {
+    "invalid_json", "invalid_utf8", "missing_text", "text_not_string", "line_too_long", "blank_line",
+};
+
+static void set_skip(struct sl_jsonl_line *l, enum sl_jsonl_outcome o, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_skip(struct sl_jsonl_line *l, enum sl_jsonl_outcome o, const char *fmt, ...)
+{
+    l->outcome = o;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(l->message, sizeof(l->message), fmt, ap);
     va_end(ap);
-    r->o.on_skip(r->o.ctx, reason, msg);
+}
+
+int sl_jsonl_next_line(struct sl_jsonl_reader *r, const char **line, size_t *len,
+                       struct sl_jsonl_line *l)
+{
+    r->line_start = sl_reader_out_offset(r->in);
+    int rc = sl_reader_getline(r->in, line, len, r->o.max_line);
+    if (rc == 0)
+        return 0;
+    l->line_no = sl_reader_line_no(r->in);
+    l->outcome = SL_JSONL_DOC;
+    l->repaired = 0;
+    l->message[0] = 0;
+    if (rc == SL_ERR_TOOBIG) {
+        set_skip(l, SL_JSONL_TOO_LONG, "%s:%llu: line longer than %zu bytes, skipped", r->name,
+                 (unsigned long long)l->line_no, r->o.max_line);
+        *line = NULL;
+        *len = 0;
+        return 1;
+    }
+    return rc < 0 ? rc : 1;
+}
+
+int sl_jsonl_parse_line(const struct sl_jsonl_opts *o, const char *name, const char *line, size_t len,
+                        struct sl_doc *d, struct sl_buf *fixed, struct sl_jsonl_line *l)
+{
+    unsigned long long ln = (unsigned long long)l->line_no;
+    const char *text_key = o->text_key ? o->text_key : "text";
+    const char *p = sl_json_skip_ws(line, line + len);
+    if (p == line + len) {
+        l->outcome = SL_JSONL_BLANK;
+        return 0;
+    }
+    if (o->repair_utf8) {
+        size_t bad = sl_utf8_validate(line, len);
+        if (bad < len) {
+            sl_buf_reset(fixed);
+            if (sl_utf8_repair(fixed, line, len, NULL) == 0) {
+                line = fixed->data;
+                len = fixed->len;
+                l->repaired = 1;
+            }
+        }
+    }
+    struct sl_json_error err;
+    if (sl_doc_parse(d, line, len, &err) != 0) {
+        int utf8 = strstr(err.reason, "UTF-8") != NULL;
+        set_skip(l, utf8 ? SL_JSONL_INVALID_UTF8 : SL_JSONL_INVALID_JSON, "%s:%llu:%zu: %s, skipped",
+                 name, ln, err.offset + 1, err.reason);
+        return 0;
+    }
+    d->file = name;
+    d->line = l->line_no;
+    sl_doc_set_text_key(d, text_key);
+    if (!o->allow_missing_text) {
+        /* the scanner validated the value; only its type matters here */
+        size_t tl;
+        const char *raw = sl_doc_get_raw(d, text_key, &tl);
+        if (!raw) {
+            set_skip(l, SL_JSONL_MISSING_TEXT, "%s:%llu: no \"%s\" member, skipped", name, ln,
+                     text_key);
+            return 0;
+        }
+        if (raw[0] != '"') {
+            set_skip(l, SL_JSONL_NOT_STRING, "%s:%llu: \"%s\" is not a string, skipped", name, ln,
+                     text_key);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int sl_jsonl_next(struct sl_jsonl_reader *r, struct sl_doc *d)
@@ -116,66 +201,38 @@ int sl_jsonl_next(struct sl_jsonl_reader *r, struct sl_doc *d)
     for (;;) {
         const char *line;
         size_t len;
-        r->line_start = sl_reader_out_offset(r->in);
-        int rc = sl_reader_getline(r->in, &line, &len, r->o.max_line);
-        if (rc == 0)
-            return 0;
-        unsigned long long ln = (unsigned long long)sl_reader_line_no(r->in);
-        if (rc == SL_ERR_TOOBIG) {
-            skip(r, C_TOO_LONG, "line_too_long", "%s:%llu: line longer than %zu bytes, skipped",
-                 r->name, ln, r->o.max_line);
-            continue;
-        }
-        if (rc < 0)
+        struct sl_jsonl_line l;
+        int rc = sl_jsonl_next_line(r, &line, &len, &l);
+        if (rc <= 0)
             return rc;
-
-        const char *p = sl_json_skip_ws(line, line + len);
-        if (p == line + len) {
-            count(r, C_BLANK);
+        if (l.outcome == SL_JSONL_DOC && sl_jsonl_parse_line(&r->o, r->name, line, len, d, &r->fixed, &l))
+            apply(r, &l);
+        else {
+            apply(r, &l);
             continue;
-        }
-        if (r->o.repair_utf8) {
-            size_t bad = sl_utf8_validate(line, len);
-            if (bad < len) {
-                sl_buf_reset(&r->fixed);
-                if (sl_utf8_repair(&r->fixed, line, len, NULL) == 0) {
-                    line = r->fixed.data;
-                    len = r->fixed.len;
-                    count(r, C_REPAIRED);
-                }
-            }
-        }
-        struct sl_json_error err;
-        if (sl_doc_parse(d, line, len, &err) != 0) {
-            int utf8 = strstr(err.reason, "UTF-8") != NULL;
-            skip(r, utf8 ? C_INVALID_UTF8 : C_INVALID_JSON, utf8 ? "invalid_utf8" : "invalid_json",
-                 "%s:%llu:%zu: %s, skipped", r->name, ln, err.offset + 1, err.reason);
-            continue;
-        }
-        d->file = r->name;
-        d->line = ln;
-        sl_doc_set_text_key(d, r->o.text_key);
-        if (!r->o.allow_missing_text) {
-            /* the scanner validated the value; only its type matters here */
-            size_t tl;
-            const char *raw = sl_doc_get_raw(d, r->o.text_key, &tl);
-            if (!raw || raw[0] != '"') {
-                if (!raw)
-                    skip(r, C_MISSING_TEXT, "missing_text", "%s:%llu: no \"%s\" member, skipped",
-                         r->name, ln, r->o.text_key);
-                else
-                    skip(r, C_NOT_STRING, "text_not_string",
-                         "%s:%llu: \"%s\" is not a string, skipped", r->name, ln, r->o.text_key);
-                continue;
-            }
         }
         if (r->o.id_prefix && sl_doc_find(d, r->o.id_key) < 0) {
             sl_buf_reset(&r->idbuf);
-            sl_buf_printf(&r->idbuf, "%s:%llu", r->o.id_prefix, ln);
+            sl_buf_printf(&r->idbuf, "%s:%llu", r->o.id_prefix, (unsigned long long)l.line_no);
             sl_doc_prepend_str(d, r->o.id_key, r->idbuf.data, r->idbuf.len);
         }
         return 1;
     }
+}
+
+void sl_jsonl_count_line(struct sl_jsonl_reader *r, const struct sl_jsonl_line *l)
+{
+    apply(r, l);
+}
+
+const struct sl_jsonl_opts *sl_jsonl_reader_opts(const struct sl_jsonl_reader *r)
+{
+    return &r->o;
+}
+
+const char *sl_jsonl_name(const struct sl_jsonl_reader *r)
+{
+    return r->name;
 }
 
 uint64_t sl_jsonl_line_no(const struct sl_jsonl_reader *r)

@@ -16,6 +16,7 @@
 
 #include "core/doc.h"
 
+struct sl_buf;
 struct sl_counters;
 struct sl_source;
 
@@ -48,6 +49,48 @@ void sl_jsonl_close(struct sl_jsonl_reader *r);
 /* 1: a document is in *d; 0: end of input; <0: the stream failed (truncated, corrupt,
  * unreadable) and reading must stop; the message names the file and byte offset. */
 int sl_jsonl_next(struct sl_jsonl_reader *r, struct sl_doc *d);
+
+/* sl_jsonl_next in two halves, so that lines can be read in order on one thread and parsed
+ * on others: sl_jsonl_next_line reads a line, sl_jsonl_parse_line (reentrant) makes it a
+ * document or says why not, and sl_jsonl_count_line counts and reports the outcome as
+ * sl_jsonl_next does (call it in line order, on the reader's thread). Ids are not added
+ * (id_prefix): that is sl_jsonl_next's. */
+enum sl_jsonl_outcome {
+    SL_JSONL_INVALID_JSON,
+    SL_JSONL_INVALID_UTF8,
+    SL_JSONL_MISSING_TEXT,
+    SL_JSONL_NOT_STRING,
+    SL_JSONL_TOO_LONG,
+    SL_JSONL_BLANK,
+    SL_JSONL_NOUTCOMES, /* the outcomes above are skips, counted */
+    SL_JSONL_DOC,       /* a document */
+};
+/* Counter names ("skipped_invalid_json", ..., "blank_lines") and on_skip reasons
+ * ("invalid_json", ..., "blank_line") of the skip outcomes. */
+extern const char *const sl_jsonl_counters[SL_JSONL_NOUTCOMES];
+extern const char *const sl_jsonl_reasons[SL_JSONL_NOUTCOMES];
+
+struct sl_jsonl_line {
+    uint64_t line_no;
+    enum sl_jsonl_outcome outcome;
+    int repaired;      /* invalid UTF-8 replaced (repair_utf8) */
+    char message[512]; /* "FILE:LINE:COL: reason, skipped" for a skip other than blank */
+};
+
+/* 1: a line in *line and *len with l->line_no set, l->outcome SL_JSONL_DOC (to be parsed) or
+ * SL_JSONL_TOO_LONG (no line: *line NULL, the message set); 0: end of input; <0: the
+ * stream failed. The line stays valid until the next call. */
+int sl_jsonl_next_line(struct sl_jsonl_reader *r, const char **line, size_t *len,
+                       struct sl_jsonl_line *l);
+/* 1 with the document in *d, or 0 with l->outcome and l->message saying why not; l->repaired
+ * tells whether the line was repaired (fixed: scratch for the repaired line). o and name
+ * as the reader's (sl_jsonl_reader_opts, sl_jsonl_name). */
+int sl_jsonl_parse_line(const struct sl_jsonl_opts *o, const char *name, const char *line, size_t len,
+                        struct sl_doc *d, struct sl_buf *fixed, struct sl_jsonl_line *l);
+void sl_jsonl_count_line(struct sl_jsonl_reader *r, const struct sl_jsonl_line *l);
+/* The reader's options (with defaults filled in) and file name. */
+const struct sl_jsonl_opts *sl_jsonl_reader_opts(const struct sl_jsonl_reader *r);
+const char *sl_jsonl_name(const struct sl_jsonl_reader *r);
 
 uint64_t sl_jsonl_line_no(const struct sl_jsonl_reader *r);
 /* Decompressed byte offset where the current line starts (the last document returned, or
