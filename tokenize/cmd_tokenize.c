@@ -1,10 +1,13 @@
 /* sluice tokenize: JSONL documents -> Megatron PREFIX_<key>_document.bin/.idx.
  *
  * Each input file is one unit of work: ranks take files (balanced by size), and inside a
- * rank a reader thread parses documents into batches that worker threads encode while the
- * reader writes finished batches, in order, into one part shard per file and key. Rank 0
- * then concatenates the parts in input order. The output therefore depends only on the
- * inputs and the settings: the same bytes for any number of ranks and threads.
+ * rank the reading thread cuts the decompressed input into batches of lines that worker
+ * threads parse (JSON, UTF-8) and encode, while the reading thread writes finished batches,
+ * in order, into one part shard per file and key, and counts and reports their bad lines
+ * in line order. So the reading thread only decompresses, splits lines and writes, and a
+ * rank keeps many workers busy. Rank 0 then concatenates the parts in input order. The
+ * output therefore depends only on the inputs and the settings: the same bytes for any
+ * number of ranks and threads.
  *
  * Resume: the parts folder DIR/.PREFIX.sluice-parts/ is a stage directory run by
  * sl_stage_run_files() (core/stage.h): its plan (settings and inputs) and, per finished
@@ -108,6 +111,7 @@ struct kbatch {
     struct sl_buf text;
     size_t *tend;     /* per text: end offset in text */
     uint32_t *ntexts; /* per document: texts (0: missing key; >1: a list of sentences) */
+    uint8_t *kstat;   /* per document: 0 texts, 1 key missing, 2 key not a string (nor a list) */
     size_t ntext, captext;
     struct tok_ids toks;
     uint32_t *seqlen; /* per sequence */
@@ -116,10 +120,25 @@ struct kbatch {
     int repaired;
 };
 
+/* One input line of a batch and what became of it. */
+struct line {
+    uint64_t line_no;
+    uint64_t bytes;  /* a document's JSON object, + 1 for its newline (bytes_in) */
+    size_t end;      /* end offset in the batch's lines */
+    size_t msg;      /* a skip's message: offset in the batch's messages */
+    uint8_t outcome; /* enum sl_jsonl_outcome */
+    uint8_t repaired;
+};
+
 struct batch {
     struct kbatch *k;
+    struct sl_buf lines; /* the raw lines, back to back (the reading thread) */
+    struct line *line;
+    size_t nlines, caplines;
+    struct sl_buf msgs; /* messages of the skipped lines, NUL-terminated (the workers) */
+    const struct sl_jsonl_opts *jo;
+    const char *name;
     size_t ndocs, capdocs;
-    size_t bytes;
     int state; /* 0 free, 1 filling, 2 queued, 3 encoding, 4 done */
     int rc;
     char err[256];
@@ -154,6 +173,7 @@ static void kbatch_release(struct kbatch *k)
     sl_buf_release(&k->text);
     free(k->tend);
     free(k->ntexts);
+    free(k->kstat);
     tok_ids_release(&k->toks);
     free(k->seqlen);
     free(k->docseq);
@@ -175,6 +195,38 @@ static void push_seq(struct kbatch *k, uint32_t len)
         k->seqlen = sl_xrealloc(k->seqlen, k->capseq * sizeof(*k->seqlen));
     }
     k->seqlen[k->nseq++] = len;
+}
+
+static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc);
+
+/* A worker's own parsing state. */
+struct parser {
+    struct sl_doc doc;
+    struct sl_buf fixed;
+};
+
+/* Parse every line of a batch into documents (worker side): texts into the keys' batches,
+ * skipped lines marked with their reason and message. */
+static void parse_batch(struct pipeline *pl, struct parser *ps, struct batch *b)
+{
+    b->ndocs = 0;
+    for (size_t i = 0; i < b->nlines; i++) {
+        struct line *li = &b->line[i];
+        if (li->outcome != SL_JSONL_DOC)
+            continue; /* cut by the reader (too long): its message is there already */
+        size_t beg = i ? b->line[i - 1].end : 0;
+        struct sl_jsonl_line l = { .line_no = li->line_no, .outcome = SL_JSONL_DOC };
+        if (sl_jsonl_parse_line(b->jo, b->name, b->lines.data + beg, li->end - beg, &ps->doc, &ps->fixed,
+                                &l)) {
+            li->bytes = ps->doc.raw.len + 1;
+            add_doc(pl, b, &ps->doc);
+        } else {
+            li->outcome = (uint8_t)l.outcome;
+            li->msg = b->msgs.len;
+            sl_buf_append(&b->msgs, l.message, strlen(l.message) + 1);
+        }
+        li->repaired = (uint8_t)l.repaired;
+    }
 }
 
 /* Encode every document of a batch (worker side). */
@@ -216,6 +268,9 @@ static void *worker(void *arg)
 {
     struct pipeline *pl = arg;
     struct tokenizer_enc *enc = tokenizer_enc_new(pl->tok);
+    struct parser ps;
+    sl_doc_init(&ps.doc);
+    sl_buf_init(&ps.fixed, 0);
     pthread_mutex_lock(&pl->mu);
     for (;;) {
         while (!pl->quit && (pl->next_job == pl->tail || pl->ring[pl->next_job % pl->nring].state != 2))
@@ -227,6 +282,7 @@ static void *worker(void *arg)
         b->state = 3;
         pthread_mutex_unlock(&pl->mu);
         sl_err_clear();
+        parse_batch(pl, &ps, b);
         b->rc = encode_batch(pl, enc, b);
         if (b->rc)
             snprintf(b->err, sizeof(b->err), "%s", sl_err_msg());
@@ -236,6 +292,8 @@ static void *worker(void *arg)
     }
     pthread_mutex_unlock(&pl->mu);
     tokenizer_enc_free(enc);
+    sl_doc_release(&ps.doc);
+    sl_buf_release(&ps.fixed);
     return NULL;
 }
 
@@ -243,11 +301,44 @@ static void *worker(void *arg)
 struct unit_out {
     struct idx_writer **w;
     struct sl_counters *c;
+    struct sl_jsonl_reader *r; /* counts and reports the bad lines */
     char **ckey_tokens, **ckey_empty; /* counter names per key */
 };
 
+/* Count and report a batch's lines in order, as the JSONL reader would have. */
+static void count_lines(struct pipeline *pl, struct batch *b, struct unit_out *u)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < b->nlines; i++) {
+        const struct line *li = &b->line[i];
+        struct sl_jsonl_line l;
+        l.line_no = li->line_no;
+        l.outcome = (enum sl_jsonl_outcome)li->outcome;
+        l.repaired = li->repaired;
+        l.message[0] = 0;
+        if (li->outcome != SL_JSONL_DOC && li->outcome != SL_JSONL_BLANK)
+            snprintf(l.message, sizeof(l.message), "%s", b->msgs.data + li->msg);
+        sl_jsonl_count_line(u->r, &l);
+        if (li->outcome != SL_JSONL_DOC)
+            continue;
+        sl_counters_add(u->c, "documents_in", 1);
+        sl_counters_add(u->c, "bytes_in", li->bytes);
+        for (size_t k = 0; k < pl->nkeys; k++) {
+            uint8_t st = b->k[k].kstat[d];
+            if (st) {
+                char name[160];
+                snprintf(name, sizeof(name), "%s%s%s", st == 1 ? "missing_key" : "key_not_string",
+                         k ? "_" : "", k ? pl->o->keys.v[k] : "");
+                sl_counters_add(u->c, name, 1);
+            }
+        }
+        d++;
+    }
+}
+
 static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
 {
+    count_lines(pl, b, u);
     for (size_t k = 0; k < pl->nkeys; k++) {
         struct kbatch *kb = &b->k[k];
         size_t s = 0, off = 0;
@@ -295,7 +386,9 @@ static struct batch *current(struct pipeline *pl, struct unit_out *u, int *rc)
     b = &pl->ring[pl->tail % pl->nring];
     b->state = 1;
     b->ndocs = 0;
-    b->bytes = 0;
+    b->nlines = 0;
+    sl_buf_reset(&b->lines);
+    sl_buf_reset(&b->msgs);
     b->rc = 0;
     for (size_t k = 0; k < pl->nkeys; k++)
         kbatch_reset(&b->k[k]);
@@ -314,14 +407,15 @@ static void submit(struct pipeline *pl)
     pthread_mutex_unlock(&pl->mu);
 }
 
-/* Add one document's texts for every key. */
-static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc, struct sl_counters *c)
+/* Add one document's texts for every key (worker side). */
+static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc)
 {
     if (b->ndocs == b->capdocs) {
         b->capdocs = b->capdocs ? b->capdocs * 2 : 256;
         for (size_t k = 0; k < pl->nkeys; k++) {
             b->k[k].ntexts = sl_xrealloc(b->k[k].ntexts, b->capdocs * sizeof(uint32_t));
             b->k[k].docseq = sl_xrealloc(b->k[k].docseq, b->capdocs * sizeof(uint32_t));
+            b->k[k].kstat = sl_xrealloc(b->k[k].kstat, b->capdocs);
         }
     }
     for (size_t k = 0; k < pl->nkeys; k++) {
@@ -330,6 +424,7 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc, st
         size_t before = kb->text.len;
         int rc = sl_doc_get_str(doc, key, &kb->text);
         uint32_t nt = 0;
+        kb->kstat[b->ndocs] = 0;
         if (rc == 0) {
             push_text_end(kb);
             nt = 1;
@@ -347,17 +442,34 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc, st
                     nt++;
                 }
             } else {
-                char name[160];
-                snprintf(name, sizeof(name), "%s%s%s", rc == SL_ERR_NOTFOUND ? "missing_key" : "key_not_string",
-                         k ? "_" : "", k ? key : "");
-                sl_counters_add(c, name, 1);
+                kb->kstat[b->ndocs] = rc == SL_ERR_NOTFOUND ? 1 : 2;
             }
             json_object_put(v);
         }
         kb->ntexts[b->ndocs] = nt;
-        b->bytes += kb->text.len - before;
     }
     b->ndocs++;
+}
+
+/* Add one line, as read, to the batch being filled (reader side). */
+static void add_line(struct batch *b, const char *p, size_t n, const struct sl_jsonl_line *l)
+{
+    if (b->nlines == b->caplines) {
+        b->caplines = b->caplines ? b->caplines * 2 : 1024;
+        b->line = sl_xrealloc(b->line, b->caplines * sizeof(*b->line));
+    }
+    struct line *li = &b->line[b->nlines++];
+    sl_buf_append(&b->lines, p, n);
+    li->line_no = l->line_no;
+    li->end = b->lines.len;
+    li->outcome = (uint8_t)l->outcome;
+    li->repaired = 0;
+    li->bytes = 0;
+    li->msg = 0;
+    if (l->outcome != SL_JSONL_DOC) { /* cut as too long: the message is kept now */
+        li->msg = b->msgs.len;
+        sl_buf_append(&b->msgs, l->message, strlen(l->message) + 1);
+    }
 }
 
 static void on_skip(void *ctx, const char *reason, const char *message)
@@ -378,7 +490,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
 {
     const struct sl_input *in = &su->inputs[0];
     struct sl_counters *c = su->c;
-    uint64_t docs = 0;
+    uint64_t lines = 0;
     struct unit_out u;
     u.w = sl_xcalloc(pl->nkeys, sizeof(*u.w));
     u.c = c;
@@ -404,10 +516,13 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     struct sl_jsonl_reader *r = NULL;
     if (!rc)
         rc = sl_jsonl_open(&r, in->path, &jo);
-    struct sl_doc doc;
-    sl_doc_init(&doc);
+    u.r = r;
+    /* this thread only splits lines; the workers parse them (parse_batch) */
     while (!rc) {
-        int got = sl_jsonl_next(r, &doc);
+        const char *line;
+        size_t len;
+        struct sl_jsonl_line l;
+        int got = sl_jsonl_next_line(r, &line, &len, &l);
         if (got < 0)
             rc = got;
         if (got <= 0)
@@ -415,12 +530,14 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
         struct batch *b = current(pl, &u, &rc);
         if (rc)
             break;
-        sl_counters_add(c, "documents_in", 1);
-        sl_counters_add(c, "bytes_in", doc.raw.len + 1);
-        add_doc(pl, b, &doc, c);
-        if (b->bytes >= BATCH_BYTES || b->ndocs >= BATCH_DOCS)
+        if (!b->nlines) {
+            b->jo = sl_jsonl_reader_opts(r);
+            b->name = sl_jsonl_name(r);
+        }
+        add_line(b, line, len, &l);
+        if (b->lines.len >= BATCH_BYTES || b->nlines >= BATCH_DOCS)
             submit(pl);
-        sl_stage_unit_progress(su, sl_jsonl_bytes_in(r), ++docs);
+        sl_stage_unit_progress(su, sl_jsonl_bytes_in(r), ++lines);
     }
     submit(pl);
     int rc2 = 0;
@@ -462,7 +579,6 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
         free(u.ckey_empty[k]);
     }
     sl_jsonl_close(r);
-    sl_doc_release(&doc);
     free(u.w);
     free(u.ckey_tokens);
     free(u.ckey_empty);
@@ -682,6 +798,9 @@ static void pipeline_release(struct pipeline *pl)
         for (size_t k = 0; k < pl->nkeys; k++)
             kbatch_release(&pl->ring[i].k[k]);
         free(pl->ring[i].k);
+        sl_buf_release(&pl->ring[i].lines);
+        sl_buf_release(&pl->ring[i].msgs);
+        free(pl->ring[i].line);
     }
     free(pl->ring);
     free(pl->threads);
