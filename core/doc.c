@@ -42,6 +42,7 @@ void sl_doc_release(struct sl_doc *d)
 void sl_doc_reset(struct sl_doc *d)
 {
     clear_fields(d);
+    d->scanned = 0;
     sl_buf_reset(&d->raw);
     sl_buf_append(&d->raw, "{}", 2);
     d->modified = 1;
@@ -103,8 +104,10 @@ int sl_doc_parse(struct sl_doc *d, const char *line, size_t len, struct sl_json_
     int rc = sl_json_scan_object(d->raw.data, d->raw.len, on_member, d, err);
     if (rc) {
         d->n = 0;
+        d->scanned = 0;
         return rc;
     }
+    d->scanned = 1;
     return 0;
 }
 
@@ -133,14 +136,18 @@ const char *sl_doc_get_raw(const struct sl_doc *d, const char *key, size_t *len)
 
 int sl_doc_get_str(const struct sl_doc *d, const char *key, struct sl_buf *out)
 {
-    size_t len;
-    const char *raw = sl_doc_get_raw(d, key, &len);
-    if (!raw)
+    long i = sl_doc_find(d, key);
+    if (i < 0)
         return SL_ERR_NOTFOUND;
+    const struct sl_doc_field *f = &d->f[i];
+    const char *raw = f->val;
+    size_t len = f->val_len;
     if (raw[0] != '"')
         return SL_ERR_FORMAT;
     struct sl_json_error err;
-    if (!sl_json_decode_string(raw, raw, raw + len, out, &err))
+    /* a value of the line as parsed was validated then; one set since, not necessarily */
+    int valid = d->scanned && !f->owned_val;
+    if (!(valid ? sl_json_decode_string_valid : sl_json_decode_string)(raw, raw, raw + len, out, &err))
         return sl_err_set(SL_ERR_TOOBIG, "member '%s': %s", key, err.reason);
     return 0;
 }

@@ -35,6 +35,7 @@ struct sl_doc {
     struct sl_buf text;   /* decoded text cache */
     int text_state;       /* 0 unknown, 1 decoded, -1 absent, -2 not a string */
     struct sl_buf scratch;
+    int scanned; /* raw was checked by sl_doc_parse: its strings are valid UTF-8 */
     /* Where it came from (set by the reader; not owned). */
     const char *file;
     uint64_t line;

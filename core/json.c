@@ -92,8 +92,8 @@ static int read_hex4(const char *p, const char *end, uint32_t *out)
     return 1;
 }
 
-const char *sl_json_decode_string(const char *base, const char *p, const char *end,
-                                  struct sl_buf *out, struct sl_json_error *err)
+static inline const char *decode_string(const char *base, const char *p, const char *end,
+                                        struct sl_buf *out, struct sl_json_error *err, int validate)
 {
     if (p >= end || *p != '"')
         return fail(err, base, p, "expected a string");
@@ -101,7 +101,7 @@ const char *sl_json_decode_string(const char *base, const char *p, const char *e
     for (;;) {
         int high;
         const char *run = string_run(p, end, &high);
-        if (high) {
+        if (high && validate) {
             size_t ok = sl_utf8_validate(p, (size_t)(run - p));
             if (ok < (size_t)(run - p))
                 return fail(err, base, p + ok, "invalid UTF-8 in string");
@@ -160,6 +160,18 @@ const char *sl_json_decode_string(const char *base, const char *p, const char *e
             return fail(err, base, p, "string over cap");
         p += 2;
     }
+}
+
+const char *sl_json_decode_string(const char *base, const char *p, const char *end,
+                                  struct sl_buf *out, struct sl_json_error *err)
+{
+    return decode_string(base, p, end, out, err, 1);
+}
+
+const char *sl_json_decode_string_valid(const char *base, const char *p, const char *end,
+                                        struct sl_buf *out, struct sl_json_error *err)
+{
+    return decode_string(base, p, end, out, err, 0);
 }
 
 static const char *skip_number(const char *base, const char *p, const char *end,

@@ -52,6 +52,10 @@ int sl_json_scan_object(const char *text, size_t len,
  * Fails with reason "string over cap" when out's cap is reached. */
 const char *sl_json_decode_string(const char *base, const char *p, const char *end,
                                   struct sl_buf *out, struct sl_json_error *err);
+/* The same for a string already validated (its bytes are known to be valid UTF-8, as those
+ * of a member that sl_json_scan_object accepted): the UTF-8 check is skipped. */
+const char *sl_json_decode_string_valid(const char *base, const char *p, const char *end,
+                                        struct sl_buf *out, struct sl_json_error *err);
 
 /* Compare the escaped key of m with a plain C string. */
 int sl_json_key_eq(const struct sl_json_member *m, const char *key);

@@ -180,6 +180,33 @@ TEST(doc_set_get_remove)
     sl_doc_release(&d);
 }
 
+/* A value of the parsed line is decoded without checking its UTF-8 again (the parse did);
+ * a value set since is still checked; a line with invalid UTF-8 in a string does not parse. */
+TEST(doc_get_str_checks_what_the_parse_did_not)
+{
+    struct sl_doc d;
+    sl_doc_init(&d);
+    const char *line = "{\"text\":\"caf\xc3\xa9 \\u00e9\"}";
+    REQUIRE(sl_doc_parse(&d, line, strlen(line), NULL) == 0);
+    struct sl_buf s = SL_BUF_INIT;
+    CHECK_EQ_INT(sl_doc_get_str(&d, "text", &s), 0);
+    CHECK_EQ_STR(s.data, "caf\xc3\xa9 \xc3\xa9");
+    sl_doc_set_raw(&d, "text", "\"bad \xff\"", 7);
+    sl_buf_reset(&s);
+    CHECK(sl_doc_get_str(&d, "text", &s) != 0);
+    sl_doc_set_raw(&d, "other", "\"\xc3\"", 3);
+    CHECK(sl_doc_get_str(&d, "other", &s) != 0);
+    const char *bad = "{\"text\":\"x\xff\"}";
+    struct sl_json_error err;
+    CHECK_EQ_INT(sl_doc_parse(&d, bad, strlen(bad), &err), SL_ERR_FORMAT);
+    CHECK_CONTAINS(err.reason, "UTF-8");
+    sl_doc_reset(&d);
+    sl_doc_set_raw(&d, "text", "\"\xe2\x82\"", 4);
+    CHECK(sl_doc_get_str(&d, "text", &s) != 0);
+    sl_buf_release(&s);
+    sl_doc_release(&d);
+}
+
 TEST(doc_escaped_keys)
 {
     struct sl_doc d;
