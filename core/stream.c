@@ -936,6 +936,51 @@ int sl_writer_write(struct sl_writer *w, const void *data, size_t n)
     return encode(w, p, n, 0);
 }
 
+int sl_writer_copy_fd(struct sl_writer *w, int fd, uint64_t off, uint64_t n, const char *name)
+{
+    int rc = 0;
+    if (w->codec == SL_CODEC_NONE && w->is_file && (rc = flush_batch(w)) == 0) {
+        while (n) {
+            loff_t in = (loff_t)off;
+            size_t want = n > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)n;
+            ssize_t got = copy_file_range(fd, &in, w->file.fd, NULL, want, 0);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0) {
+                if (got == 0)
+                    return sl_err_set(SL_ERR_CORRUPT, "cannot read '%s': shorter than expected", name);
+                if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+                    return sl_err_set(SL_ERR_IO, "cannot copy '%s' into '%s': %s", name, w->file.path,
+                                      strerror(errno));
+                break; /* not for these files: the plain copy below */
+            }
+            w->bytes_in += (uint64_t)got;
+            w->bytes_out += (uint64_t)got;
+            off += (uint64_t)got;
+            n -= (uint64_t)got;
+        }
+    }
+    if (rc || !n)
+        return rc;
+    size_t chunk = (size_t)1 << 20;
+    char *buf = sl_xmalloc(chunk);
+    while (!rc && n) {
+        size_t want = n < chunk ? (size_t)n : chunk;
+        ssize_t got = pread(fd, buf, want, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            rc = sl_err_set(got < 0 ? SL_ERR_IO : SL_ERR_CORRUPT, "cannot read '%s': %s", name,
+                            got < 0 ? strerror(errno) : "shorter than expected");
+        else
+            rc = sl_writer_write(w, buf, (size_t)got);
+        off += got > 0 ? (uint64_t)got : 0;
+        n -= got > 0 ? (uint64_t)got : 0;
+    }
+    free(buf);
+    return rc;
+}
+
 uint64_t sl_writer_bytes_in(const struct sl_writer *w)
 {
     return w->bytes_in;

@@ -118,6 +118,10 @@ int sl_writer_open_buf(struct sl_writer **out, struct sl_buf *dst, const struct 
 
 int sl_writer_write(struct sl_writer *w, const void *data, size_t n);
 /* Uncompressed bytes written so far. */
+/* Append n bytes of the file fd from offset off (the bytes must be there). A plain file
+ * writer copies them inside the kernel (copy_file_range: no copy through user memory, and
+ * none at all where the file system shares extents); other writers read and write them. */
+int sl_writer_copy_fd(struct sl_writer *w, int fd, uint64_t off, uint64_t n, const char *name);
 uint64_t sl_writer_bytes_in(const struct sl_writer *w);
 /* Compressed bytes produced so far (flushed to the sink). */
 uint64_t sl_writer_bytes_out(const struct sl_writer *w);

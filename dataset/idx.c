@@ -231,8 +231,8 @@ int idx_writer_append_shard(struct idx_writer *w, const char *prefix)
         push_doc(w, (int64_t)(base_seq + idx_reader_doc_index(r, d)));
     uint64_t bytes = idx_reader_tokens(r) * w->itemsize;
     idx_reader_close(r);
-    /* copy the tokens with read(), not through the mapping, so that memory stays flat
-     * however large the shard is */
+    /* copy the tokens from the file, not through the mapping, so that memory stays flat
+     * however large the shard is (inside the kernel where it can) */
     char *bpath = sl_xasprintf("%s.bin", prefix);
     int fd = open(bpath, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -240,23 +240,10 @@ int idx_writer_append_shard(struct idx_writer *w, const char *prefix)
         free(bpath);
         return rc;
     }
-    size_t chunk = 1u << 20;
-    char *buf = sl_xmalloc(chunk);
-    uint64_t done = 0;
-    while (!rc && done < bytes) {
-        size_t want = bytes - done < chunk ? (size_t)(bytes - done) : chunk;
-        ssize_t got = pread(fd, buf, want, (off_t)done);
-        if (got <= 0)
-            rc = sl_err_set(got < 0 ? SL_ERR_IO : SL_ERR_CORRUPT, "cannot read '%s': %s", bpath,
-                            got < 0 ? strerror(errno) : "shorter than its index");
-        else
-            rc = sl_writer_write(w->bin, buf, (size_t)got);
-        done += got > 0 ? (uint64_t)got : 0;
-    }
+    rc = sl_writer_copy_fd(w->bin, fd, 0, bytes, bpath);
     if (!rc)
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
-    free(buf);
     free(bpath);
     w->bin_bytes += bytes;
     return rc;

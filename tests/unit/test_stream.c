@@ -6,6 +6,7 @@
 #include "core/err.h"
 #include "core/stream.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -292,6 +293,52 @@ TEST(stream_atomic_writer)
     CHECK_EQ_INT(sl_read_file(path, &back), 0);
     CHECK_EQ_STR(back.data, "abc\n");
     sl_buf_release(&back);
+}
+
+/* Appending part of a file: in the kernel into a plain file (after what was written and
+ * buffered), read and written into a compressed one or a buffer; a source shorter than
+ * asked is an error naming it. */
+TEST(stream_writer_copy_fd)
+{
+    struct sl_buf src = SL_BUF_INIT;
+    make_text(&src, 50000);
+    const char *sp = sl_test_write("src.bin", src.data, src.len);
+    int fd = open(sp, O_RDONLY);
+    REQUIRE(fd >= 0);
+    static const char *const names[] = { "plain.bin", "packed.zst" };
+    for (int i = 0; i < 2; i++) {
+        char path[700];
+        snprintf(path, sizeof(path), "%s/%s", sl_test_tmpdir(), names[i]);
+        struct sl_writer *w;
+        REQUIRE(sl_writer_open(&w, path, NULL) == 0);
+        CHECK_EQ_INT(sl_writer_write(w, "head:", 5), 0);
+        CHECK_EQ_INT(sl_writer_copy_fd(w, fd, 100, src.len - 200, sp), 0);
+        CHECK_EQ_INT(sl_writer_write(w, ":tail", 5), 0);
+        CHECK_EQ_INT((int)sl_writer_bytes_in(w), (int)(src.len - 200 + 10));
+        REQUIRE(sl_writer_commit(w) == 0);
+        struct sl_buf back = SL_BUF_INIT;
+        REQUIRE(sl_read_file(path, &back) == 0);
+        REQUIRE(back.len == src.len - 200 + 10);
+        CHECK(!memcmp(back.data, "head:", 5));
+        CHECK(!memcmp(back.data + 5, src.data + 100, src.len - 200));
+        CHECK(!memcmp(back.data + back.len - 5, ":tail", 5));
+        sl_buf_release(&back);
+    }
+    struct sl_buf mem = SL_BUF_INIT;
+    struct sl_writer *w;
+    REQUIRE(sl_writer_open_buf(&w, &mem, NULL) == 0);
+    CHECK_EQ_INT(sl_writer_copy_fd(w, fd, 0, 10, sp), 0);
+    CHECK_EQ_INT(sl_writer_copy_fd(w, fd, src.len - 5, 10, sp), SL_ERR_CORRUPT);
+    CHECK_CONTAINS(sl_err_msg(), "src.bin");
+    sl_writer_abort(w);
+    sl_buf_release(&mem);
+    char path[700];
+    snprintf(path, sizeof(path), "%s/short.bin", sl_test_tmpdir());
+    REQUIRE(sl_writer_open(&w, path, NULL) == 0);
+    CHECK_EQ_INT(sl_writer_copy_fd(w, fd, src.len - 5, 10, sp), SL_ERR_CORRUPT);
+    sl_writer_abort(w);
+    close(fd);
+    sl_buf_release(&src);
 }
 
 TEST(stream_unwritable_directory)
