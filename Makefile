@@ -5,7 +5,8 @@
 #   make check-deps   fail when a folder includes one above it (docs/dev.md, Layers)
 #   make demo         install, build, run the pipeline on the bundled samples
 #   make asan         the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly
+#   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly,
+#                     make fuzz-campaign for an hour per reader family, make fuzz-keep keeps what it found
 #   make bench        run the benchmarks in bench/ against the peer tools
 #   make test-gpu     build and run the CUDA kernel and GPU trainer tests (SKIP without nvcc or a GPU)
 #   make bench-kernels  time the CUDA kernels (one table)
@@ -216,7 +217,7 @@ install-files:
 
 .PHONY: install install-files
 
-.PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short fuzz-campaign demo \
+.PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
         bench clean format check-format check-deps test-gpu bench-kernels
 FORCE:
 
@@ -288,6 +289,10 @@ fuzz-short: fuzz
 FUZZ_CPU_SECONDS ?= 3600
 fuzz-campaign: fuzz
 	@tests/fuzz/campaign.sh $(FUZZ_CPU_SECONDS) 600
+
+# What a campaign found that the kept corpus lacks, inputs up to 4 KiB, into tests/fuzz/corpus.
+fuzz-keep: fuzz
+	@tests/fuzz/keep-corpus.sh 4096
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -29,8 +29,11 @@ families=(
     "arxiv-tar:fuzz_arxiv"
     "idx:fuzz_idx"
     "config-yaml:fuzz_config"
-    "tokenizer-files:fuzz_bpe_load fuzz_spm_enc fuzz_fasttext fuzz_bpe_cache"
+    "tokenizer-files:fuzz_hf_tokenizer fuzz_bpe_load fuzz_spm_enc fuzz_fasttext fuzz_bpe_cache"
     "checkpoint-headers:fuzz_safetensors fuzz_tbevents"
+    # the harnesses of no reader family: text transforms, BPE training and encoding, and
+    # the Redis reply parser
+    "other:fuzz_clean fuzz_decont fuzz_pii fuzz_shingle fuzz_bpe_train fuzz_bpe_encode fuzz_redis_reply"
 )
 if [ -n "${FAMILIES:-}" ]; then
     keep=()
