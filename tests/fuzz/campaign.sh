@@ -2,7 +2,10 @@
 # A long fuzzing campaign by reader family: each family's harnesses run in slices of
 # SLICE wall seconds, two harnesses at a time, until every family has used CPU_SECONDS of
 # CPU time (user + system, measured, not wall time) or the DEADLINE (seconds since the
-# epoch) passes. The corpus grows in fuzz-corpus/<harness> (seeded from
+# epoch) passes. Each round takes the two families with the least CPU so far and, in each,
+# the harness with the least CPU over every campaign in the log, so every harness gets its
+# turns however often campaigns are stopped and started; the last family left runs two of
+# its harnesses at a time. The corpus grows in fuzz-corpus/<harness> (seeded from
 # tests/fuzz/corpus) and is kept between campaigns; a finding stops its family, keeps the
 # input in tests/fuzz/crashes/ and makes the exit status 1. A summary line per family
 # (CPU seconds, executions, corpus size) goes to stdout and to fuzz-corpus/campaign.log.
@@ -54,13 +57,19 @@ if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
 fi
 mkdir -p "$root" tests/fuzz/crashes
 log=$root/campaign.log
-declare -A used found turn   # used: CPU centiseconds so far
+declare -A used found hused   # CPU centiseconds so far: by family, and by harness
 for f in "${families[@]}"; do
     used[${f%%:*}]=0
-    turn[${f%%:*}]=0
     found[${f%%:*}]=0
 done
-for p in ${PRIOR//,/ }; do
+# by harness over every campaign in the log, so that every harness of a family gets its
+# turns even when campaigns are stopped and started again
+if [ -f "$log" ]; then
+    while read -r h c; do hused[$h]=$c; done < <(awk '$1 ~ /^[0-9][0-9][0-9][0-9]-/ && $4 ~ /^cpu_s=/ {
+        sub("cpu_s=", "", $4); s[$3] += $4 * 100 } END { for (h in s) print h, s[h] }' "$log")
+fi
+prior=${PRIOR:-}
+for p in ${prior//,/ }; do
     name=${p%%:*}
     secs=${p#*:}
     [ -n "${used[$name]+x}" ] || continue
@@ -99,6 +108,20 @@ pending() {
     done
 }
 
+# Of the harnesses given, the one with the least CPU so far that is not in $chosen.
+least() {
+    local best="" bc=0 x c
+    for x in "$@"; do
+        [[ "$chosen" == *" $x "* ]] && continue
+        c=${hused[$x]:-0}
+        if [ -z "$best" ] || [ "$c" -lt "$bc" ]; then
+            best=$x
+            bc=$c
+        fi
+    done
+    echo "$best"
+}
+
 status=0
 while :; do
     mapfile -t due < <(pending)
@@ -111,23 +134,27 @@ while :; do
         echo "stopped ($root/STOP)" | tee -a "$log"
         break
     fi
-    # the two families with the least CPU so far, one harness each (rotating)
+    # the two families with the least CPU so far, in each the harness with the least CPU
+    # so far; when one family is left, two of its harnesses
     mapfile -t pick < <(for f in "${due[@]}"; do echo "${used[${f%%:*}]} $f"; done | sort -n |
         head -2 | cut -d' ' -f2-)
+    [ ${#pick[@]} -eq 1 ] && pick+=("${pick[0]}")
     pids=()
     names=()
+    chosen=" "
     for f in "${pick[@]}"; do
         name=${f%%:*}
         read -r -a hs <<<"${f#*:}"
-        h=${hs[$((turn[$name] % ${#hs[@]}))]}
-        turn[$name]=$((turn[$name] + 1))
+        h=$(least "${hs[@]}")
+        [ -n "$h" ] || continue   # a family of one harness, already running
+        chosen+="$h "
         secs=$slice
         if [ "$deadline" -gt 0 ]; then
             left=$((deadline - $(date +%s)))
             [ "$left" -lt "$secs" ] && secs=$left
             [ "$secs" -lt 10 ] && secs=10
         fi
-        (slice_run "$h" "$secs" >"$root/$name.result") &
+        (slice_run "$h" "$secs" >"$root/$h.result") &
         pids+=($!)
         names+=("$name:$h")
     done
@@ -135,8 +162,9 @@ while :; do
         wait "${pids[$i]}"
         name=${names[$i]%%:*}
         h=${names[$i]#*:}
-        read -r cpu execs rc <"$root/$name.result"
+        read -r cpu execs rc <"$root/$h.result"
         used[$name]=$((used[$name] + cpu))
+        hused[$h]=$(( ${hused[$h]:-0} + cpu ))
         line="$(date -u +%FT%TZ) $name $h cpu_s=$((cpu / 100)) execs=$execs corpus=$(ls "$root/$h" | wc -l) rc=$rc family_cpu_s=$((used[$name] / 100))"
         echo "$line" | tee -a "$log"
         if [ "$rc" = 72 ] && grep -q "run interrupted" "$root/$h.last.log"; then
