@@ -311,12 +311,31 @@ static bool mf_skip(model_file &mf, uint64_t n)
     return true;
 }
 
+/* A bool as fastText writes it, one byte of 0 or 1, into *flag; what names it. Any other
+ * byte is refused: read into a C++ bool it is undefined behaviour (the library reads it
+ * so), and the library and this check could then take different branches. */
+static int mf_flag(model_file &mf, bool *flag, const char *what)
+{
+    uint8_t b = 0;
+    if (!mf_read(mf, &b, 1))
+        return mf_fail(mf, "the file ends before %s", what);
+    if (b > 1)
+        return mf_fail(mf, "%s is %u, where fastText writes 0 or 1", what, (unsigned)b);
+    *flag = b == 1;
+    return 0;
+}
+
 /* A DenseMatrix or QuantMatrix: its shape into rows, cols. */
 static int mf_matrix(model_file &mf, bool quant, const char *name, int64_t &rows, int64_t &cols)
 {
     bool qnorm = false;
-    if (quant && !mf_read(mf, &qnorm, 1))
-        return mf_fail(mf, "the file ends in the %s matrix", name);
+    if (quant) {
+        char what[64];
+        snprintf(what, sizeof(what), "the %s matrix's norm flag", name);
+        int rc = mf_flag(mf, &qnorm, what);
+        if (rc)
+            return rc;
+    }
     if (!mf_read(mf, &rows, 8) || !mf_read(mf, &cols, 8))
         return mf_fail(mf, "the file ends in the %s matrix", name);
     if (rows < 0 || cols <= 0 || cols > (1 << 20) || (uint64_t)rows > mf.size)
@@ -477,10 +496,9 @@ static int check_model_file(const char *path)
         rc = mf_fail(mf, "its prune index size is %lld", (long long)prune);
         goto out;
     }
-    if (!mf_read(mf, &quant, 1)) {
-        rc = mf_fail(mf, "the file ends before the input matrix");
+    rc = mf_flag(mf, &quant, "the input matrix's quantization flag");
+    if (rc)
         goto out;
-    }
     rc = mf_matrix(mf, quant, "input", in_rows, in_cols);
     if (rc)
         goto out;
@@ -489,10 +507,9 @@ static int check_model_file(const char *path)
                      (long long)in_rows, (long long)in_cols, (long long)need_rows, args[0]);
         goto out;
     }
-    if (!mf_read(mf, &qout, 1)) {
-        rc = mf_fail(mf, "the file ends before the output matrix");
+    rc = mf_flag(mf, &qout, "the output matrix's quantization flag");
+    if (rc)
         goto out;
-    }
     rc = mf_matrix(mf, quant && qout, "output", out_rows, out_cols);
     if (rc)
         goto out;

@@ -56,6 +56,28 @@ printf 'filters:\n  - classifier:\n      model: %s\n' "$T/q.bin" > "$T/q.yaml"
 run "$SLUICE" filter --config "$T/q.yaml" --out "$T/oq2" "$T/in.jsonl"
 expect_rc 0
 
+case_ "a quantization flag other than 0 or 1 is refused (a C++ bool of 2 is undefined)"
+# the byte after the dictionary (entries, then the prune index) says whether the input
+# matrix is quantized; fastText writes 0 or 1
+python3 - "$T/q.bin" "$T/qflag.bin" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+size, = struct.unpack_from("<i", d, 64)
+prune, = struct.unpack_from("<q", d, 84)
+pos = 92
+for _ in range(size):
+    pos = d.index(0, pos) + 1 + 8 + 1
+pos += 8 * max(prune, 0)
+assert d[pos] == 0
+d[pos] = 2
+open(sys.argv[2], "wb").write(d)
+PY
+printf 'filters:\n  - classifier:\n      model: %s\n' "$T/qflag.bin" > "$T/qflag.yaml"
+run "$SLUICE" filter --config "$T/qflag.yaml" --out "$T/oqf" "$T/in.jsonl"
+expect_rc 1; expect_err "cannot load fastText model '$T/qflag.bin'"
+expect_err "the input matrix's quantization flag is 2, where fastText writes 0 or 1"
+expect_no_file "$T/oqf/manifest.json"
+
 case_ "a YAML bomb (11 levels of ten aliases) stops at the alias limit, in little memory"
 python3 - "$T/bomb.yaml" <<'PY'
 import sys
