@@ -23,6 +23,7 @@ fi
 [ $# -gt 0 ] || { echo "keep-corpus: no campaign corpus in $root/" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-keep-XXXXXX")
 trap 'rm -rf "$work"' EXIT
+bytes() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
 for t in "$@"; do
     [ -x "build-fuzz/$t" ] || { echo "keep-corpus: build-fuzz/$t is missing (make fuzz)" >&2; exit 2; }
     [ -d "$root/$t" ] || { echo "keep-corpus: no campaign corpus $root/$t" >&2; exit 2; }
@@ -31,7 +32,7 @@ for t in "$@"; do
     find "$root/$t" -maxdepth 1 -type f -size -"$((max + 1))"c -exec cp -t "$work/$t" {} +
     small=$(find "$work/$t" -type f | wc -l)
     before_n=$(find "$kept" -type f | wc -l)
-    before_b=$(du -sb "$kept" | cut -f1)
+    before_b=$(bytes "$kept")
     if ! build-fuzz/"$t" -merge=1 -use_counters=0 -max_len="$max" -rss_limit_mb=2048 -timeout=60 \
             "$kept" "$work/$t" >"$work/$t.log" 2>&1; then
         echo "keep-corpus: merging $t failed:" >&2
@@ -39,7 +40,7 @@ for t in "$@"; do
         exit 1
     fi
     n=$(( $(find "$kept" -type f | wc -l) - before_n ))
-    b=$(( $(du -sb "$kept" | cut -f1) - before_b ))
+    b=$(( $(bytes "$kept") - before_b ))
     echo "$t: $n inputs added ($b bytes), from $small of at most $max bytes"
     rm -rf "${work:?}/$t"
 done
