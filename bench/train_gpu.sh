@@ -3,8 +3,11 @@
 #   1. GPT-2 124M, seq 1024, bf16, one GPU: sluice vs llm.c's train_gpt2cu at the same batch
 #      (tokens/s, and MFU by the formula of docs/trainer.md for both);
 #   2. gpt3-1.3b and llama3-8b (layers reduced to fit one GPU): MFU;
-#   3. a per-step profile of the GPT-2 run: GEMM, attention, other kernels, idle (nsys).
+#   3. a per-step profile of the GPT-2 run: GEMM, attention, other kernels, idle (Nsight
+#      Systems when nsys is installed, else Nsight Compute: ncu times every kernel of a run of
+#      3 steps and of 2, and their difference is one step's kernels).
 # Usage: bench/train_gpu.sh [SLUICE] ; environment:
+#   SECTIONS     which parts run (default "gpt2 large profile")
 #   LLMC_DIR     a prepared llm.c directory with train_gpt2cu built (below); without it the
 #                llm.c row says "llm.c: not comparable (reason)" and the rest runs. Nothing is
 #                downloaded: the GPU machines have no network.
@@ -12,6 +15,8 @@
 #   B            GPT-2 micro-batch (default 16), STEPS (default 40; the first 10 are warm-up)
 #   PEAK_TFLOPS  the GPU's dense bf16 peak (default 989: H100 SXM)
 #   LAYERS_1B3, LAYERS_8B  layers kept of gpt3-1.3b (default 24, all) and llama3-8b (default 8)
+#   KEEP         a directory that receives the runs' logs (llm.c's output, the trainer's
+#                .jsonl and stderr, the profile's kernel tables); by default they are removed
 #
 # Preparing LLMC_DIR, on a machine with network and the CUDA toolkit of the GPU machine, in a
 # scratch directory outside this repository (never committed here):
@@ -32,8 +37,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-16}
 STEPS=${STEPS:-40}
 PEAK=${PEAK_TFLOPS:-989}
+SECTIONS=" ${SECTIONS:-gpt2 large profile} "
+want() { [[ $SECTIONS == *" $1 "* ]]; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-gpu-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+keep() { [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work"/*.jsonl "$work"/*.err "$work"/*.out "$work"/*.csv "$KEEP"/ 2>/dev/null; rm -rf "$work"; }
+trap keep EXIT
 
 # llm.c is compared only when a prepared directory is given; say why not, never abort
 llmc_why=""
@@ -52,17 +60,20 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1); peak $PEAK TFLOP/s"
 
-# summary NAME LOG.jsonl: mean tokens/s, TFLOP/s/rank and MFU over the steps after warm-up
+# summary NAME LOG.jsonl: tokens/s from the median step time of the steps after the first 10
+# (the statistic used for llm.c too), TFLOP/s/rank and MFU at that rate
 summary() {
     python3 - "$1" "$2" "$PEAK" <<'PY'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[2]) if '"train"' in l]
 later = rows[10:] if len(rows) > 12 else rows[len(rows) // 2:]
-time = sum(r["step_time_s"] for r in later)
-tok = sum(r["tokens_per_s"] * r["step_time_s"] for r in later) / time
-tf = sum(r["tflops_per_rank"] * r["step_time_s"] for r in later) / time
+step = statistics.median(r["step_time_s"] for r in later)
+tokens = later[-1]["tokens_per_s"] * later[-1]["step_time_s"]
+flop = later[-1]["tflops_per_rank"] * 1e12 / later[-1]["tokens_per_s"]
+tok = tokens / step
+tf = flop * tok / 1e12
 print(f"{sys.argv[1]:<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  MFU {100 * tf / float(sys.argv[3]):5.1f}%  "
-      f"({1000 * time / len(later):.1f} ms/step, loss {rows[-1]['loss']:.3f})")
+      f"({1000 * step:.1f} ms/step, loss {rows[-1]['loss']:.3f})")
 PY
 }
 
@@ -77,8 +88,9 @@ run_sluice() {
     summary "$name" "$work/$name.jsonl"
 }
 
-echo "== GPT-2 124M, seq 1024, micro-batch $B, one GPU"
 GPT2=(train.seq_len=1024 train.micro_batch_size="$B" train.global_batch_size="$B" train.steps="$STEPS")
+if want gpt2; then
+echo "== GPT-2 124M, seq 1024, micro-batch $B, one GPU"
 run_sluice "sluice gpt2-124m" gpt2-124m "${GPT2[@]}" || true
 run_sluice "sluice gpt2-124m selective" gpt2-124m "${GPT2[@]}" train.recompute=selective || true
 
@@ -105,21 +117,26 @@ PY
         llmc_why="the sluice GPT-2 run failed, so there is no FLOP count to compare with"
     else
         F=$(python3 -c "import json; r=[json.loads(l) for l in open('$work/sluice gpt2-124m.jsonl')][-1]; print(r['tflops_per_rank']*1e12/r['tokens_per_s'])")
-        python3 - "$work/llmc.out" "$F" "$PEAK" "${LLMC_CUDNN:-0}" <<'PY' || llmc_why="no 'tok/s' lines in its output"
-import re, sys
-toks = [float(m.group(1)) for l in open(sys.argv[1]) for m in [re.search(r"\|\s*([0-9.]+) tok/s", l)] if m]
-if not toks:
+        python3 - "$work/llmc.out" "$F" "$PEAK" "${LLMC_CUDNN:-0}" "$B" <<'PY' || llmc_why="no 'N ms' step lines in its output"
+import re, statistics, sys
+# per-step times: llm.c's "N ms" field (CUDA events around each step); its "tok/s" field is an
+# exponential moving average, which the slow first steps pull down
+ms = [float(m.group(1)) for l in open(sys.argv[1]) for m in [re.search(r"\|\s*([0-9.]+) ms \|", l)] if m]
+if not ms:
     sys.exit(1)
-later = toks[10:] if len(toks) > 12 else toks[len(toks) // 2:]
-tok = sum(later) / len(later)
+later = ms[10:] if len(ms) > 12 else ms[len(ms) // 2:]
+step = statistics.median(later)
+tok = int(sys.argv[5]) * 1024 / (step / 1000)
 tf = float(sys.argv[2]) * tok / 1e12
 print(f"{'llm.c train_gpt2cu' + (' (cuDNN)' if sys.argv[4] == '1' else ''):<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  "
-      f"MFU {100 * tf / float(sys.argv[3]):5.1f}%  (our FLOP formula; llm.c -r 1 recomputes GELU)")
+      f"MFU {100 * tf / float(sys.argv[3]):5.1f}%  ({step:.1f} ms/step; our FLOP formula; llm.c -r 1 recomputes GELU)")
 PY
     fi
     [ -n "$llmc_why" ] && echo "llm.c: not comparable ($llmc_why)"
 fi
+fi
 
+if want large; then
 echo "== larger models, one GPU"
 run_sluice "gpt3-1.3b (${LAYERS_1B3:-24} layers)" gpt3-1.3b model.num_layers="${LAYERS_1B3:-24}" \
     train.seq_len=2048 train.micro_batch_size=4 train.global_batch_size=4 train.steps=20 \
@@ -127,37 +144,75 @@ run_sluice "gpt3-1.3b (${LAYERS_1B3:-24} layers)" gpt3-1.3b model.num_layers="${
 run_sluice "llama3-8b (${LAYERS_8B:-8} layers)" llama3-8b model.num_layers="${LAYERS_8B:-8}" \
     train.seq_len=8192 train.micro_batch_size=1 train.global_batch_size=1 train.steps=20 \
     train.recompute=selective || true
+fi
 
-echo "== per-step profile, GPT-2 124M (nsys; kernel time by class, idle = step time - kernel time)"
-if command -v nsys >/dev/null 2>&1; then
-    PSTEPS=15
-    nsys profile -q -t cuda -o "$work/prof" "$sluice" train "$root/configs/models/gpt2-124m.yaml" \
-        data=synthetic train.device=cuda train.resume=none eval.interval=0 "${GPT2[@]/train.steps=$STEPS/train.steps=$PSTEPS}" \
-        log.file="$work/prof.jsonl" > /dev/null 2> "$work/prof.err" || { echo "nsys run failed"; tail -3 "$work/prof.err"; }
-    nsys stats -q --report cuda_gpu_kern_sum --format csv -o "$work/kern" "$work/prof.nsys-rep" > /dev/null 2>&1 || true
-    python3 - "$work" "$PSTEPS" <<'PY'
-import csv, glob, json, sys
-work, steps = sys.argv[1], int(sys.argv[2])
-files = glob.glob(f"{work}/kern*.csv")
-if not files:
-    sys.exit("no kernel summary from nsys stats")
-cls = {"GEMM": 0.0, "attention": 0.0, "other": 0.0}
-for r in csv.DictReader(open(files[0])):
-    name, ns = r["Name"].lower(), float(r["Total Time (ns)"])
-    if any(k in name for k in ("gemm", "cutlass", "xmma", "sm90_", "sm80_", "cublas")):
-        cls["GEMM"] += ns
-    elif any(k in name for k in ("attn", "flash", "cudnn", "fmha", "sdpa")):
-        cls["attention"] += ns
-    else:
-        cls["other"] += ns
-rows = [json.loads(l) for l in open(f"{work}/prof.jsonl")]
-step_ms = 1000 * sum(r["step_time_s"] for r in rows[1:]) / max(1, len(rows) - 1)
+want profile || exit 0
+# classify CSV NAME_COLUMN NS_COLUMN STEPS LOG [BASE_CSV]: kernel time per step by class from a
+# kernel summary (its time column in ns) over STEPS steps, against the mean step time of the
+# last 10 steps of the trainer's LOG; with BASE_CSV, the difference of the two summaries
+classify() {
+    python3 - "$work" "$@" <<'PY'
+import csv, json, sys
+work, path, ncol, tcol, steps, log = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6]
+def load(p):
+    cls = {"GEMM": 0.0, "attention": 0.0, "other": 0.0}
+    for r in csv.DictReader(l for l in open(p) if not l.startswith("==")):
+        try:
+            ns = float(r[tcol].replace(",", ""))
+        except (KeyError, ValueError):
+            continue  # a units row
+        name = r[ncol].lower()
+        # attention first: cuDNN's attention kernels carry sm90_ in their names too
+        if any(k in name for k in ("attn", "attention", "flash", "cudnn", "fmha", "sdpa")):
+            cls["attention"] += ns
+        elif any(k in name for k in ("gemm", "cutlass", "xmma", "nvjet", "sm90_", "sm80_", "cublas", "splitkreduce")):
+            cls["GEMM"] += ns
+        else:
+            cls["other"] += ns
+    return cls
+cls = load(path)
+if len(sys.argv) > 7:
+    base = load(sys.argv[7])
+    cls = {k: cls[k] - base[k] for k in cls}
+rows = [r for r in map(json.loads, open(log)) if r.get("type") == "train"][1:][-10:]
+step_ms = 1000 * sum(r["step_time_s"] for r in rows) / max(1, len(rows))
 per = {k: v / 1e6 / steps for k, v in cls.items()}
 busy = sum(per.values())
 for k, v in per.items():
     print(f"  {k:<10} {v:8.2f} ms/step  {100 * v / step_ms:5.1f}%")
 print(f"  {'idle':<10} {max(0.0, step_ms - busy):8.2f} ms/step  {100 * max(0.0, step_ms - busy) / step_ms:5.1f}%  (step {step_ms:.2f} ms)")
 PY
+}
+
+echo "== per-step profile, GPT-2 124M (kernel time by class, idle = step time - kernel time)"
+if command -v nsys >/dev/null 2>&1; then
+    PSTEPS=15
+    nsys profile -q -t cuda -o "$work/prof" "$sluice" train "$root/configs/models/gpt2-124m.yaml" \
+        data=synthetic train.device=cuda train.resume=none eval.interval=0 "${GPT2[@]/train.steps=$STEPS/train.steps=$PSTEPS}" \
+        log.file="$work/prof.jsonl" > /dev/null 2> "$work/prof.err" || { echo "nsys run failed"; tail -3 "$work/prof.err"; }
+    nsys stats -q --report cuda_gpu_kern_sum --format csv -o "$work/kern" "$work/prof.nsys-rep" > /dev/null 2>&1 || true
+    f=$(ls "$work"/kern*.csv 2>/dev/null | head -1)
+    if [ -n "$f" ]; then classify "$f" Name "Total Time (ns)" "$PSTEPS" "$work/prof.jsonl"; else echo "  no kernel summary from nsys stats"; fi
+elif command -v ncu >/dev/null 2>&1; then
+    # ncu runs the kernels one at a time, so it gives each kernel's time but not the gaps: the
+    # step time comes from the unprofiled GPT-2 run above (section gpt2), idle is the rest.
+    # Clocks are left as they are (--clock-control none).
+    for n in 2 3; do
+        ncu --clock-control none --metrics gpu__time_duration.sum -f -o "$work/ncu$n" \
+            "$sluice" train "$root/configs/models/gpt2-124m.yaml" data=synthetic train.device=cuda \
+            train.resume=none eval.interval=0 "${GPT2[@]/train.steps=$STEPS/train.steps=$n}" \
+            > "$work/ncu$n.out" 2>&1 || { echo "  ncu run ($n steps) failed"; tail -3 "$work/ncu$n.out"; }
+        ncu --import "$work/ncu$n.ncu-rep" --csv --page raw --print-units base \
+            --metrics gpu__time_duration.sum \
+            > "$work/ncu$n.csv" 2>/dev/null || true
+    done
+    if [ -s "$work/ncu3.csv" ] && [ -s "$work/ncu2.csv" ] && [ -s "$work/sluice gpt2-124m.jsonl" ]; then
+        echo "  (ncu: kernels of a 3-step run minus those of a 2-step run; step time from section gpt2)"
+        classify "$work/ncu3.csv" "Kernel Name" gpu__time_duration.sum 1 "$work/sluice gpt2-124m.jsonl" \
+            "$work/ncu2.csv"
+    else
+        echo "  no kernel times from ncu (or no section gpt2 run for the step time)"
+    fi
 else
-    echo "  skip: nsys not found (install Nsight Systems for the breakdown)"
+    echo "  skip: neither nsys nor ncu found (install Nsight Systems or Nsight Compute for the breakdown)"
 fi

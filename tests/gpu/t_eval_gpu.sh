@@ -112,7 +112,8 @@ expect_rc 0
 cp "$T/out" "$T/gpu-all.json"
 run "$SLUICE" eval "$T/ck" --data "$DATA" --samples 16 --split all --device cpu
 expect_rc 0
-run python3 - "$T/gpu-all.json" "$T/out" "$LOSS_RTOL" <<'PY'
+cp "$T/out" "$T/cpu-all.json"  # run (next) truncates $T/out before python reads it
+run python3 - "$T/gpu-all.json" "$T/cpu-all.json" "$LOSS_RTOL" <<'PY'
 import json, sys
 g, c = json.loads(open(sys.argv[1]).readline()), json.loads(open(sys.argv[2]).readline())
 print("close" if abs(g["loss"] - c["loss"]) <= float(sys.argv[3]) * c["loss"] and g["bytes"] == c["bytes"] else "far", g, c)
