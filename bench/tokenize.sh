@@ -12,24 +12,39 @@
 #      the same work in Python (tiktoken in a loop writing numpy arrays). The two outputs
 #      are compared byte for byte. Megatron-LM's own two scripts: bench/tokenize_megatron.sh.
 #   4. Peak memory of `sluice tokenize` on 1x and 8x the corpus.
-#   5. Scaling (-j 1 vs -j 2, and mpirun -np 1 vs -np 2 over the corpus as 8 files; wall) and the
-#      floor: zstd -dc, cat and memcpy of the same bytes.
+#   5. Scaling (-j N threads over one file, and mpirun -np N ranks over the corpus as files;
+#      wall seconds) and the floor: zstd -dc, cat and memcpy of the same bytes.
 # Usage: bench/tokenize.sh [ROUNDS]   (peers are installed into .venv-bench)
 #        SECTIONS="1 1b 5" bench/tokenize.sh 3   runs only those sections
+# Section 5 on a machine with more cores (sections 4 and 5 need no peers, nor a compiler when
+# SLUICE_BIN names a built binary):
+#        SECTIONS=5 JOBS="1 2 4 8 16" RANKS="1 2 4 8 16" SCALE_COPIES=64 bench/tokenize.sh 3
+#   JOBS, RANKS   the thread and rank counts (default "1 2"); SCALE_COPIES: copies of the
+#   multilingual file in section 5's corpus and files (default 8, at least the largest rank)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 rounds=${1:-5}
 data=${SLUICE_DATA:-$(cd "$root/../.." 2>/dev/null && pwd)/shared/data}
 [ -d "$data/gpt2-bpe" ] || data=/work/shared/data
+only() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 venv=.venv-bench
-if [ ! -x $venv/bin/python ] || ! $venv/bin/python -c "import tiktoken, tokenizers, numpy, gigatoken" 2>/dev/null; then
-    python3 -m venv $venv
-    $venv/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+PY=python3  # sections 4 and 5 need only numpy (for the memcpy floor)
+[ -x $venv/bin/python ] && PY=$venv/bin/python
+if only 1 || only 1b || only 2 || only 3; then
+    if [ ! -x $venv/bin/python ] || ! $venv/bin/python -c "import tiktoken, tokenizers, numpy, gigatoken" 2>/dev/null; then
+        python3 -m venv $venv
+        $venv/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+    fi
+    PY=$venv/bin/python
 fi
-PY=$venv/bin/python
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1
-make -s build/sluice build/bench_encode
+sluice=build/sluice
+if [ -n "${SLUICE_BIN:-}" ]; then
+    sluice=$(realpath "$SLUICE_BIN")
+else
+    make -s build/sluice build/bench_encode
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -40,7 +55,6 @@ web="$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl
 field() { sed -n "s|.*$1 \([^ ]*\).*|\1|p"; }
 # CPU seconds (user + sys) and wall seconds of a whole process
 cpu() { /usr/bin/time -f "%U %S %e" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2, $3}'; }
-only() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
 median() { python3 -c "import sys, statistics; print('%.2f' % statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 
 # English-only Common Crawl text too (the web file above is multilingual)
@@ -100,11 +114,11 @@ echo "   the CPU s of one gigatoken encode_batch_list call alone (after a one-li
 export SLUICE_CACHE_DIR="$work/vocab-cache"
 for vocab in gpt2 cl100k o200k; do
     if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; spec="tiktoken:$ranks"; fi
-    build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst"
+    "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst"
     ours=() off=() gs=() ratio=() roff=()
     for r in $(seq "$rounds"); do
-        a=$(cpu build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
-        n=$(SLUICE_CACHE_DIR= cpu build/sluice -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
+        a=$(cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
+        n=$(SLUICE_CACHE_DIR= cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$work/corpus.jsonl.zst")
         g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$work/corpus.jsonl.zst" jsonl 1)
         gsec=$(echo "$g" | field seconds)
         ours+=("${a% *}"); off+=("${n% *}"); gs+=("$gsec")
@@ -172,7 +186,7 @@ echo "== 3. End to end JSONL.zst -> .bin/.idx, one core"
 mb=$(zstd -dc "$work/corpus.jsonl.zst" | wc -c | python3 -c "import sys; print(int(sys.stdin.read()) / 1e6)")
 ours=() theirs=() ratio=() wall=()
 for r in $(seq "$rounds"); do
-    a=$(cpu build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --append-eod --out "$work/s" "$work/corpus.jsonl.zst")
+    a=$(cpu "$sluice" -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --append-eod --out "$work/s" "$work/corpus.jsonl.zst")
     b=$(cpu $PY bench/tokenize_peers.py preprocess "$r50k" "$work/corpus.jsonl.zst" "$work/p")
     ours+=("${a% *}"); theirs+=("${b% *}")
     ratio+=("$(python3 -c "print(${b% *} / ${a% *})")"); wall+=("$(python3 -c "print(${b#* } / ${a#* })")")
@@ -187,48 +201,82 @@ if only 4; then
 echo "== 4. Peak memory of sluice tokenize -j 1"
 for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$work/corpus.jsonl.zst"; done | zstd -q -3 -o "$work/corpus8.jsonl.zst"  # 8x
 for c in corpus corpus8; do
-    kb=$( { /usr/bin/time -f "%M" build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/m" "$work/$c.jsonl.zst"; } 2>&1 | tail -1)
+    kb=$( { /usr/bin/time -f "%M" "$sluice" -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/m" "$work/$c.jsonl.zst"; } 2>&1 | tail -1)
     echo "$c: $(zstd -dc "$work/$c.jsonl.zst" | wc -c) bytes of JSONL, peak RSS $kb KB"
 done
 fi
 
 if only 5; then
-echo "== 5. Scaling and the floor: wall seconds on the 8x corpus ($(zstd -dc "$work/corpus.jsonl.zst" | wc -c) bytes of JSONL)"
-zstd -dc "$work/corpus.jsonl.zst" > "$work/corpus.jsonl"
-# the same corpus as 8 files, for MPI ranks (ranks split the input files)
+JOBS=${JOBS:-1 2}
+RANKS=${RANKS:-1 2}
+copies=${SCALE_COPIES:-8}
+for n in $RANKS; do [ "$n" -le "$copies" ] || copies=$n; done
+# the corpus as one file (threads) and as $copies files (ranks split the input files)
 mkdir -p "$work/parts"
-for i in 1 2 3 4 5 6 7 8; do cp "$web" "$work/parts/part-$i.jsonl.zst"; done
-wall() { /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; }
+for i in $(seq "$copies"); do cp "$web" "$work/parts/part-$i.jsonl.zst"; done
+for i in $(seq "$copies"); do zstd -dc "$web"; done > "$work/scale.jsonl"
+zstd -q -3 -T0 "$work/scale.jsonl" -o "$work/scale.jsonl.zst"
+echo "== 5. Scaling and the floor: wall seconds on $copies copies ($(wc -c < "$work/scale.jsonl") bytes of JSONL; nproc $(nproc))"
+# wall seconds of a command (bash's own timer: machines without /usr/bin/time run this too)
+wall() { local TIMEFORMAT=%R; { time "$@" > /dev/null 2>&1; } 2>&1 | tail -1; }
 MPIRUN=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
+have_mpirun=$(command -v mpirun >/dev/null && echo 1 || true)
+mkdir -p "$work/tiny" && printf '{"text":"a"}\n' > "$work/tiny/one.jsonl"
 export SLUICE_CACHE_DIR="$work/vocab-cache"
-build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/j0" "$work/corpus.jsonl.zst"
-j1=() j2=() n1=() n2=() n0=() z=() c=()
+"$sluice" -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/j0" "$work/scale.jsonl.zst"
+declare -A tj tn
+n0=() z=() c=()
 for r in $(seq "$rounds"); do
-    j1+=("$(wall build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/j1" "$work/corpus.jsonl.zst")")
-    j2+=("$(wall build/sluice -q tokenize -j 2 --tokenizer "gpt2:$gpt2" --out "$work/j2" "$work/corpus.jsonl.zst")")
-    if command -v mpirun >/dev/null; then
-        n1+=("$(wall "${MPIRUN[@]}" -np 1 build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/n1" "$work/parts")")
-        n2+=("$(wall "${MPIRUN[@]}" -np 2 build/sluice -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/n2" "$work/parts")")
-        n0+=("$(wall "${MPIRUN[@]}" -np 2 build/sluice --version)")  # mpirun's own start-up
+    for n in $JOBS; do
+        tj[$n]+=" $(wall "$sluice" -q tokenize -j "$n" --tokenizer "gpt2:$gpt2" --out "$work/j$n" "$work/scale.jsonl.zst")"
+    done
+    if [ -n "$have_mpirun" ]; then
+        for n in $RANKS; do
+            tn[$n]+=" $(wall "${MPIRUN[@]}" -np "$n" "$sluice" -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/n$n" "$work/parts")"
+        done
+        # the fixed cost: mpirun, MPI_Init's wire-up (0.36 s for one rank on a 2-core VM) and
+        # loading the vocabulary, on a one-document input (--version would skip MPI_Init)
+        n0+=("$(wall "${MPIRUN[@]}" -np "${RANKS##* }" "$sluice" -q tokenize -j 1 --tokenizer "gpt2:$gpt2" --out "$work/n0" "$work/tiny")")
     fi
-    z+=("$(wall sh -c "zstd -dc '$work/corpus.jsonl.zst' > /dev/null")")
-    c+=("$(wall sh -c "cat '$work/corpus.jsonl' > /dev/null")")
+    z+=("$(wall sh -c "zstd -dc '$work/scale.jsonl.zst' > /dev/null")")
+    c+=("$(wall sh -c "cat '$work/scale.jsonl' > /dev/null")")
 done
 unset SLUICE_CACHE_DIR
-cmp -s "$work/j1_text_document.bin" "$work/j2_text_document.bin" || echo "-j 1 and -j 2 outputs differ"
-[ ${#n1[@]} -eq 0 ] || cmp -s "$work/n1_text_document.bin" "$work/n2_text_document.bin" || echo "-np 1 and -np 2 outputs differ"
+for n in $JOBS; do
+    cmp -s "$work/j0_text_document.bin" "$work/j${n}_text_document.bin" || echo "-j $n output differs from -j 1"
+done
+first=""
+for n in $RANKS; do
+    [ -n "$have_mpirun" ] || break
+    [ -z "$first" ] && first=$n
+    cmp -s "$work/n${first}_text_document.bin" "$work/n${n}_text_document.bin" || echo "-np $n output differs from -np $first"
+done
 mc=$($PY -c "
 import numpy as np, time
-a = np.frombuffer(open('$work/corpus.jsonl', 'rb').read(), dtype=np.uint8); b = np.empty_like(a)
+a = np.frombuffer(open('$work/scale.jsonl', 'rb').read(), dtype=np.uint8); b = np.empty_like(a)
 best = 1e9
 for _ in range(5):
     t0 = time.perf_counter(); np.copyto(b, a); best = min(best, time.perf_counter() - t0)
-print('%.4f' % best)")
-mb=$(python3 -c "print($(wc -c < "$work/corpus.jsonl") / 1e6)")
+print('%.4f' % best)" 2>/dev/null || echo "n/a (no numpy)")
+mb=$(python3 -c "print($(wc -c < "$work/scale.jsonl") / 1e6)")
 rate() { python3 -c "print('%.0f MB/s' % ($mb / max($1, 1e-3)))"; }
-echo "GPT-2, wall s: -j 1 $(median "${j1[@]}") ($(rate "$(median "${j1[@]}")")), -j 2 $(median "${j2[@]}") ($(rate "$(median "${j2[@]}")"))" \
-     "(nproc $(nproc), load $(cut -d' ' -f1 /proc/loadavg))"
-[ ${#n1[@]} -eq 0 ] || echo "MPI, 8 files, -j 1 a rank: -np 1 $(median "${n1[@]}") s ($(rate "$(median "${n1[@]}")")), -np 2 $(median "${n2[@]}") s ($(rate "$(median "${n2[@]}")")); mpirun -np 2 sluice --version alone $(median "${n0[@]}") s"
+line="GPT-2, threads, wall s:"
+for n in $JOBS; do
+    # shellcheck disable=SC2086
+    m=$(median ${tj[$n]}); line+=" -j $n $m ($(rate "$m"));"
+done
+echo "$line load $(cut -d' ' -f1 /proc/loadavg)"
+if [ -n "$have_mpirun" ]; then
+    line="GPT-2, MPI ranks over $copies files, -j 1 a rank, wall s:"
+    for n in $RANKS; do
+        # shellcheck disable=SC2086
+        m=$(median ${tn[$n]}); line+=" -np $n $m ($(rate "$m"));"
+    done
+    echo "$line the fixed cost (mpirun -np ${RANKS##* }, MPI_Init, the vocabulary) on a one-document input $(median "${n0[@]}") s"
+else
+    echo "MPI: skipped (no mpirun)"
+fi
 echo "floor: zstd -dc $(median "${z[@]}") s ($(rate "$(median "${z[@]}")")), cat of the JSONL $(median "${c[@]}") s, memcpy of its bytes $mc s"
 fi
+
