@@ -14,6 +14,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static const unsigned char magic[9] = { 'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0 };
 
@@ -156,11 +159,27 @@ int idx_writer_add_sequence(struct idx_writer *w, const uint32_t *tokens, size_t
     const void *out = p;
     int done = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (w->itemsize == 2) { /* the common case: one pass the compiler vectorises */
-        uint32_t over = 0;
+    if (w->itemsize == 2) { /* the common case: one pass */
+        /* every limit is 2^k - 1, so an id fits when it has no bit outside the limit's */
+        uint32_t mask = ~(uint32_t)limit, over = 0;
         uint16_t *q = (uint16_t *)(void *)p;
-        for (size_t i = 0; i < n; i++) {
-            over |= tokens[i] > limit;
+        size_t i = 0;
+#if defined(__SSE2__)
+        /* 8 ids a step: the low 16 bits of each, sign-extended so that the saturating
+         * pack keeps them exactly (SSE2 has no unsigned 32 -> 16 pack) */
+        __m128i vmask = _mm_set1_epi32((int)mask), vover = _mm_setzero_si128();
+        for (; i + 8 <= n; i += 8) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(tokens + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(tokens + i + 4));
+            vover = _mm_or_si128(vover, _mm_and_si128(_mm_or_si128(a, b), vmask));
+            a = _mm_srai_epi32(_mm_slli_epi32(a, 16), 16);
+            b = _mm_srai_epi32(_mm_slli_epi32(b, 16), 16);
+            _mm_storeu_si128((__m128i *)(void *)(q + i), _mm_packs_epi32(a, b));
+        }
+        over = _mm_movemask_epi8(_mm_cmpeq_epi32(vover, _mm_setzero_si128())) != 0xffff;
+#endif
+        for (; i < n; i++) {
+            over |= tokens[i] & mask;
             q[i] = (uint16_t)tokens[i];
         }
         done = !over; /* else the loop below finds the id that does not fit */

@@ -7,6 +7,7 @@
 #include "dataset/idx.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static void prefix_path(char *out, size_t n, const char *name)
 {
@@ -189,4 +190,49 @@ TEST(idx_writer_id_too_large)
     CHECK_EQ_INT(idx_reader_read(r, 0, 0, 40, back), 0);
     CHECK_EQ_MEM(back, sizeof(back), ok, sizeof(ok));
     idx_reader_close(r);
+}
+
+/* 16-bit rows are narrowed 8 ids at a time where the CPU allows: every length (the tail
+ * after the last full 8), ids with the top bit of 16 set (kept exactly, not saturated), and
+ * an id that does not fit at every place, for both 16-bit dtypes. */
+TEST(idx_writer_narrows_16_bit_rows)
+{
+    static const struct {
+        enum idx_dtype dtype;
+        uint32_t limit;
+    } kinds[] = { { IDX_U16, 65535 }, { IDX_I16, 32767 } };
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        char p[600];
+        prefix_path(p, sizeof(p), kinds[k].dtype == IDX_U16 ? "narrow16u" : "narrow16i");
+        struct idx_writer *w;
+        REQUIRE(idx_writer_open(&w, p, kinds[k].dtype) == 0);
+        uint32_t ids[41][41];
+        for (size_t n = 0; n <= 40; n++) {
+            for (size_t i = 0; i < n; i++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                uint32_t v = (uint32_t)(seed >> 33) % (kinds[k].limit + 1);
+                ids[n][i] = i % 5 == 0 ? kinds[k].limit - (uint32_t)i : v; /* high ids too */
+            }
+            CHECK_EQ_INT(idx_writer_add_document(w, ids[n], n), 0);
+        }
+        for (size_t at = 0; at < 40; at++) {
+            uint32_t bad[40];
+            memcpy(bad, ids[40], sizeof(bad));
+            bad[at] = at % 2 ? kinds[k].limit + 1 : 0x80000000u;
+            CHECK_EQ_INT(idx_writer_add_sequence(w, bad, 40), SL_ERR_FORMAT);
+            CHECK_CONTAINS(sl_err_msg(), "does not fit");
+        }
+        REQUIRE(idx_writer_commit(w) == 0);
+        struct idx_reader *r;
+        REQUIRE(idx_reader_open(&r, p) == 0);
+        CHECK_EQ_INT(idx_reader_sequences(r), 41);
+        for (size_t n = 0; n <= 40; n++) {
+            uint32_t back[41] = { 0 };
+            CHECK_EQ_INT(idx_reader_seq_len(r, n), n);
+            CHECK_EQ_INT(idx_reader_read(r, n, 0, n, back), 0);
+            CHECK_EQ_MEM(back, n * sizeof(uint32_t), ids[n], n * sizeof(uint32_t));
+        }
+        idx_reader_close(r);
+    }
 }
