@@ -903,6 +903,8 @@ static int flush_batch(struct sl_writer *w)
 
 int sl_writer_write(struct sl_writer *w, const void *data, size_t n)
 {
+    if (!n) /* nothing to write; data may be NULL (an empty sequence's rows) */
+        return 0;
     w->bytes_in += n;
     {
         /* gather small writes: one encoder call (or write) per batch, not per document */
