@@ -60,21 +60,41 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1); peak $PEAK TFLOP/s"
 
-# summary NAME LOG.jsonl: tokens/s from the median step time of the steps after the first 10
-# (the statistic used for llm.c too), TFLOP/s/rank and MFU at that rate
-summary() {
-    python3 - "$1" "$2" "$PEAK" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[2]) if '"train"' in l]
-later = rows[10:] if len(rows) > 12 else rows[len(rows) // 2:]
-step = statistics.median(r["step_time_s"] for r in later)
-tokens = later[-1]["tokens_per_s"] * later[-1]["step_time_s"]
-flop = later[-1]["tflops_per_rank"] * 1e12 / later[-1]["tokens_per_s"]
+# rate NAME TOKENS_PER_STEP FLOP_PER_TOKEN NOTE, step times in seconds on stdin: tokens/s at
+# the median step time of the steps after the first 10 (the one statistic for every trainer),
+# TFLOP/s/rank and MFU at that rate
+rate() {
+    python3 -c '
+import statistics, sys
+name, tokens, flop, note, peak = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+t = [float(x) for x in sys.stdin.read().split()]
+if not t:
+    sys.exit(1)
+step = statistics.median(t[10:] if len(t) > 12 else t[len(t) // 2:])
 tok = tokens / step
 tf = flop * tok / 1e12
-print(f"{sys.argv[1]:<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  MFU {100 * tf / float(sys.argv[3]):5.1f}%  "
-      f"({1000 * step:.1f} ms/step, loss {rows[-1]['loss']:.3f})")
-PY
+print(f"{name:<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  MFU {100 * tf / peak:5.1f}%  ({1000 * step:.1f} ms/step{note})")
+' "$@" "$PEAK"
+}
+
+# trainer LOG.jsonl FIELD: FIELD of the trainer's train lines: "step" (the step times), or of
+# the last one: "tokens" (per step), "flop" (per token), "loss"
+trainer() {
+    python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l]
+r, f = rows[-1], sys.argv[2]
+if f == "step":
+    print("\n".join(str(x["step_time_s"]) for x in rows))
+else:
+    print({"tokens": r["tokens_per_s"] * r["step_time_s"], "flop": r["tflops_per_rank"] * 1e12 / r["tokens_per_s"],
+           "loss": "%.3f" % r["loss"]}[f])
+' "$1" "$2"
+}
+
+# summary NAME LOG.jsonl: the rate of a sluice run
+summary() {
+    trainer "$2" step | rate "$1" "$(trainer "$2" tokens)" "$(trainer "$2" flop)" ", loss $(trainer "$2" loss)"
 }
 
 # sluice NAME CONFIG overrides...
@@ -116,21 +136,12 @@ PY
     elif [ ! -s "$work/sluice gpt2-124m.jsonl" ]; then
         llmc_why="the sluice GPT-2 run failed, so there is no FLOP count to compare with"
     else
-        F=$(python3 -c "import json; r=[json.loads(l) for l in open('$work/sluice gpt2-124m.jsonl')][-1]; print(r['tflops_per_rank']*1e12/r['tokens_per_s'])")
-        python3 - "$work/llmc.out" "$F" "$PEAK" "${LLMC_CUDNN:-0}" "$B" <<'PY' || llmc_why="no 'N ms' step lines in its output"
-import re, statistics, sys
-# per-step times: llm.c's "N ms" field (CUDA events around each step); its "tok/s" field is an
-# exponential moving average, which the slow first steps pull down
-ms = [float(m.group(1)) for l in open(sys.argv[1]) for m in [re.search(r"\|\s*([0-9.]+) ms \|", l)] if m]
-if not ms:
-    sys.exit(1)
-later = ms[10:] if len(ms) > 12 else ms[len(ms) // 2:]
-step = statistics.median(later)
-tok = int(sys.argv[5]) * 1024 / (step / 1000)
-tf = float(sys.argv[2]) * tok / 1e12
-print(f"{'llm.c train_gpt2cu' + (' (cuDNN)' if sys.argv[4] == '1' else ''):<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  "
-      f"MFU {100 * tf / float(sys.argv[3]):5.1f}%  ({step:.1f} ms/step; our FLOP formula; llm.c -r 1 recomputes GELU)")
-PY
+        # llm.c's "N ms" field per step (CUDA events around each step); its "tok/s" field is
+        # an exponential moving average, which the slow first steps pull down
+        sed -nE 's/.*\|[[:space:]]*([0-9.]+) ms \|.*/\1/p' "$work/llmc.out" | awk '{ print $1 / 1000 }' |
+            rate "llm.c train_gpt2cu$([ "${LLMC_CUDNN:-0}" = 1 ] && echo ' (cuDNN)')" $((B * 1024)) \
+                "$(trainer "$work/sluice gpt2-124m.jsonl" flop)" "; our FLOP formula; llm.c -r 1 recomputes GELU" ||
+            llmc_why="no 'N ms' step lines in its output"
     fi
     [ -n "$llmc_why" ] && echo "llm.c: not comparable ($llmc_why)"
 fi

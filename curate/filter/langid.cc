@@ -311,16 +311,17 @@ static bool mf_skip(model_file &mf, uint64_t n)
     return true;
 }
 
-/* A bool as fastText writes it, one byte of 0 or 1, into *flag; what names it. Any other
- * byte is refused: read into a C++ bool it is undefined behaviour (the library reads it
- * so), and the library and this check could then take different branches. */
-static int mf_flag(model_file &mf, bool *flag, const char *what)
+/* A bool as fastText writes it, one byte of 0 or 1, into *flag: the KIND flag of the MATRIX
+ * matrix. Any other byte is refused: read into a C++ bool it is undefined behaviour (the
+ * library reads it so), and the library and this check could then take different branches. */
+static int mf_flag(model_file &mf, bool *flag, const char *matrix, const char *kind)
 {
     uint8_t b = 0;
     if (!mf_read(mf, &b, 1))
-        return mf_fail(mf, "the file ends before %s", what);
+        return mf_fail(mf, "the file ends before the %s matrix's %s flag", matrix, kind);
     if (b > 1)
-        return mf_fail(mf, "%s is %u, where fastText writes 0 or 1", what, (unsigned)b);
+        return mf_fail(mf, "the %s matrix's %s flag is %u, where fastText writes 0 or 1", matrix,
+                       kind, (unsigned)b);
     *flag = b == 1;
     return 0;
 }
@@ -330,9 +331,7 @@ static int mf_matrix(model_file &mf, bool quant, const char *name, int64_t &rows
 {
     bool qnorm = false;
     if (quant) {
-        char what[64];
-        snprintf(what, sizeof(what), "the %s matrix's norm flag", name);
-        int rc = mf_flag(mf, &qnorm, what);
+        int rc = mf_flag(mf, &qnorm, name, "norm");
         if (rc)
             return rc;
     }
@@ -496,7 +495,7 @@ static int check_model_file(const char *path)
         rc = mf_fail(mf, "its prune index size is %lld", (long long)prune);
         goto out;
     }
-    rc = mf_flag(mf, &quant, "the input matrix's quantization flag");
+    rc = mf_flag(mf, &quant, "input", "quantization");
     if (rc)
         goto out;
     rc = mf_matrix(mf, quant, "input", in_rows, in_cols);
@@ -507,7 +506,7 @@ static int check_model_file(const char *path)
                      (long long)in_rows, (long long)in_cols, (long long)need_rows, args[0]);
         goto out;
     }
-    rc = mf_flag(mf, &qout, "the output matrix's quantization flag");
+    rc = mf_flag(mf, &qout, "output", "quantization");
     if (rc)
         goto out;
     rc = mf_matrix(mf, quant && qout, "output", out_rows, out_cols);
