@@ -44,11 +44,15 @@ SHELL := /bin/bash
 #              sluice binary only when it trains on a GPU
 #   CLI_SRCS   sources of the sluice binary itself
 #   PKGS       pkg-config packages needed;  LIBS  extra link flags
+#   PKGS_LOADED  pkg-config packages whose headers are needed but whose library is loaded
+#              with dlopen when first used, not linked (each library linked is loaded by
+#              every command at start-up)
 #   UNIT_SRCS  unit-test sources;  FUZZ_TARGETS  fuzz harness names (tests/fuzz/<name>.c)
 LIB_SRCS :=
 CU_SRCS :=
 CLI_SRCS :=
 PKGS :=
+PKGS_LOADED :=
 LIBS :=
 UNIT_SRCS :=
 FUZZ_TARGETS :=
@@ -64,7 +68,7 @@ include cli/build.mk
 include tests/build.mk
 
 # ---- detection -----------------------------------------------------------------------
-MISSING_PKGS := $(strip $(foreach p,$(sort $(PKGS)),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
+MISSING_PKGS := $(strip $(foreach p,$(sort $(PKGS) $(PKGS_LOADED)),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
 
 ifneq ($(MPI),0)
 MPICC := $(shell command -v mpicc 2>/dev/null)
@@ -105,7 +109,7 @@ ARCH :=
 ifeq ($(NATIVE),1)
 ARCH := -march=native
 endif
-CPPFLAGS_ALL := -I. -I$(BUILD)/gen -D_GNU_SOURCE $(shell $(PKG_CONFIG) --cflags $(sort $(PKGS)) 2>/dev/null)
+CPPFLAGS_ALL := -I. -I$(BUILD)/gen -D_GNU_SOURCE $(shell $(PKG_CONFIG) --cflags $(sort $(PKGS) $(PKGS_LOADED)) 2>/dev/null)
 CFLAGS_ALL := -std=gnu11 $(O) -g -fPIC -fopenmp $(ARCH) $(WARN) $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(O) -g -fPIC -fopenmp $(ARCH) $(filter-out -Wvla,$(WARN)) $(CXXFLAGS)
 LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(sort $(PKGS)) 2>/dev/null) $(LIBS) -lstdc++ -lm -lpthread -fopenmp
@@ -230,7 +234,7 @@ config:
 	@echo "  cc: $(CC) $(shell $(CC) -dumpfullversion 2>/dev/null)$(if $(filter 1,$(SANITIZE)), (asan+ubsan))"
 	@echo "  mpi: $(if $(HAVE_MPI),Open MPI $(MPI_VERSION),no (single-rank build))"
 	@echo "  cuda: $(if $(HAVE_CUDA),$(CUDA_VERSION) at $(CUDA_HOME) [sm_$(subst $() $(),/sm_,$(CUDA_ARCHS)) + compute_$(CUDA_PTX_ARCH) PTX] cublasLt=$(if $(HAVE_CUBLASLT),yes,no) cudnn=$(if $(HAVE_CUDNN),yes,no) nccl=$(if $(HAVE_NCCL),yes,no),no (CPU-only build))"
-	@echo "  libraries: $(sort $(PKGS))$(if $(MISSING_PKGS), -- MISSING: $(MISSING_PKGS) (run scripts/install-deps.sh))"
+	@echo "  libraries: $(sort $(PKGS) $(PKGS_LOADED))$(if $(MISSING_PKGS), -- MISSING: $(MISSING_PKGS) (run scripts/install-deps.sh))"
 	@$(if $(MISSING_PKGS),exit 1,true)
 
 deps:

@@ -6,6 +6,7 @@
 #include "core/stage.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,16 +17,75 @@
 #include <time.h>
 #include <unistd.h>
 
+/* libcurl is loaded when a download starts, not linked: with the 30 libraries it brings
+ * (TLS, HTTP/2, LDAP, Kerberos, ...) it was a third of the dynamic linking every sluice
+ * command paid at start-up, about 9 ms of CPU, though only `sluice download` uses it. */
+static struct {
+    void *lib;
+    CURLcode (*global_init)(long);
+    void (*global_cleanup)(void);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *);
+    void (*easy_reset)(CURL *);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+} cu;
+
+static int load_curl(void)
+{
+    static const char *const names[] = { "libcurl.so.4", "libcurl-gnutls.so.4" };
+    if (cu.lib)
+        return 0;
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return sl_err_set(SL_ERR_NET, "downloading needs libcurl (Debian package libcurl4): %s",
+                          dlerror());
+    struct {
+        const char *name;
+        void **fn;
+    } syms[] = {
+        { "curl_global_init", (void **)&cu.global_init },
+        { "curl_global_cleanup", (void **)&cu.global_cleanup },
+        { "curl_easy_init", (void **)&cu.easy_init },
+        { "curl_easy_cleanup", (void **)&cu.easy_cleanup },
+        { "curl_easy_reset", (void **)&cu.easy_reset },
+        { "curl_easy_setopt", (void **)&cu.easy_setopt },
+        { "curl_easy_perform", (void **)&cu.easy_perform },
+        { "curl_easy_getinfo", (void **)&cu.easy_getinfo },
+        { "curl_easy_strerror", (void **)&cu.easy_strerror },
+        { "curl_slist_append", (void **)&cu.slist_append },
+        { "curl_slist_free_all", (void **)&cu.slist_free_all },
+    };
+    for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+        if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
+            dlclose(lib);
+            return sl_err_set(SL_ERR_NET, "the libcurl found has no %s", syms[i].name);
+        }
+    }
+    cu.lib = lib;
+    return 0;
+}
+
 int fetch_global_init(void)
 {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    int rc = load_curl();
+    if (rc)
+        return rc;
+    if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return sl_err_set(SL_ERR_NET, "cannot initialise libcurl");
     return 0;
 }
 
 void fetch_global_cleanup(void)
 {
-    curl_global_cleanup();
+    if (cu.lib)
+        cu.global_cleanup();
 }
 
 /* State of one attempt. */
@@ -257,40 +317,40 @@ struct attempt_bufs {
 static void attempt_setup(CURL *h, struct attempt *a, const char *url, struct attempt_bufs *ab)
 {
     const struct fetch_opts *o = a->o;
-    curl_easy_reset(h);
+    cu.easy_reset(h);
     ab->errbuf[0] = 0;
     ab->hdrs = NULL;
-    curl_easy_setopt(h, CURLOPT_URL, url);
+    cu.easy_setopt(h, CURLOPT_URL, url);
     /* http and https only, also after redirects (no gopher://, file://, ftp://) */
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : ab->ua);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout > 0 ? o->connect_timeout : 30L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->min_speed > 0 ? o->min_speed : 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_timeout > 0 ? o->stall_timeout : 60L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ab->errbuf);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
+    cu.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    cu.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    cu.easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+    cu.easy_setopt(h, CURLOPT_USERAGENT, o->user_agent ? o->user_agent : ab->ua);
+    cu.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, o->connect_timeout > 0 ? o->connect_timeout : 30L);
+    cu.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, o->min_speed > 0 ? o->min_speed : 1L);
+    cu.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, o->stall_timeout > 0 ? o->stall_timeout : 60L);
+    cu.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(h, CURLOPT_ERRORBUFFER, ab->errbuf);
+    cu.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    cu.easy_setopt(h, CURLOPT_HEADERDATA, a);
+    cu.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    cu.easy_setopt(h, CURLOPT_WRITEDATA, a);
     /* files are stored as served: no transparent decompression */
-    curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    cu.easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
     if (!a->offset)
         return;
     /* Range, and If-Range with the validator of the response the partial file began with: a
      * changed resource (or a server that ignores Range) answers 200 with the whole of it,
      * and on_body starts over */
     snprintf(ab->range, sizeof(ab->range), "%llu-", (unsigned long long)a->offset);
-    curl_easy_setopt(h, CURLOPT_RANGE, ab->range);
+    cu.easy_setopt(h, CURLOPT_RANGE, ab->range);
     char v[256];
     load_validator(a->validator_path, v, sizeof(v));
     if (v[0]) {
         snprintf(ab->if_range, sizeof(ab->if_range), "If-Range: %s", v);
-        ab->hdrs = curl_slist_append(NULL, ab->if_range);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, ab->hdrs);
+        ab->hdrs = cu.slist_append(NULL, ab->if_range);
+        cu.easy_setopt(h, CURLOPT_HTTPHEADER, ab->hdrs);
     }
 }
 
@@ -343,18 +403,18 @@ static int judge_attempt(CURLcode cc, long status, const struct attempt *a, cons
         snprintf(why, why_n, "slower than %ld bytes/s for %ld s (%s)",
                  o->min_speed > 0 ? o->min_speed : 1L,
                  o->stall_timeout > 0 ? o->stall_timeout : 60L,
-                 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+                 errbuf[0] ? errbuf : cu.easy_strerror(cc));
     } else if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
         return sl_err_set(SL_ERR_NET,
                           "cannot download '%s': %s\nhint: sluice fetches http and "
                           "https only, also when redirected",
-                          url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+                          url, errbuf[0] ? errbuf : cu.easy_strerror(cc));
     } else if (cc != CURLE_OK && transient_curl(cc)) {
-        snprintf(why, why_n, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+        snprintf(why, why_n, "%s", errbuf[0] ? errbuf : cu.easy_strerror(cc));
     } else {
         return sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url,
                           errbuf[0]        ? errbuf
-                          : cc != CURLE_OK ? curl_easy_strerror(cc)
+                          : cc != CURLE_OK ? cu.easy_strerror(cc)
                                            : "unexpected response");
     }
     *retry = 1;
@@ -365,7 +425,7 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
               struct fetch_result *r)
 {
     memset(r, 0, sizeof(*r));
-    CURL *h = curl_easy_init();
+    CURL *h = cu.easy_init();
     if (!h)
         return sl_err_set(SL_ERR_NOMEM, "cannot start a libcurl handle");
     struct attempt_bufs ab;
@@ -388,10 +448,10 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         if (a.offset)
             r->resumed = 1;
         attempt_setup(h, &a, url, &ab);
-        CURLcode cc = curl_easy_perform(h);
-        curl_slist_free_all(ab.hdrs);
+        CURLcode cc = cu.easy_perform(h);
+        cu.slist_free_all(ab.hdrs);
         long status = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        cu.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         r->status = status;
         r->attempts = attempt + 1;
         r->received += a.written;
@@ -419,7 +479,7 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         sleep_s(w);
         wait = wait * 2 > 60 ? 60 : wait * 2;
     }
-    curl_easy_cleanup(h);
+    cu.easy_cleanup(h);
     free(vpath);
     return rc;
 }

@@ -200,6 +200,14 @@ run "$SLUICE" extract --format jsonl --rm-inputs --out "$T/xw" "$T/www/shard-01.
 expect_rc 2; expect_err "refusing to delete"
 expect_file "$T/www/shard-01.jsonl"
 
+case_ "libcurl is loaded by download alone: other commands start without its 30 libraries"
+LD_DEBUG=files "$SLUICE" --version >/dev/null 2>"$T/ld.log"
+grep -q "file=libzstd" "$T/ld.log" && ok || fail "LD_DEBUG shows no library loads"
+grep -q "file=libcurl" "$T/ld.log" && fail "sluice --version loaded libcurl" || ok
+LD_DEBUG=files "$SLUICE" download --out "$T/dld" "${DL[@]}" --url "$B/files/shard-00.jsonl" >/dev/null 2>"$T/ld.log"
+grep -q "file=libcurl" "$T/ld.log" && ok || fail "sluice download did not load libcurl"
+cmp -s "$T/www/shard-00.jsonl" "$T/dld/shard-00.jsonl" && ok || fail "content differs"
+
 case_ "every option of -h is in docs/commands/download.md"
 for opt in $("$SLUICE" download -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -q -- "$opt" "$ROOT/docs/commands/download.md" && ok || fail "$opt missing from docs/commands/download.md"
