@@ -127,10 +127,8 @@ echo "   piece new: where start-up and loading weigh most)"
 # The compiled-vocabulary cache (docs/formats/bpe-cache.md) is filled by an untimed first
 # run, as it is after a user's first run; "no cache" is a run with the cache off.
 export SLUICE_CACHE_DIR="$work/vocab-cache"
-zstd -q -dc "$web" > "$work/once.jsonl"
-zstd -q -dc "$work/corpus.jsonl.zst" > "$work/corpus.jsonl"
 for input in corpus once; do
-    if [ $input = corpus ]; then f="$work/corpus.jsonl.zst"; plain="$work/corpus.jsonl"; else f="$web"; plain="$work/once.jsonl"; fi
+    if [ $input = corpus ]; then f="$work/corpus.jsonl.zst"; else f="$web"; fi
     for vocab in gpt2 cl100k o200k; do
         if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; spec="tiktoken:$ranks"; fi
         "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f"
@@ -138,7 +136,7 @@ for input in corpus once; do
         for r in $(seq "$rounds"); do
             a=$(cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")
             n=$(SLUICE_CACHE_DIR= cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")
-            e=$(JSONL=1 build/bench_encode "$spec" "$plain" 1 | field seconds)
+            e=$(JSONL=1 build/bench_encode "$spec" "$f" 1 | field seconds)
             g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" jsonl 1)
             gsec=$(echo "$g" | field seconds)
             ours+=("${a% *}"); off+=("${n% *}"); enc+=("$e"); gs+=("$gsec")

@@ -77,24 +77,25 @@ print(f"{name:<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  MFU {100 * tf / peak
 ' "$@" "$PEAK"
 }
 
-# trainer LOG.jsonl FIELD: FIELD of the trainer's train lines: "step" (the step times), or of
-# the last one: "tokens" (per step), "flop" (per token), "loss"
+# trainer LOG.jsonl steps: the step times of the trainer's train lines; trainer LOG.jsonl
+# last: "TOKENS_PER_STEP FLOP_PER_TOKEN LOSS" of the last one
 trainer() {
     python3 -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if "\"train\"" in l]
-r, f = rows[-1], sys.argv[2]
-if f == "step":
+r = rows[-1]
+if sys.argv[2] == "steps":
     print("\n".join(str(x["step_time_s"]) for x in rows))
 else:
-    print({"tokens": r["tokens_per_s"] * r["step_time_s"], "flop": r["tflops_per_rank"] * 1e12 / r["tokens_per_s"],
-           "loss": "%.3f" % r["loss"]}[f])
+    print(r["tokens_per_s"] * r["step_time_s"], r["tflops_per_rank"] * 1e12 / r["tokens_per_s"], "%.3f" % r["loss"])
 ' "$1" "$2"
 }
 
 # summary NAME LOG.jsonl: the rate of a sluice run
 summary() {
-    trainer "$2" step | rate "$1" "$(trainer "$2" tokens)" "$(trainer "$2" flop)" ", loss $(trainer "$2" loss)"
+    local tokens flop loss
+    read -r tokens flop loss <<<"$(trainer "$2" last)"
+    trainer "$2" steps | rate "$1" "$tokens" "$flop" ", loss $loss"
 }
 
 # sluice NAME CONFIG overrides...
@@ -138,9 +139,10 @@ PY
     else
         # llm.c's "N ms" field per step (CUDA events around each step); its "tok/s" field is
         # an exponential moving average, which the slow first steps pull down
+        read -r _ flop _ <<<"$(trainer "$work/sluice gpt2-124m.jsonl" last)"
         sed -nE 's/.*\|[[:space:]]*([0-9.]+) ms \|.*/\1/p' "$work/llmc.out" | awk '{ print $1 / 1000 }' |
             rate "llm.c train_gpt2cu$([ "${LLMC_CUDNN:-0}" = 1 ] && echo ' (cuDNN)')" $((B * 1024)) \
-                "$(trainer "$work/sluice gpt2-124m.jsonl" flop)" "; our FLOP formula; llm.c -r 1 recomputes GELU" ||
+                "$flop" "; our FLOP formula; llm.c -r 1 recomputes GELU" ||
             llmc_why="no 'N ms' step lines in its output"
     fi
     [ -n "$llmc_why" ] && echo "llm.c: not comparable ($llmc_why)"

@@ -19,7 +19,7 @@
 
 /* libcurl is loaded when a download starts, not linked: with the 30 libraries it brings
  * (TLS, HTTP/2, LDAP, Kerberos, ...) it was a third of the dynamic linking every sluice
- * command paid at start-up, about 9 ms of CPU, though only `sluice download` uses it. */
+ * command paid at start-up, about 10 ms of CPU, though only `sluice download` uses it. */
 static struct {
     void *lib;
     CURLcode (*global_init)(long);
@@ -34,6 +34,11 @@ static struct {
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
 } cu;
+
+/* A row of load_curl's table: each field of cu is the function curl_FIELD. */
+/* clang-format off */
+#define SYM(f) { "curl_" #f, (void **)&cu.f }
+/* clang-format on */
 
 static int load_curl(void)
 {
@@ -50,18 +55,11 @@ static int load_curl(void)
         const char *name;
         void **fn;
     } syms[] = {
-        { "curl_global_init", (void **)&cu.global_init },
-        { "curl_global_cleanup", (void **)&cu.global_cleanup },
-        { "curl_easy_init", (void **)&cu.easy_init },
-        { "curl_easy_cleanup", (void **)&cu.easy_cleanup },
-        { "curl_easy_reset", (void **)&cu.easy_reset },
-        { "curl_easy_setopt", (void **)&cu.easy_setopt },
-        { "curl_easy_perform", (void **)&cu.easy_perform },
-        { "curl_easy_getinfo", (void **)&cu.easy_getinfo },
-        { "curl_easy_strerror", (void **)&cu.easy_strerror },
-        { "curl_slist_append", (void **)&cu.slist_append },
-        { "curl_slist_free_all", (void **)&cu.slist_free_all },
+        SYM(global_init),   SYM(global_cleanup), SYM(easy_init),      SYM(easy_cleanup),
+        SYM(easy_reset),    SYM(easy_setopt),    SYM(easy_perform),   SYM(easy_getinfo),
+        SYM(easy_strerror), SYM(slist_append),   SYM(slist_free_all),
     };
+#undef SYM
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
         if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
             dlclose(lib);
@@ -369,6 +367,10 @@ static int judge_attempt(CURLcode cc, long status, const struct attempt *a, cons
                          struct fetch_result *r, int *retry)
 {
     const struct fetch_opts *o = a->o;
+    /* what went wrong in libcurl's words */
+    const char *detail = errbuf[0]        ? errbuf
+                         : cc != CURLE_OK ? cu.easy_strerror(cc)
+                                          : "unexpected response";
     int rc;
     *retry = 0;
     if (cc == CURLE_OK && (status == 200 || status == 206) && !a->discard) {
@@ -402,20 +404,16 @@ static int judge_attempt(CURLcode cc, long status, const struct attempt *a, cons
     } else if (cc == CURLE_OPERATION_TIMEDOUT && a->written + a->offset > 0) {
         snprintf(why, why_n, "slower than %ld bytes/s for %ld s (%s)",
                  o->min_speed > 0 ? o->min_speed : 1L,
-                 o->stall_timeout > 0 ? o->stall_timeout : 60L,
-                 errbuf[0] ? errbuf : cu.easy_strerror(cc));
+                 o->stall_timeout > 0 ? o->stall_timeout : 60L, detail);
     } else if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
         return sl_err_set(SL_ERR_NET,
                           "cannot download '%s': %s\nhint: sluice fetches http and "
                           "https only, also when redirected",
-                          url, errbuf[0] ? errbuf : cu.easy_strerror(cc));
+                          url, detail);
     } else if (cc != CURLE_OK && transient_curl(cc)) {
-        snprintf(why, why_n, "%s", errbuf[0] ? errbuf : cu.easy_strerror(cc));
+        snprintf(why, why_n, "%s", detail);
     } else {
-        return sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url,
-                          errbuf[0]        ? errbuf
-                          : cc != CURLE_OK ? cu.easy_strerror(cc)
-                                           : "unexpected response");
+        return sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url, detail);
     }
     *retry = 1;
     return 0;
