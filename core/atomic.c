@@ -162,6 +162,29 @@ void sl_atomic_abort(struct sl_atomic_file *f)
     release(f);
 }
 
+int sl_atomic_link(const char *src, const char *path)
+{
+    char *tmp = sl_atomic_tmp_name(path);
+    int rc = 0, slot = cleanup_add(tmp);
+    unlink(tmp); /* a stale one */
+    if (link(src, tmp) != 0) {
+        int e = errno;
+        if (e == EXDEV || e == EPERM || e == EMLINK || e == ENOTSUP || e == EOPNOTSUPP ||
+            e == ENOSYS)
+            rc = SL_ERR_UNSUPPORTED;
+        else
+            rc = sl_err_set(SL_ERR_IO, "cannot link '%s' to '%s': %s", src, tmp, strerror(e));
+    } else if (rename(tmp, path) != 0) {
+        rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        unlink(tmp);
+    } else {
+        fsync_dir_of(path);
+    }
+    cleanup_remove(slot);
+    free(tmp);
+    return rc;
+}
+
 int sl_write_file_atomic(const char *path, const void *data, size_t n)
 {
     struct sl_atomic_file f;

@@ -26,6 +26,13 @@ void sl_atomic_abort(struct sl_atomic_file *f);
 /* Write a whole file atomically. */
 int sl_write_file_atomic(const char *path, const void *data, size_t n);
 
+/* Give the complete file `src` a second name, `path`, atomically: hard-link it under the
+ * temporary name, rename that over `path`, fsync the directory. No byte is copied; the two
+ * names share the file, so `src` must not be written again. SL_ERR_UNSUPPORTED (no
+ * message) where the file system cannot link them (another file system, no hard links):
+ * the caller copies instead. */
+int sl_atomic_link(const char *src, const char *path);
+
 /* The temporary name sl_atomic_open uses for `path` (caller frees). */
 char *sl_atomic_tmp_name(const char *path);
 

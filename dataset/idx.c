@@ -221,25 +221,57 @@ int idx_writer_add_document(struct idx_writer *w, const uint32_t *tokens, size_t
     return rc ? rc : idx_writer_end_document(w);
 }
 
+/* Open a shard to be merged into an output of `dtype`: it must have that dtype and verify. */
+static int open_merge_input(struct idx_reader **r, const char *prefix, enum idx_dtype dtype)
+{
+    int rc = idx_reader_open(r, prefix);
+    if (rc)
+        return rc;
+    if (idx_reader_dtype(*r) != (int)dtype)
+        rc = sl_err_set(SL_ERR_FORMAT, "cannot merge '%s': its dtype is %s, the output's is %s",
+                        prefix, idx_dtype_name(idx_reader_dtype(*r)), idx_dtype_name(dtype));
+    else if ((rc = idx_reader_verify(*r, 0)))
+        sl_err_wrap(rc, "cannot merge '%s': ", prefix);
+    if (rc) {
+        idx_reader_close(*r);
+        *r = NULL;
+    }
+    return rc;
+}
+
+int idx_link_shard(const char *prefix, const char *out, enum idx_dtype dtype)
+{
+    struct idx_reader *r;
+    int rc = open_merge_input(&r, prefix, dtype);
+    if (rc)
+        return rc;
+    idx_reader_close(r);
+    char *src[2], *dst[2];
+    for (int i = 0; i < 2; i++) {
+        src[i] = sl_xasprintf("%s.%s", prefix, i ? "idx" : "bin");
+        dst[i] = sl_xasprintf("%s.%s", out, i ? "idx" : "bin");
+    }
+    rc = sl_atomic_link(src[0], dst[0]);
+    if (!rc) {
+        rc = sl_atomic_link(src[1], dst[1]);
+        if (rc == SL_ERR_UNSUPPORTED)
+            rc = sl_err_set(SL_ERR_IO, "cannot link '%s' to '%s'", src[1], dst[1]);
+        if (rc)
+            unlink(dst[0]); /* no .bin without its .idx */
+    }
+    for (int i = 0; i < 2; i++) {
+        free(src[i]);
+        free(dst[i]);
+    }
+    return rc;
+}
+
 int idx_writer_append_shard(struct idx_writer *w, const char *prefix)
 {
     struct idx_reader *r;
-    int rc = idx_reader_open(&r, prefix);
+    int rc = open_merge_input(&r, prefix, w->dtype);
     if (rc)
         return rc;
-    if (idx_reader_dtype(r) != (int)w->dtype) {
-        rc = sl_err_set(SL_ERR_FORMAT, "cannot merge '%s': its dtype is %s, the output's is %s",
-                        prefix, idx_dtype_name(idx_reader_dtype(r)), idx_dtype_name(w->dtype));
-        idx_reader_close(r);
-        return rc;
-    }
-    /* the merged shard must verify: refuse an input that does not */
-    rc = idx_reader_verify(r, 0);
-    if (rc) {
-        sl_err_wrap(rc, "cannot merge '%s': ", prefix);
-        idx_reader_close(r);
-        return rc;
-    }
     uint64_t base_seq = w->nseq, base_bytes = w->bin_bytes;
     uint64_t S = idx_reader_sequences(r);
     for (uint64_t i = 0; i < S; i++)

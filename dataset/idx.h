@@ -52,6 +52,10 @@ int idx_writer_add_document(struct idx_writer *w, const uint32_t *tokens, size_t
 /* Append a whole existing shard (merge): its tokens are copied, its index shifted. The
  * dtype must match. */
 int idx_writer_append_shard(struct idx_writer *w, const char *prefix);
+/* PREFIX.bin/.idx as the whole output `out`: the verified shard given the output's names
+ * by hard links (its .bin first), no token copied. SL_ERR_UNSUPPORTED (no message, nothing
+ * changed) where the file system cannot: append it to a writer instead. */
+int idx_link_shard(const char *prefix, const char *out, enum idx_dtype dtype);
 uint64_t idx_writer_sequences(const struct idx_writer *w);
 uint64_t idx_writer_documents(const struct idx_writer *w);
 uint64_t idx_writer_tokens(const struct idx_writer *w);

@@ -809,12 +809,24 @@ static void pipeline_release(struct pipeline *pl)
     pthread_cond_destroy(&pl->cv_done);
 }
 
-/* Rank 0: the outputs, each the concatenation of its key's parts in input order. */
+/* Rank 0: the outputs, each the concatenation of its key's parts in input order. A key
+ * with one part (one input file) has that part as its output, by hard links: its tokens
+ * are not copied again. */
 static int concat_parts(const char *tmpdir, const struct sl_inputs *in, char **outs, size_t nkeys,
                         enum idx_dtype dtype)
 {
     int rc = 0;
     for (size_t k = 0; k < nkeys && !rc; k++) {
+        if (in->n == 1) {
+            char *name = sl_stage_shard_name(0, "");
+            char *pp = sl_xasprintf("%s/%s_k%zu", tmpdir, name, k);
+            rc = idx_link_shard(pp, outs[k], dtype);
+            free(pp);
+            free(name);
+            if (rc != SL_ERR_UNSUPPORTED)
+                continue;
+            rc = 0; /* no hard links here: copy */
+        }
         struct idx_writer *iw;
         rc = idx_writer_open(&iw, outs[k], dtype);
         for (size_t i = 0; i < in->n && !rc; i++) {

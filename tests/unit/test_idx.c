@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void prefix_path(char *out, size_t n, const char *name)
 {
@@ -109,6 +111,57 @@ TEST(idx_int32_empty_docs_and_merge)
     CHECK_EQ_INT(idx_writer_add_document(w, big, 1), SL_ERR_FORMAT);
     CHECK_EQ_INT(idx_writer_append_shard(w, a), SL_ERR_FORMAT);
     idx_writer_abort(w);
+}
+
+/* A one-part output takes the part's files by hard links: the same file under the output's
+ * names (no copy), readable and verified; the wrong dtype or a damaged part is refused with
+ * nothing left under the output's names; an existing output is replaced whole. */
+TEST(idx_link_shard_names_the_part)
+{
+    char a[600], out[600], path[700];
+    prefix_path(a, sizeof(a), "part_l");
+    prefix_path(out, sizeof(out), "linked");
+    struct idx_writer *w;
+    uint32_t d[] = { 5, 6, 7 };
+    REQUIRE(idx_writer_open(&w, a, IDX_U16) == 0);
+    idx_writer_add_document(w, d, 3);
+    idx_writer_add_document(w, d, 1);
+    REQUIRE(idx_writer_commit(w) == 0);
+    /* an older output under the names, and a stale temporary */
+    sl_test_write("linked.bin", "old", 3);
+    sl_test_write("linked.idx", "old", 3);
+    sl_test_write(".linked.bin.tmp", "stale", 5);
+
+    CHECK_EQ_INT(idx_link_shard(a, out, IDX_I32), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "dtype");
+    REQUIRE(idx_link_shard(a, out, IDX_U16) == 0);
+    for (int i = 0; i < 2; i++) {
+        struct stat sa, so;
+        snprintf(path, sizeof(path), "%s.%s", a, i ? "idx" : "bin");
+        REQUIRE(stat(path, &sa) == 0);
+        snprintf(path, sizeof(path), "%s.%s", out, i ? "idx" : "bin");
+        REQUIRE(stat(path, &so) == 0);
+        CHECK(sa.st_ino == so.st_ino && sa.st_dev == so.st_dev);
+        CHECK_EQ_INT(so.st_nlink, 2);
+    }
+    snprintf(path, sizeof(path), "%s/.linked.bin.tmp", sl_test_tmpdir());
+    CHECK(access(path, F_OK) != 0);
+    struct idx_reader *r;
+    REQUIRE(idx_reader_open(&r, out) == 0);
+    CHECK_EQ_INT(idx_reader_documents(r), 2);
+    CHECK_EQ_INT(idx_reader_tokens(r), 4);
+    CHECK_EQ_INT(idx_reader_verify(r, 0), 0);
+    idx_reader_close(r);
+
+    /* a part whose .bin is shorter than its index: refused, the output's names untouched */
+    prefix_path(out, sizeof(out), "linked2");
+    snprintf(path, sizeof(path), "%s.bin", a);
+    REQUIRE(truncate(path, 2) == 0);
+    CHECK_EQ_INT(idx_link_shard(a, out, IDX_U16), SL_ERR_CORRUPT);
+    snprintf(path, sizeof(path), "%s.bin", out);
+    CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof(path), "%s.idx", out);
+    CHECK(access(path, F_OK) != 0);
 }
 
 TEST(idx_bad_files)
