@@ -57,10 +57,36 @@ struct l2 {
     size_t alen, acap;
 };
 
+/* The second level shared by the encoders of one stream's threads (bpe_shared_new): the
+ * same table, filled by all of them, so that a piece merged by one thread is not merged
+ * again by the others, and its memory is held once rather than once per thread. Its size
+ * is fixed at the per-thread table's largest (slots zero-filled by the kernel as they are
+ * touched, the arena written as it fills) and entries are only ever added, without locks:
+ * a slot is taken by a compare-and-swap of its hash, its ids and bytes are written to the
+ * arena (space taken by an atomic add), then its `meta` word is published; a reader that
+ * finds the hash before the meta treats the piece as absent. When the slots are half used
+ * or the arena is full, no more pieces enter (the first level still serves each thread). */
+struct sh_slot {
+    uint64_t h;    /* 0: empty */
+    uint64_t meta; /* 0 until published: SH_READY | nids << 40 | len << 32 | arena offset */
+};
+
+#define SH_READY (1ull << 63)
+
+struct bpe_shared {
+    struct sh_slot *slot;
+    uint64_t *seen; /* as struct l2's, set by all threads */
+    uint32_t *arena;
+    uint32_t mask, used;
+    size_t alen, acap; /* in 4-byte units */
+};
+
 struct bpe_enc {
     const struct bpe *b;
     struct cache_ent *cache;
     struct l2 l2;
+    struct bpe_shared *sh; /* NULL: the second level is l2, this thread's own */
+    uint64_t slow;         /* pieces merged (or looked up whole): bpe_enc_slow_count */
     /* scratch for merging */
     uint32_t *ids, *next, *prev, *pr;
     uint64_t *heap;
@@ -360,16 +386,115 @@ static inline uint64_t l2_hash(const u8 *p, size_t n)
 
 /* l2_hash, with the piece's slot and first-sighting bit prefetched, and its slot in the
  * vocabulary when a piece that is a token is taken whole. */
-static inline uint64_t l2_hash_prefetch(const struct bpe *b, const struct l2 *t, const u8 *p,
-                                        size_t n)
+static inline uint64_t l2_hash_prefetch(const struct bpe_enc *e, const u8 *p, size_t n)
 {
     uint64_t h = l2_hash(p, n);
-    if (b->whole)
-        __builtin_prefetch(&b->vtab[h & b->vmask]);
+    if (e->b->whole)
+        __builtin_prefetch(&e->b->vtab[h & e->b->vmask]);
+    if (e->sh) {
+        __builtin_prefetch(&e->sh->seen[((h >> 40) & (SEEN_BITS - 1)) >> 6]);
+        __builtin_prefetch(&e->sh->slot[(uint32_t)h & e->sh->mask]);
+        return h;
+    }
+    const struct l2 *t = &e->l2;
     __builtin_prefetch(&t->seen[((h >> 40) & (SEEN_BITS - 1)) >> 6]);
     if (t->slot)
         __builtin_prefetch(&t->slot[(uint32_t)h & t->mask]);
     return h;
+}
+
+struct bpe_shared *bpe_shared_new(void)
+{
+    struct bpe_shared *s = sl_xcalloc(1, sizeof(*s));
+    s->slot = sl_xmap_zeroed((size_t)L2_SLOTS_MAX * sizeof(*s->slot));
+    s->mask = L2_SLOTS_MAX - 1;
+    s->acap = L2_ARENA_MAX / 4;
+    s->arena = sl_xmalloc_table(L2_ARENA_MAX);
+    s->seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
+    return s;
+}
+
+void bpe_shared_free(struct bpe_shared *s)
+{
+    if (!s)
+        return;
+    sl_unmap(s->slot, (size_t)L2_SLOTS_MAX * sizeof(*s->slot));
+    free(s->arena);
+    free(s->seen);
+    free(s);
+}
+
+/* The ids of piece p (n bytes, hash h) if the shared table holds it (published): *nids set,
+ * else NULL. */
+static const uint32_t *sh_find(const struct bpe_shared *s, uint64_t h, const u8 *p, size_t n,
+                               size_t *nids)
+{
+    for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask) {
+        uint64_t sh = __atomic_load_n(&s->slot[i].h, __ATOMIC_ACQUIRE);
+        if (!sh)
+            return NULL;
+        if (sh != h)
+            continue;
+        uint64_t meta = __atomic_load_n(&s->slot[i].meta, __ATOMIC_ACQUIRE);
+        size_t len = (size_t)(meta >> 32) & 0xFF, m = (size_t)(meta >> 40) & 0xFFFF;
+        const uint32_t *ids = s->arena + (uint32_t)meta;
+        if (!meta)
+            return NULL; /* being entered by another thread */
+        if (len == n && memcmp(ids + m, p, n) == 0) {
+            *nids = m;
+            return ids;
+        }
+    }
+}
+
+static void sh_add(struct bpe_shared *s, uint64_t h, const u8 *p, size_t n, const uint32_t *ids,
+                   size_t nids)
+{
+    size_t units = nids + (n + 3) / 4;
+    if (nids > UINT16_MAX || __atomic_load_n(&s->used, __ATOMIC_RELAXED) >= (s->mask + 1) / 2)
+        return;
+    size_t off = __atomic_fetch_add(&s->alen, units, __ATOMIC_RELAXED);
+    if (off + units > s->acap)
+        return; /* full */
+    memcpy(s->arena + off, ids, nids * 4);
+    memcpy(s->arena + off + nids, p, n);
+    uint64_t meta = SH_READY | (uint64_t)nids << 40 | (uint64_t)n << 32 | off;
+    for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask) {
+        uint64_t cur = 0;
+        if (__atomic_compare_exchange_n(&s->slot[i].h, &cur, h, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&s->slot[i].meta, meta, __ATOMIC_RELEASE);
+            __atomic_fetch_add(&s->used, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        if (cur == h)
+            return; /* entered (or being entered) by another thread */
+    }
+}
+
+/* encode_miss with the shared second level. */
+static size_t encode_miss_shared(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h,
+                                 uint32_t *one, const uint32_t **ids)
+{
+    struct bpe_shared *s = e->sh;
+    uint64_t bit = (h >> 40) & (SEEN_BITS - 1), m1 = 1ull << (bit & 63);
+    uint64_t *w = &s->seen[bit >> 6];
+    int again = (__atomic_load_n(w, __ATOMIC_RELAXED) & m1) != 0;
+    if (!again)
+        __atomic_fetch_or(w, m1, __ATOMIC_RELAXED);
+    size_t m;
+    const uint32_t *hit = again ? sh_find(s, h, p, n, &m) : NULL;
+    if (hit) {
+        *ids = hit;
+        return m;
+    }
+    m = encode_slow(e, p, n, h, one);
+    e->slow++;
+    *ids = m ? e->ids : one;
+    m = m ? m : 1;
+    if (again)
+        sh_add(s, h, p, n, *ids, m);
+    return m;
 }
 
 /* A piece not in the first level, whose hash is h (l2_hash_prefetch; unused for pieces
@@ -379,6 +504,8 @@ static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h, 
                           const uint32_t **ids)
 {
     int again = 0;
+    if (e->sh && n <= L2_MAX_PIECE)
+        return encode_miss_shared(e, p, n, h, one, ids);
     if (n <= L2_MAX_PIECE) {
         struct l2 *t = &e->l2;
         uint64_t bit = (h >> 40) & (SEEN_BITS - 1), m1 = 1ull << (bit & 63);
@@ -392,6 +519,7 @@ static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h, 
         }
     }
     size_t m = encode_slow(e, p, n, h, one);
+    e->slow++;
     *ids = m ? e->ids : one;
     m = m ? m : 1;
     if (again)
@@ -465,7 +593,7 @@ int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *ou
             if (len > L2_MAX_PIECE)
                 hash[i] = 1; /* not used */
             else if (len > CACHE_KEY || (len >= 2 && !cache_hit(slot[i], key[i], len)))
-                hash[i] = l2_hash_prefetch(b, &e->l2, q, len);
+                hash[i] = l2_hash_prefetch(e, q, len);
             q += len;
         }
         for (size_t i = 0; i < np; i++) {
@@ -489,13 +617,25 @@ int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *ou
     return 0;
 }
 
-struct bpe_enc *bpe_enc_new(const struct bpe *b)
+struct bpe_enc *bpe_enc_new_shared(const struct bpe *b, struct bpe_shared *sh)
 {
     struct bpe_enc *e = sl_xcalloc(1, sizeof(*e));
     e->b = b;
+    e->sh = sh;
     e->cache = sl_xcalloc_table((size_t)1 << CACHE_BITS, sizeof(*e->cache));
-    e->l2.seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
+    if (!sh)
+        e->l2.seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
     return e;
+}
+
+struct bpe_enc *bpe_enc_new(const struct bpe *b)
+{
+    return bpe_enc_new_shared(b, NULL);
+}
+
+uint64_t bpe_enc_slow_count(const struct bpe_enc *e)
+{
+    return e->slow;
 }
 
 void bpe_enc_free(struct bpe_enc *e)

@@ -74,6 +74,18 @@ const unsigned char *bpe_token_bytes(const struct bpe *b, uint32_t id, size_t *l
 struct bpe_enc *bpe_enc_new(const struct bpe *b);
 void bpe_enc_free(struct bpe_enc *e);
 
+/* A cache of merged pieces that the encoders of several threads share (their second
+ * level, up to 24 MiB in all, instead of one per thread): a piece merged by one of them is
+ * found by the others. Encoders made with it must be freed before it. Safe to use from any
+ * number of threads at once; the ids are the same as without it. */
+struct bpe_shared;
+struct bpe_shared *bpe_shared_new(void);
+void bpe_shared_free(struct bpe_shared *s);
+/* An encoder whose second level is `sh` (NULL: its own, as bpe_enc_new). */
+struct bpe_enc *bpe_enc_new_shared(const struct bpe *b, struct bpe_shared *sh);
+/* Pieces this encoder has merged (or looked up whole) because no cache held them. */
+uint64_t bpe_enc_slow_count(const struct bpe_enc *e);
+
 /* Append the ids of text[0..n) to out. 0, or SL_ERR_TOOBIG when out's cap is reached. */
 int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *out);
 

@@ -765,7 +765,7 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
 }
 
 /* The encoding threads, waiting for batches. */
-static void pipeline_start(struct pipeline *pl, const struct opts *o, const struct tokenizer *tok,
+static void pipeline_start(struct pipeline *pl, const struct opts *o, struct tokenizer *tok,
                            const struct sl_world *w)
 {
     memset(pl, 0, sizeof(*pl));
@@ -773,6 +773,8 @@ static void pipeline_start(struct pipeline *pl, const struct opts *o, const stru
     pl->tok = tok;
     pl->nkeys = o->keys.n;
     pl->nthreads = o->workers > 0 ? o->workers : default_workers(w);
+    if (pl->nthreads > 1)
+        tokenizer_share_pieces(tok); /* a piece merged by one worker is found by the others */
     pl->nring = (size_t)pl->nthreads * 2 + 2;
     pl->ring = sl_xcalloc(pl->nring, sizeof(*pl->ring));
     for (size_t i = 0; i < pl->nring; i++)

@@ -72,11 +72,18 @@ void tokenizer_free(struct tokenizer *t)
 {
     if (!t)
         return;
+    bpe_shared_free(t->pieces);
     bpe_free(t->bpe);
     spm_free(t->spm);
     hf_free(t->hf);
     free(t->spec);
     free(t);
+}
+
+void tokenizer_share_pieces(struct tokenizer *t)
+{
+    if (t->bpe && !t->pieces)
+        t->pieces = bpe_shared_new();
 }
 
 struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t)
@@ -86,7 +93,7 @@ struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t)
     if (t->hf)
         e->hf = hf_enc_new(t->hf);
     else if (t->bpe)
-        e->bpe = bpe_enc_new(t->bpe);
+        e->bpe = bpe_enc_new_shared(t->bpe, t->pieces);
     return e;
 }
 

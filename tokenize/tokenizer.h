@@ -18,6 +18,7 @@
 
 struct sl_buf;
 struct bpe;
+struct bpe_shared;
 struct spm;
 struct hf;
 
@@ -30,7 +31,8 @@ struct tokenizer {
     struct spm *spm;
     struct hf *hf;
     uint32_t vocab_size;
-    int64_t eod_id; /* <|endoftext|>, or the model's </s>; -1 when there is none */
+    int64_t eod_id;            /* <|endoftext|>, or the model's </s>; -1 when there is none */
+    struct bpe_shared *pieces; /* tokenizer_share_pieces */
 };
 
 struct tokenizer_enc;
@@ -42,6 +44,9 @@ void tokenizer_free(struct tokenizer *t);
 /* "gpt2", "tiktoken", "spm", "hf". */
 const char *tokenizer_kind_name(enum tokenizer_kind k);
 
+/* Encoders made after this, for the threads of one stream, share one cache of merged pieces
+ * (byte-level BPE: bpe_shared_new); other kinds are unchanged. Freed with t. */
+void tokenizer_share_pieces(struct tokenizer *t);
 struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t);
 void tokenizer_enc_free(struct tokenizer_enc *e);
 /* Append the ids of text to out: 0; 1 when invalid UTF-8 had to be replaced

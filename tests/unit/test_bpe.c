@@ -14,6 +14,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <json-c/json.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -341,6 +342,29 @@ TEST(bpe_long_pieces_and_any_bytes)
     sl_buf_release(&dec);
 }
 
+/* `nwords` words of Latin and Cyrillic letters (pieces of up to 60 bytes) from a generator
+ * state; the state after them is returned. */
+static uint64_t random_words(struct sl_buf *text, size_t nwords, uint64_t state)
+{
+    for (size_t w = 0; w < nwords; w++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        size_t len = 3 + (state >> 40) % 28;
+        int cyr = (state >> 20) % 3 == 0;
+        sl_buf_putc(text, ' ');
+        for (size_t i = 0; i < len; i++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned r = (unsigned)(state >> 33) % 26;
+            if (cyr) {
+                char c[2] = { (char)0xD0, (char)(0xB0 + r % 16) }; /* а..п */
+                sl_buf_append(text, c, 2);
+            } else {
+                sl_buf_putc(text, "etaoinshrdlucmfwypvbgkqjxz"[r]);
+            }
+        }
+    }
+    return state;
+}
+
 /* The piece cache's two levels (a direct-mapped first level for pieces of up to 24
  * bytes, a hash table of every piece met for up to 255): 300k distinct words, Latin and
  * Cyrillic (pieces of up to 60 bytes), more than the second level holds before it starts
@@ -353,26 +377,9 @@ TEST(bpe_piece_cache_levels)
     REQUIRE(b);
     struct bpe_enc *e = bpe_enc_new(b);
     struct sl_buf text = SL_BUF_INIT;
-    uint64_t state = 7;
-    size_t nwords = 300000, check_bytes = 0;
-    for (size_t w = 0; w < nwords; w++) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        size_t len = 3 + (state >> 40) % 28;
-        int cyr = (state >> 20) % 3 == 0;
-        sl_buf_putc(&text, ' ');
-        for (size_t i = 0; i < len; i++) {
-            state = state * 6364136223846793005ull + 1442695040888963407ull;
-            unsigned r = (unsigned)(state >> 33) % 26;
-            if (cyr) {
-                char c[2] = { (char)0xD0, (char)(0xB0 + r % 16) }; /* а..п */
-                sl_buf_append(&text, c, 2);
-            } else {
-                sl_buf_putc(&text, "etaoinshrdlucmfwypvbgkqjxz"[r]);
-            }
-        }
-        if (w == 1999)
-            check_bytes = text.len;
-    }
+    uint64_t state = random_words(&text, 2000, 7);
+    size_t check_bytes = text.len;
+    random_words(&text, 298000, state);
     struct tok_ids first = { 0 }, second = { 0 };
     CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &first), 0);
     CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &second), 0);
@@ -399,6 +406,91 @@ TEST(bpe_piece_cache_levels)
     sl_buf_release(&text);
     bpe_enc_free(e);
     bpe_free(b);
+}
+
+struct shared_job {
+    struct bpe *b;
+    struct bpe_shared *sh;
+    const struct sl_buf *text;
+    const struct tok_ids *ref;
+    int bad;
+};
+
+static void *shared_worker(void *arg)
+{
+    struct shared_job *j = arg;
+    struct bpe_enc *e = bpe_enc_new_shared(j->b, j->sh);
+    for (int round = 0; round < 3; round++) {
+        struct tok_ids ids = { 0 };
+        if (bpe_encode(e, j->text->data, j->text->len, &ids) || ids.n != j->ref->n ||
+            memcmp(ids.v, j->ref->v, ids.n * 4) != 0)
+            j->bad++;
+        tok_ids_release(&ids);
+    }
+    bpe_enc_free(e);
+    return NULL;
+}
+
+/* Encoders sharing a second level: a piece met again by another encoder is merged once
+ * and then found by every encoder (the third encoder merges nothing; an encoder of its own
+ * merges every piece again), with the ids of an encoder of its own; four threads encoding
+ * at once through one shared table get those ids every time. */
+TEST(bpe_shared_piece_cache)
+{
+    const char *vocabs[] = { "gpt2", "cl100k_base" };
+    for (size_t v = 0; v < 2; v++) {
+        struct bpe *b = load(vocabs[v]);
+        REQUIRE(b);
+        struct sl_buf text = SL_BUF_INIT;
+        random_words(&text, 20000, 11 + v);
+        struct tok_ids ref = { 0 };
+        struct bpe_enc *own = bpe_enc_new(b);
+        REQUIRE(bpe_encode(own, text.data, text.len, &ref) == 0);
+        uint64_t own_slow = bpe_enc_slow_count(own);
+        CHECK(own_slow > 10000);
+
+        struct bpe_shared *sh = bpe_shared_new();
+        struct bpe_enc *enc[3];
+        uint64_t slow[3];
+        for (int i = 0; i < 3; i++) {
+            enc[i] = bpe_enc_new_shared(b, sh);
+            struct tok_ids ids = { 0 };
+            CHECK_EQ_INT(bpe_encode(enc[i], text.data, text.len, &ids), 0);
+            CHECK(ids.n == ref.n && memcmp(ids.v, ref.v, ref.n * 4) == 0);
+            slow[i] = bpe_enc_slow_count(enc[i]);
+            tok_ids_release(&ids);
+        }
+        CHECK_EQ_INT(slow[0], own_slow); /* every piece first met */
+        CHECK(slow[1] > 0);              /* met again: merged once more and shared */
+        CHECK_EQ_INT(slow[2], 0);        /* all found in the shared table */
+        /* without the shared table another encoder merges them all again */
+        struct bpe_enc *other = bpe_enc_new(b);
+        struct tok_ids ids = { 0 };
+        CHECK_EQ_INT(bpe_encode(other, text.data, text.len, &ids), 0);
+        CHECK_EQ_INT(bpe_enc_slow_count(other), own_slow);
+        tok_ids_release(&ids);
+        bpe_enc_free(other);
+        for (int i = 0; i < 3; i++)
+            bpe_enc_free(enc[i]);
+        bpe_shared_free(sh);
+
+        sh = bpe_shared_new();
+        struct shared_job jobs[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            jobs[i] = (struct shared_job){ b, sh, &text, &ref, 0 };
+            REQUIRE(pthread_create(&th[i], NULL, shared_worker, &jobs[i]) == 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            CHECK_EQ_INT(jobs[i].bad, 0);
+        }
+        bpe_shared_free(sh);
+        tok_ids_release(&ref);
+        bpe_enc_free(own);
+        sl_buf_release(&text);
+        bpe_free(b);
+    }
 }
 
 TEST(bpe_bad_files)
