@@ -72,15 +72,25 @@ int64_t hf_eod_id(const struct hf *h)
     return -1;
 }
 
-struct hf_enc *hf_enc_new(const struct hf *h)
+struct hf_enc *hf_enc_new_shared(const struct hf *h, struct bpe_shared *sh)
 {
     struct hf_enc *e = sl_xcalloc(1, sizeof(*e));
     e->h = h;
     if (h->bpe)
-        e->bpe = bpe_enc_new(h->bpe);
+        e->bpe = bpe_enc_new_shared(h->bpe, sh);
     else
         e->cache = sl_xcalloc((size_t)1 << WP_CACHE_BITS, sizeof(*e->cache));
     return e;
+}
+
+struct hf_enc *hf_enc_new(const struct hf *h)
+{
+    return hf_enc_new_shared(h, NULL);
+}
+
+int hf_is_bpe(const struct hf *h)
+{
+    return h->bpe != NULL;
 }
 
 void hf_enc_free(struct hf_enc *e)

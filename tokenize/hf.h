@@ -27,6 +27,7 @@
 struct sl_buf;
 struct hf;
 struct hf_enc;
+struct bpe_shared;
 
 /* Load tokenizer.json (plain or compressed, as sl_read_file reads it). */
 int hf_load(struct hf **out, const char *path);
@@ -46,6 +47,10 @@ int64_t hf_eod_id(const struct hf *h);
 const char *hf_describe(const struct hf *h);
 
 struct hf_enc *hf_enc_new(const struct hf *h);
+/* A byte-level BPE tokenizer's encoder whose merged pieces are shared with the other
+ * threads' (bpe_shared_new; ignored for WordPiece). hf_is_bpe: whether it is one. */
+struct hf_enc *hf_enc_new_shared(const struct hf *h, struct bpe_shared *sh);
+int hf_is_bpe(const struct hf *h);
 void hf_enc_free(struct hf_enc *e);
 /* Append the ids of text[0..n) to out: 0; 1 when invalid UTF-8 was replaced by U+FFFD
  * first (only where the tokenizer normalizes or is WordPiece: byte-level BPE without a

@@ -82,7 +82,7 @@ void tokenizer_free(struct tokenizer *t)
 
 void tokenizer_share_pieces(struct tokenizer *t)
 {
-    if (t->bpe && !t->pieces)
+    if ((t->bpe || (t->hf && hf_is_bpe(t->hf))) && !t->pieces)
         t->pieces = bpe_shared_new();
 }
 
@@ -91,7 +91,7 @@ struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t)
     struct tokenizer_enc *e = sl_xcalloc(1, sizeof(*e));
     e->t = t;
     if (t->hf)
-        e->hf = hf_enc_new(t->hf);
+        e->hf = hf_enc_new_shared(t->hf, t->pieces);
     else if (t->bpe)
         e->bpe = bpe_enc_new_shared(t->bpe, t->pieces);
     return e;

@@ -45,7 +45,8 @@ void tokenizer_free(struct tokenizer *t);
 const char *tokenizer_kind_name(enum tokenizer_kind k);
 
 /* Encoders made after this, for the threads of one stream, share one cache of merged pieces
- * (byte-level BPE: bpe_shared_new); other kinds are unchanged. Freed with t. */
+ * (byte-level BPE, also in a tokenizer.json: bpe_shared_new); other kinds are unchanged.
+ * Freed with t. */
 void tokenizer_share_pieces(struct tokenizer *t);
 struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t);
 void tokenizer_enc_free(struct tokenizer_enc *e);
