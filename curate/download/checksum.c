@@ -1,8 +1,11 @@
-/* Checksum lists (sha256sum/md5sum format) and file digests through libcrypto's EVP. */
+/* Checksum lists (sha256sum/md5sum format) and file digests through libcrypto's EVP,
+ * loaded when a digest is first computed (its 3,400 symbol bindings were the largest share
+ * of the dynamic linking every sluice command paid at start-up). */
 #include "curate/download/checksum.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
+#include "core/dl.h"
 #include "core/err.h"
 #include "core/stream.h"
 
@@ -110,31 +113,97 @@ const struct checksum_entry *checksum_list_find(const struct checksum_list *l, c
     return lo && !strcmp(l->v[lo - 1].name, name) ? &l->v[lo - 1] : NULL;
 }
 
-int checksum_file(const char *path, int sha256, char out[65])
+static struct {
+    void *lib;
+    EVP_MD_CTX *(*MD_CTX_new)(void);
+    void (*MD_CTX_free)(EVP_MD_CTX *);
+    const EVP_MD *(*sha256)(void);
+    const EVP_MD *(*md5)(void);
+    int (*DigestInit_ex)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
+    int (*DigestUpdate)(EVP_MD_CTX *, const void *, size_t);
+    int (*DigestFinal_ex)(EVP_MD_CTX *, unsigned char *, unsigned int *);
+} ev;
+
+/* A row of load_crypto's table: each field of ev is the function EVP_FIELD. */
+/* clang-format off */
+#define SYM(f) { "EVP_" #f, (void **)&ev.f }
+/* clang-format on */
+
+static int load_crypto(void)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int rc = 0;
-    if (!ctx || EVP_DigestInit_ex(ctx, sha256 ? EVP_sha256() : EVP_md5(), NULL) != 1) {
+    static const char *const names[] = { "libcrypto.so.3" };
+    const struct sl_dl_sym syms[] = {
+        SYM(MD_CTX_new),    SYM(MD_CTX_free),  SYM(sha256),         SYM(md5),
+        SYM(DigestInit_ex), SYM(DigestUpdate), SYM(DigestFinal_ex),
+    };
+#undef SYM
+    return sl_dl_load(&ev.lib, names, 1, syms, sizeof(syms) / sizeof(syms[0]),
+                      "sha256 and md5 digests need libcrypto (Debian package libssl3)",
+                      SL_ERR_UNSUPPORTED);
+}
+
+/* Digest of what read() gives, until it gives 0 bytes. */
+static int digest(int sha256, char out[65], size_t (*read)(void *ctx, unsigned char *buf, size_t n),
+                  void *rctx)
+{
+    int rc = load_crypto();
+    if (rc)
+        return rc;
+    EVP_MD_CTX *ctx = ev.MD_CTX_new();
+    if (!ctx || ev.DigestInit_ex(ctx, sha256 ? ev.sha256() : ev.md5(), NULL) != 1) {
         rc = sl_err_set(SL_ERR_NOMEM, "cannot start a digest");
     } else {
-        static unsigned char buf[1 << 16];
+        unsigned char *buf = sl_xmalloc(1 << 16);
         size_t got;
-        while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
-            EVP_DigestUpdate(ctx, buf, got);
-        if (ferror(f))
-            rc = sl_err_set(SL_ERR_IO, "cannot read '%s'", path);
+        while ((got = read(rctx, buf, 1 << 16)) > 0)
+            ev.DigestUpdate(ctx, buf, got);
+        free(buf);
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int len = 0;
-        if (!rc && EVP_DigestFinal_ex(ctx, md, &len) == 1) {
+        if (ev.DigestFinal_ex(ctx, md, &len) == 1) {
             for (unsigned i = 0; i < len; i++)
                 snprintf(out + 2 * i, 3, "%02x", md[i]);
             out[2 * len] = 0;
         }
     }
-    EVP_MD_CTX_free(ctx);
+    ev.MD_CTX_free(ctx);
+    return rc;
+}
+
+static size_t read_file(void *f, unsigned char *buf, size_t n)
+{
+    return fread(buf, 1, n, f);
+}
+
+int checksum_file(const char *path, int sha256, char out[65])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    int rc = digest(sha256, out, read_file, f);
+    if (!rc && ferror(f))
+        rc = sl_err_set(SL_ERR_IO, "cannot read '%s'", path);
     fclose(f);
     return rc;
+}
+
+struct mem {
+    const unsigned char *p;
+    size_t n;
+};
+
+static size_t read_mem(void *ctx, unsigned char *buf, size_t n)
+{
+    struct mem *m = ctx;
+    n = n < m->n ? n : m->n;
+    memcpy(buf, m->p, n);
+    m->p += n;
+    m->n -= n;
+    return n;
+}
+
+int checksum_mem(const void *data, size_t n, int sha256, char out[65])
+{
+    struct mem m = { data, n };
+    return digest(sha256, out, read_mem, &m);
 }

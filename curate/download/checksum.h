@@ -1,7 +1,7 @@
 /* struct checksum_list: expected digests of downloaded files, read from sha256sum /
  * md5sum style lines ("HEX  NAME" or "HEX *NAME"; '#' comments and blank lines ignored),
- * and file digests computed with libcrypto. The algorithm follows from the digest length
- * (64 hex digits: sha256, 32: md5).
+ * and file digests computed with libcrypto (loaded when first used). The algorithm follows
+ * from the digest length (64 hex digits: sha256, 32: md5).
  */
 #ifndef SL_DOWNLOAD_CHECKSUM_H
 #define SL_DOWNLOAD_CHECKSUM_H
@@ -26,7 +26,10 @@ void checksum_list_release(struct checksum_list *l);
 /* The entry for a base name (the last one listed wins), or NULL. O(log n). */
 const struct checksum_entry *checksum_list_find(const struct checksum_list *l, const char *name);
 
-/* Digest of a file as lowercase hex into out (65 bytes). 0 or SL_ERR_IO. */
+/* Digest of a file as lowercase hex into out (65 bytes). 0, SL_ERR_IO, or
+ * SL_ERR_UNSUPPORTED when libcrypto cannot be loaded. */
 int checksum_file(const char *path, int sha256, char out[65]);
+/* The same of n bytes in memory. */
+int checksum_mem(const void *data, size_t n, int sha256, char out[65]);
 
 #endif

@@ -2,11 +2,11 @@
  * bookkeeping that keeps a partial file consistent when servers ignore Range. */
 #include "curate/download/fetch.h"
 
+#include "core/dl.h"
 #include "core/err.h"
 #include "core/stage.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,31 +43,14 @@ static struct {
 static int load_curl(void)
 {
     static const char *const names[] = { "libcurl.so.4", "libcurl-gnutls.so.4" };
-    if (cu.lib)
-        return 0;
-    void *lib = NULL;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !lib; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return sl_err_set(SL_ERR_NET, "downloading needs libcurl (Debian package libcurl4): %s",
-                          dlerror());
-    struct {
-        const char *name;
-        void **fn;
-    } syms[] = {
+    const struct sl_dl_sym syms[] = {
         SYM(global_init),   SYM(global_cleanup), SYM(easy_init),      SYM(easy_cleanup),
         SYM(easy_reset),    SYM(easy_setopt),    SYM(easy_perform),   SYM(easy_getinfo),
         SYM(easy_strerror), SYM(slist_append),   SYM(slist_free_all),
     };
 #undef SYM
-    for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-        if (!(*syms[i].fn = dlsym(lib, syms[i].name))) {
-            dlclose(lib);
-            return sl_err_set(SL_ERR_NET, "the libcurl found has no %s", syms[i].name);
-        }
-    }
-    cu.lib = lib;
-    return 0;
+    return sl_dl_load(&cu.lib, names, 2, syms, sizeof(syms) / sizeof(syms[0]),
+                      "downloading needs libcurl (Debian package libcurl4)", SL_ERR_NET);
 }
 
 int fetch_global_init(void)

@@ -200,13 +200,18 @@ run "$SLUICE" extract --format jsonl --rm-inputs --out "$T/xw" "$T/www/shard-01.
 expect_rc 2; expect_err "refusing to delete"
 expect_file "$T/www/shard-01.jsonl"
 
-case_ "libcurl is loaded by download alone: other commands start without its 30 libraries"
+case_ "libcurl and libcrypto are loaded by download alone: other commands start without them"
 LD_DEBUG=files "$SLUICE" --version >/dev/null 2>"$T/ld.log"
 grep -q "file=libzstd" "$T/ld.log" && ok || fail "LD_DEBUG shows no library loads"
 grep -q "file=libcurl" "$T/ld.log" && fail "sluice --version loaded libcurl" || ok
+grep -q "file=libcrypto" "$T/ld.log" && fail "sluice --version loaded libcrypto" || ok
 LD_DEBUG=files "$SLUICE" download --out "$T/dld" "${DL[@]}" --url "$B/files/shard-00.jsonl" >/dev/null 2>"$T/ld.log"
 grep -q "file=libcurl" "$T/ld.log" && ok || fail "sluice download did not load libcurl"
 cmp -s "$T/www/shard-00.jsonl" "$T/dld/shard-00.jsonl" && ok || fail "content differs"
+LD_DEBUG=files "$SLUICE" download --out "$T/dlc" "${DL[@]}" --checksums "$T/sums.sha256" \
+    --url "$B/files/shard-00.jsonl" --url "$B/files/shard-01.jsonl" >/dev/null 2>"$T/ld.log"
+grep -q "file=libcrypto" "$T/ld.log" && ok || fail "sluice download --checksums did not load libcrypto"
+cmp -s "$T/www/shard-01.jsonl" "$T/dlc/shard-01.jsonl" && ok || fail "content differs (md5 entry)"
 
 case_ "every option of -h is in docs/commands/download.md"
 for opt in $("$SLUICE" download -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do

@@ -8,11 +8,11 @@
 #include "core/err.h"
 #include "core/stream.h"
 #include "core/utf8.h"
+#include "curate/download/checksum.h"
 #include "tokenize/hf.h"
 #include "tokenize/tokenizer.h"
 
 #include <json-c/json.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 
 /* Texts by id: the cases of cases.jsonl, whole files, the UDHR texts. */
@@ -81,19 +81,12 @@ static struct texts load_texts(void)
 
 static void sha256_ids(const uint32_t *v, size_t n, char hex[65])
 {
-    unsigned char md[32];
-    unsigned int len = 0;
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(c, EVP_sha256(), NULL);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char le[4] = { (unsigned char)v[i], (unsigned char)(v[i] >> 8),
-                                (unsigned char)(v[i] >> 16), (unsigned char)(v[i] >> 24) };
-        EVP_DigestUpdate(c, le, 4);
-    }
-    EVP_DigestFinal_ex(c, md, &len);
-    EVP_MD_CTX_free(c);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    unsigned char *le = malloc(n * 4 + 1);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 4; b++)
+            le[4 * i + b] = (unsigned char)(v[i] >> (8 * b));
+    REQUIRE(checksum_mem(le, n * 4, 1, hex) == 0);
+    free(le);
 }
 
 /* Every expected record of one tokenizer. */

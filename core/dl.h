@@ -1,0 +1,21 @@
+/* Libraries loaded when first needed instead of linked (PKGS_LOADED in the build files):
+ * a library that only one command uses should not cost every command its dynamic linking
+ * at start-up. */
+#ifndef SL_DL_H
+#define SL_DL_H
+
+#include <stddef.h>
+
+struct sl_dl_sym {
+    const char *name; /* the library's symbol */
+    void **fn;        /* where its address goes */
+};
+
+/* Open the first of names[0..nnames) that loads and resolve every symbol of syms into its
+ * slot; *lib is the handle (already set: nothing is done). 0, or `code` with the message
+ * "WHAT: why" (what: "downloading needs libcurl (Debian package libcurl4)"), or one naming
+ * the symbol missing. */
+int sl_dl_load(void **lib, const char *const *names, size_t nnames, const struct sl_dl_sym *syms,
+               size_t nsyms, const char *what, int code);
+
+#endif
