@@ -3,7 +3,7 @@
  *
  * A struct bpe is immutable once loaded and may be shared by any number of threads; each
  * thread encodes through its own struct bpe_enc (scratch space and a bounded cache of
- * recent multi-token pieces). Encoding accepts any bytes: invalid UTF-8 is encoded byte
+ * recent multi-token pieces, whose second level may be shared: bpe_shared_new). Encoding accepts any bytes: invalid UTF-8 is encoded byte
  * by byte, and decoding gives back exactly the input bytes. Special tokens in the text
  * are encoded as ordinary text (tiktoken's encode_ordinary).
  *
