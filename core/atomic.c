@@ -178,6 +178,9 @@ int sl_atomic_link(const char *src, const char *path)
         rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
         unlink(tmp);
     } else {
+        /* where `path` already was this file (a run resumed after linking it), rename
+         * leaves both names: drop the temporary one */
+        unlink(tmp);
         fsync_dir_of(path);
     }
     cleanup_remove(slot);
