@@ -472,47 +472,26 @@ static void sh_add(struct bpe_shared *s, uint64_t h, const u8 *p, size_t n, cons
     }
 }
 
-/* encode_miss with the shared second level. */
-static size_t encode_miss_shared(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h,
-                                 uint32_t *one, const uint32_t **ids)
-{
-    struct bpe_shared *s = e->sh;
-    uint64_t bit = (h >> 40) & (SEEN_BITS - 1), m1 = 1ull << (bit & 63);
-    uint64_t *w = &s->seen[bit >> 6];
-    int again = (__atomic_load_n(w, __ATOMIC_RELAXED) & m1) != 0;
-    if (!again)
-        __atomic_fetch_or(w, m1, __ATOMIC_RELAXED);
-    size_t m;
-    const uint32_t *hit = again ? sh_find(s, h, p, n, &m) : NULL;
-    if (hit) {
-        *ids = hit;
-        return m;
-    }
-    m = encode_slow(e, p, n, h, one);
-    e->slow++;
-    *ids = m ? e->ids : one;
-    m = m ? m : 1;
-    if (again)
-        sh_add(s, h, p, n, *ids, m);
-    return m;
-}
-
 /* A piece not in the first level, whose hash is h (l2_hash_prefetch; unused for pieces
- * longer than L2_MAX_PIECE): the second level, else encode_slow (and remember). Ids in
- * *ids (e->ids, the table's arena or `one`), their number returned. */
+ * longer than L2_MAX_PIECE): the second level (this thread's own or the shared one), else
+ * encode_slow, remembered when the piece was met before. Ids in *ids (e->ids, the table's
+ * arena or `one`), their number returned. */
 static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h, uint32_t *one,
                           const uint32_t **ids)
 {
     int again = 0;
-    if (e->sh && n <= L2_MAX_PIECE)
-        return encode_miss_shared(e, p, n, h, one, ids);
     if (n <= L2_MAX_PIECE) {
-        struct l2 *t = &e->l2;
         uint64_t bit = (h >> 40) & (SEEN_BITS - 1), m1 = 1ull << (bit & 63);
-        again = (t->seen[bit >> 6] & m1) != 0;
-        t->seen[bit >> 6] |= m1;
+        uint64_t *w = &(e->sh ? e->sh->seen : e->l2.seen)[bit >> 6];
+        again = (__atomic_load_n(w, __ATOMIC_RELAXED) & m1) != 0;
+        if (!again && e->sh)
+            __atomic_fetch_or(w, m1, __ATOMIC_RELAXED); /* other threads set bits too */
+        else if (!again)
+            *w |= m1;
         size_t m;
-        const uint32_t *hit = again ? l2_find(t, h, p, n, &m) : NULL;
+        const uint32_t *hit = NULL;
+        if (again)
+            hit = e->sh ? sh_find(e->sh, h, p, n, &m) : l2_find(&e->l2, h, p, n, &m);
         if (hit) {
             *ids = hit;
             return m;
@@ -522,7 +501,9 @@ static size_t encode_miss(struct bpe_enc *e, const u8 *p, size_t n, uint64_t h, 
     e->slow++;
     *ids = m ? e->ids : one;
     m = m ? m : 1;
-    if (again)
+    if (again && e->sh)
+        sh_add(e->sh, h, p, n, *ids, m);
+    else if (again)
         l2_add(&e->l2, h, p, n, *ids, m);
     return m;
 }
