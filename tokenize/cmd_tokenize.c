@@ -815,6 +815,17 @@ static void pipeline_release(struct pipeline *pl)
     pthread_cond_destroy(&pl->cv_done);
 }
 
+/* Input file i's part shard for key k in the parts folder `tmpdir`. */
+static char *part_of_input(const char *tmpdir, size_t i, size_t k)
+{
+    char *name = sl_stage_shard_name(i, "");
+    char *unit = sl_xasprintf("%s/%s", tmpdir, name);
+    char *p = part_prefix(unit, k);
+    free(unit);
+    free(name);
+    return p;
+}
+
 /* Rank 0: the outputs, each the concatenation of its key's parts in input order. A key
  * with one part (one input file) has that part as its output, by hard links: its tokens
  * are not copied again. */
@@ -824,11 +835,9 @@ static int concat_parts(const char *tmpdir, const struct sl_inputs *in, char **o
     int rc = 0;
     for (size_t k = 0; k < nkeys && !rc; k++) {
         if (in->n == 1) {
-            char *name = sl_stage_shard_name(0, "");
-            char *pp = sl_xasprintf("%s/%s_k%zu", tmpdir, name, k);
+            char *pp = part_of_input(tmpdir, 0, k);
             rc = idx_link_shard(pp, outs[k], dtype);
             free(pp);
-            free(name);
             if (rc != SL_ERR_UNSUPPORTED)
                 continue;
             rc = 0; /* no hard links here: copy */
@@ -836,11 +845,9 @@ static int concat_parts(const char *tmpdir, const struct sl_inputs *in, char **o
         struct idx_writer *iw;
         rc = idx_writer_open(&iw, outs[k], dtype);
         for (size_t i = 0; i < in->n && !rc; i++) {
-            char *name = sl_stage_shard_name(i, "");
-            char *pp = sl_xasprintf("%s/%s_k%zu", tmpdir, name, k);
+            char *pp = part_of_input(tmpdir, i, k);
             rc = idx_writer_append_shard(iw, pp);
             free(pp);
-            free(name);
         }
         if (!rc)
             rc = idx_writer_commit(iw);
