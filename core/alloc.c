@@ -55,32 +55,6 @@ void *sl_xmalloc_table(size_t n)
     return p;
 }
 
-void *sl_xmap_zeroed(size_t n)
-{
-    size_t align = (size_t)2 << 20;
-    n = (n + 4095) & ~(size_t)4095;
-    n = n ? n : 4096;
-    /* map 2 MiB more, keep the aligned part */
-    unsigned char *m =
-        mmap(NULL, n + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        check(NULL, n);
-    size_t head = (align - (uintptr_t)m % align) % align;
-    if (head)
-        munmap(m, head);
-    munmap(m + head + n, align - head);
-#ifdef MADV_HUGEPAGE
-    madvise(m + head, n, MADV_HUGEPAGE);
-#endif
-    return m + head;
-}
-
-void sl_unmap(void *p, size_t n)
-{
-    if (p)
-        munmap(p, n ? n : 4096);
-}
-
 void *sl_xcalloc_table(size_t count, size_t size)
 {
     size_t n = sl_mul_size(count ? count : 1, size ? size : 1);

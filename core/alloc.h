@@ -25,11 +25,6 @@ char *sl_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *sl_xcalloc_table(size_t count, size_t size);
 /* The same, not zeroed: for a large buffer written before it is read. */
 void *sl_xmalloc_table(size_t n);
-/* Zeroed memory for a large table of which only part may ever be touched: the kernel's
- * zero pages, filled in as they are first written (no memset of the whole), 2 MiB-aligned
- * and advised to use huge pages. Free with sl_unmap(p, n). */
-void *sl_xmap_zeroed(size_t n);
-void sl_unmap(void *p, size_t n);
 
 /* Multiply with overflow check; the handler is called on overflow as on exhaustion. */
 size_t sl_mul_size(size_t a, size_t b);

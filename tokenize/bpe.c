@@ -60,8 +60,8 @@ struct l2 {
 /* The second level shared by the encoders of one stream's threads (bpe_shared_new): the
  * same table, filled by all of them, so that a piece merged by one thread is not merged
  * again by the others, and its memory is held once rather than once per thread. Its size
- * is fixed at the per-thread table's largest (slots zero-filled by the kernel as they are
- * touched, the arena written as it fills) and entries are only ever added, without locks:
+ * is fixed at the per-thread table's largest (L2_SLOTS_MAX slots, an arena of L2_ARENA_MAX
+ * bytes written as it fills) and entries are only ever added, without locks:
  * a slot is taken by a compare-and-swap of its hash, its ids and bytes are written to the
  * arena (space taken by an atomic add), then its `meta` word is published; a reader that
  * finds the hash before the meta treats the piece as absent. When the slots are half used
@@ -73,12 +73,14 @@ struct sh_slot {
 
 #define SH_READY (1ull << 63)
 
+#define SH_MASK (L2_SLOTS_MAX - 1)
+
 struct bpe_shared {
-    struct sh_slot *slot;
-    uint64_t *seen; /* as struct l2's, set by all threads */
-    uint32_t *arena;
-    uint32_t mask, used;
-    size_t alen, acap; /* in 4-byte units */
+    struct sh_slot *slot; /* L2_SLOTS_MAX */
+    uint64_t *seen;       /* as struct l2's, set by all threads */
+    uint32_t *arena;      /* L2_ARENA_MAX bytes */
+    uint32_t used;
+    size_t alen; /* in 4-byte units */
 };
 
 struct bpe_enc {
@@ -393,7 +395,7 @@ static inline uint64_t l2_hash_prefetch(const struct bpe_enc *e, const u8 *p, si
         __builtin_prefetch(&e->b->vtab[h & e->b->vmask]);
     if (e->sh) {
         __builtin_prefetch(&e->sh->seen[((h >> 40) & (SEEN_BITS - 1)) >> 6]);
-        __builtin_prefetch(&e->sh->slot[(uint32_t)h & e->sh->mask]);
+        __builtin_prefetch(&e->sh->slot[(uint32_t)h & SH_MASK]);
         return h;
     }
     const struct l2 *t = &e->l2;
@@ -406,9 +408,7 @@ static inline uint64_t l2_hash_prefetch(const struct bpe_enc *e, const u8 *p, si
 struct bpe_shared *bpe_shared_new(void)
 {
     struct bpe_shared *s = sl_xcalloc(1, sizeof(*s));
-    s->slot = sl_xmap_zeroed((size_t)L2_SLOTS_MAX * sizeof(*s->slot));
-    s->mask = L2_SLOTS_MAX - 1;
-    s->acap = L2_ARENA_MAX / 4;
+    s->slot = sl_xcalloc_table(L2_SLOTS_MAX, sizeof(*s->slot));
     s->arena = sl_xmalloc_table(L2_ARENA_MAX);
     s->seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
     return s;
@@ -418,7 +418,7 @@ void bpe_shared_free(struct bpe_shared *s)
 {
     if (!s)
         return;
-    sl_unmap(s->slot, (size_t)L2_SLOTS_MAX * sizeof(*s->slot));
+    free(s->slot);
     free(s->arena);
     free(s->seen);
     free(s);
@@ -429,7 +429,7 @@ void bpe_shared_free(struct bpe_shared *s)
 static const uint32_t *sh_find(const struct bpe_shared *s, uint64_t h, const u8 *p, size_t n,
                                size_t *nids)
 {
-    for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask) {
+    for (uint32_t i = (uint32_t)h & SH_MASK;; i = (i + 1) & SH_MASK) {
         uint64_t sh = __atomic_load_n(&s->slot[i].h, __ATOMIC_ACQUIRE);
         if (!sh)
             return NULL;
@@ -451,15 +451,15 @@ static void sh_add(struct bpe_shared *s, uint64_t h, const u8 *p, size_t n, cons
                    size_t nids)
 {
     size_t units = nids + (n + 3) / 4;
-    if (nids > UINT16_MAX || __atomic_load_n(&s->used, __ATOMIC_RELAXED) >= (s->mask + 1) / 2)
+    if (nids > UINT16_MAX || __atomic_load_n(&s->used, __ATOMIC_RELAXED) >= L2_SLOTS_MAX / 2)
         return;
     size_t off = __atomic_fetch_add(&s->alen, units, __ATOMIC_RELAXED);
-    if (off + units > s->acap)
+    if ((off + units) * 4 > L2_ARENA_MAX)
         return; /* full */
     memcpy(s->arena + off, ids, nids * 4);
     memcpy(s->arena + off + nids, p, n);
     uint64_t meta = SH_READY | (uint64_t)nids << 40 | (uint64_t)n << 32 | off;
-    for (uint32_t i = (uint32_t)h & s->mask;; i = (i + 1) & s->mask) {
+    for (uint32_t i = (uint32_t)h & SH_MASK;; i = (i + 1) & SH_MASK) {
         uint64_t cur = 0;
         if (__atomic_compare_exchange_n(&s->slot[i].h, &cur, h, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
