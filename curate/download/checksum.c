@@ -137,42 +137,36 @@ static int load_crypto(void)
         SYM(DigestInit_ex), SYM(DigestUpdate), SYM(DigestFinal_ex),
     };
 #undef SYM
-    return sl_dl_load(&ev.lib, names, 1, syms, sizeof(syms) / sizeof(syms[0]),
-                      "sha256 and md5 digests need libcrypto (Debian package libssl3)",
-                      SL_ERR_UNSUPPORTED);
+    return sl_dl_load(
+        &ev.lib, names, sizeof(names) / sizeof(names[0]), syms, sizeof(syms) / sizeof(syms[0]),
+        "sha256 and md5 digests need libcrypto (Debian package libssl3)", SL_ERR_UNSUPPORTED);
 }
 
-/* Digest of what read() gives, until it gives 0 bytes. */
-static int digest(int sha256, char out[65], size_t (*read)(void *ctx, unsigned char *buf, size_t n),
-                  void *rctx)
+/* A digest context for sha256 or md5 (NULL with the error set). */
+static EVP_MD_CTX *digest_begin(int sha256)
 {
-    int rc = load_crypto();
-    if (rc)
-        return rc;
+    if (load_crypto())
+        return NULL;
     EVP_MD_CTX *ctx = ev.MD_CTX_new();
     if (!ctx || ev.DigestInit_ex(ctx, sha256 ? ev.sha256() : ev.md5(), NULL) != 1) {
-        rc = sl_err_set(SL_ERR_NOMEM, "cannot start a digest");
-    } else {
-        unsigned char *buf = sl_xmalloc(1 << 16);
-        size_t got;
-        while ((got = read(rctx, buf, 1 << 16)) > 0)
-            ev.DigestUpdate(ctx, buf, got);
-        free(buf);
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int len = 0;
-        if (ev.DigestFinal_ex(ctx, md, &len) == 1) {
-            for (unsigned i = 0; i < len; i++)
-                snprintf(out + 2 * i, 3, "%02x", md[i]);
-            out[2 * len] = 0;
-        }
+        ev.MD_CTX_free(ctx);
+        sl_err_set(SL_ERR_NOMEM, "cannot start a digest");
+        return NULL;
     }
-    ev.MD_CTX_free(ctx);
-    return rc;
+    return ctx;
 }
 
-static size_t read_file(void *f, unsigned char *buf, size_t n)
+/* The digest as lowercase hex into out; frees ctx. */
+static void digest_end(EVP_MD_CTX *ctx, char out[65])
 {
-    return fread(buf, 1, n, f);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (ev.DigestFinal_ex(ctx, md, &len) == 1) {
+        for (unsigned i = 0; i < len; i++)
+            snprintf(out + 2 * i, 3, "%02x", md[i]);
+        out[2 * len] = 0;
+    }
+    ev.MD_CTX_free(ctx);
 }
 
 int checksum_file(const char *path, int sha256, char out[65])
@@ -180,30 +174,28 @@ int checksum_file(const char *path, int sha256, char out[65])
     FILE *f = fopen(path, "rb");
     if (!f)
         return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    int rc = digest(sha256, out, read_file, f);
-    if (!rc && ferror(f))
-        rc = sl_err_set(SL_ERR_IO, "cannot read '%s'", path);
+    EVP_MD_CTX *ctx = digest_begin(sha256);
+    if (!ctx) {
+        fclose(f);
+        return sl_err_code();
+    }
+    unsigned char *buf = sl_xmalloc(1 << 16);
+    size_t got;
+    while ((got = fread(buf, 1, 1 << 16, f)) > 0)
+        ev.DigestUpdate(ctx, buf, got);
+    free(buf);
+    int rc = ferror(f) ? sl_err_set(SL_ERR_IO, "cannot read '%s'", path) : 0;
+    digest_end(ctx, out);
     fclose(f);
     return rc;
 }
 
-struct mem {
-    const unsigned char *p;
-    size_t n;
-};
-
-static size_t read_mem(void *ctx, unsigned char *buf, size_t n)
-{
-    struct mem *m = ctx;
-    n = n < m->n ? n : m->n;
-    memcpy(buf, m->p, n);
-    m->p += n;
-    m->n -= n;
-    return n;
-}
-
 int checksum_mem(const void *data, size_t n, int sha256, char out[65])
 {
-    struct mem m = { data, n };
-    return digest(sha256, out, read_mem, &m);
+    EVP_MD_CTX *ctx = digest_begin(sha256);
+    if (!ctx)
+        return sl_err_code();
+    ev.DigestUpdate(ctx, data, n);
+    digest_end(ctx, out);
+    return 0;
 }

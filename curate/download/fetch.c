@@ -49,7 +49,8 @@ static int load_curl(void)
         SYM(easy_strerror), SYM(slist_append),   SYM(slist_free_all),
     };
 #undef SYM
-    return sl_dl_load(&cu.lib, names, 2, syms, sizeof(syms) / sizeof(syms[0]),
+    return sl_dl_load(&cu.lib, names, sizeof(names) / sizeof(names[0]), syms,
+                      sizeof(syms) / sizeof(syms[0]),
                       "downloading needs libcurl (Debian package libcurl4)", SL_ERR_NET);
 }
 
