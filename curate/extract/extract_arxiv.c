@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/counters.h"
+#include "core/dl.h"
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/utf8.h"
@@ -14,6 +15,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,16 +83,87 @@ static int ends_with(const char *s, const char *suf)
     return a >= b && !strcmp(s + a - b, suf);
 }
 
+/* libarchive is loaded when the first arXiv archive is opened, not linked: it brings
+ * libxml2, ICU, nettle, lz4 and acl, which every sluice command loaded at start-up
+ * (curate/extract/libxml.h has the figures). */
+static struct {
+    void *lib;
+    struct archive *(*read_new)(void);
+    int (*read_support_filter_gzip)(struct archive *);
+    int (*read_support_filter_bzip2)(struct archive *);
+    int (*read_support_filter_xz)(struct archive *);
+    int (*read_support_filter_zstd)(struct archive *);
+    int (*read_support_format_tar)(struct archive *);
+    int (*read_support_format_raw)(struct archive *);
+    int (*read_open_memory)(struct archive *, const void *, size_t);
+    int (*read_open_filename)(struct archive *, const char *, size_t);
+    int (*read_next_header)(struct archive *, struct archive_entry **);
+    la_ssize_t (*read_data)(struct archive *, void *, size_t);
+    int (*read_free)(struct archive *);
+    int (*format)(struct archive *);
+    const char *(*error_string)(struct archive *);
+    la_int64_t (*filter_bytes)(struct archive *, int);
+    const char *(*entry_pathname)(struct archive_entry *);
+    mode_t (*entry_filetype)(struct archive_entry *);
+} ar;
+
+static char ar_error[512];
+static pthread_once_t ar_once = PTHREAD_ONCE_INIT;
+
+/* A row of load_archive's table: each field of ar is the function archive_FIELD. */
+/* clang-format off */
+#define SYM(f) { "archive_" #f, (void **)&ar.f }
+/* clang-format on */
+
+static void load_archive_once(void)
+{
+    static const char *const names[] = { "libarchive.so.13" };
+    const struct sl_dl_sym syms[] = {
+        SYM(read_new),
+        SYM(read_support_filter_gzip),
+        SYM(read_support_filter_bzip2),
+        SYM(read_support_filter_xz),
+        SYM(read_support_filter_zstd),
+        SYM(read_support_format_tar),
+        SYM(read_support_format_raw),
+        SYM(read_open_memory),
+        SYM(read_open_filename),
+        SYM(read_next_header),
+        SYM(read_data),
+        SYM(read_free),
+        SYM(format),
+        SYM(error_string),
+        SYM(filter_bytes),
+        SYM(entry_pathname),
+        SYM(entry_filetype),
+    };
+#undef SYM
+    if (sl_dl_load(&ar.lib, names, sizeof(names) / sizeof(names[0]), syms,
+                   sizeof(syms) / sizeof(syms[0]),
+                   "reading arXiv archives needs libarchive (Debian package libarchive13)",
+                   SL_ERR_UNSUPPORTED)) {
+        snprintf(ar_error, sizeof(ar_error), "%s", sl_err_msg());
+        sl_err_clear();
+    }
+}
+
+/* Load libarchive once for the process (safe from any thread): 0, or the error. */
+static int load_archive(void)
+{
+    pthread_once(&ar_once, load_archive_once);
+    return ar.lib ? 0 : sl_err_set(SL_ERR_UNSUPPORTED, "%s", ar_error);
+}
+
 /* Read the current entry's data into b (cap b->max). 0, SL_ERR_TOOBIG or SL_ERR_CORRUPT. */
 static int read_entry(struct archive *a, struct sl_buf *b)
 {
     char chunk[1 << 16];
     for (;;) {
-        la_ssize_t got = archive_read_data(a, chunk, sizeof(chunk));
+        la_ssize_t got = ar.read_data(a, chunk, sizeof(chunk));
         if (got == 0)
             return 0;
         if (got < 0) {
-            const char *why = archive_error_string(a);
+            const char *why = ar.error_string(a);
             return sl_err_set(SL_ERR_CORRUPT, "%s",
                               why && *why ? why : "the archive ends inside this entry (truncated?)");
         }
@@ -101,13 +174,13 @@ static int read_entry(struct archive *a, struct sl_buf *b)
 
 static struct archive *open_reader(void)
 {
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_gzip(a);
-    archive_read_support_filter_bzip2(a);
-    archive_read_support_filter_xz(a);
-    archive_read_support_filter_zstd(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_raw(a);
+    struct archive *a = ar.read_new();
+    ar.read_support_filter_gzip(a);
+    ar.read_support_filter_bzip2(a);
+    ar.read_support_filter_xz(a);
+    ar.read_support_filter_zstd(a);
+    ar.read_support_format_tar(a);
+    ar.read_support_format_raw(a);
     return a;
 }
 
@@ -118,24 +191,24 @@ static int load_paper(struct arxiv_job *j, const char *mem, size_t n, const char
     paper_clear(p);
     struct archive *a = open_reader();
     int rc = 0;
-    if (archive_read_open_memory(a, mem, n) != ARCHIVE_OK) {
-        rc = sl_err_set(SL_ERR_FORMAT, "%s: %s", label, archive_error_string(a));
-        archive_read_free(a);
+    if (ar.read_open_memory(a, mem, n) != ARCHIVE_OK) {
+        rc = sl_err_set(SL_ERR_FORMAT, "%s: %s", label, ar.error_string(a));
+        ar.read_free(a);
         return rc;
     }
     struct archive_entry *e;
-    int raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
+    int raw = ar.format(a) == ARCHIVE_FORMAT_RAW;
     for (;;) {
-        int r = archive_read_next_header(a, &e);
+        int r = ar.read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
-            rc = sl_err_set(SL_ERR_CORRUPT, "%s: %s", label, archive_error_string(a));
+            rc = sl_err_set(SL_ERR_CORRUPT, "%s: %s", label, ar.error_string(a));
             break;
         }
-        raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
-        const char *name = raw ? "data" : archive_entry_pathname(e);
-        if (!name || archive_entry_filetype(e) != AE_IFREG)
+        raw = ar.format(a) == ARCHIVE_FORMAT_RAW;
+        const char *name = raw ? "data" : ar.entry_pathname(e);
+        if (!name || ar.entry_filetype(e) != AE_IFREG)
             continue;
         while (name[0] == '.' && name[1] == '/')
             name += 2;
@@ -171,7 +244,7 @@ static int load_paper(struct arxiv_job *j, const char *mem, size_t n, const char
         p->bytes += b->len;
         p->n++;
     }
-    archive_read_free(a);
+    ar.read_free(a);
     return rc;
 }
 
@@ -339,6 +412,9 @@ static int do_paper(struct arxiv_job *j, const char *mem, size_t n, const char *
 int extract_arxiv_file(const struct extract_input *in, const struct extract_opts *o,
                        extract_emit_fn emit, void *ctx, struct sl_counters *c)
 {
+    int rc = load_archive();
+    if (rc)
+        return rc;
     struct arxiv_job j;
     memset(&j, 0, sizeof(j));
     j.in = in;
@@ -351,9 +427,8 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
     sl_buf_init(&j.text, cap);
 
     struct archive *a = open_reader();
-    int rc = 0;
-    if (archive_read_open_filename(a, in->path, 1 << 16) != ARCHIVE_OK) {
-        rc = sl_err_set(SL_ERR_IO, "cannot open '%s': %s", in->path, archive_error_string(a));
+    if (ar.read_open_filename(a, in->path, 1 << 16) != ARCHIVE_OK) {
+        rc = sl_err_set(SL_ERR_IO, "cannot open '%s': %s", in->path, ar.error_string(a));
         goto out;
     }
     struct archive_entry *e;
@@ -362,30 +437,30 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
     int bulk = -1; /* unknown until the first regular entry */
     int first = 1;
     for (;;) {
-        int r = archive_read_next_header(a, &e);
+        int r = ar.read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r < ARCHIVE_WARN) {
-            const char *why = archive_error_string(a);
+            const char *why = ar.error_string(a);
             rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s' after %llu compressed bytes: %s",
-                            in->path, (unsigned long long)archive_filter_bytes(a, -1),
+                            in->path, (unsigned long long)ar.filter_bytes(a, -1),
                             why && *why ? why : "damaged entry header");
             break;
         }
-        int raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
-        if (raw || (first && bulk < 0 && archive_entry_filetype(e) == AE_IFREG &&
-                    !(ends_with(archive_entry_pathname(e), ".gz") ||
-                      ends_with(archive_entry_pathname(e), ".tgz") ||
-                      ends_with(archive_entry_pathname(e), ".pdf")))) {
+        int raw = ar.format(a) == ARCHIVE_FORMAT_RAW;
+        if (raw ||
+            (first && bulk < 0 && ar.entry_filetype(e) == AE_IFREG &&
+             !(ends_with(ar.entry_pathname(e), ".gz") || ends_with(ar.entry_pathname(e), ".tgz") ||
+               ends_with(ar.entry_pathname(e), ".pdf")))) {
             /* the input is one paper: re-read it whole from the file */
             bulk = 0;
             break;
         }
-        if (archive_entry_filetype(e) != AE_IFREG)
+        if (ar.entry_filetype(e) != AE_IFREG)
             continue;
         first = 0;
         bulk = 1;
-        const char *name = archive_entry_pathname(e);
+        const char *name = ar.entry_pathname(e);
         if (unsafe_name(name)) {
             sl_counters_add(c, "unsafe_entry_names", 1);
             if (o->on_warn) {
@@ -440,7 +515,7 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
     }
     sl_buf_release(&ent);
 out:
-    archive_read_free(a);
+    ar.read_free(a);
     paper_free(&j.paper);
     sl_doc_release(&j.doc);
     sl_buf_release(&j.text);

@@ -5,11 +5,10 @@
 #include "core/alloc.h"
 #include "core/err.h"
 #include "core/utf8.h"
+#include "curate/extract/libxml.h"
 
 #include <ctype.h>
-#include <libxml/HTMLparser.h>
 #include <pthread.h>
-#include <libxml/parser.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -137,7 +136,6 @@ static uint32_t tt_hash(const char *s)
 
 static void tt_build(void)
 {
-    xmlInitParser(); /* once, before any thread parses */
     for (size_t i = 0; i < sizeof(TAGS) / sizeof(TAGS[0]); i++) {
         uint32_t h = tt_hash(TAGS[i].name) & (TT_SIZE - 1);
         while (TT[h])
@@ -398,6 +396,9 @@ int html_tree_build(struct html_tree *t, const char *html, size_t len)
     sl_buf_reset(&t->text);
     sl_buf_reset(&t->title);
     struct builder b;
+    int lrc = sl_libxml_load();
+    if (lrc)
+        return lrc;
     pthread_once(&tt_once, tt_build);
     memset(&b, 0, sizeof(b));
     b.t = t;
@@ -419,23 +420,23 @@ int html_tree_build(struct html_tree *t, const char *html, size_t len)
     sax.error = silent;
     sax.fatalError = silent;
     htmlParserCtxtPtr ctx =
-        htmlCreatePushParserCtxt(&sax, &b, NULL, 0, NULL, XML_CHAR_ENCODING_UTF8);
+        sl_xml.htmlCreatePushParserCtxt(&sax, &b, NULL, 0, NULL, XML_CHAR_ENCODING_UTF8);
     if (!ctx)
         return sl_err_set(SL_ERR_NOMEM, "cannot create the html parser");
-    htmlCtxtUseOptions(ctx, HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-                                HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC);
+    sl_xml.htmlCtxtUseOptions(ctx, HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
+                                       HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC);
     /* feed in slices: htmlParseChunk takes an int length */
     const size_t slice = (size_t)1 << 26;
     size_t off = 0;
     do {
         size_t n = len - off < slice ? len - off : slice;
         int last = off + n >= len;
-        htmlParseChunk(ctx, html + off, (int)n, last);
+        sl_xml.htmlParseChunk(ctx, html + off, (int)n, last);
         off += n;
     } while (off < len);
     if (len == 0)
-        htmlParseChunk(ctx, "", 0, 1);
-    htmlFreeParserCtxt(ctx);
+        sl_xml.htmlParseChunk(ctx, "", 0, 1);
+    sl_xml.htmlFreeParserCtxt(ctx);
     free(b.stack);
     /* drop a trailing space of the title */
     if (t->title.len && t->title.data[t->title.len - 1] == ' ')

@@ -7,10 +7,10 @@
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/stream.h"
+#include "curate/extract/libxml.h"
 #include "curate/extract/wikitext.h"
 
 #include <ctype.h>
-#include <libxml/xmlreader.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,12 +343,12 @@ static int parse_pass(struct wiki_state *s, xmlTextReaderPtr xr, const struct wi
     size_t field_cap = 0;
     int in_page = 0, in_site = 0, in_rev = 0, page_depth = 0;
     int r;
-    while ((r = xmlTextReaderRead(xr)) == 1) {
-        int type = xmlTextReaderNodeType(xr);
-        int depth = xmlTextReaderDepth(xr);
+    while ((r = sl_xml.TextReaderRead(xr)) == 1) {
+        int type = sl_xml.TextReaderNodeType(xr);
+        int depth = sl_xml.TextReaderDepth(xr);
         if (type == XML_READER_TYPE_ELEMENT) {
-            const char *name = (const char *)xmlTextReaderConstLocalName(xr);
-            int empty = xmlTextReaderIsEmptyElement(xr);
+            const char *name = (const char *)sl_xml.TextReaderConstLocalName(xr);
+            int empty = sl_xml.TextReaderIsEmptyElement(xr);
             field = NULL;
             field_cap = 4096;
             if (!name)
@@ -374,9 +374,9 @@ static int parse_pass(struct wiki_state *s, xmlTextReaderPtr xr, const struct wi
                     sl_buf_reset(&s->dbname);
                     field = &s->dbname;
                 } else if (in_site && !strcmp(name, "namespace")) {
-                    xmlChar *k = xmlTextReaderGetAttribute(xr, (const xmlChar *)"key");
+                    xmlChar *k = sl_xml.TextReaderGetAttribute(xr, (const xmlChar *)"key");
                     s->ns_key = k ? atoi((const char *)k) : 0;
-                    xmlFree(k);
+                    (*sl_xml.Free)(k);
                     sl_buf_reset(&s->nsname);
                     field = &s->nsname;
                     field_cap = 63;
@@ -421,7 +421,7 @@ static int parse_pass(struct wiki_state *s, xmlTextReaderPtr xr, const struct wi
                    type == XML_READER_TYPE_SIGNIFICANT_WHITESPACE) {
             if (!field)
                 continue;
-            const char *v = (const char *)xmlTextReaderConstValue(xr);
+            const char *v = (const char *)sl_xml.TextReaderConstValue(xr);
             size_t vn = v ? strlen(v) : 0;
             if (field->len + vn > field_cap) {
                 if (field == &s->rev_text)
@@ -430,7 +430,7 @@ static int parse_pass(struct wiki_state *s, xmlTextReaderPtr xr, const struct wi
             }
             sl_buf_append(field, v, vn);
         } else if (type == XML_READER_TYPE_END_ELEMENT) {
-            const char *name = (const char *)xmlTextReaderConstLocalName(xr);
+            const char *name = (const char *)sl_xml.TextReaderConstLocalName(xr);
             field = NULL;
             if (!name)
                 continue;
@@ -486,15 +486,15 @@ static xmlTextReaderPtr open_xml(struct wiki_state *s, const char *path, int *rc
     *rc = sl_reader_open(&s->r, path, NULL);
     if (*rc)
         return NULL;
-    xmlTextReaderPtr xr = xmlReaderForIO(read_cb, close_cb, s, path, NULL,
-                                         XML_PARSE_NONET | XML_PARSE_HUGE | XML_PARSE_COMPACT |
-                                             XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    xmlTextReaderPtr xr = sl_xml.ReaderForIO(read_cb, close_cb, s, path, NULL,
+                                             XML_PARSE_NONET | XML_PARSE_HUGE | XML_PARSE_COMPACT |
+                                                 XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
     if (!xr) {
         *rc = s->read_err ? s->read_err
                           : sl_err_set(SL_ERR_FORMAT, "cannot read '%s': not an XML export", path);
         return NULL;
     }
-    xmlTextReaderSetStructuredErrorHandler(xr, on_xml_error, s);
+    sl_xml.TextReaderSetStructuredErrorHandler(xr, on_xml_error, s);
     return xr;
 }
 
@@ -519,7 +519,9 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
     struct sl_doc doc;
     struct sl_buf text;
     xmlTextReaderPtr xr = NULL;
-    int rc = 0, r = 0;
+    int rc = sl_libxml_load(), r = 0;
+    if (rc)
+        return rc;
     if (!o)
         o = &defaults;
     size_t cap = o->max_page_bytes ? o->max_page_bytes : (size_t)64 << 20;
@@ -527,9 +529,9 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
     s.path = path;
     sl_buf_init(&text, cap * 2 + 4096);
     sl_doc_init(&doc);
-    xmlGenericErrorFunc old_generic = xmlGenericError;
-    void *old_generic_ctx = xmlGenericErrorContext;
-    xmlSetGenericErrorFunc(NULL, silent_generic);
+    xmlGenericErrorFunc old_generic = *sl_xml.GenericError_();
+    void *old_generic_ctx = *sl_xml.GenericErrorContext_();
+    sl_xml.SetGenericErrorFunc(NULL, silent_generic);
     xr = open_xml(&s, path, &rc);
     if (!xr)
         goto out;
@@ -558,7 +560,7 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
          * the pages the first pass did not reach */
         char *saved = strdup(sl_err_msg());
         int rc0 = rc;
-        xmlFreeTextReader(xr);
+        sl_xml.FreeTextReader(xr);
         sl_reader_close(s.r);
         s.r = NULL;
         s.limit = s.last_page_end;
@@ -577,11 +579,11 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
         free(saved);
     }
 out:
-    xmlSetGenericErrorFunc(old_generic_ctx, old_generic);
+    sl_xml.SetGenericErrorFunc(old_generic_ctx, old_generic);
     if (c)
         sl_counters_add(c, "bytes_in", s.limit ? s.limit : s.delivered);
     if (xr)
-        xmlFreeTextReader(xr);
+        sl_xml.FreeTextReader(xr);
     if (s.r)
         sl_reader_close(s.r);
     sl_doc_release(&doc);

@@ -8,9 +8,9 @@
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/utf8.h"
+#include "curate/extract/libxml.h"
 
 #include <ctype.h>
-#include <libxml/HTMLparser.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -805,7 +805,8 @@ static int put_inline(struct sl_buf *o, const char *s, size_t n)
                     char nm[34];
                     memcpy(nm, s + i + 1, j - i - 1);
                     nm[j - i - 1] = 0;
-                    const htmlEntityDesc *e = htmlEntityLookup((const xmlChar *)nm);
+                    const htmlEntityDesc *e =
+                        sl_libxml_load() ? NULL : sl_xml.htmlEntityLookup((const xmlChar *)nm);
                     if (e) {
                         cp = e->value;
                         ok = 1;

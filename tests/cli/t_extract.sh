@@ -289,6 +289,20 @@ line=$(zstdcat "$T/jo/part-00000.jsonl.zst")
 expect_eq "$(echo "$line" | python3 -c "import json,sys; d=json.loads(sys.stdin.readline()); print(d['text'], d['source'], 'body' in d)")" "generic text mine False"
 case "$line" in *'"extra":[1, 2.50]'*) ok ;; *) fail "extra not byte for byte: $line" ;; esac
 
+case_ "libxml2 and libarchive are loaded by the extractors that use them: other commands start without them"
+LD_DEBUG=files "$SLUICE" --version >/dev/null 2>"$T/ld.log"
+grep -q "file=libzstd" "$T/ld.log" && ok || fail "LD_DEBUG shows no library loads"
+for lib in libxml2 libarchive libicuuc; do
+    grep -q "file=$lib" "$T/ld.log" && fail "sluice --version loaded $lib" || ok
+done
+LD_DEBUG=files "$SLUICE" extract --format warc --out "$T/ldw" "$W/warcfile.warc.gz" >/dev/null 2>"$T/ld.log"
+grep -q "file=libxml2" "$T/ld.log" && ok || fail "extracting HTML did not load libxml2"
+grep -q "file=libarchive" "$T/ld.log" && fail "extracting WARC loaded libarchive" || ok
+expect_eq "$(json "$T/ldw/manifest.json" "m['counts']['documents_out']")" "$(json "$T/cc/manifest.json" "m['counts']['documents_out']")"
+LD_DEBUG=files "$SLUICE" extract --format arxiv --out "$T/lda" "$T/ax/arXiv_src_2101_001.tar" >/dev/null 2>"$T/ld.log"
+grep -q "file=libarchive" "$T/ld.log" && ok || fail "extracting arXiv did not load libarchive"
+expect_eq "$(json "$T/lda/manifest.json" "m['counts']['documents_out']")" 2
+
 case_ "every option of -h is in docs/commands/extract.md"
 for opt in $("$SLUICE" extract -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -q -- "$opt" "$ROOT/docs/commands/extract.md" && ok || fail "$opt missing from docs/commands/extract.md"
