@@ -116,7 +116,8 @@ LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(sort $(PKGS)) 2>/dev/null) $(LIBS) 
 
 ifeq ($(HAVE_MPI),1)
 CPPFLAGS_ALL += -DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))
-LDLIBS_ALL += $(MPI_LIBS)
+MPI_OBJ := $(BUILD)/obj/core/world_mpi.o
+MPI_LIB := $(BUILD)/libsluice-mpi.so
 endif
 ifeq ($(HAVE_CUDA),1)
 CPPFLAGS_ALL += -DSL_HAVE_CUDA -I$(CUDA_HOME)/include
@@ -195,6 +196,14 @@ $(BUILD)/sluice: $(CLI_OBJS) $(BUILD)/libsluice.a
 $(BUILD)/libsluice-gpu.so: $(GPU_OBJS)
 	$(Q)$(CXX) $(CFLAGS_ALL) -shared -o $@ $^ $(CUDA_LIBS) -ldl -lm -lpthread
 
+# The MPI side of core/world.c with Open MPI, loaded by it under an MPI launcher
+# (core/world_mpi.h). The MPI test program links its object instead.
+$(BUILD)/libsluice-mpi.so: $(MPI_OBJ)
+	$(Q)$(CC) $(CFLAGS_ALL) -shared -o $@ $^ $(MPI_LIBS)
+
+$(BUILD)/test_world: $(BUILD)/obj/tests/mpi/test_world.o $(MPI_OBJ) $(BUILD)/libsluice.a
+	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(filter %.o,$^) $(BUILD)/libsluice.a $(LDLIBS_ALL) $(MPI_LIBS)
+
 $(BUILD)/test_unit: $(UNIT_OBJS) $(BUILD)/libsluice.a
 	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $(UNIT_OBJS) $(BUILD)/libsluice.a $(LDLIBS_ALL)
 
@@ -212,6 +221,8 @@ install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sluice \
 	  $(DESTDIR)$(PREFIX)/share/sluice $(DESTDIR)$(PREFIX)/share/doc/sluice
 	install -m 755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/libexec/sluice/sluice
+	if [ -e $(BUILD)/libsluice-mpi.so ]; then \
+	  install -m 755 $(BUILD)/libsluice-mpi.so $(DESTDIR)$(PREFIX)/libexec/sluice/; fi
 	if [ -e $(BUILD)/libsluice-gpu.so ]; then \
 	  install -m 755 $(BUILD)/libsluice-gpu.so $(DESTDIR)$(PREFIX)/libexec/sluice/; fi
 	ln -sfn ../libexec/sluice/sluice $(DESTDIR)$(PREFIX)/bin/sluice
@@ -226,7 +237,7 @@ install-files:
 FORCE:
 
 # With CUDA, `all` also builds the GPU test and benchmark programs: every .cu compiles and links.
-all: config $(BUILD)/sluice $(GPU_LIB) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
+all: config $(BUILD)/sluice $(MPI_LIB) $(GPU_LIB) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
 
 # Print what was found, once per make invocation that builds.
 config:
@@ -249,7 +260,7 @@ test-unit: $(BUILD)/test_unit
 	@echo "== unit tests ($(BUILD))"
 	@SLUICE_TEST_DATA=$(CURDIR)/tests/fixtures $(BUILD)/test_unit
 
-test-cli: $(BUILD)/sluice $(BUILD)/test_world
+test-cli: $(BUILD)/sluice $(MPI_LIB) $(BUILD)/test_world
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
 	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
 

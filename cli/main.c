@@ -3,6 +3,7 @@
 
 #include "core/alloc.h"
 #include "core/atomic.h"
+#include "core/err.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/stage.h"
@@ -60,7 +61,7 @@ static int run(const struct command *c, int argc, const char **argv)
     struct sl_world *w = sl_world_get();
     int rc = sl_world_init(w, &argc, (char ***)&argv);
     if (rc) {
-        fprintf(stderr, "sluice: error: cannot start MPI\n");
+        fprintf(stderr, "sluice: error: cannot start MPI: %s\n", sl_err_msg());
         return 1;
     }
     sl_log_set_rank(w->rank, w->size);

@@ -4,6 +4,10 @@
 #include "core/err.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 int sl_dl_load(void **lib, const char *const *names, size_t nnames, const struct sl_dl_sym *syms,
                size_t nsyms, const char *what, int code)
@@ -22,5 +26,24 @@ int sl_dl_load(void **lib, const char *const *names, size_t nnames, const struct
         }
     }
     *lib = h;
+    return 0;
+}
+
+int sl_dl_beside_binary(char *path, size_t n, const char *name, const char *env)
+{
+    const char *set = getenv(env);
+    if (set && *set) {
+        snprintf(path, n, "%s", set);
+        return 0;
+    }
+    ssize_t k = readlink("/proc/self/exe", path, n - 1);
+    if (k <= 0) {
+        snprintf(path, n, "cannot find the sluice binary's directory (/proc/self/exe)");
+        return -1;
+    }
+    path[k] = '\0';
+    char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    snprintf(path + dir, n - dir, "%s", name);
     return 0;
 }

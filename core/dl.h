@@ -18,4 +18,9 @@ struct sl_dl_sym {
 int sl_dl_load(void **lib, const char *const *names, size_t nnames, const struct sl_dl_sym *syms,
                size_t nsyms, const char *what, int code);
 
+/* The path of sluice's own library `name` (libsluice-gpu.so, libsluice-mpi.so): the file
+ * named by the environment variable `env` when set, else `name` in the directory of the
+ * running binary. 0, or -1 with the reason in path. */
+int sl_dl_beside_binary(char *path, size_t n, const char *name, const char *env);
+
 #endif

@@ -1,8 +1,9 @@
 /* The MPI world: rank and size, collectives on bytes and counters, and abort.
  *
  * Without a launcher (no OMPI_COMM_WORLD_SIZE, PMI_/PMIX_ variables) MPI is not
- * initialised at all and the process is rank 0 of 1; every collective then works
- * locally. Built without MPI (SL_HAVE_MPI undefined) the same holds always.
+ * initialised, nor even loaded (core/world_mpi.h), and the process is rank 0 of 1; every
+ * collective then works locally. Built without MPI (SL_HAVE_MPI undefined) the same holds
+ * always.
  * Library code receives a struct sl_world * argument; commands get the process-wide one
  * from sl_world_get().
  */

@@ -5,6 +5,5 @@ UNIT_SRCS += tests/harness.c $(sort $(wildcard tests/unit/*.c))
 UNIT_SRCS += $(filter-out cli/main.c,$(CLI_SRCS))
 FUZZ_TARGETS += fuzz_jsonl fuzz_stream fuzz_config
 
-# An MPI program for the world's collectives, run under mpirun by tests/cli/t_mpi.sh.
-$(BUILD)/test_world: $(BUILD)/obj/tests/mpi/test_world.o $(BUILD)/libsluice.a
-	$(Q)$(CXX) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)
+# tests/mpi/test_world.c: an MPI program for the world's collectives, run under mpirun by
+# tests/cli/t_mpi.sh; its rule is in the Makefile, beside libsluice-mpi.so's.

@@ -6,6 +6,7 @@
  */
 #include "train/gpu_train.h"
 
+#include "core/dl.h"
 #include "core/err.h"
 #include "core/log.h"
 
@@ -40,20 +41,9 @@ static int load(void)
         return plugin_backend ? 0 : -1;
     tried = 1;
     char path[PATH_MAX];
-    const char *env = getenv("SLUICE_GPU_LIB");
-    if (env && *env) {
-        snprintf(path, sizeof(path), "%s", env);
-    } else {
-        ssize_t k = readlink("/proc/self/exe", path, sizeof(path) - 1);
-        if (k <= 0) {
-            snprintf(load_error, sizeof(load_error),
-                     "cannot find the sluice binary's directory (/proc/self/exe)");
-            return -1;
-        }
-        path[k] = '\0';
-        char *slash = strrchr(path, '/');
-        size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
-        snprintf(path + dir, sizeof(path) - dir, "libsluice-gpu.so");
+    if (sl_dl_beside_binary(path, sizeof(path), "libsluice-gpu.so", "SLUICE_GPU_LIB")) {
+        snprintf(load_error, sizeof(load_error), "%s", path);
+        return -1;
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {

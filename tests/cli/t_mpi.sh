@@ -63,6 +63,22 @@ for f in "$T"/o1/part-*.jsonl.zst; do
     cmp -s "$f" "$T/o0/$(basename "$f")" && ok || fail "$(basename "$f") differs"
 done
 
+case_ "Open MPI is loaded (libsluice-mpi.so) only by a process that mpirun started"
+LD_DEBUG=files "$SLUICE" --version >/dev/null 2>"$T/ld.log"
+grep -q "file=libzstd" "$T/ld.log" && ok || fail "LD_DEBUG shows no library loads"
+grep -q "file=libmpi" "$T/ld.log" && fail "sluice --version loaded libmpi" || ok
+run "${MPIRUN[@]}" -np 2 -x LD_DEBUG=files "$SLUICE" reshard --out "$T/ld2" --shards 7 "$T/in"
+expect_rc 0
+expect_err "/libsluice-mpi.so"; expect_err "file=libmpi"
+expect_eq "$(json "$T/ld2/manifest.json" "m['ranks']")" 2
+for f in "$T"/o2/part-*.jsonl.zst; do
+    cmp -s "$f" "$T/ld2/$(basename "$f")" && ok || fail "$(basename "$f") differs"
+done
+run "${MPIRUN[@]}" -np 2 -x SLUICE_MPI_LIB="$T/none/libsluice-mpi.so" "$SLUICE" reshard --out "$T/ld3" "$T/in"
+[ "$rc" -ne 0 ] && ok || fail "exit 0 without the MPI library"
+expect_err "cannot load sluice's MPI library"; expect_err "$T/none/libsluice-mpi.so"
+expect_no_file "$T/ld3/part-00000.jsonl.zst"
+
 case_ "a failing rank stops the job with a clear message (no hang)"
 mkdir -p "$T/bad"
 cp "$T"/in/part-0.jsonl "$T"/in/part-2.jsonl "$T/bad/"
