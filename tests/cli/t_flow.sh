@@ -38,6 +38,7 @@ expect_file "$PREFIX/bin/sluice"; expect_file "$PREFIX/share/sluice/configs/filt
 expect_file "$PREFIX/share/sluice/configs/pipelines/demo.yaml"; expect_file "$PREFIX/share/sluice/examples/warc"
 expect_file "$PREFIX/share/doc/sluice/commands/run.md"; expect_file "$PREFIX/share/doc/sluice/README.md"
 if [ -e "$SLUICE_BUILD/libsluice-gpu.so" ]; then expect_file "$PREFIX/libexec/sluice/libsluice-gpu.so"; fi
+if [ -e "$SLUICE_BUILD/libsluice-mpi.so" ]; then expect_file "$PREFIX/libexec/sluice/libsluice-mpi.so"; fi
 cmp -s "$SLUICE" "$PREFIX/libexec/sluice/sluice" && ok || fail "installed binary differs from the build's"
 
 case_ "installed: the pipeline runs from another directory, configs found in PREFIX/share/sluice"
@@ -57,6 +58,11 @@ expect_eq "$(json web/tokenize/web.manifest.json "m['counts']['documents_in']")"
     "$(json web/dedup_fuzzy/manifest.json "m['counts']['documents_out']")"
 run "$PREFIX/bin/sluice" run ../project/web.yaml
 expect_rc 0; expect_out "0 of 7 steps ran, 7 were complete"
+if have_mpi && [ -e "$SLUICE_BUILD/libsluice-mpi.so" ]; then
+    # under mpirun, the installed binary finds its MPI library beside itself in libexec
+    run "${MPIRUN[@]}" -np 2 "$PREFIX/bin/sluice" reshard --out web/r2 web/extract
+    expect_rc 0; expect_eq "$(json web/r2/manifest.json "m['ranks']")" 2
+fi
 
 case_ "installed: a bundled pipeline by name (sluice run demo) from anywhere"
 run "$PREFIX/bin/sluice" run demo --dry-run work_dir="$T/demo"
