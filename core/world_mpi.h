@@ -2,7 +2,7 @@
  * sluice binary, which core/world.c loads when the process was started by an MPI launcher.
  * Linked into the binary, Open MPI and the libraries it brings (hwloc, libevent, udev) were
  * loaded by every command at start-up, though only a launched one uses them: sluice
- * --version 8.2 -> 6.1 ms of CPU (medians of 40). The MPI test program links
+ * --version 9.5 -> 6.8 ms of CPU (medians of 60). The MPI test program links
  * core/world_mpi.c itself.
  *
  * Each function is the MPI half of the sl_world_ function of the same name, called only for

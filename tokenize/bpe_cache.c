@@ -6,6 +6,7 @@
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/stream.h"
 #include "tokenize/bpe_impl.h"
 
 #include <errno.h>
@@ -33,25 +34,91 @@ struct head {
     uint32_t byte_id[256];
 };
 
+/* A key is two hashes, each over the cache version, how and arg, then each part's bytes
+ * followed by its length (an absent part: UINT64_MAX alone). */
+static void key_begin(struct sl_hasher hs[2], const char *how, int arg)
+{
+    sl_hasher_init(&hs[0], 0x5ca1ab1e);
+    sl_hasher_init(&hs[1], 0x0ddba11);
+    for (int i = 0; i < 2; i++) {
+        sl_hasher_u64(&hs[i], CACHE_VERSION);
+        sl_hasher_str(&hs[i], how);
+        sl_hasher_u64(&hs[i], (uint64_t)(int64_t)arg);
+    }
+}
+
+static void key_bytes(struct sl_hasher hs[2], const void *p, size_t n)
+{
+    sl_hasher_update(&hs[0], p, n);
+    sl_hasher_update(&hs[1], p, n);
+}
+
+static void key_u64(struct sl_hasher hs[2], uint64_t v)
+{
+    sl_hasher_u64(&hs[0], v);
+    sl_hasher_u64(&hs[1], v);
+}
+
+static struct bpe_cache_key key_end(struct sl_hasher hs[2])
+{
+    struct bpe_cache_key k = { sl_hasher_final(&hs[0]), sl_hasher_final(&hs[1]) };
+    return k;
+}
+
 struct bpe_cache_key bpe_cache_key(const char *how, int arg, const void *a, size_t alen,
                                    const void *b, size_t blen)
 {
-    struct sl_hasher h1, h2;
-    sl_hasher_init(&h1, 0x5ca1ab1e);
-    sl_hasher_init(&h2, 0x0ddba11);
-    struct sl_hasher *hs[2] = { &h1, &h2 };
-    for (int i = 0; i < 2; i++) {
-        sl_hasher_u64(hs[i], CACHE_VERSION);
-        sl_hasher_str(hs[i], how);
-        sl_hasher_u64(hs[i], (uint64_t)(int64_t)arg);
-        sl_hasher_u64(hs[i], alen);
-        sl_hasher_update(hs[i], a, alen);
-        sl_hasher_u64(hs[i], b ? blen : UINT64_MAX);
-        if (b)
-            sl_hasher_update(hs[i], b, blen);
+    struct sl_hasher hs[2];
+    key_begin(hs, how, arg);
+    key_bytes(hs, a, alen);
+    key_u64(hs, alen);
+    if (b)
+        key_bytes(hs, b, blen);
+    key_u64(hs, b ? blen : UINT64_MAX);
+    return key_end(hs);
+}
+
+/* One file's bytes (decompressed, as sl_read_file gives them) into the key, then its length:
+ * 0, or the reader's error naming the file. */
+static int key_file(struct sl_hasher hs[2], const char *path, char *chunk, size_t chunk_size)
+{
+    struct sl_reader *r;
+    int rc = sl_reader_open(&r, path, NULL);
+    if (rc)
+        return rc;
+    uint64_t len = 0;
+    for (;;) {
+        ssize_t got = sl_reader_read(r, chunk, chunk_size);
+        if (got < 0) {
+            rc = (int)got;
+            break;
+        }
+        if (got == 0)
+            break;
+        key_bytes(hs, chunk, (size_t)got);
+        len += (uint64_t)got;
     }
-    struct bpe_cache_key k = { sl_hasher_final(&h1), sl_hasher_final(&h2) };
-    return k;
+    sl_reader_close(r);
+    if (!rc)
+        key_u64(hs, len);
+    return rc;
+}
+
+int bpe_cache_key_files(struct bpe_cache_key *k, const char *how, int arg, const char *a,
+                        const char *b)
+{
+    enum { CHUNK = 1 << 16 };
+    struct sl_hasher hs[2];
+    char *chunk = sl_xmalloc(CHUNK);
+    key_begin(hs, how, arg);
+    int rc = key_file(hs, a, chunk, CHUNK);
+    if (!rc && b)
+        rc = key_file(hs, b, chunk, CHUNK);
+    if (!rc && !b)
+        key_u64(hs, UINT64_MAX);
+    free(chunk);
+    *k = key_end(hs);
+    return rc;
 }
 
 char *bpe_cache_dir(void)

@@ -25,6 +25,11 @@ struct bpe_cache_key {
 };
 struct bpe_cache_key bpe_cache_key(const char *how, int arg, const void *a, size_t alen,
                                    const void *b, size_t blen);
+/* The same key for the contents of files a and b (b NULL: none), read as sl_read_file
+ * reads them but a piece at a time, never held whole: 0, or the reader's error, which
+ * names the file. */
+int bpe_cache_key_files(struct bpe_cache_key *k, const char *how, int arg, const char *a,
+                        const char *b);
 
 /* The cached vocabulary of this key, or NULL (no cache, no file, or a file that does not
  * check out). */

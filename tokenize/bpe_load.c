@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_FILE (256u << 20)
 #define SPLIT_MAX 64 /* splits of a token whose lookups are prefetched together */
@@ -498,33 +499,32 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
 int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
 {
     *out = NULL;
-    struct sl_buf buf = SL_BUF_INIT;
-    sl_buf_init(&buf, MAX_FILE);
-    int rc = sl_read_file(path, &buf);
-    if (rc) {
-        *out = NULL;
-        sl_buf_release(&buf);
-        return sl_err_wrap(rc, "cannot load tiktoken ranks: ");
-    }
     /* the sidecar of a trained rank file: its pattern and special tokens */
     char *scname = sl_xasprintf("%s.json", path);
-    struct sl_buf js = SL_BUF_INIT;
-    sl_buf_init(&js, 16u << 20);
-    FILE *f = fopen(scname, "rb");
-    if (f) {
-        fclose(f);
-        rc = sl_read_file(scname, &js);
-        if (rc)
-            rc = sl_err_wrap(rc, "cannot load tiktoken ranks: ");
-    }
+    int side = access(scname, R_OK) == 0;
     /* the same bytes under another name may take another pre-tokenizer: the key has the
      * one the name gives */
-    struct bpe_cache_key key = bpe_cache_key("tiktoken", kind >= 0 ? kind : kind_from_name(path),
-                                             buf.data ? buf.data : "", buf.len,
-                                             f ? (js.data ? js.data : "") : NULL, js.len);
-    if (!rc && (*out = bpe_cache_get(key)) == NULL) {
+    int pretok = kind >= 0 ? kind : kind_from_name(path);
+    struct bpe_cache_key key;
+    int rc = bpe_cache_key_files(&key, "tiktoken", pretok, path, side ? scname : NULL);
+    if (!rc && (*out = bpe_cache_get(key)) != NULL) {
+        free(scname);
+        return 0;
+    }
+    struct sl_buf buf = SL_BUF_INIT, js = SL_BUF_INIT;
+    sl_buf_init(&buf, MAX_FILE);
+    sl_buf_init(&js, 16u << 20);
+    rc = sl_read_file(path, &buf);
+    if (!rc && side)
+        rc = sl_read_file(scname, &js);
+    if (rc)
+        rc = sl_err_wrap(rc, "cannot load tiktoken ranks: ");
+    if (!rc) {
         rc = bpe_load_tiktoken_sidecar_mem(out, buf.data ? buf.data : "", buf.len, kind, path,
-                                           f ? (js.data ? js.data : "") : NULL, js.len, scname);
+                                           side ? (js.data ? js.data : "") : NULL, js.len, scname);
+        /* the key of the bytes read (the files may have changed since they were hashed) */
+        key = bpe_cache_key("tiktoken", pretok, buf.data ? buf.data : "", buf.len,
+                            side ? (js.data ? js.data : "") : NULL, js.len);
         if (!rc)
             bpe_cache_put(*out, key);
     }
@@ -791,6 +791,10 @@ static int has_merges(const char *p, size_t n)
 int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_path)
 {
     *out = NULL;
+    struct bpe_cache_key key;
+    if (!bpe_cache_key_files(&key, "gpt2", 0, vocab_path, merges_path) &&
+        (*out = bpe_cache_get(key)) != NULL)
+        return 0;
     struct sl_buf v = SL_BUF_INIT, m = SL_BUF_INIT;
     sl_buf_init(&v, MAX_FILE);
     sl_buf_init(&m, MAX_FILE);
@@ -805,17 +809,12 @@ int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_p
                         "(%zu bytes)\nhint: a merges file has one 'A B' pair a line after its "
                         "'#version' line; was it cut or saved empty?",
                         merges_path, vocab_path, m.len);
-    struct bpe_cache_key key =
-        bpe_cache_key("gpt2", 0, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len);
-    if (!rc && (*out = bpe_cache_get(key)) != NULL) {
-        sl_buf_release(&v);
-        sl_buf_release(&m);
-        return 0;
-    }
     if (!rc) {
         /* messages name the file they are about */
         rc = bpe_load_gpt2_mem(out, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len,
                                vocab_path);
+        /* the key of the bytes read (the files may have changed since they were hashed) */
+        key = bpe_cache_key("gpt2", 0, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len);
         if (!rc)
             bpe_cache_put(*out, key);
         if (rc && strstr(sl_err_msg(), "cannot load merges '")) {

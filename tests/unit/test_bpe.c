@@ -664,6 +664,42 @@ TEST(bpe_vocabulary_cache)
     CHECK_EQ_INT(cache_files(dir), 2);
 }
 
+/* The key of files hashed as they are read equals the key of their bytes in memory, for a
+ * compressed file the bytes it holds; a missing second file differs from an empty one; a
+ * missing file is an error naming it. */
+TEST(bpe_cache_key_of_files)
+{
+    struct sl_buf v = SL_BUF_INIT;
+    sl_buf_init(&v, 64u << 20);
+    REQUIRE(sl_read_file(sl_test_fixture("tokenizer/o200k_base.tiktoken.zst"), &v) == 0);
+    REQUIRE(v.len > 1000000); /* several of the 64 KiB pieces */
+    /* (sl_test_write's path is overwritten by its next call) */
+    char *plain = sl_xstrdup(sl_test_write("ranks.tiktoken", v.data, v.len));
+    char *side = sl_xstrdup(sl_test_write("ranks.tiktoken.json", "{}", 2));
+    char *empty = sl_xstrdup(sl_test_write("empty", "", 0));
+    struct bpe_cache_key k, want = bpe_cache_key("tiktoken", 2, v.data, v.len, NULL, 0);
+    REQUIRE(bpe_cache_key_files(&k, "tiktoken", 2, plain, NULL) == 0);
+    CHECK(k.lo == want.lo && k.hi == want.hi);
+    REQUIRE(bpe_cache_key_files(&k, "tiktoken", 2,
+                                sl_test_fixture("tokenizer/o200k_base.tiktoken.zst"), NULL) == 0);
+    CHECK(k.lo == want.lo && k.hi == want.hi);
+    want = bpe_cache_key("tiktoken", 2, v.data, v.len, "{}", 2);
+    REQUIRE(bpe_cache_key_files(&k, "tiktoken", 2, plain, side) == 0);
+    CHECK(k.lo == want.lo && k.hi == want.hi);
+    struct bpe_cache_key none, zero;
+    REQUIRE(bpe_cache_key_files(&none, "gpt2", 0, side, NULL) == 0);
+    REQUIRE(bpe_cache_key_files(&zero, "gpt2", 0, side, empty) == 0);
+    CHECK(none.lo != zero.lo);
+    want = bpe_cache_key("gpt2", 0, "{}", 2, "", 0);
+    CHECK(zero.lo == want.lo && zero.hi == want.hi);
+    CHECK(bpe_cache_key_files(&k, "gpt2", 0, side, "/nonexistent/merges.txt") != 0);
+    CHECK_CONTAINS(sl_err_msg(), "/nonexistent/merges.txt");
+    free(plain);
+    free(side);
+    free(empty);
+    sl_buf_release(&v);
+}
+
 /* The reader refuses a file whose tables name ids outside the vocabulary even when its
  * checksum is not checked (what a fuzzer sees), and one made from other files. */
 TEST(bpe_vocabulary_cache_checks)
