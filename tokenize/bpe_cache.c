@@ -332,22 +332,32 @@ static int check_tables(const struct bpe *b, const struct head *h)
     for (int c = 0; c < 256; c++)
         if (b->byte_id[c] >= n || b->off[b->byte_id[c] + 1] - b->off[b->byte_id[c]] != 1)
             return bad("a byte's token is not one byte");
+    /* the large tables: the largest value of each field, without a branch per entry (with
+     * one, checking o200k_base's 12 MB of them took 2.8 ms more of every start) */
+    uint32_t top = 0;
     for (uint64_t i = 0; i <= b->vmask; i++)
-        if (b->vtab[i].id1 > n)
-            return bad("a vocabulary slot names an id past the end");
+        top = b->vtab[i].id1 > top ? b->vtab[i].id1 : top;
+    if (top > n)
+        return bad("a vocabulary slot names an id past the end");
+    top = 0;
     for (uint32_t r = 0; r < h->n_merges; r++)
-        if (b->merge_id[r] >= n)
-            return bad("a merge makes an id past the end");
+        top = b->merge_id[r] > top ? b->merge_id[r] : top;
+    if (h->n_merges && top >= n)
+        return bad("a merge makes an id past the end");
+    /* a pair's ids and rank (merged_of grows with the rank) */
+    uint64_t ids = 0, ranks = 0, pairs = 0;
     for (uint64_t i = 0; i <= b->pmask; i++) {
-        uint64_t e = b->ptab[i];
-        if (e == PAIR_EMPTY)
-            continue;
+        uint64_t e = b->ptab[i], used = e == PAIR_EMPTY ? 0 : ~(uint64_t)0;
         uint64_t key = e >> BPE_RANK_BITS;
-        uint32_t l = (uint32_t)(key >> BPE_ID_BITS), r = (uint32_t)(key & BPE_MAX_IDS);
-        uint32_t rank = (uint32_t)(e & ((1u << BPE_RANK_BITS) - 1));
-        if (l >= n || r >= n || merged_of(b, rank, h->n_merges) >= n)
-            return bad("a pair names an id past the end");
+        uint64_t l = key >> BPE_ID_BITS, r = key & BPE_MAX_IDS;
+        uint64_t rank = e & ((1u << BPE_RANK_BITS) - 1);
+        ids = (l & used) > ids ? (l & used) : ids;
+        ids = (r & used) > ids ? (r & used) : ids;
+        ranks = (rank & used) > ranks ? (rank & used) : ranks;
+        pairs |= used;
     }
+    if (pairs && (ids >= n || merged_of(b, (uint32_t)ranks, h->n_merges) >= n))
+        return bad("a pair names an id past the end");
     for (uint32_t i = 0; i < 256 * 256; i++)
         if (b->bp[i] != RANK_NONE && merged_of(b, b->bp[i], h->n_merges) >= n)
             return bad("a byte pair names an id past the end");
