@@ -44,6 +44,8 @@ SHELL := /bin/bash
 #              sluice binary only when it trains on a GPU
 #   CLI_SRCS   sources of the sluice binary itself
 #   PKGS       pkg-config packages needed;  LIBS  extra link flags
+#   CXX_SRCS   C++ sources (also in LIB_SRCS): the binary has them in libsluice-cxx.so,
+#              loaded on first use (cli/cxx_lib.c); PKGS_CXX, LIBS_CXX  what they link
 #   PKGS_LOADED  pkg-config packages whose headers are needed but whose library is loaded
 #              with dlopen when first used, not linked (each library linked is loaded by
 #              every command at start-up)
@@ -53,6 +55,9 @@ CU_SRCS :=
 CLI_SRCS :=
 PKGS :=
 PKGS_LOADED :=
+CXX_SRCS :=
+PKGS_CXX :=
+LIBS_CXX :=
 LIBS :=
 UNIT_SRCS :=
 FUZZ_TARGETS :=
@@ -68,7 +73,7 @@ include cli/build.mk
 include tests/build.mk
 
 # ---- detection -----------------------------------------------------------------------
-MISSING_PKGS := $(strip $(foreach p,$(sort $(PKGS) $(PKGS_LOADED)),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
+MISSING_PKGS := $(strip $(foreach p,$(sort $(PKGS) $(PKGS_CXX) $(PKGS_LOADED)),$(if $(shell $(PKG_CONFIG) --exists $(p) && echo y),,$(p))))
 
 ifneq ($(MPI),0)
 MPICC := $(shell command -v mpicc 2>/dev/null)
@@ -109,10 +114,13 @@ ARCH :=
 ifeq ($(NATIVE),1)
 ARCH := -march=native
 endif
-CPPFLAGS_ALL := -I. -I$(BUILD)/gen -D_GNU_SOURCE $(shell $(PKG_CONFIG) --cflags $(sort $(PKGS) $(PKGS_LOADED)) 2>/dev/null)
+CPPFLAGS_ALL := -I. -I$(BUILD)/gen -D_GNU_SOURCE $(shell $(PKG_CONFIG) --cflags $(sort $(PKGS) $(PKGS_CXX) $(PKGS_LOADED)) 2>/dev/null)
 CFLAGS_ALL := -std=gnu11 $(O) -g -fPIC -fopenmp $(ARCH) $(WARN) $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(O) -g -fPIC -fopenmp $(ARCH) $(filter-out -Wvla,$(WARN)) $(CXXFLAGS)
-LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(sort $(PKGS)) 2>/dev/null) $(LIBS) -lstdc++ -lm -lpthread -fopenmp
+# the binary's libraries; the C++ code's, for libsluice-cxx.so; both, for the other programs
+LDLIBS_BIN := $(shell $(PKG_CONFIG) --libs $(sort $(PKGS)) 2>/dev/null) $(LIBS) -lm -lpthread -fopenmp
+LDLIBS_CXX := $(shell $(PKG_CONFIG) --libs $(sort $(PKGS_CXX)) 2>/dev/null) $(LIBS_CXX) -lstdc++
+LDLIBS_ALL := $(LDLIBS_BIN) $(LDLIBS_CXX)
 
 ifeq ($(HAVE_MPI),1)
 CPPFLAGS_ALL += -DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))
@@ -158,6 +166,8 @@ endif
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst %.cc,$(BUILD)/obj/%.o,$(patsubst %.cu,$(BUILD)/obj/%.cu.o,$(1))))
 LIB_OBJS := $(call obj,$(LIB_SRCS))
 GPU_OBJS := $(call obj,$(CU_SRCS))
+CXX_OBJS := $(call obj,$(CXX_SRCS))
+CXX_LIB := $(BUILD)/libsluice-cxx.so
 GPU_LIB := $(if $(filter 1,$(HAVE_CUDA)),$(BUILD)/libsluice-gpu.so)
 CLI_OBJS := $(call obj,$(CLI_SRCS))
 UNIT_OBJS := $(call obj,$(UNIT_SRCS))
@@ -186,11 +196,21 @@ $(BUILD)/libsluice.a: $(LIB_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-# The binary holds all of libsluice.a and exports its symbols (-rdynamic): the GPU library
-# calls back into it (errors, logging, the world, checkpoints, the dataset index).
-$(BUILD)/sluice: $(CLI_OBJS) $(BUILD)/libsluice.a
-	$(Q)$(CXX) $(CFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJS) -Wl,--whole-archive $(BUILD)/libsluice.a \
-	  -Wl,--no-whole-archive $(LDLIBS_ALL) -ldl
+# The binary holds all of libsluice.a but its C++ code, and exports its symbols (-rdynamic):
+# the libraries it loads call back into it (errors, logging, the world, checkpoints, the
+# dataset index, buffers).
+$(BUILD)/libsluice-bin.a: $(filter-out $(CXX_OBJS),$(LIB_OBJS))
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/sluice: $(CLI_OBJS) $(BUILD)/libsluice-bin.a
+	$(Q)$(CC) $(CFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJS) -Wl,--whole-archive $(BUILD)/libsluice-bin.a \
+	  -Wl,--no-whole-archive $(LDLIBS_BIN) -ldl
+
+# The C++ code (SentencePiece, fastText, CLD2), loaded by cli/cxx_lib.c when first used;
+# -Bsymbolic: its calls to its own functions stay inside it, not to the binary's forwarders.
+$(CXX_LIB): $(CXX_OBJS)
+	$(Q)$(CXX) $(CFLAGS_ALL) -shared -Wl,-Bsymbolic -o $@ $^ $(LDLIBS_CXX)
 
 # The CUDA trainer and kernels with the CUDA libraries, loaded by train/gpu_plugin.c.
 $(BUILD)/libsluice-gpu.so: $(GPU_OBJS)
@@ -221,6 +241,7 @@ install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/sluice \
 	  $(DESTDIR)$(PREFIX)/share/sluice $(DESTDIR)$(PREFIX)/share/doc/sluice
 	install -m 755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/libexec/sluice/sluice
+	install -m 755 $(BUILD)/libsluice-cxx.so $(DESTDIR)$(PREFIX)/libexec/sluice/
 	if [ -e $(BUILD)/libsluice-mpi.so ]; then \
 	  install -m 755 $(BUILD)/libsluice-mpi.so $(DESTDIR)$(PREFIX)/libexec/sluice/; fi
 	if [ -e $(BUILD)/libsluice-gpu.so ]; then \
@@ -237,7 +258,7 @@ install-files:
 FORCE:
 
 # With CUDA, `all` also builds the GPU test and benchmark programs: every .cu compiles and links.
-all: config $(BUILD)/sluice $(MPI_LIB) $(GPU_LIB) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
+all: config $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(GPU_LIB) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_TEST_BINS))
 
 # Print what was found, once per make invocation that builds.
 config:
@@ -260,7 +281,7 @@ test-unit: $(BUILD)/test_unit
 	@echo "== unit tests ($(BUILD))"
 	@SLUICE_TEST_DATA=$(CURDIR)/tests/fixtures $(BUILD)/test_unit
 
-test-cli: $(BUILD)/sluice $(MPI_LIB) $(BUILD)/test_world
+test-cli: $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(BUILD)/test_world
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
 	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
 

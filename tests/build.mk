@@ -2,7 +2,8 @@
 # Components add their own fuzz targets (tests/fuzz/<name>.c) to FUZZ_TARGETS.
 UNIT_SRCS += tests/harness.c $(sort $(wildcard tests/unit/*.c))
 # the command table and its commands' help (tests/unit/test_commands.c): cli/ less main()
-UNIT_SRCS += $(filter-out cli/main.c,$(CLI_SRCS))
+# and the forwarders to libsluice-cxx.so
+UNIT_SRCS += $(filter-out cli/main.c cli/cxx_lib.c,$(CLI_SRCS))
 FUZZ_TARGETS += fuzz_jsonl fuzz_stream fuzz_config
 
 # tests/mpi/test_world.c: an MPI program for the world's collectives, run under mpirun by

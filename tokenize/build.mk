@@ -5,7 +5,8 @@ FUZZ_TARGETS += fuzz_hf_tokenizer
 LIB_SRCS += tokenize/bpe_train.c tokenize/hf_write.c
 PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm_unigram.c tokenize/spm.cc tokenize/spm_train.cc
-PKGS += sentencepiece
+CXX_SRCS += tokenize/spm.cc tokenize/spm_train.cc
+PKGS_CXX += sentencepiece
 LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
 FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train fuzz_bpe_cache
 

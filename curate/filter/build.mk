@@ -5,8 +5,10 @@ LIB_SRCS += curate/filter/strset.c curate/filter/punct.c curate/filter/lexicons.
             curate/filter/gopher.c curate/filter/c4.c curate/filter/fineweb.c \
             curate/filter/nemo.c curate/filter/regex.c curate/filter/url.c curate/filter/pii.c \
             curate/filter/language.c curate/filter/langid.cc curate/filter/cmd_filter.c
-PKGS += libpcre2-8 libutf8proc fasttext
-LIBS += -lcld2
+CXX_SRCS += curate/filter/langid.cc
+PKGS += libpcre2-8 libutf8proc
+PKGS_CXX += fasttext
+LIBS_CXX += -lcld2
 $(BUILD)/obj/curate/filter/lexicons.o: $(wildcard curate/filter/lexicons/*.tsv curate/filter/lexicons/*/*)
 FUZZ_TARGETS += fuzz_fasttext
 FUZZ_TARGETS += fuzz_pii

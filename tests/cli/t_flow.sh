@@ -39,6 +39,7 @@ expect_file "$PREFIX/share/sluice/configs/pipelines/demo.yaml"; expect_file "$PR
 expect_file "$PREFIX/share/doc/sluice/commands/run.md"; expect_file "$PREFIX/share/doc/sluice/README.md"
 if [ -e "$SLUICE_BUILD/libsluice-gpu.so" ]; then expect_file "$PREFIX/libexec/sluice/libsluice-gpu.so"; fi
 if [ -e "$SLUICE_BUILD/libsluice-mpi.so" ]; then expect_file "$PREFIX/libexec/sluice/libsluice-mpi.so"; fi
+expect_file "$PREFIX/libexec/sluice/libsluice-cxx.so"
 cmp -s "$SLUICE" "$PREFIX/libexec/sluice/sluice" && ok || fail "installed binary differs from the build's"
 
 case_ "installed: the pipeline runs from another directory, configs found in PREFIX/share/sluice"

@@ -238,6 +238,23 @@ print(' '.join(map(str, b)))" "$T/s_${model}_text_document")
     fi
 done
 
+case_ "the C++ libraries (libsluice-cxx.so) are loaded by a SentencePiece model alone"
+LD_DEBUG=files "$SLUICE" tokenize -q --tokenizer "gpt2:$T/gpt2" --out "$T/ldg" "$T/in/docs.jsonl" 2>"$T/ld.log"
+expect_rc 0
+grep -q "file=libzstd" "$T/ld.log" && ok || fail "LD_DEBUG shows no library loads"
+for lib in libsluice-cxx libstdc++ libsentencepiece libfasttext libcld2; do
+    grep -q "file=[^ ]*$lib" "$T/ld.log" && fail "tokenize with GPT-2 loaded $lib" || ok
+done
+LD_DEBUG=files "$SLUICE" tokenize -q --tokenizer "spm-lib:$T/test_model.model" --out "$T/lds" "$T/in/spm.jsonl" 2>"$T/ld.log"
+expect_rc 0
+grep -q "file=[^ ]*/libsluice-cxx.so" "$T/ld.log" && ok || fail "spm-lib: did not load libsluice-cxx.so"
+grep -q "file=libsentencepiece" "$T/ld.log" && ok || fail "spm-lib: did not load libsentencepiece"
+cmp -s "$T/lds_text_document.bin" "$T/l_test_model_text_document.bin" && ok || fail "spm-lib: other tokens"
+run env SLUICE_CXX_LIB="$T/none/libsluice-cxx.so" "$SLUICE" tokenize --tokenizer "spm-lib:$T/test_model.model" \
+    --out "$T/ldn" "$T/in/spm.jsonl"
+expect_rc 1; expect_err "libsluice-cxx.so"; expect_err "$T/none/libsluice-cxx.so"
+expect_no_file "$T/ldn_text_document.bin"
+
 case_ "a corrupt .model is an error naming the file"
 head -c 5000 /dev/urandom > "$T/bad.model"
 run "$SLUICE" tokenize --tokenizer "spm:$T/bad.model" --out "$T/b" "$T/in/docs.jsonl"
