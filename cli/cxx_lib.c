@@ -12,7 +12,6 @@
 #include "tokenize/spm_train.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 
 static struct {
@@ -45,21 +44,21 @@ static struct {
     int (*sl_fasttext_train)(const struct sl_fasttext_train_opts *);
 } cx;
 
-static char load_error[PATH_MAX + 256];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static struct sl_dl_once once = SL_DL_ONCE_INIT;
 
 /* A row of load's table: each field of cx is the function of the same name. */
 /* clang-format off */
 #define SYM(f) { #f, (void **)&cx.f }
 /* clang-format on */
 
-static void load_once(void)
+/* Load the library once (safe from any thread): 0, or SL_ERR_UNSUPPORTED with the reason. */
+static int load(void)
 {
+    if (__atomic_load_n(&cx.lib, __ATOMIC_ACQUIRE))
+        return 0; /* (without looking for the file again) */
     char path[PATH_MAX];
-    if (sl_dl_beside_binary(path, sizeof(path), "libsluice-cxx.so", "SLUICE_CXX_LIB")) {
-        snprintf(load_error, sizeof(load_error), "%s", path);
-        return;
-    }
+    if (sl_dl_beside_binary(path, sizeof(path), "libsluice-cxx.so", "SLUICE_CXX_LIB"))
+        return sl_err_set(SL_ERR_UNSUPPORTED, "%s", path);
     const char *const names[] = { path };
     const struct sl_dl_sym syms[] = {
         SYM(spm_load_mem_engine), SYM(spm_load_mem),     SYM(spm_load),
@@ -71,22 +70,12 @@ static void load_once(void)
         SYM(sl_fasttext_load),    SYM(sl_fasttext_free), SYM(sl_fasttext_predict),
         SYM(sl_fasttext_prob),    SYM(sl_fasttext_train),
     };
-    if (sl_dl_load(&cx.lib, names, 1, syms, sizeof(syms) / sizeof(syms[0]),
-                   "SentencePiece, fastText and CLD2 need sluice's library libsluice-cxx.so "
-                   "(built by make beside the binary)",
-                   SL_ERR_UNSUPPORTED)) {
-        snprintf(load_error, sizeof(load_error), "%s", sl_err_msg());
-        sl_err_clear();
-    }
+    return sl_dl_load_once(&once, &cx.lib, names, 1, syms, sizeof(syms) / sizeof(syms[0]),
+                           "SentencePiece, fastText and CLD2 need sluice's library "
+                           "libsluice-cxx.so (built by make beside the binary)",
+                           SL_ERR_UNSUPPORTED);
 }
 #undef SYM
-
-/* Load the library once (safe from any thread): 0, or SL_ERR_UNSUPPORTED with the reason. */
-static int load(void)
-{
-    pthread_once(&once, load_once);
-    return cx.lib ? 0 : sl_err_set(SL_ERR_UNSUPPORTED, "%s", load_error);
-}
 
 /* Functions that create or train: they load the library. The others take what these made,
  * so the library is there. */

@@ -29,6 +29,26 @@ int sl_dl_load(void **lib, const char *const *names, size_t nnames, const struct
     return 0;
 }
 
+int sl_dl_load_once(struct sl_dl_once *once, void **lib, const char *const *names, size_t nnames,
+                    const struct sl_dl_sym *syms, size_t nsyms, const char *what, int code)
+{
+    if (__atomic_load_n(lib, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&once->mu);
+    if (!once->tried) {
+        once->tried = 1;
+        void *h = NULL;
+        if (sl_dl_load(&h, names, nnames, syms, nsyms, what, code)) {
+            snprintf(once->error, sizeof(once->error), "%s", sl_err_msg());
+            sl_err_clear();
+        } else {
+            __atomic_store_n(lib, h, __ATOMIC_RELEASE); /* after the symbols */
+        }
+    }
+    pthread_mutex_unlock(&once->mu);
+    return *lib ? 0 : sl_err_set(code, "%s", once->error);
+}
+
 int sl_dl_beside_binary(char *path, size_t n, const char *name, const char *env)
 {
     const char *set = getenv(env);

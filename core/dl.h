@@ -4,6 +4,7 @@
 #ifndef SL_DL_H
 #define SL_DL_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 struct sl_dl_sym {
@@ -17,6 +18,22 @@ struct sl_dl_sym {
  * the symbol missing. */
 int sl_dl_load(void **lib, const char *const *names, size_t nnames, const struct sl_dl_sym *syms,
                size_t nsyms, const char *what, int code);
+
+/* sl_dl_load for a library that threads may ask for at once: the first call loads it, under
+ * a lock; later calls answer from what it did (0, or the same error again). A lib set
+ * (non-NULL) means loaded. Declare the state as
+ *   static struct sl_dl_once once = SL_DL_ONCE_INIT; */
+struct sl_dl_once {
+    pthread_mutex_t mu;
+    int tried;
+    char error[512];
+};
+#define SL_DL_ONCE_INIT                                                                            \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, 0, ""                                                           \
+    }
+int sl_dl_load_once(struct sl_dl_once *once, void **lib, const char *const *names, size_t nnames,
+                    const struct sl_dl_sym *syms, size_t nsyms, const char *what, int code);
 
 /* The path of sluice's own library `name` (libsluice-gpu.so, libsluice-mpi.so): the file
  * named by the environment variable `env` when set, else `name` in the directory of the

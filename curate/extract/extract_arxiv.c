@@ -15,7 +15,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,15 +106,15 @@ static struct {
     mode_t (*entry_filetype)(struct archive_entry *);
 } ar;
 
-static char ar_error[512];
-static pthread_once_t ar_once = PTHREAD_ONCE_INIT;
+static struct sl_dl_once ar_once = SL_DL_ONCE_INIT;
 
 /* A row of load_archive's table: each field of ar is the function archive_FIELD. */
 /* clang-format off */
 #define SYM(f) { "archive_" #f, (void **)&ar.f }
 /* clang-format on */
 
-static void load_archive_once(void)
+/* Load libarchive once for the process (safe from any thread): 0, or the error. */
+static int load_archive(void)
 {
     static const char *const names[] = { "libarchive.so.13" };
     const struct sl_dl_sym syms[] = {
@@ -138,20 +137,10 @@ static void load_archive_once(void)
         SYM(entry_filetype),
     };
 #undef SYM
-    if (sl_dl_load(&ar.lib, names, sizeof(names) / sizeof(names[0]), syms,
-                   sizeof(syms) / sizeof(syms[0]),
-                   "reading arXiv archives needs libarchive (Debian package libarchive13)",
-                   SL_ERR_UNSUPPORTED)) {
-        snprintf(ar_error, sizeof(ar_error), "%s", sl_err_msg());
-        sl_err_clear();
-    }
-}
-
-/* Load libarchive once for the process (safe from any thread): 0, or the error. */
-static int load_archive(void)
-{
-    pthread_once(&ar_once, load_archive_once);
-    return ar.lib ? 0 : sl_err_set(SL_ERR_UNSUPPORTED, "%s", ar_error);
+    return sl_dl_load_once(&ar_once, &ar.lib, names, sizeof(names) / sizeof(names[0]), syms,
+                           sizeof(syms) / sizeof(syms[0]),
+                           "reading arXiv archives needs libarchive (Debian package libarchive13)",
+                           SL_ERR_UNSUPPORTED);
 }
 
 /* Read the current entry's data into b (cap b->max). 0, SL_ERR_TOOBIG or SL_ERR_CORRUPT. */

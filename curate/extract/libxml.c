@@ -10,8 +10,8 @@
 struct sl_libxml sl_xml;
 
 static void *lib;
-static char load_error[512];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static struct sl_dl_once load_once = SL_DL_ONCE_INIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* A row of load's table: each field of sl_xml is xmlFIELD (FIELD for the html functions,
  * __xmlFIELD for the accessors of libxml2's per-thread globals). */
@@ -21,7 +21,12 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 #define GSYM(f) { "__xml" #f, (void **)&sl_xml.f##_ }
 /* clang-format on */
 
-static void load(void)
+static void init_parser(void)
+{
+    sl_xml.InitParser();
+}
+
+int sl_libxml_load(void)
 {
     static const char *const names[] = { "libxml2.so.2" };
     const struct sl_dl_sym syms[] = {
@@ -49,19 +54,11 @@ static void load(void)
 #undef SYM
 #undef HSYM
 #undef GSYM
-    if (sl_dl_load(&lib, names, sizeof(names) / sizeof(names[0]), syms,
-                   sizeof(syms) / sizeof(syms[0]),
-                   "extracting HTML and Wikipedia needs libxml2 (Debian package libxml2)",
-                   SL_ERR_UNSUPPORTED)) {
-        snprintf(load_error, sizeof(load_error), "%s", sl_err_msg());
-        sl_err_clear();
-        return;
-    }
-    sl_xml.InitParser(); /* once, before any thread parses */
-}
-
-int sl_libxml_load(void)
-{
-    pthread_once(&once, load);
-    return lib ? 0 : sl_err_set(SL_ERR_UNSUPPORTED, "%s", load_error);
+    int rc = sl_dl_load_once(&load_once, &lib, names, sizeof(names) / sizeof(names[0]), syms,
+                             sizeof(syms) / sizeof(syms[0]),
+                             "extracting HTML and Wikipedia needs libxml2 (Debian package libxml2)",
+                             SL_ERR_UNSUPPORTED);
+    if (!rc)
+        pthread_once(&init_once, init_parser); /* once, before any thread parses */
+    return rc;
 }
