@@ -266,7 +266,7 @@ config:
 	@echo "  cc: $(CC) $(shell $(CC) -dumpfullversion 2>/dev/null)$(if $(filter 1,$(SANITIZE)), (asan+ubsan))"
 	@echo "  mpi: $(if $(HAVE_MPI),Open MPI $(MPI_VERSION),no (single-rank build))"
 	@echo "  cuda: $(if $(HAVE_CUDA),$(CUDA_VERSION) at $(CUDA_HOME) [sm_$(subst $() $(),/sm_,$(CUDA_ARCHS)) + compute_$(CUDA_PTX_ARCH) PTX] cublasLt=$(if $(HAVE_CUBLASLT),yes,no) cudnn=$(if $(HAVE_CUDNN),yes,no) nccl=$(if $(HAVE_NCCL),yes,no),no (CPU-only build))"
-	@echo "  libraries: $(sort $(PKGS) $(PKGS_LOADED))$(if $(MISSING_PKGS), -- MISSING: $(MISSING_PKGS) (run scripts/install-deps.sh))"
+	@echo "  libraries: $(sort $(PKGS) $(PKGS_CXX) $(PKGS_LOADED))$(if $(MISSING_PKGS), -- MISSING: $(MISSING_PKGS) (run scripts/install-deps.sh))"
 	@$(if $(MISSING_PKGS),exit 1,true)
 
 deps:
@@ -287,7 +287,7 @@ test-cli: $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(BUILD)/test_world
 
 test-gpu:
 ifeq ($(HAVE_CUDA),1)
-	@$(MAKE) --no-print-directory $(BUILD)/test_kernels $(BUILD)/sluice $(GPU_LIB)
+	@$(MAKE) --no-print-directory $(BUILD)/test_kernels $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(GPU_LIB)
 	@tests/gpu/run.sh $(CURDIR)/$(BUILD) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
