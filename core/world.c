@@ -11,15 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The MPI side (core/world_mpi.h), set by sl_world_init whenever it sets a world's mpi
+ * field (never in a build without MPI). */
+static const struct sl_mpi *mpi;
+
 #ifdef SL_HAVE_MPI
 #include <dlfcn.h>
 #include <limits.h>
 
-/* The MPI side (core/world_mpi.h), set by sl_world_init when launched under MPI: the test
- * programs link it (the weak reference is then set), the sluice binary loads it from
- * libsluice-mpi.so beside itself (or the file named by SLUICE_MPI_LIB). */
+/* The test programs link the MPI side (the weak reference is then set); the sluice binary
+ * loads it from libsluice-mpi.so beside itself (or the file named by SLUICE_MPI_LIB). */
 extern const struct sl_mpi sl_mpi_impl __attribute__((weak));
-static const struct sl_mpi *mpi;
 
 static int load_mpi(void)
 {
@@ -86,41 +88,33 @@ int sl_world_init(struct sl_world *w, int *argc, char ***argv)
     return 0;
 }
 
-/* Under MPI: mpi is set (sl_world_init) whenever w->mpi is. */
-#ifdef SL_HAVE_MPI
-#define MPI_ON(w) ((w)->mpi)
-#else
-#define MPI_ON(w) 0
-static const struct sl_mpi *mpi;
-#endif
-
 void sl_world_finalize(struct sl_world *w)
 {
-    if (MPI_ON(w))
+    if (w->mpi)
         mpi->finalize(w);
 }
 
 void sl_world_abort(const struct sl_world *w, int code)
 {
-    if (MPI_ON(w))
+    if (w->mpi)
         mpi->abort(w, code);
     exit(code);
 }
 
 void *sl_world_comm(const struct sl_world *w)
 {
-    return MPI_ON(w) ? mpi->comm(w) : NULL;
+    return w->mpi ? mpi->comm(w) : NULL;
 }
 
 int sl_world_split(const struct sl_world *w, int color, int key, struct sl_world *group)
 {
     *group = (struct sl_world){ 0, 1, 0 };
-    return MPI_ON(w) ? mpi->split(w, color, key, group) : 0;
+    return w->mpi ? mpi->split(w, color, key, group) : 0;
 }
 
 void sl_world_group_free(struct sl_world *group)
 {
-    if (group->mpi >= 2 && MPI_ON(group))
+    if (group->mpi >= 2 && group->mpi)
         mpi->group_free(group);
     *group = (struct sl_world){ 0, 1, 0 };
 }
@@ -138,18 +132,18 @@ static int no_peer(void)
 
 int sl_world_send_f32(const struct sl_world *w, const float *v, size_t n, int peer)
 {
-    return MPI_ON(w) ? mpi->send_f32(w, v, n, peer) : no_peer();
+    return w->mpi ? mpi->send_f32(w, v, n, peer) : no_peer();
 }
 
 int sl_world_recv_f32(const struct sl_world *w, float *v, size_t n, int peer)
 {
-    return MPI_ON(w) ? mpi->recv_f32(w, v, n, peer) : no_peer();
+    return w->mpi ? mpi->recv_f32(w, v, n, peer) : no_peer();
 }
 
 int sl_world_isend_f32(const struct sl_world *w, const float *v, size_t n, int peer, void **req)
 {
     *req = NULL;
-    if (!MPI_ON(w))
+    if (!w->mpi)
         return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
     return mpi->isend_f32(w, v, n, peer, req);
 }
@@ -165,7 +159,7 @@ int sl_world_wait(void **req)
 }
 
 /* True when a collective has other ranks to work with. */
-#define MANY(w) (MPI_ON(w) && (w)->size > 1)
+#define MANY(w) ((w)->mpi && (w)->size > 1)
 
 int sl_world_allgather_f32(const struct sl_world *w, const float *mine, float *all, size_t n)
 {
@@ -207,7 +201,7 @@ int sl_world_gatherv_f32(const struct sl_world *w, const float *mine, float *all
 
 int sl_world_barrier(const struct sl_world *w)
 {
-    return MPI_ON(w) ? mpi->barrier(w) : 0;
+    return w->mpi ? mpi->barrier(w) : 0;
 }
 
 int sl_world_bcast(const struct sl_world *w, void *buf, size_t n, int root)
