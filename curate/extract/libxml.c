@@ -28,8 +28,10 @@ static void init_parser(void)
 
 int sl_libxml_load(void)
 {
+    /* static: this is called for every page and entity, after the first call only to learn
+     * that the library is there */
     static const char *const names[] = { "libxml2.so.2" };
-    const struct sl_dl_sym syms[] = {
+    static const struct sl_dl_sym syms[] = {
         SYM(InitParser),
         SYM(Free),
         GSYM(GenericError),
