@@ -135,6 +135,13 @@ char *bpe_cache_dir(void)
     return NULL;
 }
 
+int bpe_cache_on(void)
+{
+    char *dir = bpe_cache_dir();
+    free(dir);
+    return dir != NULL;
+}
+
 static char *cache_path(const char *dir, struct bpe_cache_key key)
 {
     return sl_xasprintf("%s/bpe-%016llx%016llx.bin", dir, (unsigned long long)key.hi,

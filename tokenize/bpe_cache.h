@@ -39,6 +39,8 @@ void bpe_cache_put(const struct bpe *b, struct bpe_cache_key key);
 
 /* The cache folder (caller frees), or NULL when the cache is off. */
 char *bpe_cache_dir(void);
+/* 1 when the cache is on (a loader then computes the key; off, it need not). */
+int bpe_cache_on(void);
 
 /* The serialised form, for tests and fuzzing. bpe_cache_read_mem returns 0 with *out, or
  * SL_ERR_FORMAT naming what is wrong (a different key counts as wrong). check_sum 0 skips

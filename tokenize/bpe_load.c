@@ -504,17 +504,17 @@ int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
     int side = access(scname, R_OK) == 0;
     /* the same bytes under another name may take another pre-tokenizer: the key has the
      * one the name gives */
-    int pretok = kind >= 0 ? kind : kind_from_name(path);
+    int pretok = kind >= 0 ? kind : kind_from_name(path), cache = bpe_cache_on();
     struct bpe_cache_key key;
-    int rc = bpe_cache_key_files(&key, "tiktoken", pretok, path, side ? scname : NULL);
-    if (!rc && (*out = bpe_cache_get(key)) != NULL) {
+    if (cache && !bpe_cache_key_files(&key, "tiktoken", pretok, path, side ? scname : NULL) &&
+        (*out = bpe_cache_get(key)) != NULL) {
         free(scname);
         return 0;
     }
     struct sl_buf buf = SL_BUF_INIT, js = SL_BUF_INIT;
     sl_buf_init(&buf, MAX_FILE);
     sl_buf_init(&js, 16u << 20);
-    rc = sl_read_file(path, &buf);
+    int rc = sl_read_file(path, &buf);
     if (!rc && side)
         rc = sl_read_file(scname, &js);
     if (rc)
@@ -523,10 +523,9 @@ int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
         rc = bpe_load_tiktoken_sidecar_mem(out, buf.data ? buf.data : "", buf.len, kind, path,
                                            side ? (js.data ? js.data : "") : NULL, js.len, scname);
         /* the key of the bytes read (the files may have changed since they were hashed) */
-        key = bpe_cache_key("tiktoken", pretok, buf.data ? buf.data : "", buf.len,
-                            side ? (js.data ? js.data : "") : NULL, js.len);
-        if (!rc)
-            bpe_cache_put(*out, key);
+        if (!rc && cache)
+            bpe_cache_put(*out, bpe_cache_key("tiktoken", pretok, buf.data ? buf.data : "", buf.len,
+                                              side ? (js.data ? js.data : "") : NULL, js.len));
     }
     free(scname);
     sl_buf_release(&js);
@@ -792,7 +791,8 @@ int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_p
 {
     *out = NULL;
     struct bpe_cache_key key;
-    if (!bpe_cache_key_files(&key, "gpt2", 0, vocab_path, merges_path) &&
+    int cache = bpe_cache_on();
+    if (cache && !bpe_cache_key_files(&key, "gpt2", 0, vocab_path, merges_path) &&
         (*out = bpe_cache_get(key)) != NULL)
         return 0;
     struct sl_buf v = SL_BUF_INIT, m = SL_BUF_INIT;
@@ -814,9 +814,9 @@ int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_p
         rc = bpe_load_gpt2_mem(out, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len,
                                vocab_path);
         /* the key of the bytes read (the files may have changed since they were hashed) */
-        key = bpe_cache_key("gpt2", 0, v.data ? v.data : "", v.len, m.data ? m.data : "", m.len);
-        if (!rc)
-            bpe_cache_put(*out, key);
+        if (!rc && cache)
+            bpe_cache_put(*out, bpe_cache_key("gpt2", 0, v.data ? v.data : "", v.len,
+                                              m.data ? m.data : "", m.len));
         if (rc && strstr(sl_err_msg(), "cannot load merges '")) {
             char *msg = sl_xstrdup(sl_err_msg());
             const char *rest = strstr(msg, "': ") + 3;
