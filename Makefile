@@ -196,16 +196,12 @@ $(BUILD)/libsluice.a: $(LIB_OBJS)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
-# The binary holds all of libsluice.a but its C++ code, and exports its symbols (-rdynamic):
-# the libraries it loads call back into it (errors, logging, the world, checkpoints, the
-# dataset index, buffers).
-$(BUILD)/libsluice-bin.a: $(filter-out $(CXX_OBJS),$(LIB_OBJS))
-	@rm -f $@
-	$(Q)ar rcs $@ $^
-
-$(BUILD)/sluice: $(CLI_OBJS) $(BUILD)/libsluice-bin.a
-	$(Q)$(CC) $(CFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJS) -Wl,--whole-archive $(BUILD)/libsluice-bin.a \
-	  -Wl,--no-whole-archive $(LDLIBS_BIN) -ldl
+# The binary holds every object of libsluice.a but its C++ code, and exports its symbols
+# (-rdynamic): the libraries it loads call back into it (errors, logging, the world,
+# checkpoints, the dataset index, buffers).
+BIN_LIB_OBJS := $(filter-out $(CXX_OBJS),$(LIB_OBJS))
+$(BUILD)/sluice: $(CLI_OBJS) $(BIN_LIB_OBJS)
+	$(Q)$(CC) $(CFLAGS_ALL) -rdynamic -o $@ $(CLI_OBJS) $(BIN_LIB_OBJS) $(LDLIBS_BIN) -ldl
 
 # The C++ code (SentencePiece, fastText, CLD2), loaded by cli/cxx_lib.c when first used;
 # -Bsymbolic: its calls to its own functions stay inside it, not to the binary's forwarders.
