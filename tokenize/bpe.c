@@ -295,11 +295,14 @@ static inline uint64_t piece_hash(const uint64_t k[3], size_t n)
                      (k[2] * 0xFF51AFD7ED558CCDull) ^ n);
 }
 
+/* Empty slots, and the sightings forgotten when the table starts over (not when it is
+ * first made: the pieces met until then must still enter it when met again). */
 static void l2_reset(struct l2 *t, uint32_t slots)
 {
+    if (t->slot)
+        memset(t->seen, 0, SEEN_BITS / 8);
     free(t->slot);
     t->slot = sl_xcalloc_table(slots, sizeof(*t->slot));
-    memset(t->seen, 0, SEEN_BITS / 8);
     t->mask = slots - 1;
     t->used = 0;
     t->alen = 0;

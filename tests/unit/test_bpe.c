@@ -408,6 +408,38 @@ TEST(bpe_piece_cache_levels)
     bpe_free(b);
 }
 
+/* The first level starts small and moves to its large table after 16,384 pieces, taking
+ * its entries with it: 1,000 words encoded again and again by one encoder are merged in the
+ * first two passes only (the long ones enter the second level when met the second time),
+ * never again after the move, and every pass gives the same ids. */
+TEST(bpe_piece_cache_grows)
+{
+    struct bpe *b = load("gpt2");
+    REQUIRE(b);
+    struct bpe_enc *e = bpe_enc_new(b);
+    struct sl_buf text = SL_BUF_INIT;
+    random_words(&text, 1000, 11);
+    struct tok_ids first = { 0 }, ids = { 0 };
+    CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &first), 0);
+    CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &ids), 0);
+    uint64_t slow = bpe_enc_slow_count(e);
+    CHECK(slow >= 1000);
+    size_t bad = 0;
+    for (int pass = 0; pass < 30; pass++) { /* 30,000 pieces */
+        ids.n = 0;
+        CHECK_EQ_INT(bpe_encode(e, text.data, text.len, &ids), 0);
+        if (ids.n != first.n || memcmp(ids.v, first.v, first.n * 4) != 0)
+            bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(bpe_enc_slow_count(e), slow);
+    tok_ids_release(&first);
+    tok_ids_release(&ids);
+    sl_buf_release(&text);
+    bpe_enc_free(e);
+    bpe_free(b);
+}
+
 struct shared_job {
     struct bpe *b;
     struct bpe_shared *sh;
