@@ -13,13 +13,18 @@
 #include <string.h>
 
 #define SMALL_PIECE 48
-#define CACHE_BITS  16
 #define CACHE_KEY   24
 #define CACHE_IDS   9
+/* The first level has 1 << CACHE_BITS_MIN slots (256 KiB) until it has looked up
+ * CACHE_GROW pieces, then 1 << CACHE_BITS_MAX (4 MiB): a short input (a document, a
+ * prompt) does not pay for zeroing the large table, which is ~15% of a one-document run. */
+#define CACHE_BITS_MIN 12
+#define CACHE_BITS_MAX 16
+#define CACHE_GROW     16384
 
 /* The piece cache: pieces of up to 24 bytes whose encoding has up to 9 ids, keyed by
  * their bytes (zero padded into three words), direct mapped; an entry is one 64-byte
- * cache line, the whole cache 4 MiB. */
+ * cache line. */
 struct cache_ent {
     uint64_t k[3];
     uint8_t len, nids;
@@ -86,6 +91,8 @@ struct bpe_shared {
 struct bpe_enc {
     const struct bpe *b;
     struct cache_ent *cache;
+    int cbits;        /* the first level has 1 << cbits slots */
+    uint64_t clooked; /* pieces looked up in it while small */
     struct l2 l2;
     struct bpe_shared *sh; /* NULL: the second level is l2, this thread's own */
     uint64_t slow;         /* pieces merged (or looked up whole): bpe_enc_slow_count */
@@ -541,6 +548,19 @@ static inline int encode_cached(struct bpe_enc *e, const u8 *p, size_t n, const 
     return emit(out, ids, m);
 }
 
+/* Move the first level to its large table, its entries with it. */
+static void cache_grow(struct bpe_enc *e)
+{
+    int bits = CACHE_BITS_MAX;
+    struct cache_ent *old = e->cache, *end = old + ((size_t)1 << e->cbits);
+    e->cache = sl_xcalloc_table((size_t)1 << bits, sizeof(*e->cache));
+    for (const struct cache_ent *c = old; c < end; c++)
+        if (c->len)
+            e->cache[piece_hash(c->k, c->len) >> (64 - bits)] = *c;
+    free(old);
+    e->cbits = bits;
+}
+
 #define BATCH 64
 
 /* Pieces are handled in batches, so that the memory latencies of their lookups overlap:
@@ -561,11 +581,14 @@ int bpe_encode(struct bpe_enc *e, const char *text, size_t n, struct tok_ids *ou
     while (p < end) {
         size_t np = pretok_split(kind, p, end, lens, BATCH);
         const u8 *q = p;
+        if (e->cbits < CACHE_BITS_MAX && (e->clooked += np) > CACHE_GROW)
+            cache_grow(e);
+        int shift = 64 - e->cbits;
         for (size_t i = 0; i < np; i++) {
             size_t len = lens[i];
             if (len >= 2 && len <= CACHE_KEY) {
                 piece_key(q, len, (size_t)(end - q), key[i]);
-                slot[i] = &e->cache[piece_hash(key[i], len) >> (64 - CACHE_BITS)];
+                slot[i] = &e->cache[piece_hash(key[i], len) >> shift];
                 __builtin_prefetch(slot[i]);
             }
             q += len;
@@ -606,7 +629,8 @@ struct bpe_enc *bpe_enc_new_shared(const struct bpe *b, struct bpe_shared *sh)
     struct bpe_enc *e = sl_xcalloc(1, sizeof(*e));
     e->b = b;
     e->sh = sh;
-    e->cache = sl_xcalloc_table((size_t)1 << CACHE_BITS, sizeof(*e->cache));
+    e->cbits = CACHE_BITS_MIN;
+    e->cache = sl_xcalloc_table((size_t)1 << e->cbits, sizeof(*e->cache));
     if (!sh)
         e->l2.seen = sl_xcalloc(SEEN_BITS / 64, sizeof(uint64_t));
     return e;
