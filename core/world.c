@@ -114,7 +114,7 @@ int sl_world_split(const struct sl_world *w, int color, int key, struct sl_world
 
 void sl_world_group_free(struct sl_world *group)
 {
-    if (group->mpi >= 2 && group->mpi)
+    if (group->mpi >= 2)
         mpi->group_free(group);
     *group = (struct sl_world){ 0, 1, 0 };
 }
