@@ -138,8 +138,9 @@ char *bpe_cache_dir(void)
 int bpe_cache_on(void)
 {
     char *dir = bpe_cache_dir();
+    int on = dir != NULL;
     free(dir);
-    return dir != NULL;
+    return on;
 }
 
 static char *cache_path(const char *dir, struct bpe_cache_key key)
