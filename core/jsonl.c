@@ -114,6 +114,17 @@ const char *const sl_jsonl_reasons[SL_JSONL_NOUTCOMES] = {
     "invalid_json", "invalid_utf8", "missing_text", "text_not_string", "line_too_long", "blank_line",
 };
 
+const char *sl_jsonl_skip_counter(const char *reason, char *key, size_t n)
+{
+    if (!strcmp(reason, "blank_line"))
+        snprintf(key, n, "blank_lines");
+    else if (!strcmp(reason, "repaired_utf8"))
+        snprintf(key, n, "repaired_utf8_lines");
+    else
+        snprintf(key, n, "skipped_%s", reason);
+    return key;
+}
+
 static void set_skip(struct sl_jsonl_line *l, enum sl_jsonl_outcome o, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

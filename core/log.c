@@ -129,6 +129,13 @@ void sl_warn_limited_summary(void)
                     lims[i].count - lims[i].limit, lims[i].count);
 }
 
+void sl_warn_skip(void *ctx, const char *reason, const char *message)
+{
+    (void)ctx;
+    if (message)
+        sl_warn_limited(reason, 20, "%s", message);
+}
+
 void sl_warn_limited_reset(void)
 {
     for (size_t i = 0; i < nlims; i++)

@@ -30,6 +30,9 @@ void sl_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * occurrences are counted. Returns the number of occurrences so far. */
 unsigned long sl_warn_limited(const char *key, unsigned limit, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An on_skip callback of the JSONL reader (core/jsonl.h) that only warns: the message, 20
+ * of each reason at most (ctx unused). */
+void sl_warn_skip(void *ctx, const char *reason, const char *message);
 /* Print "KEY: N more messages not shown" for each limited key that overflowed. */
 void sl_warn_limited_summary(void);
 /* Forget every key's count (a command that runs after another in the same process, as

@@ -476,13 +476,6 @@ static void add_line(struct batch *b, const char *p, size_t n, const struct sl_j
     }
 }
 
-static void on_skip(void *ctx, const char *reason, const char *message)
-{
-    (void)ctx;
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 /* A unit's part shard for key k: "DIR/part-00007_k0" (.bin, .idx). */
 static char *part_prefix(const char *unit_path, size_t key)
 {
@@ -516,7 +509,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     jo.allow_missing_text = 1;
     jo.repair_utf8 = 1;
     jo.counters = c;
-    jo.on_skip = on_skip;
+    jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *r = NULL;
     if (!rc)
         rc = sl_jsonl_open(&r, in->path, &jo);

@@ -161,13 +161,6 @@ static int by_order(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void on_skip(void *ctx, const char *reason, const char *message)
-{
-    (void)ctx;
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 /* Call fn with the text of each document of a JSONL input (documents without one are
  * passed over; damaged lines are reported through on_skip). */
 static int each_jsonl_text(const struct opts *o, const char *path,
@@ -178,7 +171,7 @@ static int each_jsonl_text(const struct opts *o, const char *path,
     jo.text_key = o->key;
     jo.allow_missing_text = 1;
     jo.repair_utf8 = 1;
-    jo.on_skip = on_skip;
+    jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *jr;
     int rc = sl_jsonl_open(&jr, path, &jo);
     struct sl_doc d;

@@ -35,13 +35,6 @@ struct opts {
     uint64_t max_docs;
 };
 
-static void skip_cb(void *ctx, const char *reason, const char *message)
-{
-    (void)ctx;
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 /* Append "__label__L text" lines (newlines as spaces) for every document of the inputs. */
 static int write_examples(FILE *f, const struct sl_strlist *ops, const char *label,
                           const struct opts *o, uint64_t *count)
@@ -55,7 +48,7 @@ static int write_examples(FILE *f, const struct sl_strlist *ops, const char *lab
     struct sl_jsonl_opts jo;
     memset(&jo, 0, sizeof(jo));
     jo.text_key = o->text_key;
-    jo.on_skip = skip_cb;
+    jo.on_skip = sl_warn_skip;
     for (size_t i = 0; i < in.n && !rc; i++) {
         struct sl_jsonl_reader *r;
         rc = sl_jsonl_open(&r, in.v[i].path, &jo);

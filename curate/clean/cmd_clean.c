@@ -57,23 +57,6 @@ const struct sl_option cmd_clean_options[] = {
     SL_OPT_END_,
 };
 
-static void on_skip(void *ctx, const char *reason, const char *message)
-{
-    struct sl_counters *c = ctx;
-    char key[64];
-    snprintf(key, sizeof(key), "%s",
-             !strcmp(reason, "blank_line")      ? "blank_lines"
-             : !strcmp(reason, "repaired_utf8") ? "repaired_utf8_lines"
-                                                : reason);
-    if (strcmp(reason, "blank_line") && strcmp(reason, "repaired_utf8"))
-        snprintf(key, sizeof(key), "skipped_%s", reason);
-    sl_counters_add(c, key, 1);
-    if (!strncmp(key, "skipped_", 8))
-        sl_counters_add(c, "documents_in", 1); /* a line read: documents_in = out + skipped */
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 /* One input file into its shard. */
 static int clean_file(void *ctx, struct sl_stage_unit *u)
 {
@@ -90,7 +73,7 @@ static int clean_file(void *ctx, struct sl_stage_unit *u)
     jo.text_key = o->text_key;
     jo.repair_utf8 = 1;
     jo.id_prefix = stem;
-    jo.on_skip = on_skip;
+    jo.on_skip = sl_stage_count_skip;
     jo.ctx = c;
     struct sl_clean_counts k;
     memset(&k, 0, sizeof(k));

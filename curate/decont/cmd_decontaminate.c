@@ -63,23 +63,6 @@ const struct sl_option cmd_decontaminate_options[] = {
     SL_OPT_END_,
 };
 
-static void on_skip(void *ctx, const char *reason, const char *message)
-{
-    struct sl_counters *c = ctx;
-    char key[64];
-    snprintf(key, sizeof(key), "%s",
-             !strcmp(reason, "blank_line")      ? "blank_lines"
-             : !strcmp(reason, "repaired_utf8") ? "repaired_utf8_lines"
-                                                : reason);
-    if (strcmp(reason, "blank_line") && strcmp(reason, "repaired_utf8"))
-        snprintf(key, sizeof(key), "skipped_%s", reason);
-    sl_counters_add(c, key, 1);
-    if (!strncmp(key, "skipped_", 8))
-        sl_counters_add(c, "documents_in", 1); /* a line read: documents_in = out + skipped */
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 struct decont_ctx {
     const struct sl_decont *dc;
     const struct opts *o;
@@ -103,7 +86,7 @@ static int decont_file(void *ctx, struct sl_stage_unit *u)
     memset(&jo, 0, sizeof(jo));
     jo.text_key = o->text_key;
     jo.id_prefix = stem;
-    jo.on_skip = on_skip;
+    jo.on_skip = sl_stage_count_skip;
     jo.ctx = c;
     struct sl_decont_work dw;
     sl_decont_work_init(&dw, dc);

@@ -76,23 +76,6 @@ const struct sl_option cmd_filter_options[] = {
     SL_OPT_END_,
 };
 
-static void on_skip(void *ctx, const char *reason, const char *message)
-{
-    struct sl_counters *c = ctx;
-    char key[64];
-    if (!strcmp(reason, "blank_line"))
-        snprintf(key, sizeof(key), "blank_lines");
-    else if (!strcmp(reason, "repaired_utf8"))
-        snprintf(key, sizeof(key), "repaired_utf8_lines");
-    else
-        snprintf(key, sizeof(key), "skipped_%s", reason);
-    sl_counters_add(c, key, 1);
-    if (!strncmp(key, "skipped_", 8))
-        sl_counters_add(c, "documents_in", 1); /* a line read: in = out + removed + skipped */
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 static void put_num(struct sl_buf *b, double v)
 {
     if (isnan(v) || isinf(v))
@@ -351,7 +334,7 @@ static int filter_file(void *arg, struct sl_stage_unit *u)
     jo.text_key = o->text_key;
     jo.repair_utf8 = o->repair_utf8;
     jo.id_prefix = stem;
-    jo.on_skip = on_skip;
+    jo.on_skip = sl_stage_count_skip;
     jo.ctx = u->c;
     struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)o->level };
     struct sl_jsonl_reader *r = NULL;

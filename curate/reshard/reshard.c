@@ -129,12 +129,7 @@ static void on_skip(void *ctx, const char *reason, const char *message)
     if (g < s->lo || g >= s->hi)
         return;
     char key[48];
-    if (!strcmp(reason, "blank_line"))
-        snprintf(key, sizeof(key), "blank_lines");
-    else if (!strcmp(reason, "repaired_utf8"))
-        snprintf(key, sizeof(key), "repaired_utf8_lines");
-    else
-        snprintf(key, sizeof(key), "skipped_%s", reason);
+    sl_jsonl_skip_counter(reason, key, sizeof(key));
     struct out_state *os = s->os;
     uint64_t k = shard_of(g, s->nshards, s->total);
     if (os->name && k + 1 == os->next) {

@@ -163,13 +163,6 @@ static void count_text(struct stats *st, const char *t, size_t n)
     loghist_add(&st->lines, lines);
 }
 
-static void on_skip(void *ctx, const char *reason, const char *message)
-{
-    (void)ctx;
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
-
 static int read_file(struct stats *st, const struct sl_input *in, const char *text_key,
                      struct sl_filter_chain *ch, struct sl_progress *prog, uint64_t *done)
 {
@@ -178,7 +171,7 @@ static int read_file(struct stats *st, const struct sl_input *in, const char *te
     jo.max_line = SL_JSONL_DEFAULT_MAX_LINE;
     jo.text_key = text_key;
     jo.repair_utf8 = 1;
-    jo.on_skip = on_skip;
+    jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *r = NULL;
     int rc = sl_jsonl_open(&r, in->path, &jo);
     struct sl_doc doc;
