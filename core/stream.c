@@ -284,6 +284,21 @@ static int rest_is_zero_padding(struct sl_reader *r, int *err)
     }
 }
 
+/* At the end of a gzip member or bzip2 stream, with avail bytes of input left: 1 when
+ * another one follows (its first byte is not 0), 0 at the end of the data or when only zero
+ * bytes (padding) are left, <0 for other bytes (`garbage`). */
+static int another_member(struct sl_reader *r, ssize_t avail, const char *garbage)
+{
+    if (avail == 0)
+        return 0;
+    if (r->in[r->in_pos] != 0)
+        return 1;
+    int err;
+    if (rest_is_zero_padding(r, &err))
+        return 0;
+    return err ? err : corrupt(r, garbage);
+}
+
 /* Decode into dst (room bytes). Returns bytes produced (0 at the true end, or at the end
  * of a zstd frame: frame_done is set) or <0. */
 static ssize_t decode_some(struct sl_reader *r, unsigned char *dst, size_t room)
@@ -306,16 +321,9 @@ static ssize_t decode_some(struct sl_reader *r, unsigned char *dst, size_t room)
 
         if (r->codec == SL_CODEC_GZIP) {
             if (r->gz_member_done) {
-                if (avail == 0)
-                    return 0;
-                if (r->in[r->in_pos] == 0) {
-                    int err;
-                    if (rest_is_zero_padding(r, &err))
-                        return 0;
-                    if (err)
-                        return err;
-                    return corrupt(r, "trailing garbage after the last gzip member");
-                }
+                int more = another_member(r, avail, "trailing garbage after the last gzip member");
+                if (more <= 0)
+                    return more;
                 if (inflateReset(&r->gz) != Z_OK)
                     return corrupt(r, "cannot reset inflater");
                 r->gz_member_done = 0;
@@ -368,16 +376,9 @@ static ssize_t decode_some(struct sl_reader *r, unsigned char *dst, size_t room)
 
         /* bzip2 */
         if (r->bz_stream_done) {
-            if (avail == 0)
-                return 0;
-            if (r->in[r->in_pos] == 0) {
-                int err;
-                if (rest_is_zero_padding(r, &err))
-                    return 0;
-                if (err)
-                    return err;
-                return corrupt(r, "trailing garbage after the last bzip2 stream");
-            }
+            int more = another_member(r, avail, "trailing garbage after the last bzip2 stream");
+            if (more <= 0)
+                return more;
             BZ2_bzDecompressEnd(&r->bz);
             memset(&r->bz, 0, sizeof(r->bz));
             if (BZ2_bzDecompressInit(&r->bz, 0, 0) != BZ_OK)

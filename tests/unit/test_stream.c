@@ -79,6 +79,35 @@ TEST(stream_multi_member_and_frames)
     sl_buf_release(&both);
 }
 
+/* After the last gzip member or bzip2 stream: zero bytes (padding) end the data; any other byte
+ * that does not start a member is an error. */
+TEST(stream_padding_and_trailing_garbage)
+{
+    enum sl_codec codecs[] = { SL_CODEC_GZIP, SL_CODEC_BZIP2 };
+    struct sl_buf text = SL_BUF_INIT;
+    make_text(&text, 50);
+    const size_t pads[] = { 1, 300, 300000 }; /* the last more than an input window */
+    for (size_t i = 0; i < 2; i++) {
+        for (size_t j = 0; j < 3; j++) {
+            size_t pad = pads[j];
+            struct sl_buf z = SL_BUF_INIT, back = SL_BUF_INIT;
+            compress(codecs[i], &text, &z);
+            for (size_t k = 0; k < pad; k++)
+                sl_buf_putc(&z, 0);
+            CHECK_EQ_INT(read_all_mem(&z, &back, NULL), 0);
+            CHECK_EQ_MEM(back.data, back.len, text.data, text.len);
+            /* zeros, then a byte that is not: garbage, not padding */
+            sl_buf_putc(&z, 'x');
+            sl_buf_reset(&back);
+            CHECK(read_all_mem(&z, &back, NULL) < 0);
+            CHECK_CONTAINS(sl_err_msg(), "trailing garbage");
+            sl_buf_release(&z);
+            sl_buf_release(&back);
+        }
+    }
+    sl_buf_release(&text);
+}
+
 TEST(stream_truncated_is_an_error)
 {
     enum sl_codec codecs[] = { SL_CODEC_GZIP, SL_CODEC_ZSTD, SL_CODEC_BZIP2 };
