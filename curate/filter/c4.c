@@ -281,14 +281,8 @@ static pcre2_code *compile_badwords(const char *lang, int *err)
     int first = 1;
     const char *p = list, *end = list + len;
     while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end;
-        const char *a = p, *b = e;
-        while (a < b && (*a == ' ' || *a == '\t' || *a == '\r'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r'))
-            b--;
-        p = nl ? nl + 1 : end;
+        const char *a, *b;
+        sl_strset_next_line(&p, end, &a, &b);
         if (a == b && !first)
             continue; /* an empty entry matches everywhere in datatrove; lists have none */
         if (allowed(lang, a, (size_t)(b - a)))

@@ -83,6 +83,19 @@ int sl_strset_add(struct sl_strset *s, const char *str, size_t n, int64_t value)
     return 1;
 }
 
+void sl_strset_next_line(const char **p, const char *end, const char **a, const char **b)
+{
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    const char *s = *p, *e = nl ? nl : end;
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
+        s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        e--;
+    *a = s;
+    *b = e;
+    *p = nl ? nl + 1 : end;
+}
+
 size_t sl_strset_add_lines(struct sl_strset *s, const char *text, size_t n, int lower,
                            int skip_comments)
 {
@@ -90,14 +103,8 @@ size_t sl_strset_add_lines(struct sl_strset *s, const char *text, size_t n, int 
     struct sl_buf low = SL_BUF_INIT;
     const char *p = text, *end = text + n;
     while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *e = nl ? nl : end;
-        const char *a = p, *b = e;
-        while (a < b && (*a == ' ' || *a == '\t' || *a == '\r'))
-            a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r'))
-            b--;
-        p = nl ? nl + 1 : end;
+        const char *a, *b;
+        sl_strset_next_line(&p, end, &a, &b);
         if (a == b || (skip_comments && *a == '#'))
             continue;
         if (lower) {
