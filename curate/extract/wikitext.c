@@ -135,20 +135,15 @@ static const struct wtag WTAGS[] = {
     { "var", T_STRIP },
 };
 
+/* bsearch's comparison for the tables sorted by name (a name is their first member) */
+static int by_name(const void *key, const void *row)
+{
+    return strcmp(key, *(const char *const *)row);
+}
+
 static const struct wtag *wtag_find(const char *name)
 {
-    size_t lo = 0, hi = NELEM(WTAGS);
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(name, WTAGS[mid].name);
-        if (c == 0)
-            return &WTAGS[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    return bsearch(name, WTAGS, NELEM(WTAGS), sizeof(WTAGS[0]), by_name);
 }
 
 /* End of a tag starting at p ('<'): position after '>' (quotes honoured), or NULL when
@@ -445,18 +440,7 @@ static const struct tpl *tpl_find(const char *name)
 {
     if (!strncmp(name, "lang-", 5))
         return &LANG_X;
-    size_t lo = 0, hi = NELEM(TPLS);
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(name, TPLS[mid].name);
-        if (c == 0)
-            return &TPLS[mid];
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    return bsearch(name, TPLS, NELEM(TPLS), sizeof(TPLS[0]), by_name);
 }
 
 /* Positional argument `idx` (0-based, named arguments skipped) among parts[1..]. */
