@@ -195,12 +195,10 @@ static void norm_lang(const struct sl_buf *l, char *out, size_t n)
         out[0] = 0;
 }
 
-static int do_wet(struct warc_job *j, struct warc_reader *r, const struct warc_record *rec)
+/* The record's block into j->block: 1, or 0 when the record is skipped (too large, or cut
+ * short: counted, and warned), or <0 when reading must stop. */
+static int read_block(struct warc_job *j, struct warc_reader *r)
 {
-    if (strncasecmp(rec->content_type, "text/plain", 10) != 0) {
-        skip(j, "non_text");
-        return 0;
-    }
     sl_buf_reset(&j->block);
     int rc = warc_read_block(r, &j->block);
     if (rc == SL_ERR_TOOBIG) {
@@ -213,7 +211,17 @@ static int do_wet(struct warc_job *j, struct warc_reader *r, const struct warc_r
             j->o->on_warn(j->o->warn_ctx, "incomplete", sl_err_msg());
         return 0;
     }
-    if (rc)
+    return rc ? rc : 1;
+}
+
+static int do_wet(struct warc_job *j, struct warc_reader *r, const struct warc_record *rec)
+{
+    if (strncasecmp(rec->content_type, "text/plain", 10) != 0) {
+        skip(j, "non_text");
+        return 0;
+    }
+    int rc = read_block(j, r);
+    if (rc <= 0)
         return rc;
     sl_counters_add(j->c, "bytes_in", j->block.len);
     sl_buf_reset(&j->utf8);
@@ -250,19 +258,8 @@ static int do_html(struct warc_job *j, struct warc_reader *r, const struct warc_
         skip(j, "too_large");
         return 0;
     }
-    sl_buf_reset(&j->block);
-    int rc = warc_read_block(r, &j->block);
-    if (rc == SL_ERR_TOOBIG) {
-        skip(j, "too_large");
-        return 0;
-    }
-    if (rc == SL_ERR_CORRUPT) {
-        skip(j, "incomplete");
-        if (o->on_warn)
-            o->on_warn(o->warn_ctx, "incomplete", sl_err_msg());
-        return 0;
-    }
-    if (rc)
+    int rc = read_block(j, r);
+    if (rc <= 0)
         return rc;
     sl_counters_add(j->c, "bytes_in", j->block.len);
 
