@@ -26,6 +26,9 @@ struct sl_jsonl_reader {
 
 /* counter slots: the outcomes (enum sl_jsonl_outcome, but for SL_JSONL_DOC), then this */
 enum { C_BLANK = SL_JSONL_BLANK, C_REPAIRED = SL_JSONL_NOUTCOMES };
+/* a line whose invalid UTF-8 was replaced: reported as this reason, counted under this name */
+#define REPAIRED_REASON  "repaired_utf8"
+#define REPAIRED_COUNTER "repaired_utf8_lines"
 
 static int setup(struct sl_jsonl_reader *r, const struct sl_jsonl_opts *o)
 {
@@ -42,7 +45,7 @@ static int setup(struct sl_jsonl_reader *r, const struct sl_jsonl_opts *o)
     if (r->o.counters) {
         for (int i = 0; i < SL_JSONL_NOUTCOMES; i++)
             r->slots[i] = sl_counters_slot(r->o.counters, sl_jsonl_counters[i]);
-        r->slots[C_REPAIRED] = sl_counters_slot(r->o.counters, "repaired_utf8_lines");
+        r->slots[C_REPAIRED] = sl_counters_slot(r->o.counters, REPAIRED_COUNTER);
     }
     return 0;
 }
@@ -91,7 +94,7 @@ static void count(struct sl_jsonl_reader *r, int which)
     if (r->o.counters)
         r->o.counters->values[r->slots[which]]++;
     if ((which == C_BLANK || which == C_REPAIRED) && r->o.on_skip)
-        r->o.on_skip(r->o.ctx, which == C_BLANK ? "blank_line" : "repaired_utf8", NULL);
+        r->o.on_skip(r->o.ctx, which == C_BLANK ? "blank_line" : REPAIRED_REASON, NULL);
 }
 
 /* Apply a line's outcome: its counts and its report to on_skip. */
@@ -116,12 +119,12 @@ const char *const sl_jsonl_reasons[SL_JSONL_NOUTCOMES] = {
 
 const char *sl_jsonl_skip_counter(const char *reason, char *key, size_t n)
 {
-    if (!strcmp(reason, "blank_line"))
-        snprintf(key, n, "blank_lines");
-    else if (!strcmp(reason, "repaired_utf8"))
-        snprintf(key, n, "repaired_utf8_lines");
-    else
-        snprintf(key, n, "skipped_%s", reason);
+    for (int i = 0; i < SL_JSONL_NOUTCOMES; i++)
+        if (!strcmp(reason, sl_jsonl_reasons[i]))
+            return sl_jsonl_counters[i];
+    if (!strcmp(reason, REPAIRED_REASON))
+        return REPAIRED_COUNTER;
+    snprintf(key, n, "skipped_%s", reason);
     return key;
 }
 

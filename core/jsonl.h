@@ -69,8 +69,9 @@ enum sl_jsonl_outcome {
  * ("invalid_json", ..., "blank_line") of the skip outcomes. */
 extern const char *const sl_jsonl_counters[SL_JSONL_NOUTCOMES];
 extern const char *const sl_jsonl_reasons[SL_JSONL_NOUTCOMES];
-/* The counter of an on_skip reason, written to key (n bytes) and returned: "blank_lines",
- * "repaired_utf8_lines" or "skipped_<reason>". */
+/* The counter of an on_skip reason: the sl_jsonl_counters entry of a skip reason,
+ * "repaired_utf8_lines" for "repaired_utf8", else "skipped_<reason>" written to key (n
+ * bytes). */
 const char *sl_jsonl_skip_counter(const char *reason, char *key, size_t n);
 
 struct sl_jsonl_line {

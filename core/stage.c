@@ -565,8 +565,8 @@ static size_t unit_count(const struct sl_stage_files *job)
 void sl_stage_count_skip(void *ctx, const char *reason, const char *message)
 {
     struct sl_counters *c = ctx;
-    char key[64];
-    sl_jsonl_skip_counter(reason, key, sizeof(key));
+    char buf[64];
+    const char *key = sl_jsonl_skip_counter(reason, buf, sizeof(buf));
     sl_counters_add(c, key, 1);
     if (!strncmp(key, "skipped_", 8))
         sl_counters_add(c, "documents_in", 1);

@@ -35,12 +35,12 @@ static inline const char *sl_strset_str(const struct sl_strset *s, const struct 
 {
     return s->arena + e->off;
 }
-/* Add every line of a text (trimmed of spaces and \r; empty lines and lines starting with
- * '#' when skip_comments is set are left out), each with value 1; with `lower`, ASCII and
- * Unicode letters are lower-cased first. Returns the number of lines added. */
 /* The next line of a word list at *p (before end), without the spaces, tabs and CRs around
  * it, in [*a, *b); *p moves past its newline. */
 void sl_strset_next_line(const char **p, const char *end, const char **a, const char **b);
+/* Add every line of a text (trimmed of spaces and \r; empty lines and lines starting with
+ * '#' when skip_comments is set are left out), each with value 1; with `lower`, ASCII and
+ * Unicode letters are lower-cased first. Returns the number of lines added. */
 size_t sl_strset_add_lines(struct sl_strset *s, const char *text, size_t n, int lower,
                            int skip_comments);
 

@@ -128,8 +128,8 @@ static void on_skip(void *ctx, const char *reason, const char *message)
     /* Lines outside this rank's range belong to another rank, which reports them. */
     if (g < s->lo || g >= s->hi)
         return;
-    char key[48];
-    sl_jsonl_skip_counter(reason, key, sizeof(key));
+    char buf[48];
+    const char *key = sl_jsonl_skip_counter(reason, buf, sizeof(buf));
     struct out_state *os = s->os;
     uint64_t k = shard_of(g, s->nshards, s->total);
     if (os->name && k + 1 == os->next) {
@@ -143,8 +143,7 @@ static void on_skip(void *ctx, const char *reason, const char *message)
         snprintf(os->pend[os->npend].key, sizeof(os->pend[0].key), "%s", key);
         os->npend++;
     }
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
+    sl_warn_skip(NULL, reason, message);
 }
 
 /* Pass 1: decompressed size of a file and its number of lines (an upper bound on its

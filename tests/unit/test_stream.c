@@ -88,7 +88,7 @@ TEST(stream_padding_and_trailing_garbage)
     make_text(&text, 50);
     const size_t pads[] = { 1, 300, 300000 }; /* the last more than an input window */
     for (size_t i = 0; i < 2; i++) {
-        for (size_t j = 0; j < 3; j++) {
+        for (size_t j = 0; j < sizeof(pads) / sizeof(pads[0]); j++) {
             size_t pad = pads[j];
             struct sl_buf z = SL_BUF_INIT, back = SL_BUF_INIT;
             compress(codecs[i], &text, &z);
