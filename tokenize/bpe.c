@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define SMALL_PIECE 48
 #define CACHE_KEY   24
@@ -712,14 +713,18 @@ void bpe_free(struct bpe *b)
 {
     if (!b)
         return;
-    free(b->off);
-    free(b->bytes);
-    free(b->flags);
-    free(b->vtab);
-    free(b->ptab);
-    free(b->merge_id);
-    free(b->bp);
-    free(b->filter);
+    if (b->map) {
+        munmap(b->map, b->map_len);
+    } else {
+        free(b->off);
+        free(b->bytes);
+        free(b->flags);
+        free(b->vtab);
+        free(b->ptab);
+        free(b->merge_id);
+        free(b->bp);
+        free(b->filter);
+    }
     for (size_t i = 0; i < b->nspec; i++)
         free(b->spec[i].name);
     free(b->spec);

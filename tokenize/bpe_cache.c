@@ -1,5 +1,6 @@
 /* The compiled-vocabulary cache (bpe_cache.h): struct bpe's tables written out after a
- * header, and read back straight into fresh tables, checked before use. */
+ * header, each at a 64-byte boundary, and used where they lie in a read-only mapping of
+ * the file, checked before use. */
 #include "tokenize/bpe_cache.h"
 
 #include "core/alloc.h"
@@ -10,15 +11,18 @@
 #include "tokenize/bpe_impl.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Bump when struct bpe's tables or their meaning change: older files are then ignored. */
-#define CACHE_VERSION 1
+#define CACHE_VERSION 2
+#define TABLE_ALIGN   64
 #define CACHE_MAGIC   "SLBPEC\r\n"
 #define MAX_SPECIALS  4096
 
@@ -78,10 +82,39 @@ struct bpe_cache_key bpe_cache_key(const char *how, int arg, const void *a, size
     return key_end(hs);
 }
 
+/* A regular, uncompressed file's bytes hashed where they lie in a mapping of it (copying
+ * o200k_base's 3.6 MB rank file out of the page cache was the largest part of a start that
+ * finds its cache entry): 1 when done, 0 to read it through the reader instead. */
+static int key_file_mapped(struct sl_hasher hs[2], const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC), done = 0;
+    struct stat st;
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 6 &&
+        (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
+        size_t n = (size_t)st.st_size;
+        const unsigned char *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (m != MAP_FAILED) {
+            const char *unsupported = NULL;
+            if (sl_codec_detect(m, n, &unsupported) == SL_CODEC_NONE && !unsupported) {
+                key_bytes(hs, m, n);
+                key_u64(hs, n);
+                done = 1;
+            }
+            munmap((void *)m, n);
+        }
+    }
+    close(fd);
+    return done;
+}
+
 /* One file's bytes (decompressed, as sl_read_file gives them) into the key, then its length:
  * 0, or the reader's error naming the file. */
 static int key_file(struct sl_hasher hs[2], const char *path, char *chunk, size_t chunk_size)
 {
+    if (key_file_mapped(hs, path))
+        return 0;
     struct sl_reader *r;
     int rc = sl_reader_open(&r, path, NULL);
     if (rc)
@@ -171,6 +204,12 @@ static size_t tables_of(const struct bpe *b, const struct head *h, struct table 
     return k;
 }
 
+/* Zero bytes that take an offset in the file to the next table's boundary. */
+static size_t pad_of(uint64_t at)
+{
+    return (size_t)(-at & (TABLE_ALIGN - 1));
+}
+
 static void head_of(const struct bpe *b, struct bpe_cache_key key, struct head *h)
 {
     memset(h, 0, sizeof(*h));
@@ -205,10 +244,13 @@ void bpe_cache_write_buf(const struct bpe *b, struct bpe_cache_key key, struct s
     struct table t[8];
     size_t nt = tables_of(b, &h, t);
     size_t at = out->len;
+    static const char zeros[TABLE_ALIGN];
     sl_buf_append(out, &h, sizeof(h));
-    for (size_t i = 0; i < nt; i++)
-        if (t[i].n)
-            sl_buf_append(out, t[i].p, t[i].n);
+    for (size_t i = 0; i < nt; i++) {
+        sl_buf_append(out, zeros, pad_of(out->len - at));
+        sl_buf_append(out, t[i].p, t[i].n);
+    }
+    sl_buf_append(out, zeros, pad_of(out->len - at));
     for (size_t i = 0; i < b->nspec; i++) {
         uint32_t v[2] = { b->spec[i].id, (uint32_t)strlen(b->spec[i].name) };
         sl_buf_append(out, v, sizeof(v));
@@ -274,37 +316,20 @@ void bpe_cache_put(const struct bpe *b, struct bpe_cache_key key)
 
 /* ---- reading ----------------------------------------------------------------------- */
 
-/* Where the bytes come from: memory, or a file read with pread (straight into the tables,
- * which are allocated for random lookups). */
+/* The file's bytes, read from the start. */
 struct src {
     const unsigned char *mem;
-    int fd;
     uint64_t size, at;
-    struct sl_hasher h; /* of what is read, once hashing is on */
-    int hashing;
 };
 
-static int src_get(struct src *s, void *dst, size_t n)
+/* n bytes at the reading position (NULL when fewer remain), and the position past them. */
+static const void *src_take(struct src *s, uint64_t n)
 {
     if (n > s->size - s->at)
-        return -1;
-    if (s->mem) {
-        memcpy(dst, s->mem + s->at, n);
-    } else {
-        size_t done = 0;
-        while (done < n) {
-            ssize_t r = pread(s->fd, (char *)dst + done, n - done, (off_t)(s->at + done));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                return -1;
-            done += (size_t)r;
-        }
-    }
+        return NULL;
+    const void *p = s->mem + s->at;
     s->at += n;
-    if (s->hashing)
-        sl_hasher_update(&s->h, dst, n);
-    return 0;
+    return p;
 }
 
 static int is_pow2(uint64_t x)
@@ -326,8 +351,141 @@ static uint32_t merged_of(const struct bpe *b, uint32_t rank, uint32_t n_merges)
     return id < UINT32_MAX ? (uint32_t)id : UINT32_MAX;
 }
 
+/* The large tables' checks, four 64-bit entries at a time (a second copy for AVX2
+ * machines is chosen at load time): with a branch or a maximum per entry, checking
+ * o200k_base's 12 MB of them was the largest part of every start. */
+typedef int64_t v4i __attribute__((vector_size(32)));
+typedef uint64_t v4u __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
+#define CHECK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CHECK_CLONES
+#endif
+
+/* Nonzero when one of the pair table's slots (at t, any alignment) that is used names an id
+ * >= n or a rank >= nrank. */
+CHECK_CLONES static int pairs_out_of_range(const unsigned char *t, uint64_t slots, int64_t n,
+                                           int64_t nrank)
+{
+    v4i badv = { 0 };
+    uint64_t i = 0;
+    for (; i + 4 <= slots; i += 4) {
+        v4u e;
+        memcpy(&e, t + i * 8, sizeof(e));
+        v4i used = e != (v4u){ PAIR_EMPTY, PAIR_EMPTY, PAIR_EMPTY, PAIR_EMPTY };
+        v4i l = (v4i)(e >> (BPE_RANK_BITS + BPE_ID_BITS));
+        v4i r = (v4i)((e >> BPE_RANK_BITS) & BPE_MAX_IDS);
+        v4i rank = (v4i)(e & ((1u << BPE_RANK_BITS) - 1));
+        badv |= used & ((l >= n) | (r >= n) | (rank >= nrank));
+    }
+    int bad_ = (badv[0] | badv[1] | badv[2] | badv[3]) != 0;
+    for (; i < slots; i++) {
+        uint64_t e;
+        memcpy(&e, t + i * 8, 8);
+        uint64_t key = e >> BPE_RANK_BITS;
+        bad_ |= e != PAIR_EMPTY &&
+                ((int64_t)(key >> BPE_ID_BITS) >= n || (int64_t)(key & BPE_MAX_IDS) >= n ||
+                 (int64_t)(e & ((1u << BPE_RANK_BITS) - 1)) >= nrank);
+    }
+    return bad_;
+}
+
+/* Nonzero when a token slot's id + 1 (slots at t, any alignment) exceeds n. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ID1_SHIFT 32
+#else
+#define ID1_SHIFT 0
+#endif
+CHECK_CLONES static int ids_above(const unsigned char *t, uint64_t slots, int64_t n)
+{
+    _Static_assert(sizeof(struct vslot) == 8 && offsetof(struct vslot, id1) == 4, "vslot");
+    v4i badv = { 0 };
+    uint64_t i = 0;
+    for (; i + 4 <= slots; i += 4) {
+        v4u e;
+        memcpy(&e, t + i * 8, sizeof(e));
+        badv |= (v4i)((e >> ID1_SHIFT) & UINT32_MAX) > n;
+    }
+    int bad_ = (badv[0] | badv[1] | badv[2] | badv[3]) != 0;
+    for (; i < slots; i++) {
+        struct vslot v;
+        memcpy(&v, t + i * 8, 8);
+        bad_ |= v.id1 > n;
+    }
+    return bad_;
+}
+
+/* Nonzero when a value of the table exceeds top. */
+CHECK_CLONES static int u32s_above(const uint32_t *t, uint64_t count, uint32_t top)
+{
+    typedef uint32_t v8u __attribute__((vector_size(32)));
+    typedef int32_t v8i __attribute__((vector_size(32)));
+    v8i badv = { 0 };
+    uint64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        v8u v;
+        memcpy(&v, t + i, sizeof(v));
+        badv |= v > top;
+    }
+    int bad_ = 0;
+    for (int k = 0; k < 8; k++)
+        bad_ |= badv[k] != 0;
+    for (; i < count; i++)
+        bad_ |= t[i] > top;
+    return bad_;
+}
+
+/* The part of [p, p + n) that lies in [t, t + tn), as (*from, count of bytes). */
+static uint64_t overlap(const unsigned char *p, uint64_t n, const unsigned char *t, uint64_t tn,
+                        const unsigned char **from)
+{
+    const unsigned char *lo = p > t ? p : t, *hi = p + n < t + tn ? p + n : t + tn;
+    *from = lo;
+    return hi > lo ? (uint64_t)(hi - lo) : 0;
+}
+
+/* One pass over the file after its header: its checksum (when check_sum) and the checks of
+ * the token and pair tables (vtab, ptab: o200k_base's 12 MB), piece by piece while each
+ * piece is in the core's cache. Two passes, the second after the first had pushed the
+ * start of the file out of the caches, were most of the time of a start. */
+static int verify(const struct src *s, const struct head *h, const void *vtab, const void *ptab,
+                  int check_sum)
+{
+    enum { PIECE = 1 << 17 };
+    struct head h0 = *h;
+    h0.payload_hash = 0;
+    struct sl_hasher hs;
+    sl_hasher_init(&hs, 0);
+    sl_hasher_update(&hs, &h0, sizeof(h0));
+    int64_t n = h->n_vocab;
+    int64_t nrank = h->n_merges ? h->n_merges : h->merge_off < n ? n - h->merge_off : 0;
+    uint64_t vn = (h->vmask + 1) * 8, pn = (h->pmask + 1) * 8;
+    int vbad = 0, pbad = 0;
+    for (uint64_t pos = sizeof(*h); pos < s->size; pos += PIECE) {
+        uint64_t len = s->size - pos < PIECE ? s->size - pos : PIECE;
+        const unsigned char *p = s->mem + pos, *from;
+        if (check_sum)
+            sl_hasher_update(&hs, p, len);
+        uint64_t k = overlap(p, len, vtab, vn, &from);
+        if (k)
+            vbad |= ids_above(from, k / 8, n);
+        k = overlap(p, len, ptab, pn, &from);
+        if (k)
+            pbad |= pairs_out_of_range(from, k / 8, n, nrank);
+    }
+    uint64_t sum = sl_hasher_final(&hs); /* also frees its state */
+    if (check_sum && sum != h->payload_hash)
+        return bad("its checksum does not match (damaged)");
+    if (vbad)
+        return bad("a vocabulary slot names an id past the end");
+    if (pbad)
+        return bad("a pair names an id past the end");
+    return 0;
+}
+
 /* Every id and offset in the tables within bounds, so that encoding cannot read outside
- * them whatever the file holds. */
+ * them whatever the file holds (the token and pair tables: verify). */
 static int check_tables(const struct bpe *b, const struct head *h)
 {
     uint32_t n = b->n_vocab;
@@ -340,32 +498,8 @@ static int check_tables(const struct bpe *b, const struct head *h)
     for (int c = 0; c < 256; c++)
         if (b->byte_id[c] >= n || b->off[b->byte_id[c] + 1] - b->off[b->byte_id[c]] != 1)
             return bad("a byte's token is not one byte");
-    /* the large tables: the largest value of each field, without a branch per entry (with
-     * one, checking o200k_base's 12 MB of them took 2.8 ms more of every start) */
-    uint32_t top = 0;
-    for (uint64_t i = 0; i <= b->vmask; i++)
-        top = b->vtab[i].id1 > top ? b->vtab[i].id1 : top;
-    if (top > n)
-        return bad("a vocabulary slot names an id past the end");
-    top = 0;
-    for (uint32_t r = 0; r < h->n_merges; r++)
-        top = b->merge_id[r] > top ? b->merge_id[r] : top;
-    if (h->n_merges && top >= n)
+    if (h->n_merges && u32s_above(b->merge_id, h->n_merges, n - 1))
         return bad("a merge makes an id past the end");
-    /* a pair's ids and rank (merged_of grows with the rank) */
-    uint64_t ids = 0, ranks = 0, pairs = 0;
-    for (uint64_t i = 0; i <= b->pmask; i++) {
-        uint64_t e = b->ptab[i], used = e == PAIR_EMPTY ? 0 : ~(uint64_t)0;
-        uint64_t key = e >> BPE_RANK_BITS;
-        uint64_t l = key >> BPE_ID_BITS, r = key & BPE_MAX_IDS;
-        uint64_t rank = e & ((1u << BPE_RANK_BITS) - 1);
-        ids = (l & used) > ids ? (l & used) : ids;
-        ids = (r & used) > ids ? (r & used) : ids;
-        ranks = (rank & used) > ranks ? (rank & used) : ranks;
-        pairs |= used;
-    }
-    if (pairs && (ids >= n || merged_of(b, (uint32_t)ranks, h->n_merges) >= n))
-        return bad("a pair names an id past the end");
     for (uint32_t i = 0; i < 256 * 256; i++)
         if (b->bp[i] != RANK_NONE && merged_of(b, b->bp[i], h->n_merges) >= n)
             return bad("a byte pair names an id past the end");
@@ -382,13 +516,14 @@ static int read_specials(struct bpe *b, struct src *s, const struct head *h)
     b->spec = sl_xcalloc(h->nspec ? h->nspec : 1, sizeof(*b->spec));
     for (uint32_t i = 0; i < h->nspec; i++) {
         uint32_t v[2];
-        if (src_get(s, v, sizeof(v)) || v[1] > 4096)
+        const void *p = src_take(s, sizeof(v));
+        if (!p)
+            return bad("a special token is cut");
+        memcpy(v, p, sizeof(v));
+        if (v[1] > 4096 || !(p = src_take(s, v[1])))
             return bad("a special token is cut");
         char *name = sl_xmalloc((size_t)v[1] + 1);
-        if (src_get(s, name, v[1])) {
-            free(name);
-            return bad("a special token is cut");
-        }
+        memcpy(name, p, v[1]);
         name[v[1]] = 0;
         b->spec[b->nspec].name = name;
         b->spec[b->nspec].id = v[0];
@@ -397,12 +532,17 @@ static int read_specials(struct bpe *b, struct src *s, const struct head *h)
     return 0;
 }
 
-static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key, int check_sum)
+/* The file's tables: used where they lie when borrow is set (the bytes then belong to the
+ * tokenizer: a mapping of the file, unmapped by bpe_free), else copied into fresh tables. */
+static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key, int check_sum,
+                      int borrow)
 {
     *out = NULL;
     struct head h;
-    if (s->size < sizeof(h) || src_get(s, &h, sizeof(h)))
+    const void *hp = src_take(s, sizeof(h));
+    if (!hp)
         return bad("shorter than its header");
+    memcpy(&h, hp, sizeof(h));
     if (memcmp(h.magic, CACHE_MAGIC, 8) || h.version != CACHE_VERSION || h.head_size != sizeof(h))
         return bad("not a vocabulary cache of this version");
     if (check_sum && (h.key_lo != key.lo || h.key_hi != key.hi))
@@ -415,14 +555,9 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
         !is_pow2(h.pmask + 1) || h.pmask >= (1ull << 40) ||
         (h.pshift != 64 - __builtin_ctzll(h.pmask + 1)) || h.fshift < 30 || h.fshift > 48 ||
         h.filter_words != ((uint64_t)1 << (64 - h.fshift)) / 64 ||
-        h.n_merges >= (1u << BPE_RANK_BITS) || h.pretok < PRETOK_GPT2 || h.pretok > PRETOK_O200K)
+        h.n_merges >= (1u << BPE_RANK_BITS) || h.pretok < PRETOK_GPT2 || h.pretok > PRETOK_O200K ||
+        h.nspec > MAX_SPECIALS || h.spec_bytes > (uint64_t)h.nspec * (8 + 4096))
         return bad("table sizes out of range");
-    /* the checksum covers the whole file, with its own field as 0 */
-    struct head h0 = h;
-    h0.payload_hash = 0;
-    sl_hasher_init(&s->h, 0);
-    sl_hasher_update(&s->h, &h0, sizeof(h0));
-    s->hashing = 1;
     struct bpe *b = sl_xcalloc(1, sizeof(*b));
     b->pretok = (enum pretok_kind)h.pretok;
     b->tiktoken = h.tiktoken;
@@ -436,37 +571,66 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
     b->pshift = h.pshift;
     b->fshift = h.fshift;
     memcpy(b->byte_id, h.byte_id, sizeof(b->byte_id));
-    uint64_t need = ((uint64_t)h.n_vocab + 1) * 4 + h.bytes_len + h.n_vocab + (h.vmask + 1) * 8 +
-                    (h.pmask + 1) * 8 + (uint64_t)h.n_merges * 4 + 256 * 256 * 4 +
-                    h.filter_words * 8 + h.spec_bytes;
+    /* each table at the next 64-byte boundary, the special tokens' records too */
+    uint64_t size[8] = { ((uint64_t)h.n_vocab + 1) * 4, h.bytes_len, h.n_vocab,
+                         (h.vmask + 1) * sizeof(struct vslot), (h.pmask + 1) * 8,
+                         (uint64_t)h.n_merges * 4, 256 * 256 * 4, h.filter_words * 8 };
+    uint64_t need = 0;
+    for (int i = 0; i < 8; i++)
+        need += size[i] + pad_of(sizeof(h) + need);
+    need += pad_of(sizeof(h) + need) + h.spec_bytes;
     int rc = need != h.payload_bytes ? bad("its tables do not add up to its size") : 0;
-    if (!rc) {
-        b->off = sl_xmalloc(((size_t)h.n_vocab + 1) * sizeof(uint32_t));
-        b->bytes = sl_xmalloc(h.bytes_len + 1);
-        b->flags = sl_xmalloc(h.n_vocab);
-        /* tables read whole from the file: not zeroed first */
-        b->vtab = sl_xmalloc_table((h.vmask + 1) * sizeof(*b->vtab));
-        b->ptab = sl_xmalloc_table((h.pmask + 1) * sizeof(*b->ptab));
-        if (h.n_merges)
-            b->merge_id = sl_xmalloc((size_t)h.n_merges * sizeof(uint32_t));
-        b->bp = sl_xmalloc(256 * 256 * sizeof(*b->bp));
-        b->filter = sl_xmalloc_table(h.filter_words * sizeof(uint64_t));
-        struct table t[8];
-        size_t nt = tables_of(b, &h, t);
-        for (size_t i = 0; i < nt && !rc; i++)
-            if (t[i].n && src_get(s, (void *)t[i].p, t[i].n))
-                rc = bad("cut inside its tables");
+    const void *at[8];
+    for (int i = 0; i < 8 && !rc; i++) {
+        s->at += pad_of(s->at);
+        if (!(at[i] = src_take(s, size[i])))
+            rc = bad("cut inside its tables");
     }
-    if (!rc)
+    if (!rc) {
+        s->at += pad_of(s->at);
         rc = read_specials(b, s, &h);
-    uint64_t sum = sl_hasher_final(&s->h);
+    }
     if (!rc && s->at != s->size)
         rc = bad("bytes after its tables");
-    if (!rc && check_sum && sum != h.payload_hash)
-        rc = bad("its checksum does not match (damaged)");
+    /* the checksum covers the whole file, with its own field as 0 */
+    if (!rc)
+        rc = verify(s, &h, at[3], at[4], check_sum);
+    if (!rc && borrow) {
+        b->off = (uint32_t *)at[0];
+        b->bytes = (u8 *)at[1];
+        b->flags = (u8 *)at[2];
+        b->vtab = (struct vslot *)at[3];
+        b->ptab = (uint64_t *)at[4];
+        b->merge_id = h.n_merges ? (uint32_t *)at[5] : NULL;
+        b->bp = (uint32_t *)at[6];
+        b->filter = (uint64_t *)at[7];
+        b->map = (void *)s->mem;
+        b->map_len = s->size;
+    } else if (!rc) {
+        b->off = sl_xmalloc(size[0]);
+        b->bytes = sl_xmalloc(size[1] + 1);
+        b->flags = sl_xmalloc(size[2] + 1);
+        b->vtab = sl_xmalloc_table(size[3]);
+        b->ptab = sl_xmalloc_table(size[4]);
+        if (h.n_merges)
+            b->merge_id = sl_xmalloc(size[5]);
+        b->bp = sl_xmalloc(size[6]);
+        b->filter = sl_xmalloc_table(size[7]);
+        void *to[8] = { b->off, b->bytes, b->flags, b->vtab, b->ptab, b->merge_id, b->bp, b->filter };
+        for (int i = 0; i < 8; i++)
+            if (size[i])
+                memcpy(to[i], at[i], size[i]);
+    }
     if (!rc)
         rc = check_tables(b, &h);
     if (rc) {
+        if (b->map) { /* the tables are the caller's to unmap */
+            b->map = NULL;
+            b->off = b->merge_id = b->bp = NULL;
+            b->bytes = b->flags = NULL;
+            b->vtab = NULL;
+            b->ptab = b->filter = NULL;
+        }
         bpe_free(b);
         return rc;
     }
@@ -478,8 +642,8 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
 int bpe_cache_read_mem(struct bpe **out, const void *data, size_t n, struct bpe_cache_key key,
                        int check_sum)
 {
-    struct src s = { .mem = data, .fd = -1, .size = n };
-    return read_cache(out, &s, key, check_sum);
+    struct src s = { .mem = data, .size = n };
+    return read_cache(out, &s, key, check_sum, 0);
 }
 
 struct bpe *bpe_cache_get(struct bpe_cache_key key)
@@ -491,10 +655,17 @@ struct bpe *bpe_cache_get(struct bpe_cache_key key)
     struct bpe *b = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        struct src s = { .mem = NULL, .fd = fd, .size = (uint64_t)st.st_size };
-        if (read_cache(&b, &s, key, 1))
-            b = NULL;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
+        /* mapped, not read: no fresh pages to zero and fill (most of the load's time) */
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (m != MAP_FAILED) {
+            struct src s = { .mem = m, .size = (uint64_t)st.st_size };
+            if (read_cache(&b, &s, key, 1, 1)) {
+                b = NULL;
+                munmap(m, (size_t)st.st_size);
+            }
+        }
         sl_err_clear();
     }
     if (fd >= 0)

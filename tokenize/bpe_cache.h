@@ -1,7 +1,7 @@
 /* The compiled-vocabulary cache: a byte-level BPE vocabulary, once loaded from its files,
  * is saved with its hash tables in a file named after a hash of those files, so that the
- * next process reads its tables back instead of building them again (o200k_base: building
- * takes most of 0.1-0.2 CPU s; reading ~25 MB back, a few milliseconds).
+ * next process uses its tables instead of building them again (o200k_base: building takes
+ * most of 0.1-0.2 CPU s; mapping the 16 MB file and checking it, a few milliseconds).
  *
  * Where: $SLUICE_CACHE_DIR, else $XDG_CACHE_HOME/sluice, else $HOME/.cache/sluice;
  * SLUICE_CACHE_DIR set but empty turns the cache off. A file is written under a temporary
@@ -25,14 +25,14 @@ struct bpe_cache_key {
 };
 struct bpe_cache_key bpe_cache_key(const char *how, int arg, const void *a, size_t alen,
                                    const void *b, size_t blen);
-/* The same key for the contents of files a and b (b NULL: none), read as sl_read_file
- * reads them but a piece at a time, never held whole: 0, or the reader's error, which
- * names the file. */
+/* The same key for the contents of files a and b (b NULL: none), as sl_read_file reads
+ * them, never copied whole (an uncompressed file is hashed in a mapping of it, a compressed
+ * one a piece at a time): 0, or the reader's error, which names the file. */
 int bpe_cache_key_files(struct bpe_cache_key *k, const char *how, int arg, const char *a,
                         const char *b);
 
 /* The cached vocabulary of this key, or NULL (no cache, no file, or a file that does not
- * check out). */
+ * check out). Its tables lie in a read-only mapping of the file, unmapped by bpe_free. */
 struct bpe *bpe_cache_get(struct bpe_cache_key key);
 /* Save b under key (best effort: nothing happens when the cache is off or not writable). */
 void bpe_cache_put(const struct bpe *b, struct bpe_cache_key key);

@@ -54,6 +54,8 @@ struct bpe {
     struct special *spec;
     size_t nspec;
     int from_cache; /* read back from the compiled-vocabulary cache (bpe_cache.h) */
+    void *map;      /* when set, the tables lie in this mapping of a cache file */
+    size_t map_len;
 };
 
 static inline uint64_t bpe_mix64(uint64_t h)

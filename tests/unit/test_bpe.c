@@ -9,6 +9,7 @@
 #include "core/stream.h"
 #include "tokenize/bpe.h"
 #include "tokenize/bpe_cache.h"
+#include "tokenize/bpe_impl.h"
 #include "tokenize/pretok.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -694,6 +695,70 @@ TEST(bpe_vocabulary_cache)
     CHECK_EQ_INT(bpe_from_cache(b), 0);
     bpe_free(b);
     CHECK_EQ_INT(cache_files(dir), 2);
+}
+
+/* The file's 8 bytes equal to v (a table entry), searched on 8-byte boundaries. */
+static size_t find_u64(const struct sl_buf *f, uint64_t v)
+{
+    for (size_t at = 0; at + 8 <= f->len; at += 8)
+        if (!memcmp(f->data + at, &v, 8))
+            return at;
+    return SIZE_MAX;
+}
+
+/* A u64 written at a file offset; the file read back without its checksum: 0 or an error. */
+static int read_patched(struct sl_buf *f, size_t at, uint64_t v, struct bpe_cache_key key)
+{
+    uint64_t save;
+    memcpy(&save, f->data + at, 8);
+    memcpy(f->data + at, &v, 8);
+    struct bpe *c = NULL;
+    int rc = bpe_cache_read_mem(&c, f->data, f->len, key, 0);
+    bpe_free(c);
+    memcpy(f->data + at, &save, 8);
+    return rc;
+}
+
+/* The bounds of the large tables, at the edge: a pair naming the last id or the last rank is taken, one past either refused; a token
+ * slot naming the last id is taken, one past refused (for GPT-2's merges.txt, whose merged
+ * ids come from the rank, and a rank file's). */
+TEST(bpe_vocabulary_cache_bounds)
+{
+    static const char *const which[] = { "gpt2", "r50k_base" };
+    for (int w = 0; w < 2; w++) {
+        struct bpe *b = load(which[w]);
+        REQUIRE(b);
+        struct bpe_cache_key key = bpe_cache_key("test", 0, "a", 1, NULL, 0);
+        struct sl_buf f = SL_BUF_INIT;
+        bpe_cache_write_buf(b, key, &f);
+        uint64_t n = b->n_vocab;
+        uint64_t nrank = b->merge_id ? b->n_merges : n - b->merge_off;
+        uint64_t pair = PAIR_EMPTY, slot = 0;
+        for (uint64_t i = 0; i <= b->pmask && pair == PAIR_EMPTY; i++)
+            pair = b->ptab[i];
+        for (uint64_t i = 0; i <= b->vmask && !slot; i++)
+            if (b->vtab[i].id1)
+                memcpy(&slot, &b->vtab[i], 8);
+        size_t pat = find_u64(&f, pair), vat = find_u64(&f, slot);
+        REQUIRE(pat != SIZE_MAX && vat != SIZE_MAX);
+        uint64_t key_of = pair >> BPE_RANK_BITS, l = key_of >> BPE_ID_BITS;
+        uint64_t rank = pair & ((1u << BPE_RANK_BITS) - 1);
+        CHECK_EQ_INT(read_patched(&f, pat, ((l << BPE_ID_BITS | (n - 1)) << BPE_RANK_BITS) | rank, key), 0);
+        CHECK_EQ_INT(read_patched(&f, pat, ((l << BPE_ID_BITS | n) << BPE_RANK_BITS) | rank, key),
+                     SL_ERR_FORMAT);
+        CHECK_CONTAINS(sl_err_msg(), "pair");
+        CHECK_EQ_INT(read_patched(&f, pat, ((n - 1) << BPE_ID_BITS | (n - 1)) << BPE_RANK_BITS | rank, key), 0);
+        CHECK_EQ_INT(read_patched(&f, pat, (n << BPE_ID_BITS | 0) << BPE_RANK_BITS | rank, key),
+                     SL_ERR_FORMAT);
+        CHECK_EQ_INT(read_patched(&f, pat, key_of << BPE_RANK_BITS | (nrank - 1), key), 0);
+        CHECK_EQ_INT(read_patched(&f, pat, key_of << BPE_RANK_BITS | nrank, key), SL_ERR_FORMAT);
+        uint64_t tag = slot & UINT32_MAX;
+        CHECK_EQ_INT(read_patched(&f, vat, n << 32 | tag, key), 0);
+        CHECK_EQ_INT(read_patched(&f, vat, (n + 1) << 32 | tag, key), SL_ERR_FORMAT);
+        CHECK_CONTAINS(sl_err_msg(), "vocabulary slot");
+        sl_buf_release(&f);
+        bpe_free(b);
+    }
 }
 
 /* The key of files hashed as they are read equals the key of their bytes in memory, for a
