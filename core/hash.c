@@ -1,13 +1,36 @@
-/* XXH3 wrappers and CRC-32C. */
+/* XXH3 wrappers and CRC-32C. XXH3-64 is the system library's, or on a CPU with AVX2 the
+ * same function compiled for it (core/xxh3_avx2.c), which gives the same hashes. */
 #include "core/hash.h"
+
+#include "core/xxh3_avx2.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
 
+#if SL_XXH3_AVX2
+/* 1 when the AVX2 build of XXH3-64 is used: decided at the first call (threads that race
+ * there decide the same), so that a hasher's state is always of the build that made it. */
+static int use_avx2(void)
+{
+    static int v = -1;
+    int u = __atomic_load_n(&v, __ATOMIC_RELAXED);
+    if (u < 0) {
+        __builtin_cpu_init();
+        u = __builtin_cpu_supports("avx2") != 0;
+        __atomic_store_n(&v, u, __ATOMIC_RELAXED);
+    }
+    return u;
+}
+#endif
+
 uint64_t sl_hash64(const void *data, size_t n, uint64_t seed)
 {
+#if SL_XXH3_AVX2
+    if (use_avx2())
+        return sl_xxh3_avx2(data, n, seed);
+#endif
     return XXH3_64bits_withSeed(data, n, seed);
 }
 
@@ -25,6 +48,12 @@ void sl_hash128_hex(struct sl_hash128 h, char out[33])
 
 void sl_hasher_init(struct sl_hasher *h, uint64_t seed)
 {
+#if SL_XXH3_AVX2
+    if (use_avx2()) {
+        h->state = sl_xxh3_avx2_new(seed);
+        return;
+    }
+#endif
     XXH3_state_t *s = XXH3_createState();
     XXH3_64bits_reset_withSeed(s, seed);
     h->state = s;
@@ -32,6 +61,12 @@ void sl_hasher_init(struct sl_hasher *h, uint64_t seed)
 
 void sl_hasher_update(struct sl_hasher *h, const void *data, size_t n)
 {
+#if SL_XXH3_AVX2
+    if (use_avx2()) {
+        sl_xxh3_avx2_update(h->state, data, n);
+        return;
+    }
+#endif
     XXH3_64bits_update(h->state, data, n);
 }
 
@@ -50,6 +85,13 @@ void sl_hasher_u64(struct sl_hasher *h, uint64_t v)
 
 uint64_t sl_hasher_final(struct sl_hasher *h)
 {
+#if SL_XXH3_AVX2
+    if (use_avx2()) {
+        uint64_t v = sl_xxh3_avx2_final(h->state);
+        h->state = NULL;
+        return v;
+    }
+#endif
     uint64_t v = XXH3_64bits_digest(h->state);
     XXH3_freeState(h->state);
     h->state = NULL;
