@@ -82,31 +82,45 @@ struct bpe_cache_key bpe_cache_key(const char *how, int arg, const void *a, size
     return key_end(hs);
 }
 
+/* A read-only mapping of a regular file of 1 byte to 1 TiB (*n its size), its pages faulted
+ * in now, or NULL. When peek is set, the file is mapped only if its first bytes are not a
+ * compressed format's (sl_codec_detect): the key then reads it through the reader. */
+static const unsigned char *map_file(const char *path, size_t *n, int peek)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+             (uint64_t)st.st_size < ((uint64_t)1 << 40);
+    if (ok && peek) {
+        unsigned char head[8];
+        const char *unsupported = NULL;
+        ok = pread(fd, head, sizeof(head), 0) == (ssize_t)sizeof(head) &&
+             sl_codec_detect(head, sizeof(head), &unsupported) == SL_CODEC_NONE && !unsupported;
+    }
+    void *m = ok ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)
+                 : MAP_FAILED;
+    close(fd);
+    if (m == MAP_FAILED)
+        return NULL;
+    *n = (size_t)st.st_size;
+    return m;
+}
+
 /* A regular, uncompressed file's bytes hashed where they lie in a mapping of it (copying
  * o200k_base's 3.6 MB rank file out of the page cache was the largest part of a start that
  * finds its cache entry): 1 when done, 0 to read it through the reader instead. */
 static int key_file_mapped(struct sl_hasher hs[2], const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC), done = 0;
-    struct stat st;
-    if (fd < 0)
+    size_t n;
+    const unsigned char *m = map_file(path, &n, 1);
+    if (!m)
         return 0;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 6 &&
-        (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
-        size_t n = (size_t)st.st_size;
-        const unsigned char *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (m != MAP_FAILED) {
-            const char *unsupported = NULL;
-            if (sl_codec_detect(m, n, &unsupported) == SL_CODEC_NONE && !unsupported) {
-                key_bytes(hs, m, n);
-                key_u64(hs, n);
-                done = 1;
-            }
-            munmap((void *)m, n);
-        }
-    }
-    close(fd);
-    return done;
+    key_bytes(hs, m, n);
+    key_u64(hs, n);
+    munmap((void *)m, n);
+    return 1;
 }
 
 /* One file's bytes (decompressed, as sl_read_file gives them) into the key, then its length:
@@ -184,24 +198,20 @@ static char *cache_path(const char *dir, struct bpe_cache_key key)
 
 /* ---- writing ----------------------------------------------------------------------- */
 
-/* The tables in file order, with their sizes in bytes (pointers of NULL tables: none). */
-struct table {
-    const void *p;
-    size_t n;
-};
-
-static size_t tables_of(const struct bpe *b, const struct head *h, struct table t[8])
+/* The tables' sizes in bytes, in file order: token offsets, token bytes, flags, token slots,
+ * pair slots, merged ids, byte-pair ranks, pair filter (the header's fields, checked or
+ * not: the reader compares their sum with the file's size). */
+enum { NTABLES = 8 };
+static void table_sizes(const struct head *h, uint64_t size[NTABLES])
 {
-    size_t k = 0;
-    t[k++] = (struct table){ b->off, ((size_t)h->n_vocab + 1) * sizeof(uint32_t) };
-    t[k++] = (struct table){ b->bytes, h->bytes_len };
-    t[k++] = (struct table){ b->flags, h->n_vocab };
-    t[k++] = (struct table){ b->vtab, (h->vmask + 1) * sizeof(struct vslot) };
-    t[k++] = (struct table){ b->ptab, (h->pmask + 1) * sizeof(uint64_t) };
-    t[k++] = (struct table){ b->merge_id, (size_t)h->n_merges * sizeof(uint32_t) };
-    t[k++] = (struct table){ b->bp, 256 * 256 * sizeof(uint32_t) };
-    t[k++] = (struct table){ b->filter, h->filter_words * sizeof(uint64_t) };
-    return k;
+    size[0] = ((uint64_t)h->n_vocab + 1) * sizeof(uint32_t);
+    size[1] = h->bytes_len;
+    size[2] = h->n_vocab;
+    size[3] = (h->vmask + 1) * sizeof(struct vslot);
+    size[4] = (h->pmask + 1) * sizeof(uint64_t);
+    size[5] = (uint64_t)h->n_merges * sizeof(uint32_t);
+    size[6] = 256 * 256 * sizeof(uint32_t);
+    size[7] = h->filter_words * sizeof(uint64_t);
 }
 
 /* Zero bytes that take an offset in the file to the next table's boundary. */
@@ -241,14 +251,16 @@ void bpe_cache_write_buf(const struct bpe *b, struct bpe_cache_key key, struct s
 {
     struct head h;
     head_of(b, key, &h);
-    struct table t[8];
-    size_t nt = tables_of(b, &h, t);
+    uint64_t size[NTABLES];
+    table_sizes(&h, size);
+    const void *t[NTABLES] = { b->off,  b->bytes,    b->flags, b->vtab,
+                               b->ptab, b->merge_id, b->bp,    b->filter };
     size_t at = out->len;
     static const char zeros[TABLE_ALIGN];
     sl_buf_append(out, &h, sizeof(h));
-    for (size_t i = 0; i < nt; i++) {
+    for (int i = 0; i < NTABLES; i++) {
         sl_buf_append(out, zeros, pad_of(out->len - at));
-        sl_buf_append(out, t[i].p, t[i].n);
+        sl_buf_append(out, t[i], size[i]);
     }
     sl_buf_append(out, zeros, pad_of(out->len - at));
     for (size_t i = 0; i < b->nspec; i++) {
@@ -532,6 +544,20 @@ static int read_specials(struct bpe *b, struct src *s, const struct head *h)
     return 0;
 }
 
+/* Points b's tables at t[] (file order, as table_sizes); no merged-id table when the file
+ * has none. */
+static void set_tables(struct bpe *b, const void *const t[NTABLES])
+{
+    b->off = (uint32_t *)t[0];
+    b->bytes = (u8 *)t[1];
+    b->flags = (u8 *)t[2];
+    b->vtab = (struct vslot *)t[3];
+    b->ptab = (uint64_t *)t[4];
+    b->merge_id = b->n_merges ? (uint32_t *)t[5] : NULL;
+    b->bp = (uint32_t *)t[6];
+    b->filter = (uint64_t *)t[7];
+}
+
 /* The file's tables: used where they lie when borrow is set (the bytes then belong to the
  * tokenizer: a mapping of the file, unmapped by bpe_free), else copied into fresh tables. */
 static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key, int check_sum,
@@ -572,16 +598,14 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
     b->fshift = h.fshift;
     memcpy(b->byte_id, h.byte_id, sizeof(b->byte_id));
     /* each table at the next 64-byte boundary, the special tokens' records too */
-    uint64_t size[8] = { ((uint64_t)h.n_vocab + 1) * 4, h.bytes_len, h.n_vocab,
-                         (h.vmask + 1) * sizeof(struct vslot), (h.pmask + 1) * 8,
-                         (uint64_t)h.n_merges * 4, 256 * 256 * 4, h.filter_words * 8 };
-    uint64_t need = 0;
-    for (int i = 0; i < 8; i++)
+    uint64_t size[NTABLES], need = 0;
+    table_sizes(&h, size);
+    for (int i = 0; i < NTABLES; i++)
         need += size[i] + pad_of(sizeof(h) + need);
     need += pad_of(sizeof(h) + need) + h.spec_bytes;
     int rc = need != h.payload_bytes ? bad("its tables do not add up to its size") : 0;
-    const void *at[8];
-    for (int i = 0; i < 8 && !rc; i++) {
+    const void *at[NTABLES] = { NULL };
+    for (int i = 0; i < NTABLES && !rc; i++) {
         s->at += pad_of(s->at);
         if (!(at[i] = src_take(s, size[i])))
             rc = bad("cut inside its tables");
@@ -595,44 +619,33 @@ static int read_cache(struct bpe **out, struct src *s, struct bpe_cache_key key,
     /* the checksum covers the whole file, with its own field as 0 */
     if (!rc)
         rc = verify(s, &h, at[3], at[4], check_sum);
-    if (!rc && borrow) {
-        b->off = (uint32_t *)at[0];
-        b->bytes = (u8 *)at[1];
-        b->flags = (u8 *)at[2];
-        b->vtab = (struct vslot *)at[3];
-        b->ptab = (uint64_t *)at[4];
-        b->merge_id = h.n_merges ? (uint32_t *)at[5] : NULL;
-        b->bp = (uint32_t *)at[6];
-        b->filter = (uint64_t *)at[7];
-        b->map = (void *)s->mem;
-        b->map_len = s->size;
-    } else if (!rc) {
-        b->off = sl_xmalloc(size[0]);
-        b->bytes = sl_xmalloc(size[1] + 1);
-        b->flags = sl_xmalloc(size[2] + 1);
-        b->vtab = sl_xmalloc_table(size[3]);
-        b->ptab = sl_xmalloc_table(size[4]);
-        if (h.n_merges)
-            b->merge_id = sl_xmalloc(size[5]);
-        b->bp = sl_xmalloc(size[6]);
-        b->filter = sl_xmalloc_table(size[7]);
-        void *to[8] = { b->off, b->bytes, b->flags, b->vtab, b->ptab, b->merge_id, b->bp, b->filter };
-        for (int i = 0; i < 8; i++)
-            if (size[i])
-                memcpy(to[i], at[i], size[i]);
-    }
-    if (!rc)
+    /* the rest of the checks, on the tables where they lie */
+    if (!rc) {
+        set_tables(b, at);
         rc = check_tables(b, &h);
+    }
     if (rc) {
-        if (b->map) { /* the tables are the caller's to unmap */
-            b->map = NULL;
-            b->off = b->merge_id = b->bp = NULL;
-            b->bytes = b->flags = NULL;
-            b->vtab = NULL;
-            b->ptab = b->filter = NULL;
-        }
+        static const void *const none[NTABLES];
+        set_tables(b, none); /* the caller's bytes */
         bpe_free(b);
         return rc;
+    }
+    if (borrow) {
+        b->map = (void *)s->mem;
+        b->map_len = s->size;
+    } else {
+        void *to[NTABLES];
+        for (int i = 0; i < NTABLES; i++) {
+            if (i == 5 && !h.n_merges) {
+                to[i] = NULL;
+                continue;
+            }
+            /* the tables looked up at random may use huge pages (sl_xmalloc_table) */
+            to[i] =
+                i == 3 || i == 4 || i == 7 ? sl_xmalloc_table(size[i]) : sl_xmalloc(size[i] + 1);
+            memcpy(to[i], at[i], size[i]);
+        }
+        set_tables(b, (const void *const *)to);
     }
     b->from_cache = 1;
     *out = b;
@@ -653,23 +666,17 @@ struct bpe *bpe_cache_get(struct bpe_cache_key key)
         return NULL;
     char *path = cache_path(dir, key);
     struct bpe *b = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (uint64_t)st.st_size < ((uint64_t)1 << 40)) {
-        /* mapped, not read: no fresh pages to zero and fill (most of the load's time) */
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (m != MAP_FAILED) {
-            struct src s = { .mem = m, .size = (uint64_t)st.st_size };
-            if (read_cache(&b, &s, key, 1, 1)) {
-                b = NULL;
-                munmap(m, (size_t)st.st_size);
-            }
+    size_t n;
+    /* mapped, not read: no fresh pages to zero and fill (most of the load's time) */
+    const unsigned char *m = map_file(path, &n, 0);
+    if (m) {
+        struct src s = { .mem = m, .size = n };
+        if (read_cache(&b, &s, key, 1, 1)) {
+            b = NULL;
+            munmap((void *)m, n);
         }
         sl_err_clear();
     }
-    if (fd >= 0)
-        close(fd);
     free(path);
     free(dir);
     return b;

@@ -42,7 +42,8 @@ char *bpe_cache_dir(void);
 /* 1 when the cache is on (a loader then computes the key; off, it need not). */
 int bpe_cache_on(void);
 
-/* The serialised form, for tests and fuzzing. bpe_cache_read_mem returns 0 with *out, or
+/* The serialised form, for tests and fuzzing. bpe_cache_read_mem (data 8-byte aligned, as
+ * malloc gives it: the tables are checked where they lie, then copied) returns 0 with *out, or
  * SL_ERR_FORMAT naming what is wrong (a different key counts as wrong). check_sum 0 skips
  * the checksum and the key, so that a fuzzer reaches the checks behind them; a file that
  * passes those encodes any text without reading outside its tables. */
