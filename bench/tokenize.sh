@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Tokenization benchmarks, one core each, side by side in alternating rounds (medians of
 # per-round ratios, so that a machine whose speed drifts still gives fair ratios):
-#   1. Byte-level BPE encode (GPT-2, cl100k_base, o200k_base): sluice vs gigatoken (and, for
-#      GPT-2, tiktoken and HF tokenizers), on tinyshakespeare (one string) and on Common
-#      Crawl JSONL text, multilingual and English (document by document); CPU seconds of
-#      the encoding thread, the ids of all compared through a hash.
+#   1. Byte-level BPE encode (GPT-2, cl100k_base, o200k_base, Llama 3, Llama 4): sluice vs
+#      gigatoken (and, for GPT-2, tiktoken and HF tokenizers), on tinyshakespeare (one
+#      string) and on Common Crawl JSONL text, multilingual and English (document by
+#      document); CPU seconds of the encoding thread, the ids of all compared through a hash.
 #  1b. The whole `sluice tokenize -j 1` process against gigatoken's encode alone.
 #   2. SentencePiece encode: sluice's own encoder vs spm_encode and vs the library through
 #      sluice (spm-lib:), three models, English and multilingual text line by line.
@@ -36,7 +36,12 @@ if only 1 || only 1b || only 2 || only 3; then
         python3 -m venv $venv
         $venv/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
     fi
+    # Meta's Llama 3 and Llama 4 rank files (tokenizer.model) and reference tokenizer come
+    # with llama_models; its own dependencies are for its other parts, not needed here
+    $venv/bin/python -c "import llama_models" 2>/dev/null ||
+        $venv/bin/pip install -q --disable-pip-version-check --no-deps llama-models==0.3.0
     PY=$venv/bin/python
+    llama=$($PY -c "import llama_models, os; print(os.path.dirname(llama_models.__file__))")
 fi
 export TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1
 sluice=build/sluice
@@ -53,6 +58,14 @@ r50k="$data/tiktoken-ranks/r50k_base.tiktoken"
 shakes="$data/text/tinyshakespeare/input.txt"
 web="$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl.zst"
 field() { sed -n "s|.*$1 \([^ ]*\).*|\1|p"; }
+# the rank file of a vocabulary: OpenAI's from the data folder, Meta's from llama_models
+ranks_of() {
+    case $1 in
+    gpt2) echo "$r50k" ;;
+    llama3 | llama4) echo "$llama/$1/tokenizer.model" ;;
+    *) echo "$data/tiktoken-ranks/${1}_base.tiktoken" ;;
+    esac
+}
 # CPU seconds (user + sys) and wall seconds of a whole process, to the microsecond (the
 # 10 ms steps of /usr/bin/time were coarse for runs of a tenth of a second)
 cpu() {
@@ -78,13 +91,15 @@ for _ in 1 2 3 4 5 6 7 8; do zstd -dc "$web"; done | zstd -q -3 -o "$work/corpus
 
 if only 1; then
 echo "== 1. byte-level BPE encode, one core (MB/s of CPU time; ratios are medians over $rounds rounds)"
-# GPT-2 (also against tiktoken and HF tokenizers), cl100k_base and o200k_base (Llama 3's
-# tiktoken vocabulary uses cl100k_base's pattern and ranks plus 28k more) against gigatoken.
+# GPT-2 (also against tiktoken and HF tokenizers), cl100k_base, o200k_base and Meta's Llama 3
+# and Llama 4 rank files (tokenizer.model; their ids also checked against Meta's reference
+# tokenizer in the first round) against gigatoken.
 # sluice "cold": every round starts with an empty piece cache; "warm": the rounds share one
 # encoder. gigatoken's piece cache persists between calls: "best" is its best of 3 calls
 # (warm), "first" its first call on the text (after a one-line warm-up).
-for vocab in gpt2 cl100k o200k; do
-    if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else spec="tiktoken:$data/tiktoken-ranks/${vocab}_base.tiktoken"; ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; fi
+for vocab in gpt2 cl100k o200k llama3 llama4; do
+    ranks=$(ranks_of $vocab)
+    if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
     for input in shakes web ccen; do
         f=${!input}; mode=""; env=""
         [ $input != shakes ] && mode=jsonl && env="JSONL=1"
@@ -93,6 +108,9 @@ for vocab in gpt2 cl100k o200k; do
             o=$(env $env build/bench_encode "$spec" "$f" 3)
             w=$(env $env WARM=1 build/bench_encode "$spec" "$f" 3)
             g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" "$mode" 3)
+            if [ "$vocab $r" = "llama3 1" ] || [ "$vocab $r" = "llama4 1" ]; then
+                t=$($PY bench/tokenize_peers.py encode tiktoken "$gpt2" "$ranks" "$f" "$mode" 1)
+            fi
             if [ $vocab = gpt2 ]; then
                 t=$($PY bench/tokenize_peers.py encode tiktoken "$gpt2" "$r50k" "$f" "$mode" 3)
                 h=$($PY bench/tokenize_peers.py encode hf "$gpt2" "$r50k" "$f" "$mode" 1)
@@ -109,6 +127,7 @@ for vocab in gpt2 cl100k o200k; do
         done
         extra=""
         [ $vocab = gpt2 ] && extra="; tiktoken $(median "${tt[@]}"), HF tokenizers $(median "${hf[@]}"), sluice cold/tiktoken $(median "${r_tt[@]}")x, sluice cold/HF $(median "${r_hf[@]}")x"
+        [ -n "$t" ] && [ $vocab != gpt2 ] && extra="; the same ids as Meta's reference tokenizer"
         echo "$vocab $input: sluice cold $(median "${ours[@]}") MB/s, warm $(median "${warm[@]}");" \
              "gigatoken first $(median "${gf[@]}"), best $(median "${gt[@]}");" \
              "cold/first $(median "${r_gf[@]}")x, warm/best $(median "${r_gt[@]}")x$extra; same ids ($(echo "$o" | field tokens) tokens)"
@@ -129,8 +148,9 @@ echo "   piece new: where start-up and loading weigh most)"
 export SLUICE_CACHE_DIR="$work/vocab-cache"
 for input in corpus once; do
     if [ $input = corpus ]; then f="$work/corpus.jsonl.zst"; else f="$web"; fi
-    for vocab in gpt2 cl100k o200k; do
-        if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; ranks=$r50k; else ranks=$data/tiktoken-ranks/${vocab}_base.tiktoken; spec="tiktoken:$ranks"; fi
+    for vocab in gpt2 cl100k o200k llama3 llama4; do
+        ranks=$(ranks_of $vocab)
+        if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
         "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f"
         ours=() off=() enc=() gs=() ratio=() roff=()
         for r in $(seq "$rounds"); do

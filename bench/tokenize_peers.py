@@ -2,8 +2,9 @@
 
   tokenize_peers.py encode tiktoken|hf GPT2_DIR RANKS INPUT [jsonl] [repeat]
       encode a text file (one string) or a JSONL file's "text" members with tiktoken
-      (GPT-2 ranks) or HF tokenizers (GPT-2 vocab + merges); prints tokens, best seconds,
-      MB/s and the same FNV-1a hash of the ids that bench/encode.c prints
+      (GPT-2 ranks, or Meta's tokenizer for a Llama 3/4 tokenizer.model) or HF tokenizers
+      (GPT-2 vocab + merges); prints tokens, best seconds, MB/s and the same FNV-1a hash of
+      the ids that bench/encode.c prints
   tokenize_peers.py encode gigatoken GPT2_DIR RANKS|MODEL INPUT [jsonl|lines] [repeat]
       the same with gigatoken (pip gigatoken 0.10): a .tiktoken rank file (GPT-2's
       pretokenizer for r50k_base) or a SentencePiece .model; encode_batch_list on one
@@ -28,10 +29,24 @@ def fnv(ids_iter):
     return h
 
 
+def meta_tokenizer(ranks_path):
+    """Meta's reference tokenizer (llama_models, installed --no-deps) for the tokenizer.model
+    of Llama 3 or Llama 4: tiktoken with Meta's pattern and special tokens; None for other files."""
+    from pathlib import Path
+    for family in ("llama3", "llama4"):
+        if "/%s/" % family in ranks_path:
+            mod = __import__("llama_models.%s.tokenizer" % family, fromlist=["Tokenizer"])
+            return mod.Tokenizer(Path(ranks_path)).model
+    return None
+
+
 def gpt2_tiktoken(ranks_path):
     import tiktoken
     import tiktoken.load
     from tiktoken.core import Encoding
+    meta = meta_tokenizer(ranks_path)
+    if meta is not None:
+        return meta
     pat = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
     return Encoding("gpt2", pat_str=pat, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(ranks_path),
                     special_tokens={"<|endoftext|>": 50256})
@@ -58,8 +73,10 @@ def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
         if ranks.endswith(".model"):
             tok = gigatoken.Tokenizer.from_sentencepiece(ranks)
         else:
-            # GPT-2's pretokenizer for r50k_base; cl100k_base and o200k_base by file name
-            tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer="gpt2" if "r50k" in ranks else None)
+            # GPT-2's pretokenizer for r50k_base; cl100k_base and o200k_base by file name;
+            # Meta's Llama 3 and Llama 4 files (tokenizer.model) with their patterns
+            pre = "gpt2" if "r50k" in ranks else "cl100k" if "/llama3/" in ranks else "o200k" if "/llama4/" in ranks else None
+            tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=pre)
         tok.encode_batch_list(["Warm-up: its one-time set-up is not timed. 123"], parallel=False)
         best, first, out = 1e30, None, None
         for _ in range(repeat):

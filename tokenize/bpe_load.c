@@ -251,6 +251,74 @@ static const struct tk_special sp_cl100k[] = {
 static const struct tk_special sp_o200k[] = { { "<|endoftext|>", 199999 },
                                               { "<|endofprompt|>", 200018 }, { NULL, 0 } };
 
+/* Meta's rank files (tokenizer.model of Llama 3 and Llama 4): 128,000 ranks with
+ * cl100k_base's pattern and 200,000 with o200k_base's, their special tokens right after the
+ * ranks, in the order of Meta's reference tokenizer (llama_models, llama3/tokenizer.py and
+ * llama4/tokenizer.py). A run { FORMAT, from, to } names FORMAT's %d from..to. */
+struct tk_names {
+    const char *fmt;
+    int from, to;
+};
+#define ONE(s) { s, 0, -1 }
+static const struct tk_names llama3_specials[] = {
+    ONE("<|begin_of_text|>"), ONE("<|end_of_text|>"), { "<|reserved_special_token_%d|>", 0, 1 },
+    ONE("<|finetune_right_pad_id|>"), ONE("<|step_id|>"), ONE("<|start_header_id|>"),
+    ONE("<|end_header_id|>"), ONE("<|eom_id|>"), ONE("<|eot_id|>"), ONE("<|python_tag|>"),
+    ONE("<|image|>"), { "<|reserved_special_token_%d|>", 2, 245 }, { NULL, 0, 0 }
+};
+static const struct tk_names llama4_specials[] = {
+    ONE("<|begin_of_text|>"), ONE("<|end_of_text|>"), ONE("<|fim_prefix|>"), ONE("<|fim_middle|>"),
+    ONE("<|fim_suffix|>"), ONE("<|header_start|>"), ONE("<|header_end|>"), ONE("<|eom|>"),
+    ONE("<|eot|>"), ONE("<|step|>"), { "<|text_post_train_reserved_special_token_%d|>", 0, 5 },
+    ONE("<|python_start|>"), ONE("<|python_end|>"), ONE("<|finetune_right_pad|>"),
+    { "<|text_post_train_reserved_special_token_%d|>", 8, 68 }, ONE("<|image_start|>"),
+    ONE("<|image_end|>"), { "<|vision_reserved_special_token_%d|>", 0, 1 },
+    ONE("<|tile_x_separator|>"), ONE("<|tile_y_separator|>"),
+    { "<|vision_reserved_special_token_%d|>", 2, 5 }, ONE("<|image|>"),
+    { "<|vision_reserved_special_token_%d|>", 6, 6 }, ONE("<|patch|>"),
+    { "<|vision_reserved_special_token_%d|>", 7, 1047 },
+    { "<|reasoning_reserved_special_token_%d|>", 0, 7 }, ONE("<|reasoning_thinking_start|>"),
+    ONE("<|reasoning_thinking_end|>"), { "<|reserved_special_token_%d|>", 0, 903 }, { NULL, 0, 0 }
+};
+#undef ONE
+
+/* The special tokens of `names` from id `first` on (names owned; ends with { NULL, 0 }). */
+static struct tk_special *expand_names(const struct tk_names *names, uint32_t first)
+{
+    size_t n = 0;
+    for (const struct tk_names *r = names; r->fmt; r++)
+        n += r->to < 0 ? 1 : (size_t)(r->to - r->from + 1);
+    struct tk_special *sp = sl_xcalloc(n + 1, sizeof(*sp));
+    size_t i = 0;
+    for (const struct tk_names *r = names; r->fmt; r++) {
+        if (r->to < 0) {
+            sp[i].name = r->fmt;
+            sp[i].id = first + (uint32_t)i;
+            i++;
+            continue;
+        }
+        for (int k = r->from; k <= r->to; k++, i++) {
+            sp[i].name = sl_xasprintf(r->fmt, k);
+            sp[i].id = first + (uint32_t)i;
+        }
+    }
+    return sp;
+}
+
+static void free_names(struct tk_special *sp, const struct tk_names *names)
+{
+    size_t i = 0;
+    for (const struct tk_names *r = names; r->fmt; r++) {
+        if (r->to < 0) {
+            i++;
+            continue;
+        }
+        for (int k = r->from; k <= r->to; k++)
+            free((char *)sp[i++].name);
+    }
+    free(sp);
+}
+
 static int kind_from_name(const char *name)
 {
     const char *base = strrchr(name, '/');
@@ -395,6 +463,7 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
     sl_buf_release(&tok);
     if (!rc && kind < 0)
         kind = kind_from_name(name);
+    const struct tk_names *meta = NULL; /* Meta's special tokens after the ranks */
     if (!rc && kind < 0) {
         if (t.n == 50256 || t.n == 50280)
             kind = PRETOK_GPT2;
@@ -402,13 +471,20 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
             kind = PRETOK_CL100K;
         else if (t.n == 199998)
             kind = PRETOK_O200K;
+        else if (t.n == 128000)
+            kind = PRETOK_CL100K, meta = llama3_specials;
+        else if (t.n == 200000)
+            kind = PRETOK_O200K, meta = llama4_specials;
         else
             rc = sl_err_set(SL_ERR_USAGE,
                             "cannot tell the pre-tokenizer of '%s' (%zu ranks)\n"
                             "hint: name the file after its encoding (r50k_base, cl100k_base, "
-                            "o200k_base)",
-                            name, t.n);
+                            "o200k_base), or give it a sidecar %s.json with its \"pattern\"",
+                            name, t.n, name);
     }
+    struct tk_special *named = NULL;
+    if (!rc && meta && !custom)
+        custom = named = expand_names(meta, (uint32_t)t.n);
     if (!rc) {
         b->pretok = (enum pretok_kind)kind;
         const struct tk_special *sp = custom                  ? custom
@@ -431,6 +507,8 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
         }
         rc = build_vocab(b, &t, name);
     }
+    if (named)
+        free_names(named, meta);
     if (!rc) {
         for (size_t i = 0; i < b->nspec; i++)
             b->flags[b->spec[i].id] |= FL_SPECIAL;

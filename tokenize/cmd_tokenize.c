@@ -98,7 +98,7 @@ const struct sl_option cmd_tokenize_options[] = {
                  .flags = SL_OPTF_OUTPUT),
     /* -1 without --append-eod */
     SL_OPT_INTEGER(0, "eod-id", &o.eod_id, "ID",
-                   "the end-of-document id (default <|endoftext|>, or the model's </s>)",
+                   "the end-of-document id (default <|endoftext|>, <|end_of_text|> or the model's </s>)",
                    .flags = SL_OPTF_OUTPUT),
     SL_OPT_INTEGER('j', "workers", &o.workers, "N",
                    "encoding threads per rank (default: the cores)"),

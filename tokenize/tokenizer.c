@@ -60,6 +60,8 @@ int tokenizer_open(struct tokenizer **out, const char *spec)
     } else if (t->bpe) {
         t->vocab_size = bpe_vocab_size(t->bpe);
         t->eod_id = bpe_special_id(t->bpe, "<|endoftext|>");
+        if (t->eod_id < 0) /* Llama 3 and 4 */
+            t->eod_id = bpe_special_id(t->bpe, "<|end_of_text|>");
     } else {
         t->vocab_size = spm_vocab_size(t->spm);
         t->eod_id = spm_eos_id(t->spm);

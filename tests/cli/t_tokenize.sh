@@ -96,6 +96,25 @@ expect_rc 0; expect_out "documents   6 (2 empty)"; expect_out "sequences   5"
 run "$SLUICE" dataset verify --tokenizer "$GPT2" "$T/d_text_document" "$T/d_title_document.idx"
 expect_rc 0; expect_out "ok $T/d_text_document: 6 documents"
 
+case_ "a rank file shaped as Llama 3's tokenizer.model: cl100k_base's ids, <|end_of_text|> as EOD"
+mkdir -p "$T/llama/original"
+zstd -dc "$TF/cl100k_base.tiktoken.zst" > "$T/llama/original/tokenizer.model"
+"$PY" - "$T/llama/original/tokenizer.model" <<'PY'
+import base64, sys
+with open(sys.argv[1], "a") as f:  # 27,744 made-up tokens (0xF8 never occurs in UTF-8)
+    for k in range(100256, 128000):
+        f.write(base64.b64encode(b"\xf8\xf8" + k.to_bytes(4, "big")).decode() + " %d\n" % k)
+PY
+run "$SLUICE" tokenize --tokenizer "tiktoken:$T/llama/original/tokenizer.model" --append-eod \
+    --out "$T/ll" "$T/in/docs.jsonl"
+expect_rc 0
+expect_eq "$(json "$T/ll.manifest.json" "m['settings']['vocab_size']")" 128256
+expect_eq "$(json "$T/ll.manifest.json" "m['settings']['eod_id']")" 128001
+run "$PY" "$MIDX" dump "$T/ll_text_document"
+expect_eq "$(sed -n 1p "$T/out")" '{"document":0,"ids":[15339,1917,128001]}'
+run "$SLUICE" dataset cat --tokenizer "tiktoken:$T/llama/original/tokenizer.model" --docs 0 "$T/ll_text_document"
+expect_eq "$(cat "$T/out")" "hello world<|end_of_text|>"
+
 case_ "the sentence list of document 3 is two sequences, EOD on the last"
 expect_eq "$("$PY" -c "
 import sys; sys.path.insert(0, '$(dirname "$MIDX")'); import megatron_idx as m

@@ -120,6 +120,83 @@ TEST(bpe_o200k_reference_cases)
     bpe_free(b);
 }
 
+
+/* A rank file of OpenAI's ranks plus `extra` made-up tokens (six bytes each, starting with
+ * 0xF8, which UTF-8 text never holds), shaped as Meta's tokenizer.model. */
+static struct bpe *load_meta_shaped(const char *base, size_t extra)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char rel[64];
+    snprintf(rel, sizeof(rel), "tokenizer/%s.tiktoken.zst", base);
+    struct sl_buf f = SL_BUF_INIT;
+    REQUIRE(sl_read_file(sl_test_fixture(rel), &f) == 0);
+    size_t nranks = 0;
+    for (size_t i = 0; i < f.len; i++)
+        nranks += f.data[i] == '\n';
+    for (size_t k = 0; k < extra; k++) {
+        unsigned char t[6] = { 0xF8, 0xF8, (unsigned char)(k >> 24), (unsigned char)(k >> 16),
+                               (unsigned char)(k >> 8), (unsigned char)k };
+        char line[32];
+        int n = 0;
+        for (int g = 0; g < 6; g += 3) {
+            uint32_t v = (uint32_t)t[g] << 16 | (uint32_t)t[g + 1] << 8 | t[g + 2];
+            for (int s = 18; s >= 0; s -= 6)
+                line[n++] = b64[(v >> s) & 63];
+        }
+        n += snprintf(line + n, sizeof(line) - (size_t)n, " %zu\n", nranks + k);
+        sl_buf_append(&f, line, (size_t)n);
+    }
+    struct bpe *b = NULL;
+    if (bpe_load_tiktoken_mem(&b, f.data, f.len, -1, "/models/original/tokenizer.model"))
+        fprintf(stderr, "load %s + %zu: %s\n", base, extra, sl_err_msg());
+    sl_buf_release(&f);
+    return b;
+}
+
+/* Meta's rank files hold 128,000 (Llama 3) or 200,000 (Llama 4) ranks under a name that
+ * tells nothing: cl100k_base's or o200k_base's pattern, and Meta's special tokens after
+ * the ranks (ids from llama_models' reference tokenizer). */
+TEST(bpe_llama_rank_files)
+{
+    struct bpe *b = load_meta_shaped("cl100k_base", 128000 - 100256);
+    REQUIRE(b);
+    CHECK_EQ_INT(bpe_pretok(b), PRETOK_CL100K);
+    CHECK_EQ_INT(bpe_vocab_size(b), 128256);
+    CHECK_EQ_INT(bpe_special_id(b, "<|begin_of_text|>"), 128000);
+    CHECK_EQ_INT(bpe_special_id(b, "<|end_of_text|>"), 128001);
+    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_1|>"), 128003);
+    CHECK_EQ_INT(bpe_special_id(b, "<|start_header_id|>"), 128006);
+    CHECK_EQ_INT(bpe_special_id(b, "<|eot_id|>"), 128009);
+    CHECK_EQ_INT(bpe_special_id(b, "<|image|>"), 128011);
+    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_2|>"), 128012);
+    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_245|>"), 128255);
+    CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), -1);
+    check_cases(b, "cl100k_base"); /* the made-up tokens never occur */
+    bpe_free(b);
+
+    b = load_meta_shaped("o200k_base", 2);
+    REQUIRE(b);
+    CHECK_EQ_INT(bpe_pretok(b), PRETOK_O200K);
+    CHECK_EQ_INT(bpe_vocab_size(b), 202048);
+    CHECK_EQ_INT(bpe_special_id(b, "<|begin_of_text|>"), 200000);
+    CHECK_EQ_INT(bpe_special_id(b, "<|end_of_text|>"), 200001);
+    CHECK_EQ_INT(bpe_special_id(b, "<|eot|>"), 200008);
+    CHECK_EQ_INT(bpe_special_id(b, "<|finetune_right_pad|>"), 200018);
+    CHECK_EQ_INT(bpe_special_id(b, "<|text_post_train_reserved_special_token_68|>"), 200079);
+    CHECK_EQ_INT(bpe_special_id(b, "<|image_start|>"), 200080);
+    CHECK_EQ_INT(bpe_special_id(b, "<|patch|>"), 200092);
+    CHECK_EQ_INT(bpe_special_id(b, "<|vision_reserved_special_token_1047|>"), 201133);
+    CHECK_EQ_INT(bpe_special_id(b, "<|reasoning_thinking_end|>"), 201143);
+    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_903|>"), 202047);
+    check_cases(b, "o200k_base");
+    bpe_free(b);
+
+    /* another count still asks for a name or a sidecar */
+    b = load_meta_shaped("cl100k_base", 1000);
+    CHECK(b == NULL);
+    CHECK_CONTAINS(sl_err_msg(), "cannot tell the pre-tokenizer");
+    CHECK_CONTAINS(sl_err_msg(), "sidecar");
+}
 /* ---- the pre-tokenizers against PCRE2 ------------------------------------------------ */
 
 struct rx {
