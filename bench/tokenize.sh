@@ -16,6 +16,7 @@
 #      wall seconds) and the floor: zstd -dc, cat and memcpy of the same bytes.
 # Usage: bench/tokenize.sh [ROUNDS]   (peers are installed into .venv-bench)
 #        SECTIONS="1 1b 5" bench/tokenize.sh 3   runs only those sections
+#        VOCABS="o200k llama4" ...                those vocabularies in sections 1 and 1b
 # Section 5 on a machine with more cores (sections 4 and 5 need no peers, nor a compiler when
 # SLUICE_BIN names a built binary):
 #        SECTIONS=5 JOBS="1 2 4 8 16" RANKS="1 2 4 8 16" SCALE_COPIES=64 bench/tokenize.sh 3
@@ -25,6 +26,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 rounds=${1:-5}
+vocabs=${VOCABS:-gpt2 cl100k o200k llama3 llama4}  # of sections 1 and 1b
 data=${SLUICE_DATA:-$(cd "$root/../.." 2>/dev/null && pwd)/shared/data}
 [ -d "$data/gpt2-bpe" ] || data=/work/shared/data
 only() { [ -z "${SECTIONS:-}" ] || [[ " $SECTIONS " == *" $1 "* ]]; }
@@ -58,6 +60,14 @@ r50k="$data/tiktoken-ranks/r50k_base.tiktoken"
 shakes="$data/text/tinyshakespeare/input.txt"
 web="$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl.zst"
 field() { sed -n "s|.*$1 \([^ ]*\).*|\1|p"; }
+# The peer of a vocabulary in sections 1 and 1b: gigatoken, or Meta's reference tokenizer
+# (tiktoken) where gigatoken cannot load the file (0.10 panics on Llama 3's tokenizer.model)
+peer_of() {
+    local why
+    if why=$($PY bench/tokenize_peers.py loads "$1" 2>/dev/null); then echo gigatoken; return; fi
+    echo "   gigatoken cannot load $1 ($why): Meta's tokenizer (tiktoken) is the peer instead" >&2
+    echo tiktoken
+}
 # the rank file of a vocabulary: OpenAI's from the data folder, Meta's from llama_models
 ranks_of() {
     case $1 in
@@ -97,17 +107,18 @@ echo "== 1. byte-level BPE encode, one core (MB/s of CPU time; ratios are median
 # sluice "cold": every round starts with an empty piece cache; "warm": the rounds share one
 # encoder. gigatoken's piece cache persists between calls: "best" is its best of 3 calls
 # (warm), "first" its first call on the text (after a one-line warm-up).
-for vocab in gpt2 cl100k o200k llama3 llama4; do
+for vocab in $vocabs; do
     ranks=$(ranks_of $vocab)
     if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
+    peer=$(peer_of "$ranks")
     for input in shakes web ccen; do
         f=${!input}; mode=""; env=""
         [ $input != shakes ] && mode=jsonl && env="JSONL=1"
-        ours=() warm=() tt=() hf=() gt=() gf=() r_tt=() r_hf=() r_gt=() r_gf=()
+        ours=() warm=() tt=() hf=() gt=() gf=() r_tt=() r_hf=() r_gt=() r_gf=(); t=""; h=""
         for r in $(seq "$rounds"); do
             o=$(env $env build/bench_encode "$spec" "$f" 3)
             w=$(env $env WARM=1 build/bench_encode "$spec" "$f" 3)
-            g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" "$mode" 3)
+            g=$($PY bench/tokenize_peers.py encode $peer "$gpt2" "$ranks" "$f" "$mode" 3)
             if [ "$vocab $r" = "llama3 1" ] || [ "$vocab $r" = "llama4 1" ]; then
                 t=$($PY bench/tokenize_peers.py encode tiktoken "$gpt2" "$ranks" "$f" "$mode" 1)
             fi
@@ -129,7 +140,7 @@ for vocab in gpt2 cl100k o200k llama3 llama4; do
         [ $vocab = gpt2 ] && extra="; tiktoken $(median "${tt[@]}"), HF tokenizers $(median "${hf[@]}"), sluice cold/tiktoken $(median "${r_tt[@]}")x, sluice cold/HF $(median "${r_hf[@]}")x"
         [ -n "$t" ] && [ $vocab != gpt2 ] && extra="; the same ids as Meta's reference tokenizer"
         echo "$vocab $input: sluice cold $(median "${ours[@]}") MB/s, warm $(median "${warm[@]}");" \
-             "gigatoken first $(median "${gf[@]}"), best $(median "${gt[@]}");" \
+             "$peer first $(median "${gf[@]}"), best $(median "${gt[@]}");" \
              "cold/first $(median "${r_gf[@]}")x, warm/best $(median "${r_gt[@]}")x$extra; same ids ($(echo "$o" | field tokens) tokens)"
         t=""; h=""
     done
@@ -148,24 +159,25 @@ echo "   piece new: where start-up and loading weigh most)"
 export SLUICE_CACHE_DIR="$work/vocab-cache"
 for input in corpus once; do
     if [ $input = corpus ]; then f="$work/corpus.jsonl.zst"; else f="$web"; fi
-    for vocab in gpt2 cl100k o200k llama3 llama4; do
+    for vocab in $vocabs; do
         ranks=$(ranks_of $vocab)
         if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
         "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f"
+        peer=$(peer_of "$ranks")
         ours=() off=() enc=() gs=() ratio=() roff=()
         for r in $(seq "$rounds"); do
             a=$(cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")
             n=$(SLUICE_CACHE_DIR= cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")
             e=$(JSONL=1 build/bench_encode "$spec" "$f" 1 | field seconds)
-            g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" jsonl 1)
+            g=$($PY bench/tokenize_peers.py encode $peer "$gpt2" "$ranks" "$f" jsonl 1)
             gsec=$(echo "$g" | field seconds)
             ours+=("${a% *}"); off+=("${n% *}"); enc+=("$e"); gs+=("$gsec")
             ratio+=("$(python3 -c "print($gsec / ${a% *})")")
             roff+=("$(python3 -c "print($gsec / ${n% *})")")
         done
         echo "$input $vocab: sluice tokenize -j 1 $(median "${ours[@]}") CPU s ($(median "${off[@]}") without the" \
-             "vocabulary cache; its encoder alone $(median "${enc[@]}")), gigatoken encode $(median "${gs[@]}") CPU s;" \
-             "sluice's whole command is $(median "${ratio[@]}")x as fast as gigatoken's encode" \
+             "vocabulary cache; its encoder alone $(median "${enc[@]}")), $peer encode $(median "${gs[@]}") CPU s;" \
+             "sluice's whole command is $(median "${ratio[@]}")x as fast as $peer's encode" \
              "($(median "${roff[@]}")x without the cache)"
     done
 done

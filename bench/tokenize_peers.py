@@ -10,6 +10,8 @@
       pretokenizer for r50k_base) or a SentencePiece .model; encode_batch_list on one
       thread (parallel=False); CPU seconds of the whole process (gigatoken is Rust); the
       best of `repeat` calls (its piece cache persists between calls) and the first call
+  tokenize_peers.py loads RANKS
+      exit 0 when gigatoken loads the rank file, else print its error and exit 1
   tokenize_peers.py preprocess RANKS INPUT.jsonl[.zst|.gz] PREFIX
       what Megatron's preprocess_data.py does with one worker, with tiktoken: read JSONL,
       encode each text, append <|endoftext|> to non-empty documents, write
@@ -38,6 +40,12 @@ def meta_tokenizer(ranks_path):
             mod = __import__("llama_models.%s.tokenizer" % family, fromlist=["Tokenizer"])
             return mod.Tokenizer(Path(ranks_path)).model
     return None
+
+
+def giga_pretokenizer(ranks):
+    """gigatoken's scheme for a rank file: GPT-2's for r50k_base, cl100k_base's and
+    o200k_base's by file name (None), Meta's files by their folder."""
+    return "gpt2" if "r50k" in ranks else "cl100k" if "/llama3/" in ranks else "o200k" if "/llama4/" in ranks else None
 
 
 def gpt2_tiktoken(ranks_path):
@@ -70,13 +78,12 @@ def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
     nbytes = sum(len(t.encode()) for t in texts)
     if kind == "gigatoken":
         import gigatoken
-        if ranks.endswith(".model"):
+        if ranks.endswith(".model") and meta_tokenizer(ranks) is None:
             tok = gigatoken.Tokenizer.from_sentencepiece(ranks)
         else:
             # GPT-2's pretokenizer for r50k_base; cl100k_base and o200k_base by file name;
             # Meta's Llama 3 and Llama 4 files (tokenizer.model) with their patterns
-            pre = "gpt2" if "r50k" in ranks else "cl100k" if "/llama3/" in ranks else "o200k" if "/llama4/" in ranks else None
-            tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=pre)
+            tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=giga_pretokenizer(ranks))
         tok.encode_batch_list(["Warm-up: its one-time set-up is not timed. 123"], parallel=False)
         best, first, out = 1e30, None, None
         for _ in range(repeat):
@@ -98,13 +105,25 @@ def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
         tok = Tokenizer(models.BPE.from_file(gpt2_dir + "/encoder.json", gpt2_dir + "/vocab.bpe"))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         f = lambda t: tok.encode(t).ids
-    best, out = 1e30, None
+    best, first, out = 1e30, None, None
     for _ in range(repeat):
         t0 = time.thread_time()  # CPU seconds, as bench/encode.c measures
         out = [f(t) for t in texts]
-        best = min(best, time.thread_time() - t0)
-    print("tokens %d bytes %d seconds %.4f MB/s %.1f fnv %016x"
-          % (sum(len(x) for x in out), nbytes, best, nbytes / best / 1e6, fnv(out)))
+        t = time.thread_time() - t0
+        best = min(best, t)
+        first = t if first is None else first
+    print("tokens %d bytes %d seconds %.4f MB/s %.1f fnv %016x first %.1f"
+          % (sum(len(x) for x in out), nbytes, best, nbytes / best / 1e6, fnv(out), nbytes / first / 1e6))
+
+
+def loads(ranks):
+    """Exit 0 when gigatoken loads this rank file, else print why and exit 1."""
+    import gigatoken
+    try:
+        gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=giga_pretokenizer(ranks))
+    except BaseException as e:  # a Rust panic is a BaseException
+        print("%s: %s" % (type(e).__name__, " ".join(str(e).split())))
+        sys.exit(1)
 
 
 def preprocess(ranks, path, prefix):
@@ -132,5 +151,7 @@ if __name__ == "__main__":
     a = sys.argv
     if a[1] == "encode":
         encode(a[2], a[3], a[4], a[5], a[6] if len(a) > 6 else "", int(a[7]) if len(a) > 7 else 3)
+    elif a[1] == "loads":
+        loads(a[2])
     else:
         preprocess(a[2], a[3], a[4])
