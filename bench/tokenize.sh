@@ -60,14 +60,18 @@ r50k="$data/tiktoken-ranks/r50k_base.tiktoken"
 shakes="$data/text/tinyshakespeare/input.txt"
 web="$data/jsonl-corpora/dolma/CC-MAIN-20190717121559-20190717143559-00140.jsonl.zst"
 field() { sed -n "s|.*$1 \([^ ]*\).*|\1|p"; }
-# The peer of a vocabulary in sections 1 and 1b: gigatoken, or Meta's reference tokenizer
-# (tiktoken) where gigatoken cannot load the file (0.10 panics on Llama 3's tokenizer.model)
-peer_of() {
+# gigatoken 0.10 panics loading Llama 3's tokenizer.model; bench/tokenize_peers.py then gives
+# it the same vocabulary as a tokenizer.json (every split of a token a merge, at the token's
+# rank, as tiktoken merges), written once into $PEER_CACHE (GIGA_JSON=1). Said in the output.
+giga_note() {
     local why
-    if why=$($PY bench/tokenize_peers.py loads "$1" 2>/dev/null); then echo gigatoken; return; fi
-    echo "   gigatoken cannot load $1 ($why): Meta's tokenizer (tiktoken) is the peer instead" >&2
-    echo tiktoken
+    unset GIGA_JSON
+    if ! why=$($PY bench/tokenize_peers.py loads "$1" 2>/dev/null); then
+        echo "   gigatoken cannot load $1 ($why): it reads the same vocabulary as a tokenizer.json"
+        export GIGA_JSON=1
+    fi
 }
+export PEER_CACHE="$work"
 # the rank file of a vocabulary: OpenAI's from the data folder, Meta's from llama_models
 ranks_of() {
     case $1 in
@@ -110,7 +114,7 @@ echo "== 1. byte-level BPE encode, one core (MB/s of CPU time; ratios are median
 for vocab in $vocabs; do
     ranks=$(ranks_of $vocab)
     if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
-    peer=$(peer_of "$ranks")
+    peer=gigatoken; giga_note "$ranks"
     for input in shakes web ccen; do
         f=${!input}; mode=""; env=""
         [ $input != shakes ] && mode=jsonl && env="JSONL=1"
@@ -163,7 +167,7 @@ for input in corpus once; do
         ranks=$(ranks_of $vocab)
         if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
         "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f"
-        peer=$(peer_of "$ranks")
+        peer=gigatoken; giga_note "$ranks"
         ours=() off=() enc=() gs=() ratio=() roff=()
         for r in $(seq "$rounds"); do
             a=$(cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")

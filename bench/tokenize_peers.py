@@ -10,6 +10,8 @@
       pretokenizer for r50k_base) or a SentencePiece .model; encode_batch_list on one
       thread (parallel=False); CPU seconds of the whole process (gigatoken is Rust); the
       best of `repeat` calls (its piece cache persists between calls) and the first call
+      (GIGA_JSON=1: gigatoken reads the rank file as a tokenizer.json written by
+      rank_file_json, for a file its rank-file loader cannot read)
   tokenize_peers.py loads RANKS
       exit 0 when gigatoken loads the rank file, else print its error and exit 1
   tokenize_peers.py preprocess RANKS INPUT.jsonl[.zst|.gz] PREFIX
@@ -48,6 +50,43 @@ def giga_pretokenizer(ranks):
     return "gpt2" if "r50k" in ranks else "cl100k" if "/llama3/" in ranks else "o200k" if "/llama4/" in ranks else None
 
 
+def rank_file_json(ranks_path, cache_dir):
+    """A Hugging Face tokenizer.json for a rank file of Meta's (the layout of Llama 3's own
+    tokenizer.json: Split by the pattern, ByteLevel without its regex, BPE with
+    ignore_merges), for a tool that reads tokenizer.json but not the rank file. tiktoken
+    merges two neighbours whenever their bytes together are a token, at that token's rank:
+    so every split of a token into two tokens is a merge, in the order of the ranks.
+    Written once into cache_dir."""
+    import hashlib, os, tiktoken.load
+    out = os.path.join(cache_dir, "peer-%s.json" % hashlib.sha256(ranks_path.encode()).hexdigest()[:16])
+    if os.path.exists(out):
+        return out
+    meta = meta_tokenizer(ranks_path)
+    ranks = tiktoken.load.load_tiktoken_bpe(ranks_path)
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    u = {b: chr(b) for b in printable}
+    for k, b in enumerate(x for x in range(256) if x not in u):
+        u[b] = chr(256 + k)
+    text = lambda bs: "".join(u[x] for x in bs)
+    merges = [[text(tok[:k]), text(tok[k:])]
+              for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])
+              for k in range(1, len(tok)) if tok[:k] in ranks and tok[k:] in ranks]
+    doc = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": meta._pat_str}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                  "vocab": {text(t): r for t, r in ranks.items()}, "merges": merges}}
+    with open(out + ".tmp", "w") as f:
+        json.dump(doc, f, ensure_ascii=False)
+    os.rename(out + ".tmp", out)
+    return out
+
+
 def gpt2_tiktoken(ranks_path):
     import tiktoken
     import tiktoken.load
@@ -83,7 +122,12 @@ def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
         else:
             # GPT-2's pretokenizer for r50k_base; cl100k_base and o200k_base by file name;
             # Meta's Llama 3 and Llama 4 files (tokenizer.model) with their patterns
-            tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=giga_pretokenizer(ranks))
+            import os, tempfile
+            if os.environ.get("GIGA_JSON"):  # 0.10 panics on Llama 3's file: its tokenizer.json
+                path_json = rank_file_json(ranks, os.environ.get("PEER_CACHE", tempfile.gettempdir()))
+                tok = gigatoken.Tokenizer.from_json(open(path_json).read())
+            else:
+                tok = gigatoken.Tokenizer.from_tiktoken(ranks, pretokenizer=giga_pretokenizer(ranks))
         tok.encode_batch_list(["Warm-up: its one-time set-up is not timed. 123"], parallel=False)
         best, first, out = 1e30, None, None
         for _ in range(repeat):
