@@ -158,45 +158,48 @@ static struct bpe *load_meta_shaped(const char *base, size_t extra)
  * the ranks (ids from llama_models' reference tokenizer). */
 TEST(bpe_llama_rank_files)
 {
-    struct bpe *b = load_meta_shaped("cl100k_base", 128000 - 100256);
-    REQUIRE(b);
-    CHECK_EQ_INT(bpe_pretok(b), PRETOK_CL100K);
-    CHECK_EQ_INT(bpe_vocab_size(b), 128256);
-    CHECK_EQ_INT(bpe_special_id(b, "<|begin_of_text|>"), 128000);
-    CHECK_EQ_INT(bpe_special_id(b, "<|end_of_text|>"), 128001);
-    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_1|>"), 128003);
-    CHECK_EQ_INT(bpe_special_id(b, "<|start_header_id|>"), 128006);
-    CHECK_EQ_INT(bpe_special_id(b, "<|eot_id|>"), 128009);
-    CHECK_EQ_INT(bpe_special_id(b, "<|image|>"), 128011);
-    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_2|>"), 128012);
-    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_245|>"), 128255);
-    CHECK_EQ_INT(bpe_special_id(b, "<|endoftext|>"), -1);
-    check_cases(b, "cl100k_base"); /* the made-up tokens never occur */
-    bpe_free(b);
-
-    b = load_meta_shaped("o200k_base", 2);
-    REQUIRE(b);
-    CHECK_EQ_INT(bpe_pretok(b), PRETOK_O200K);
-    CHECK_EQ_INT(bpe_vocab_size(b), 202048);
-    CHECK_EQ_INT(bpe_special_id(b, "<|begin_of_text|>"), 200000);
-    CHECK_EQ_INT(bpe_special_id(b, "<|end_of_text|>"), 200001);
-    CHECK_EQ_INT(bpe_special_id(b, "<|eot|>"), 200008);
-    CHECK_EQ_INT(bpe_special_id(b, "<|finetune_right_pad|>"), 200018);
-    CHECK_EQ_INT(bpe_special_id(b, "<|text_post_train_reserved_special_token_68|>"), 200079);
-    CHECK_EQ_INT(bpe_special_id(b, "<|image_start|>"), 200080);
-    CHECK_EQ_INT(bpe_special_id(b, "<|patch|>"), 200092);
-    CHECK_EQ_INT(bpe_special_id(b, "<|vision_reserved_special_token_1047|>"), 201133);
-    CHECK_EQ_INT(bpe_special_id(b, "<|reasoning_thinking_end|>"), 201143);
-    CHECK_EQ_INT(bpe_special_id(b, "<|reserved_special_token_903|>"), 202047);
-    check_cases(b, "o200k_base");
-    bpe_free(b);
-
+    static const struct {
+        const char *base; /* the OpenAI ranks it is made from */
+        size_t extra;     /* made-up ranks after them */
+        int pretok;
+        uint32_t vocab;
+        struct {
+            const char *name;
+            int64_t id;
+        } spec[11];
+    } meta[] = {
+        { "cl100k_base", 128000 - 100256, PRETOK_CL100K, 128256,
+          { { "<|begin_of_text|>", 128000 }, { "<|end_of_text|>", 128001 },
+            { "<|reserved_special_token_1|>", 128003 }, { "<|start_header_id|>", 128006 },
+            { "<|eot_id|>", 128009 }, { "<|image|>", 128011 },
+            { "<|reserved_special_token_2|>", 128012 },
+            { "<|reserved_special_token_245|>", 128255 }, { "<|endoftext|>", -1 } } },
+        { "o200k_base", 2, PRETOK_O200K, 202048,
+          { { "<|begin_of_text|>", 200000 }, { "<|end_of_text|>", 200001 }, { "<|eot|>", 200008 },
+            { "<|finetune_right_pad|>", 200018 },
+            { "<|text_post_train_reserved_special_token_68|>", 200079 },
+            { "<|image_start|>", 200080 }, { "<|patch|>", 200092 },
+            { "<|vision_reserved_special_token_1047|>", 201133 },
+            { "<|reasoning_thinking_end|>", 201143 },
+            { "<|reserved_special_token_903|>", 202047 }, { "<|endoftext|>", -1 } } },
+    };
+    for (size_t k = 0; k < sizeof(meta) / sizeof(meta[0]); k++) {
+        struct bpe *b = load_meta_shaped(meta[k].base, meta[k].extra);
+        REQUIRE(b);
+        CHECK_EQ_INT(bpe_pretok(b), meta[k].pretok);
+        CHECK_EQ_INT(bpe_vocab_size(b), meta[k].vocab);
+        for (size_t i = 0; i < 11 && meta[k].spec[i].name; i++)
+            CHECK_EQ_INT(bpe_special_id(b, meta[k].spec[i].name), meta[k].spec[i].id);
+        check_cases(b, meta[k].base); /* the made-up tokens never occur */
+        bpe_free(b);
+    }
     /* another count still asks for a name or a sidecar */
-    b = load_meta_shaped("cl100k_base", 1000);
+    struct bpe *b = load_meta_shaped("cl100k_base", 1000);
     CHECK(b == NULL);
     CHECK_CONTAINS(sl_err_msg(), "cannot tell the pre-tokenizer");
     CHECK_CONTAINS(sl_err_msg(), "sidecar");
 }
+
 /* ---- the pre-tokenizers against PCRE2 ------------------------------------------------ */
 
 struct rx {
