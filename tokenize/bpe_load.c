@@ -471,10 +471,8 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
             kind = PRETOK_CL100K;
         else if (t.n == 199998)
             kind = PRETOK_O200K;
-        else if (t.n == 128000)
-            kind = PRETOK_CL100K, meta = llama3_specials;
-        else if (t.n == 200000)
-            kind = PRETOK_O200K, meta = llama4_specials;
+        else if (t.n == 128000 || t.n == 200000)
+            meta = t.n == 128000 ? llama3_specials : llama4_specials;
         else
             rc = sl_err_set(SL_ERR_USAGE,
                             "cannot tell the pre-tokenizer of '%s' (%zu ranks)\n"
@@ -483,8 +481,11 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
                             name, t.n, name);
     }
     struct tk_special *named = NULL;
-    if (!rc && meta && !custom)
-        custom = named = expand_names(meta, (uint32_t)t.n);
+    if (meta) {
+        kind = meta == llama3_specials ? PRETOK_CL100K : PRETOK_O200K;
+        if (!custom)
+            custom = named = expand_names(meta, (uint32_t)t.n);
+    }
     if (!rc) {
         b->pretok = (enum pretok_kind)kind;
         const struct tk_special *sp = custom                  ? custom
