@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 /* Bump when struct bpe's tables or their meaning change: older files are then ignored. */
-#define CACHE_VERSION 2
+#define CACHE_VERSION 3
 #define TABLE_ALIGN   64
 #define CACHE_MAGIC   "SLBPEC\r\n"
 #define MAX_SPECIALS  4096

@@ -119,9 +119,12 @@ static inline uint64_t bpe_pair_key(uint32_t l, uint32_t r)
     return (uint64_t)l << BPE_ID_BITS | r;
 }
 
-static inline uint64_t bpe_filter_bit(const struct bpe *b, uint64_t key)
+/* A pair's two bits in the filter: both in one word (*word), so one load answers. */
+static inline uint64_t bpe_filter_bits(const struct bpe *b, uint64_t key, uint64_t *word)
 {
-    return ((key + 1) * 0xC2B2AE3D27D4EB4Full) >> b->fshift;
+    uint64_t h = (key + 1) * 0xC2B2AE3D27D4EB4Full;
+    *word = h >> (b->fshift + 6);
+    return (1ull << ((h >> 20) & 63)) | (1ull << ((h >> 26) & 63));
 }
 
 /* Rank of merging tokens l and r, or RANK_NONE. */
@@ -129,8 +132,8 @@ static inline uint32_t bpe_pair_rank(const struct bpe *b, uint32_t l, uint32_t r
 {
     uint64_t key = bpe_pair_key(l, r);
     if (b->filter) {
-        uint64_t bit = bpe_filter_bit(b, key);
-        if (!(b->filter[bit >> 6] & (1ull << (bit & 63))))
+        uint64_t w, m = bpe_filter_bits(b, key, &w);
+        if ((b->filter[w] & m) != m)
             return RANK_NONE;
     }
     for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> b->pshift;; i = (i + 1) & b->pmask) {

@@ -58,22 +58,22 @@ static void pair_put(struct bpe *b, uint32_t l, uint32_t r, uint32_t rank, int k
     b->ptab[i] = key << BPE_RANK_BITS | rank;
 }
 
-/* The filter of pairs (16 bits a pair, one hash: 6% false positives, no false
- * negatives) and the dense table of merges between single-byte tokens. */
+/* The filter of pairs (8-16 bits a pair, two bits of one 64-bit word each: about 4-6%
+ * false positives, no false negatives) and the dense table of merges between single-byte tokens. */
 static void build_bp(struct bpe *b)
 {
     uint64_t n = 0;
     for (uint64_t i = 0; i <= b->pmask; i++)
         n += b->ptab[i] != PAIR_EMPTY;
     int bits = 16;
-    while (bits < 34 && (1ull << bits) < n * 16)
+    while (bits < 34 && (1ull << bits) < n * 8)
         bits++;
     b->filter = sl_xcalloc_table((size_t)((1ull << bits) / 64), sizeof(uint64_t));
     b->fshift = 64 - bits;
     for (uint64_t i = 0; i <= b->pmask; i++)
         if (b->ptab[i] != PAIR_EMPTY) {
-            uint64_t bit = bpe_filter_bit(b, b->ptab[i] >> BPE_RANK_BITS);
-            b->filter[bit >> 6] |= 1ull << (bit & 63);
+            uint64_t w, m = bpe_filter_bits(b, b->ptab[i] >> BPE_RANK_BITS, &w);
+            b->filter[w] |= m;
         }
     b->bp = sl_xmalloc(256 * 256 * sizeof(*b->bp));
     for (int c1 = 0; c1 < 256; c1++)
