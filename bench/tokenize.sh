@@ -114,7 +114,7 @@ echo "== 1. byte-level BPE encode, one core (MB/s of CPU time; ratios are median
 for vocab in $vocabs; do
     ranks=$(ranks_of $vocab)
     if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
-    peer=gigatoken; giga_note "$ranks"
+    giga_note "$ranks"
     for input in shakes web ccen; do
         f=${!input}; mode=""; env=""
         [ $input != shakes ] && mode=jsonl && env="JSONL=1"
@@ -122,7 +122,7 @@ for vocab in $vocabs; do
         for r in $(seq "$rounds"); do
             o=$(env $env build/bench_encode "$spec" "$f" 3)
             w=$(env $env WARM=1 build/bench_encode "$spec" "$f" 3)
-            g=$($PY bench/tokenize_peers.py encode $peer "$gpt2" "$ranks" "$f" "$mode" 3)
+            g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" "$mode" 3)
             if [ "$vocab $r" = "llama3 1" ] || [ "$vocab $r" = "llama4 1" ]; then
                 t=$($PY bench/tokenize_peers.py encode tiktoken "$gpt2" "$ranks" "$f" "$mode" 1)
             fi
@@ -144,7 +144,7 @@ for vocab in $vocabs; do
         [ $vocab = gpt2 ] && extra="; tiktoken $(median "${tt[@]}"), HF tokenizers $(median "${hf[@]}"), sluice cold/tiktoken $(median "${r_tt[@]}")x, sluice cold/HF $(median "${r_hf[@]}")x"
         [ -n "$t" ] && [ $vocab != gpt2 ] && extra="; the same ids as Meta's reference tokenizer"
         echo "$vocab $input: sluice cold $(median "${ours[@]}") MB/s, warm $(median "${warm[@]}");" \
-             "$peer first $(median "${gf[@]}"), best $(median "${gt[@]}");" \
+             "gigatoken first $(median "${gf[@]}"), best $(median "${gt[@]}");" \
              "cold/first $(median "${r_gf[@]}")x, warm/best $(median "${r_gt[@]}")x$extra; same ids ($(echo "$o" | field tokens) tokens)"
         t=""; h=""
     done
@@ -167,21 +167,21 @@ for input in corpus once; do
         ranks=$(ranks_of $vocab)
         if [ $vocab = gpt2 ]; then spec="gpt2:$gpt2"; else spec="tiktoken:$ranks"; fi
         "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f"
-        peer=gigatoken; giga_note "$ranks"
+        giga_note "$ranks"
         ours=() off=() enc=() gs=() ratio=() roff=()
         for r in $(seq "$rounds"); do
             a=$(cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")
             n=$(SLUICE_CACHE_DIR= cpu "$sluice" -q tokenize -j 1 --tokenizer "$spec" --out "$work/w" "$f")
             e=$(JSONL=1 build/bench_encode "$spec" "$f" 1 | field seconds)
-            g=$($PY bench/tokenize_peers.py encode $peer "$gpt2" "$ranks" "$f" jsonl 1)
+            g=$($PY bench/tokenize_peers.py encode gigatoken "$gpt2" "$ranks" "$f" jsonl 1)
             gsec=$(echo "$g" | field seconds)
             ours+=("${a% *}"); off+=("${n% *}"); enc+=("$e"); gs+=("$gsec")
             ratio+=("$(python3 -c "print($gsec / ${a% *})")")
             roff+=("$(python3 -c "print($gsec / ${n% *})")")
         done
         echo "$input $vocab: sluice tokenize -j 1 $(median "${ours[@]}") CPU s ($(median "${off[@]}") without the" \
-             "vocabulary cache; its encoder alone $(median "${enc[@]}")), $peer encode $(median "${gs[@]}") CPU s;" \
-             "sluice's whole command is $(median "${ratio[@]}")x as fast as $peer's encode" \
+             "vocabulary cache; its encoder alone $(median "${enc[@]}")), gigatoken encode $(median "${gs[@]}") CPU s;" \
+             "sluice's whole command is $(median "${ratio[@]}")x as fast as gigatoken's encode" \
              "($(median "${roff[@]}")x without the cache)"
     done
 done

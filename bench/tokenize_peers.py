@@ -33,21 +33,27 @@ def fnv(ids_iter):
     return h
 
 
+def meta_family(ranks_path):
+    """"llama3" or "llama4" for Meta's tokenizer.model in llama_models' folders, else None."""
+    return next((f for f in ("llama3", "llama4") if "/%s/" % f in ranks_path), None)
+
+
 def meta_tokenizer(ranks_path):
     """Meta's reference tokenizer (llama_models, installed --no-deps) for the tokenizer.model
     of Llama 3 or Llama 4: tiktoken with Meta's pattern and special tokens; None for other files."""
     from pathlib import Path
-    for family in ("llama3", "llama4"):
-        if "/%s/" % family in ranks_path:
-            mod = __import__("llama_models.%s.tokenizer" % family, fromlist=["Tokenizer"])
-            return mod.Tokenizer(Path(ranks_path)).model
-    return None
+    family = meta_family(ranks_path)
+    if family is None:
+        return None
+    mod = __import__("llama_models.%s.tokenizer" % family, fromlist=["Tokenizer"])
+    return mod.Tokenizer(Path(ranks_path)).model
 
 
 def giga_pretokenizer(ranks):
     """gigatoken's scheme for a rank file: GPT-2's for r50k_base, cl100k_base's and
-    o200k_base's by file name (None), Meta's files by their folder."""
-    return "gpt2" if "r50k" in ranks else "cl100k" if "/llama3/" in ranks else "o200k" if "/llama4/" in ranks else None
+    o200k_base's by file name (None), Meta's files by their family's pattern."""
+    family = meta_family(ranks)
+    return "gpt2" if "r50k" in ranks else {"llama3": "cl100k", "llama4": "o200k"}.get(family)
 
 
 def rank_file_json(ranks_path, cache_dir):
@@ -87,7 +93,8 @@ def rank_file_json(ranks_path, cache_dir):
     return out
 
 
-def gpt2_tiktoken(ranks_path):
+def tiktoken_encoding(ranks_path):
+    """tiktoken for a rank file: Meta's tokenizer for its files, else GPT-2's pattern."""
     import tiktoken
     import tiktoken.load
     from tiktoken.core import Encoding
@@ -117,7 +124,7 @@ def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
     nbytes = sum(len(t.encode()) for t in texts)
     if kind == "gigatoken":
         import gigatoken
-        if ranks.endswith(".model") and meta_tokenizer(ranks) is None:
+        if ranks.endswith(".model") and meta_family(ranks) is None:
             tok = gigatoken.Tokenizer.from_sentencepiece(ranks)
         else:
             # GPT-2's pretokenizer for r50k_base; cl100k_base and o200k_base by file name;
@@ -142,7 +149,7 @@ def encode(kind, gpt2_dir, ranks, path, jsonl, repeat):
               % (sum(len(x) for x in out), nbytes, best, nbytes / best / 1e6, fnv(out), nbytes / first / 1e6))
         return
     if kind == "tiktoken":
-        enc = gpt2_tiktoken(ranks)
+        enc = tiktoken_encoding(ranks)
         f = enc.encode_ordinary
     else:
         from tokenizers import Tokenizer, models, pre_tokenizers
@@ -171,7 +178,7 @@ def loads(ranks):
 
 
 def preprocess(ranks, path, prefix):
-    enc = gpt2_tiktoken(ranks)
+    enc = tiktoken_encoding(ranks)
     lengths, pointers, docs, pos = [], [], [0], 0
     with open(prefix + "_text_document.bin", "wb") as b:
         for line in open_text(path):

@@ -282,7 +282,8 @@ static const struct tk_names llama4_specials[] = {
 };
 #undef ONE
 
-/* The special tokens of `names` from id `first` on (names owned; ends with { NULL, 0 }). */
+/* The special tokens of `names` from id `first` on (every name owned: free_names; ends with
+ * { NULL, 0 }). */
 static struct tk_special *expand_names(const struct tk_names *names, uint32_t first)
 {
     size_t n = 0;
@@ -291,31 +292,18 @@ static struct tk_special *expand_names(const struct tk_names *names, uint32_t fi
     struct tk_special *sp = sl_xcalloc(n + 1, sizeof(*sp));
     size_t i = 0;
     for (const struct tk_names *r = names; r->fmt; r++) {
-        if (r->to < 0) {
-            sp[i].name = r->fmt;
-            sp[i].id = first + (uint32_t)i;
-            i++;
-            continue;
-        }
-        for (int k = r->from; k <= r->to; k++, i++) {
-            sp[i].name = sl_xasprintf(r->fmt, k);
+        for (int k = r->from; k <= (r->to < 0 ? r->from : r->to); k++, i++) {
+            sp[i].name = r->to < 0 ? sl_xstrdup(r->fmt) : sl_xasprintf(r->fmt, k);
             sp[i].id = first + (uint32_t)i;
         }
     }
     return sp;
 }
 
-static void free_names(struct tk_special *sp, const struct tk_names *names)
+static void free_names(struct tk_special *sp)
 {
-    size_t i = 0;
-    for (const struct tk_names *r = names; r->fmt; r++) {
-        if (r->to < 0) {
-            i++;
-            continue;
-        }
-        for (int k = r->from; k <= r->to; k++)
-            free((char *)sp[i++].name);
-    }
+    for (struct tk_special *p = sp; p->name; p++)
+        free((char *)p->name);
     free(sp);
 }
 
@@ -509,7 +497,7 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
         rc = build_vocab(b, &t, name);
     }
     if (named)
-        free_names(named, meta);
+        free_names(named);
     if (!rc) {
         for (size_t i = 0; i < b->nspec; i++)
             b->flags[b->spec[i].id] |= FL_SPECIAL;
