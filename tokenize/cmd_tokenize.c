@@ -2,10 +2,14 @@
  *
  * Each input file is one unit of work: ranks take files (balanced by size), and inside a
  * rank the reading thread cuts the decompressed input into batches of lines that worker
- * threads parse (JSON, UTF-8) and encode, while the reading thread writes finished batches,
- * in order, into one part shard per file and key, and counts and reports their bad lines
- * in line order. So the reading thread only decompresses, splits lines and writes, and a
- * rank keeps many workers busy. Rank 0 then concatenates the parts in input order. The
+ * threads parse (JSON, UTF-8) and encode. Finished batches are written in order into one
+ * part shard per file and key, their bad lines counted and reported in line order, by one
+ * thread at a time: with several workers, by the worker that finds the oldest batch in
+ * flight finished (it writes the run of finished ones from there), so that the reading
+ * thread only decompresses and splits lines: on many cores it is the one thread that does
+ * not multiply, and what it does per byte bounds a rank's throughput. With one worker, and
+ * whenever it must wait for a free batch, the reading thread writes. Rank 0 then
+ * concatenates the parts in input order. The
  * output therefore depends only on the inputs and the settings: the same bytes for any
  * number of ranks and threads.
  *
@@ -161,6 +165,12 @@ struct pipeline {
     int quit;
     pthread_t *threads;
     long nthreads;
+    /* writing finished batches (retire_ready): the unit's outputs, whether a thread is at
+     * it, and the first failure, which stops the unit (wmsg: its message) */
+    struct unit_out *u;
+    int retiring;
+    int wrc;
+    char wmsg[512];
 };
 
 static void kbatch_reset(struct kbatch *k)
@@ -268,6 +278,8 @@ static int encode_batch(struct pipeline *pl, struct tokenizer_enc *enc, struct b
     return 0;
 }
 
+static void retire_ready(struct pipeline *pl);
+
 static void *worker(void *arg)
 {
     struct pipeline *pl = arg;
@@ -292,6 +304,8 @@ static void *worker(void *arg)
             snprintf(b->err, sizeof(b->err), "%s", sl_err_msg());
         pthread_mutex_lock(&pl->mu);
         b->state = 4;
+        if (pl->nthreads > 1) /* one worker: the reading thread writes while it encodes */
+            retire_ready(pl);
         pthread_cond_broadcast(&pl->cv_done);
     }
     pthread_mutex_unlock(&pl->mu);
@@ -366,27 +380,62 @@ static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
     return 0;
 }
 
-/* Wait for the oldest in-flight batch and write it. */
-static int retire_one(struct pipeline *pl, struct unit_out *u)
+/* Write the finished batches at the head of the ring, in order, unless another thread is
+ * at it (called with pl->mu held, which it releases while writing). A batch is written
+ * once every batch before it is: whoever finds the head batch finished writes it and the
+ * run of finished ones after it. After a failure the rest of the unit is dropped unwritten. */
+static void retire_ready(struct pipeline *pl)
 {
-    struct batch *b = &pl->ring[pl->head % pl->nring];
+    if (pl->retiring)
+        return; /* that thread looks at the head again before it stops */
+    pl->retiring = 1;
+    while (pl->head < pl->tail && pl->ring[pl->head % pl->nring].state == 4) {
+        struct batch *b = &pl->ring[pl->head % pl->nring];
+        int failed = pl->wrc;
+        pthread_mutex_unlock(&pl->mu);
+        int rc = 0;
+        if (!failed) {
+            rc = b->rc ? sl_err_set(b->rc, "%s", b->err) : write_batch(pl, b, pl->u);
+            if (rc)
+                snprintf(pl->wmsg, sizeof(pl->wmsg), "%s", sl_err_msg());
+        }
+        pthread_mutex_lock(&pl->mu);
+        if (rc && !pl->wrc)
+            pl->wrc = rc;
+        b->state = 0;
+        pl->head++;
+        pthread_cond_broadcast(&pl->cv_done);
+    }
+    pl->retiring = 0;
+}
+
+/* Wait until no more than `left` batches are in flight, or, when left > 0, until a batch
+ * failed; left 0 waits for them all, failed or not. Meanwhile this thread writes what is
+ * ready. The unit's first failure, if any (its message is pl->wmsg). */
+static int wait_written(struct pipeline *pl, size_t left)
+{
     pthread_mutex_lock(&pl->mu);
-    while (b->state != 4)
+    for (;;) {
+        retire_ready(pl);
+        if (pl->tail - pl->head <= left || (left && pl->wrc))
+            break;
         pthread_cond_wait(&pl->cv_done, &pl->mu);
+    }
+    int rc = pl->wrc;
     pthread_mutex_unlock(&pl->mu);
-    int rc = b->rc ? sl_err_set(b->rc, "%s", b->err) : write_batch(pl, b, u);
-    b->state = 0;
-    pl->head++;
     return rc;
 }
 
-static struct batch *current(struct pipeline *pl, struct unit_out *u, int *rc)
+static struct batch *current(struct pipeline *pl, int *rc)
 {
     struct batch *b = &pl->ring[pl->tail % pl->nring];
     if (b->state == 1)
         return b;
-    while (pl->tail - pl->head >= pl->nring && !*rc)
-        *rc = retire_one(pl, u);
+    int failed = wait_written(pl, pl->nring - 1);
+    if (failed) {
+        *rc = sl_err_set(failed, "%s", pl->wmsg);
+        return NULL;
+    }
     b = &pl->ring[pl->tail % pl->nring];
     b->state = 1;
     b->ndocs = 0;
@@ -514,7 +563,10 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     if (!rc)
         rc = sl_jsonl_open(&r, in->path, &jo);
     u.r = r;
-    /* this thread only splits lines; the workers parse them (parse_batch) */
+    pl->u = &u; /* no batch of the unit before is in flight: the workers see it from here */
+    pl->wrc = 0;
+    /* this thread splits lines; the workers parse them (parse_batch) and, when there are
+     * several, write them */
     while (!rc) {
         const char *line;
         size_t len;
@@ -524,7 +576,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
             rc = got;
         if (got <= 0)
             break;
-        struct batch *b = current(pl, &u, &rc);
+        struct batch *b = current(pl, &rc);
         if (rc)
             break;
         if (!b->nlines) {
@@ -537,14 +589,9 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
         sl_stage_unit_progress(su, sl_jsonl_bytes_in(r), ++lines);
     }
     submit(pl);
-    int rc2 = 0;
-    while (pl->head < pl->tail) {
-        int x = retire_one(pl, &u);
-        if (x && !rc2)
-            rc2 = x;
-    }
-    if (!rc)
-        rc = rc2;
+    int failed = wait_written(pl, 0);
+    if (failed && !rc)
+        rc = sl_err_set(failed, "%s", pl->wmsg);
     /* a file with bytes but not one JSON document is the wrong input */
     uint64_t bad = 0;
     for (size_t i = 0; i < c->n; i++)

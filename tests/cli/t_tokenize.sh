@@ -300,6 +300,25 @@ cp "$T/d_text_document.idx" "$T/t3.idx"; head -c 7 "$T/d_text_document.bin" > "$
 run "$SLUICE" dataset cat --ids "$T/t3"
 expect_rc 1; expect_err "t3.bin"; expect_err "the index needs"
 
+case_ "a full output disk while the workers write: the run stops with the hint, no output"
+# tinyshakespeare a line a document: ~340k tokens, 0.7 MB of parts, written batch by batch
+# by whichever worker finishes the oldest batch; the disk holds 256 KiB
+zstd -q -d -c "$TF/tinyshakespeare.txt.zst" | "$PY" -c "
+import json, sys
+for line in sys.stdin:
+    print(json.dumps({'text': line}))" > "$T/lines.jsonl"
+mkdir -p "$T/fullmnt"
+if unshare -r -m true 2>/dev/null; then
+    for j in 1 2 4; do
+        run timeout 120 unshare -r -m sh -c 'mount -t tmpfs -o size=256k tmpfs "$1" && "$2" tokenize --tokenizer "$3" --workers "$4" --out "$1/o" "$5"; rc=$?; ls -A "$1" > "$1.ls.$4"; exit $rc' \
+            sh "$T/fullmnt" "$SLUICE" "$GPT2" $j "$T/lines.jsonl"
+        expect_rc 1
+        expect_err "No space left on device"
+        expect_err "hint: the output disk is full: free space"
+        expect_eq "$(grep -c 'document\.\(bin\|idx\)$\|manifest' "$T/fullmnt.ls.$j" || true)" 0
+    done
+fi
+
 case_ "SIGKILL after 3 of 40 files: the next run resumes per file; output identical to an uninterrupted run"
 mkdir -p "$T/many"
 python3 - "$T/many" <<'PY'
