@@ -298,6 +298,10 @@ for r in $(seq "$rounds"); do
     z+=("$(wall sh -c "zstd -dc '$work/scale.jsonl.zst' > /dev/null")")
     c+=("$(wall sh -c "cat '$work/scale.jsonl' > /dev/null")")
 done
+# the reading thread's own rate (decompressing and splitting lines, less what it wrote while
+# it would otherwise have waited): what -j N on one file cannot pass on this machine
+reader=$("$sluice" -v tokenize -j "${JOBS##* }" --tokenizer "gpt2:$gpt2" --out "$work/jr" "$work/scale.jsonl.zst" 2>&1 |
+    sed -n 's/.*the reading thread took \([0-9.]*\) CPU s.*(\([0-9]*\) MB\/s without).*/\1 CPU s, \2 MB\/s/p')
 unset SLUICE_CACHE_DIR
 for n in $JOBS; do
     cmp -s "$work/j0_text_document.bin" "$work/j${n}_text_document.bin" || echo "-j $n output differs from -j 1"
@@ -323,6 +327,7 @@ for n in $JOBS; do
     m=$(median ${tj[$n]}); line+=" -j $n $m ($(rate "$m"));"
 done
 echo "$line load $(cut -d' ' -f1 /proc/loadavg)"
+echo "one rank's reading thread at -j ${JOBS##* }: $reader (the most one file gives -j N here)"
 if [ -n "$have_mpirun" ]; then
     line="GPT-2, MPI ranks over $copies files, -j 1 a rank, wall s:"
     for n in $RANKS; do

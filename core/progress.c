@@ -16,6 +16,13 @@ double sl_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+double sl_thread_cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static double now_coarse(void)
 {
 #ifdef CLOCK_MONOTONIC_COARSE

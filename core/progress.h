@@ -28,6 +28,8 @@ void sl_progress_finish(struct sl_progress *p);
 
 /* Monotonic seconds. */
 double sl_now(void);
+/* CPU seconds of the calling thread. */
+double sl_thread_cpu(void);
 /* "1.5 GB", "320 kB", "17 B" into buf. */
 const char *sl_human_bytes(double v, char *buf, int n);
 

@@ -193,8 +193,10 @@ for f in range(6):
 PY
 run "$SLUICE" tokenize -j 1 --tokenizer "tiktoken:$TF/o200k_base.tiktoken.zst" --append-eod --out "$T/s1" "$T/many"
 expect_rc 0
-run "$SLUICE" tokenize -j 3 --tokenizer "tiktoken:$TF/o200k_base.tiktoken.zst" --append-eod --out "$T/s3" "$T/many"
+run "$SLUICE" tokenize -v -j 3 --tokenizer "tiktoken:$TF/o200k_base.tiktoken.zst" --append-eod --out "$T/s3" "$T/many"
 expect_rc 0
+# -v: per input file, the reading thread's CPU (what bounds one rank on one file)
+expect_eq "$(grep -c "the reading thread took .* CPU s for .* MB of JSONL" "$T/err")" 6
 cmp -s "$T/s1_text_document.bin" "$T/s3_text_document.bin" && ok || fail ".bin differs for -j 3"
 cmp -s "$T/s1_text_document.idx" "$T/s3_text_document.idx" && ok || fail ".idx differs for -j 3"
 if have_mpi; then
