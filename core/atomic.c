@@ -78,6 +78,7 @@ int sl_atomic_open(struct sl_atomic_file *f, const char *path)
     f->path = sl_xstrdup(path);
     f->tmp_path = sl_atomic_tmp_name(path);
     f->slot = cleanup_add(f->tmp_path);
+    f->no_sync = 0;
     f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (f->fd < 0) {
         int e = errno;
@@ -134,7 +135,7 @@ int sl_atomic_commit(struct sl_atomic_file *f)
     int rc = 0;
     if (!f->path)
         return sl_err_set(SL_ERR_STATE, "atomic file already closed");
-    if (fsync(f->fd) != 0 && errno != EINVAL)
+    if (!f->no_sync && fsync(f->fd) != 0 && errno != EINVAL)
         rc = sl_err_set(SL_ERR_IO, "cannot sync '%s': %s", f->tmp_path, strerror(errno));
     if (close(f->fd) != 0 && !rc)
         rc = sl_err_set(SL_ERR_IO, "cannot close '%s': %s", f->tmp_path, strerror(errno));
@@ -142,11 +143,10 @@ int sl_atomic_commit(struct sl_atomic_file *f)
     if (!rc && rename(f->tmp_path, f->path) != 0)
         rc = sl_err_set(SL_ERR_IO, "cannot rename '%s' to '%s': %s", f->tmp_path, f->path,
                         strerror(errno));
-    if (rc) {
+    if (rc)
         unlink(f->tmp_path);
-    } else {
+    else if (!f->no_sync)
         fsync_dir_of(f->path);
-    }
     release(f);
     return rc;
 }
@@ -164,6 +164,16 @@ void sl_atomic_abort(struct sl_atomic_file *f)
 
 int sl_atomic_link(const char *src, const char *path)
 {
+    /* its bytes on disk before a second name is durable (a no_sync file is not yet) */
+    int sfd = open(src, O_RDONLY | O_CLOEXEC);
+    if (sfd < 0)
+        return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", src, strerror(errno));
+    if (fsync(sfd) != 0 && errno != EINVAL) {
+        int e = errno;
+        close(sfd);
+        return sl_err_set(SL_ERR_IO, "cannot sync '%s': %s", src, strerror(e));
+    }
+    close(sfd);
     char *tmp = sl_atomic_tmp_name(path);
     int rc = 0, slot = cleanup_add(tmp);
     unlink(tmp); /* a stale one */

@@ -1,6 +1,6 @@
 /* Atomic output files: write to a hidden temporary name in the same directory, fsync,
  * rename over the final name, fsync the directory. A file under its final name is always
- * complete. Temporary files still open when SIGINT/SIGTERM/SIGHUP arrives are removed by
+ * complete (and, unless it was written with no_sync, on disk). Temporary files still open when SIGINT/SIGTERM/SIGHUP arrives are removed by
  * the handler installed with sl_atomic_install_signal_cleanup(). */
 #ifndef SL_ATOMIC_H
 #define SL_ATOMIC_H
@@ -12,13 +12,17 @@ struct sl_atomic_file {
     char *tmp_path; /* temporary name: DIR/.NAME.tmp (owned) */
     int fd;         /* -1 when closed */
     int slot;       /* signal-cleanup registry slot, -1 if none */
+    int no_sync;    /* commit renames without fsync: an intermediate file that is only
+                     * read back, copied or linked (sl_atomic_link syncs it) by a later
+                     * step that checks it; a crash may leave it damaged under its name */
 };
 
-/* Create DIR/.NAME.tmp (truncating a stale one). 0 or SL_ERR_IO with a message. */
+/* Create DIR/.NAME.tmp (truncating a stale one; no_sync 0). 0 or SL_ERR_IO with a message. */
 int sl_atomic_open(struct sl_atomic_file *f, const char *path);
 /* Write all n bytes. */
 int sl_atomic_write(struct sl_atomic_file *f, const void *data, size_t n);
-/* fsync, rename to the final name, fsync the directory, release. */
+/* fsync (unless no_sync), rename to the final name, fsync the directory (unless no_sync),
+ * release. */
 int sl_atomic_commit(struct sl_atomic_file *f);
 /* Remove the temporary file and release. Safe to call after a failed commit or twice. */
 void sl_atomic_abort(struct sl_atomic_file *f);
@@ -26,8 +30,9 @@ void sl_atomic_abort(struct sl_atomic_file *f);
 /* Write a whole file atomically. */
 int sl_write_file_atomic(const char *path, const void *data, size_t n);
 
-/* Give the complete file `src` a second name, `path`, atomically: hard-link it under the
- * temporary name, rename that over `path`, fsync the directory. No byte is copied; the two
+/* Give the complete file `src` a second name, `path`, atomically: fsync it (it may have
+ * been written with no_sync), hard-link it under the temporary name, rename that over
+ * `path`, fsync the directory. No byte is copied; the two
  * names share the file, so `src` must not be written again. SL_ERR_UNSUPPORTED (no
  * message) where the file system cannot link them (another file system, no hard links):
  * the caller copies instead. */

@@ -821,6 +821,7 @@ int sl_writer_open(struct sl_writer **out, const char *path, const struct sl_wri
         writer_free(w);
         return rc;
     }
+    w->file.no_sync = opts ? opts->no_sync : 0;
     w->is_file = 1;
     *out = w;
     return 0;

@@ -107,6 +107,7 @@ int sl_read_file(const char *path, struct sl_buf *b);
 struct sl_writer_opts {
     enum sl_codec codec; /* NONE, GZIP, ZSTD or BZIP2; AUTO means from the file name */
     int level;           /* 0: the codec's default (zstd 3, gzip 6, bzip2 9) */
+    int no_sync;         /* an intermediate file: committed without fsync (core/atomic.h) */
 };
 
 struct sl_writer;

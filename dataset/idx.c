@@ -96,9 +96,11 @@ struct idx_writer {
     uint64_t bin_bytes;
     unsigned char *tmp;
     size_t tmpcap;
+    int no_sync; /* idx_writer_open_part */
 };
 
-int idx_writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype dtype)
+static int writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype dtype,
+                       int no_sync)
 {
     *out = NULL;
     if (!idx_dtype_size(dtype) || dtype == IDX_F32 || dtype == IDX_F64)
@@ -108,7 +110,8 @@ int idx_writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype 
     w->dtype = dtype;
     w->itemsize = idx_dtype_size(dtype);
     char *path = sl_xasprintf("%s.bin", prefix);
-    struct sl_writer_opts o = { SL_CODEC_NONE, 0 };
+    w->no_sync = no_sync;
+    struct sl_writer_opts o = { .codec = SL_CODEC_NONE, .level = 0, .no_sync = no_sync };
     int rc = sl_writer_open(&w->bin, path, &o);
     free(path);
     if (rc) {
@@ -121,6 +124,16 @@ int idx_writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype 
     w->docs[w->ndocs++] = 0;
     *out = w;
     return 0;
+}
+
+int idx_writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype dtype)
+{
+    return writer_open(out, prefix, dtype, 0);
+}
+
+int idx_writer_open_part(struct idx_writer **out, const char *prefix, enum idx_dtype dtype)
+{
+    return writer_open(out, prefix, dtype, 1);
 }
 
 static void push_seq(struct idx_writer *w, int32_t len, int64_t ptr)
@@ -350,7 +363,7 @@ int idx_writer_commit(struct idx_writer *w)
 {
     char *path = sl_xasprintf("%s.idx", w->prefix);
     struct sl_writer *idx = NULL;
-    struct sl_writer_opts o = { SL_CODEC_NONE, 0 };
+    struct sl_writer_opts o = { .codec = SL_CODEC_NONE, .level = 0, .no_sync = w->no_sync };
     int rc = sl_writer_open(&idx, path, &o);
     if (!rc) {
         unsigned char h[IDX_HEADER_SIZE];

@@ -40,6 +40,11 @@ struct idx_writer;
 
 /* Start PREFIX.bin/.idx (written as temporaries until idx_writer_commit). */
 int idx_writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype dtype);
+/* The same for a part that a later step copies or links into the real output
+ * (idx_writer_append_shard, idx_link_shard) and that a resumed run checks before using
+ * it: committed without fsync, so that a run of many parts does not wait on the disk once
+ * a part (the output's own commit or link syncs its bytes). */
+int idx_writer_open_part(struct idx_writer **out, const char *prefix, enum idx_dtype dtype);
 /* Append one sequence (the usual case: a whole document). Token ids must fit the dtype
  * (SL_ERR_FORMAT otherwise). */
 int idx_writer_add_sequence(struct idx_writer *w, const uint32_t *tokens, size_t n);

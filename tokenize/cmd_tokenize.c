@@ -548,7 +548,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     int rc = 0;
     for (size_t k = 0; k < pl->nkeys && !rc; k++) {
         char *pp = part_prefix(su->path, k);
-        rc = idx_writer_open(&u.w[k], pp, dtype);
+        rc = idx_writer_open_part(&u.w[k], pp, dtype);
         free(pp);
         u.ckey_tokens[k] = k ? sl_xasprintf("tokens_%s", pl->o->keys.v[k]) : sl_xstrdup("tokens");
         u.ckey_empty[k] = k ? sl_xasprintf("empty_documents_%s", pl->o->keys.v[k])

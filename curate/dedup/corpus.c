@@ -305,7 +305,7 @@ static int write_pairs(const char *out_dir, struct member *m, size_t n, const st
         qsort(m, n, sizeof(*m), cmp_member_gid);
     char *path = sl_xasprintf("%s/pairs.jsonl", out_dir);
     struct sl_writer *w = NULL;
-    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    struct sl_writer_opts wo = { .codec = SL_CODEC_NONE, .level = 0 };
     int rc = sl_writer_open(&w, path, &wo);
     struct sl_buf b = SL_BUF_INIT;
     for (size_t i = 0; i < np && !rc; i++) {
@@ -337,7 +337,7 @@ static int write_side_files(const char *out_dir, struct member *m, size_t n, int
     char *p1 = sl_xasprintf("%s/duplicates.jsonl", out_dir);
     char *p2 = sl_xasprintf("%s/clusters.jsonl", out_dir);
     struct sl_writer *w1 = NULL, *w2 = NULL;
-    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    struct sl_writer_opts wo = { .codec = SL_CODEC_NONE, .level = 0 };
     int rc = sl_writer_open(&w1, p1, &wo);
     if (!rc && clusters)
         rc = sl_writer_open(&w2, p2, &wo);
@@ -426,7 +426,7 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
         sl_counters_add(&cnt, "duplicates_removed", 0);
         if (!is_done) {
             char *path = sl_stage_shard_path(st, i, ".jsonl.zst");
-            struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)o->level };
+            struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)o->level };
             rc = sl_writer_open(&out, path, &wo);
             free(path);
         }

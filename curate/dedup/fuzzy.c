@@ -622,7 +622,7 @@ static int copy_file(const char *from, const char *to)
         sl_buf_append(&b, tmp, k);
     fclose(in);
     struct sl_writer *w;
-    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    struct sl_writer_opts wo = { .codec = SL_CODEC_NONE, .level = 0 };
     int rc = sl_writer_open(&w, to, &wo);
     if (!rc) {
         rc = sl_writer_write(w, b.data ? b.data : "", b.len);

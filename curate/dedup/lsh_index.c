@@ -15,7 +15,7 @@
 int dd_index_writer_open(struct dd_index_writer *iw, const char *path, const char *magic)
 {
     iw->n = 0;
-    struct sl_writer_opts wo = { SL_CODEC_ZSTD, 3 };
+    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = 3 };
     int rc = sl_writer_open(&iw->w, path, &wo);
     if (rc)
         return rc;
@@ -197,7 +197,7 @@ int dd_index_write_meta(const char *dir, const char *settings, uint64_t generati
                   (unsigned long long)generation, parts, settings);
     char *path = sl_xasprintf("%s/meta.json", dir);
     struct sl_writer *w;
-    struct sl_writer_opts wo = { SL_CODEC_NONE, 0 };
+    struct sl_writer_opts wo = { .codec = SL_CODEC_NONE, .level = 0 };
     int rc = sl_writer_open(&w, path, &wo);
     if (!rc) {
         rc = sl_writer_write(w, b.data, b.len);

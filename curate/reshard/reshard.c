@@ -254,7 +254,7 @@ static int open_current(struct out_state *os)
     int rc = 0;
     if (!os->done && !os->w) {
         char *path = sl_stage_shard_path(os->st, os->next - 1, ".jsonl.zst");
-        struct sl_writer_opts wo = { SL_CODEC_ZSTD, (int)os->o->level };
+        struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)os->o->level };
         rc = sl_writer_open(&os->w, path, &wo);
         free(path);
     }

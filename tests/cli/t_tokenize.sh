@@ -359,6 +359,31 @@ expect_eq "$(json "$T/rk/t.manifest.json" "json.dumps(m['counts'], sort_keys=Tru
 expect_no_file "$T/rk/.t.sluice-parts"
 [ "$done_before" -ge 3 ] && [ "$done_before" -lt 40 ] && ok || fail "$done_before files were done at the kill"
 
+case_ "a part lost to a crash after its record (parts are not synced) is redone on resume"
+"$SLUICE" tokenize --tokenizer "$GPT2" --workers 2 --append-eod --out "$T/rz/t" "$T/many" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1000); do
+    n=$(ls "$T/rz/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
+    [ "$n" -ge 2 ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.01
+done
+kill -KILL $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+# what an unsynced file may hold after a power loss: its size, zeros for bytes
+part="$T/rz/.t.sluice-parts/part-00000_k0.bin"
+if [ -s "$part" ] && [ ! -e "$T/rz/t.manifest.json" ]; then
+    dd if=/dev/zero of="$part" bs="$(stat -c %s "$part")" count=1 conv=notrunc status=none
+    run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 2 --append-eod --out "$T/rz/t" "$T/many"
+    expect_rc 0; expect_err "(resumed)"
+    expect_eq "$(json "$T/rz/t.manifest.json" "m['counts'].get('resume_redone_units')")" 1
+    for e in bin idx; do
+        cmp -s "$T/rz/t_text_document.$e" "$T/rref/t_text_document.$e" && ok || fail "resumed .$e differs"
+    done
+else
+    fail "no part was recorded before the kill"
+fi
+
 case_ "killed, then other settings: the earlier parts are not reused"
 "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk2/t" "$T/many" >/dev/null 2>&1 &
 pid=$!

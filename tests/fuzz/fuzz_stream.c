@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         enum sl_codec c = (enum sl_codec)(1 + data[0] % 4);
         struct sl_buf z = SL_BUF_INIT, back = SL_BUF_INIT;
         struct sl_writer *w;
-        struct sl_writer_opts wo = { c, 1 };
+        struct sl_writer_opts wo = { .codec = c, .level = 1 };
         if (sl_writer_open_buf(&w, &z, &wo) == 0) {
             sl_writer_write(w, data + 1, size - 1);
             if (sl_writer_commit(w) != 0)

@@ -108,7 +108,7 @@ TEST(jsonl_truncated_stream_is_fatal)
     for (int i = 0; i < 30000; i++)
         sl_buf_printf(&text, "{\"text\":\"document number %d\"}\n", i);
     struct sl_writer *w;
-    struct sl_writer_opts wo = { SL_CODEC_ZSTD, 0 };
+    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = 0 };
     sl_writer_open_buf(&w, &z, &wo);
     sl_writer_write(w, text.data, text.len);
     sl_writer_commit(w);

@@ -21,7 +21,7 @@ static void make_text(struct sl_buf *b, size_t lines)
 static void compress(enum sl_codec c, const struct sl_buf *in, struct sl_buf *out)
 {
     struct sl_writer *w;
-    struct sl_writer_opts o = { c, 0 };
+    struct sl_writer_opts o = { .codec = c, .level = 0 };
     REQUIRE(sl_writer_open_buf(&w, out, &o) == 0);
     REQUIRE(sl_writer_write(w, in->data, in->len) == 0);
     REQUIRE(sl_writer_commit(w) == 0);

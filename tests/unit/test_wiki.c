@@ -252,7 +252,7 @@ TEST(wiki_caps_stop_and_errors)
 static void bz2_append(struct sl_buf *dst, const char *p, size_t n)
 {
     struct sl_writer *w;
-    struct sl_writer_opts o = { SL_CODEC_BZIP2, 0 };
+    struct sl_writer_opts o = { .codec = SL_CODEC_BZIP2, .level = 0 };
     REQUIRE(sl_writer_open_buf(&w, dst, &o) == 0);
     REQUIRE(sl_writer_write(w, p, n) == 0);
     REQUIRE(sl_writer_commit(w) == 0);
