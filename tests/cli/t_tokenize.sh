@@ -321,6 +321,21 @@ if unshare -r -m true 2>/dev/null; then
     done
 fi
 
+# kill_after_records DIR N WORKERS: start tokenize of $T/many into DIR/t with WORKERS workers
+# and SIGKILL it once N input files have their record
+kill_after_records() {
+    "$SLUICE" tokenize --tokenizer "$GPT2" --workers "$3" --append-eod --out "$1/t" "$T/many" >/dev/null 2>&1 &
+    local pid=$! n
+    for _ in $(seq 1000); do
+        n=$(ls "$1/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
+        [ "$n" -ge "$2" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.01
+    done
+    kill -KILL $pid 2>/dev/null || true
+    wait $pid 2>/dev/null || true
+}
+
 case_ "SIGKILL after 3 of 40 files: the next run resumes per file; output identical to an uninterrupted run"
 mkdir -p "$T/many"
 python3 - "$T/many" <<'PY'
@@ -336,16 +351,7 @@ PY
 run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rref/t" "$T/many"
 expect_rc 0; expect_eq "$(json "$T/rref/t.manifest.json" "m['resumed']")" False
 mkdir -p "$T/rk"
-"$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk/t" "$T/many" >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1000); do
-    n=$(ls "$T/rk/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
-    [ "$n" -ge 3 ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.01
-done
-kill -KILL $pid 2>/dev/null || true
-wait $pid 2>/dev/null || true
+kill_after_records "$T/rk" 3 1
 if [ -e "$T/rk/t.manifest.json" ]; then fail "tokenize finished before the kill"; else ok; fi
 done_before=$(ls "$T/rk/.t.sluice-parts/.sluice" | grep -c '^part-.*json$' || true)
 run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk/t" "$T/many"
@@ -360,16 +366,7 @@ expect_no_file "$T/rk/.t.sluice-parts"
 [ "$done_before" -ge 3 ] && [ "$done_before" -lt 40 ] && ok || fail "$done_before files were done at the kill"
 
 case_ "a part lost to a crash after its record (parts are not synced) is redone on resume"
-"$SLUICE" tokenize --tokenizer "$GPT2" --workers 2 --append-eod --out "$T/rz/t" "$T/many" >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1000); do
-    n=$(ls "$T/rz/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
-    [ "$n" -ge 2 ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.01
-done
-kill -KILL $pid 2>/dev/null || true
-wait $pid 2>/dev/null || true
+kill_after_records "$T/rz" 2 2
 # what an unsynced file may hold after a power loss: its size, zeros for bytes
 part="$T/rz/.t.sluice-parts/part-00000_k0.bin"
 if [ -s "$part" ] && [ ! -e "$T/rz/t.manifest.json" ]; then
@@ -385,16 +382,7 @@ else
 fi
 
 case_ "killed, then other settings: the earlier parts are not reused"
-"$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --append-eod --out "$T/rk2/t" "$T/many" >/dev/null 2>&1 &
-pid=$!
-for _ in $(seq 1000); do
-    n=$(ls "$T/rk2/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
-    [ "$n" -ge 2 ] && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.01
-done
-kill -KILL $pid 2>/dev/null || true
-wait $pid 2>/dev/null || true
+kill_after_records "$T/rk2" 2 1
 run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --out "$T/rk2/t" "$T/many"
 expect_rc 0; expect_no_err "(resumed)"
 run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 1 --out "$T/rref2/t" "$T/many"
