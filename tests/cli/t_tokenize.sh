@@ -326,7 +326,7 @@ fi
 kill_after_records() {
     "$SLUICE" tokenize --tokenizer "$GPT2" --workers "$3" --append-eod --out "$1/t" "$T/many" >/dev/null 2>&1 &
     local pid=$! n
-    for _ in $(seq 1000); do
+    for _ in $(seq 6000); do # up to a minute on a busy machine
         n=$(ls "$1/.t.sluice-parts/.sluice" 2>/dev/null | grep -c '^part-.*json$' || true)
         [ "$n" -ge "$2" ] && break
         kill -0 $pid 2>/dev/null || break
@@ -367,9 +367,11 @@ expect_no_file "$T/rk/.t.sluice-parts"
 
 case_ "a part lost to a crash after its record (parts are not synced) is redone on resume"
 kill_after_records "$T/rz" 2 2
-# what an unsynced file may hold after a power loss: its size, zeros for bytes
-part="$T/rz/.t.sluice-parts/part-00000_k0.bin"
-if [ -s "$part" ] && [ ! -e "$T/rz/t.manifest.json" ]; then
+# what an unsynced file may hold after a power loss: its size, zeros for bytes (the part
+# of the first file with a record)
+rec=$(ls "$T/rz/.t.sluice-parts/.sluice" 2>/dev/null | grep -m1 '^part-.*json$' || true)
+part="$T/rz/.t.sluice-parts/${rec%.json}_k0.bin"
+if [ -n "$rec" ] && [ -s "$part" ] && [ ! -e "$T/rz/t.manifest.json" ]; then
     dd if=/dev/zero of="$part" bs="$(stat -c %s "$part")" count=1 conv=notrunc status=none
     run "$SLUICE" tokenize --tokenizer "$GPT2" --workers 2 --append-eod --out "$T/rz/t" "$T/many"
     expect_rc 0; expect_err "(resumed)"
