@@ -1,7 +1,8 @@
 /* Atomic output files: write to a hidden temporary name in the same directory, fsync,
  * rename over the final name, fsync the directory. A file under its final name is always
- * complete (and, unless it was written with no_sync, on disk). Temporary files still open when SIGINT/SIGTERM/SIGHUP arrives are removed by
- * the handler installed with sl_atomic_install_signal_cleanup(). */
+ * complete (and, unless it was written with no_sync, on disk). Temporary files still open
+ * when SIGINT/SIGTERM/SIGHUP arrives are removed by the handler installed with
+ * sl_atomic_install_signal_cleanup(). */
 #ifndef SL_ATOMIC_H
 #define SL_ATOMIC_H
 
@@ -32,8 +33,8 @@ int sl_write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Give the complete file `src` a second name, `path`, atomically: fsync it (it may have
  * been written with no_sync), hard-link it under the temporary name, rename that over
- * `path`, fsync the directory. No byte is copied; the two
- * names share the file, so `src` must not be written again. SL_ERR_UNSUPPORTED (no
+ * `path`, fsync the directory. No byte is copied; the two names share the file, so `src`
+ * must not be written again. SL_ERR_UNSUPPORTED (no
  * message) where the file system cannot link them (another file system, no hard links):
  * the caller copies instead. */
 int sl_atomic_link(const char *src, const char *path);

@@ -42,8 +42,8 @@ struct idx_writer;
 int idx_writer_open(struct idx_writer **out, const char *prefix, enum idx_dtype dtype);
 /* The same for a part that a later step copies or links into the real output
  * (idx_writer_append_shard, idx_link_shard) and that a resumed run checks before using
- * it: committed without fsync, so that a run of many parts does not wait on the disk once
- * a part (the output's own commit or link syncs its bytes). */
+ * it: committed without fsync, so that a run of many parts does not wait on the disk for
+ * each (the output's own commit, or the link, syncs the bytes). */
 int idx_writer_open_part(struct idx_writer **out, const char *prefix, enum idx_dtype dtype);
 /* Append one sequence (the usual case: a whole document). Token ids must fit the dtype
  * (SL_ERR_FORMAT otherwise). */

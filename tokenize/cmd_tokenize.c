@@ -171,6 +171,7 @@ struct pipeline {
     int retiring;
     int wrc;
     char wmsg[512];
+    int timed;             /* -v: the reading thread's CPU is measured (a system call a time) */
     double reader_writing; /* CPU seconds the reading thread spent writing, this unit */
 };
 
@@ -417,9 +418,10 @@ static int wait_written(struct pipeline *pl, size_t left)
 {
     pthread_mutex_lock(&pl->mu);
     for (;;) {
-        double t0 = sl_thread_cpu();
+        double t0 = pl->timed ? sl_thread_cpu() : 0;
         retire_ready(pl);
-        pl->reader_writing += sl_thread_cpu() - t0;
+        if (pl->timed)
+            pl->reader_writing += sl_thread_cpu() - t0;
         if (pl->tail - pl->head <= left || (left && pl->wrc))
             break;
         pthread_cond_wait(&pl->cv_done, &pl->mu);
@@ -569,7 +571,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     pl->u = &u; /* no batch of the unit before is in flight: the workers see it from here */
     pl->wrc = 0;
     pl->reader_writing = 0;
-    double cpu0 = sl_thread_cpu();
+    double cpu0 = pl->timed ? sl_thread_cpu() : 0;
     /* this thread splits lines; the workers parse them (parse_batch) and, when there are
      * several, write them */
     while (!rc) {
@@ -599,12 +601,13 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
         rc = sl_err_set(failed, "%s", pl->wmsg);
     /* what bounds one rank on one file with many workers: the reading thread's bytes per
      * CPU second, less what it wrote while it would otherwise have waited */
-    double cpu = sl_thread_cpu() - cpu0, mb = r ? (double)sl_jsonl_bytes(r) / 1e6 : 0;
-    if (r)
+    if (pl->timed && r) {
+        double cpu = sl_thread_cpu() - cpu0, mb = (double)sl_jsonl_bytes(r) / 1e6;
         sl_debug("tokenize: '%s': the reading thread took %.3f CPU s for %.1f MB of JSONL, %.3f s "
                  "of them writing (%.0f MB/s without)",
                  in->path, cpu, mb, pl->reader_writing,
                  mb / (cpu - pl->reader_writing > 1e-6 ? cpu - pl->reader_writing : 1e-6));
+    }
     /* a file with bytes but not one JSON document is the wrong input */
     uint64_t bad = 0;
     for (size_t i = 0; i < c->n; i++)
@@ -825,6 +828,7 @@ static void pipeline_start(struct pipeline *pl, const struct opts *o, struct tok
     pl->o = o;
     pl->tok = tok;
     pl->nkeys = o->keys.n;
+    pl->timed = sl_log_level() >= SL_LOG_DEBUG;
     pl->nthreads = o->workers > 0 ? o->workers : default_workers(w);
     if (pl->nthreads > 1)
         tokenizer_share_pieces(tok); /* a piece merged by one worker is found by the others */
