@@ -32,6 +32,7 @@ static struct {
     int64_t (*spm_unk_id)(const struct spm *);
     const char *(*spm_model_type)(const struct spm *);
     const char *(*spm_engine_name)(const struct spm *);
+    int (*spm_tokenizer_json)(const struct spm *, struct sl_buf *);
     int (*spm_train_sentences)(const char *const *, size_t, const char *const *, size_t,
                                const char *);
     int (*sl_cld2_detect)(const char *, size_t, char[16], double *);
@@ -68,7 +69,7 @@ static int load(void)
         SYM(spm_pad_id),          SYM(spm_unk_id),       SYM(spm_model_type),
         SYM(spm_engine_name),     SYM(spm_train_sentences), SYM(sl_cld2_detect),
         SYM(sl_fasttext_load),    SYM(sl_fasttext_free), SYM(sl_fasttext_predict),
-        SYM(sl_fasttext_prob),    SYM(sl_fasttext_train),
+        SYM(sl_fasttext_prob),    SYM(sl_fasttext_train), SYM(spm_tokenizer_json),
     };
     return sl_dl_load_once(&once, &cx.lib, names, 1, syms, sizeof(syms) / sizeof(syms[0]),
                            "SentencePiece, fastText and CLD2 need sluice's library "
@@ -186,6 +187,11 @@ const char *spm_model_type(const struct spm *s)
 const char *spm_engine_name(const struct spm *s)
 {
     return cx.spm_engine_name(s);
+}
+
+int spm_tokenizer_json(const struct spm *s, struct sl_buf *out)
+{
+    return cx.spm_tokenizer_json(s, out);
 }
 
 void sl_fasttext_free(struct sl_fasttext *m)

@@ -157,6 +157,24 @@ int sl_buf_json_str(struct sl_buf *b, const char *s, size_t n)
     return rc;
 }
 
+int sl_buf_base64(struct sl_buf *b, const void *p, size_t n)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = p;
+    int rc = sl_buf_reserve(b, (n + 2) / 3 * 4);
+    for (size_t i = 0; i < n && !rc; i += 3) {
+        uint32_t x = (uint32_t)s[i] << 16;
+        if (i + 1 < n)
+            x |= (uint32_t)s[i + 1] << 8;
+        if (i + 2 < n)
+            x |= s[i + 2];
+        char q[4] = { abc[x >> 18], abc[(x >> 12) & 63], i + 1 < n ? abc[(x >> 6) & 63] : '=',
+                      i + 2 < n ? abc[x & 63] : '=' };
+        rc = sl_buf_append(b, q, 4);
+    }
+    return rc;
+}
+
 void sl_buf_reset(struct sl_buf *b)
 {
     b->len = 0;

@@ -37,6 +37,8 @@ int sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap);
 /* Append a JSON string literal (with quotes) for `s`. Invalid UTF-8 is written as U+FFFD,
  * control characters as escapes; `/` is not escaped. */
 int sl_buf_json_str(struct sl_buf *b, const char *s, size_t n);
+/* Append the standard base64 (RFC 4648, with padding) of p[0..n). */
+int sl_buf_base64(struct sl_buf *b, const void *p, size_t n);
 /* Append NUL-terminated `s` as XML/SVG text or attribute value: < > & " escaped. */
 int sl_buf_xml_text(struct sl_buf *b, const char *s);
 

@@ -72,6 +72,14 @@ int64_t hf_eod_id(const struct hf *h)
     return -1;
 }
 
+const char *hf_added_content(const struct hf *h, uint32_t id)
+{
+    for (size_t i = 0; i < h->nadded; i++)
+        if (h->added[i].id == id)
+            return h->added[i].s;
+    return NULL;
+}
+
 struct hf_enc *hf_enc_new_shared(const struct hf *h, struct bpe_shared *sh)
 {
     struct hf_enc *e = sl_xcalloc(1, sizeof(*e));

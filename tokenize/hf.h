@@ -43,6 +43,8 @@ int64_t hf_token_id(const struct hf *h, const char *s);
 /* The end-of-document token: the first of <|endoftext|>, <|end_of_text|>, </s>, <eos>,
  * [SEP] that is an added token; -1 when there is none. */
 int64_t hf_eod_id(const struct hf *h);
+/* The content of the added token with this id, or NULL when id is not an added token. */
+const char *hf_added_content(const struct hf *h, uint32_t id);
 /* Short description ("BPE, byte-level, llama3 split, 2 added tokens"). */
 const char *hf_describe(const struct hf *h);
 

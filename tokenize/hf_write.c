@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/json.h"
 #include "tokenize/bpe.h"
 
 #include <stdlib.h>
@@ -324,4 +325,35 @@ int hf_model_from_bpe(const struct bpe *b, struct bpe_model *out)
     if (rc)
         bpe_model_release(out);
     return rc;
+}
+
+struct export_ctx {
+    struct sl_buf *out;
+    int n, rc;
+};
+
+static int export_member(void *ctx, const struct sl_json_member *m)
+{
+    struct export_ctx *x = ctx;
+    int drop = sl_json_key_eq(m, "post_processor") || sl_json_key_eq(m, "truncation") ||
+               sl_json_key_eq(m, "padding");
+    int rc = sl_buf_puts(x->out, x->n++ ? ",\n  \"" : "{\n  \"");
+    rc = rc ? rc : sl_buf_append(x->out, m->key, m->key_len);
+    rc = rc ? rc : sl_buf_puts(x->out, "\": ");
+    rc = rc ? rc : drop ? sl_buf_puts(x->out, "null") : sl_buf_append(x->out, m->val, m->val_len);
+    x->rc = rc;
+    return rc ? 1 : 0;
+}
+
+int hf_write_exported(const char *json, size_t n, const char *name, struct sl_buf *out)
+{
+    struct export_ctx x = { out, 0, 0 };
+    struct sl_json_error err = { 0, NULL };
+    int rc = sl_json_scan_object(json, n, export_member, &x, &err);
+    if (x.rc)
+        return x.rc;
+    if (rc)
+        return sl_err_set(SL_ERR_FORMAT, "cannot read '%s': %s at byte %zu", name,
+                          err.reason ? err.reason : "not a JSON object", err.offset);
+    return sl_buf_puts(out, x.n ? "\n}\n" : "{}\n");
 }

@@ -22,6 +22,13 @@ int hf_write_tokenizer_json(const struct bpe_model *m, struct sl_buf *out);
 int hf_write_tiktoken(const struct bpe_model *m, struct sl_buf *ranks, struct sl_buf *sidecar);
 int hf_write_gpt2(const struct bpe_model *m, struct sl_buf *vocab, struct sl_buf *merges);
 
+/* A tokenizer.json for an exported model: the members of json[0..n) in their order and
+ * as they are, but post_processor, truncation and padding null, so that transformers adds
+ * no token around a text and cuts or pads nothing (the ids equal those of
+ * encode(text, add_special_tokens=False)). SL_ERR_FORMAT (with the byte offset, `name` in
+ * the message) when json is not one JSON object; SL_ERR_TOOBIG at out's cap. */
+int hf_write_exported(const char *json, size_t n, const char *name, struct sl_buf *out);
+
 /* The regular expression of a pattern as tiktoken and tokenizer.json spell it. */
 const char *hf_pattern_regex(enum pretok_kind k);
 

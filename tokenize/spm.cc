@@ -135,6 +135,25 @@ extern "C" int spm_load_engine(struct spm **out, const char *path, enum spm_engi
     return rc;
 }
 
+extern "C" int spm_tokenizer_json(const struct spm *s, struct sl_buf *out)
+{
+    if (s->own)
+        return spm_enc_tokenizer_json(s->own, out);
+    /* the library encodes (spm-lib:, word and char models): read its model again */
+    std::string proto = s->proc.serialized_model_proto();
+    struct spm_enc *m = nullptr;
+    int rc = spm_enc_load(&m, proto.data(), proto.size(), "the tokenizer");
+    if (rc == SL_ERR_UNSUPPORTED)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "cannot write tokenizer.json for a SentencePiece %s model: only "
+                          "unigram and BPE models have a tokenizers equivalent",
+                          s->type.c_str());
+    if (!rc)
+        rc = spm_enc_tokenizer_json(m, out);
+    spm_enc_free(m);
+    return rc;
+}
+
 extern "C" void spm_free(struct spm *s)
 {
     delete s;

@@ -54,6 +54,9 @@ int64_t spm_bos_id(const struct spm *s);
 int64_t spm_eos_id(const struct spm *s);
 int64_t spm_pad_id(const struct spm *s);
 int64_t spm_unk_id(const struct spm *s);
+/* Append the model as a Hugging Face tokenizer.json with the ids of spm_encode (see
+ * spm_enc_tokenizer_json). SL_ERR_UNSUPPORTED for word and char models. */
+int spm_tokenizer_json(const struct spm *s, struct sl_buf *out);
 /* "unigram", "bpe", "word", "char". */
 const char *spm_model_type(const struct spm *s);
 

@@ -75,42 +75,6 @@ static void ptab_init(struct ptab *t, uint32_t n)
     t->mask = cap - 1;
 }
 
-static inline int bytes_eq(const char *a, const char *b, size_t n)
-{
-    while (n >= 8) {
-        uint64_t x, y;
-        memcpy(&x, a, 8);
-        memcpy(&y, b, 8);
-        if (x != y)
-            return 0;
-        a += 8;
-        b += 8;
-        n -= 8;
-    }
-    while (n--)
-        if (*a++ != *b++)
-            return 0;
-    return 1;
-}
-
-/* A slot holds (8-bit tag from the hash << 24) | (id + 1); 0 is empty. */
-static inline int64_t ptab_find(const struct spm_enc *m, const struct ptab *t, const char *s,
-                                size_t n)
-{
-    uint64_t h = hash_bytes(s, n);
-    uint32_t tag = (uint32_t)(h >> 56) << 24;
-    for (uint64_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        uint32_t v = t->slot[i];
-        if (!v)
-            return -1;
-        if ((v & 0xFF000000u) != tag)
-            continue;
-        const struct piece *p = &m->p[(v & 0xFFFFFFu) - 1];
-        if (p->len == n && bytes_eq(m->strs + p->off, s, n))
-            return (v & 0xFFFFFFu) - 1;
-    }
-}
-
 /* 0, or -1 when the piece is there already */
 static int ptab_add(struct spm_enc *m, struct ptab *t, uint32_t id)
 {

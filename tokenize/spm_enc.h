@@ -15,6 +15,8 @@
 
 #include "tokenize/ids.h"
 
+struct sl_buf;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,6 +33,11 @@ void spm_enc_free(struct spm_enc *m);
  * invalid UTF-8 was replaced by U+FFFD (byte by byte, as SentencePiece does), or
  * SL_ERR_TOOBIG (out's cap). */
 int spm_enc_encode(const struct spm_enc *m, const char *text, size_t n, struct tok_ids *out);
+
+/* Append the model as a Hugging Face tokenizer.json (tokenize/spm_hf.c) whose ids equal
+ * spm_enc_encode's when special tokens are not split off (docs/tokenizers.md, "Exported
+ * tokenizers"). 0, or SL_ERR_TOOBIG when out's cap is reached. */
+int spm_enc_tokenizer_json(const struct spm_enc *m, struct sl_buf *out);
 
 #ifdef __cplusplus
 }
