@@ -239,6 +239,23 @@ void data_info_to_json(const struct data_info *d, struct sl_buf *out)
     sl_buf_printf(out, ", \"vocab_size\": %ld, \"eod_id\": %ld}", d->vocab_size, d->eod_id);
 }
 
+/* The spec of the tokenizer a step directory carries ("spm:tokenizer.model", "gpt2:.",
+ * relative to it) with the path made absolute, or NULL when its file is not there. */
+static char *carried_spec(const char *step_dir, const char *rel)
+{
+    const char *colon = strchr(rel, ':');
+    if (!colon || colon[1] == '/' || strstr(rel, ".."))
+        return NULL;
+    char *dir = absolute(step_dir);
+    char *path = strcmp(colon + 1, ".") ? sl_xasprintf("%s/%s", dir, colon + 1) : sl_xstrdup(dir);
+    struct stat sb;
+    char *r = stat(path, &sb) == 0 ? sl_xasprintf("%.*s%s", (int)(colon - rel + 1), rel, path)
+                                    : NULL;
+    free(path);
+    free(dir);
+    return r;
+}
+
 int data_info_from_checkpoint(struct data_info *d, const char *step_dir)
 {
     memset(d, 0, sizeof(*d));
@@ -257,6 +274,13 @@ int data_info_from_checkpoint(struct data_info *d, const char *step_dir)
             d->manifest = sl_xstrdup(s);
         if ((s = jstr(data, "tokenizer")))
             d->tokenizer = sl_xstrdup(s);
+        if ((s = jstr(data, "tokenizer_copy"))) {
+            char *copy = carried_spec(step_dir, s);
+            if (copy) {
+                free(d->tokenizer);
+                d->tokenizer = copy;
+            }
+        }
         if ((s = jstr(data, "tokenizer_kind")))
             d->kind = sl_xstrdup(s);
         d->vocab_size = jlong(data, "vocab_size", -1);

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/stream.h"
+#include "tokenize/tokenizer.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -753,8 +754,8 @@ static int default_tokenizer(struct sl_cfg *m, struct pl_step *s, struct flow *f
     if (pl_child(m, "tokenizer"))
         return 0;
     if (!fl->tok_model)
-        return pl_where_err(m, "'tokenize' needs 'tokenizer:' (gpt2:DIR, tiktoken:FILE, "
-                               "spm:FILE), or a 'tokenizer_train' stage before it");
+        return pl_where_err(m, "'tokenize' needs 'tokenizer:' (" TOKENIZER_SPECS
+                               "), or a 'tokenizer_train' stage before it");
     char *spec = sl_xasprintf("spm:%s", fl->tok_model);
     pl_push(&s->argv, "--tokenizer");
     pl_push(&s->argv, spec);

@@ -375,7 +375,7 @@ const struct sl_option cmd_dataset_options[] = {
     SL_OPT_FLAG_(0, "json", &o.json, "print JSON instead of text"),
     SL_OPT_GROUP_("verify, cat"),
     SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
-                  "gpt2:DIR, tiktoken:FILE, spm:FILE or hf:tokenizer.json"),
+                  TOKENIZER_SPECS),
     SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "verify: every token id must be below N"),
     SL_OPT_GROUP_("merge"),
     SL_OPT_STRING('o', "out", &o.out, "PREFIX", "the merged shard"),

@@ -618,10 +618,12 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
         int raw = !strcmp(kind, "warc") || !strcmp(kind, "wet") || !strcmp(kind, "html") ||
                   !strcmp(kind, "wiki") || !strcmp(kind, "arc");
         rc = sl_err_set(SL_ERR_FORMAT,
-                        "'%s': not one JSON document in %llu lines (see the warnings)\nhint: "
+                        "'%s': not one JSON document in %llu lines (%s)\nhint: "
                         "tokenize reads JSONL, one {\"text\": ...} object per line; this looks "
                         "like %s%s%s%s",
-                        in->path, (unsigned long long)bad, sl_sniff_describe(kind),
+                        in->path, (unsigned long long)bad,
+                        sl_log_level() >= SL_LOG_WARN ? "see the warnings" : "-q hid why",
+                        sl_sniff_describe(kind),
                         raw ? ": turn it into documents with `sluice extract --format " : "",
                         raw ? (!strcmp(kind, "arc") ? "warc" : kind) : "",
                         raw                     ? "`"
@@ -685,6 +687,22 @@ static void rm_parts_dir(const char *tmpdir)
     rm_dir_files(tmpdir);
 }
 
+/* Input files a failed run finished (records in the parts folder, besides the plan). */
+static int finished_units(const char *tmpdir)
+{
+    char *meta = sl_xasprintf("%s/.sluice", tmpdir);
+    DIR *d = opendir(meta);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        n += l > 5 && !strcmp(e->d_name + l - 5, ".json") && strcmp(e->d_name, "plan.json");
+    }
+    if (d)
+        closedir(d);
+    free(meta);
+    return n;
+}
+
 /* What the units of one run share. */
 struct tok_run {
     struct pipeline *pl;
@@ -741,7 +759,9 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
                   "],\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
                   "  \"resumed\": %s,\n  \"settings\": {\"tokenizer\": ",
                   started, sl_now() - t0, ranks, resumed ? "true" : "false");
-    sl_buf_json_str(&b, tok->spec, strlen(tok->spec));
+    char *spec = tokenizer_spec_absolute(tok->spec); /* read from other directories */
+    sl_buf_json_str(&b, spec, strlen(spec));
+    free(spec);
     sl_buf_printf(&b, ", \"tokenizer_kind\": \"%s\", \"vocab_size\": %u, \"dtype\": \"%s\", \"json_keys\": [",
                   tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
     for (size_t k = 0; k < o->keys.n; k++) {
@@ -1026,8 +1046,13 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         }
     }
     sl_world_barrier(w);
-    if (w->rank == 0 && !failed)
-        rm_parts_dir(tmpdir);
+    int kept = w->rank == 0 && failed ? finished_units(tmpdir) : 0;
+    if (w->rank == 0 && (!failed || !kept))
+        rm_parts_dir(tmpdir); /* a failed run keeps the parts of finished files, for a rerun */
+    else if (kept)
+        sl_info("the parts of %d finished input file%s are kept in '%s': the same command "
+                "again goes on from there",
+                kept, kept == 1 ? "" : "s", tmpdir);
     for (size_t k = 0; k < pl.nkeys; k++)
         free(outs[k]);
     free(outs);

@@ -2,13 +2,19 @@
 #include "tokenize/tokenizer.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
+#include "core/buf.h"
 #include "core/err.h"
+#include "core/stream.h"
 #include "tokenize/bpe.h"
 #include "tokenize/hf.h"
 #include "tokenize/spm.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct tokenizer_enc {
     const struct tokenizer *t;
@@ -124,4 +130,129 @@ int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, s
     if (t->bpe)
         return bpe_decode(t->bpe, ids, n, out);
     return spm_decode(t->spm, ids, n, out);
+}
+
+/* ---- a spec's files ------------------------------------------------------------------- */
+
+static int is_file(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+char *tokenizer_spec_absolute(const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    const char *path = colon ? colon + 1 : spec;
+    int kl = colon ? (int)(colon - spec + 1) : 0;
+    char buf[PATH_MAX];
+    if (path[0] == '/' || !realpath(path, buf))
+        return sl_xstrdup(spec);
+    return sl_xasprintf("%.*s%s", kl, spec, buf);
+}
+
+/* GPT-2's two files in dir: vocab.json + merges.txt, else encoder.json + vocab.bpe. */
+static void gpt2_names(const char *dir, const char **v, const char **m)
+{
+    char *p = sl_xasprintf("%s/vocab.json", dir);
+    int hf = is_file(p);
+    free(p);
+    *v = hf ? "vocab.json" : "encoder.json";
+    *m = hf ? "merges.txt" : "vocab.bpe";
+}
+
+static int missing(const char *spec, const char *path)
+{
+    return sl_err_set(SL_ERR_NOTFOUND, "tokenizer '%s': no file '%s'", spec, path);
+}
+
+int tokenizer_spec_check(const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    const char *path = colon ? colon + 1 : spec;
+    if (strncmp(spec, "gpt2:", 5) != 0)
+        return is_file(path) ? 0 : missing(spec, path);
+    const char *v, *m;
+    gpt2_names(path, &v, &m);
+    int rc = 0;
+    for (int i = 0; i < 2 && !rc; i++) {
+        char *p = sl_xasprintf("%s/%s", path, i ? m : v);
+        if (!is_file(p))
+            rc = missing(spec, p);
+        free(p);
+    }
+    return rc;
+}
+
+/* Copy a (possibly compressed) file to dir/name, decompressed. */
+static int copy_one(const char *from, const char *dir, const char *name)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    b.max = (size_t)1 << 31; /* a tokenizer: a few MB; o200k_base's ranks are 3.6 MB */
+    int rc = sl_read_file(from, &b);
+    if (!rc) {
+        char *to = sl_xasprintf("%s/%s", dir, name);
+        rc = sl_write_file_atomic(to, b.data ? b.data : "", b.len);
+        free(to);
+    }
+    sl_buf_release(&b);
+    return rc ? sl_err_wrap(rc, "cannot copy the tokenizer file '%s': ", from) : 0;
+}
+
+/* The name of a copy: "tokenizer" and the file's extension, without a compression suffix
+ * ("m.model.zst" -> "tokenizer.model"). */
+static char *copy_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *b = sl_xstrdup(base);
+    static const char *const squeezed[] = { ".zst", ".gz", ".bz2", ".xz" };
+    for (size_t i = 0; i < sizeof(squeezed) / sizeof(*squeezed); i++) {
+        size_t n = strlen(b), k = strlen(squeezed[i]);
+        if (n > k && !strcmp(b + n - k, squeezed[i]))
+            b[n - k] = 0;
+    }
+    const char *dot = strrchr(b, '.');
+    char *r = sl_xasprintf("tokenizer%s", dot && dot != b ? dot : "");
+    free(b);
+    return r;
+}
+
+int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
+{
+    *rel = NULL;
+    const char *colon = strchr(spec, ':');
+    const char *path = colon ? colon + 1 : spec;
+    int kl = colon ? (int)(colon - spec + 1) : 0;
+    int rc = tokenizer_spec_check(spec);
+    if (rc)
+        return rc;
+    if (!strncmp(spec, "gpt2:", 5)) {
+        const char *v, *m;
+        gpt2_names(path, &v, &m);
+        for (int i = 0; i < 2 && !rc; i++) {
+            char *p = sl_xasprintf("%s/%s", path, i ? m : v);
+            rc = copy_one(p, dir, i ? m : v);
+            free(p);
+        }
+        if (!rc)
+            *rel = sl_xstrdup("gpt2:.");
+        return rc;
+    }
+    char *name = copy_name(path);
+    rc = copy_one(path, dir, name);
+    if (!rc && !strncmp(spec, "tiktoken:", 9)) {
+        /* a rank file's special tokens and pattern may be in a sidecar FILE.json */
+        char *side = sl_xasprintf("%s.json", path);
+        if (is_file(side)) {
+            char *sname = sl_xasprintf("%s.json", name);
+            rc = copy_one(side, dir, sname);
+            free(sname);
+        }
+        free(side);
+    }
+    if (!rc)
+        *rel = sl_xasprintf("%.*s%s", kl, spec, name);
+    free(name);
+    return rc;
 }

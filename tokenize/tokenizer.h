@@ -37,6 +37,9 @@ struct tokenizer {
 
 struct tokenizer_enc;
 
+/* The forms of a spec, for usage texts and hints: every command quotes this one list. */
+#define TOKENIZER_SPECS "gpt2:DIR, tiktoken:FILE, spm:FILE or hf:tokenizer.json"
+
 /* Load from a spec. SL_ERR_USAGE for an unknown kind (with the accepted forms as a hint);
  * loading errors name the file. */
 int tokenizer_open(struct tokenizer **out, const char *spec);
@@ -55,5 +58,20 @@ void tokenizer_enc_free(struct tokenizer_enc *e);
  * BPE encodes any bytes); or a negative enum sl_err. */
 int tokenizer_encode(struct tokenizer_enc *e, const char *text, size_t n, struct tok_ids *out);
 int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, struct sl_buf *out);
+
+/* ---- a spec's files ------------------------------------------------------------------ */
+
+/* The spec with its path made absolute (the kind prefix kept), as a fresh string: the form
+ * manifests and checkpoints record, valid from any directory. */
+char *tokenizer_spec_absolute(const char *spec);
+/* Whether every file the spec reads is there: 0, or SL_ERR_NOTFOUND naming the spec and the
+ * missing file (gpt2:DIR reads DIR/vocab.json + merges.txt or encoder.json + vocab.bpe; a
+ * tiktoken rank file's sidecar FILE.json is optional). */
+int tokenizer_spec_check(const char *spec);
+/* Copy the files of spec into dir under fixed names (tokenizer.model, tokenizer.json,
+ * tokenizer.tiktoken (+ .json), or GPT-2's two files; compressed files decompressed), each
+ * written atomically; *rel is a fresh spec of the copies relative to dir ("spm:tokenizer.model",
+ * "gpt2:."). Errors name the file. */
+int tokenizer_copy_files(const char *spec, const char *dir, char **rel);
 
 #endif

@@ -2,6 +2,8 @@
  * the Hugging Face export. */
 #include "train/checkpoint.h"
 
+#include "tokenize/tokenizer.h"
+
 #include "core/alloc.h"
 #include "core/atomic.h"
 #include "core/buf.h"
@@ -243,6 +245,15 @@ int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt
                       optim_json ? optim_json : "null");
     sl_buf_printf(&j, "  \"data\": {\"consumed_samples\": %llu",
                   (unsigned long long)st->consumed_samples);
+    if (st->tokenizer) {
+        /* the step directory carries its tokenizer: it outlives the files it was made from */
+        char *rel = NULL;
+        if ((rc = tokenizer_copy_files(st->tokenizer, tmp, &rel)))
+            goto out;
+        sl_buf_puts(&j, ", \"tokenizer_copy\": ");
+        sl_buf_json_str(&j, rel, strlen(rel));
+        free(rel);
+    }
     if (st->data_json && st->data_json[0] == '{' && strcmp(st->data_json, "{}") != 0)
         sl_buf_printf(&j, ", %s,\n", st->data_json + 1);
     else
@@ -389,6 +400,55 @@ int ckpt_prune(const char *dir, int keep)
     }
     free(steps);
     return rc;
+}
+
+static struct json_object *read_ckpt_json(const char *step_dir)
+{
+    char *jp = sl_xasprintf("%s/checkpoint.json", step_dir);
+    struct sl_buf b = SL_BUF_INIT;
+    b.max = 64u << 20;
+    struct json_object *o = sl_read_file(jp, &b) ? NULL : json_tokener_parse(b.data ? b.data : "");
+    sl_buf_release(&b);
+    free(jp);
+    return o;
+}
+
+static struct json_object *json_at(struct json_object *o, const char *a, const char *b)
+{
+    struct json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, a, &v))
+        return NULL;
+    if (b && (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, b, &v)))
+        return NULL;
+    return v;
+}
+
+char *ckpt_changed_settings(const char *step_dir, long steps, const char *optim_json)
+{
+    struct json_object *o = read_ckpt_json(step_dir), *now = json_tokener_parse(optim_json);
+    struct json_object *was = json_at(o, "optimizer", "settings");
+    struct json_object *cfg_train = json_at(json_at(o, "config", NULL), "train", NULL);
+    struct json_object *old_steps = cfg_train ? json_at(cfg_train, "steps", NULL) : NULL;
+    struct sl_buf d = SL_BUF_INIT;
+    if (old_steps && json_object_get_int64(old_steps) != steps)
+        sl_buf_printf(&d, "train.steps %lld -> %ld", (long long)json_object_get_int64(old_steps),
+                      steps);
+    if (was && now && json_object_is_type(was, json_type_object)) {
+        json_object_object_foreach(now, key, v) {
+            struct json_object *w = json_at(was, key, NULL);
+            if (!w)
+                continue;
+            const char *a = json_object_get_string(w), *b = json_object_get_string(v);
+            int same = json_object_is_type(v, json_type_string)
+                           ? !strcmp(a, b)
+                           : json_object_get_double(w) == json_object_get_double(v);
+            if (!same)
+                sl_buf_printf(&d, "%soptim.%s %s -> %s", d.len ? ", " : "", key, a, b);
+        }
+    }
+    json_object_put(o);
+    json_object_put(now);
+    return d.len ? sl_buf_detach(&d, NULL) : NULL;
 }
 
 int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *st)

@@ -25,6 +25,9 @@ struct ckpt_state {
     /* members added to checkpoint.json's "data" object: a JSON object (dataset/datainfo.h:
      * prefix, tokenizer, vocab_size, eod_id), or NULL; borrowed; ckpt_read_meta leaves it NULL */
     const char *data_json;
+    /* the tokenizer spec of the data (absolute), whose files are copied into the step
+     * directory (checkpoint.json: data.tokenizer_copy); borrowed; may be NULL */
+    const char *tokenizer;
 };
 
 /* Write DIR/step-NNNNNNNN. config_json is the full run configuration (an object), kept for
@@ -73,6 +76,13 @@ int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt
 /* The newest complete checkpoint under dir (a step-* directory with a checkpoint.json);
  * *path is a fresh string, or NULL when there is none (returns 0 then). */
 int ckpt_find_latest(const char *dir, char **path);
+
+/* The settings a resumed run changes against those its step directory was written with:
+ * train.steps (checkpoint.json config.train.steps) and the optimizer's settings
+ * (optimizer.settings, compared with optim_json, an object of the same members), as a fresh
+ * "train.steps 2 -> 4, optim.decay_steps 2 -> 4", or NULL when none changed or the
+ * checkpoint does not say. */
+char *ckpt_changed_settings(const char *step_dir, long steps, const char *optim_json);
 
 /* Read checkpoint.json of a step directory: the model config and the state. */
 int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *st);

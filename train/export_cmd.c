@@ -234,8 +234,8 @@ static struct {
 const struct sl_option cmd_export_options[] = {
     SL_OPT_STRING('o', "out", &xo.out, "DIR", "output directory (created)"),
     SL_OPT_STRING(0, "tokenizer", &xo.tok_spec, "SPEC",
-                  "the data's tokenizer (spm:FILE, gpt2:DIR, tiktoken:FILE, hf:FILE), for a "
-                  "checkpoint that carries none, or alone"),
+                  "the data's tokenizer (" TOKENIZER_SPECS "), for a checkpoint that "
+                  "carries none, or alone"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -286,8 +286,8 @@ static int export_checkpoint(const char *path, const char *out, const char *tok_
             sl_info("tokenizer '%s' written as %s", spec, names);
         else
             sl_warn("no tokenizer recorded in '%s' (synthetic data or data without a tokenize "
-                    "manifest): no tokenizer files written\nhint: --tokenizer SPEC (spm:FILE, "
-                    "gpt2:DIR, tiktoken:FILE, hf:FILE) names the one the data was made with",
+                    "manifest): no tokenizer files written\nhint: --tokenizer SPEC (" TOKENIZER_SPECS
+                    ") names the one the data was made with",
                     path);
     }
     tok_export_release(&x);

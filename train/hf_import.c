@@ -422,8 +422,19 @@ static char *find_tokenizer(const char *dir, const char **kind)
     int ok = file_exists(v) && file_exists(m);
     free(v);
     free(m);
-    *kind = "gpt2";
-    return ok ? sl_xasprintf("gpt2:%s", abs) : NULL;
+    if (ok) {
+        *kind = "gpt2";
+        return sl_xasprintf("gpt2:%s", abs);
+    }
+    p = sl_xasprintf("%s/tokenizer.json", abs);
+    if (file_exists(p)) {
+        *kind = "hf";
+        char *spec = sl_xasprintf("hf:%s", p);
+        free(p);
+        return spec;
+    }
+    free(p);
+    return NULL;
 }
 
 int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_info *info)
@@ -473,6 +484,7 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     memset(&st, 0, sizeof(st));
     st.loss = NAN;
     st.data_json = dj.data;
+    st.tokenizer = di.tokenizer;
     rc = sl_mkdir_p(out);
     if (!rc)
         rc = ckpt_save(out, &c, &l, p, NULL, NULL, &st, cj.data, NULL);

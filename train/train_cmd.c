@@ -213,6 +213,13 @@ static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
                           o->prefix ? "empty" : "not set");
     if ((rc = data_info_read(&o->data, o->prefix)))
         return rc;
+    /* checkpoints carry the tokenizer: a missing one is an error now, not at eval or export */
+    if (o->data.tokenizer && (rc = tokenizer_spec_check(o->data.tokenizer)))
+        return sl_err_set(SL_ERR_CONFIG,
+                          "the data's tokenizer is missing: %s (recorded in '%s')\nhint: "
+                          "put it back where the manifest says, or tokenize the data again "
+                          "(manifests of older sluice versions name it as it was typed)",
+                          sl_err_msg(), o->data.manifest);
     if (o->data.vocab_size <= 0)
         return 0;
     struct sl_cfg *vn = sl_cfg_get(root, "model.vocab_size");
@@ -1057,11 +1064,21 @@ static int run(struct sl_cfg *root, int print_only)
         goto out;
     }
     t->st.data_json = o->data_json;
+    t->st.tokenizer = o->synthetic ? NULL : o->data.tokenizer;
     if (from) {
         memcpy(t->rng.s, t->st.rng, sizeof(t->rng.s));
         if (t->w->rank == 0)
             sl_info("resumed from '%s' at step %ld (%llu samples consumed)", from, t->st.step,
                     (unsigned long long)t->st.consumed_samples);
+        char *changed = t->w->rank == 0 ? ckpt_changed_settings(from, o->steps, o->optim_json)
+                                        : NULL;
+        if (changed)
+            sl_warn("resuming '%s' with other settings than it was trained with: %s; the run "
+                    "goes on from step %ld under the new ones (the learning rate schedule "
+                    "follows optim.decay_steps, which is train.steps unless set)\nhint: to "
+                    "continue as configured before, set the old values",
+                    from, changed, t->st.step);
+        free(changed);
     }
     if (t->w->rank == 0) {
         char mem[32];

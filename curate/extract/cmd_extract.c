@@ -254,23 +254,24 @@ static int check_yield(const struct sl_input *in, const char *format, const stru
         return 0;
     const char *kind = sl_sniff_format(in->path);
     const char *want = format_for(kind);
+    const char *seen = sl_log_level() >= SL_LOG_WARN ? "see the warnings" : "-q hid why";
     if (want && strcmp(want, format) != 0)
         return sl_err_set(SL_ERR_FORMAT,
-                          "'%s': no %s record could be read (%llu bad, see the warnings)\n"
+                          "'%s': no %s record could be read (%llu bad, %s)\n"
                           "hint: this looks like %s: use `sluice extract --format %s`",
-                          in->path, format, (unsigned long long)bad, sl_sniff_describe(kind), want);
+                          in->path, format, (unsigned long long)bad, seen, sl_sniff_describe(kind), want);
     if (!strcmp(kind, "text") || !strcmp(kind, "json"))
         return sl_err_set(SL_ERR_FORMAT,
-                          "'%s': no %s record could be read (%llu bad, see the warnings)\n"
+                          "'%s': no %s record could be read (%llu bad, %s)\n"
                           "hint: this looks like %s; documents are read as JSONL, one "
                           "{\"text\": ...} object per line (%s)",
-                          in->path, format, (unsigned long long)bad, sl_sniff_describe(kind),
+                          in->path, format, (unsigned long long)bad, seen, sl_sniff_describe(kind),
                           !strcmp(kind, "json") ? "jq -c '.[]' FILE > FILE.jsonl"
                                                 : "jq -Rc '{text: .}' FILE > FILE.jsonl");
     return sl_err_set(SL_ERR_FORMAT,
-                      "'%s': no %s record could be read (%llu bad, see the warnings)\nhint: "
+                      "'%s': no %s record could be read (%llu bad, %s)\nhint: "
                       "it looks like %s; is it the right file, and --format the right format?",
-                      in->path, format, (unsigned long long)bad, sl_sniff_describe(kind));
+                      in->path, format, (unsigned long long)bad, seen, sl_sniff_describe(kind));
 }
 
 static int remove_input(const struct sl_input *in)
