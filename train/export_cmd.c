@@ -24,7 +24,7 @@
 
 const char *const cmd_export_usage[] = {
     "sluice export hf --out DIR CHECKPOINT",
-    "   or: sluice export hf --out DIR --tokenizer SPEC",
+    "sluice export hf --out DIR --tokenizer SPEC",
     "",
     "Write DIR/config.json and DIR/model.safetensors that transformers loads with",
     "AutoModelForCausalLM: GPT2LMHeadModel for GPT-2/GPT-3 style models, LlamaForCausalLM for",

@@ -374,7 +374,7 @@ static int open_tokenizer(struct gen *g)
                      g->step_dir);
         return 2;
     } else {
-        sl_info("tokenizer '%s' (from the training data's manifest)", g->spec);
+        sl_info("tokenizer '%s' (the training data's, from the checkpoint)", g->spec);
     }
     int rc = tokenizer_open(&g->tok, g->spec);
     if (rc) {

@@ -167,6 +167,10 @@ run "$SLUICE" tokenize --tokenizer "gpt2:$T/gpt2" --out "$T/o-w4/t" "$T/wrong/te
 expect_rc 1; expect_err "botchan.txt': not one JSON document in 4288 lines"; expect_err "this looks like plain text"
 expect_no_file "$T/o-w4/t_text_document.bin"
 [ "$(wc -l < "$T/err")" -lt 40 ] && ok || fail "$(wc -l < "$T/err") lines of warnings"
+# -q: no warning shown, so none is pointed at; no parts folder left behind (nothing finished)
+run "$SLUICE" tokenize -q --tokenizer "gpt2:$T/gpt2" --out "$T/o-w4q/t" "$T/wrong/text/botchan.txt"
+expect_rc 1; expect_err "not one JSON document in 4288 lines (-q hid why)"; expect_no_err "see the warnings"
+expect_no_file "$T/o-w4q/.t.sluice-parts"
 run "$SLUICE" tokenize --tokenizer "gpt2:$T/gpt2" --out "$T/o-w5/t" "$ROOT"/examples/warc/*.warc.gz
 expect_rc 1; expect_err "turn it into documents with \`sluice extract --format warc\`"
 # a file with some good records is not an error

@@ -103,10 +103,10 @@ expect_rc 0
 run "$SLUICE" train "$MODELS/tiny-gpt.yaml" data.prefix="$T/d/text_text_document" \
     data.cache_dir="$T/cache" train.steps=1 "${QUICK[@]}" checkpoint.dir="$T/text-ck"
 expect_rc 0
-case_ "text: the tokenizer comes from the training data's manifest"
+case_ "text: the tokenizer is the training data's, carried by the checkpoint"
 run "$SLUICE" generate "$T/text-ck" -p "one two" -n 8 --seed 3
 expect_rc 0
-expect_err "tokenizer 'gpt2:$T/gpt2' (from the training data's manifest)"
+expect_err "tokenizer 'gpt2:$T/text-ck/step-00000001' (the training data's, from the checkpoint)"
 expect_err "tokens generated in"
 head -c 7 "$T/out" | grep -qx "one two" && ok || fail "the prompt is not echoed first"
 auto=$(cat "$T/out")

@@ -138,20 +138,21 @@ expect_err "eval.interval=0 to turn validation off"
 run "$SLUICE" train "$CFG" "${QUICK[@]}" data.train_data_path="$P" data.cache_dir="$T/cache" eval.interval=0
 expect_rc 0
 
-case_ "generate from another directory finds the tokenizer through the checkpoint"
+case_ "generate from another directory finds the tokenizer the checkpoint carries"
 mkdir -p "$T/elsewhere"
 (cd "$T/elsewhere" && "$SLUICE" generate "$T/ck" -p "the" -n 4 --seed 1 >"$T/out" 2>"$T/err") && rc=0 || rc=$?
 expect_rc 0
-expect_err "spm:$(realpath "$T/m.model")"
+expect_err "spm:$(realpath "$T/ck/step-00000002")/tokenizer.model"
 
-case_ "export hf: SentencePiece data: tokenizer.model, tokenizer_config.json, the data's ids"
+case_ "export hf: SentencePiece data: tokenizer.json + tokenizer.model, tokenizer_config.json, the data's ids"
 run "$SLUICE" export hf --out "$T/hf-spm" "$T/ck"
 expect_rc 0
 cmp -s "$T/m.model" "$T/hf-spm/tokenizer.model" && ok || fail "tokenizer.model differs from the data's model"
 # the model's pieces: <pad> 0, <unk> 1, <s> 2, </s> 3 (sluice tokenizer train's defaults)
 expect_eq "$(json "$T/hf-spm/config.json" "m['bos_token_id'], m['eos_token_id'], m['vocab_size']")" "2 3 1000"
 expect_eq "$(json "$T/hf-spm/generation_config.json" "m['bos_token_id'], m['eos_token_id']")" "2 3"
-expect_eq "$(json "$T/hf-spm/tokenizer_config.json" "m['tokenizer_class'], m['bos_token'], m['eos_token'], m['unk_token'], m['add_bos_token']")"     "LlamaTokenizer <s> </s> <unk> True"
+expect_eq "$(json "$T/hf-spm/tokenizer_config.json" "m['tokenizer_class'], m['bos_token'], m['eos_token'], m['unk_token'], m['add_bos_token']")"     "PreTrainedTokenizerFast <s> </s> <unk> False"
+expect_eq "$(json "$T/hf-spm/tokenizer.json" "m['model']['type'], len(m['model']['vocab'])")" "BPE 1000"
 expect_eq "$(json "$T/hf-spm/special_tokens_map.json" "m['eos_token']")" "</s>"
 
 case_ "export hf: GPT-2 BPE data: vocab.json + merges.txt, <|endoftext|> = 50256"
@@ -206,5 +207,11 @@ expect_err "resumed from"
 expect_eq "$("$PY" -c "
 import json, sys
 print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1]) if json.loads(l)['type'] == 'train'))" "$T/r.jsonl")" "1 2 3 4"
+expect_no_err "other settings than it was trained with"
+
+case_ "resume with another train.steps: said, with what it changes"
+run "$SLUICE" train "$CFG" "${R[@]}" train.steps=6
+expect_rc 0
+expect_err "resuming '$T/r/step-00000004' with other settings than it was trained with: train.steps 4 -> 6, optim.decay_steps 4 -> 6"
 
 finish
