@@ -881,11 +881,10 @@ static int open_data(struct trainer *t)
     dopt.seed = (uint32_t)o->data_seed;
     dopt.num_samples[DATA_TRAIN] =
         (uint64_t)(o->steps > 0 ? o->steps : 1) * (uint64_t)o->global_batch;
-    /* Megatron's (get_train_valid_test_num_samples): every validation reads new batches */
+    /* the batches every validation reads (Megatron asks (steps / interval + 1) times as many
+     * and reads new ones each time: its valid cache has another name) */
     if (o->eval_interval)
-        dopt.num_samples[DATA_VALID] = (uint64_t)((o->steps > 0 ? o->steps : 1) /
-                                                      o->eval_interval + 1) *
-                                       (uint64_t)o->eval_iters * (uint64_t)o->global_batch;
+        dopt.num_samples[DATA_VALID] = (uint64_t)o->eval_iters * (uint64_t)o->global_batch;
     dopt.vocab_size = (uint64_t)o->mc.vocab_size;
     dopt.cache_dir = o->cache_dir;
     dopt.megatron_tokenizer = o->megatron_tokenizer;
