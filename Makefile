@@ -249,7 +249,7 @@ install-files:
 
 .PHONY: install install-files
 
-.PHONY: all FORCE config deps test test-unit test-cli test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
+.PHONY: all FORCE config deps test test-unit test-cli test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
         bench clean format check-format check-deps test-gpu bench-kernels
 FORCE:
 
@@ -280,6 +280,11 @@ test-unit: $(BUILD)/test_unit
 test-cli: $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(BUILD)/test_world
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
 	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
+
+# sluice's index caches against the real megatron-core (SLUICE_MEGATRON_PY: a Python with
+# megatron-core==0.16.1, torch and numpy; skipped without it)
+test-megatron: $(BUILD)/sluice
+	@tests/megatron/t_megatron.sh
 
 test-gpu:
 ifeq ($(HAVE_CUDA),1)

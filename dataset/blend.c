@@ -2,7 +2,9 @@
 #include "dataset/blend.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/err.h"
+#include "dataset/gpt_index.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,9 +31,56 @@ void blend_build(const double *w, int n, size_t size, int16_t *dataset_index,
     free(count);
 }
 
-uint64_t blend_component_size(uint64_t size, double w)
+uint64_t blend_component_size(uint64_t size, double w, double surplus)
 {
-    return (uint64_t)ceil(ceil((double)size * w) * 1.005);
+    return (uint64_t)ceil(ceil((double)size * w) * (1.0 + surplus));
+}
+
+int blend_save(const char *dir, const char *name, uint64_t size, const int16_t *dataset_index,
+               const int64_t *dataset_sample_index)
+{
+    int rc = sl_mkdir_p(dir);
+    char *p = sl_xasprintf("%s/%s-dataset_index.npy", dir, name);
+    uint64_t shape[1] = { size };
+    if (!rc)
+        rc = npy_write(p, "<i2", shape, 1, dataset_index, sizeof(int16_t));
+    free(p);
+    p = sl_xasprintf("%s/%s-dataset_sample_index.npy", dir, name);
+    if (!rc)
+        rc = npy_write(p, "<i8", shape, 1, dataset_sample_index, sizeof(int64_t));
+    free(p);
+    return rc;
+}
+
+int blend_load(const char *dir, const char *name, uint64_t size, int16_t **dataset_index,
+               int64_t **dataset_sample_index)
+{
+    *dataset_index = NULL;
+    *dataset_sample_index = NULL;
+    char *p1 = sl_xasprintf("%s/%s-dataset_index.npy", dir, name),
+         *p2 = sl_xasprintf("%s/%s-dataset_sample_index.npy", dir, name);
+    int64_t *a = NULL, *b = NULL;
+    uint64_t sa[2], sb[2];
+    int da, db;
+    int rc = npy_read_i64(p1, &a, sa, &da);
+    if (!rc)
+        rc = npy_read_i64(p2, &b, sb, &db);
+    if (!rc && (da != 1 || db != 1 || sa[0] != size || sb[0] != size))
+        rc = sl_err_set(SL_ERR_CORRUPT, "blend cache '%s' does not hold %llu samples", p1,
+                        (unsigned long long)size);
+    if (!rc) {
+        int16_t *d = sl_xmalloc(sl_mul_size(size ? (size_t)size : 1, sizeof(int16_t)));
+        for (uint64_t i = 0; i < size; i++)
+            d[i] = (int16_t)a[i];
+        *dataset_index = d;
+        *dataset_sample_index = b;
+        b = NULL;
+    }
+    free(a);
+    free(b);
+    free(p1);
+    free(p2);
+    return rc;
 }
 
 static int is_number(const char *s, double *v)
@@ -67,8 +116,7 @@ int blend_parse_prefix(const char *spec, int normalize, char ***prefixes, double
     if (nt == 1 && !is_number(tok[0], &v)) {
         *prefixes = sl_xmalloc(sizeof(char *));
         (*prefixes)[0] = tok[0];
-        *weights = sl_xmalloc(sizeof(double));
-        (*weights)[0] = 1.0;
+        *weights = sl_xcalloc(1, sizeof(double)); /* unweighted */
         *n = 1;
         free(tok);
         return 0;
@@ -122,8 +170,6 @@ int blend_parse_prefix(const char *spec, int normalize, char ***prefixes, double
             goto fail;
         }
     }
-    for (int i = 0; i < m; i++)
-        (*weights)[i] /= sum;
     *n = m;
     free(tok);
     return 0;

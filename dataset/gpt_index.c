@@ -184,14 +184,12 @@ int gpt_index_build(struct gpt_index *ix, const struct idx_reader *r, uint64_t l
     for (uint64_t s = lo; s < hi; s++)
         T += idx_reader_seq_len(r, s);
     ix->tokens_per_epoch = T;
-    if (T < L + E)
+    /* fewer tokens than one sample: Megatron repeats the sequences over epochs */
+    if (T == 0)
         return sl_err_set(SL_ERR_CONFIG,
-                          "'%s': sequences [%llu, %llu) hold %llu tokens, fewer than seq_len + 1 "
-                          "= %llu: not one sample fits\n"
-                          "hint: lower train.seq_len, or give this split a larger share "
-                          "(data.split)",
-                          idx_reader_prefix(r), (unsigned long long)lo, (unsigned long long)hi,
-                          (unsigned long long)T, (unsigned long long)(L + E));
+                          "'%s': sequences [%llu, %llu) hold no tokens: no sample can be made\n"
+                          "hint: give this split a larger share (data.split)",
+                          idx_reader_prefix(r), (unsigned long long)lo, (unsigned long long)hi);
     /* epochs: the fewest with epochs * T >= num_samples * L + E */
     uint64_t want = o->num_samples * L + E;
     int epochs = 1;

@@ -5,8 +5,11 @@
  * seq_len). Sample i of a split is a pure function of the data and the settings, so any
  * rank can read any sample and a resumed run reads the same samples: the caller decides
  * which samples a rank reads (the trainer gives each data-parallel rank its slice).
- * Indices are cached as .npy files (Megatron's layout) under
- * PREFIX/cache/GPTDataset_indices/ or data.cache_dir, keyed by a hash of the settings.
+ * Indices are cached as .npy files under Megatron-Core's own names (HASH-GPTDataset-SPLIT-*,
+ * HASH-BlendedDataset-SPLIT-*, HASH the MD5 of Megatron's unique_description:
+ * dataset/megatron_desc.h) in PREFIX/cache/GPTDataset_indices/ or data.cache_dir, so that
+ * Megatron-LM reads what sluice built and the other way round. Blends are cached only
+ * under data.cache_dir, as Megatron does.
  */
 #ifndef SL_DATASET_LOADER_H
 #define SL_DATASET_LOADER_H
@@ -31,6 +34,34 @@ struct data_opts {
      * reads every sequence of its own prefixes (same syntax as prefix; split is unused) and
      * prefix is ignored. A split that needs samples and has no prefixes is an error. */
     const char *split_prefix[3];
+    /* What Megatron's cache names hash besides the above (docs/trainer.md): the tokenizer
+     * Megatron will be given (mdesc_tokenizer spec; NULL: NullTokenizer:vocab_size), a
+     * rewrite "FROM=TO" of the prefixes' leading FROM into the path Megatron will be given
+     * (NULL: the prefixes as given here), and mid_level_dataset_surplus (NULL: 0.005). */
+    const char *megatron_tokenizer;
+    const char *megatron_path_map;
+    const double *surplus;
+    /* Build every split Megatron builds (a share of the data or prefixes of its own), also
+     * those asked for 0 samples, as `sluice dataset index` does. */
+    int all_splits;
+    /* Told, before each index it builds, what it builds (the caller shows it). */
+    void (*note)(void *ctx, const char *msg);
+    void *note_ctx;
+};
+
+/* One index the loader read or built: a GPTDataset's (document, sample, shuffle) or a
+ * BlendedDataset's (dataset, dataset sample). */
+struct data_cache_info {
+    int split;           /* enum data_split */
+    int blended;         /* a BlendedDataset's */
+    char *dir;           /* the cache directory (NULL: a blend built without a cache dir) */
+    char *name;          /* HASH-CLASS-SPLIT: the files are DIR/NAME-*.npy, -description.txt */
+    char *prefix;        /* the GPTDataset's prefix (NULL for a blend) */
+    int64_t num_samples; /* asked for (-1: Megatron's None, one epoch) */
+    uint64_t samples;    /* it has */
+    int epochs;
+    int loaded;  /* read from the cache */
+    int written; /* written to the cache now */
 };
 
 struct data_loader;
@@ -55,5 +86,11 @@ uint64_t data_loader_tokens(const struct data_loader *d);
 int data_loader_epochs(const struct data_loader *d, enum data_split s);
 int data_loader_cached(const struct data_loader *d);
 const char *data_loader_note(const struct data_loader *d);
+/* Every index read or built, in the order they were (owned by d). */
+size_t data_loader_caches(const struct data_loader *d, const struct data_cache_info **out);
+/* Where sample i of split s comes from: returns the component (its prefix and its sample
+ * k within it), or -1 for synthetic data or i out of range. */
+int data_loader_source(const struct data_loader *d, enum data_split s, uint64_t i,
+                       const char **prefix, uint64_t *k);
 
 #endif

@@ -30,4 +30,4 @@ $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)
 # The `dataset` command (inspect, verify, merge, decode .bin/.idx) decodes with a tokenizer:
 # it sits above both dataset/ and tokenize/ (docs/dev.md, Layers).
-LIB_SRCS += tokenize/cmd_dataset.c
+LIB_SRCS += tokenize/cmd_dataset.c tokenize/cmd_dataset_index.c

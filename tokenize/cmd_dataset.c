@@ -1,5 +1,6 @@
-/* sluice dataset inspect|verify|merge|cat: Megatron .bin/.idx token shards. Only rank 0
- * works under mpirun (these are quick, I/O-bound operations); the others wait. */
+/* sluice dataset inspect|verify|merge|cat|index|samples: Megatron .bin/.idx token shards and
+ * Megatron's index caches (index and samples: tokenize/cmd_dataset_index.c). Only rank 0
+ * works under mpirun (one process is what these need); the others wait. */
 #include "tokenize/commands.h"
 
 #include "core/alloc.h"
@@ -11,6 +12,7 @@
 #include "core/world.h"
 #include "dataset/idx.h"
 #include "dataset/datainfo.h"
+#include "tokenize/dataset_index.h"
 #include "tokenize/tokenizer.h"
 
 #include <stdio.h>
@@ -23,6 +25,8 @@ const char *const cmd_dataset_usage[] = {
     "sluice dataset verify [--tokenizer SPEC | --vocab-size N] PREFIX...",
     "sluice dataset merge --out PREFIX PREFIX...",
     "sluice dataset cat [--tokenizer SPEC | --ids] [--docs LIST] [--jsonl] PREFIX",
+    "sluice dataset index --seq-length L --samples T[,V,T] [options] [W1] PREFIX1 [W2 PREFIX2...]",
+    "sluice dataset samples --seq-length L --samples T[,V,T] --from N --to M [options] DATA...",
     "",
     "Work with Megatron-LM MMIDIDX token shards (PREFIX.bin + PREFIX.idx; a PREFIX may be",
     "given with its .bin or .idx extension).",
@@ -31,6 +35,16 @@ const char *const cmd_dataset_usage[] = {
     "           the vocabulary size when it is known); exit 1 on the first broken shard",
     "  merge    concatenate shards into one, documents in the order given",
     "  cat      decode documents back to text (one per line; --jsonl for JSON lines)",
+    "  index    build Megatron-LM's index caches (GPTDataset, BlendedDataset) under",
+    "           Megatron-Core's own names, so Megatron loads them instead of building;",
+    "           DATA is Megatron's --data-path (PREFIX, W1 P1 W2 P2..., or P1 P2...)",
+    "  samples  print samples N..M of Megatron's order as JSON lines (index, dataset,",
+    "           ids), or only those a data-parallel rank reads (--dp-rank, --dp-size)",
+    "The cache names hash the tokenizer and the prefix strings Megatron will be given:",
+    "--megatron-tokenizer TYPE:ARGS names it (default NullTokenizer:SIZE, SIZE from the",
+    "tokenize manifest), e.g. GPT2BPETokenizer:VOCAB,MERGES, HuggingFaceTokenizer:MODEL,",
+    "SentencePieceTokenizer:MODEL, legacy:TYPE:ARGS (--legacy-tokenizer), or the JSON of a",
+    "description.txt's \"tokenizer\" member (docs/commands/dataset.md).",
     NULL,
 };
 
@@ -369,6 +383,7 @@ static int cat(const struct opts *o, const struct sl_strlist *pre)
 
 /* The options of the run (set by cmd_dataset) and their table. */
 static struct opts o;
+static struct dataset_index_opts io;
 
 const struct sl_option cmd_dataset_options[] = {
     SL_OPT_GROUP_("inspect"),
@@ -383,6 +398,39 @@ const struct sl_option cmd_dataset_options[] = {
     SL_OPT_STRING(0, "docs", &o.docs, "LIST", "documents to print: 0,3,5-7 (default: all)"),
     SL_OPT_FLAG_(0, "ids", &o.ids, "print token ids instead of decoded text"),
     SL_OPT_FLAG_(0, "jsonl", &o.jsonl, "one JSON object per document"),
+    SL_OPT_GROUP_("index, samples (Megatron's names)"),
+    SL_OPT_UINT64(0, "seq-length", &io.seq_length, "L", "tokens per sample, less one"),
+    SL_OPT_UINT64(0, "seed", &io.seed, "N", "the shuffles' seed (default 1234)"),
+    SL_OPT_STRING(0, "split", &io.split, "S", "train,valid,test shares, as given to Megatron "
+                                              "(default '969, 30, 1')"),
+    SL_OPT_STRING(0, "samples", &io.samples, "T,V,T", "samples of each split, or:"),
+    SL_OPT_UINT64(0, "train-iters", &io.train_iters, "N", "Megatron's rule: train N x G,"),
+    SL_OPT_UINT64(0, "train-samples", &io.train_samples, "N", "(or N samples)"),
+    SL_OPT_UINT64(0, "global-batch-size", &io.global_batch, "G",
+                  "valid (N / I + 1) x E x G, test E x G"),
+    SL_OPT_UINT64(0, "eval-interval", &io.eval_interval, "I", "(default 1000)"),
+    SL_OPT_UINT64(0, "eval-iters", &io.eval_iters, "E", "(default 100)"),
+    SL_OPT_STRING(0, "train-data-path", &io.split_path[0], "DATA", "a split's own data"),
+    SL_OPT_STRING(0, "valid-data-path", &io.split_path[1], "DATA", "(instead of PREFIX...)"),
+    SL_OPT_STRING(0, "test-data-path", &io.split_path[2], "DATA", ""),
+    SL_OPT_STRING(0, "data-cache-path", &io.cache_path, "DIR",
+                  "the cache (default PREFIX/cache/GPTDataset_indices; blends only here)"),
+    SL_OPT_STRING(0, "megatron-tokenizer", &io.tokenizer, "SPEC",
+                  "the tokenizer Megatron will be given (see above)"),
+    SL_OPT_STRING(0, "path-map", &io.path_map, "FROM=TO",
+                  "Megatron gets the prefixes with a leading FROM as TO"),
+    SL_OPT_DOUBLE(0, "mid-level-dataset-surplus", &io.surplus, "X", "(default 0.005)"),
+    SL_OPT_GROUP_("index"),
+    SL_OPT_STRING(0, "manifest", &io.manifest, "FILE", "also write the JSON summary to FILE"),
+    SL_OPT_GROUP_("samples"),
+    SL_OPT_STRING(0, "split-name", &io.which, "NAME", "train (default), valid or test"),
+    SL_OPT_UINT64(0, "from", &io.from, "N", "first sample (default 0)"),
+    SL_OPT_UINT64(0, "to", &io.to, "M", "last sample (inclusive)"),
+    SL_OPT_INTEGER(0, "dp-rank", &io.dp_rank, "R", "only what data-parallel rank R reads"),
+    SL_OPT_INTEGER(0, "dp-size", &io.dp_size, "D", "of D ranks (Megatron's sampler)"),
+    SL_OPT_UINT64(0, "micro-batch-size", &io.micro_batch, "M", "(default 1)"),
+    SL_OPT_UINT64(0, "consumed-samples", &io.consumed, "C", "where the sampler starts (0)"),
+    SL_OPT_FLAG_(0, "text", &io.text, "also decode (--tokenizer, default the manifest's)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -390,6 +438,8 @@ const struct sl_option cmd_dataset_options[] = {
 int cmd_dataset(int argc, const char **argv)
 {
     memset(&o, 0, sizeof(o));
+    memset(&io, 0, sizeof(io));
+    dataset_index_defaults(&io);
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_dataset_options, &rest);
     if (rc == SL_PARSE_HELP) {
@@ -398,13 +448,16 @@ int cmd_dataset(int argc, const char **argv)
         return 0;
     }
     const char *sub = rest.n ? rest.v[0] : NULL;
+    static const char *const subs = "inspect, verify, merge, cat, index or samples";
+    int megatron = sub && (!strcmp(sub, "index") || !strcmp(sub, "samples"));
     if (!rc && !sub)
-        rc = sl_err_set(SL_ERR_USAGE, "no subcommand given (inspect, verify, merge or cat)");
-    if (!rc && strcmp(sub, "inspect") && strcmp(sub, "verify") && strcmp(sub, "merge") &&
-        strcmp(sub, "cat"))
-        rc = sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (inspect, verify, merge or cat)",
-                        sub);
-    if (!rc && rest.n < 2)
+        rc = sl_err_set(SL_ERR_USAGE, "no subcommand given (%s)", subs);
+    if (!rc && !megatron && strcmp(sub, "inspect") && strcmp(sub, "verify") &&
+        strcmp(sub, "merge") && strcmp(sub, "cat"))
+        rc = sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (%s)", sub, subs);
+    if (!rc && !strcmp(sub, "samples") && io.to == UINT64_MAX)
+        rc = sl_err_set(SL_ERR_USAGE, "samples needs --to M (and --from N)");
+    if (!rc && !megatron && rest.n < 2)
         rc = sl_err_set(SL_ERR_USAGE, "no PREFIX given");
     if (!rc && !strcmp(sub, "merge") && !o.out)
         rc = sl_err_set(SL_ERR_USAGE, "merge needs --out PREFIX");
@@ -432,7 +485,12 @@ int cmd_dataset(int argc, const char **argv)
     struct sl_world *w = sl_world_get();
     int code = 0;
     if (w->rank == 0) {
-        if (!strcmp(sub, "inspect"))
+        io.decode = o.tokenizer;
+        if (!strcmp(sub, "index"))
+            code = dataset_index_run(&io, &pre);
+        else if (!strcmp(sub, "samples"))
+            code = dataset_samples_run(&io, &pre);
+        else if (!strcmp(sub, "inspect"))
             code = inspect(&o, &pre);
         else if (!strcmp(sub, "verify"))
             code = verify(&o, &pre);

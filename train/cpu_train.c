@@ -301,12 +301,13 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
         return sl_err_set(SL_ERR_CONFIG,
                           "debug.dump_dir needs parallel.tensor = parallel.pipeline = 1\n"
                           "hint: train.dump_grads writes the gathered gradient of any layout");
-    if (o->dump_dir && w->rank == 0) {
+    /* every data-parallel rank keeps its samples: the dump gathers them all (dump_step) */
+    if (o->dump_dir)
         t->dump_samples =
             sl_xcalloc((size_t)(o->accum * o->micro_batch * (o->seq_len + 1)), sizeof(uint32_t));
+    if (o->dump_dir && w->rank == 0)
         t->dump_logits = sl_xmalloc((size_t)(o->micro_batch * o->seq_len) *
                                     (size_t)o->mc.vocab_size * sizeof(float));
-    }
     return 0;
 }
 
@@ -414,23 +415,52 @@ static void cpu_state(void *ctx, size_t *bytes, uint64_t *moments, uint64_t *par
     *params = t->l->params;
 }
 
-/* The debug dump of one step for the test oracles: the samples, loss, lr and gradient
- * norm, and on the first step also the logits of micro-step 0, the parameters before the
- * update and the gradients before clipping. */
+/* Every data-parallel rank's samples of the step, gathered on rank 0 into the step's global
+ * order (micro-step a, rank r, row b: sample a x micro x dp + r x micro + b) in *out (fresh,
+ * rank 0 only). Collective over the data-parallel ranks. */
+static int gather_samples(struct cpu_trainer *t, uint32_t **out)
+{
+    long B = t->o->micro_batch, T1 = t->o->seq_len + 1, A = t->o->accum, dp = t->par.dp;
+    size_t mine = (size_t)(A * B * T1) * sizeof(uint32_t);
+    struct sl_buf all = SL_BUF_INIT;
+    *out = NULL;
+    int rc = sl_world_gather_bytes(&t->dpg, t->dump_samples, mine, 0, &all, NULL);
+    if (!rc && t->w->rank == 0) {
+        uint32_t *g = sl_xmalloc(mine * (size_t)dp);
+        const uint32_t *from = (const uint32_t *)all.data;
+        for (long r = 0; r < dp; r++)
+            for (long a = 0; a < A; a++)
+                memcpy(g + ((a * dp + r) * B) * T1, from + (r * A + a) * B * T1,
+                       (size_t)(B * T1) * sizeof(uint32_t));
+        *out = g;
+    }
+    sl_buf_release(&all);
+    return rc;
+}
+
+/* The debug dump of one step for the test oracles: the samples of every data-parallel rank
+ * (gathered: "tokens" holds the whole global batch, in sample order), loss, lr and gradient
+ * norm, and on the first step also the logits of micro-step 0 of rank 0, the parameters
+ * before the update and the gradients before clipping. Collective; rank 0 writes. */
 static int dump_step(struct cpu_trainer *t, long step, double loss, double lr, double norm)
 {
+    uint32_t *samples = NULL;
+    int grc = gather_samples(t, &samples);
+    if (grc || t->w->rank != 0)
+        return grc;
     const struct model_layout *l = t->l;
     size_t cap = 2 * (size_t)l->n + 8, n = 0;
     struct st_tensor *x = sl_xcalloc(cap, sizeof(*x));
     char **names = sl_xcalloc(cap, sizeof(char *));
     long B = t->o->micro_batch, T = t->o->seq_len, accum = t->o->accum;
     double scal[3] = { loss, lr, norm };
+    long dp = t->par.dp;
     x[n++] = (struct st_tensor){ "tokens",
                                  "I32",
                                  2,
-                                 { accum * B, T + 1 },
-                                 t->dump_samples,
-                                 (size_t)(accum * B * (T + 1)) * sizeof(uint32_t) };
+                                 { accum * B * dp, T + 1 },
+                                 samples,
+                                 (size_t)(accum * B * dp * (T + 1)) * sizeof(uint32_t) };
     x[n++] = (struct st_tensor){ "loss", "F64", 1, { 1 }, &scal[0], sizeof(double) };
     x[n++] = (struct st_tensor){ "lr", "F64", 1, { 1 }, &scal[1], sizeof(double) };
     x[n++] = (struct st_tensor){ "grad_norm", "F64", 1, { 1 }, &scal[2], sizeof(double) };
@@ -463,6 +493,7 @@ static int dump_step(struct cpu_trainer *t, long step, double loss, double lr, d
         free(names[i]);
     free(names);
     free(x);
+    free(samples);
     return rc;
 }
 
@@ -552,7 +583,7 @@ static int forward_one(struct cpu_trainer *t, const struct train_step *s, int c,
     if (!rc)
         rc = stage_forward(t, c, a, &loss);
     *loss_sum += loss;
-    if (!rc && dumping && a == 0 && s->step == 1)
+    if (!rc && dumping && t->dump_logits && a == 0 && s->step == 1)
         memcpy(t->dump_logits, cpu_model_logits(t->cm[0]),
                (size_t)(o->micro_batch * o->seq_len) * (size_t)o->mc.vocab_size * sizeof(float));
     return rc;
@@ -596,7 +627,7 @@ static int run_micro_batches(struct cpu_trainer *t, const struct train_step *s, 
 {
     const struct train_opts *o = t->o;
     long m = o->accum, warm = t->par.pp - t->at.pp - 1;
-    int dumping = o->dump_dir && s->step <= o->dump_steps && t->w->rank == 0;
+    int dumping = o->dump_dir && s->step <= o->dump_steps;
     if (warm > m)
         warm = m;
     long fwd = 0, bwd = 0;
@@ -701,7 +732,7 @@ static int cpu_step(void *ctx, struct train_step *s)
     long B = o->micro_batch, T = o->seq_len, DP = t->par.dp;
     float scale = (float)(1.0 / ((double)B * T * o->accum * DP));
     size_t total = t->l->total;
-    int dumping = o->dump_dir && s->step <= o->dump_steps && t->w->rank == 0;
+    int dumping = o->dump_dir && s->step <= o->dump_steps;
     memset(t->grads, 0, total * sizeof(float));
     double loss_sum = 0.0;
     int rc = run_micro_batches(t, s, scale, &loss_sum);

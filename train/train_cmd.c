@@ -195,9 +195,13 @@ static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
     } else if ((rc = sl_cfg_str(root, "data.prefix", NULL, &o->prefix))) {
         return rc;
     }
-    if ((rc = sl_cfg_str(root, "data.split", "969,30,1", &o->split)) ||
+    /* Megatron's default --split, spelled as Megatron spells it (its cache names hash it) */
+    if ((rc = sl_cfg_str(root, "data.split", "969, 30, 1", &o->split)) ||
         (rc = sl_cfg_str(root, "data.cache_dir", NULL, &o->cache_dir)) ||
-        (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)))
+        (rc = sl_cfg_bool(root, "data.normalize_weights", 0, &o->normalize_weights)) ||
+        (rc = sl_cfg_str(root, "data.megatron_tokenizer", NULL, &o->megatron_tokenizer)) ||
+        (rc = sl_cfg_str(root, "data.megatron_path_map", NULL, &o->megatron_path_map)) ||
+        (rc = sl_cfg_double(root, "data.mid_level_dataset_surplus", -1.0, &o->surplus)))
         return rc;
     if (o->prefix && !strcmp(o->prefix, "synthetic")) {
         o->synthetic = 1;
@@ -458,6 +462,12 @@ static void print_config(const struct train_opts *o, FILE *f)
         }
         if (o->cache_dir)
             fprintf(f, "  cache_dir: \"%s\"\n", o->cache_dir);
+        if (o->megatron_tokenizer)
+            fprintf(f, "  megatron_tokenizer: '%s'\n", o->megatron_tokenizer);
+        if (o->megatron_path_map)
+            fprintf(f, "  megatron_path_map: \"%s\"\n", o->megatron_path_map);
+        if (o->surplus >= 0)
+            fprintf(f, "  mid_level_dataset_surplus: %.17g\n", o->surplus);
         fprintf(f, "  normalize_weights: %s\n  seed: %llu\n",
                 o->normalize_weights ? "true" : "false", (unsigned long long)o->data_seed);
         if (o->data.tokenizer)
@@ -878,10 +888,15 @@ static int open_data(struct trainer *t)
     dopt.seed = (uint32_t)o->data_seed;
     dopt.num_samples[DATA_TRAIN] =
         (uint64_t)(o->steps > 0 ? o->steps : 1) * (uint64_t)o->global_batch;
+    /* the batches every validation reads (Megatron asks (steps / interval + 1) times as many
+     * and reads new ones each time: its valid cache has another name) */
     if (o->eval_interval)
         dopt.num_samples[DATA_VALID] = (uint64_t)o->eval_iters * (uint64_t)o->global_batch;
     dopt.vocab_size = (uint64_t)o->mc.vocab_size;
     dopt.cache_dir = o->cache_dir;
+    dopt.megatron_tokenizer = o->megatron_tokenizer;
+    dopt.megatron_path_map = o->megatron_path_map;
+    dopt.surplus = o->surplus >= 0 ? &o->surplus : NULL;
     dopt.normalize_weights = o->normalize_weights;
     dopt.write_cache = t->w->rank == 0;
     double td = sl_now();

@@ -42,6 +42,10 @@ struct train_opts {
     char *split_prefix[3]; /* separate splits: data.prefix.{train,validation,test} or
                             * data.{train,valid,test}_data_path, joined (owned), or NULL */
     int normalize_weights, synthetic;
+    /* what Megatron's index cache names hash (dataset/loader.h): data.megatron_tokenizer,
+     * data.megatron_path_map, data.mid_level_dataset_surplus (< 0: Megatron's default) */
+    const char *megatron_tokenizer, *megatron_path_map;
+    double surplus;
     struct data_info data; /* the data's tokenizer and absolute paths (owned) */
     int vocab_from_data;   /* model.vocab_size was taken from the data */
     char *data_json;       /* data_info as JSON, for checkpoint.json (owned) */

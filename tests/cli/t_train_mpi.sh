@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data parallel on CPUs: under mpirun -np 2 with micro-batch B the trainer equals one rank
 # with micro-batch 2B (and 2 ranks with gradient accumulation) to fp32 rounding; each rank
-# reads its slice of every batch; checkpoints are written once and resume under mpirun.
+# reads its slice of every batch (the debug dump gathers them all); checkpoints are written
+# once and resume under mpirun.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 if ! have_mpi; then
@@ -75,6 +76,17 @@ run "${MPIRUN[@]}" -np 2 "$SLUICE" train "$CFG" "${COMMON[@]}$T/r2" train.micro_
 expect_rc 0
 expect_err "resumed from '$T/r2/step-00000004' at step 4"
 expect_out "step 6/6"
+
+case_ "the debug dump under 2 ranks holds every rank's samples, in Megatron's order"
+run "${MPIRUN[@]}" -np 2 "$SLUICE" train "$CFG" "${COMMON[@]}$T/r5" train.micro_batch_size=2 \
+    train.steps=2 eval.interval=0 train.resume=none debug.dump_dir="$T/dump2" debug.dump_steps=2 \
+    data.cache_dir="$T/cache5"
+expect_rc 0
+run "$PY" "$ROOT/tests/oracle/megatron_index.py" check --seq-len 32 --split "969, 30, 1" --seed 1234 \
+    --samples 16,0,0 --dump "$T/dump2" --steps 2 --gbs 8 "$T/d"
+expect_rc 0
+expect_out "megatron index oracle: 0 mismatches"
+expect_eq "$("$PY" -c "import sys; sys.path.insert(0, '$ROOT/tests/oracle'); import model_numpy as mn; print(mn.st_load('$T/dump2/step-000001.safetensors')[0]['tokens'].shape)")" "(8, 33)"
 
 case_ "a failing rank stops the job (bad vocabulary)"
 run timeout 120 "${MPIRUN[@]}" -np 2 "$SLUICE" train "$CFG" "${COMMON[@]}$T/r4" train.micro_batch_size=4 model.vocab_size=100

@@ -1,9 +1,17 @@
 """A Python port of Megatron-LM's GPT sample indexing (megatron/core/datasets/gpt_dataset.py
 _build_document_sample_shuffle_indices, helpers.cpp build_sample_idx and
 build_blending_indices, the split rule of blended_megatron_dataset_builder.py), using
-numpy.random.RandomState as Megatron does. Test oracle for sluice's dataset/gpt_index.c.
+numpy.random.RandomState as Megatron does, and of the cache names: the unique_description
+of a GPTDataset / BlendedDataset (megatron_dataset.py, blended_dataset.py, the sizes of
+blended_megatron_dataset_builder.py) and its MD5, as megatron-core 0.16.1 builds them.
+Test oracle for sluice's dataset/gpt_index.c, dataset/megatron_desc.c and dataset/loader.c.
 
 usage:
+  megatron_index.py make-data DIR              the prefixes of the cache-name cases
+                                               (tests/golden/megatron_index/cases.json)
+  megatron_index.py describe CASES.json NAME   (run in the data directory) print the
+                                               description files Megatron writes for case
+                                               NAME as one JSON object {file: text}
   megatron_index.py write PREFIX SPEC          write a .bin/.idx (uint16) from a JSON list of
                                                documents (lists of token ids)
   megatron_index.py check --seq-len L --split S --seed N --samples TRAIN,VALID,TEST
@@ -12,6 +20,7 @@ usage:
       with this port. Exits 1 on a mismatch.
 """
 import glob
+import hashlib
 import json
 import math
 import os
@@ -174,9 +183,199 @@ def blending_indices(weights, size):
     return di, dsi
 
 
+# ---- cache names (unique_description) ----------------------------------------------------
+
+SPLITS = ("train", "valid", "test")
+NEW_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"
+
+
+def tokenizer_identifiers(spec):
+    """What the tokenizer Megatron-LM builds for --tokenizer-type TYPE (and its path
+    arguments) reports as unique_identifiers: megatron/core/tokenizers/text/utils/
+    build_tokenizer.py with text_tokenizer.py (new system), or the legacy classes of
+    megatron/training/tokenizer/tokenizer.py over MegatronLegacyTokenizer (--legacy-tokenizer);
+    every other option at its argparse default."""
+    from collections import OrderedDict as OD
+    if spec.lstrip().startswith("{"):
+        return json.loads(spec, object_pairs_hook=OD)
+    legacy = spec.startswith("legacy:")
+    kind, _, args = (spec[7:] if legacy else spec).partition(":")
+    a = args.split(",", 1)
+    if legacy:
+        cls = "_" + kind
+        if kind == "NullTokenizer":
+            return OD([("class", cls), ("tokenizer_path", [None]), ("vocab_size", str(int(a[0])))])
+        if kind == "GPT2BPETokenizer":
+            return OD([("class", cls), ("tokenizer_path", [a[0], a[1]])])
+        if kind == "HuggingFaceTokenizer":
+            return OD([("class", cls), ("tokenizer_path", [a[0]])])
+        return OD([("class", cls), ("tokenizer_path", [a[0]]), ("vocab_extra_ids", "0")])
+    hf = [("use_fast", "False"), ("trust_remote_code", "False"), ("include_special_tokens", "False")]
+    if kind == "NullTokenizer":
+        kw = [("vocab_size", str(int(a[0])))]
+        path = None
+    elif kind == "GPT2BPETokenizer":
+        path = kind
+        kw = [("additional_special_tokens", "[]"), ("vocab_file", a[0]), ("merges_file", a[1])] + hf
+    elif kind == "HuggingFaceTokenizer":
+        path = a[0]
+        kw = [("vocab_file", "None"), ("merges_file", "None"), ("additional_special_tokens", "[]")] + hf
+    elif kind == "TikTokenizer":
+        path = a[0]
+        kw = [("num_special_tokens", "1000"), ("special_tokens", "None")]
+    else:  # the SentencePiece kinds
+        path = a[0]
+        kw = [("legacy", "False"), ("special_tokens", "None")]
+    return OD([("class", NEW_CLASS), ("tokenizer_path", path)] + kw)
+
+
+class _Tokenizer:
+    """Stands for the tokenizer object: json.dumps reaches its identifiers through the
+    default= hook, as in Megatron."""
+
+    def __init__(self, ids):
+        self.unique_identifiers = ids
+
+
+def _dumps(ids):
+    return json.dumps(ids, indent=4, default=lambda obj: obj.unique_identifiers)
+
+
+def split_matrix(split):
+    """parse_and_normalize_split + convert_split_vector_to_split_matrix."""
+    import functools
+    import re
+    v = list(map(float, re.findall(r"[.0-9]+", split)))
+    v = v + [0.0 for _ in range(3 - len(v))]
+    v = normalize(v)
+    e = functools.reduce(lambda a, b: a + [a[len(a) - 1] + b], [[0], *v])
+    ends = list(zip(e[:-1], e[1:]))
+    return [None if b <= a else (a, b) for a, b in ends]
+
+
+def normalize(w):
+    w = np.array(w, dtype=np.float64)
+    return (w / np.sum(w)).tolist()
+
+
+def blend_from_words(words):
+    """get_blend_from_list: (prefixes, weights or None)."""
+    if len(words) % 2 == 1:
+        return [w.strip() for w in words], None
+    try:
+        weights = [float(x) for x in words[0::2]]
+    except ValueError:
+        return [w.strip() for w in words], None
+    return [w.strip() for w in words[1::2]], weights
+
+
+def gpt_samples_one_epoch(prefix, lo_hi, seq_length):
+    sizes = idx_read(prefix)[0]
+    lo, hi = lo_hi
+    return (int(sizes[lo:hi].sum()) - 1) // seq_length
+
+
+def describe(case, surplus=0.005):
+    """{file name: text} of every description Megatron writes for the case."""
+    from collections import OrderedDict as OD
+    tok = _Tokenizer(tokenizer_identifiers(case["tokenizer"]))
+    sizes = case["samples"]
+    out = {}
+
+    def gpt(path, i, num_samples, split, matrix):
+        ids = OD([("class", "GPTDataset"), ("dataset_path", path), ("num_samples", num_samples),
+                  ("index_split", SPLITS[i]), ("random_seed", case.get("seed", 1234)),
+                  ("sequence_length", case["seq_length"]), ("split", split),
+                  ("split_matrix", matrix), ("tokenizer", tok)])
+        text = _dumps(ids)
+        h = hashlib.md5(text.encode("utf-8")).hexdigest()
+        out["%s-GPTDataset-%s-description.txt" % (h, SPLITS[i])] = text
+        return ids
+
+    def blend(words, i, size, split, matrix):
+        prefixes, weights = blend_from_words(words)
+        bounds = matrix[i] if matrix else (0.0, 1.0)
+        if weights is not None:
+            weights = normalize(weights)
+            comp = [int(math.ceil(math.ceil(size * w) * (1 + surplus))) for w in weights]
+            size_i = sum(int(math.ceil(math.ceil(size * w) * 1.0)) for w in weights)
+        else:
+            comp = [None] * len(prefixes)
+        datasets = [gpt(p, i, comp[k], split, matrix) for k, p in enumerate(prefixes)]
+        if weights is None:
+            weights = []
+            for p in prefixes:
+                n = len(idx_read(p)[0])
+                lo_hi = (int(round(bounds[0] * float(n))), int(round(bounds[1] * float(n))))
+                weights.append(gpt_samples_one_epoch(p, lo_hi, case["seq_length"]))
+            size_i = min(size, sum(weights))
+        ids = OD([("class", "BlendedDataset"), ("datasets", datasets), ("split", SPLITS[i]),
+                  ("weights", normalize(weights)), ("size", size_i)])
+        text = _dumps(ids)
+        if case.get("cache"):  # Megatron caches a blend only under path_to_cache
+            h = hashlib.md5(text.encode("utf-8")).hexdigest()
+            out["%s-BlendedDataset-%s-description.txt" % (h, SPLITS[i])] = text
+
+    if "data_path" in case:
+        split = case.get("split", "969, 30, 1")
+        matrix = split_matrix(split)
+        prefixes, weights = blend_from_words(case["data_path"])
+        for i in range(3):
+            if matrix[i] is None:
+                continue
+            if len(prefixes) == 1 and weights is None:
+                gpt(prefixes[0], i, sizes[i], split, matrix)
+            else:
+                blend(case["data_path"], i, sizes[i], split, matrix)
+    else:
+        for i, key in enumerate(("train_data_path", "valid_data_path", "test_data_path")):
+            words = case.get(key)
+            if not words:
+                continue
+            prefixes, _ = blend_from_words(words)
+            if len(prefixes) == 1:
+                gpt(prefixes[0], i, sizes[i], None, None)
+            else:
+                blend(words, i, sizes[i], None, None)
+    return out
+
+
+def make_data(d):
+    """The prefixes of the cache-name cases: a (1000 documents), b (150), 'dé/c' (a
+    directory name outside ASCII, 120) and w0..w8 (60 each), 1..60 tokens of ids < 1000."""
+    rng = np.random.default_rng(7)
+    os.makedirs(os.path.join(d, "d\u00e9"), exist_ok=True)
+    names = [("a", 1000), ("b", 150), ("d\u00e9/c", 120)] + [("w%d" % k, 60) for k in range(9)]
+    for name, n in names:
+        docs = [rng.integers(0, 1000, size=int(rng.integers(1, 61))).tolist() for _ in range(n)]
+        idx_write(os.path.join(d, name), docs)
+
+
 def main():
     if sys.argv[1] == "write":
         idx_write(sys.argv[2], json.loads(open(sys.argv[3]).read()))
+        return
+    if sys.argv[1] == "make-data":
+        make_data(sys.argv[2])
+        return
+    if sys.argv[1] == "sluice-args":
+        # the `sluice dataset index` arguments of case NAME, one a line
+        c = {c["name"]: c for c in json.load(open(sys.argv[2]))}[sys.argv[3]]
+        a = ["--seq-length", str(c["seq_length"]), "--seed", str(c.get("seed", 1234)),
+             "--samples", ",".join(map(str, c["samples"])), "--megatron-tokenizer", c["tokenizer"]]
+        if "split" in c:
+            a += ["--split", c["split"]]
+        if c.get("cache"):
+            a += ["--data-cache-path", sys.argv[4]]
+        for key in ("train_data_path", "valid_data_path", "test_data_path"):
+            if key in c:
+                a += ["--" + key.replace("_", "-"), " ".join(c[key])]
+        a += c.get("data_path", [])
+        print("\n".join(a))
+        return
+    if sys.argv[1] == "describe":
+        cases = {c["name"]: c for c in json.load(open(sys.argv[2]))}
+        print(json.dumps(describe(cases[sys.argv[3]]), indent=1, sort_keys=True))
         return
     import argparse
     ap = argparse.ArgumentParser()
