@@ -83,11 +83,22 @@ uint64_t data_loader_tokens(const struct data_loader *d)
     return t;
 }
 
-int data_loader_epochs(const struct data_loader *d, enum data_split s)
+void data_loader_epochs(const struct data_loader *d, enum data_split s, int *fewest, int *most)
 {
-    if (d->separate)
-        return d->sub[s] ? data_loader_epochs(d->sub[s], s) : 0;
-    return d->n && d->c[0].built[s] ? d->c[0].ix[s].num_epochs : 0;
+    *fewest = *most = 0;
+    if (d->separate) {
+        if (d->sub[s])
+            data_loader_epochs(d->sub[s], s, fewest, most);
+        return;
+    }
+    for (int i = 0, first = 1; i < d->n; i++) {
+        if (!d->c[i].built[s])
+            continue;
+        int e = d->c[i].ix[s].num_epochs;
+        *fewest = first || e < *fewest ? e : *fewest;
+        *most = first || e > *most ? e : *most;
+        first = 0;
+    }
 }
 
 int data_loader_cached(const struct data_loader *d)

@@ -78,12 +78,13 @@ uint64_t data_loader_samples(const struct data_loader *d, enum data_split s);
  * SL_ERR_FORMAT naming the prefix. */
 int data_loader_sample(const struct data_loader *d, enum data_split s, uint64_t i, uint32_t *out);
 
-/* For logging: number of prefixes, tokens in all prefixes, epochs of the train index of
- * prefix 0, whether every index came from the cache, and a note about the data worth
- * showing (e.g. every document shorter than seq_len), or NULL. */
+/* For logging: number of prefixes, tokens in all prefixes, the fewest and most epochs the
+ * indexes of split s go over (each prefix of a blend has its own), whether every index
+ * came from the cache, and a note about the data worth showing (e.g. every document
+ * shorter than seq_len), or NULL. */
 int data_loader_prefixes(const struct data_loader *d);
 uint64_t data_loader_tokens(const struct data_loader *d);
-int data_loader_epochs(const struct data_loader *d, enum data_split s);
+void data_loader_epochs(const struct data_loader *d, enum data_split s, int *fewest, int *most);
 int data_loader_cached(const struct data_loader *d);
 const char *data_loader_note(const struct data_loader *d);
 /* Every index read or built, in the order they were (owned by d). */

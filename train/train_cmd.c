@@ -910,11 +910,16 @@ static int open_data(struct trainer *t)
     if (data_loader_synthetic(t->data)) {
         sl_info("data: synthetic (uniform random token ids below %d)", o->mc.vocab_size);
     } else {
-        sl_info("data: %d prefix%s, %llu tokens, split %s; train index: %d epoch%s (%s, %.2f s)",
+        int fewest, most;
+        data_loader_epochs(t->data, DATA_TRAIN, &fewest, &most);
+        char epochs[64];
+        if (fewest == most)
+            snprintf(epochs, sizeof(epochs), "%d epoch%s", most, most == 1 ? "" : "s");
+        else
+            snprintf(epochs, sizeof(epochs), "%d to %d epochs (by prefix)", fewest, most);
+        sl_info("data: %d prefix%s, %llu tokens, split %s; train index: %s (%s, %.2f s)",
                 data_loader_prefixes(t->data), data_loader_prefixes(t->data) > 1 ? "es" : "",
-                (unsigned long long)data_loader_tokens(t->data), o->split,
-                data_loader_epochs(t->data, DATA_TRAIN),
-                data_loader_epochs(t->data, DATA_TRAIN) == 1 ? "" : "s",
+                (unsigned long long)data_loader_tokens(t->data), o->split, epochs,
                 data_loader_cached(t->data) ? "from the cache" : "built", sl_now() - td);
         if (data_loader_note(t->data))
             sl_warn("%s", data_loader_note(t->data));
