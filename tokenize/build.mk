@@ -2,7 +2,7 @@
 LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/bpe_cache.c tokenize/tokenizer.c
 LIB_SRCS += tokenize/hf.c tokenize/hf_load.c tokenize/hf_wp.c
 LIB_SRCS += tokenize/bert.c tokenize/bert_vocab.c tokenize/bert_unicode.c
-FUZZ_TARGETS += fuzz_hf_tokenizer
+FUZZ_TARGETS += fuzz_hf_tokenizer fuzz_bert_vocab
 LIB_SRCS += tokenize/bpe_train.c tokenize/hf_write.c
 PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm_unigram.c tokenize/spm_hf.c tokenize/spm.cc tokenize/spm_train.cc
