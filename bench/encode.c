@@ -1,5 +1,5 @@
 /* Encode a file with one of sluice's tokenizers on one thread and report throughput, for
- * bench/tokenize.sh. Usage: encode gpt2:DIR|tiktoken:FILE|spm:FILE INPUT [REPEAT]
+ * bench/tokenize.sh. Usage: encode SPEC INPUT [REPEAT] (a --tokenizer spec)
  * Input: a text file encoded as one string; with JSONL=1 in the environment, a JSONL
  * file whose "text" members are encoded one by one; with LINES=1, each line of a text
  * file (without its newline) on its own, as spm_encode does. Prints tokens, the best
@@ -30,7 +30,7 @@ static double cpu_now(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: encode gpt2:DIR|tiktoken:FILE|spm:FILE INPUT [REPEAT]\n");
+        fprintf(stderr, "usage: encode SPEC INPUT [REPEAT]\nSPEC: %s\n", TOKENIZER_SPECS);
         return 2;
     }
     struct tokenizer *tk = NULL;

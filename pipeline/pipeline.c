@@ -310,18 +310,12 @@ int pl_one_scalar(struct loader *L, struct sl_cfg *node, char **out)
     return expand(L, node, out);
 }
 
-/* The path in a value that names an input: "spm:x.model" -> "x.model"; "gpt2:DIR" -> DIR. */
+/* The path in a value that names an input: a tokenizer spec's ("spm:x.model" -> "x.model",
+ * "bert-lower,extra-ids=100:v.txt" -> "v.txt"), else the value (a URL: "hf://..."). */
 static const char *input_path(const char *v)
 {
-    const char *colon = strchr(v, ':');
-    if (colon && colon - v < 12 && strncmp(colon, "://", 3) != 0) {
-        int word = 1;
-        for (const char *q = v; q < colon; q++)
-            word &= isalnum((unsigned char)*q) != 0;
-        if (word)
-            return colon + 1;
-    }
-    return v;
+    const char *path = tokenizer_spec_path(v);
+    return path && strncmp(path - 1, "://", 3) != 0 ? path : v;
 }
 
 const char *pl_data_dir(void)
@@ -754,8 +748,8 @@ static int default_tokenizer(struct sl_cfg *m, struct pl_step *s, struct flow *f
     if (pl_child(m, "tokenizer"))
         return 0;
     if (!fl->tok_model)
-        return pl_where_err(m, "'tokenize' needs 'tokenizer:' (" TOKENIZER_SPECS
-                               "), or a 'tokenizer_train' stage before it");
+        return pl_where_err(m, "'tokenize' needs 'tokenizer:', or a 'tokenizer_train' "
+                               "stage before it\nhint: a tokenizer is one of " TOKENIZER_SPECS);
     char *spec = sl_xasprintf("spm:%s", fl->tok_model);
     pl_push(&s->argv, "--tokenizer");
     pl_push(&s->argv, spec);

@@ -1,7 +1,8 @@
 # tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
 LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/bpe_cache.c tokenize/tokenizer.c
-LIB_SRCS += tokenize/hf.c tokenize/hf_load.c
-FUZZ_TARGETS += fuzz_hf_tokenizer
+LIB_SRCS += tokenize/hf.c tokenize/hf_load.c tokenize/hf_wp.c
+LIB_SRCS += tokenize/bert.c tokenize/bert_vocab.c tokenize/bert_unicode.c
+FUZZ_TARGETS += fuzz_hf_tokenizer fuzz_bert_vocab
 LIB_SRCS += tokenize/bpe_train.c tokenize/hf_write.c
 PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm_unigram.c tokenize/spm_hf.c tokenize/spm.cc tokenize/spm_train.cc
@@ -24,6 +25,13 @@ gen-hf-unicode:
 	$(or $(PYTHON),python3) tokenize/gen/hf_unicode_gen.py $(BUILD)/hf_unicode_dump > tokenize/hf_unicode.h.tmp
 	mv tokenize/hf_unicode.h.tmp tokenize/hf_unicode.h
 	clang-format -i tokenize/hf_unicode.h
+
+# The Python Unicode tables of tokenize/bert.c (docs/tokenizers.md): PYTHON names the Python
+# whose unicodedata sluice's BERT tokenizer then follows.
+.PHONY: gen-bert-unicode
+gen-bert-unicode:
+	$(or $(PYTHON),python3) tokenize/gen/bert_unicode_gen.py > tokenize/bert_unicode_table.h.tmp
+	mv tokenize/bert_unicode_table.h.tmp tokenize/bert_unicode_table.h
 
 # The encoder benchmark program (bench/tokenize.sh builds it; `make` does not).
 $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a

@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 const char *const cmd_tokenize_usage[] = {
-    "sluice tokenize --tokenizer gpt2:DIR|tiktoken:FILE|spm:FILE|hf:FILE --out PREFIX [options] IN...",
+    "sluice tokenize --tokenizer SPEC --out PREFIX [options] IN...",
     "",
     "Tokenize JSONL documents (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz; files or directories)",
     "into Megatron-LM token shards PREFIX_<key>_document.bin/.idx, one pair per --json-key,",
@@ -87,10 +87,8 @@ struct opts {
 static struct opts o;
 
 const struct sl_option cmd_tokenize_options[] = {
-    SL_OPT_STRING(
-        't', "tokenizer", &o.tokenizer, "SPEC",
-        "gpt2:DIR (vocab.json + merges.txt), tiktoken:FILE, spm:FILE or hf:tokenizer.json",
-        .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
+    SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC", TOKENIZER_SPECS,
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
     SL_SETTING(SL_OPT_STR, "kind", &o.kind),
     SL_SETTING(SL_OPT_U64, "vocab_size", &o.vocab_size),
     SL_SETTING(SL_OPT_STR, "dtype", &o.dtype),
@@ -102,7 +100,8 @@ const struct sl_option cmd_tokenize_options[] = {
                  .flags = SL_OPTF_OUTPUT),
     /* -1 without --append-eod */
     SL_OPT_INTEGER(0, "eod-id", &o.eod_id, "ID",
-                   "the end-of-document id (default <|endoftext|>, <|end_of_text|> or the model's </s>)",
+                   "the end-of-document id (default <|endoftext|>, <|end_of_text|>, the model's "
+                   "</s>, BERT's [EOS])",
                    .flags = SL_OPTF_OUTPUT),
     SL_OPT_INTEGER('j', "workers", &o.workers, "N",
                    "encoding threads per rank (default: the cores)"),

@@ -615,7 +615,7 @@ static int wordpiece_word(struct hf_enc *e, const char *w, size_t n, size_t ncha
     return 0;
 }
 
-static int wordpiece(struct hf_enc *e, const char *w, size_t n, size_t nchars, struct tok_ids *out)
+int hf_wordpiece(struct hf_enc *e, const char *w, size_t n, size_t nchars, struct tok_ids *out)
 {
     struct wp_cache *c = NULL;
     if (n <= WP_CACHE_LEN) {
@@ -657,9 +657,9 @@ static int encode_wordpiece(struct hf_enc *e, const char *text, size_t n, struct
         }
         if (ws || punct) {
             if (i > w)
-                rc = wordpiece(e, text + w, i - w, nch, out);
+                rc = hf_wordpiece(e, text + w, i - w, nch, out);
             if (!rc && punct)
-                rc = wordpiece(e, text + i, k, 1, out);
+                rc = hf_wordpiece(e, text + i, k, 1, out);
             w = i + k;
             nch = 0;
         } else {
@@ -668,7 +668,7 @@ static int encode_wordpiece(struct hf_enc *e, const char *text, size_t n, struct
         i += k;
     }
     if (!rc && n > w)
-        rc = wordpiece(e, text + w, n - w, nch, out);
+        rc = hf_wordpiece(e, text + w, n - w, nch, out);
     return rc;
 }
 

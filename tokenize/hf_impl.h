@@ -88,7 +88,20 @@ enum {
     HF_UF_LOWER = 32
 };
 
+/* tokenize/hf_wp.c. The id of the token s[0..n), or -1. */
 int64_t hf_wp_find(const struct hf_wp *w, const char *s, size_t n);
+/* Take bytes and off (token id's bytes: bytes[off[id] .. off[id+1]), n_ids + 1 offsets;
+ * equal offsets for an id without a token; both heap-allocated, owned by w from now on,
+ * whatever the result) and build the lookup table. SL_ERR_FORMAT, without a message, when
+ * two ids have the same token: dup[0] the first id, dup[1] the second. */
+int hf_wp_build(struct hf_wp *w, char *bytes, uint32_t *off, uint32_t n_ids, uint32_t dup[2]);
+/* Append the token s[0..n) (not empty, not in w) as the next id, which is returned. */
+uint32_t hf_wp_add(struct hf_wp *w, const char *s, size_t n);
+void hf_wp_release(struct hf_wp *w);
+/* tokenize/hf.c. WordPiece of one word w[0..n) (nchars code points) with e's model and
+ * cache, its ids appended to out: the unknown token alone when a position cannot be
+ * spelled or the word is longer than max_chars. */
+int hf_wordpiece(struct hf_enc *e, const char *w, size_t n, size_t nchars, struct tok_ids *out);
 /* Fill h->uflags and h->ulower (tokenize/hf.c). */
 void hf_build_tables(struct hf *h);
 

@@ -545,25 +545,6 @@ static int load_bpe(struct load *L, struct json_object *model)
     return 0;
 }
 
-static uint64_t wp_hash(const char *p, size_t n)
-{
-    return bpe_hash_bytes((const unsigned char *)p, n);
-}
-
-int64_t hf_wp_find(const struct hf_wp *w, const char *s, size_t n)
-{
-    if (!w->tab)
-        return -1;
-    for (uint64_t i = wp_hash(s, n) & w->mask;; i = (i + 1) & w->mask) {
-        uint32_t id1 = w->tab[i];
-        if (!id1)
-            return -1;
-        uint32_t id = id1 - 1;
-        if (w->off[id + 1] - w->off[id] == n && !memcmp(w->bytes + w->off[id], s, n))
-            return id;
-    }
-}
-
 static int load_wordpiece(struct load *L, struct json_object *model)
 {
     struct hf *h = L->h;
@@ -602,61 +583,48 @@ static int load_wordpiece(struct load *L, struct json_object *model)
     if (!count)
         return fail(L, SL_ERR_FORMAT, at, "model.vocab", "no tokens");
     struct hf_wp *w = &h->wp;
-    w->n_ids = max + 1;
-    uint32_t *len = sl_xcalloc(w->n_ids, sizeof(uint32_t));
-    const char **src = sl_xcalloc(w->n_ids, sizeof(char *));
+    uint32_t n_ids = max + 1;
+    uint32_t *off = sl_xcalloc((size_t)n_ids + 1, sizeof(uint32_t));
+    char *bytes = sl_xmalloc(total + 1);
+    /* the length of each id's token in off[id + 1], then the offsets */
     json_object_object_foreach(vocab, k2, v2)
     {
         uint32_t id = (uint32_t)json_object_get_int64(v2);
-        if (src[id]) {
-            rc = fail(L, SL_ERR_FORMAT, at, "model.vocab",
-                      "id %u is given to both '%.40s' and '%.40s'", id, src[id], k2);
+        if (off[id + 1]) {
+            rc = fail(L, SL_ERR_FORMAT, at, "model.vocab", "id %u is given to two tokens ('%.40s')",
+                      id, k2);
             break;
         }
-        src[id] = k2;
-        len[id] = (uint32_t)strlen(k2);
-        if (!len[id]) {
+        off[id + 1] = (uint32_t)strlen(k2);
+        if (!off[id + 1]) {
             rc = fail(L, SL_ERR_FORMAT, at, "model.vocab", "empty token (id %u)", id);
             break;
         }
     }
-    if (!rc) {
-        w->off = sl_xmalloc(sl_mul_size((size_t)w->n_ids + 1, sizeof(uint32_t)));
-        w->bytes = sl_xmalloc(total + 1);
-        uint32_t o = 0;
-        for (uint32_t id = 0; id < w->n_ids; id++) {
-            w->off[id] = o;
-            if (src[id])
-                memcpy(w->bytes + o, src[id], len[id]);
-            o += len[id];
-            w->max_len = len[id] > w->max_len ? len[id] : w->max_len;
-        }
-        w->off[w->n_ids] = o;
-        uint64_t size = 1024;
-        while (size < (uint64_t)count * 2)
-            size *= 2;
-        w->tab = sl_xcalloc(size, sizeof(uint32_t));
-        w->mask = size - 1;
-        for (uint32_t id = 0; id < w->n_ids; id++) {
-            if (!src[id])
-                continue;
-            uint64_t i = wp_hash(src[id], len[id]) & w->mask;
-            while (w->tab[i])
-                i = (i + 1) & w->mask;
-            w->tab[i] = id + 1;
-        }
-        int64_t u = hf_wp_find(w, unk, strlen(unk));
-        if (u < 0)
-            rc = fail(L, SL_ERR_FORMAT, at, "model.unk_token", "'%.60s' is not in the vocabulary",
-                      unk);
-        else
-            h->unk_id = (uint32_t)u;
+    if (rc) {
+        free(off);
+        free(bytes);
+        return rc;
     }
-    free(len);
-    free(src);
+    for (uint32_t id = 0; id < n_ids; id++)
+        off[id + 1] += off[id];
+    json_object_object_foreach(vocab, k3, v3)
+    {
+        uint32_t id = (uint32_t)json_object_get_int64(v3);
+        memcpy(bytes + off[id], k3, off[id + 1] - off[id]);
+    }
+    uint32_t dup[2];
+    if (hf_wp_build(w, bytes, off, n_ids, dup))
+        return fail(L, SL_ERR_FORMAT, at, "model.vocab", "ids %u and %u have the same token",
+                    dup[0], dup[1]);
+    int64_t u = hf_wp_find(w, unk, strlen(unk));
+    if (u < 0)
+        return fail(L, SL_ERR_FORMAT, at, "model.unk_token", "'%.60s' is not in the vocabulary",
+                    unk);
+    h->unk_id = (uint32_t)u;
     if (w->n_ids > h->vocab_size)
         h->vocab_size = w->n_ids;
-    return rc;
+    return 0;
 }
 
 /* ---- added tokens ------------------------------------------------------------------- */
@@ -863,9 +831,7 @@ void hf_free(struct hf *h)
     if (!h)
         return;
     bpe_free(h->bpe);
-    free(h->wp.bytes);
-    free(h->wp.off);
-    free(h->wp.tab);
+    hf_wp_release(&h->wp);
     free(h->prefix);
     for (size_t i = 0; i < h->nadded; i++)
         free(h->added[i].s);

@@ -1,4 +1,5 @@
-/* Tokenizer specs and dispatch to the BPE and SentencePiece implementations. */
+/* Tokenizer specs and dispatch to the BPE, SentencePiece, tokenizer.json and BERT
+ * implementations. */
 #include "tokenize/tokenizer.h"
 
 #include "core/alloc.h"
@@ -6,6 +7,7 @@
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/stream.h"
+#include "tokenize/bert.h"
 #include "tokenize/bpe.h"
 #include "tokenize/hf.h"
 #include "tokenize/spm.h"
@@ -20,47 +22,115 @@ struct tokenizer_enc {
     const struct tokenizer *t;
     struct bpe_enc *bpe;
     struct hf_enc *hf;
+    struct bert_enc *bert;
 };
+
+#define SPEC_ROW_(name, arg, kind, variant, opts) { name, arg, kind, variant, opts },
+static const struct spec_kind {
+    const char *name, *arg;
+    enum tokenizer_kind kind;
+    int variant;
+    const char *opts;
+} spec_kinds[] = { TOKENIZER_SPEC_TABLE(SPEC_ROW_) };
+#define N_SPEC_KINDS (sizeof(spec_kinds) / sizeof(spec_kinds[0]))
+
+/* The row of the kind that spec starts with (its name, then ',' or ':'), or NULL. */
+static const struct spec_kind *spec_kind(const char *spec)
+{
+    for (size_t i = 0; i < N_SPEC_KINDS; i++) {
+        size_t n = strlen(spec_kinds[i].name);
+        if (!strncmp(spec, spec_kinds[i].name, n) && (spec[n] == ':' || spec[n] == ','))
+            return &spec_kinds[i];
+    }
+    return NULL;
+}
+
+const char *tokenizer_spec_path(const char *spec)
+{
+    return spec_kind(spec) ? strchr(spec, ':') + 1 : NULL;
+}
+
+/* The options between the kind and the colon ("bert,extra-ids=100:"): the count of the
+ * only one there is today into *extra_ids. */
+static int spec_options(const struct spec_kind *k, const char *spec, uint32_t *extra_ids)
+{
+    const char *colon = strchr(spec, ':');
+    for (const char *p = spec + strlen(k->name); p < colon;) {
+        const char *name = p + 1, *end = name;
+        while (end < colon && *end != ',')
+            end++;
+        const char *eq = memchr(name, '=', (size_t)(end - name));
+        size_t nl = (size_t)((eq ? eq : end) - name);
+        if (!*k->opts || nl != strlen(k->opts) || strncmp(name, k->opts, nl))
+            return sl_err_set(SL_ERR_USAGE, "tokenizer '%s': %s: takes no option '%.*s'\nhint: %s",
+                              spec, k->name, (int)nl, name,
+                              *k->opts ? "its option is extra-ids=N (docs/tokenizers.md)"
+                                       : "the form is KIND:PATH");
+        uint64_t x = 0;
+        const char *v = eq ? eq + 1 : end;
+        int ok = v < end;
+        for (; v < end && ok; v++) {
+            ok = *v >= '0' && *v <= '9' && x <= UINT32_MAX / 10;
+            x = x * 10 + (uint64_t)(*v - '0');
+        }
+        if (!ok || x > UINT32_MAX)
+            return sl_err_set(SL_ERR_USAGE, "tokenizer '%s': %s needs a count: %s=N", spec, k->opts,
+                              k->opts);
+        *extra_ids = (uint32_t)x;
+        p = end;
+    }
+    return 0;
+}
 
 const char *tokenizer_kind_name(enum tokenizer_kind k)
 {
     return k == TOKENIZER_GPT2       ? "gpt2"
            : k == TOKENIZER_TIKTOKEN ? "tiktoken"
            : k == TOKENIZER_HF       ? "hf"
+           : k == TOKENIZER_BERT     ? "bert"
                                      : "spm";
 }
 
 int tokenizer_open(struct tokenizer **out, const char *spec)
 {
     *out = NULL;
-    const char *colon = strchr(spec, ':');
+    const struct spec_kind *k = spec_kind(spec);
+    const char *path = k ? strchr(spec, ':') + 1 : NULL;
+    uint32_t extra_ids = 0;
+    if (!k || !*path)
+        return sl_err_set(SL_ERR_USAGE, "unknown tokenizer '%s'\nhint: use one of %s", spec,
+                          TOKENIZER_SPECS);
+    int rc = spec_options(k, spec, &extra_ids);
+    if (rc)
+        return rc;
     struct tokenizer *t = sl_xcalloc(1, sizeof(*t));
     t->spec = sl_xstrdup(spec);
-    int rc;
-    if (colon && colon[1] && !strncmp(spec, "gpt2:", 5)) {
-        t->kind = TOKENIZER_GPT2;
-        rc = bpe_load_gpt2_dir(&t->bpe, colon + 1);
-    } else if (colon && colon[1] && !strncmp(spec, "tiktoken:", 9)) {
-        t->kind = TOKENIZER_TIKTOKEN;
-        rc = bpe_load_tiktoken(&t->bpe, colon + 1, -1);
-    } else if (colon && colon[1] && (!strncmp(spec, "spm:", 4) || !strncmp(spec, "spm-lib:", 8))) {
-        t->kind = TOKENIZER_SPM;
-        rc = spm_load_engine(&t->spm, colon + 1, spec[3] == ':' ? SPM_ENGINE_OWN : SPM_ENGINE_LIB);
-    } else if (colon && colon[1] && !strncmp(spec, "hf:", 3)) {
-        t->kind = TOKENIZER_HF;
-        rc = hf_load(&t->hf, colon + 1);
-    } else {
-        rc = sl_err_set(
-            SL_ERR_USAGE,
-            "unknown tokenizer '%s'\nhint: use gpt2:DIR, tiktoken:FILE, spm:FILE, spm-lib:FILE or "
-            "hf:tokenizer.json",
-            spec);
+    t->kind = k->kind;
+    switch (k->kind) {
+    case TOKENIZER_GPT2:
+        rc = bpe_load_gpt2_dir(&t->bpe, path);
+        break;
+    case TOKENIZER_TIKTOKEN:
+        rc = bpe_load_tiktoken(&t->bpe, path, -1);
+        break;
+    case TOKENIZER_SPM:
+        rc = spm_load_engine(&t->spm, path, k->variant ? SPM_ENGINE_LIB : SPM_ENGINE_OWN);
+        break;
+    case TOKENIZER_HF:
+        rc = hf_load(&t->hf, path);
+        break;
+    case TOKENIZER_BERT:
+        rc = bert_load(&t->bert, path, k->variant, extra_ids);
+        break;
     }
     if (rc) {
         tokenizer_free(t);
         return rc;
     }
-    if (t->hf) {
+    if (t->bert) {
+        t->vocab_size = bert_vocab_size(t->bert);
+        t->eod_id = t->bert->eos; /* Megatron's eod: [EOS] */
+    } else if (t->hf) {
         t->vocab_size = hf_vocab_size(t->hf);
         t->eod_id = hf_eod_id(t->hf);
     } else if (t->bpe) {
@@ -84,6 +154,7 @@ void tokenizer_free(struct tokenizer *t)
     bpe_free(t->bpe);
     spm_free(t->spm);
     hf_free(t->hf);
+    bert_free(t->bert);
     free(t->spec);
     free(t);
 }
@@ -98,7 +169,9 @@ struct tokenizer_enc *tokenizer_enc_new(const struct tokenizer *t)
 {
     struct tokenizer_enc *e = sl_xcalloc(1, sizeof(*e));
     e->t = t;
-    if (t->hf)
+    if (t->bert)
+        e->bert = bert_enc_new(t->bert);
+    else if (t->hf)
         e->hf = hf_enc_new_shared(t->hf, t->pieces);
     else if (t->bpe)
         e->bpe = bpe_enc_new_shared(t->bpe, t->pieces);
@@ -111,11 +184,14 @@ void tokenizer_enc_free(struct tokenizer_enc *e)
         return;
     bpe_enc_free(e->bpe);
     hf_enc_free(e->hf);
+    bert_enc_free(e->bert);
     free(e);
 }
 
 int tokenizer_encode(struct tokenizer_enc *e, const char *text, size_t n, struct tok_ids *out)
 {
+    if (e->bert)
+        return bert_encode(e->bert, text, n, out);
     if (e->hf)
         return hf_encode(e->hf, text, n, out);
     if (e->bpe)
@@ -125,6 +201,8 @@ int tokenizer_encode(struct tokenizer_enc *e, const char *text, size_t n, struct
 
 int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, struct sl_buf *out)
 {
+    if (t->bert)
+        return bert_decode(t->bert, ids, n, out);
     if (t->hf)
         return hf_decode(t->hf, ids, n, out);
     if (t->bpe)

@@ -398,8 +398,7 @@ const struct sl_option cmd_eval_options[] = {
     SL_OPT_INTEGER(0, "limit", &eval_opts.limit, "N",
                    "score the first N items of each task (0: all)"),
     SL_OPT_STRING(0, "tokenizer", &eval_opts.tokenizer, "SPEC",
-                  TOKENIZER_SPECS " (default: the one recorded with "
-                  "the checkpoint's data)"),
+                  TOKENIZER_SPECS "; default: the one recorded with the checkpoint's data"),
     SL_OPT_STRING(0, "details", &eval_opts.details, "FILE",
                   "write each choice's token ids and log-likelihood as JSON lines"),
     SL_OPT_STRING(0, "device", &eval_opts.device, "NAME",
@@ -540,7 +539,7 @@ static int evaluate(const struct eopts *o, const char *path)
     }
     if (o->tasks.n && !tok) {
         sl_error("no tokenizer for the tasks' text: none is recorded with '%s'\nhint: "
-                 "--tokenizer SPEC (" TOKENIZER_SPECS ")",
+                 "--tokenizer SPEC, one of " TOKENIZER_SPECS,
                  c.step);
         code = 2;
         goto out;

@@ -10,6 +10,7 @@
 #include "core/options.h"
 #include "core/stream.h"
 #include "dataset/datainfo.h"
+#include "tokenize/bert.h"
 #include "tokenize/bpe.h"
 #include "tokenize/hf.h"
 #include "tokenize/hf_write.h"
@@ -34,8 +35,9 @@ const char *const cmd_export_usage[] = {
     "that AutoTokenizer gives the ids `sluice tokenize` wrote, with or without",
     "add_special_tokens (none are added): tokenizer.json (+ tokenizer.model) for",
     "SentencePiece, vocab.json + merges.txt for GPT-2 BPE, tokenizer.json for tiktoken ranks",
-    "and Hugging Face tokenizers, each with tokenizer_config.json; its special ids go into",
-    "config.json and generation_config.json. Without CHECKPOINT only the tokenizer is written.",
+    "and Hugging Face tokenizers, tokenizer.json + vocab.txt for BERT WordPiece (bert:,",
+    "bert-lower:), each with tokenizer_config.json; its special ids go into config.json and",
+    "generation_config.json. Without CHECKPOINT only the tokenizer is written.",
     NULL,
 };
 
@@ -152,6 +154,26 @@ static int hf_files(const struct tokenizer *tok, long eod, const char *path, str
     return rc;
 }
 
+/* BERT WordPiece: a tokenizer.json with the Rust library's BERT normalizer (the ids of
+ * Megatron's Python one on most text: docs/tokenizers.md), and vocab.txt for Megatron. */
+static int bert_files(const struct tokenizer *tok, long eod, struct tok_export *x)
+{
+    const struct bert *b = tok->bert;
+    size_t n;
+    x->bos = b->bos;
+    x->eos = eod >= 0 ? eod : tok->eod_id;
+    const char *e = x->eos >= 0 ? bert_token(b, (uint32_t)x->eos, &n) : NULL;
+    x->own = e ? sl_xstrndup(e, n) : NULL;
+    x->bos_s = "[BOS]";
+    x->eos_s = x->own;
+    x->unk_s = "[UNK]";
+    x->pad_s = "[PAD]";
+    x->cls = "PreTrainedTokenizerFast";
+    x->split_special = 1; /* "[CLS]" in a text is text to Megatron */
+    int rc = bert_tokenizer_json(b, add_file(x, "tokenizer.json"));
+    return rc ? rc : bert_vocab_txt(b, add_file(x, "vocab.txt"));
+}
+
 static void json_member(struct sl_buf *b, const char *key, const char *value)
 {
     sl_buf_printf(b, "  \"%s\": ", key);
@@ -200,6 +222,7 @@ static int tok_export_make(const struct tokenizer *tok, long eod, int max_len, s
     int rc = tok->kind == TOKENIZER_SPM    ? spm_files(tok, eod, path, x)
              : tok->kind == TOKENIZER_GPT2 ? gpt2_files(tok, eod, path, x)
              : tok->kind == TOKENIZER_HF   ? hf_files(tok, eod, path, x)
+             : tok->kind == TOKENIZER_BERT ? bert_files(tok, eod, x)
                                            : tiktoken_files(tok, eod, x);
     if (rc)
         return sl_err_wrap(rc, "tokenizer '%s': ", tok->spec);
@@ -234,8 +257,8 @@ static struct {
 const struct sl_option cmd_export_options[] = {
     SL_OPT_STRING('o', "out", &xo.out, "DIR", "output directory (created)"),
     SL_OPT_STRING(0, "tokenizer", &xo.tok_spec, "SPEC",
-                  "the data's tokenizer (" TOKENIZER_SPECS "), for a checkpoint that "
-                  "carries none, or alone"),
+                  "the data's tokenizer, for a checkpoint that carries none, or alone: "
+                  TOKENIZER_SPECS),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -286,8 +309,8 @@ static int export_checkpoint(const char *path, const char *out, const char *tok_
             sl_info("tokenizer '%s' written as %s", spec, names);
         else
             sl_warn("no tokenizer recorded in '%s' (synthetic data or data without a tokenize "
-                    "manifest): no tokenizer files written\nhint: --tokenizer SPEC (" TOKENIZER_SPECS
-                    ") names the one the data was made with",
+                    "manifest): no tokenizer files written\nhint: --tokenizer SPEC names the one the "
+                    "data was made with: " TOKENIZER_SPECS,
                     path);
     }
     tok_export_release(&x);

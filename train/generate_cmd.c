@@ -366,11 +366,11 @@ static int open_tokenizer(struct gen *g)
         if (g->data_prefix)
             sl_error("no tokenizer found for the training data of '%s': no "
                      "PREFIX.manifest.json from `sluice tokenize` next to '%s'\n"
-                     "hint: give --tokenizer SPEC (" TOKENIZER_SPECS "), or --ids",
+                     "hint: give --tokenizer SPEC, or --ids; SPEC is one of " TOKENIZER_SPECS,
                      g->step_dir, g->data_prefix);
         else
             sl_error("no tokenizer is recorded for the data of '%s' (synthetic data?)\n"
-                     "hint: give --tokenizer SPEC (" TOKENIZER_SPECS "), or --ids",
+                     "hint: give --tokenizer SPEC, or --ids; SPEC is one of " TOKENIZER_SPECS,
                      g->step_dir);
         return 2;
     } else {
@@ -559,7 +559,7 @@ const struct sl_option cmd_generate_options[] = {
                   "keep the most likely tokens up to probability P (default 0.95; 1: all)"),
     SL_OPT_UINT64(0, "seed", &o.seed, "S", "random seed (default 1234)"),
     SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
-                  TOKENIZER_SPECS " (default: the training data's)"),
+                  TOKENIZER_SPECS "; default: the training data's"),
     SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
     SL_OPT_FLAG_(0, "ids", &o.ids, "the prompt and the output are token ids"),
     SL_OPT_FLAG_(0, "ignore-eod", &o.ignore_eod,

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Write tokenize/bert_unicode_table.h: what the BERT tokenizer of Google's original code (as
+Megatron-LM's BertWordPiece tokenizers run it) asks Python's `unicodedata` and `str` about
+each code point, for tokenize/bert.c to give the same ids without Python (lookups:
+tokenize/bert_unicode.h).
+
+  make gen-bert-unicode   (PYTHON=... picks the Python; its unicodedata version is the one
+                           sluice then follows, written into the header)
+
+Per code point, a byte of flags (the BU_* bits of tokenize/bert_unicode.h) in a two-stage
+table (code point >> 8 -> block, block[cp & 255] -> flags):
+
+  BU_DROP   _clean_text removes it: U+0000, U+FFFD, categories Cc and Cf except \\t \\n \\r
+  BU_SPACE  a word boundary: _is_whitespace (space, \\t, \\n, \\r, category Zs) turns it into
+            a space; the other characters str.split() splits at and _clean_text keeps
+            (U+2028, U+2029) end a word the same way
+  BU_PUNCT  _is_punctuation: ASCII non-alphanumerics, categories P*
+  BU_MN     category Mn (dropped by _run_strip_accents)
+  BU_CASED, BU_IGN   Python's Cased and Case_Ignorable (str.lower()'s final sigma rule)
+  BU_LOWER  str.lower() changes it (the mapping: bert_lower_runs; U+0130 becomes two code
+            points, "i" U+0307, which bert.c writes itself)
+  BU_NFD    NFD changes it or its canonical combining class is not 0
+
+the characters str.isspace() accepts (str.strip() of each vocab.txt line), and the
+canonical decompositions (NFD of each code point alone, Hangul syllables left to the
+algorithm of Unicode chapter 3.12, which bert.c runs) and combining classes, for NFD of a
+word: decompose each code point, then order each run of non-starters by class (stable).
+"""
+import sys
+import unicodedata as ud
+
+DROP, SPACE, PUNCT, MN, CASED, IGN, LOWER, NFD = 1, 2, 4, 8, 16, 32, 64, 128
+HANGUL = (0xAC00, 0xD7A3)
+
+
+def final_sigma(s, at):
+    """Whether str.lower() writes the Σ at index `at` of s as final ς."""
+    low = s[:at].lower()
+    return s.lower()[len(low)] == "\u03c2"
+
+
+def flags(c):
+    ch = chr(c)
+    cat = ud.category(ch)
+    f = 0
+    if c == 0 or c == 0xFFFD or (ch not in "\t\n\r" and cat in ("Cc", "Cf")):
+        f |= DROP
+    if ch in " \t\n\r" or cat == "Zs" or (ch.isspace() and not f & DROP):
+        f |= SPACE
+    if (33 <= c <= 47) or (58 <= c <= 64) or (91 <= c <= 96) or (123 <= c <= 126) or cat[0] == "P":
+        f |= PUNCT
+    if cat == "Mn":
+        f |= MN
+    # Σ after "1X" is final when X is cased and not case-ignorable; Σ before "XA" is final
+    # when X is neither; a case-ignorable X is skipped both times (then neither is final)
+    back = final_sigma("1" + ch + "\u03a3", 1 + len(ch))
+    fwd = final_sigma("A\u03a3" + ch + "A", 1)
+    if not back and not fwd:
+        f |= IGN
+    elif back:
+        f |= CASED
+    if ch.lower() != ch:
+        f |= LOWER
+    if ud.normalize("NFD", ch) != ch or ud.combining(ch):
+        f |= NFD
+    return f
+
+
+def main():
+    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    flag = [0] * 0x110000
+    for c in cps:
+        flag[c] = flags(c)
+    # what the C side assumes
+    assert "\u0130".lower() == "i\u0307"
+    assert all(len(chr(c).lower()) == 1 for c in cps if c != 0x130)
+    assert not any(flag[c] & SPACE and flag[c] & (DROP | PUNCT) for c in cps)
+    assert all(ud.normalize("NFD", chr(c)) == "".join(
+        chr(x) for x in hangul(c)) for c in range(HANGUL[0], HANGUL[1] + 1))
+    assert all(flag[c] & (LOWER | NFD) == 0 for c in range(0x80) if not 0x41 <= c <= 0x5A)
+
+    blocks, index = [], []
+    for b in range(0x1100):
+        cur = tuple(flag[b << 8:(b + 1) << 8])
+        if cur not in blocks:
+            blocks.append(cur)
+        index.append(blocks.index(cur))
+    assert len(blocks) < 256
+
+    # lower case: runs of (first, last, stride, delta)
+    pairs = [(c, ord(chr(c).lower())) for c in cps if flag[c] & LOWER and c != 0x130]
+    runs = []  # [first, last, stride (0 while one long), delta]
+    for c, l in pairs:
+        r = runs[-1] if runs else None
+        if r and l - c == r[3] and (c - r[1] == r[2] or (r[2] == 0 and c - r[1] in (1, 2))):
+            r[2], r[1] = c - r[1], c
+        else:
+            runs.append([c, c, 0, l - c])
+    runs = [(f, last, max(stride, 1), d) for f, last, stride, d in runs]
+
+    space = [c for c in cps if chr(c).isspace()]
+    # decompositions (no Hangul) and combining classes as runs
+    dec = [(c, ud.normalize("NFD", chr(c))) for c in cps
+           if flag[c] & NFD and not HANGUL[0] <= c <= HANGUL[1] and ud.normalize("NFD", chr(c)) != chr(c)]
+    ccc = []
+    for c in cps:
+        k = ud.combining(chr(c))
+        if k:
+            if ccc and ccc[-1][1] == c - 1 and ccc[-1][2] == k:
+                ccc[-1] = (ccc[-1][0], c, k)
+            else:
+                ccc.append((c, c, k))
+
+    out = sys.stdout
+    out.write("/* Generated by tokenize/gen/bert_unicode_gen.py from Python %s's unicodedata\n"
+              " * (Unicode %s): see that script for what each table holds. Do not edit; run\n"
+              " * `make gen-bert-unicode`. */\n" % (sys.version.split()[0], ud.unidata_version))
+    out.write('#define BERT_UNICODE_VERSION "%s"\n#define BERT_PYTHON_VERSION "%s"\n' %
+              (ud.unidata_version, sys.version.split()[0]))
+    out.write("#define BERT_LOWER_RUNS %d\n#define BERT_PY_SPACES %d\n#define BERT_NFD_CPS %d\n"
+              "#define BERT_CCC_RUNS %d\n" % (len(runs), len(space), len(dec), len(ccc)))
+    out.write("const uint8_t bert_stage1[%d] = {\n%s};\n" % (len(index), table(index, 24)))
+    out.write("const uint8_t bert_stage2[%d][256] = {\n" % len(blocks))
+    for b in blocks:
+        out.write("{\n%s},\n" % table(b, 32))
+    out.write("};\n")
+    out.write("const int32_t bert_lower_runs[%d][4] = {\n%s};\n" %
+              (len(runs), table(["{%d,%d,%d,%d}" % r for r in runs], 6)))
+    out.write("const uint32_t bert_py_space[%d] = {\n%s};\n" %
+              (len(space), table(["0x%x" % c for c in space], 10)))
+    out.write("const uint32_t bert_nfd_cp[%d] = {\n%s};\n" % (len(dec), table(["0x%x" % c for c, _ in dec], 10)))
+    at, pool = [0], []
+    for _, d in dec:
+        pool += [ord(x) for x in d]
+        at.append(len(pool))
+    out.write("const uint16_t bert_nfd_at[%d] = {\n%s};\n" % (len(at), table(at, 14)))
+    out.write("const uint32_t bert_nfd_pool[%d] = {\n%s};\n" % (len(pool), table(["0x%x" % x for x in pool], 10)))
+    out.write("const uint32_t bert_ccc_runs[%d][3] = {\n%s};\n" %
+              (len(ccc), table(["{0x%x,0x%x,%d}" % r for r in ccc], 5)))
+
+
+def hangul(c):
+    s = c - 0xAC00
+    lead, vowel, trail = 0x1100 + s // 588, 0x1161 + (s % 588) // 28, 0x11A7 + s % 28
+    return [lead, vowel] + ([trail] if trail != 0x11A7 else [])
+
+
+def table(v, per):
+    rows = [",".join(str(x) for x in v[i:i + per]) + ",\n" for i in range(0, len(v), per)]
+    return "".join(rows)
+
+
+if __name__ == "__main__":
+    main()
