@@ -317,7 +317,8 @@ int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
             *rel = sl_xstrdup("gpt2:.");
         return rc;
     }
-    char *name = copy_name(path);
+    /* a BERT vocabulary keeps the name every BERT tool looks for */
+    char *name = !strncmp(spec, "bert", 4) ? sl_xstrdup("vocab.txt") : copy_name(path);
     rc = copy_one(path, dir, name);
     if (!rc && !strncmp(spec, "tiktoken:", 9)) {
         /* a rank file's special tokens and pattern may be in a sidecar FILE.json */

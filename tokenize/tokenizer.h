@@ -98,7 +98,8 @@ char *tokenizer_spec_absolute(const char *spec);
  * tiktoken rank file's sidecar FILE.json is optional). */
 int tokenizer_spec_check(const char *spec);
 /* Copy the files of spec into dir under fixed names (tokenizer.model, tokenizer.json,
- * tokenizer.tiktoken (+ .json), or GPT-2's two files; compressed files decompressed), each
+ * tokenizer.tiktoken (+ .json), vocab.txt, or GPT-2's two files; compressed files
+ * decompressed), each
  * written atomically; *rel is a fresh spec of the copies relative to dir ("spm:tokenizer.model",
  * "gpt2:."). Errors name the file. */
 int tokenizer_copy_files(const char *spec, const char *dir, char **rel);

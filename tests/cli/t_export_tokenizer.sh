@@ -2,8 +2,9 @@
 # sluice export hf writes a tokenizer that transformers' AutoTokenizer loads and that gives
 # the ids `sluice tokenize` wrote, with and without add_special_tokens, for every kind of
 # tokenizer sluice reads or trains: SentencePiece unigram and BPE (trained by `sluice
-# tokenizer train` the way the demo does, and published models), GPT-2, tiktoken ranks and
-# Hugging Face tokenizer.json files; on the reference texts and on the demo's documents.
+# tokenizer train` the way the demo does, and published models), GPT-2, tiktoken ranks,
+# Hugging Face tokenizer.json files and BERT vocab.txt (bert:, bert-lower:); on the
+# reference texts and on the demo's documents.
 # The differences that remain (SentencePiece unigram ties, decomposed text under a
 # character map) are each checked to be of that sort (tests/oracle/check_export_tokenizer.py;
 # docs/tokenizers.md, "Exported tokenizers"). Also: checkpoints carry their tokenizer, a
@@ -35,6 +36,7 @@ for m in c4_en_301_5Mexp2_spm test_model test_ja_model spm_uni_id spm_bpe_noesc;
     zstd -q -d -c "$TF/$m.model.zst" > "$T/$m.model"
 done
 for r in r50k_base cl100k_base o200k_base; do zstd -q -d -c "$TF/$r.tiktoken.zst" > "$T/$r.tiktoken"; done
+"$PY" "$ROOT/tests/oracle/bert_cases.py" vocab "$HF/bert_uncased.json.zst" "$T/bert_vocab.txt"
 mkdir -p "$T/gpt2"
 zstd -q -d "$TF/encoder.json.zst" -o "$T/gpt2/encoder.json"
 zstd -q -d "$TF/vocab.bpe.zst" -o "$T/gpt2/vocab.bpe"
@@ -62,6 +64,7 @@ TOKS=(
 for h in neox_gpt2+ gpt_neox_20b bert_base_uncased+ llama3_style qwen2_style o200k_style bert_uncased bert_cased; do
     TOKS+=("$h exact hf:$HF/${h%+}.json.zst")
 done
+TOKS+=("megatron_bert_lower+ exact bert-lower:$T/bert_vocab.txt" "megatron_bert exact bert:$T/bert_vocab.txt")
 
 ref_args=() demo_args=()
 for t in "${TOKS[@]}"; do
@@ -82,6 +85,7 @@ for t in "${TOKS[@]}"; do
         "False False $split"
     case "${spec%%:*}" in
     gpt2) expect_file "$T/hf-$name/vocab.json"; expect_file "$T/hf-$name/merges.txt" ;;
+    bert*) expect_eq "$(json "$T/hf-$name/tokenizer.json" "m['post_processor'], m['model']['type']")" "None WordPiece" ;;
     spm)
         expect_file "$T/hf-$name/tokenizer.model"
         expect_eq "$(json "$T/hf-$name/tokenizer.json" "m['model']['type'], m['post_processor']")" \

@@ -199,6 +199,6 @@ run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" model.num_layers=1 trai
 expect_rc 0
 run "$SLUICE" generate "$T/ck" --prompt "Everyone has the right" --max-tokens 4 --top-k 1
 expect_rc 0; expect_out "Everyone has the right"
-expect_err "tokenizer 'bert-lower,extra-ids=100:$T/v/bert_uncased.txt'"
+expect_err "tokenizer 'bert-lower,extra-ids=100:$T/ck/step-00000001/vocab.txt' (the training data's, from the checkpoint)"
 
 finish
