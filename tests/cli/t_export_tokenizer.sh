@@ -157,6 +157,32 @@ if [ $HAVE_TF = 1 ]; then
     expect_rc 0
 fi
 
+# HellaSwag through transformers as lm-evaluation-harness scores it equals sluice eval: the
+# same ids for every context and ending, the same log-likelihoods, acc and acc_norm
+TPY=${SLUICE_TORCH_PY:-$PY}
+if "$TPY" -c "import torch, transformers" 2>/dev/null; then
+    case_ "HellaSwag through the export in transformers equals sluice eval"
+    "$PY" - "$T/hs.jsonl" <<'PY'
+import json, sys
+rows = [("Cooking", "A woman is standing in a kitchen.", "she", ["puts a pan on the stove and pours in oil.", "throws the pan out of the window.", "starts to paint the walls blue.", "jumps into the sink."]),
+        ("Reading", "A girl opens a book in the library.", "she", ["turns the pages and reads quietly.", "shouts at the librarian [title] loudly.", "tears out the pages to make a hat.", "throws the book at the window."]),
+        ("Skiing", "A skier stands at the top of a snowy hill.", "the skier", ["pushes off and glides down the slope.", "takes off the skis and swims down.", "plants tomatoes in the snow.", "climbs a tree on the hill."]),
+        ("Café", "Un homme entre dans un café à Zürich.", "il", ["commande un thé et s'assoit près de la fenêtre.", "danse sur le comptoir.", "peint le plafond en vert.", "nage dans la tasse."])]
+with open(sys.argv[1], "w") as f:
+    for i, (lab, a, b, ends) in enumerate(rows):
+        f.write(json.dumps({"ind": i, "activity_label": lab, "ctx_a": a, "ctx_b": b, "ctx": a + " " + b,
+                            "endings": ends, "label": 0, "split": "val"}) + "\n")
+PY
+    run "$SLUICE" eval "$T/b/ck" --tasks "$T/hs.jsonl" --details "$T/hs-det.jsonl"
+    expect_rc 0
+    cp "$T/out" "$T/hs-res.json"
+    run "$TPY" "$ROOT/tests/oracle/check_hf_eval.py" "$T/hf-ck" "$T/hs.jsonl" "$T/hs-det.jsonl" "$T/hs-res.json"
+    expect_rc 0
+    sed 's/^/  /' "$T/out"
+else
+    echo "skip: HellaSwag through transformers (torch not importable; set SLUICE_TORCH_PY)"
+fi
+
 case_ "a tokenizer missing at train time is an error then, naming the manifest"
 (cd "$T/b" && "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" "${TRAIN[@]}" \
     data.prefix=../a/tokens/d_text_document data.cache_dir=cache checkpoint.dir=ck2 >"$T/out" 2>"$T/err") && rc=0 || rc=$?
