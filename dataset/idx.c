@@ -470,8 +470,13 @@ static uint32_t rd_u32(const unsigned char *p)
 
 /* One pass over the index: every sequence inside the .bin, every document entry a valid
  * sequence number, so that readers may index without further checks. */
-static int check_bounds(const struct idx_reader *r, const char *ipath, const char *bpath)
+/* The layout every reader relies on, checked when a shard is opened (so that train, eval,
+ * dataset cat and the merger refuse what dataset verify refuses): sequences laid end to end
+ * from byte 0 with non-negative lengths, a .bin of exactly the bytes they cover, document
+ * entries from 0, never decreasing, ending at the sequence count. */
+static int check_layout(const struct idx_reader *r, const char *ipath, const char *bpath)
 {
+    uint64_t expect = 0;
     for (uint64_t i = 0; i < r->nseq; i++) {
         uint32_t len = idx_reader_seq_len(r, i);
         uint64_t ptr = idx_reader_seq_ptr(r, i);
@@ -479,16 +484,38 @@ static int check_bounds(const struct idx_reader *r, const char *ipath, const cha
             return sl_err_set(SL_ERR_CORRUPT,
                               "cannot open shard '%s': sequence %llu has a negative length (%d)",
                               ipath, (unsigned long long)i, (int)(int32_t)len);
-        if (ptr > r->bin_size || (uint64_t)len * r->itemsize > r->bin_size - ptr)
+        if (ptr != expect)
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "cannot open shard '%s': sequence %llu starts at byte %llu, where "
+                              "the one before it ends at %llu",
+                              ipath, (unsigned long long)i, (unsigned long long)ptr,
+                              (unsigned long long)expect);
+        if ((uint64_t)len * r->itemsize > r->bin_size - ptr || ptr > r->bin_size)
             return sl_err_set(SL_ERR_CORRUPT,
                               "cannot open shard '%s': sequence %llu (byte %llu, %u tokens of %zu "
                               "bytes) ends past the end of '%s' (%zu bytes)",
                               ipath, (unsigned long long)i, (unsigned long long)ptr, len,
                               r->itemsize, bpath, r->bin_size);
+        expect += (uint64_t)len * r->itemsize;
     }
-    uint64_t prev = 0;
+    if (expect != r->bin_size) {
+        /* int32 tokens under a uint16 index (or the reverse) come out as a multiple */
+        int ratio = expect && r->bin_size % expect == 0 && r->bin_size / expect <= 8;
+        return sl_err_set(SL_ERR_CORRUPT,
+                          "cannot open shard '%s': %zu bytes, but the index '%s' describes %llu%s",
+                          bpath, r->bin_size, ipath, (unsigned long long)expect,
+                          ratio ? "\nhint: the .bin holds tokens of another size than the index's "
+                                  "dtype says: do the two files belong together?"
+                                : "\nhint: do the two files belong together? (sluice dataset "
+                                  "verify names the first inconsistency)");
+    }
     for (uint64_t d = 0; d < r->ndoc_entries; d++) {
-        uint64_t v = idx_reader_doc_index(r, d);
+        uint64_t v = idx_reader_doc_index(r, d), prev = d ? idx_reader_doc_index(r, d - 1) : 0;
+        if (d == 0 && v != 0)
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "cannot open shard '%s': the document entries start at sequence "
+                              "%llu, not 0",
+                              ipath, (unsigned long long)v);
         if (v > r->nseq)
             return sl_err_set(SL_ERR_CORRUPT,
                               "cannot open shard '%s': document entry %llu is sequence %llu, past "
@@ -501,8 +528,13 @@ static int check_bounds(const struct idx_reader *r, const char *ipath, const cha
                 "cannot open shard '%s': document entry %llu (sequence %llu) is below "
                 "the previous one (%llu)",
                 ipath, (unsigned long long)d, (unsigned long long)v, (unsigned long long)prev);
-        prev = v;
     }
+    if (idx_reader_doc_index(r, r->ndoc_entries - 1) != r->nseq)
+        return sl_err_set(SL_ERR_CORRUPT,
+                          "cannot open shard '%s': the document entries end at sequence %llu, not "
+                          "at the shard's %llu sequences",
+                          ipath, (unsigned long long)idx_reader_doc_index(r, r->ndoc_entries - 1),
+                          (unsigned long long)r->nseq);
     return 0;
 }
 
@@ -584,12 +616,10 @@ int idx_reader_open(struct idx_reader **out, const char *prefix)
                         bpath, r->bin_size, (unsigned long long)need);
         goto out;
     }
-    rc = check_bounds(r, ipath, bpath);
+    rc = check_layout(r, ipath, bpath);
     if (rc)
         goto out;
     r->ntokens = r->bin_size / r->itemsize;
-    if (need / r->itemsize < r->ntokens)
-        r->ntokens = need / r->itemsize;
 out:
     free(ipath);
     free(bpath);
@@ -697,36 +727,7 @@ int idx_reader_read(const struct idx_reader *r, uint64_t i, uint64_t offset, siz
 
 int idx_reader_verify(const struct idx_reader *r, uint64_t max_token)
 {
-    uint64_t expect = 0;
-    for (uint64_t i = 0; i < r->nseq; i++) {
-        uint64_t p = idx_reader_seq_ptr(r, i);
-        if (p != expect)
-            return sl_err_set(SL_ERR_CORRUPT,
-                              "'%s.idx': sequence %llu starts at byte %llu, expected %llu",
-                              r->prefix, (unsigned long long)i, (unsigned long long)p,
-                              (unsigned long long)expect);
-        uint32_t len = idx_reader_seq_len(r, i);
-        if (len & 0x80000000u)
-            return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': sequence %llu has a negative length",
-                              r->prefix, (unsigned long long)i);
-        expect += (uint64_t)len * r->itemsize;
-    }
-    if (expect != r->bin_size)
-        return sl_err_set(SL_ERR_CORRUPT, "'%s.bin' has %zu bytes, the index describes %llu",
-                          r->prefix, r->bin_size, (unsigned long long)expect);
-    if (idx_reader_doc_index(r, 0) != 0)
-        return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': document_indices does not start with 0",
-                          r->prefix);
-    for (uint64_t d = 1; d < r->ndoc_entries; d++)
-        if (idx_reader_doc_index(r, d) < idx_reader_doc_index(r, d - 1))
-            return sl_err_set(SL_ERR_CORRUPT, "'%s.idx': document_indices decreases at %llu",
-                              r->prefix, (unsigned long long)d);
-    if (idx_reader_doc_index(r, r->ndoc_entries - 1) != r->nseq)
-        return sl_err_set(SL_ERR_CORRUPT,
-                          "'%s.idx': document_indices ends at %llu, not at the sequence count %llu",
-                          r->prefix,
-                          (unsigned long long)idx_reader_doc_index(r, r->ndoc_entries - 1),
-                          (unsigned long long)r->nseq);
+    /* the layout was checked when the shard was opened (check_layout) */
     if (max_token) {
         uint32_t buf[4096];
         for (uint64_t i = 0; i < r->nseq; i++) {

@@ -73,9 +73,12 @@ void idx_writer_abort(struct idx_writer *w);
 
 struct idx_reader;
 
-/* Map PREFIX.idx and PREFIX.bin. Errors name the file: missing file, bad magic (with a hint
- * for fairseq and TNTIDX indexes), version, dtype, an .idx whose size disagrees with its
- * header, a .bin shorter than the index says. */
+/* Map PREFIX.idx and PREFIX.bin and check their layout, so that every reader refuses what
+ * `dataset verify` refuses. Errors name the file: missing file, bad magic (with a hint for
+ * fairseq and TNTIDX indexes), version, dtype, an .idx whose size disagrees with its
+ * header, sequences not laid end to end from byte 0, a negative length, a .bin of another
+ * size than the sequences cover (shorter, or longer: tokens of another dtype), document
+ * entries not from 0 to the sequence count in order. O(sequences). */
 int idx_reader_open(struct idx_reader **out, const char *prefix);
 void idx_reader_close(struct idx_reader *r);
 
@@ -100,10 +103,8 @@ int idx_reader_read(const struct idx_reader *r, uint64_t i, uint64_t offset, siz
 /* Raw pointer to the start of the token array in the mapping (for zero-copy loaders). */
 const void *idx_reader_bin(const struct idx_reader *r);
 
-/* Check every invariant: pointers cumulative from 0, lengths non-negative,
- * document_indices from 0, non-decreasing, ending at the sequence count, .bin size exact.
- * With max_token > 0, also that every token is < max_token. The message names the first
- * violation. */
+/* What opening does not check: with max_token > 0, that every token is below max_token
+ * (reads the whole .bin). The message names the first violation. */
 int idx_reader_verify(const struct idx_reader *r, uint64_t max_token);
 
 #endif

@@ -38,11 +38,10 @@ case_ "a pointer (not the last) past the .bin: every reader refuses it with the 
 damage "$T/p" ptr 5 99999999
 for sub in "cat --ids" "inspect" "verify"; do
     run "$SLUICE" dataset $sub "$T/p"
-    expect_rc 1; expect_err "p.idx"; expect_err "sequence 5 (byte 99999999"
-    expect_err "ends past the end of '$T/p.bin'"
+    expect_rc 1; expect_err "p.idx"; expect_err "sequence 5 starts at byte 99999999, where the one before it ends at"
 done
 run "$SLUICE" dataset merge --out "$T/m" "$T/good" "$T/p"
-expect_rc 1; expect_err "sequence 5 (byte 99999999"
+expect_rc 1; expect_err "sequence 5 starts at byte 99999999"
 expect_no_file "$T/m.idx"; expect_no_file "$T/m.bin"
 
 case_ "a length of 2^31-1 and a negative length"
@@ -66,13 +65,30 @@ damage "$T/c" ptr 4 0
 run "$SLUICE" dataset verify "$T/c"
 expect_rc 1; expect_err "sequence 4 starts at byte 0"
 run "$SLUICE" dataset merge --out "$T/mc" "$T/good" "$T/c"
-expect_rc 1; expect_err "cannot merge '$T/c'"; expect_err "sequence 4 starts at byte 0"
+expect_rc 1; expect_err "cannot open shard '$T/c.idx'"; expect_err "sequence 4 starts at byte 0"
 expect_no_file "$T/mc.idx"
+
+case_ "a .bin larger than its .idx describes (int32 tokens under a uint16 index): every reader refuses it"
+python3 -c "
+import random
+random.seed(5)
+for i in range(2000): print([[random.randrange(1000) for _ in range(random.randint(3, 10))]])" |
+    "$PY" "$MIDX" write "$T/wide" int32
+cp "$T/good.idx" "$T/mix.idx"
+cp "$T/wide.bin" "$T/mix.bin"
+for sub in "cat --ids" "inspect" "verify"; do
+    run "$SLUICE" dataset $sub "$T/mix"
+    expect_rc 1; expect_err "cannot open shard '$T/mix.bin'"; expect_err "the index '$T/mix.idx' describes"
+    expect_err "tokens of another size"
+done
+run "$SLUICE" train "$CFG" data.prefix="$T/mix" train.steps=1 model.vocab_size=1000 model.num_layers=1 \
+    train.seq_len=16 train.micro_batch_size=4 train.global_batch_size=8 eval.interval=0 train.resume=none
+expect_rc 1; expect_err "cannot open shard '$T/mix.bin'"
 
 case_ "train refuses the shard instead of reading past the .bin"
 run "$SLUICE" train "$CFG" data.prefix="$T/p" train.steps=1 model.vocab_size=1000 model.num_layers=1 \
     train.seq_len=16 train.micro_batch_size=4 train.global_batch_size=8 eval.interval=0 train.resume=none
-expect_rc 1; expect_err "p.idx"; expect_err "sequence 5 (byte 99999999"
+expect_rc 1; expect_err "p.idx"; expect_err "sequence 5 starts at byte 99999999"
 
 case_ "a document number past the end names the valid range"
 run "$SLUICE" dataset cat --ids --docs 2000 "$T/good"
