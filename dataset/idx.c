@@ -195,7 +195,7 @@ int idx_writer_add_sequence(struct idx_writer *w, const uint32_t *tokens, size_t
             over |= tokens[i] & mask;
             q[i] = (uint16_t)tokens[i];
         }
-        done = !over; /* else the loop below finds the id that does not fit */
+        done = !over;              /* else the loop below finds the id that does not fit */
     } else if (w->itemsize == 4) { /* the ids as they are, without a copy */
         uint32_t over = 0;
         for (size_t i = 0; i < n; i++)

@@ -434,7 +434,8 @@ char *ckpt_changed_settings(const char *step_dir, long steps, const char *optim_
         sl_buf_printf(&d, "train.steps %lld -> %ld", (long long)json_object_get_int64(old_steps),
                       steps);
     if (was && now && json_object_is_type(was, json_type_object)) {
-        json_object_object_foreach(now, key, v) {
+        json_object_object_foreach(now, key, v)
+        {
             struct json_object *w = json_at(was, key, NULL);
             if (!w)
                 continue;
@@ -601,6 +602,45 @@ int ckpt_is_sharded(const char *path)
     return n > 0;
 }
 
+/* A range of a shard file, for the check that the shards tile the model. */
+struct span {
+    size_t first, n, file;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The ranges of every shard must tile [0, total) exactly: a gap leaves elements unset, an
+ * overlap means two shards disagree about who holds them (half the weights came out zero
+ * when only the lengths were summed). */
+static int check_tiling(const char *path, const char *part, struct span *s, size_t n,
+                        char *const *files, size_t total)
+{
+    qsort(s, n, sizeof(*s), span_cmp);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i].first != at)
+            return sl_err_set(SL_ERR_CORRUPT,
+                              "checkpoint '%s': the optimizer shards %s elements [%zu, %zu) of "
+                              "'%s' (%s starts at %zu)\nhint: %s",
+                              path, s[i].first > at ? "leave out" : "hold twice",
+                              s[i].first > at ? at : s[i].first, s[i].first > at ? s[i].first : at,
+                              part, files[s[i].file], s[i].first,
+                              s[i].first > at ? "is a shard file missing?"
+                                              : "are shards of two runs in one directory?");
+        at = s[i].first + s[i].n;
+    }
+    if (at != total)
+        return sl_err_set(SL_ERR_CORRUPT,
+                          "checkpoint '%s': the optimizer shards cover %zu of %zu elements of "
+                          "'%s'\nhint: is a shard file missing?",
+                          path, at, total, part);
+    return 0;
+}
+
 int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_part part,
                      const struct ckpt_range *r, size_t nr, float *const *dst)
 {
@@ -614,7 +654,8 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
     if (nf) {
         /* sharded (GPU) checkpoint: flat ranges named <part>@<first> in every shard */
         size_t plen = strlen(part_names[part]);
-        size_t covered = 0;
+        struct span *spans = NULL;
+        size_t nspans = 0, cap = 0;
         for (size_t k = 0; k < nf && !rc; k++) {
             struct st_file *f;
             if ((rc = st_open(&f, files[k])))
@@ -635,15 +676,17 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
                 }
                 copy_overlap((const float *)t->data, (size_t)first, (size_t)t->shape[0], r, nr,
                              dst);
-                covered += (size_t)t->shape[0];
+                if (nspans == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    spans = sl_xrealloc(spans, cap * sizeof(*spans));
+                }
+                spans[nspans++] = (struct span){ (size_t)first, (size_t)t->shape[0], k };
             }
             st_close(f);
         }
-        if (!rc && covered != l->total)
-            rc = sl_err_set(SL_ERR_CORRUPT,
-                            "checkpoint '%s': the optimizer shards cover %zu of %zu elements of "
-                            "'%s'\nhint: is a shard file missing?",
-                            path, covered, l->total, part_names[part]);
+        if (!rc)
+            rc = check_tiling(path, part_names[part], spans, nspans, files, l->total);
+        free(spans);
         free_list(files, nf);
         return rc;
     }

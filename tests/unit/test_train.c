@@ -375,6 +375,49 @@ static int fill_shard(void *arg, size_t i, void *buf, size_t nbytes)
     return 0;
 }
 
+/* Shards whose ranges overlap (with the lengths summing to the model's size) or leave a
+ * gap are refused with the elements named, never read with some elements left zero. */
+TEST(checkpoint_shards_must_tile)
+{
+    struct model_config c;
+    cfg_gpt2(&c);
+    c.vocab_size = 250, c.padded_vocab_size = 256, c.max_seq_len = 16, c.n_layers = 1;
+    c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 4, c.d_ff = 128, c.head_dim = 16;
+    REQUIRE(model_config_check(&c) == 0);
+    struct model_layout l;
+    model_layout_init(&l, &c);
+    size_t n = l.total;
+    float *src = calloc(3 * n, sizeof(float)), *dst = calloc(3 * n, sizeof(float));
+    REQUIRE(src && dst);
+    const char *dir = sl_test_tmpdir();
+    struct ckpt_state st;
+    memset(&st, 0, sizeof(st));
+    st.adam_step = 1;
+    /* [0, n/2) twice (n/2 + n/2 = n: the old check, a sum of lengths, passed), then a gap */
+    size_t h = n / 2;
+    struct ckpt_range both[2][2] = {
+        { { 0, h, src, src + n, src + 2 * n }, { 0, n - h, src, src + n, src + 2 * n } },
+        { { 0, h, src, src + n, src + 2 * n },
+          { h + 8, n - h - 8, src + h + 8, src + n + h + 8, src + 2 * n + h + 8 } },
+    };
+    const char *want[2] = { "hold twice", "leave out" };
+    for (int k = 0; k < 2; k++) {
+        st.step = k + 1;
+        REQUIRE(ckpt_begin(dir, st.step) == 0);
+        REQUIRE(ckpt_write_model(dir, st.step, &l, src) == 0);
+        REQUIRE(ckpt_write_shard(dir, st.step, 0, 2, &both[k][0], 1) == 0);
+        REQUIRE(ckpt_write_shard(dir, st.step, 1, 2, &both[k][1], 1) == 0);
+        REQUIRE(ckpt_commit(dir, &c, &st, "{}", "{}", 1, 2) == 0);
+        char *path = NULL;
+        REQUIRE(ckpt_find_latest(dir, &path) == 0 && path);
+        CHECK(ckpt_load(path, &l, dst, dst + n, dst + 2 * n) == SL_ERR_CORRUPT);
+        CHECK_CONTAINS(sl_err_msg(), want[k]);
+        free(path);
+    }
+    free(src);
+    free(dst);
+}
+
 /* The GPU trainer's sharded checkpoints: any number of writers, read back by ranges or whole
  * (the CPU path's ckpt_load) exactly; per-tensor checkpoints read by ranges too. */
 TEST(checkpoint_shards_any_rank_count)
