@@ -709,8 +709,14 @@ static int prefix_out(struct loader *L, int stage, struct sl_cfg *m, struct pl_s
         struct sl_strlist keys = { 0 };
         if (jk)
             rc = pl_scalars(L, jk, &keys);
+        /* split_sentences: Megatron's _sentence shards */
+        struct sl_cfg *ss = pl_child(m, "split_sentences");
+        int split = 0;
+        if (!rc && ss)
+            rc = sl_cfg_node_bool(ss, &split);
         free(fl->tokens);
-        fl->tokens = sl_xasprintf("%s_%s_document", full, keys.n ? keys.v[0] : "text");
+        fl->tokens = sl_xasprintf("%s_%s_%s", full, keys.n ? keys.v[0] : "text",
+                                  split ? "sentence" : "document");
         fl->tokens_step = idx;
         sl_strlist_release(&keys);
     }

@@ -369,3 +369,28 @@ void punkt_split(struct punkt *k, const char *text, size_t n, struct punkt_spans
         }
     }
 }
+
+void punkt_split_pieces(struct punkt *k, const char *text, size_t n, size_t max_chars,
+                        struct punkt_spans *out)
+{
+    for (size_t a = 0; a < n;) {
+        /* max_chars characters on, or the end: a piece of max_chars bytes has no more */
+        size_t b = a, chars = 0;
+        if (n - a <= max_chars) {
+            b = n;
+        } else {
+            while (b < n && chars < max_chars) {
+                uint32_t cp;
+                b += punkt_uni_next(text + b, n - b, &cp);
+                chars++;
+            }
+        }
+        size_t first = out->n;
+        punkt_split(k, text + a, b - a, out);
+        for (size_t i = first; i < out->n; i++) {
+            out->v[i].start += a;
+            out->v[i].end += a;
+        }
+        a = b;
+    }
+}

@@ -45,4 +45,10 @@ void punkt_free(struct punkt *k);
 /* Append the sentences of text[0..n) to out, in order. */
 void punkt_split(struct punkt *k, const char *text, size_t n, struct punkt_spans *out);
 
+/* The same, text cut first into pieces of max_chars characters (the last one shorter),
+ * each split on its own: Megatron-LM's preprocess_data.py feeds Punkt 1,000,000
+ * characters at a time. Spans are relative to text. */
+void punkt_split_pieces(struct punkt *k, const char *text, size_t n, size_t max_chars,
+                        struct punkt_spans *out);
+
 #endif
