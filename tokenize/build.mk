@@ -44,3 +44,6 @@ gen-punkt-unicode:
 	$(or $(PYTHON),python3) tokenize/gen/punkt_uni_gen.py > tokenize/punkt_uni_table.h.tmp
 	mv tokenize/punkt_uni_table.h.tmp tokenize/punkt_uni_table.h
 
+# The sentence-splitter benchmark program (bench/punkt.sh builds it; `make` does not).
+$(BUILD)/bench_punkt: bench/punkt_split.c $(BUILD)/libsluice.a
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)
