@@ -231,6 +231,11 @@ run env HOME="$T/empty-home" "$SLUICE" tokenize --tokenizer "$GPT2" --split-sent
     --append-eod --out "$T/e" "$T/held"
 expect_rc 0; same_as "$T/e" "$T/want_default"
 expect_eq "$(json "$T/e.manifest.json" "m['settings']['punkt']")" "$NLTK_DIR"
+# the parameters' fingerprint (in the resume plan): the same parameters whatever the order
+# of the lines, another model another fingerprint
+fp() { json "$1.manifest.json" "m['settings']['punkt_model']"; }
+expect_eq "$(fp "$T/n")" "$(fp "$T/s")"
+[ "$(fp "$T/s")" != "$(fp "$T/b")" ] && ok || fail "two models, one fingerprint"
 
 case_ "--keep-newlines: Megatron's language variables"
 run "$SLUICE" tokenize --tokenizer "$GPT2" --split-sentences --keep-newlines --punkt "$SL_MODEL" \
