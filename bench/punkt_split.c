@@ -81,7 +81,8 @@ int main(int argc, char **argv)
         punkt_split(k, texts.data + start, ends[i] - start, &spans);
         for (size_t s = 0; s < spans.n; s++) {
             for (size_t b = spans.v[s].start; b <= spans.v[s].end; b++)
-                h = (h ^ (b < spans.v[s].end ? (unsigned char)texts.data[start + b] : 0)) * 1099511628211ull;
+                h = (h ^ (b < spans.v[s].end ? (unsigned char)texts.data[start + b] : 0)) *
+                    1099511628211ull;
         }
         start = ends[i];
     }

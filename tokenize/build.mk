@@ -13,7 +13,7 @@ LIB_SRCS += tokenize/punkt_uni.c tokenize/punkt_map.c tokenize/punkt_params.c to
             tokenize/punkt.c tokenize/punkt_train.c
 # the trainer's scores are NLTK's to the last bit: no fused multiply-add (docs/formats/punkt-tab.md)
 $(BUILD)/obj/tokenize/punkt_train.o: CFLAGS_ALL += -ffp-contract=off
-FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train fuzz_bpe_cache
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train fuzz_bpe_cache fuzz_punkt
 
 # The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
 .PHONY: gen-unicat

@@ -46,8 +46,10 @@ struct opts {
 static struct opts o;
 
 const struct sl_option cmd_tokenizer_punkt_train_options[] = {
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "the punkt_tab directory written (created if missing)"),
-    SL_OPT_STRING(0, "json-key", &o.key, "KEY", "member of JSONL documents with the text (default text)"),
+    SL_OPT_STRING('o', "out", &o.out, "DIR",
+                  "the punkt_tab directory written (created if missing)"),
+    SL_OPT_STRING(0, "json-key", &o.key, "KEY",
+                  "member of JSONL documents with the text (default text)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -72,8 +74,9 @@ static int add_input(struct punkt_trainer *t, const char *path, uint64_t *texts)
         sl_buf_init(&b, MAX_TEXT_FILE);
         int rc = sl_read_file(path, &b);
         if (rc == SL_ERR_TOOBIG)
-            rc = sl_err_set(rc, "'%s' is longer than %zu bytes\nhint: a text file is one text; "
-                                "give long ones as JSONL documents",
+            rc = sl_err_set(rc,
+                            "'%s' is longer than %zu bytes\nhint: a text file is one text; "
+                            "give long ones as JSONL documents",
                             path, MAX_TEXT_FILE);
         if (!rc) {
             rc = punkt_trainer_add(t, b.data ? b.data : "", b.len);
@@ -113,8 +116,9 @@ static int add_input(struct punkt_trainer *t, const char *path, uint64_t *texts)
 
 static int run(const struct sl_strlist *operands)
 {
-    static const char *const exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz", ".jsonl.bz2",
-                                        ".txt",   ".txt.gz",    ".txt.zst",  NULL };
+    static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
+                                        ".json.gz", ".jsonl.bz2", ".txt",
+                                        ".txt.gz",  ".txt.zst",   NULL };
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
     if (rc) {
@@ -147,8 +151,8 @@ static int run(const struct sl_strlist *operands)
                 "orthographic contexts in '%s'",
                 (unsigned long long)st.texts, (unsigned long long)st.tokens,
                 (unsigned long long)st.types, (unsigned long long)st.sentence_breaks,
-                punkt_map_count(p->abbrev), punkt_map_count(p->colloc), punkt_map_count(p->starters),
-                punkt_map_count(p->ortho), o.out);
+                punkt_map_count(p->abbrev), punkt_map_count(p->colloc),
+                punkt_map_count(p->starters), punkt_map_count(p->ortho), o.out);
     }
     punkt_params_free(p);
     punkt_trainer_free(t);

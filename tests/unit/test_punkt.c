@@ -1,7 +1,8 @@
 /* Tests for the Punkt sentence splitter's parts (tokenize/punkt*.h): the string table, the
  * punkt_tab reader (line ends, errors by file and line) and writer, the model search, the
  * lower case of Python's str.lower, the splitter's spans and pieces, and the trainer's
- * "texts joined by blank lines". Agreement with NLTK itself is tests/cli/t_tokenize_sentences.sh's. */
+ * "texts joined by blank lines". Agreement with NLTK itself is tests/cli/t_tokenize_sentences.sh's.
+ */
 #include "tests/harness.h"
 
 #include "core/atomic.h"
@@ -101,7 +102,8 @@ TEST(punkt_params_refused_by_line)
     check_refused(PUNKT_FILE_ORTHO, "a\t1_0", 5, SL_ERR_FORMAT, "line 1");
     check_refused(PUNKT_FILE_ORTHO, "a\t9223372036854775808", 21, SL_ERR_FORMAT, "line 1");
     check_refused(PUNKT_FILE_ORTHO, "noflags", 7, SL_ERR_FORMAT, "line 1");
-    check_refused(PUNKT_FILE_STARTERS, "the\rhe\xff\n", 8, SL_ERR_FORMAT, "'DIR/x' line 2: not UTF-8");
+    check_refused(PUNKT_FILE_STARTERS, "the\rhe\xff\n", 8, SL_ERR_FORMAT,
+                  "'DIR/x' line 2: not UTF-8");
     /* the largest int64 and its negative counterpart are values */
     struct punkt_params *p = punkt_params_new();
     const char *ok = "a\t9223372036854775807\nb\t-9223372036854775808";
@@ -186,7 +188,10 @@ TEST(punkt_lower_as_python)
     /* full mappings: U+0130 is two characters in lower case */
     check_lower("\xc4\xb0stanbul", "i\xcc\x87stanbul");
     /* a byte that is not UTF-8 is kept */
-    check_lower("A\xff" "B", "a\xff" "b");
+    check_lower("A\xff"
+                "B",
+                "a\xff"
+                "b");
 }
 
 /* Spans are in order, do not overlap, are not empty and lie within the text. */
@@ -229,7 +234,8 @@ TEST(punkt_split_spans)
     punkt_split(k, " \n\t ", 4, &s);
     CHECK_EQ_INT(s.n, 0);
     /* pieces of 10 characters (here, 2-byte ones): spans never cross a piece's end */
-    const char *u = "\xc3\xa9\xc3\xa9. \xc3\xa9\xc3\xa9\xc3\xa9 \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9. \xc3\xa9.";
+    const char *u = "\xc3\xa9\xc3\xa9. \xc3\xa9\xc3\xa9\xc3\xa9 "
+                    "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9. \xc3\xa9.";
     s.n = 0;
     punkt_split_pieces(k, u, strlen(u), 10, &s);
     check_spans(&s, strlen(u));
@@ -240,8 +246,9 @@ TEST(punkt_split_spans)
     /* random byte strings of sentence material: spans stay well-formed */
     struct sl_rng rng;
     sl_rng_seed(&rng, 42, 0);
-    static const char *const bits[] = { ". ", "?", "!", "\n", " ", "A", "b", "Mr.", "1.", "\"",
-                                        ")", "...", "--", "\xc3\x89", "\xff", "\xce\xa3", "J." };
+    static const char *const bits[] = { ". ", "?",        "!",    "\n",       " ", "A",
+                                        "b",  "Mr.",      "1.",   "\"",       ")", "...",
+                                        "--", "\xc3\x89", "\xff", "\xce\xa3", "J." };
     char buf[512];
     for (int r = 0; r < 2000; r++) {
         size_t n = 0, parts = sl_rng_below(&rng, 60);
