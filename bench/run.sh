@@ -25,6 +25,7 @@ benches=(
     "tokenize       bench/tokenize.sh $sluice"
     "tokenize-hf    bench/tokenize_hf.sh 3"
     "tokenizer-train bench/tokenizer-train.sh"
+    "punkt          bench/punkt.sh 3"
     "warc           bench/warc.sh $sluice"
     "html           bench/html.sh $build"
     "filter-speed   bench/filter-speed.sh $sluice"

@@ -22,6 +22,14 @@ static const struct command dedup_modes[] = {
     { .name = NULL },
 };
 
+static const struct command tokenizer_subs[] = {
+    { .name = "train", .usage = cmd_tokenizer_train_usage, .options = cmd_tokenizer_train_options },
+    { .name = "punkt-train",
+      .usage = cmd_tokenizer_punkt_train_usage,
+      .options = cmd_tokenizer_punkt_train_options },
+    { .name = NULL },
+};
+
 const struct command sl_commands[] = {
     { .name = "run",
       .fn = cmd_run,
@@ -44,9 +52,9 @@ const struct command sl_commands[] = {
     COMMAND(reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards"),
     { .name = "tokenizer",
       .fn = cmd_tokenizer,
-      .summary = "train a SentencePiece tokenizer on JSONL or text",
+      .summary = "train a SentencePiece tokenizer, or a Punkt sentence splitter, on JSONL or text",
       .usage = cmd_tokenizer_usage,
-      .options = cmd_tokenizer_train_options },
+      .subs = tokenizer_subs },
     COMMAND(tokenize, "JSONL -> Megatron PREFIX_text_document.bin/.idx token shards"),
     COMMAND(dataset, "inspect, verify, merge and decode .bin/.idx token shards"),
     COMMAND(train, "train a GPT or Llama model on .bin/.idx token shards (CPU or GPU)"),

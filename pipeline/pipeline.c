@@ -8,6 +8,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/config.h"
+#include "core/datadir.h"
 #include "core/err.h"
 #include "core/stream.h"
 #include "tokenize/tokenizer.h"
@@ -320,37 +321,7 @@ static const char *input_path(const char *v)
 
 const char *pl_data_dir(void)
 {
-    static char dir[4096];
-    static int done;
-    if (done)
-        return dir[0] ? dir : NULL;
-    done = 1;
-    const char *env = getenv("SLUICE_DATA_DIR");
-    struct stat sb;
-    if (env && *env) {
-        snprintf(dir, sizeof(dir), "%s", env);
-        return dir;
-    }
-    char exe[4096];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (k <= 0)
-        return NULL;
-    exe[k] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = '\0';
-    /* installed: PREFIX/bin or PREFIX/libexec/sluice; a build: SRC/build */
-    static const char *const rel[] = { "../share/sluice", "../../share/sluice", "..", NULL };
-    for (int i = 0; rel[i]; i++) {
-        char cand[4096 + 64], probe[4096 + 96];
-        snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
-        snprintf(probe, sizeof(probe), "%s/configs/pipelines", cand);
-        if (stat(probe, &sb) == 0 && S_ISDIR(sb.st_mode) && realpath(cand, dir))
-            return dir;
-    }
-    dir[0] = '\0';
-    return NULL;
+    return sl_data_dir();
 }
 
 /* PATH relative to the working directory when it lies below it, else absolute. */
@@ -733,8 +704,14 @@ static int prefix_out(struct loader *L, int stage, struct sl_cfg *m, struct pl_s
         struct sl_strlist keys = { 0 };
         if (jk)
             rc = pl_scalars(L, jk, &keys);
+        /* split_sentences: Megatron's _sentence shards */
+        struct sl_cfg *ss = pl_child(m, "split_sentences");
+        int split = 0;
+        if (!rc && ss)
+            rc = sl_cfg_node_bool(ss, &split);
         free(fl->tokens);
-        fl->tokens = sl_xasprintf("%s_%s_document", full, keys.n ? keys.v[0] : "text");
+        fl->tokens = sl_xasprintf("%s_%s_%s", full, keys.n ? keys.v[0] : "text",
+                                  split ? "sentence" : "document");
         fl->tokens_step = idx;
         sl_strlist_release(&keys);
     }

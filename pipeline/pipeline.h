@@ -94,9 +94,10 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
                      size_t n);
 void pl_pipeline_release(struct pl_pipeline *p);
 
-/* sluice's data directory, which holds configs/ and examples/: $SLUICE_DATA_DIR, else
- * PREFIX/share/sluice beside an installed binary (PREFIX/bin or PREFIX/libexec/sluice),
- * else the source tree of a build (build/sluice). NULL when none is found. */
+/* sluice's data directory, which holds configs/ and examples/ (core/datadir.h
+ * sl_data_dir): $SLUICE_DATA_DIR, else PREFIX/share/sluice beside an installed binary
+ * (PREFIX/bin or PREFIX/libexec/sluice), else the source tree of a build (build/sluice).
+ * NULL when none is found. */
 const char *pl_data_dir(void);
 
 /* The pipeline file that `sluice run ARG` means: ARG itself when it exists or has a '/',

@@ -8,8 +8,13 @@ PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm_unigram.c tokenize/spm_hf.c tokenize/spm.cc tokenize/spm_train.cc
 CXX_SRCS += tokenize/spm.cc tokenize/spm_train.cc
 PKGS_CXX += sentencepiece
-LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c
-FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train fuzz_bpe_cache
+LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c tokenize/cmd_punkt.c
+# NLTK's Punkt sentence splitter and trainer (docs/formats/punkt-tab.md)
+LIB_SRCS += tokenize/punkt_uni.c tokenize/punkt_map.c tokenize/punkt_params.c tokenize/punkt_word.c \
+            tokenize/punkt.c tokenize/punkt_train.c
+# the trainer's scores are NLTK's to the last bit: no fused multiply-add (docs/formats/punkt-tab.md)
+$(BUILD)/obj/tokenize/punkt_train.o: CFLAGS_ALL += -ffp-contract=off
+FUZZ_TARGETS += fuzz_bpe_load fuzz_bpe_encode fuzz_spm_enc fuzz_bpe_train fuzz_bpe_cache fuzz_punkt
 
 # The Unicode class table is generated from libutf8proc and committed (docs/tokenizers.md).
 .PHONY: gen-unicat
@@ -39,3 +44,14 @@ $(BUILD)/bench_encode: bench/encode.c $(BUILD)/libsluice.a
 # The `dataset` command (inspect, verify, merge, decode .bin/.idx) decodes with a tokenizer:
 # it sits above both dataset/ and tokenize/ (docs/dev.md, Layers).
 LIB_SRCS += tokenize/cmd_dataset.c tokenize/cmd_dataset_index.c
+
+# The character classes of NLTK's Punkt, from the Python modules NLTK runs on (regex and
+# str): PYTHON names a Python with the `regex` package (tokenize/punkt_uni.h).
+.PHONY: gen-punkt-unicode
+gen-punkt-unicode:
+	$(or $(PYTHON),python3) tokenize/gen/punkt_uni_gen.py > tokenize/punkt_uni_table.h.tmp
+	mv tokenize/punkt_uni_table.h.tmp tokenize/punkt_uni_table.h
+
+# The sentence-splitter benchmark program (bench/punkt.sh builds it; `make` does not).
+$(BUILD)/bench_punkt: bench/punkt_split.c $(BUILD)/libsluice.a
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libsluice.a $(LDLIBS_ALL)

@@ -1,4 +1,6 @@
-/* sluice tokenize: JSONL documents -> Megatron PREFIX_<key>_document.bin/.idx.
+/* sluice tokenize: JSONL documents -> Megatron PREFIX_<key>_document.bin/.idx (with
+ * --split-sentences, PREFIX_<key>_sentence.bin/.idx: one sequence per sentence, split by the
+ * worker threads, a Punkt splitter each, tokenize/punkt.h).
  *
  * Each input file is one unit of work: ranks take files (balanced by size), and inside a
  * rank the reading thread cuts the decompressed input into batches of lines that worker
@@ -25,6 +27,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/counters.h"
+#include "core/datadir.h"
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/inputs.h"
@@ -37,6 +40,8 @@
 #include "core/stream.h"
 #include "core/world.h"
 #include "dataset/idx.h"
+#include "tokenize/punkt.h"
+#include "tokenize/punkt_params.h"
 #include "tokenize/tokenizer.h"
 
 #include <dirent.h>
@@ -59,6 +64,12 @@ const char *const cmd_tokenize_usage[] = {
     "documents in input order. A document whose key is missing or empty is an empty document",
     "(as Megatron's preprocess_data.py writes it); both are counted in PREFIX.manifest.json.",
     "The output is the same for any number of MPI ranks and --workers.",
+    "",
+    "--split-sentences splits each text into sentences with NLTK's Punkt, as Megatron's",
+    "--split-sentences does (BERT data): one sequence per sentence, the document's sentences",
+    "one document, in PREFIX_<key>_sentence.bin/.idx. The Punkt model is --punkt DIR (a",
+    "punkt_tab directory), else --lang's in NLTK_DATA/tokenizers/punkt_tab/, ~/nltk_data and",
+    "the other places NLTK looks, else sluice's own (english).",
     NULL,
 };
 
@@ -73,6 +84,9 @@ struct opts {
     const char *tokenizer, *out;
     struct sl_strlist keys;
     int append_eod;
+    int split, keep_newlines; /* --split-sentences, --keep-newlines */
+    const char *lang, *punkt;
+    const char *punkt_model; /* a setting: the fingerprint of the Punkt parameters */
     long eod_id;
     long workers;
     uint64_t max_doc;
@@ -108,6 +122,19 @@ const struct sl_option cmd_tokenize_options[] = {
     SL_OPT_SIZE(0, "max-doc-size", &o.max_doc, "SIZE",
                 "longest JSONL line accepted; longer ones are reported and skipped (default 64M)",
                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "split-sentences", &o.split,
+                 "one sequence per sentence (NLTK Punkt): PREFIX_<key>_sentence.bin/.idx",
+                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "lang", &o.lang, "LANG",
+                  "--split-sentences: the Punkt model's language (default english)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "punkt", &o.punkt, "DIR",
+                  "--split-sentences: the Punkt model, a punkt_tab directory (instead of --lang's)",
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
+    SL_SETTING(SL_OPT_STR, "punkt_model", &o.punkt_model),
+    SL_OPT_FLAG_(0, "keep-newlines", &o.keep_newlines,
+                 "--split-sentences: sentences keep the whitespace after them (Megatron's)",
+                 .flags = SL_OPTF_OUTPUT),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -119,7 +146,9 @@ struct kbatch {
     size_t *tend;     /* per text: end offset in text */
     uint32_t *ntexts; /* per document: texts (0: missing key; >1: a list of sentences) */
     uint8_t *kstat;   /* per document: 0 texts, 1 key missing, 2 key not a string (nor a list) */
+    uint8_t *listed;  /* per document: its texts were a list (sentences already) */
     size_t ntext, captext;
+    uint64_t sentences; /* --split-sentences: sentences found */
     struct tok_ids toks;
     uint32_t *seqlen; /* per sequence */
     size_t nseq, capseq;
@@ -154,6 +183,7 @@ struct batch {
 struct pipeline {
     const struct opts *o;
     const struct tokenizer *tok;
+    const struct punkt_params *punkt; /* --split-sentences */
     size_t nkeys;
     struct batch *ring;
     size_t nring;
@@ -181,6 +211,7 @@ static void kbatch_reset(struct kbatch *k)
     k->toks.n = 0;
     k->nseq = 0;
     k->repaired = 0;
+    k->sentences = 0;
 }
 
 static void kbatch_release(struct kbatch *k)
@@ -189,6 +220,7 @@ static void kbatch_release(struct kbatch *k)
     free(k->tend);
     free(k->ntexts);
     free(k->kstat);
+    free(k->listed);
     tok_ids_release(&k->toks);
     free(k->seqlen);
     free(k->docseq);
@@ -244,8 +276,54 @@ static void parse_batch(struct pipeline *pl, struct parser *ps, struct batch *b)
     }
 }
 
+/* Megatron's preprocess_data.py hands Punkt a text this many characters at a time */
+#define MEGATRON_SPLIT_CHARS 1000000
+
+/* A worker's encoder and, with --split-sentences, its sentence splitter. */
+struct wstate {
+    struct tokenizer_enc *enc;
+    struct punkt *punkt;
+    struct punkt_spans spans;
+};
+
+/* Encode s[0..n) as one sequence of kb (none when it has no tokens, as Megatron drops
+ * sentences without tokens); *nseq counts the sequences. */
+static int encode_seq(struct kbatch *kb, struct tokenizer_enc *enc, const char *s, size_t n,
+                      uint32_t *nseq)
+{
+    size_t before = kb->toks.n;
+    int rc = tokenizer_encode(enc, s, n, &kb->toks);
+    if (rc < 0)
+        return rc;
+    kb->repaired += rc;
+    size_t got = kb->toks.n - before;
+    if (got == 0)
+        return 0;
+    if (got > INT32_MAX)
+        return sl_err_set(SL_ERR_TOOBIG, "a document has more tokens than the format allows");
+    push_seq(kb, (uint32_t)got);
+    (*nseq)++;
+    return 0;
+}
+
+/* Encode a text as its sentences, each one sequence. */
+static int encode_sentences(struct kbatch *kb, struct wstate *ws, const char *s, size_t n,
+                            uint32_t *nseq)
+{
+    ws->spans.n = 0;
+    punkt_split_pieces(ws->punkt, s, n, MEGATRON_SPLIT_CHARS, &ws->spans);
+    kb->sentences += ws->spans.n;
+    for (size_t i = 0; i < ws->spans.n; i++) {
+        const struct punkt_span *sp = &ws->spans.v[i];
+        int rc = encode_seq(kb, ws->enc, s + sp->start, sp->end - sp->start, nseq);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* Encode every document of a batch (worker side). */
-static int encode_batch(struct pipeline *pl, struct tokenizer_enc *enc, struct batch *b)
+static int encode_batch(struct pipeline *pl, struct wstate *ws, struct batch *b)
 {
     for (size_t k = 0; k < pl->nkeys; k++) {
         struct kbatch *kb = &b->k[k];
@@ -253,19 +331,15 @@ static int encode_batch(struct pipeline *pl, struct tokenizer_enc *enc, struct b
         for (size_t d = 0; d < b->ndocs; d++) {
             uint32_t nseq = 0;
             for (uint32_t s = 0; s < kb->ntexts[d]; s++, t++) {
-                size_t before = kb->toks.n;
-                int rc = tokenizer_encode(enc, kb->text.data + start, kb->tend[t] - start, &kb->toks);
-                if (rc < 0)
-                    return rc;
-                kb->repaired += rc;
+                const char *text = kb->text.data + start;
+                size_t n = kb->tend[t] - start;
                 start = kb->tend[t];
-                size_t n = kb->toks.n - before;
-                if (n == 0)
-                    continue; /* Megatron drops sentences without tokens */
-                if (n > INT32_MAX)
-                    return sl_err_set(SL_ERR_TOOBIG, "a document has more tokens than the format allows");
-                push_seq(kb, (uint32_t)n);
-                nseq++;
+                int split = ws->punkt && !kb->listed[d];
+                kb->sentences += ws->punkt && kb->listed[d]; /* a list's items are sentences */
+                int rc = split ? encode_sentences(kb, ws, text, n, &nseq)
+                               : encode_seq(kb, ws->enc, text, n, &nseq);
+                if (rc)
+                    return rc;
             }
             if (nseq && pl->o->append_eod) {
                 int rc = tok_ids_push(&kb->toks, (uint32_t)pl->o->eod_id);
@@ -284,7 +358,9 @@ static void retire_ready(struct pipeline *pl);
 static void *worker(void *arg)
 {
     struct pipeline *pl = arg;
-    struct tokenizer_enc *enc = tokenizer_enc_new(pl->tok);
+    struct wstate ws = { tokenizer_enc_new(pl->tok), NULL, { 0 } };
+    if (pl->punkt)
+        ws.punkt = punkt_new(pl->punkt, pl->o->keep_newlines);
     struct parser ps;
     sl_doc_init(&ps.doc);
     sl_buf_init(&ps.fixed, 0);
@@ -300,7 +376,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&pl->mu);
         sl_err_clear();
         parse_batch(pl, &ps, b);
-        b->rc = encode_batch(pl, enc, b);
+        b->rc = encode_batch(pl, &ws, b);
         if (b->rc)
             snprintf(b->err, sizeof(b->err), "%s", sl_err_msg());
         pthread_mutex_lock(&pl->mu);
@@ -310,7 +386,9 @@ static void *worker(void *arg)
         pthread_cond_broadcast(&pl->cv_done);
     }
     pthread_mutex_unlock(&pl->mu);
-    tokenizer_enc_free(enc);
+    tokenizer_enc_free(ws.enc);
+    punkt_free(ws.punkt);
+    punkt_spans_release(&ws.spans);
     sl_doc_release(&ps.doc);
     sl_buf_release(&ps.fixed);
     return NULL;
@@ -321,7 +399,7 @@ struct unit_out {
     struct idx_writer **w;
     struct sl_counters *c;
     struct sl_jsonl_reader *r; /* counts and reports the bad lines */
-    char **ckey_tokens, **ckey_empty; /* counter names per key */
+    char **ckey_tokens, **ckey_empty, **ckey_sentences; /* counter names per key */
 };
 
 /* Count and report a batch's lines in order, as the JSONL reader would have. */
@@ -375,6 +453,8 @@ static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
                 sl_counters_add(u->c, u->ckey_empty[k], 1);
         }
         sl_counters_add(u->c, u->ckey_tokens[k], kb->toks.n);
+        if (pl->punkt)
+            sl_counters_add(u->c, u->ckey_sentences[k], kb->sentences);
         if (kb->repaired)
             sl_counters_add(u->c, "repaired_utf8_texts", (uint64_t)kb->repaired);
     }
@@ -473,6 +553,7 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc)
             b->k[k].ntexts = sl_xrealloc(b->k[k].ntexts, b->capdocs * sizeof(uint32_t));
             b->k[k].docseq = sl_xrealloc(b->k[k].docseq, b->capdocs * sizeof(uint32_t));
             b->k[k].kstat = sl_xrealloc(b->k[k].kstat, b->capdocs);
+            b->k[k].listed = sl_xrealloc(b->k[k].listed, b->capdocs);
         }
     }
     for (size_t k = 0; k < pl->nkeys; k++) {
@@ -482,6 +563,7 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc)
         int rc = sl_doc_get_str(doc, key, &kb->text);
         uint32_t nt = 0;
         kb->kstat[b->ndocs] = 0;
+        kb->listed[b->ndocs] = 0;
         if (rc == 0) {
             push_text_end(kb);
             nt = 1;
@@ -489,7 +571,8 @@ static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc)
             sl_buf_truncate(&kb->text, before);
             struct json_object *v = rc == SL_ERR_FORMAT ? sl_doc_get_json(doc, key) : NULL;
             if (v && json_object_is_type(v, json_type_array)) {
-                /* a list of sentences, as preprocess_data.py accepts */
+                /* a list of sentences, as preprocess_data.py accepts (not split again) */
+                kb->listed[b->ndocs] = 1;
                 for (size_t i = 0; i < json_object_array_length(v); i++) {
                     struct json_object *s = json_object_array_get_idx(v, i);
                     if (!json_object_is_type(s, json_type_string))
@@ -546,12 +629,14 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     u.c = c;
     u.ckey_tokens = sl_xcalloc(pl->nkeys, sizeof(char *));
     u.ckey_empty = sl_xcalloc(pl->nkeys, sizeof(char *));
+    u.ckey_sentences = sl_xcalloc(pl->nkeys, sizeof(char *));
     int rc = 0;
     for (size_t k = 0; k < pl->nkeys && !rc; k++) {
         char *pp = part_prefix(su->path, k);
         rc = idx_writer_open_part(&u.w[k], pp, dtype);
         free(pp);
         u.ckey_tokens[k] = k ? sl_xasprintf("tokens_%s", pl->o->keys.v[k]) : sl_xstrdup("tokens");
+        u.ckey_sentences[k] = k ? sl_xasprintf("sentences_%s", pl->o->keys.v[k]) : sl_xstrdup("sentences");
         u.ckey_empty[k] = k ? sl_xasprintf("empty_documents_%s", pl->o->keys.v[k])
                             : sl_xstrdup("empty_documents");
     }
@@ -638,10 +723,12 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
         }
         free(u.ckey_tokens[k]);
         free(u.ckey_empty[k]);
+        free(u.ckey_sentences[k]);
     }
     sl_jsonl_close(r);
     free(u.w);
     free(u.ckey_tokens);
+    free(u.ckey_sentences);
     free(u.ckey_empty);
     return rc;
 }
@@ -768,9 +855,16 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
             sl_buf_puts(&b, ", ");
         sl_buf_json_str(&b, o->keys.v[k], strlen(o->keys.v[k]));
     }
-    sl_buf_printf(&b, "], \"append_eod\": %s, \"eod_id\": %ld, \"max_doc_size\": %llu},\n  \"inputs\": [",
+    sl_buf_printf(&b, "], \"append_eod\": %s, \"eod_id\": %ld, \"max_doc_size\": %llu",
                   o->append_eod ? "true" : "false", o->append_eod ? o->eod_id : -1L,
                   (unsigned long long)o->max_doc);
+    if (o->split) {
+        sl_buf_puts(&b, ", \"split_sentences\": true, \"punkt\": ");
+        sl_buf_json_str(&b, o->punkt, strlen(o->punkt));
+        sl_buf_printf(&b, ", \"punkt_model\": \"%s\", \"keep_newlines\": %s", o->punkt_model,
+                      o->keep_newlines ? "true" : "false");
+    }
+    sl_buf_puts(&b, "},\n  \"inputs\": [");
     for (size_t i = 0; i < in->n; i++) {
         sl_buf_puts(&b, i ? ",\n    {\"path\": " : "\n    {\"path\": ");
         sl_buf_json_str(&b, in->v[i].path, strlen(in->v[i].path));
@@ -841,11 +935,12 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
 
 /* The encoding threads, waiting for batches. */
 static void pipeline_start(struct pipeline *pl, const struct opts *o, struct tokenizer *tok,
-                           const struct sl_world *w)
+                           const struct punkt_params *punkt, const struct sl_world *w)
 {
     memset(pl, 0, sizeof(*pl));
     pl->o = o;
     pl->tok = tok;
+    pl->punkt = punkt;
     pl->nkeys = o->keys.n;
     pl->timed = sl_log_level() >= SL_LOG_DEBUG;
     pl->nthreads = o->workers > 0 ? o->workers : default_workers(w);
@@ -951,6 +1046,31 @@ static void report(const struct opts *o, const struct sl_inputs *in, const struc
                 (unsigned long long)skipped, o->out);
 }
 
+/* --split-sentences: the Punkt model (--punkt DIR, else --lang's), its directory in
+ * o->punkt (*dir owns it when found by language) and its fingerprint in o->punkt_model. 0,
+ * or the exit code (the error reported). */
+static int load_punkt(struct opts *o, struct punkt_params **p, char **dir, char fp[17])
+{
+    *p = NULL;
+    *dir = NULL;
+    if (!o->split)
+        return 0;
+    int rc = o->punkt ? 0 : punkt_params_find(o->lang, sl_data_dir(), dir);
+    if (!rc && *dir)
+        o->punkt = *dir;
+    if (!rc)
+        rc = punkt_params_load(p, o->punkt);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return rc == SL_ERR_USAGE ? 2 : 1;
+    }
+    punkt_params_fingerprint(*p, fp);
+    o->punkt_model = fp;
+    sl_info("tokenize: sentences split by the Punkt model in '%s'%s", o->punkt,
+            o->keep_newlines ? " (newlines kept)" : "");
+    return 0;
+}
+
 static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
 {
     struct sl_world *w = sl_world_get();
@@ -983,12 +1103,21 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
         return 2;
     }
     enum idx_dtype dtype = idx_dtype_for_vocab(tok->vocab_size);
+    struct punkt_params *punkt;
+    char *punkt_dir, fp[17];
+    rc = load_punkt(o, &punkt, &punkt_dir, fp);
+    if (rc) {
+        tokenizer_free(tok);
+        return rc;
+    }
 
     struct sl_inputs in;
     rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
     if (rc) {
         sl_error("%s", sl_err_msg());
         tokenizer_free(tok);
+        punkt_params_free(punkt);
+        free(punkt_dir);
         return 1;
     }
     /* the temporary directory for the part shards, beside the output */
@@ -1006,7 +1135,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_options_settings_json(cmd_tokenize_options, &settings);
 
     struct pipeline pl;
-    pipeline_start(&pl, o, tok, w);
+    pipeline_start(&pl, o, tok, punkt, w);
     struct tok_run t = { .pl = &pl, .dtype = dtype };
     /* the parts folder's plan: an earlier run with another plan is discarded */
     struct sl_stage_files job = { .stage = { .stage = "tokenize",
@@ -1030,7 +1159,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
 
     char **outs = sl_xcalloc(pl.nkeys, sizeof(char *));
     for (size_t k = 0; k < pl.nkeys; k++)
-        outs[k] = sl_xasprintf("%s_%s_document", o->out, o->keys.v[k]);
+        outs[k] = sl_xasprintf("%s_%s_%s", o->out, o->keys.v[k], o->split ? "sentence" : "document");
     int failed = rc != 0;
     if (!failed && w->rank == 0) {
         rc = concat_parts(tmpdir, &in, outs, pl.nkeys, dtype);
@@ -1062,6 +1191,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     free(dir);
     sl_inputs_release(&in);
     tokenizer_free(tok);
+    punkt_params_free(punkt);
+    free(punkt_dir);
     return failed ? 1 : 0;
 }
 
@@ -1090,6 +1221,11 @@ int cmd_tokenize(int argc, const char **argv)
         rc = sl_err_set(SL_ERR_USAGE, "--max-doc-size is too small");
     if (!rc && o.eod_id >= 0)
         o.append_eod = 1;
+    if (!rc && !o.split && (o.lang || o.punkt || o.keep_newlines))
+        rc = sl_err_set(SL_ERR_USAGE, "--%s splits sentences: give --split-sentences too",
+                        o.lang ? "lang" : o.punkt ? "punkt" : "keep-newlines");
+    if (!rc && o.split && !o.lang)
+        o.lang = "english";
     for (size_t k = 0; !rc && k < o.keys.n; k++)
         for (size_t j = 0; j < k; j++)
             if (!strcmp(o.keys.v[k], o.keys.v[j]))

@@ -1,4 +1,4 @@
-/* sluice tokenizer train: SentencePiece models from JSONL or text, with sentences sampled
+/* sluice tokenizer train (punkt-train: tokenize/cmd_punkt.c): SentencePiece models from JSONL or text, with sentences sampled
  * uniformly by a keyed reservoir (each sentence gets a pseudo-random key from the seed,
  * its file and its position; the sample is the N smallest keys, fed to the trainer in
  * input order), so memory is bounded by the sample and the result depends only on the
@@ -33,6 +33,18 @@
 #include <unistd.h>
 
 const char *const cmd_tokenizer_usage[] = {
+    "sluice tokenizer train --model-type bpe|unigram|char|word|byte-bpe --vocab-size N --out "
+    "PREFIX [options] IN...",
+    "sluice tokenizer punkt-train --out DIR [options] IN...",
+    "",
+    "Train tokenizers: 'train' a SentencePiece model (or a byte-level BPE) for `sluice",
+    "tokenize --tokenizer`; 'punkt-train' the parameters of NLTK's Punkt sentence splitter",
+    "for `sluice tokenize --split-sentences --punkt DIR`. 'sluice tokenizer train -h' and",
+    "'sluice tokenizer punkt-train -h' show their options.",
+    NULL,
+};
+
+const char *const cmd_tokenizer_train_usage[] = {
     "sluice tokenizer train --model-type bpe|unigram|char|word|byte-bpe --vocab-size N --out "
     "PREFIX [options] IN...",
     "",
@@ -565,6 +577,12 @@ const struct sl_option cmd_tokenizer_train_options[] = {
 
 int cmd_tokenizer(int argc, const char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "punkt-train"))
+        return cmd_tokenizer_punkt_train(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        sl_usage_print(stdout, cmd_tokenizer_usage, NULL);
+        return 0;
+    }
     memset(&o, 0, sizeof(o));
     o.model_type = "unigram";
     o.key = "text";
@@ -581,14 +599,15 @@ int cmd_tokenizer(int argc, const char **argv)
     struct sl_strlist rest = { 0 };
     int rc = sl_parse_options(argc, argv, cmd_tokenizer_train_options, &rest);
     if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_tokenizer_usage, cmd_tokenizer_train_options);
+        sl_usage_print(stdout, cmd_tokenizer_train_usage, cmd_tokenizer_train_options);
         sl_strlist_release(&rest);
         sl_strlist_release(&o.extra);
         return 0;
     }
     if (!rc && (rest.n == 0 || strcmp(rest.v[0], "train")))
         rc = sl_err_set(SL_ERR_USAGE,
-                        rest.n ? "unknown subcommand '%s' (train)" : "no subcommand given (train)",
+                        rest.n ? "unknown subcommand '%s' (train, punkt-train)"
+                               : "no subcommand given (train, punkt-train)",
                         rest.n ? rest.v[0] : "");
     if (!rc && !o.vocab_size)
         rc = sl_err_set(SL_ERR_USAGE, "--vocab-size N is required");
@@ -632,7 +651,8 @@ int cmd_tokenizer(int argc, const char **argv)
     if (rc) {
         sl_strlist_release(&rest);
         sl_strlist_release(&o.extra);
-        return sl_usage_error(cmd_tokenizer_usage);
+        return sl_usage_error(rest.n && !strcmp(rest.v[0], "train") ? cmd_tokenizer_train_usage
+                                                                    : cmd_tokenizer_usage);
     }
     struct sl_strlist ops = { rest.v + 1, rest.n - 1, 0 };
     struct sl_world *w = sl_world_get();

@@ -9,8 +9,10 @@ zstd -q -d "$FIX/tokenizer/botchan.txt.zst" -o "$T/botchan.txt"
 case_ "usage"
 run "$SLUICE" tokenizer train --out "$T/m" "$T/botchan.txt"
 expect_rc 2; expect_err "--vocab-size N is required"
-run "$SLUICE" tokenizer -h
+run "$SLUICE" tokenizer train -h
 expect_rc 0; expect_out "--input-sentence-size"; expect_out "--model-type"
+run "$SLUICE" tokenizer -h
+expect_rc 0; expect_out "sluice tokenizer train"; expect_out "sluice tokenizer punkt-train"
 
 for type in bpe unigram; do
     case_ "$type model: our ids equal spm_encode's for every line of botchan.txt"

@@ -32,7 +32,7 @@ families=(
     "arxiv-tar:fuzz_arxiv"
     "idx:fuzz_idx"
     "config-yaml:fuzz_config"
-    "tokenizer-files:fuzz_hf_tokenizer fuzz_bert_vocab fuzz_bpe_load fuzz_spm_enc fuzz_fasttext fuzz_bpe_cache"
+    "tokenizer-files:fuzz_hf_tokenizer fuzz_bert_vocab fuzz_bpe_load fuzz_spm_enc fuzz_fasttext fuzz_bpe_cache fuzz_punkt"
     "checkpoint-headers:fuzz_safetensors fuzz_tbevents"
     # the harnesses of no reader family: text transforms, BPE training and encoding, and
     # the Redis reply parser

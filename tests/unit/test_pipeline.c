@@ -114,6 +114,19 @@ TEST(pipeline_train_stage)
     free(l);
     pl_pipeline_release(&p);
 
+    /* tokenize with split_sentences writes (and train reads) the _sentence shards */
+    const char *ov_split[] = { "tokenize.split_sentences=true" };
+    CHECK_EQ_INT(pl_pipeline_load(&p, path, ov_split, 1), 0);
+    s = find_step(&p, "train");
+    REQUIRE(s);
+    l = pl_shell_line(&s->argv);
+    CHECK_CONTAINS(l, " data.prefix=w/tokenize/t_text_sentence ");
+    free(l);
+    l = pl_shell_line(&find_step(&p, "tokenize")->argv);
+    CHECK_CONTAINS(l, " --split-sentences");
+    free(l);
+    pl_pipeline_release(&p);
+
     /* an unknown key of the train stage names the file and line */
     const char *ov3[] = { "train.optimm={lr: 1}" };
     CHECK_EQ_INT(pl_pipeline_load(&p, path, ov3, 1), SL_ERR_CONFIG);

@@ -1,0 +1,188 @@
+/* sluice tokenizer punkt-train: the parameters of NLTK's Punkt sentence splitter trained
+ * (tokenize/punkt_train.h) on the texts of JSONL documents or text files, written as a
+ * punkt_tab directory that NLTK and `sluice tokenize --split-sentences --punkt DIR` read.
+ * Rank 0 does the work under mpirun. */
+#include "tokenize/commands.h"
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/doc.h"
+#include "core/err.h"
+#include "core/inputs.h"
+#include "core/jsonl.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/progress.h"
+#include "core/stream.h"
+#include "core/world.h"
+#include "tokenize/punkt_map.h"
+#include "tokenize/punkt_params.h"
+#include "tokenize/punkt_train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cmd_tokenizer_punkt_train_usage[] = {
+    "sluice tokenizer punkt-train --out DIR [options] IN...",
+    "",
+    "Train the parameters of NLTK's Punkt sentence splitter (abbreviations, collocations,",
+    "sentence starters, orthographic contexts) on the texts of JSONL documents, or of text",
+    "files (.txt: each file one text), as NLTK's PunktTrainer does on the texts joined by",
+    "blank lines, and write them as a punkt_tab directory DIR (abbrev_types.txt,",
+    "collocations.tab, sent_starters.txt, ortho_context.tab): what",
+    "`sluice tokenize --split-sentences --punkt DIR` reads, and NLTK reads as",
+    "NLTK_DATA/tokenizers/punkt_tab/LANG/.",
+    NULL,
+};
+
+/* the largest text file read whole (a text file is one text) */
+#define MAX_TEXT_FILE ((size_t)1 << 30)
+
+struct opts {
+    const char *out, *key;
+};
+
+static struct opts o;
+
+const struct sl_option cmd_tokenizer_punkt_train_options[] = {
+    SL_OPT_STRING('o', "out", &o.out, "DIR",
+                  "the punkt_tab directory written (created if missing)"),
+    SL_OPT_STRING(0, "json-key", &o.key, "KEY",
+                  "member of JSONL documents with the text (default text)"),
+    SL_OPT_COMMON,
+    SL_OPT_END_,
+};
+
+static int is_text_file(const char *path)
+{
+    static const char *const ends[] = { ".txt", ".txt.gz", ".txt.zst", ".txt.bz2" };
+    size_t n = strlen(path);
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+        size_t m = strlen(ends[i]);
+        if (n >= m && !strcmp(path + n - m, ends[i]))
+            return 1;
+    }
+    return 0;
+}
+
+/* Add the texts of one input to the trainer. */
+static int add_input(struct punkt_trainer *t, const char *path, uint64_t *texts)
+{
+    if (is_text_file(path)) {
+        struct sl_buf b;
+        sl_buf_init(&b, MAX_TEXT_FILE);
+        int rc = sl_read_file(path, &b);
+        if (rc == SL_ERR_TOOBIG)
+            rc = sl_err_set(rc,
+                            "'%s' is longer than %zu bytes\nhint: a text file is one text; "
+                            "give long ones as JSONL documents",
+                            path, MAX_TEXT_FILE);
+        if (!rc) {
+            rc = punkt_trainer_add(t, b.data ? b.data : "", b.len);
+            (*texts)++;
+        }
+        sl_buf_release(&b);
+        return rc;
+    }
+    struct sl_jsonl_opts jo;
+    memset(&jo, 0, sizeof(jo));
+    jo.text_key = o.key;
+    jo.allow_missing_text = 1;
+    jo.repair_utf8 = 1;
+    jo.on_skip = sl_warn_skip;
+    struct sl_jsonl_reader *jr;
+    int rc = sl_jsonl_open(&jr, path, &jo);
+    struct sl_doc d;
+    sl_doc_init(&d);
+    while (!rc) {
+        int got = sl_jsonl_next(jr, &d);
+        if (got < 0)
+            rc = got;
+        if (got <= 0)
+            break;
+        size_t n;
+        const char *text = sl_doc_text(&d, &n);
+        if (text) {
+            rc = punkt_trainer_add(t, text, n);
+            (*texts)++;
+        }
+    }
+    sl_doc_release(&d);
+    if (jr)
+        sl_jsonl_close(jr);
+    return rc;
+}
+
+static int run(const struct sl_strlist *operands)
+{
+    static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
+                                        ".json.gz", ".jsonl.bz2", ".txt",
+                                        ".txt.gz",  ".txt.zst",   NULL };
+    struct sl_inputs in;
+    int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return 1;
+    }
+    struct punkt_trainer *t = punkt_trainer_new();
+    struct sl_progress prog;
+    sl_progress_start(&prog, "tokenizer punkt-train: reading", sl_inputs_total_size(&in), 1, 1);
+    uint64_t done = 0, texts = 0;
+    for (size_t f = 0; f < in.n && !rc; f++) {
+        rc = add_input(t, in.v[f].path, &texts);
+        done += in.v[f].size;
+        sl_progress_update(&prog, done, texts);
+    }
+    sl_progress_finish(&prog);
+    struct punkt_params *p = NULL;
+    struct punkt_train_stats st;
+    if (!rc && texts == 0)
+        rc = sl_err_set(SL_ERR_FORMAT, "no text in the input to train on");
+    if (!rc)
+        rc = punkt_trainer_finish(t, &p, &st);
+    if (!rc)
+        rc = punkt_params_write(p, o.out);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+    } else {
+        sl_info("tokenizer punkt-train: %llu texts, %llu tokens of %llu types, %llu sentence "
+                "breaks -> %u abbreviations, %u collocations, %u sentence starters, %u types' "
+                "orthographic contexts in '%s'",
+                (unsigned long long)st.texts, (unsigned long long)st.tokens,
+                (unsigned long long)st.types, (unsigned long long)st.sentence_breaks,
+                punkt_map_count(p->abbrev), punkt_map_count(p->colloc),
+                punkt_map_count(p->starters), punkt_map_count(p->ortho), o.out);
+    }
+    punkt_params_free(p);
+    punkt_trainer_free(t);
+    sl_inputs_release(&in);
+    return rc ? 1 : 0;
+}
+
+int cmd_tokenizer_punkt_train(int argc, const char **argv)
+{
+    memset(&o, 0, sizeof(o));
+    o.key = "text";
+    struct sl_strlist rest = { 0 };
+    int rc = sl_parse_options(argc, argv, cmd_tokenizer_punkt_train_options, &rest);
+    if (rc == SL_PARSE_HELP) {
+        sl_usage_print(stdout, cmd_tokenizer_punkt_train_usage, cmd_tokenizer_punkt_train_options);
+        sl_strlist_release(&rest);
+        return 0;
+    }
+    if (!rc && !o.out)
+        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
+    if (!rc && rest.n == 0)
+        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (rc) {
+        sl_strlist_release(&rest);
+        return sl_usage_error(cmd_tokenizer_punkt_train_usage);
+    }
+    struct sl_world *w = sl_world_get();
+    int code = w->rank == 0 ? run(&rest) : 0;
+    int64_t c = code;
+    sl_world_allreduce_i64(w, &c, 1, SL_MAX);
+    sl_strlist_release(&rest);
+    return (int)c;
+}
