@@ -386,16 +386,46 @@ int ckpt_find_latest(const char *dir, char **path)
     return 0;
 }
 
+/* Remove what a killed prune left: directories named .step-NNNNNNNN.prune. */
+static int sweep_pruned(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n > 12 && !strncmp(e->d_name, ".step-", 6) && !strcmp(e->d_name + n - 6, ".prune")) {
+            char *p = sl_xasprintf("%s/%s", dir, e->d_name);
+            rc = rm_flat_dir(p);
+            free(p);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
 int ckpt_prune(const char *dir, int keep)
 {
     if (keep <= 0)
         return 0;
     long *steps;
     size_t n;
-    int rc = list_steps(dir, &steps, &n);
+    int rc = sweep_pruned(dir);
+    rc = rc ? rc : list_steps(dir, &steps, &n);
+    if (rc)
+        return rc;
     for (size_t i = 0; !rc && n > (size_t)keep && i < n - (size_t)keep; i++) {
+        /* renamed away first: a prune killed while deleting leaves a .prune directory, never
+         * a step directory without some of its files */
         char *p = sl_xasprintf("%s/step-%08ld", dir, steps[i]);
-        rc = rm_flat_dir(p);
+        char *gone = sl_xasprintf("%s/.step-%08ld.prune", dir, steps[i]);
+        if (rename(p, gone) != 0)
+            rc = sl_err_set(SL_ERR_IO, "cannot remove the checkpoint '%s': %s", p, strerror(errno));
+        else
+            rc = rm_flat_dir(gone);
+        free(gone);
         free(p);
     }
     free(steps);

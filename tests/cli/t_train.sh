@@ -103,6 +103,28 @@ expect_file "$T/a/step-00000006/model.safetensors"
 expect_file "$T/a/step-00000006/optimizer.safetensors"
 expect_eq "$(json "$T/a/step-00000006/checkpoint.json" "m['step'], m['data']['consumed_samples'], m['optimizer']['adam_step'], len(m['rng']['state'])")" "6 24 6 4"
 
+case_ "keep_last: a prune that stops midway leaves no step directory with part of its files"
+# a file that cannot be removed (immutable, where the file system has the attribute) stops the
+# prune as a kill would; the step directory must be gone whole or be there whole
+cp -r "$T/a" "$T/k"
+if chattr +i "$T/k/step-00000005/model.safetensors" 2>/dev/null; then
+    run "$SLUICE" train "$CFG" data=synthetic train.steps=7 "${SMALL[@]}" checkpoint.dir="$T/k" \
+        checkpoint.interval=1 checkpoint.keep_last=2
+    chattr -i "$T/k/.step-00000005.prune/model.safetensors" "$T/k/step-00000005/model.safetensors" 2>/dev/null || true
+    expect_rc 1
+    expect_err "cannot remove"
+    expect_no_file "$T/k/step-00000005"
+    expect_eq "$(cd "$T/k" && ls -d step-* | tr '\n' ' ')" "step-00000006 step-00000007 "
+    case_ "the next prune removes what the stopped one left"
+    run "$SLUICE" train "$CFG" data=synthetic train.steps=8 "${SMALL[@]}" checkpoint.dir="$T/k" \
+        checkpoint.interval=1 checkpoint.keep_last=2
+    expect_rc 0
+    expect_no_file "$T/k/.step-00000005.prune"
+    expect_eq "$(cd "$T/k" && ls -d step-* | tr '\n' ' ')" "step-00000007 step-00000008 "
+else
+    echo "skip: a prune stopped midway (chattr +i is not supported on $T)"
+fi
+
 case_ "3 steps, then resume=auto to 6: bit-identical"
 run "$SLUICE" train "$CFG" data=synthetic train.steps=3 "${SMALL[@]}" checkpoint.dir="$T/b" log.file="$T/b.jsonl"
 expect_rc 0
