@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #define MAX_FILE (256u << 20)
-#define SPLIT_MAX 64 /* splits of a token whose lookups are prefetched together */
 
 static void vocab_insert(struct bpe *b, uint32_t id)
 {
@@ -28,6 +27,157 @@ static void vocab_insert(struct bpe *b, uint32_t id)
         i = (i + 1) & b->vmask;
     b->vtab[i].tag = (uint32_t)(h >> 32);
     b->vtab[i].id1 = id + 1;
+}
+
+/* The split search of a rank file: every way to cut a token into two tokens.
+ *
+ * A token of up to ROLL_MIN bytes (every token of OpenAI's and Meta's files: 128 at most)
+ * hashes each prefix and suffix with the vocabulary's own hash and looks them up, the
+ * first SPLIT_MAX slots prefetched together so that the lookups' memory latencies overlap:
+ * O(length^2) a token, bounded. A longer one (a rank file of someone's own, or a hostile
+ * one: a 15 MB token took forever) hashes its prefixes left to right and its suffixes
+ * right to left, one step a byte, against two tables of every token's hash taken the same
+ * way: O(length) a token; the tables are built only when there is such a token. */
+#define SPLIT_MAX 64               /* splits of a token whose lookups are prefetched together */
+#define ROLL_MIN  1024             /* longer tokens take the rolling hashes */
+#define ROLL_K    0x100000001b3ull /* odd: a step of the polynomial hash, mod 2^64 */
+
+struct splits {
+    uint32_t (*v)[3];
+    size_t n, cap;
+};
+
+static void split_add(struct splits *s, int64_t l, int64_t r, uint32_t id)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4096;
+        s->v = sl_xrealloc(s->v, sl_mul_size(s->cap, sizeof(*s->v)));
+    }
+    s->v[s->n][0] = (uint32_t)l;
+    s->v[s->n][1] = (uint32_t)r;
+    s->v[s->n][2] = id;
+    s->n++;
+}
+
+static void splits_short(const struct bpe *b, uint32_t id, struct splits *out)
+{
+    const u8 *s = b->bytes + b->off[id];
+    size_t n = b->off[id + 1] - b->off[id];
+    uint64_t hl[SPLIT_MAX], hr[SPLIT_MAX];
+    size_t ns = n - 1 < SPLIT_MAX ? n - 1 : SPLIT_MAX;
+    for (size_t k = 1; k <= ns; k++) {
+        hl[k - 1] = bpe_hash_bytes(s, k);
+        hr[k - 1] = bpe_hash_bytes(s + k, n - k);
+        __builtin_prefetch(&b->vtab[hl[k - 1] & b->vmask]);
+        __builtin_prefetch(&b->vtab[hr[k - 1] & b->vmask]);
+    }
+    for (size_t k = 1; k < n; k++) {
+        int64_t l = k <= ns ? bpe_vocab_find_h(b, hl[k - 1], s, k) : bpe_vocab_find(b, s, k);
+        if (l < 0)
+            continue;
+        int64_t r = k <= ns ? bpe_vocab_find_h(b, hr[k - 1], s + k, n - k)
+                            : bpe_vocab_find(b, s + k, n - k);
+        if (r >= 0)
+            split_add(out, l, r, id);
+    }
+}
+
+struct roll_tab {
+    uint64_t *key;
+    uint32_t *id1; /* id + 1, 0 empty */
+    uint64_t mask;
+};
+
+static void roll_put(struct roll_tab *t, uint64_t key, uint32_t id)
+{
+    uint64_t i = (key ^ (key >> 29)) & t->mask;
+    while (t->id1[i])
+        i = (i + 1) & t->mask;
+    t->key[i] = key;
+    t->id1[i] = id + 1;
+}
+
+/* The id of the token whose bytes are s[0..n) and whose hash is key, or -1. */
+static int64_t roll_find(const struct bpe *b, const struct roll_tab *t, uint64_t key, const u8 *s,
+                         size_t n)
+{
+    for (uint64_t i = (key ^ (key >> 29)) & t->mask; t->id1[i]; i = (i + 1) & t->mask) {
+        uint32_t id = t->id1[i] - 1;
+        if (t->key[i] == key && b->off[id + 1] - b->off[id] == n &&
+            memcmp(b->bytes + b->off[id], s, n) == 0)
+            return id;
+    }
+    return -1;
+}
+
+static int is_regular(const struct bpe *b, uint32_t id)
+{
+    return (b->flags[id] & (FL_PRESENT | FL_SPECIAL)) == FL_PRESENT;
+}
+
+/* The tokens longer than ROLL_MIN bytes; tables of every token's two rolling hashes. */
+static void splits_long(const struct bpe *b, size_t longest, struct splits *out)
+{
+    uint64_t size = 16;
+    while (size < 2 * (uint64_t)b->n_vocab + 16)
+        size *= 2;
+    struct roll_tab L = { sl_xmalloc(size * 8), sl_xcalloc(size, 4), size - 1 };
+    struct roll_tab R = { sl_xmalloc(size * 8), sl_xcalloc(size, 4), size - 1 };
+    for (uint32_t id = 0; id < b->n_vocab; id++) {
+        if (!is_regular(b, id))
+            continue;
+        const u8 *s = b->bytes + b->off[id];
+        size_t n = b->off[id + 1] - b->off[id];
+        uint64_t hl = 0, hr = 0;
+        for (size_t i = 0; i < n; i++) {
+            hl = hl * ROLL_K + s[i] + 1;
+            hr = hr * ROLL_K + s[n - 1 - i] + 1;
+        }
+        roll_put(&L, hl, id);
+        roll_put(&R, hr, id);
+    }
+    uint64_t *hr = sl_xmalloc((longest + 1) * sizeof(*hr));
+    for (uint32_t id = 0; id < b->n_vocab; id++) {
+        size_t n = b->off[id + 1] - b->off[id];
+        if (!is_regular(b, id) || n <= ROLL_MIN)
+            continue;
+        const u8 *s = b->bytes + b->off[id];
+        hr[n] = 0;
+        for (size_t k = n; k-- > 1;)
+            hr[k] = hr[k + 1] * ROLL_K + s[k] + 1;
+        uint64_t hl = 0;
+        for (size_t k = 1; k < n; k++) {
+            hl = hl * ROLL_K + s[k - 1] + 1;
+            int64_t l = roll_find(b, &L, hl, s, k);
+            int64_t r = l < 0 ? -1 : roll_find(b, &R, hr[k], s + k, n - k);
+            if (r >= 0)
+                split_add(out, l, r, id);
+        }
+    }
+    free(hr);
+    free(L.key);
+    free(L.id1);
+    free(R.key);
+    free(R.id1);
+}
+
+static size_t find_splits(struct bpe *b, uint32_t (**out)[3])
+{
+    struct splits s = { NULL, 0, 0 };
+    size_t longest = 0;
+    for (uint32_t id = 0; id < b->n_vocab; id++) {
+        if (!is_regular(b, id))
+            continue;
+        size_t n = b->off[id + 1] - b->off[id];
+        longest = n > longest ? n : longest;
+        if (n <= ROLL_MIN)
+            splits_short(b, id, &s);
+    }
+    b->max_len = (uint32_t)longest;
+    if (longest > ROLL_MIN)
+        splits_long(b, longest, &s);
+    *out = s.v;
+    return s.n;
 }
 
 static void pair_table_init(struct bpe *b, size_t n)
@@ -124,8 +274,9 @@ static int build_vocab(struct bpe *b, const struct toklist *t, const char *what)
     if (t->n == 0)
         return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': no tokens", what);
     if (max >= BPE_MAX_IDS)
-        return sl_err_set(SL_ERR_TOOBIG, "cannot load '%s': token id %u is too large (at most %u ids)",
-                          what, max, BPE_MAX_IDS);
+        return sl_err_set(SL_ERR_TOOBIG,
+                          "cannot load '%s': token id %u is too large (at most %u ids)", what, max,
+                          BPE_MAX_IDS);
     b->n_vocab = max + 1;
     b->flags = sl_xcalloc(b->n_vocab, 1);
     uint32_t *src = sl_xmalloc(sl_mul_size(b->n_vocab, sizeof(uint32_t)));
@@ -169,8 +320,9 @@ static int build_vtab(struct bpe *b, const char *what)
             return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': token %u is empty", what, id);
         int64_t other = bpe_vocab_find(b, b->bytes + b->off[id], n);
         if (other >= 0)
-            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': tokens %lld and %u have the same bytes",
-                              what, (long long)other, id);
+            return sl_err_set(SL_ERR_FORMAT,
+                              "cannot load '%s': tokens %lld and %u have the same bytes", what,
+                              (long long)other, id);
         vocab_insert(b, id);
     }
     for (int c = 0; c < 256; c++) {
@@ -231,7 +383,8 @@ static int b64_decode(const u8 *p, size_t n, struct sl_buf *out)
                     return -1;
             }
         }
-        uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint32_t x =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         u8 o[3] = { (u8)(x >> 16), (u8)(x >> 8), (u8)x };
         sl_buf_append(out, o, (size_t)(3 - pad));
     }
@@ -245,11 +398,12 @@ struct tk_special {
 
 static const struct tk_special sp_r50k[] = { { "<|endoftext|>", 50256 }, { NULL, 0 } };
 static const struct tk_special sp_cl100k[] = {
-    { "<|endoftext|>", 100257 }, { "<|fim_prefix|>", 100258 }, { "<|fim_middle|>", 100259 },
+    { "<|endoftext|>", 100257 },  { "<|fim_prefix|>", 100258 },  { "<|fim_middle|>", 100259 },
     { "<|fim_suffix|>", 100260 }, { "<|endofprompt|>", 100276 }, { NULL, 0 }
 };
 static const struct tk_special sp_o200k[] = { { "<|endoftext|>", 199999 },
-                                              { "<|endofprompt|>", 200018 }, { NULL, 0 } };
+                                              { "<|endofprompt|>", 200018 },
+                                              { NULL, 0 } };
 
 /* Meta's rank files (tokenizer.model of Llama 3 and Llama 4): 128,000 ranks with
  * cl100k_base's pattern and 200,000 with o200k_base's, their special tokens right after the
@@ -259,26 +413,54 @@ struct tk_names {
     const char *fmt;
     int from, to;
 };
-#define ONE(s) { s, 0, -1 }
-static const struct tk_names llama3_specials[] = {
-    ONE("<|begin_of_text|>"), ONE("<|end_of_text|>"), { "<|reserved_special_token_%d|>", 0, 1 },
-    ONE("<|finetune_right_pad_id|>"), ONE("<|step_id|>"), ONE("<|start_header_id|>"),
-    ONE("<|end_header_id|>"), ONE("<|eom_id|>"), ONE("<|eot_id|>"), ONE("<|python_tag|>"),
-    ONE("<|image|>"), { "<|reserved_special_token_%d|>", 2, 245 }, { NULL, 0, 0 }
-};
+#define ONE(s)                                                                                     \
+    {                                                                                              \
+        s, 0, -1                                                                                   \
+    }
+static const struct tk_names llama3_specials[] = { ONE("<|begin_of_text|>"),
+                                                   ONE("<|end_of_text|>"),
+                                                   { "<|reserved_special_token_%d|>", 0, 1 },
+                                                   ONE("<|finetune_right_pad_id|>"),
+                                                   ONE("<|step_id|>"),
+                                                   ONE("<|start_header_id|>"),
+                                                   ONE("<|end_header_id|>"),
+                                                   ONE("<|eom_id|>"),
+                                                   ONE("<|eot_id|>"),
+                                                   ONE("<|python_tag|>"),
+                                                   ONE("<|image|>"),
+                                                   { "<|reserved_special_token_%d|>", 2, 245 },
+                                                   { NULL, 0, 0 } };
 static const struct tk_names llama4_specials[] = {
-    ONE("<|begin_of_text|>"), ONE("<|end_of_text|>"), ONE("<|fim_prefix|>"), ONE("<|fim_middle|>"),
-    ONE("<|fim_suffix|>"), ONE("<|header_start|>"), ONE("<|header_end|>"), ONE("<|eom|>"),
-    ONE("<|eot|>"), ONE("<|step|>"), { "<|text_post_train_reserved_special_token_%d|>", 0, 5 },
-    ONE("<|python_start|>"), ONE("<|python_end|>"), ONE("<|finetune_right_pad|>"),
-    { "<|text_post_train_reserved_special_token_%d|>", 8, 68 }, ONE("<|image_start|>"),
-    ONE("<|image_end|>"), { "<|vision_reserved_special_token_%d|>", 0, 1 },
-    ONE("<|tile_x_separator|>"), ONE("<|tile_y_separator|>"),
-    { "<|vision_reserved_special_token_%d|>", 2, 5 }, ONE("<|image|>"),
-    { "<|vision_reserved_special_token_%d|>", 6, 6 }, ONE("<|patch|>"),
+    ONE("<|begin_of_text|>"),
+    ONE("<|end_of_text|>"),
+    ONE("<|fim_prefix|>"),
+    ONE("<|fim_middle|>"),
+    ONE("<|fim_suffix|>"),
+    ONE("<|header_start|>"),
+    ONE("<|header_end|>"),
+    ONE("<|eom|>"),
+    ONE("<|eot|>"),
+    ONE("<|step|>"),
+    { "<|text_post_train_reserved_special_token_%d|>", 0, 5 },
+    ONE("<|python_start|>"),
+    ONE("<|python_end|>"),
+    ONE("<|finetune_right_pad|>"),
+    { "<|text_post_train_reserved_special_token_%d|>", 8, 68 },
+    ONE("<|image_start|>"),
+    ONE("<|image_end|>"),
+    { "<|vision_reserved_special_token_%d|>", 0, 1 },
+    ONE("<|tile_x_separator|>"),
+    ONE("<|tile_y_separator|>"),
+    { "<|vision_reserved_special_token_%d|>", 2, 5 },
+    ONE("<|image|>"),
+    { "<|vision_reserved_special_token_%d|>", 6, 6 },
+    ONE("<|patch|>"),
     { "<|vision_reserved_special_token_%d|>", 7, 1047 },
-    { "<|reasoning_reserved_special_token_%d|>", 0, 7 }, ONE("<|reasoning_thinking_start|>"),
-    ONE("<|reasoning_thinking_end|>"), { "<|reserved_special_token_%d|>", 0, 903 }, { NULL, 0, 0 }
+    { "<|reasoning_reserved_special_token_%d|>", 0, 7 },
+    ONE("<|reasoning_thinking_start|>"),
+    ONE("<|reasoning_thinking_end|>"),
+    { "<|reserved_special_token_%d|>", 0, 903 },
+    { NULL, 0, 0 }
 };
 #undef ONE
 
@@ -338,7 +520,8 @@ static int sidecar_special(void *ctx, const struct sl_json_member *m)
     sl_buf_reset(&c->str);
     if (!sl_json_decode_string(c->base, m->key - 1, m->key + m->key_len + 1, &c->str, &err) ||
         c->str.len == 0 || memchr(c->str.data, 0, c->str.len))
-        return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': a special token name is not a non-empty string",
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot load '%s': a special token name is not a non-empty string",
                           c->name);
     int64_t id = 0;
     int ok = m->val_len > 0 && m->val_len < 11;
@@ -347,10 +530,11 @@ static int sidecar_special(void *ctx, const struct sl_json_member *m)
         id = id * 10 + (m->val[i] - '0');
     }
     if (!ok || id >= BPE_MAX_IDS)
-        return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special token '%s' has no valid id", c->name,
-                          c->str.data);
+        return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special token '%s' has no valid id",
+                          c->name, c->str.data);
     if (c->n >= 4096)
-        return sl_err_set(SL_ERR_TOOBIG, "cannot load '%s': more than 4096 special tokens", c->name);
+        return sl_err_set(SL_ERR_TOOBIG, "cannot load '%s': more than 4096 special tokens",
+                          c->name);
     c->spec = sl_xrealloc(c->spec, (c->n + 2) * sizeof(*c->spec));
     c->spec[c->n].name = sl_xstrdup(c->str.data);
     c->spec[c->n].id = (uint32_t)id;
@@ -367,21 +551,25 @@ static int sidecar_member(void *ctx, const struct sl_json_member *m)
         c->kind = -2;
         for (int k = 0; k < 3; k++) {
             const char *nm = pretok_name((enum pretok_kind)k);
-            if (m->val_len == strlen(nm) + 2 && m->val[0] == '"' && !memcmp(m->val + 1, nm, strlen(nm)))
+            if (m->val_len == strlen(nm) + 2 && m->val[0] == '"' &&
+                !memcmp(m->val + 1, nm, strlen(nm)))
                 c->kind = k;
         }
         if (c->kind < 0)
-            return sl_err_set(SL_ERR_FORMAT,
-                              "cannot load '%s': pattern %.*s is not \"gpt2\", \"cl100k\" or \"o200k\"",
-                              c->name, (int)(m->val_len > 40 ? 40 : m->val_len), m->val);
+            return sl_err_set(
+                SL_ERR_FORMAT,
+                "cannot load '%s': pattern %.*s is not \"gpt2\", \"cl100k\" or \"o200k\"", c->name,
+                (int)(m->val_len > 40 ? 40 : m->val_len), m->val);
     } else if (sl_json_key_eq(m, "special_tokens")) {
         if (m->val[0] != '{')
-            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special_tokens is not an object", c->name);
+            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special_tokens is not an object",
+                              c->name);
         if (!c->spec)
             c->spec = sl_xcalloc(1, sizeof(*c->spec));
         int rc = sl_json_scan_object(m->val, m->val_len, sidecar_special, c, &err);
         if (rc == SL_ERR_FORMAT && err.reason)
-            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special_tokens: %s", c->name, err.reason);
+            return sl_err_set(SL_ERR_FORMAT, "cannot load '%s': special_tokens: %s", c->name,
+                              err.reason);
         return rc;
     }
     return 0;
@@ -506,44 +694,8 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
     if (!rc) {
         /* every split of a token into two tokens merges at the token's rank; the splits
          * are found once, then the table is sized for them */
-        uint32_t (*pairs)[3] = NULL;
-        size_t npairs = 0, cap = 0;
-        for (uint32_t id = 0; id < b->n_vocab; id++) {
-            if ((b->flags[id] & (FL_PRESENT | FL_SPECIAL)) != FL_PRESENT)
-                continue;
-            const u8 *s = b->bytes + b->off[id];
-            size_t n = b->off[id + 1] - b->off[id];
-            if (n > b->max_len)
-                b->max_len = (uint32_t)n;
-            /* the hashes of every prefix and suffix first, their slots prefetched, so
-             * that the lookups' memory latencies overlap */
-            uint64_t hl[SPLIT_MAX], hr[SPLIT_MAX];
-            size_t ns = n - 1 < SPLIT_MAX ? n - 1 : SPLIT_MAX;
-            for (size_t k = 1; k <= ns; k++) {
-                hl[k - 1] = bpe_hash_bytes(s, k);
-                hr[k - 1] = bpe_hash_bytes(s + k, n - k);
-                __builtin_prefetch(&b->vtab[hl[k - 1] & b->vmask]);
-                __builtin_prefetch(&b->vtab[hr[k - 1] & b->vmask]);
-            }
-            for (size_t k = 1; k < n; k++) {
-                int64_t l = k <= ns ? bpe_vocab_find_h(b, hl[k - 1], s, k)
-                                    : bpe_vocab_find(b, s, k);
-                if (l < 0)
-                    continue;
-                int64_t r = k <= ns ? bpe_vocab_find_h(b, hr[k - 1], s + k, n - k)
-                                    : bpe_vocab_find(b, s + k, n - k);
-                if (r < 0)
-                    continue;
-                if (npairs == cap) {
-                    cap = cap ? cap * 2 : 4096;
-                    pairs = sl_xrealloc(pairs, sl_mul_size(cap, sizeof(*pairs)));
-                }
-                pairs[npairs][0] = (uint32_t)l;
-                pairs[npairs][1] = (uint32_t)r;
-                pairs[npairs][2] = id;
-                npairs++;
-            }
-        }
+        uint32_t(*pairs)[3] = NULL;
+        size_t npairs = find_splits(b, &pairs);
         pair_table_init(b, npairs);
         for (size_t i = 0; i < npairs; i++)
             pair_put(b, pairs[i][0], pairs[i][1], pairs[i][2], 1);
@@ -636,7 +788,8 @@ static void byte_unicode_maps(uint32_t b2u[256], int16_t u2b[324])
     for (int c = 0; c < 324; c++)
         u2b[c] = -1;
     for (int c = 0; c < 256; c++) {
-        int printable = (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
+        int printable =
+            (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
         b2u[c] = printable ? (uint32_t)c : (uint32_t)(256 + n++);
         u2b[b2u[c]] = (int16_t)c;
     }
@@ -682,7 +835,8 @@ static int vocab_member(void *ctx, const struct sl_json_member *m)
         struct sl_json_error err;
         sl_buf_reset(c->key);
         if (!sl_json_decode_string(c->base, m->key - 1, m->key + m->key_len + 1, c->key, &err))
-            return sl_err_set(SL_ERR_FORMAT, "cannot load vocabulary of '%s': %s", c->name, err.reason);
+            return sl_err_set(SL_ERR_FORMAT, "cannot load vocabulary of '%s': %s", c->name,
+                              err.reason);
         key = c->key->data ? c->key->data : "";
         klen = c->key->len;
     }
@@ -693,8 +847,9 @@ static int vocab_member(void *ctx, const struct sl_json_member *m)
         id = id * 10 + (m->val[i] - '0');
     }
     if (!ok || id > 0x7ffffffe)
-        return sl_err_set(SL_ERR_FORMAT, "cannot load vocabulary of '%s': token '%.*s' has no valid id",
-                          c->name, (int)(klen > 40 ? 40 : klen), key);
+        return sl_err_set(SL_ERR_FORMAT,
+                          "cannot load vocabulary of '%s': token '%.*s' has no valid id", c->name,
+                          (int)(klen > 40 ? 40 : klen), key);
     if (klen == 0)
         return sl_err_set(SL_ERR_FORMAT, "cannot load vocabulary of '%s': empty token", c->name);
     int mapped = unmap_symbol(c->u2b, key, klen, c->sym) == 0 && c->sym->len > 0;
@@ -767,9 +922,10 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
             }
             const u8 *sp = memchr(p, ' ', (size_t)(re - p));
             if (!sp || sp == p || sp + 1 >= re || memchr(sp + 1, ' ', (size_t)(re - sp - 1))) {
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot load merges '%s': line %llu is not two symbols separated by a space",
-                                name, (unsigned long long)line);
+                rc = sl_err_set(
+                    SL_ERR_FORMAT,
+                    "cannot load merges '%s': line %llu is not two symbols separated by a space",
+                    name, (unsigned long long)line);
                 break;
             }
             int64_t l = -1, r = -1, m = -1;
@@ -782,7 +938,9 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
                 m = bpe_vocab_find(b, (const u8 *)sym.data, sym.len);
             }
             if (m < 0) {
-                const char *which = l < 0 ? "its first symbol" : r < 0 ? "its second symbol" : "the merged token";
+                const char *which = l < 0   ? "its first symbol"
+                                    : r < 0 ? "its second symbol"
+                                            : "the merged token";
                 rc = sl_err_set(SL_ERR_FORMAT,
                                 "cannot load merges '%s': line %llu ('%.*s'): %s is not in the "
                                 "vocabulary\nhint: are the vocabulary and merges files from the "
@@ -808,7 +966,8 @@ int bpe_load_gpt2_mem(struct bpe **out, const char *vocab, size_t vocab_len, con
     if (!rc) {
         for (uint32_t id = 0; id < b->n_vocab; id++)
             if (b->flags[id] & FL_SPECIAL) {
-                char *s = sl_xstrndup((const char *)b->bytes + b->off[id], b->off[id + 1] - b->off[id]);
+                char *s =
+                    sl_xstrndup((const char *)b->bytes + b->off[id], b->off[id + 1] - b->off[id]);
                 add_special(b, s, id);
                 free(s);
             }
@@ -887,7 +1046,8 @@ int bpe_load_gpt2(struct bpe **out, const char *vocab_path, const char *merges_p
         if (rc && strstr(sl_err_msg(), "cannot load merges '")) {
             char *msg = sl_xstrdup(sl_err_msg());
             const char *rest = strstr(msg, "': ") + 3;
-            sl_err_set(rc, "cannot load merges '%s' (with vocabulary '%s'): %s", merges_path, vocab_path, rest);
+            sl_err_set(rc, "cannot load merges '%s' (with vocabulary '%s'): %s", merges_path,
+                       vocab_path, rest);
             free(msg);
         }
     }
@@ -915,8 +1075,9 @@ int bpe_load_gpt2_dir(struct bpe **out, const char *dir)
         free(m);
     }
     *out = NULL;
-    return sl_err_set(SL_ERR_NOTFOUND,
-                      "cannot load GPT-2 tokenizer from '%s': no vocab.json or encoder.json there\n"
-                      "hint: the directory needs vocab.json + merges.txt (or encoder.json + vocab.bpe)",
-                      dir);
+    return sl_err_set(
+        SL_ERR_NOTFOUND,
+        "cannot load GPT-2 tokenizer from '%s': no vocab.json or encoder.json there\n"
+        "hint: the directory needs vocab.json + merges.txt (or encoder.json + vocab.bpe)",
+        dir);
 }

@@ -176,4 +176,21 @@ for mode in huge stall; do
     fi
 done
 
+case_ "a tiktoken rank file with a 6 MB token loads in linear time, with the same ids"
+# the split search hashed every prefix and suffix of a token from scratch: a 300 KB line
+# took 9 s, 15 MB never ended; the timeout only catches that, it measures nothing
+mkdir -p "$T/longtok"
+zstd -q -d -c "$FIX/tokenizer/r50k_base.tiktoken.zst" | "$PY" -c "
+import base64, sys
+lines = sys.stdin.read().splitlines()
+lines[-2] = base64.b64encode(b'ab' * 3000000).decode() + ' ' + lines[-2].split()[1]
+sys.stdout.write('\\n'.join(lines) + '\\n')" > "$T/longtok/r50k_base.tiktoken"
+printf '{"text":"Hello world, and a few words more."}\n' > "$T/longtok/in.jsonl"
+run timeout 60 "$SLUICE" tokenize -q --tokenizer "tiktoken:$T/longtok/r50k_base.tiktoken" --out "$T/longtok/o" "$T/longtok/in.jsonl"
+expect_rc 0
+zstd -q -d -c "$FIX/tokenizer/r50k_base.tiktoken.zst" > "$T/longtok/plain.tiktoken"
+run "$SLUICE" tokenize -q --tokenizer "tiktoken:$T/longtok/plain.tiktoken" --out "$T/longtok/p" "$T/longtok/in.jsonl"
+expect_eq "$("$PY" "$(dirname "$0")/megatron_idx.py" dump "$T/longtok/o_text_document")" \
+    "$("$PY" "$(dirname "$0")/megatron_idx.py" dump "$T/longtok/p_text_document")"
+
 finish
