@@ -37,17 +37,41 @@ const char *sl_log_prog(void)
     return prog;
 }
 
+/* Messages quote outside data (file names, URLs, JSON values): control characters other
+ * than newline and tab are written as \xNN (C0 and DEL) or \u00NN (C1, as UTF-8), so that a
+ * file named "evil\e]0;x\a.jsonl" cannot retitle or redraw the terminal. */
+static void escape_controls(const char *in, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 7 < cap; p++) {
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) {
+            out[o++] = '\\', out[o++] = 'x';
+            out[o++] = hex[*p >> 4], out[o++] = hex[*p & 15];
+        } else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+            memcpy(out + o, "\\u00", 4);
+            o += 4;
+            out[o++] = hex[p[1] >> 4], out[o++] = hex[p[1] & 15];
+            p++;
+        } else {
+            out[o++] = (char)*p;
+        }
+    }
+    out[o] = 0;
+}
+
 static void emit(const char *tag, const char *fmt, va_list ap)
 {
-    char line[4096];
+    char line[4096], safe[4 * sizeof(line)];
     int n = 0;
     if (log_size > 1)
         n = snprintf(line, sizeof(line), "[rank %d] ", log_rank);
     if (tag)
         n += snprintf(line + n, sizeof(line) - (size_t)n, "%s", tag);
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    escape_controls(line, safe, sizeof(safe));
     /* one write per message so ranks do not interleave mid-line */
-    fprintf(stderr, "%s\n", line);
+    fprintf(stderr, "%s\n", safe);
 }
 
 void sl_error(const char *fmt, ...)

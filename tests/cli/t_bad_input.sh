@@ -177,4 +177,14 @@ expect_rc 1; expect_err "turn it into documents with \`sluice extract --format w
 run "$SLUICE" extract --format jsonl --out "$T/o-w6" "$T/bad/mixed.jsonl"
 expect_rc 0
 
+case_ "a file name with terminal escapes is quoted escaped in every message"
+mkdir -p "$T/esc"
+evil="$T/esc/evil$(printf '\033')]0;pwned$(printf '\007')x$(printf '\302\233')2J.jsonl"
+printf 'not json\n' > "$evil"
+for cmd in "tokenize --tokenizer gpt2:$T/gpt2 --out $T/esc/t" "reshard --out $T/esc/r" "clean --out $T/esc/c"; do
+    run "$SLUICE" $cmd "$T/esc"
+    grep -q "$(printf '\033')\|$(printf '\007')\|$(printf '\302\233')" "$T/err" && fail "raw control characters on stderr: $cmd" || ok
+    expect_err 'evil\x1b]0;pwned\x07x\u009b2J.jsonl'
+done
+
 finish
