@@ -554,6 +554,26 @@ out:
     return rc;
 }
 
+/* The tensor `prefix` + mt's name of f, F32 of mt's shape itself (not only its bytes: a
+ * transposed tensor has as many), or NULL with the error set. */
+static const struct st_tensor *model_tensor_in(const struct st_file *f, const char *file,
+                                               const char *prefix, const struct model_tensor *mt)
+{
+    char name[MODEL_NAME_MAX + 16];
+    snprintf(name, sizeof(name), "%s%s", prefix, mt->name);
+    const struct st_tensor *t = st_find(f, name);
+    int shaped = t && t->ndim == mt->ndim && t->shape[0] == mt->shape[0] &&
+                 (mt->ndim == 1 || t->shape[1] == mt->shape[1]);
+    if (t && !strcmp(t->dtype, "F32") && shaped && t->nbytes == mt->numel * sizeof(float))
+        return t;
+    char want[64];
+    snprintf(want, sizeof(want), mt->ndim == 1 ? "[%lld]" : "[%lld, %lld]",
+             (long long)mt->shape[0], (long long)mt->shape[1]);
+    sl_err_set(SL_ERR_CORRUPT, "checkpoint file '%s': tensor '%s' is %s %s", file, name,
+               t ? "not F32 of the model's shape" : "missing; the model's shape is", want);
+    return NULL;
+}
+
 static int load_slab(const char *file, const struct model_layout *l, float *slab,
                      const char *prefix)
 {
@@ -561,10 +581,12 @@ static int load_slab(const char *file, const struct model_layout *l, float *slab
     int rc = st_open(&f, file);
     if (rc)
         return rc;
-    char name[MODEL_NAME_MAX + 16];
     for (int i = 0; i < l->n && !rc; i++) {
-        snprintf(name, sizeof(name), "%s%s", prefix, l->t[i].name);
-        rc = st_read_f32(f, name, slab + l->t[i].offset, l->t[i].numel);
+        const struct st_tensor *t = model_tensor_in(f, file, prefix, &l->t[i]);
+        if (t)
+            memcpy(slab + l->t[i].offset, t->data, t->nbytes);
+        else
+            rc = SL_ERR_CORRUPT;
     }
     st_close(f);
     return rc;
@@ -741,7 +763,6 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
     }
     struct st_file *f;
     rc = st_open(&f, p);
-    char name[MODEL_NAME_MAX + 16];
     for (int i = 0; !rc && i < l->n; i++) {
         const struct model_tensor *mt = &l->t[i];
         int needed = 0;
@@ -749,11 +770,9 @@ int ckpt_read_ranges(const char *path, const struct model_layout *l, enum ckpt_p
             needed |= mt->offset < r[k].first + r[k].n && r[k].first < mt->offset + mt->numel;
         if (!needed)
             continue;
-        snprintf(name, sizeof(name), "%s%s", prefixes[part], mt->name);
-        const struct st_tensor *t = st_find(f, name);
-        if (!t || strcmp(t->dtype, "F32") != 0 || t->nbytes != mt->numel * sizeof(float)) {
-            rc = sl_err_set(SL_ERR_CORRUPT, "checkpoint file '%s': tensor '%s' is %s", p, name,
-                            t ? "not F32 of the model's shape" : "missing");
+        const struct st_tensor *t = model_tensor_in(f, p, prefixes[part], mt);
+        if (!t) {
+            rc = SL_ERR_CORRUPT;
             break;
         }
         copy_overlap((const float *)t->data, mt->offset, mt->numel, r, nr, dst);

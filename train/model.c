@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,8 +348,32 @@ static int jint(struct json_object *o, const char *k, int *out)
     struct json_object *v;
     if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_int))
         return sl_err_set(SL_ERR_FORMAT, "model config: '%s' missing or not an integer", k);
-    *out = json_object_get_int(v);
+    /* json-c clamps a wider value to INT32_MAX: 2^40 would read as 2147483647 */
+    int64_t x = json_object_get_int64(v);
+    if (x < INT_MIN || x > INT_MAX)
+        return sl_err_set(SL_ERR_FORMAT, "model config: '%s' is %s, out of range (at most %d)",
+                          k, json_object_get_string(v), INT_MAX);
+    *out = (int)x;
     return 0;
+}
+
+/* The index of s among the |-separated names, or an error naming the key and the names
+ * (an unknown value was read as the first name). */
+static int jchoice(const char *k, const char *s, const char *names, int *out)
+{
+    int i = 0;
+    for (const char *p = names; *p; i++) {
+        const char *e = strchr(p, '|');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (strlen(s) == n && !strncmp(s, p, n)) {
+            *out = i;
+            return 0;
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return sl_err_set(SL_ERR_FORMAT, "model config: '%s' is '%s', not one of %s", k, s, names);
 }
 
 static int jdbl(struct json_object *o, const char *k, double *out)
@@ -415,12 +440,20 @@ int model_config_from_json(struct model_config *c, const char *json, size_t len)
         (rc = jdbl(rs, "high_freq_factor", &c->rope_high_freq_factor)) ||
         (rc = jdbl(rs, "original_max_position_embeddings", &omp)))
         goto out;
+    if (!(omp >= 0 && omp <= INT_MAX)) {
+        rc = sl_err_set(SL_ERR_FORMAT,
+                        "model config: 'original_max_position_embeddings' is out of range");
+        goto out;
+    }
     c->rope_original_max_pos = (int)omp;
-    c->norm = !strcmp(norm, "rmsnorm") ? MODEL_RMSNORM : MODEL_LAYERNORM;
-    c->act = !strcmp(act, "swiglu")      ? MODEL_SWIGLU
-             : !strcmp(act, "gelu_tanh") ? MODEL_GELU_TANH
-                                         : MODEL_GELU;
-    c->pos = !strcmp(pos, "rope") ? MODEL_POS_ROPE : MODEL_POS_LEARNED;
+    int ni, ai, pi;
+    if ((rc = jchoice("normalization", norm, "layernorm|rmsnorm", &ni)) ||
+        (rc = jchoice("activation", act, "gelu|gelu_tanh|swiglu", &ai)) ||
+        (rc = jchoice("position_embedding_type", pos, "learned_absolute|rope", &pi)))
+        goto out;
+    c->norm = ni ? MODEL_RMSNORM : MODEL_LAYERNORM;
+    c->act = ai == 2 ? MODEL_SWIGLU : ai == 1 ? MODEL_GELU_TANH : MODEL_GELU;
+    c->pos = pi ? MODEL_POS_ROPE : MODEL_POS_LEARNED;
     c->norm_eps = (float)eps;
     c->init_std = (float)std;
     c->head_dim = c->n_heads > 0 ? c->d_model / c->n_heads : 0;

@@ -261,7 +261,8 @@ static int parse(struct st_file *f)
                 goto out;
             }
             t->shape[d] = v;
-            count *= (uint64_t)v;
+            if (count <= (__uint128_t)UINT64_MAX) /* past 2^64 it stays there: no overflow */
+                count *= (uint64_t)v;
         }
         int64_t b = -1, e = -1;
         struct json_object *ob = json_object_array_get_idx(of, 0),
@@ -278,10 +279,16 @@ static int parse(struct st_file *f)
             goto out;
         }
         if (count * es != (__uint128_t)(e - b)) {
+            /* a product past 2^64 was printed as its low 64 bits ("needs 0") */
+            char need[48];
+            if (count * es > UINT64_MAX)
+                snprintf(need, sizeof(need), "more than 2^64");
+            else
+                snprintf(need, sizeof(need), "%llu", (unsigned long long)(count * es));
             rc = sl_err_set(SL_ERR_FORMAT,
                             "cannot read safetensors '%s': tensor '%s' has %lld "
-                            "bytes but its shape needs %llu",
-                            nm, key, (long long)(e - b), (unsigned long long)(count * es));
+                            "bytes but its shape needs %s",
+                            nm, key, (long long)(e - b), need);
             goto out;
         }
         t->data = data + b;

@@ -149,6 +149,58 @@ run "$SLUICE" train "$CFG" data=synthetic train.steps=8 "${SMALL[@]}" checkpoint
 expect_rc 1
 expect_err "checkpoint.json' is damaged"
 
+case_ "checkpoint.json read strictly: an unknown type, a size out of range"
+# (an unknown normalization was read as layernorm, hidden_size 2^40 as 2147483647)
+lie() { # DIR KEY VALUE: a copy of b's step 6 with model.KEY set to the JSON VALUE
+    rm -rf "$1"; mkdir -p "$1"; cp -r "$T/b/step-00000006" "$1/"
+    python3 - "$1/step-00000006/checkpoint.json" "$2" "$3" <<'PY'
+import json, sys
+p, k, v = sys.argv[1:]
+m = json.load(open(p)); m["model"][k] = json.loads(v); json.dump(m, open(p, "w"))
+PY
+}
+for kv in normalization=layernorm2 activation=relu position_embedding_type=alibi; do
+    lie "$T/lie" "${kv%=*}" "\"${kv#*=}\""
+    run "$SLUICE" export hf --out "$T/lie-hf" "$T/lie"
+    expect_rc 1; expect_err "'${kv%=*}' is '${kv#*=}', not one of"
+    expect_no_file "$T/lie-hf/model.safetensors"
+done
+lie "$T/lie" hidden_size 1099511627776
+run "$SLUICE" export hf --out "$T/lie-hf" "$T/lie"
+expect_rc 1; expect_err "'hidden_size' is 1099511627776, out of range"
+
+case_ "a transposed tensor with the right byte count is refused, with the shape it should have"
+rm -rf "$T/tr"; mkdir -p "$T/tr"; cp -r "$T/b/step-00000006" "$T/tr/"
+python3 - "$T/tr/step-00000006/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+n, = struct.unpack("<Q", d[:8])
+h = json.loads(d[8:8 + n])
+name = next(k for k, v in h.items() if k != "__metadata__" and len(v["shape"]) == 2 and v["shape"][0] != v["shape"][1])
+h[name]["shape"] = h[name]["shape"][::-1]
+s = json.dumps(h, separators=(",", ":")).encode().ljust(n)
+open(p, "wb").write(d[:8] + s + d[8 + n:])
+print(name)
+PY
+run "$SLUICE" train "$CFG" data=synthetic train.steps=8 "${SMALL[@]}" checkpoint.dir="$T/tr"
+expect_rc 1; expect_err "not F32 of the model's shape ["
+
+case_ "a safetensors shape whose product passes 2^64 is reported as such, not as 'needs 0'"
+python3 - "$T/tr/step-00000006/model.safetensors" <<'PY'
+import json, struct, sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+n, = struct.unpack("<Q", d[:8])
+h = json.loads(d[8:8 + n])
+name = next(k for k in h if k != "__metadata__")
+h[name]["shape"] = [2 ** 48, 2 ** 48, 2 ** 48, 2 ** 48]
+s = json.dumps(h, separators=(",", ":")).encode()
+open(p, "wb").write(struct.pack("<Q", len(s)) + s + d[8 + n:])
+PY
+run "$SLUICE" train "$CFG" data=synthetic train.steps=8 "${SMALL[@]}" checkpoint.dir="$T/tr"
+expect_rc 1; expect_err "its shape needs more than 2^64"
+
 case_ "resuming with another model is refused"
 run "$SLUICE" train "$CFG" data=synthetic train.steps=8 "${SMALL[@]}" model.hidden_size=128 checkpoint.dir="$T/b"
 expect_rc 1
