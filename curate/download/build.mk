@@ -3,3 +3,4 @@ LIB_SRCS += curate/download/cmd_download.c curate/download/fetch.c curate/downlo
             curate/download/resp_head.c curate/download/part_meta.c
 # libcurl and libcrypto are loaded when first used (fetch.c, checksum.c), not linked
 PKGS_LOADED += libcurl libcrypto
+FUZZ_TARGETS += fuzz_resp_head
