@@ -187,6 +187,50 @@ static size_t find_duplicate(char *const *names, size_t n, size_t *first)
     return dup;
 }
 
+static void free_argv(char **v, int argc)
+{
+    for (int i = 0; i < argc; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* Each URL's scheme, and the file name it is saved under into names[i] (unique). 0, or
+ * SL_ERR_USAGE naming the URL in its display form. */
+static int check_urls(const struct sl_strlist *urls, char **names)
+{
+    int rc = 0;
+    for (size_t i = 0; i < urls->n && !rc; i++) {
+        const char *u = urls->v[i];
+        char *shown = fetch_url_display(u);
+        size_t scheme = strcspn(u, ":/?#"); /* as fetch_url_display reads it */
+        if (!fetch_scheme_ok(u) && !strncmp(u + scheme, "://", 3))
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "cannot download '%s': the scheme '%.*s' is not allowed\n"
+                            "hint: sluice fetches http:// and https:// URLs only",
+                            shown, (int)(scheme < 32 ? scheme : 32), u);
+        else if (!fetch_scheme_ok(u))
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "cannot download '%s': the URL has no scheme\n"
+                            "hint: write it as http://... or https://...",
+                            shown);
+        else if (!name_ok(names[i] = url_name(u)))
+            rc = sl_err_set(SL_ERR_USAGE,
+                            "cannot name the file for URL '%s'\n"
+                            "hint: the URL must end in a file name (not '/', not hidden)",
+                            shown);
+        free(shown);
+    }
+    size_t first = 0, dup = rc ? urls->n : find_duplicate(names, urls->n, &first);
+    if (dup < urls->n) {
+        char *a = fetch_url_display(urls->v[first]), *b = fetch_url_display(urls->v[dup]);
+        rc = sl_err_set(SL_ERR_USAGE, "URLs '%s' and '%s' would both be saved as '%s'", a, b,
+                        names[dup]);
+        free(a);
+        free(b);
+    }
+    return rc;
+}
+
 struct progress_ctx {
     struct sl_progress *p;
     uint64_t bytes, files;
@@ -199,12 +243,41 @@ static void on_bytes(void *ctx, uint64_t n)
     sl_progress_update(pc->p, pc->bytes, pc->files);
 }
 
-static const char *cur_name;
+static const char *cur_url; /* the display form of the URL being fetched */
 
 static void on_retry(void *ctx, int attempt, double wait, const char *why)
 {
     (void)ctx;
-    sl_warn("'%s': %s; retry %d in %.1f s", cur_name, why, attempt, wait);
+    sl_warn("'%s': %s; retry %d in %.1f s", cur_url, why, attempt, wait);
+}
+
+static void on_restart(void *ctx, const char *why)
+{
+    (void)ctx;
+    sl_warn("'%s': %s", cur_url, why);
+}
+
+/* The command line as the manifest records it: each URL in its display form (no user
+ * information, no query values), alone or after "--url=". The caller frees the array and
+ * its strings. */
+static char **shown_argv(int argc, const char **argv)
+{
+    char **v = sl_xcalloc((size_t)argc + 1, sizeof(char *));
+    for (int i = 0; i < argc; i++) {
+        const char *eq = argv[i][0] == '-' ? strchr(argv[i], '=') : NULL;
+        if (!strstr(argv[i], "://")) {
+            v[i] = sl_xstrdup(argv[i]);
+        } else if (eq) {
+            char *u = fetch_url_display(eq + 1);
+            v[i] = sl_xasprintf("%.*s%s", (int)(eq + 1 - argv[i]), argv[i], u ? u : "***");
+            free(u);
+        } else {
+            v[i] = fetch_url_display(argv[i]);
+            if (!v[i])
+                v[i] = sl_xstrdup("***");
+        }
+    }
+    return v;
 }
 
 /* Fetch one URL to DIR/NAME. 0, or <0 with the message set (the run goes on with the
@@ -220,6 +293,7 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
     struct sl_counters c;
     sl_counters_init(&c);
     int rc = 0;
+    char *shown = NULL;
     struct stat sb;
     if (sl_stage_done(st, name)) {
         sl_counters_add(total, "files_already_present", 1);
@@ -247,10 +321,17 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
             rc = sl_stage_record(st, name, &c);
         goto out;
     }
-    struct fetch_opts fo = { (int)o->retries,  o->retry_wait,      o->connect_timeout,
-                             o->stall_timeout, (long)o->min_speed, NULL,
-                             on_retry,         on_bytes,           pc };
-    cur_name = name;
+    struct fetch_opts fo = { .retries = (int)o->retries,
+                             .retry_wait = o->retry_wait,
+                             .connect_timeout = o->connect_timeout,
+                             .stall_timeout = o->stall_timeout,
+                             .min_speed = (long)o->min_speed,
+                             .on_retry = on_retry,
+                             .on_bytes = on_bytes,
+                             .on_restart = on_restart,
+                             .ctx = pc };
+    shown = fetch_url_display(url);
+    cur_url = shown ? shown : name;
     for (int round = 0; round < 2; round++) {
         struct fetch_result fr;
         rc = fetch_url(url, part, &fo, &fr);
@@ -259,6 +340,10 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
             sl_counters_add(&c, "retries", (uint64_t)fr.attempts - 1);
         if (fr.resumed)
             sl_counters_add(&c, "files_resumed", 1);
+        if (fr.restarts)
+            sl_counters_add(&c, "restarts", (uint64_t)fr.restarts);
+        if (fr.bad_responses)
+            sl_counters_add(&c, "bad_responses", (uint64_t)fr.bad_responses);
         if (rc)
             break;
         if (want) {
@@ -298,6 +383,7 @@ static int download_one(const struct opts *o, struct sl_stage *st, const char *u
         break;
     }
 out:
+    free(shown);
     sl_counters_merge(total, &c);
     sl_counters_release(&c);
     free(final);
@@ -320,33 +406,7 @@ static int run(struct opts *o, int argc, const char **argv)
         return rc == SL_ERR_USAGE ? 2 : 1;
     }
     names = sl_xcalloc(urls.n, sizeof(char *));
-    for (size_t i = 0; i < urls.n && !rc; i++) {
-        if (!fetch_scheme_ok(urls.v[i])) {
-            const char *colon = strstr(urls.v[i], "://");
-            if (colon)
-                rc = sl_err_set(SL_ERR_USAGE,
-                                "cannot download '%s': the scheme '%.*s' is not allowed\n"
-                                "hint: sluice fetches http:// and https:// URLs only",
-                                urls.v[i], (int)(colon - urls.v[i] < 32 ? colon - urls.v[i] : 32),
-                                urls.v[i]);
-            else
-                rc = sl_err_set(SL_ERR_USAGE,
-                                "cannot download '%s': the URL has no scheme\n"
-                                "hint: write it as http://... or https://...",
-                                urls.v[i]);
-            break;
-        }
-        names[i] = url_name(urls.v[i]);
-        if (!name_ok(names[i]))
-            rc = sl_err_set(SL_ERR_USAGE,
-                            "cannot name the file for URL '%s'\n"
-                            "hint: the URL must end in a file name (not '/', not hidden)",
-                            urls.v[i]);
-    }
-    size_t first = 0, dup = rc ? urls.n : find_duplicate(names, urls.n, &first);
-    if (dup < urls.n)
-        rc = sl_err_set(SL_ERR_USAGE, "URLs '%s' and '%s' would both be saved as '%s'",
-                        urls.v[first], urls.v[dup], names[dup]);
+    rc = check_urls(&urls, names);
     if (!rc && o->checksums)
         rc = checksum_list_load(&sums, o->checksums);
     if (!rc && o->checksums) {
@@ -380,11 +440,12 @@ static int run(struct opts *o, int argc, const char **argv)
     sl_options_settings_json(cmd_download_options, &settings);
     struct sl_stage st;
     int have_stage = 0;
+    char **argv_shown = shown_argv(argc, argv); /* no secrets in the manifest */
     if (!rc) {
         struct sl_stage_cfg cfg = { .stage = "download",
                                     .out_dir = o->out,
                                     .argc = argc,
-                                    .argv = argv,
+                                    .argv = (const char **)argv_shown,
                                     .inputs = &none,
                                     .settings_json = settings.data,
                                     .force = o->force };
@@ -400,6 +461,7 @@ static int run(struct opts *o, int argc, const char **argv)
         sl_strlist_release(&urls);
         checksum_list_release(&sums);
         sl_buf_release(&settings);
+        free_argv(argv_shown, argc);
         return code;
     }
 
@@ -451,6 +513,7 @@ static int run(struct opts *o, int argc, const char **argv)
     sl_strlist_release(&urls);
     checksum_list_release(&sums);
     sl_buf_release(&settings);
+    free_argv(argv_shown, argc);
     return failed || rc ? 1 : 0;
 }
 

@@ -1,14 +1,18 @@
-/* One URL -> one partial file over libcurl: Range resume, retry with backoff, and the
- * bookkeeping that keeps a partial file consistent when servers ignore Range. */
+/* One URL -> one partial file over libcurl: Range resume with If-Range, retry with backoff,
+ * and the checks of each answer (range, size, version) that keep a server that ignores
+ * Range, or lies, from leaving a short, stale or spliced file. */
 #include "curate/download/fetch.h"
 
 #include "core/dl.h"
 #include "core/err.h"
 #include "core/stage.h"
+#include "curate/download/part_meta.h"
+#include "curate/download/resp_head.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,170 +74,292 @@ void fetch_global_cleanup(void)
         cu.global_cleanup();
 }
 
+/* Body bytes a response did not announce (a 200 without Content-Length, chunked). */
+#define LEN_UNKNOWN UINT64_MAX
+
+/* libcurl's code for a response header over its limits: CURLE_TOO_LARGE from 8.6 on; older
+ * versions, such as 7.88, say CURLE_OUT_OF_MEMORY for a line over 100 KB. */
+#define CURLE_TOO_LARGE_CODE 100
+
+/* What an attempt does with the final response's body. */
+enum body_use {
+    BODY_UNDECIDED,
+    BODY_APPEND,    /* a 206 that continues the partial file */
+    BODY_FROM_ZERO, /* the file from its first byte: the partial file starts over */
+    BODY_DISCARD,   /* an error page: read, not written */
+    BODY_REFUSED,   /* an answer that breaks a rule: the transfer stops, fix applies */
+};
+
+/* What a refused answer does to the partial file before the next attempt. */
+enum refusal_fix {
+    FIX_KEEP,       /* nothing: it is as it was before the answer */
+    FIX_TRIM,       /* the bytes of this answer are cut off again */
+    FIX_START_OVER, /* emptied, validators forgotten: the next attempt asks the whole file */
+};
+
 /* State of one attempt. */
 struct attempt {
     int fd;
-    uint64_t offset; /* bytes in the file when the attempt started */
-    uint64_t written;
-    long status;                      /* status of the latest response head */
-    int64_t range_start, range_total; /* from Content-Range (-1: none) */
-    double retry_after;
-    char etag[256], modified[64]; /* validators of the latest response head ("" if none) */
-    const char *validator_path;
-    int decided; /* the first body byte decided append / truncate / discard */
-    int discard; /* body of an error response: not written */
-    int io_error;
+    uint64_t offset;  /* bytes in the partial file when the attempt began: Range asked (0: none) */
+    uint64_t base;    /* where this answer's body goes in the file */
+    uint64_t written; /* body bytes written */
+    uint64_t expect;  /* body bytes the answer announced (LEN_UNKNOWN: not said) */
+    struct resp_head head; /* of the latest response */
+    struct part_meta meta; /* the partial file's validators */
+    int have_meta;
+    enum body_use use;
+    enum refusal_fix fix;
+    int changed;    /* the refusal is another version of the file: a restart */
+    char why[512];  /* what the server said, for a refusal or a restart */
+    int head_error; /* the head was over RESP_HEAD_MAX */
+    int io_error;   /* errno of a failed write */
+    char io_msg[256];
+    const char *part_path;
     const struct fetch_opts *o;
+    struct fetch_result *r;
 };
-
-/* A header's value without surrounding blanks and CRLF into out ("" when it does not fit
- * or holds control bytes). */
-static void header_value(const char *v, size_t n, char *out, size_t cap)
-{
-    while (n && (*v == ' ' || *v == '\t'))
-        v++, n--;
-    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    out[0] = 0;
-    if (n >= cap)
-        return;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
-            return;
-    memcpy(out, v, n);
-    out[n] = 0;
-}
-
-/* The validator of a partial file: kept next to it, written when its first byte arrives. */
-static char *validator_path(const char *part_path)
-{
-    size_t n = strlen(part_path);
-    char *p = malloc(n + 11);
-    if (p) {
-        memcpy(p, part_path, n);
-        memcpy(p + n, ".validator", 11);
-    }
-    return p;
-}
-
-static void save_validator(struct attempt *a)
-{
-    if (!a->validator_path)
-        return;
-    const char *v = a->etag[0] ? a->etag : a->modified;
-    if (!v[0]) {
-        unlink(a->validator_path); /* nothing to compare a resume against */
-        return;
-    }
-    /* a torn write only makes the next If-Range fail to match: the file starts over */
-    int fd = open(a->validator_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return;
-    size_t n = strlen(v);
-    if (write(fd, v, n) != (ssize_t)n) {
-        close(fd);
-        unlink(a->validator_path);
-        return;
-    }
-    close(fd);
-}
-
-/* The validator recorded for a partial file into out, or "" when there is none. */
-static void load_validator(const char *path, char *out, size_t cap)
-{
-    out[0] = 0;
-    if (!path)
-        return;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, out, cap - 1);
-    close(fd);
-    out[n > 0 ? n : 0] = 0;
-    for (ssize_t i = 0; i < n; i++)
-        if ((unsigned char)out[i] < 0x20) {
-            out[0] = 0;
-            return;
-        }
-}
 
 int fetch_scheme_ok(const char *url)
 {
     return !strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8);
 }
 
+char *fetch_url_display(const char *url)
+{
+    size_t n = strlen(url);
+    /* "***" for each value (>= 0 bytes) and for the user information (>= 1 byte): at most
+     * 3 more bytes per input byte */
+    char *out = malloc(4 * n + 8), *o = out;
+    if (!out)
+        return NULL;
+    /* the authority follows "SCHEME://", a scheme being what comes before any of ":/?#" */
+    const char *p = url, *auth = url + strcspn(url, ":/?#");
+    auth = !strncmp(auth, "://", 3) ? auth + 3 : url;
+    size_t auth_n = strcspn(auth, "/?#");
+    const char *at = NULL;
+    for (size_t i = 0; i < auth_n; i++)
+        if (auth[i] == '@')
+            at = auth + i;
+    if (at) {
+        memcpy(o, url, (size_t)(auth - url));
+        o += auth - url;
+        memcpy(o, "***", 3);
+        o += 3;
+        p = at;
+    }
+    size_t k = strcspn(p, "?#");
+    memcpy(o, p, k);
+    o += k;
+    p += k;
+    if (*p == '?') {
+        *o++ = *p++;
+        while (*p && *p != '#') {
+            size_t pn = strcspn(p, "&#"), name = strcspn(p, "=&#");
+            if (name < pn) { /* NAME=VALUE: the name stays */
+                memcpy(o, p, name + 1);
+                o += name + 1;
+            }
+            memcpy(o, "***", 3);
+            o += 3;
+            p += pn;
+            if (*p == '&')
+                *o++ = *p++;
+        }
+    }
+    strcpy(o, p); /* the fragment, never sent */
+    return out;
+}
+
 void fetch_forget(const char *part_path)
 {
-    char *v = validator_path(part_path);
-    if (v)
-        unlink(v);
-    free(v);
+    part_meta_remove(part_path);
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 {
     struct attempt *a = ctx;
     size_t len = size * n;
-    if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
-        /* a new response (after a redirect or 100-continue): forget the last one */
-        const char *sp = memchr(p, ' ', len);
-        a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        a->range_start = a->range_total = -1;
-        a->retry_after = 0;
-        a->etag[0] = a->modified[0] = 0;
-    } else if (len > 5 && !strncasecmp(p, "etag:", 5)) {
-        header_value(p + 5, len - 5, a->etag, sizeof(a->etag));
-        if (!strncmp(a->etag, "W/", 2))
-            a->etag[0] = 0; /* a weak ETag cannot be used with If-Range */
-    } else if (len > 14 && !strncasecmp(p, "last-modified:", 14)) {
-        header_value(p + 14, len - 14, a->modified, sizeof(a->modified));
-    } else if (len > 14 && !strncasecmp(p, "content-range:", 14)) {
-        /* bytes START-END/TOTAL or bytes * / TOTAL */
-        const char *q = p + 14;
-        while (*q == ' ')
-            q++;
-        if (!strncasecmp(q, "bytes", 5)) {
-            q += 5;
-            while (*q == ' ')
-                q++;
-            if (*q == '*')
-                a->range_start = -1;
-            else
-                a->range_start = strtoll(q, NULL, 10);
-            const char *slash = memchr(q, '/', len - (size_t)(q - p));
-            if (slash && slash[1] != '*')
-                a->range_total = strtoll(slash + 1, NULL, 10);
-        }
-    } else if (len > 12 && !strncasecmp(p, "retry-after:", 12)) {
-        double v = strtod(p + 12, NULL);
-        if (v > 0 && v < 3600)
-            a->retry_after = v;
+    if (resp_head_line(&a->head, p, len) != 0) {
+        a->head_error = 1;
+        return 0; /* stops the transfer */
     }
     return len;
+}
+
+/* Refuse the answer: the transfer stops, fix applies, why says what the server said. */
+__attribute__((format(printf, 3, 4))) static void refuse(struct attempt *a, enum refusal_fix fix,
+                                                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->why, sizeof(a->why), fmt, ap);
+    va_end(ap);
+    a->use = BODY_REFUSED;
+    a->fix = fix;
+}
+
+/* "bytes 150000-" or "the whole file": what the attempt asked for. */
+static const char *asked(const struct attempt *a, char *buf, size_t n)
+{
+    if (!a->offset)
+        return "the whole file";
+    snprintf(buf, n, "bytes %llu-", (unsigned long long)a->offset);
+    return buf;
+}
+
+/* The whole file's size by the latest answer: a 200's Content-Length, a 206's total; -1. */
+static int64_t answer_total(const struct resp_head *h)
+{
+    if (h->status == 200)
+        return h->chunked ? -1 : h->content_length;
+    return h->range_ok ? h->range_total : -1;
+}
+
+/* How the answer's version compares with the partial file's. */
+enum version { SAME_OR_UNKNOWN, OTHER_VERSION, CONTRADICTS };
+
+/* OTHER_VERSION when a validator differs (the ETag when both have one, else
+ * Last-Modified), or, with none to compare, the size does; CONTRADICTS when the validators
+ * match but the size does not. was says how. */
+static enum version compare_version(const struct attempt *a, char *was, size_t n)
+{
+    const struct part_meta *m = &a->meta;
+    const struct resp_head *h = &a->head;
+    int64_t total = answer_total(h);
+    int vd = -1; /* validators: -1 not comparable, 0 equal, 1 differ */
+    if (!a->have_meta || !a->offset)
+        return SAME_OR_UNKNOWN;
+    if (m->etag[0] && h->etag[0]) {
+        vd = strcmp(m->etag, h->etag) != 0;
+        if (vd)
+            snprintf(was, n, "ETag %s, now %s", m->etag, h->etag);
+    } else if (m->modified[0] && h->modified[0]) {
+        vd = strcmp(m->modified, h->modified) != 0;
+        if (vd)
+            snprintf(was, n, "Last-Modified %s, now %s", m->modified, h->modified);
+    }
+    if (vd == 1)
+        return OTHER_VERSION;
+    if (m->size >= 0 && total >= 0 && total != m->size) {
+        snprintf(was, n, "%lld bytes, now %lld", (long long)m->size, (long long)total);
+        return vd == 0 ? CONTRADICTS : OTHER_VERSION;
+    }
+    return SAME_OR_UNKNOWN;
+}
+
+/* The body starts at byte 0: empty the partial file and record the answer's validators. */
+static void from_zero(struct attempt *a)
+{
+    const struct resp_head *h = &a->head;
+    a->use = BODY_FROM_ZERO;
+    a->base = 0;
+    if (a->offset && ftruncate(a->fd, 0) != 0) { /* O_APPEND: writes go to the new end */
+        a->io_error = errno;
+        snprintf(a->io_msg, sizeof(a->io_msg), "cannot truncate '%s'", a->part_path);
+        return;
+    }
+    struct part_meta m;
+    memset(&m, 0, sizeof(m));
+    memcpy(m.etag, h->etag, sizeof(m.etag));
+    memcpy(m.modified, h->modified, sizeof(m.modified));
+    m.size = answer_total(h);
+    if (part_meta_save(a->part_path, &m) != 0) {
+        a->io_error = EIO;
+        snprintf(a->io_msg, sizeof(a->io_msg), "%s", sl_err_msg());
+    }
+}
+
+/* A 200 answer: the whole file, from byte 0. empty: it ended without a body. */
+static void decide_200(struct attempt *a, enum version v, const char *was, int empty)
+{
+    char buf[48];
+    if (a->offset && empty && v != OTHER_VERSION) {
+        refuse(a, FIX_KEEP,
+               "HTTP 200 with an empty body answering a request for %s, and no validator that "
+               "shows another version (ETag %s, Last-Modified %s); the partial file is kept",
+               asked(a, buf, sizeof(buf)), a->head.etag[0] ? a->head.etag : "none",
+               a->head.modified[0] ? a->head.modified : "none");
+        return;
+    }
+    if (a->offset) {
+        if (v == OTHER_VERSION)
+            snprintf(a->why, sizeof(a->why),
+                     "the file changed on the server since the partial file began (%s); "
+                     "starting over",
+                     was);
+        else
+            snprintf(a->why, sizeof(a->why),
+                     "HTTP 200 (the whole file) answering a request for %s; starting over",
+                     asked(a, buf, sizeof(buf)));
+        a->r->restarts++;
+        if (a->o->on_restart)
+            a->o->on_restart(a->o->ctx, a->why);
+    }
+    a->expect = a->head.chunked || a->head.content_length < 0 ? LEN_UNKNOWN
+                                                              : (uint64_t)a->head.content_length;
+    from_zero(a);
+}
+
+/* Decide what the final answer means for the partial file, before its first body byte is
+ * written (or at its end, empty, when it had no body). */
+static void decide(struct attempt *a, int empty)
+{
+    const struct resp_head *h = &a->head;
+    char was[600], buf[48];
+    if (h->status != 200 && h->status != 206) {
+        a->use = BODY_DISCARD; /* an error page (or a head we cannot read: judged later) */
+        return;
+    }
+    enum version v = compare_version(a, was, sizeof(was));
+    if (h->status == 200) {
+        decide_200(a, v, was, empty);
+    } else if (!h->has_range) {
+        refuse(a, FIX_KEEP, "HTTP 206 without a Content-Range");
+    } else if (!h->range_ok || h->range_first < 0) {
+        refuse(a, FIX_KEEP, "HTTP 206 with an unreadable Content-Range '%s'", h->range_text);
+    } else if (v == OTHER_VERSION) {
+        refuse(a, FIX_START_OVER,
+               "the file changed on the server since the partial file began (%s); starting over",
+               was);
+        a->changed = 1;
+    } else if (v == CONTRADICTS) {
+        refuse(a, FIX_START_OVER,
+               "HTTP 206 with Content-Range '%s' for the same version as the partial file "
+               "but another size (%s); starting over",
+               h->range_text, was);
+    } else if ((uint64_t)h->range_first != a->offset) {
+        refuse(a, FIX_START_OVER,
+               "HTTP 206 with Content-Range '%s' answering a request for %s; "
+               "starting over",
+               h->range_text, asked(a, buf, sizeof(buf)));
+    } else {
+        a->expect = (uint64_t)(h->range_last - h->range_first + 1);
+        if (a->offset) {
+            a->use = BODY_APPEND;
+            a->base = a->offset;
+        } else {
+            from_zero(a);
+        }
+    }
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
     struct attempt *a = ctx;
     size_t len = size * n;
-    if (!a->decided) {
-        a->decided = 1;
-        if (a->status == 206 && a->range_start == (int64_t)a->offset && a->offset > 0) {
-            /* continues the partial file */
-        } else if (a->status == 200 || (a->status == 206 && a->range_start == 0)) {
-            /* the whole resource (again, when it changed or Range was ignored): start over */
-            if (a->offset && ftruncate(a->fd, 0) != 0)
-                a->io_error = errno;
-            if (a->offset && lseek(a->fd, 0, SEEK_SET) < 0)
-                a->io_error = errno;
-            a->offset = 0;
-            save_validator(a);
-        } else {
-            a->discard = 1; /* an error page, or a range we did not ask for */
-        }
-    }
-    if (a->discard)
+    if (a->use == BODY_UNDECIDED)
+        decide(a, 0);
+    if (a->use == BODY_DISCARD)
         return len;
+    if (a->use == BODY_REFUSED || a->io_error)
+        return 0; /* stops the transfer */
+    if (a->expect != LEN_UNKNOWN && len > a->expect - a->written) {
+        refuse(a, FIX_TRIM, "HTTP %ld sent more than the %llu bytes it announced%s%s%s",
+               a->head.status, (unsigned long long)a->expect,
+               a->head.status == 206 ? " (Content-Range '" : "",
+               a->head.status == 206 ? a->head.range_text : "", a->head.status == 206 ? "')" : "");
+        return 0;
+    }
     size_t off = 0;
     while (off < len) {
         ssize_t w = write(a->fd, p + off, len - off);
@@ -241,7 +367,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
             if (errno == EINTR)
                 continue;
             a->io_error = errno;
-            return 0; /* aborts the transfer */
+            snprintf(a->io_msg, sizeof(a->io_msg), "cannot write '%s'", a->part_path);
+            return 0;
         }
         off += (size_t)w;
     }
@@ -322,13 +449,12 @@ static void attempt_setup(CURL *h, struct attempt *a, const char *url, struct at
     cu.easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
     if (!a->offset)
         return;
-    /* Range, and If-Range with the validator of the response the partial file began with: a
-     * changed resource (or a server that ignores Range) answers 200 with the whole of it,
-     * and on_body starts over */
+    /* Range, and If-Range with the validator of the answer the partial file began with: a
+     * changed file (or a server that ignores Range) answers 200 with the whole of it, and
+     * decide() starts over */
     snprintf(ab->range, sizeof(ab->range), "%llu-", (unsigned long long)a->offset);
     cu.easy_setopt(h, CURLOPT_RANGE, ab->range);
-    char v[256];
-    load_validator(a->validator_path, v, sizeof(v));
+    const char *v = a->meta.etag[0] ? a->meta.etag : a->meta.modified;
     if (v[0]) {
         snprintf(ab->if_range, sizeof(ab->if_range), "If-Range: %s", v);
         ab->hdrs = cu.slist_append(NULL, ab->if_range);
@@ -336,19 +462,76 @@ static void attempt_setup(CURL *h, struct attempt *a, const char *url, struct at
     }
 }
 
-/* Start the partial file over (after a 416 or a range not asked for). */
+/* Start the partial file over: empty, and its validators forgotten. */
 static int start_over(const char *part_path)
 {
     if (truncate(part_path, 0) != 0)
         return sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", part_path, strerror(errno));
+    part_meta_remove(part_path);
+    return 0;
+}
+
+/* A refused answer: apply its fix to the partial file, count it; then worth a retry. */
+static int judge_refusal(struct attempt *a, char *why, size_t why_n)
+{
+    int rc = 0;
+    if (a->fix == FIX_TRIM && truncate(a->part_path, (off_t)a->base) != 0)
+        rc = sl_err_set(SL_ERR_IO, "cannot truncate '%s': %s", a->part_path, strerror(errno));
+    else if (a->fix == FIX_START_OVER)
+        rc = start_over(a->part_path);
+    if (a->changed)
+        a->r->restarts++;
+    else
+        a->r->bad_responses++;
+    if (a->fix == FIX_START_OVER && !a->changed)
+        a->r->restarts++;
+    snprintf(why, why_n, "%s", a->why);
+    return rc;
+}
+
+/* A 200 or 206 taken: complete (0, *retry 0) when the file has the whole size the server
+ * gave, else worth another attempt for the rest. */
+static int judge_taken(struct attempt *a, char *why, size_t why_n, int *retry)
+{
+    const struct resp_head *h = &a->head;
+    uint64_t size = file_size(a->part_path);
+    int64_t total = answer_total(h);
+    char buf[48];
+    *retry = 1;
+    if (a->expect != LEN_UNKNOWN && a->written < a->expect) {
+        /* the body ended where its Content-Length said, short of its range */
+        snprintf(why, why_n, "HTTP %ld with Content-Range '%s' ended after %llu of its %llu bytes",
+                 h->status, h->range_text, (unsigned long long)a->written,
+                 (unsigned long long)a->expect);
+        a->r->bad_responses++;
+    } else if (total >= 0 && size < (uint64_t)total) {
+        snprintf(why, why_n,
+                 "HTTP 206 with Content-Range '%s' answering a request for %s: %llu of %lld "
+                 "bytes; resuming at byte %llu",
+                 h->range_text, asked(a, buf, sizeof(buf)), (unsigned long long)size,
+                 (long long)total, (unsigned long long)size);
+        a->r->bad_responses++;
+    } else if (total >= 0 && size > (uint64_t)total) {
+        /* only when something else wrote to the partial file meanwhile */
+        int rc = start_over(a->part_path);
+        if (rc)
+            return rc;
+        snprintf(why, why_n,
+                 "the partial file holds %llu bytes, more than the %lld of the file; "
+                 "starting over",
+                 (unsigned long long)size, (long long)total);
+        a->r->restarts++;
+    } else {
+        a->r->size = size;
+        *retry = 0;
+    }
     return 0;
 }
 
 /* What an attempt's answer means: the download is complete (0, *retry 0), worth another
  * attempt (0, *retry 1, why says what happened), or failed (the error). */
-static int judge_attempt(CURLcode cc, long status, const struct attempt *a, const char *url,
-                         const char *part_path, const char *errbuf, char *why, size_t why_n,
-                         struct fetch_result *r, int *retry)
+static int judge_attempt(CURLcode cc, long status, struct attempt *a, const char *url,
+                         const char *errbuf, char *why, size_t why_n, int *retry)
 {
     const struct fetch_opts *o = a->o;
     /* what went wrong in libcurl's words */
@@ -357,24 +540,45 @@ static int judge_attempt(CURLcode cc, long status, const struct attempt *a, cons
                                           : "unexpected response";
     int rc;
     *retry = 0;
-    if (cc == CURLE_OK && (status == 200 || status == 206) && !a->discard) {
-        r->size = file_size(part_path);
-        return 0; /* complete */
-    }
-    if (status == 416 && a->offset) {
+    if (a->head_error)
+        return sl_err_set(SL_ERR_NET,
+                          "cannot download '%s': the response header is over %u KiB (HTTP %ld)\n"
+                          "hint: the server, or a proxy in between, sends a malformed response; "
+                          "retrying would not help",
+                          url, RESP_HEAD_MAX >> 10, a->head.status);
+    if ((cc == CURLE_OUT_OF_MEMORY || (int)cc == CURLE_TOO_LARGE_CODE) && !a->head.done)
+        return sl_err_set(SL_ERR_NET,
+                          "cannot download '%s': a line of the response header is over "
+                          "libcurl's limit (libcurl: %s)\nhint: the server, or a proxy in "
+                          "between, sends a malformed response; retrying would not help",
+                          url, detail);
+    if (a->io_error)
+        return sl_err_set(SL_ERR_IO, "%s: %s", a->io_msg, strerror(a->io_error));
+    if (a->use == BODY_UNDECIDED && cc == CURLE_OK && (status == 200 || status == 206))
+        decide(a, 1); /* no body at all */
+    if (a->io_error)
+        return sl_err_set(SL_ERR_IO, "%s: %s", a->io_msg, strerror(a->io_error));
+    if (a->use == BODY_REFUSED) {
+        if ((rc = judge_refusal(a, why, why_n)))
+            return rc;
+    } else if (cc == CURLE_OK && (a->use == BODY_APPEND || a->use == BODY_FROM_ZERO)) {
+        return judge_taken(a, why, why_n, retry);
+    } else if (cc == CURLE_OK && (status == 200 || status == 206)) {
+        snprintf(why, why_n, "HTTP %ld with a status line sluice cannot read", status);
+        a->r->bad_responses++;
+    } else if (status == 416 && a->offset) {
         /* nothing past our end: complete when the total matches, else start over */
-        if (a->range_total == (int64_t)a->offset) {
-            r->size = a->offset;
+        const struct resp_head *h = &a->head;
+        if (h->range_ok && h->range_first < 0 && h->range_total == (int64_t)a->offset &&
+            (!a->have_meta || a->meta.size < 0 || a->meta.size == h->range_total)) {
+            a->r->size = a->offset;
             return 0;
         }
-        if ((rc = start_over(part_path)))
+        if ((rc = start_over(a->part_path)))
             return rc;
-        snprintf(why, why_n, "HTTP 416 for a range past the end; starting over");
-    } else if (cc == CURLE_OK && a->discard && status == 206) {
-        /* a range we did not ask for */
-        if ((rc = start_over(part_path)))
-            return rc;
-        snprintf(why, why_n, "server sent an unexpected range; starting over");
+        a->r->restarts++;
+        snprintf(why, why_n, "HTTP 416 for a range past the end%s%s%s; starting over",
+                 h->has_range ? " (Content-Range '" : "", h->range_text, h->has_range ? "')" : "");
     } else if (status == 404 || status == 410) {
         return sl_err_set(SL_ERR_NOTFOUND, "cannot download '%s': HTTP %ld (not found)", url,
                           status);
@@ -396,6 +600,9 @@ static int judge_attempt(CURLcode cc, long status, const struct attempt *a, cons
                           url, detail);
     } else if (cc != CURLE_OK && transient_curl(cc)) {
         snprintf(why, why_n, "%s", detail);
+    } else if (cc == CURLE_OK) {
+        return sl_err_set(SL_ERR_NET, "cannot download '%s': HTTP %ld (unexpected status)", url,
+                          status);
     } else {
         return sl_err_set(SL_ERR_NET, "cannot download '%s': %s", url, detail);
     }
@@ -407,21 +614,28 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
               struct fetch_result *r)
 {
     memset(r, 0, sizeof(*r));
+    char *shown = fetch_url_display(url);
     CURL *h = cu.easy_init();
-    if (!h)
+    if (!h || !shown) {
+        free(shown);
+        if (h)
+            cu.easy_cleanup(h);
         return sl_err_set(SL_ERR_NOMEM, "cannot start a libcurl handle");
+    }
     struct attempt_bufs ab;
     snprintf(ab.ua, sizeof(ab.ua), "sluice/%s", sl_version());
-    char *vpath = validator_path(part_path);
     int rc = 0;
     double wait = o->retry_wait > 0 ? o->retry_wait : 1.0;
     for (int attempt = 0;; attempt++) {
         struct attempt a;
         memset(&a, 0, sizeof(a));
         a.o = o;
-        a.validator_path = vpath;
-        a.range_start = a.range_total = -1;
+        a.r = r;
+        a.part_path = part_path;
+        resp_head_init(&a.head);
+        a.expect = LEN_UNKNOWN;
         a.offset = file_size(part_path);
+        a.have_meta = part_meta_load(part_path, &a.meta);
         a.fd = open(part_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
         if (a.fd < 0) {
             rc = sl_err_set(SL_ERR_IO, "cannot write '%s': %s", part_path, strerror(errno));
@@ -437,31 +651,29 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         r->status = status;
         r->attempts = attempt + 1;
         r->received += a.written;
-        if (close(a.fd) != 0 && !a.io_error)
+        if (close(a.fd) != 0 && !a.io_error) {
             a.io_error = errno;
-        if (a.io_error) {
-            rc = sl_err_set(SL_ERR_IO, "cannot write '%s': %s", part_path, strerror(a.io_error));
-            break;
+            snprintf(a.io_msg, sizeof(a.io_msg), "cannot write '%s'", part_path);
         }
-        char why[CURL_ERROR_SIZE + 64];
+        char why[1024];
         int retry;
-        rc = judge_attempt(cc, status, &a, url, part_path, ab.errbuf, why, sizeof(why), r, &retry);
+        rc = judge_attempt(cc, status, &a, shown, ab.errbuf, why, sizeof(why), &retry);
         if (rc || !retry)
             break;
         if (attempt >= o->retries) {
             rc = sl_err_set(SL_ERR_NET,
                             "cannot download '%s': %s (gave up after %d attempts)\n"
                             "hint: run the same command again to resume; --retries N tries longer",
-                            url, why, attempt + 1);
+                            shown, why, attempt + 1);
             break;
         }
-        double w = a.retry_after > wait ? a.retry_after : wait;
+        double w = a.head.retry_after > wait ? a.head.retry_after : wait;
         if (o->on_retry)
             o->on_retry(o->ctx, attempt + 1, w, why);
         sleep_s(w);
         wait = wait * 2 > 60 ? 60 : wait * 2;
     }
     cu.easy_cleanup(h);
-    free(vpath);
+    free(shown);
     return rc;
 }

@@ -4,7 +4,9 @@
 # ignores Range, a wrong checksum, a 404; a stale partial file of a changed resource
 # (If-Range), a server that trickles bytes, schemes other than http(s) (also redirected),
 # files without a checksum entry, 300,000 URLs; URL templates; MPI ranks; the manifest and
-# extract --rm-inputs.
+# extract --rm-inputs. Servers that lie: a 206 to a plain GET, an empty 200 to a resume, a
+# short range, a range from elsewhere, another version behind a 206, a malformed
+# Content-Range, oversized response heads; secrets in URLs kept out of messages and manifests.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -19,6 +21,11 @@ for i in range(8):
             f.write(json.dumps({"text": "file %d doc %d " % (i, k) + "x" * random.randint(1, 400)}) + "\n")
 with open(d + "/big.bin", "wb") as f:
     f.write(os.urandom(3 << 20))
+# lie.bin, and lie.bin.new: the same file's next version, a second older by its mtime
+for name in ("lie.bin", "lie.bin.new"):
+    with open(d + "/" + name, "wb") as f:
+        f.write(random.randbytes(200000))
+os.utime(d + "/lie.bin", (1577836800, 1577836800))
 PY
 (cd "$T/www" && sha256sum shard-00.jsonl big.bin > ../sums.sha256 && md5sum shard-01.jsonl >> ../sums.sha256)
 
@@ -110,6 +117,90 @@ expect_rc 0
 cmp -s "$T/www/change.bin" "$T/dc/change.bin" && ok || fail "old and new versions mixed"
 grep -q 'GET /drop/change.bin bytes=500000- 200 "' "$T/log" && ok || fail "no If-Range answered 200: $(cat "$T/log")"
 expect_no_file "$T/dc/.change.bin.part"; expect_no_file "$T/dc/.change.bin.part.validator"
+
+case_ "the partial file's validators and size are kept beside it"
+: > "$T/log"
+run "$SLUICE" download --out "$T/dm1" "${DL[@]}" --retries 0 --url "$B/drop/lie.bin"
+expect_rc 1
+st=$(python3 -c 'import email.utils,os,sys; s=os.stat(sys.argv[1]); print("etag \"%x-%x\"\nlast-modified %s\nsize %d" % (s.st_mtime_ns, s.st_size, email.utils.formatdate(s.st_mtime, usegmt=True), s.st_size))' "$T/www/lie.bin")
+expect_eq "$(cat "$T/dm1/.lie.bin.part.validator")" "$st"
+
+# A server that lies, once per case (then it answers as /files): the file still comes out
+# whole, the lie is named in a warning with the URL, and the manifest counts it.
+case_ "lie: a 206 with 100 bytes answering a plain GET is a short range, resumed"
+run "$SLUICE" download --out "$T/l1" "${DL[@]}" --url "$B/lie206/lie.bin"
+expect_rc 0
+cmp -s "$T/www/lie.bin" "$T/l1/lie.bin" && ok || fail "$(stat -c %s "$T/l1/lie.bin") bytes saved as complete"
+expect_err "'$B/lie206/lie.bin': HTTP 206 with Content-Range 'bytes 0-99/200000' answering a request for the whole file: 100 of 200000 bytes; resuming at byte 100"
+expect_eq "$(json "$T/l1/manifest.json" "m['counts']['bad_responses']")" 1
+
+case_ "lie: an empty 200 of the same version answering a resume is refused, the partial file kept"
+: > "$T/log"
+run "$SLUICE" download --out "$T/l2" "${DL[@]}" --url "$B/empty200/lie.bin"
+expect_rc 0
+cmp -s "$T/www/lie.bin" "$T/l2/lie.bin" && ok || fail "stale partial file saved as complete"
+expect_err "'$B/empty200/lie.bin': HTTP 200 with an empty body answering a request for bytes 100000-"
+expect_eq "$(grep -c 'bytes=100000- 206' "$T/log")" 1 "(the next attempt resumes the kept partial file)"
+expect_eq "$(json "$T/l2/manifest.json" "m['counts']['bad_responses']")" 1
+
+case_ "lie: a 206 shorter than asked keeps its bytes and asks for the rest"
+: > "$T/log"
+run "$SLUICE" download --out "$T/l3" "${DL[@]}" --url "$B/short/lie.bin"
+expect_rc 0
+cmp -s "$T/www/lie.bin" "$T/l3/lie.bin" && ok || fail "short file saved as complete"
+expect_err "HTTP 206 with Content-Range 'bytes 100000-100999/200000' answering a request for bytes 100000-: 101000 of 200000 bytes"
+grep -q "bytes=101000- 206" "$T/log" && ok || fail "no request for the rest: $(cat "$T/log")"
+run "$SLUICE" download --out "$T/l3b" "${DL[@]}" --retries 2 --url "$B/short/lie.bin?lies=9"
+expect_rc 1; expect_err "gave up after 3 attempts"; expect_no_file "$T/l3b/lie.bin"
+
+case_ "lie: a 206 that starts elsewhere than asked starts the file over"
+run "$SLUICE" download --out "$T/l4" "${DL[@]}" --url "$B/back/lie.bin"
+expect_rc 0
+cmp -s "$T/www/lie.bin" "$T/l4/lie.bin" && ok || fail "spliced or short file"
+expect_err "HTTP 206 with Content-Range 'bytes 0-999/200000' answering a request for bytes 100000-; starting over"
+expect_eq "$(json "$T/l4/manifest.json" "m['counts']['restarts']")" 1
+
+case_ "lie: a 206 of another version (ETag, or Last-Modified alone) starts over, not spliced"
+for q in "" "?lm"; do
+    run "$SLUICE" download --out "$T/l5$q" "${DL[@]}" --url "$B/changed/lie.bin$q"
+    expect_rc 0
+    cmp -s "$T/www/lie.bin.new" "$T/l5$q/lie.bin" && ok || fail "two versions spliced ($q)"
+    expect_err "the file changed on the server since the partial file began ($([ -z "$q" ] && echo ETag || echo Last-Modified)"
+    expect_eq "$(json "$T/l5$q/manifest.json" "m['counts']['restarts']")" 1
+done
+
+case_ "lie: a 206 with an unreadable Content-Range is refused and retried"
+run "$SLUICE" download --out "$T/l6" "${DL[@]}" --url "$B/badrange/lie.bin"
+expect_rc 0
+cmp -s "$T/www/lie.bin" "$T/l6/lie.bin" && ok || fail "content differs"
+expect_err "'$B/badrange/lie.bin': HTTP 206 with an unreadable Content-Range 'bytes 0-abc/xyz'; retry 1"
+
+case_ "an oversized response head (one 10 MB line, or 100 KB of lines) stops at once, clearly"
+for m in bighead manyhead; do
+    : > "$T/log"
+    run "$SLUICE" download --out "$T/l7" "${DL[@]}" --url "$B/$m/lie.bin?lies=9"
+    expect_rc 1; expect_err "cannot download '$B/$m/lie.bin?lies=***': "; expect_err "retrying would not help"
+    expect_no_err "Out of memory'"
+    expect_eq "$(wc -l < "$T/log")" 1 "(retried)"
+done
+expect_err "the response header is over 64 KiB (HTTP 200)"
+
+case_ "secrets in URLs (user information, query values) reach no message and no manifest"
+no_secret() {
+    if grep -rq "pa55word\|hunter2" "$T/err" "$@"; then fail "a secret was written: $(grep -rl "pa55word\|hunter2" "$T/err" "$@")"; else ok; fi
+}
+run "$SLUICE" download --out "$T/sec" "${DL[@]}" --url "http://ann:pa55word@127.0.0.1:$port/files/shard-00.jsonl?token=hunter2"
+expect_rc 0
+cmp -s "$T/www/shard-00.jsonl" "$T/sec/shard-00.jsonl" && ok || fail "content differs"
+expect_eq "$(json "$T/sec/manifest.json" "m['command'][-1]")" "http://***@127.0.0.1:$port/files/shard-00.jsonl?token=***"
+no_secret "$T/sec"
+run "$SLUICE" download --out "$T/sec2" "${DL[@]}" --url="http://ann:pa55word@127.0.0.1:$port/flaky/shard-02.jsonl?sig=hunter2&v=1"
+expect_rc 0; expect_err "'http://***@127.0.0.1:$port/flaky/shard-02.jsonl?sig=***&v=***': HTTP 503; retry 1"
+expect_eq "$(json "$T/sec2/manifest.json" "m['command'][-1]")" "--url=http://***@127.0.0.1:$port/flaky/shard-02.jsonl?sig=***&v=***"
+no_secret "$T/sec2"
+run "$SLUICE" download --out "$T/sec3" "${DL[@]}" --url "http://ann:pa55word@127.0.0.1:$port/files/gone.jsonl?sig=hunter2"
+expect_rc 1; expect_err "cannot download 'http://***@127.0.0.1:$port/files/gone.jsonl?sig=***': HTTP 404"
+no_secret "$T/sec3"
 
 case_ "a server that trickles bytes is given up on (--min-speed over --stall-timeout)"
 run "$SLUICE" download --out "$T/dt" "${DL[@]}" --retries 0 --stall-timeout 2 --min-speed 100 \
