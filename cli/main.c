@@ -48,11 +48,17 @@ static int unknown_command(const char *name)
 
 static void on_oom(size_t size)
 {
-    static const char msg[] = "sluice: fatal: out of memory\n";
-    if (write(2, msg, sizeof(msg) - 1) < 0) {
+    /* the size asked and what was going on; no allocation from here on */
+    char msg[1024];
+    const char *what = sl_oom_context_get();
+    int n = snprintf(msg, sizeof(msg),
+                     "%s: fatal: out of memory: %.1f MB could not be allocated%s%s\n"
+                     "hint: more memory for the job (ulimit -v, the scheduler's limit), or "
+                     "fewer threads or ranks on this host\n",
+                     sl_log_prog(), (double)size / 1e6, what ? " while " : "", what ? what : "");
+    if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
         /* nothing more can be done */
     }
-    (void)size;
     sl_world_abort(sl_world_get(), 1);
 }
 

@@ -21,6 +21,18 @@ void sl_set_oom_handler(sl_oom_handler h)
     oom_handler = h ? h : default_oom;
 }
 
+static const char *_Atomic oom_what;
+
+void sl_oom_context(const char *what)
+{
+    oom_what = what;
+}
+
+const char *sl_oom_context_get(void)
+{
+    return oom_what;
+}
+
 static void *check(void *p, size_t n)
 {
     if (!p) {

@@ -33,4 +33,10 @@ size_t sl_mul_size(size_t a, size_t b);
 typedef void (*sl_oom_handler)(size_t size);
 void sl_set_oom_handler(sl_oom_handler h);
 
+/* What the process is doing, for the out-of-memory message ("reading 'x.jsonl'"): a
+ * string the caller keeps alive until it sets another (or NULL). Process-wide; the stage
+ * runner sets it for each input file. */
+void sl_oom_context(const char *what);
+const char *sl_oom_context_get(void);
+
 #endif

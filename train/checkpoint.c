@@ -8,6 +8,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/progress.h"
 #include "core/stream.h"
 #include "train/safetensors.h"
 
@@ -432,6 +433,36 @@ int ckpt_prune(const char *dir, int keep)
     return rc;
 }
 
+/* The config against model.safetensors before anyone allocates the model it describes: an
+ * fp32 parameter is 4 bytes of the file (vocab_size 2^31 - 1 over a tiny file asked for
+ * terabytes and ended in a bare "out of memory"). */
+static int check_weights_size(const char *path, const struct model_config *c)
+{
+    char *p = sl_xasprintf("%s/model.safetensors", path);
+    struct stat sb;
+    int rc = 0;
+    if (stat(p, &sb) == 0) {
+        uint64_t d = (uint64_t)c->d_model, layers = (uint64_t)c->n_layers;
+        uint64_t per_layer = d * (uint64_t)model_qkv_dim(c) + d * d +
+                             d * (uint64_t)model_fc_dim(c) + d * (uint64_t)c->d_ff;
+        uint64_t need = ((uint64_t)c->padded_vocab_size * d * (c->tied_embeddings ? 1 : 2) +
+                         layers * per_layer) * 4;
+        if (need > (uint64_t)sb.st_size) {
+            char a[32], b[32];
+            rc = sl_err_set(SL_ERR_CORRUPT,
+                            "checkpoint '%s': its config describes at least %s of fp32 weights "
+                            "(vocabulary %d, hidden size %d, %d layers), but '%s' holds %s\n"
+                            "hint: the file is truncated, or checkpoint.json is not this "
+                            "step's own",
+                            path, sl_human_bytes((double)need, a, sizeof(a)), c->padded_vocab_size,
+                            c->d_model, c->n_layers, p,
+                            sl_human_bytes((double)sb.st_size, b, sizeof(b)));
+        }
+    }
+    free(p);
+    return rc;
+}
+
 static struct json_object *read_ckpt_json(const char *step_dir)
 {
     char *jp = sl_xasprintf("%s/checkpoint.json", step_dir);
@@ -521,6 +552,8 @@ int ckpt_read_meta(const char *path, struct model_config *c, struct ckpt_state *
         sl_err_wrap(rc, "checkpoint '%s': ", jp);
         goto out;
     }
+    if ((rc = check_weights_size(path, c)))
+        goto out;
     rc = SL_ERR_CORRUPT;
     if (json_object_object_get_ex(o, "optimizer", &opt) &&
         json_object_object_get_ex(opt, "adam_step", &v))

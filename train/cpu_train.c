@@ -273,6 +273,7 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
          * output layer and the loss on the last */
         t->cl[c] = *t->l;
         t->cl[c].layer = t->l->layer + t->sh.chunk_local[c];
+        t->cl[c].n_layers = t->sh.chunk_n[c];
         t->cc[c] = t->sh.local;
         t->cc[c].n_layers = t->sh.chunk_n[c];
         struct cpu_model_par mp = {

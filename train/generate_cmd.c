@@ -319,7 +319,7 @@ static int load_model(struct gen *g, const char *ckpt_arg)
     if (!rc)
         rc = ckpt_read_meta(g->step_dir, &g->mc, &g->st);
     if (rc) {
-        sl_error("%s", sl_err_msg());
+        sl_error("cannot load checkpoint: %s", sl_err_msg());
         return 1;
     }
     model_layout_init(&g->l, &g->mc);

@@ -6,6 +6,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/progress.h"
 #include "core/stream.h"
 #include "train/checkpoint.h"
 #include "dataset/datainfo.h"
@@ -437,6 +438,52 @@ static char *find_tokenizer(const char *dir, const char **kind)
     return NULL;
 }
 
+/* The config against the weights, before the model is allocated: a config.json that leaves
+ * out hidden_size (transformers' default for llama is 4096) describes a 7B model over a
+ * 124M file, and would ask for 26.7 GB. The weights' elements must be at least what the
+ * model holds but for the padded vocabulary rows and a tied output layer. */
+static int check_sizes(const char *path, struct json_object *cfg, int gpt2,
+                       const struct model_config *c, const struct model_layout *l,
+                       const struct src *s)
+{
+    uint64_t have = 0;
+    for (int i = 0; i < s->n; i++)
+        for (size_t k = 0; k < st_count(s->f[i]); k++) {
+            const struct st_tensor *t = st_at(s->f[i], k);
+            uint64_t e = 1;
+            for (int d = 0; d < t->ndim; d++)
+                e *= (uint64_t)t->shape[d];
+            have += e;
+        }
+    uint64_t vocab_rows = (uint64_t)c->d_model * (uint64_t)c->vocab_size;
+    uint64_t need = (uint64_t)l->params - (uint64_t)c->d_model *
+                                              (uint64_t)(c->padded_vocab_size - c->vocab_size) *
+                                              (c->tied_embeddings ? 1u : 2u);
+    if (!c->tied_embeddings)
+        need -= vocab_rows; /* an untied output layer may be left out as tied */
+    if (need <= have)
+        return 0;
+    static const char *const gpt2_keys[] = { "n_embd", "n_layer", "n_inner", "vocab_size", NULL };
+    static const char *const llama_keys[] = { "hidden_size", "num_hidden_layers",
+                                              "intermediate_size", "vocab_size", NULL };
+    char missing[160] = "";
+    for (const char *const *k = gpt2 ? gpt2_keys : llama_keys; *k; k++) {
+        struct json_object *v;
+        if (!json_object_object_get_ex(cfg, *k, &v))
+            snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+                     missing[0] ? ", " : "", *k);
+    }
+    char a[32], b[32];
+    return sl_err_set(SL_ERR_FORMAT,
+                      "cannot import '%s': the config describes a model of %llu parameters "
+                      "(%s of fp32) and the weights hold %llu (%s)%s%s%s\nhint: is this "
+                      "config.json the weights' own?",
+                      path, (unsigned long long)need, sl_human_bytes(4.0 * (double)need, a, sizeof(a)),
+                      (unsigned long long)have, sl_human_bytes(4.0 * (double)have, b, sizeof(b)),
+                      missing[0] ? "; it does not give " : "", missing,
+                      missing[0] ? ", whose defaults were taken" : "");
+}
+
 int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_info *info)
 {
     memset(info, 0, sizeof(*info));
@@ -457,6 +504,8 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     info->arch = gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM";
     info->files = s.n;
     model_layout_init(&l, &c);
+    if ((rc = check_sizes(cp, cfg, gpt2, &c, &l, &s)))
+        goto out;
     p = sl_xcalloc(l.total, sizeof(float));
     rc = gpt2 ? map_gpt2(&s, &c, &l, p) : model_hf_llama_each(&c, &l, p, get_llama, &s);
     if (rc)

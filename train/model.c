@@ -201,6 +201,7 @@ void model_layout_init(struct model_layout *l, const struct model_config *c)
     if (c->pos == MODEL_POS_LEARNED)
         l->pos = add_tensor(l, &cap, "pos_embed.weight", MODEL_T_POS, -1, c->max_seq_len, d);
     l->layer = sl_xcalloc((size_t)c->n_layers, sizeof(*l->layer));
+    l->n_layers = c->n_layers;
     for (int i = 0; i < c->n_layers; i++) {
         struct model_layer_ids *li = &l->layer[i];
         memset(li, 0xff, sizeof(*li)); /* all -1 */
@@ -248,9 +249,22 @@ void model_layout_release(struct model_layout *l)
 
 int model_layout_find(const struct model_layout *l, const char *name)
 {
-    for (int i = 0; i < l->n; i++)
-        if (!strcmp(l->t[i].name, name))
-            return i;
+    /* a layer's tensors are contiguous from its attn_norm.weight: look only there (a
+     * search of the whole table for each tensor was quadratic in the layers) */
+    if (!strncmp(name, "layers.", 7)) {
+        char *end;
+        long k = strtol(name + 7, &end, 10);
+        if (end == name + 7 || *end != '.' || k < 0 || k >= l->n_layers)
+            return -1;
+        for (int i = l->layer[k].attn_norm_w; i < l->n && l->t[i].layer == k; i++)
+            if (!strcmp(l->t[i].name, name))
+                return i;
+        return -1;
+    }
+    const int outside[] = { l->embed, l->pos, l->final_norm_w, l->final_norm_b, l->lm_head };
+    for (size_t j = 0; j < sizeof(outside) / sizeof(*outside); j++)
+        if (outside[j] >= 0 && !strcmp(l->t[outside[j]].name, name))
+            return outside[j];
     return -1;
 }
 

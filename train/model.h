@@ -80,6 +80,7 @@ struct model_layout {
     size_t params; /* parameters (sum of numel; padded vocab rows included) */
     int embed, pos, final_norm_w, final_norm_b, lm_head; /* -1 when absent */
     struct model_layer_ids *layer;                       /* n_layers entries */
+    int n_layers;
 };
 
 /* Read the model section ("model.*" keys) of a config. Errors name the key and file:line;

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -1007,6 +1008,36 @@ static void log_parallel(const struct trainer *t, size_t act_bytes)
                 o->par.dp, (unsigned long long)moments, (unsigned long long)params);
 }
 
+/* The CPU path's memory, estimated before anything is allocated, against what this host
+ * has (and what `ulimit -v` allows): a config of a million layers asked for terabytes and
+ * died with a bare "out of memory". */
+static int check_memory(const struct trainer *t)
+{
+    const struct train_opts *o = &t->o;
+    struct parallel_memory e;
+    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, o->accum, 0, 0, &e);
+    double need = e.weights_bytes + e.act_bytes;
+    double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    struct rlimit rl;
+    int limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                  (double)rl.rlim_cur < have;
+    if (limited)
+        have = (double)rl.rlim_cur;
+    if (!(have > 0) || need <= have)
+        return 0;
+    char a[32], b[32], c[32], d[32];
+    return sl_err_set(SL_ERR_CONFIG,
+                      "one rank needs %s (weights, gradients and AdamW of %llu parameters: %s; "
+                      "activations: %s), more than %s%s\nhint: fewer or smaller layers "
+                      "(model.num_layers, model.hidden_size), a smaller train.micro_batch_size, "
+                      "or more ranks with parallel.tensor / parallel.pipeline; --print-config "
+                      "shows the estimate",
+                      sl_human_bytes(need, a, sizeof(a)), (unsigned long long)e.params,
+                      sl_human_bytes(e.weights_bytes, b, sizeof(b)),
+                      sl_human_bytes(e.act_bytes, c, sizeof(c)), sl_human_bytes(have, d, sizeof(d)),
+                      limited ? " (the address-space limit, ulimit -v)" : " (this machine's memory)");
+}
+
 static int run(struct sl_cfg *root, int print_only)
 {
     struct trainer tr;
@@ -1053,6 +1084,12 @@ static int run(struct sl_cfg *root, int print_only)
     int threads = setup_threads(o->threads);
     if ((rc = choose_device(t, threads)) != 0)
         goto out;
+    if (t->be == &train_backend_cpu && (rc = check_memory(t)) != 0) {
+        if (t->w->rank == 0)
+            sl_error("%s", sl_err_msg());
+        rc = 2;
+        goto out;
+    }
     model_layout_init(&t->l, &o->mc);
     t->flops_per_token = model_flops_per_token(&o->mc, (int)o->seq_len);
     if (o->dump_grads && t->w->rank == 0 && sl_mkdir_p(o->dump_grads)) {

@@ -152,6 +152,9 @@ int dd_corpus_scan(struct dd_corpus *c, const char *label, int check, dd_doc_fn 
         struct sl_jsonl_reader *r;
         char *stem;
         rc = open_file(c, i, &r, &stem, NULL, NULL, NULL);
+        char *what = sl_xasprintf("%s: reading '%s' (a document's memory grows with its size)",
+                                  label, c->in.v[i].path);
+        sl_oom_context(what);
         while (!rc) {
             int got = sl_jsonl_next(r, &d);
             if (got < 0)
@@ -185,6 +188,8 @@ int dd_corpus_scan(struct dd_corpus *c, const char *label, int check, dd_doc_fn 
         done += c->in.v[i].size;
         sl_jsonl_close(r);
         free(stem);
+        sl_oom_context(NULL);
+        free(what);
     }
     sl_progress_finish(&prog);
     sl_doc_release(&d);

@@ -187,4 +187,16 @@ for cmd in "tokenize --tokenizer gpt2:$T/gpt2 --out $T/esc/t" "reshard --out $T/
     expect_err 'evil\x1b]0;pwned\x07x\u009b2J.jsonl'
 done
 
+case_ "out of memory on a 60 MB document: the size asked and the file, not a bare 'out of memory'"
+if [ "${SANITIZE:-0}" = 1 ]; then
+    echo "skip: out of memory under ulimit -v (the sanitizers' shadow memory needs the address space)"
+else
+    "$PY" -c "import json; print(json.dumps({'text': 'word ' * 12000000}))" > "$T/big.jsonl"
+    (ulimit -v 500000; "$SLUICE" dedup fuzzy --out "$T/bigd" "$T/big.jsonl" >"$T/out" 2>"$T/err") && rc=0 || rc=$?
+    expect_rc 1
+    expect_err "fatal: out of memory: "; expect_err "MB could not be allocated while"
+    expect_err "reading '$T/big.jsonl'"
+    rm -f "$T/big.jsonl"
+fi
+
 finish

@@ -144,4 +144,17 @@ run "$SLUICE" import hf "$T/nonexistent" --out "$T/o5"
 expect_rc 1
 expect_err "config.json"
 
+case_ "a Llama config.json without hidden_size: refused before allocating, with the sizes and the defaults taken"
+# (transformers' default hidden_size 4096 made a 7B model over these weights: 26.7 GB asked)
+rm -rf "$T/nohid"; cp -r "$T/hf-tiny-llama" "$T/nohid"
+python3 - "$T/nohid/config.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); del m["hidden_size"]; m.pop("head_dim", None)
+json.dump(m, open(sys.argv[1], "w"))
+PY
+run "$SLUICE" import hf "$T/nohid" --out "$T/im-nohid"
+expect_rc 1
+expect_err "the config describes a model of"; expect_err "it does not give hidden_size, whose defaults were taken"
+expect_no_file "$T/im-nohid/step-00000000"
+
 finish

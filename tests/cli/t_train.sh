@@ -168,6 +168,23 @@ done
 lie "$T/lie" hidden_size 1099511627776
 run "$SLUICE" export hf --out "$T/lie-hf" "$T/lie"
 expect_rc 1; expect_err "'hidden_size' is 1099511627776, out of range"
+lie "$T/lie" vocab_size 4611686018427387904
+run "$SLUICE" export hf --out "$T/lie-hf" "$T/lie"
+expect_rc 1; expect_err "'vocab_size' is 4611686018427387904, out of range"
+
+case_ "a config that describes more weights than model.safetensors holds: refused before allocating"
+lie "$T/lie" vocab_size 2147483000
+python3 - "$T/lie/step-00000006/checkpoint.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["model"]["padded_vocab_size"] = 2147483008; json.dump(m, open(sys.argv[1], "w"))
+PY
+run "$SLUICE" export hf --out "$T/lie-hf" "$T/lie"
+expect_rc 1; expect_err "its config describes at least"; expect_err "vocabulary 2147483008"
+expect_err "model.safetensors' holds"
+
+case_ "a model that cannot fit this machine's memory is refused before allocating, with the estimate"
+run "$SLUICE" train "$CFG" data=synthetic train.steps=1 "${SMALL[@]}" model.num_layers=200000 train.resume=none
+expect_rc 2; expect_err "one rank needs"; expect_err "more than"; expect_err "model.num_layers"
 
 case_ "a transposed tensor with the right byte count is refused, with the shape it should have"
 rm -rf "$T/tr"; mkdir -p "$T/tr"; cp -r "$T/b/step-00000006" "$T/tr/"
