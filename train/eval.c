@@ -125,6 +125,21 @@ static void item_release(struct eval_item *it)
 
 /* One JSON object -> an item of the task's format (recognised on the first item). 0, or
  * a message in why. */
+/* Whether every element of the array is a string; why says which is not (a number or null
+ * as a choice was scored as an empty continuation and reported as one too long). */
+static int all_strings(struct json_object *a, const char *what, char *why, size_t wn)
+{
+    for (size_t i = 0; i < json_object_array_length(a); i++) {
+        struct json_object *e = json_object_array_get_idx(a, i);
+        if (!json_object_is_type(e, json_type_string)) {
+            snprintf(why, wn, "%s %zu is %s, not a string", what, i,
+                     e ? json_type_to_name(json_object_get_type(e)) : "null");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int parse_item(struct eval_task *t, struct json_object *o, struct eval_item *it, char *why,
                       size_t wn)
 {
@@ -162,6 +177,8 @@ static int parse_item(struct eval_task *t, struct json_object *o, struct eval_it
             snprintf(why, wn, "a HellaSwag item needs ctx (or ctx_a, ctx_b) and endings");
             return -1;
         }
+        if (!all_strings(e, "ending", why, wn))
+            return -1;
         char *raw;
         if (a) {
             char *bb = sl_xstrdup(b ? b : "");
@@ -205,6 +222,8 @@ static int parse_item(struct eval_task *t, struct json_object *o, struct eval_it
                      "answerKey");
             return -1;
         }
+        if (!all_strings(tx, "choices.text", why, wn) || !all_strings(lb, "choices.label", why, wn))
+            return -1;
         item_add_ctx(it, sl_xasprintf("Question: %s\nAnswer:", q));
         it->gold = -1;
         for (size_t i = 0; i < json_object_array_length(tx); i++) {
@@ -256,6 +275,8 @@ static int parse_item(struct eval_task *t, struct json_object *o, struct eval_it
             snprintf(why, wn, "an item needs context (or query), choices (2 or more) and gold");
             return -1;
         }
+        if (!all_strings(ch, "choice", why, wn))
+            return -1;
         item_add_ctx(it, sl_xstrdup(ctx));
         for (size_t i = 0; i < json_object_array_length(ch); i++) {
             const char *c = json_object_get_string(json_object_array_get_idx(ch, i));

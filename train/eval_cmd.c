@@ -551,8 +551,17 @@ static int evaluate(const struct eopts *o, const char *path)
     struct eopts eo = *o;
     char *weights = NULL;
     run_defaults(&eo, c.step, &weights);
+    if (o->seq_len > c.mc.max_seq_len) {
+        /* it was made the model's context silently: another measurement than asked */
+        sl_error("--seq-len %ld is longer than the model's context (max_position_embeddings "
+                 "%d)\nhint: --seq-len %d or less",
+                 o->seq_len, c.mc.max_seq_len, c.mc.max_seq_len);
+        code = 2;
+        free(weights);
+        goto out;
+    }
     if (eo.seq_len <= 0 || eo.seq_len > c.mc.max_seq_len)
-        eo.seq_len = c.mc.max_seq_len;
+        eo.seq_len = c.mc.max_seq_len; /* the run's train.seq_len, when longer */
     int64_t eod = c.di.eod_id >= 0 ? c.di.eod_id : tok ? tok->eod_id : -1;
     eo.step = c.step;
     if (pick_device(&eo) == 0) {

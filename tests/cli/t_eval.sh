@@ -252,4 +252,16 @@ run "$SLUICE" eval "$T/syn" --tasks "$T/likes.jsonl"
 expect_rc 2
 expect_err "no tokenizer for the tasks' text"
 
+case_ "a choice that is not a string is a bad item naming it, not a continuation too long"
+printf '%s\n' '{"context": "one", "choices": [" a", 7], "gold": 0}' '{"context": "two", "choices": [" a", null], "gold": 1}' \
+    '{"context": "three", "choices": [" x", " y"], "gold": 1}' > "$T/nonstr.jsonl"
+run "$SLUICE" eval "$T/ck" --tasks "$T/nonstr.jsonl"
+expect_rc 0
+expect_err "2 lines of '$T/nonstr.jsonl' skipped"; expect_err "nonstr.jsonl:1: choice 1 is int, not a string"
+expect_no_err "longer than the context"
+
+case_ "--seq-len past the model's context is refused (it was clamped without a word)"
+run "$SLUICE" eval "$T/ck" --data "$T/tok/c_text_document" --seq-len 100000 --device cpu
+expect_rc 2; expect_err "--seq-len 100000 is longer than the model's context"
+
 finish
