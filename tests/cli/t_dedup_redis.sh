@@ -114,10 +114,12 @@ rc_server "$T/p2" --port $P2 --cluster-enabled yes --cluster-config-file "$T/p2/
 run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$P1" --out "$T/nocl" "$T/gen"
 expect_rc 1; expect_err "is not part of a cluster"
 run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$P2" --out "$T/noauth" "$T/gen"
-expect_rc 1; expect_err "NOAUTH"
-SLUICE_REDIS_PASSWORD=wrong run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$P2" \
+expect_rc 1; expect_err "authentication failed on redis node '127.0.0.1:$P2': NOAUTH"
+expect_err "SLUICE_REDIS_PASSWORD"; expect_no_err "cannot reach"
+SLUICE_REDIS_PASSWORD=wrong-pw-7431 run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$P2" \
     --out "$T/badauth" "$T/gen"
-expect_rc 1; expect_err "AUTH refused"
+expect_rc 1; expect_err "authentication failed on redis node '127.0.0.1:$P2': AUTH refused"
+expect_no_err "wrong-pw-7431"
 SLUICE_REDIS_PASSWORD=sekrit run "$SLUICE" dedup fuzzy --backend redis --redis "127.0.0.1:$P2" \
     --out "$T/noslots" "$T/gen"
 expect_rc 1; expect_err "16384 of 16384 slots have no master"

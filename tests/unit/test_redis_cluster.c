@@ -55,10 +55,15 @@ TEST(redis_cluster_slots_reply)
     REQUIRE(r);
     struct rc_topology t;
     CHECK_EQ_INT(redis_parse_slots(r, "10.0.0.9", &t), 0);
-    CHECK_EQ_INT(t.n, 2);
+    CHECK_EQ_INT(t.n, 3); /* the replica is a node too, owning no slot */
     CHECK_EQ_INT(t.nodes[t.owner[0]].port, 7000);
     CHECK_EQ_INT(t.nodes[t.owner[0]].replicas, 1);
+    CHECK_EQ_INT(t.nodes[t.owner[0]].replica_of, -1);
+    CHECK_EQ_INT(t.nodes[1].port, 7003);
+    CHECK_EQ_INT(t.nodes[1].replica_of, t.owner[0]);
     CHECK_EQ_STR(t.nodes[t.owner[16383]].host, "10.0.0.9");
+    for (int s = 0; s < RC_SLOTS; s++)
+        CHECK(t.owner[s] != 1);
     free(t.nodes);
     freeReplyObject(r);
     /* malformed: a slot range out of bounds, and a master without a port */
