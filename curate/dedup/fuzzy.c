@@ -713,6 +713,30 @@ static char *run_prefix(const struct dd_corpus *c, const char *settings, const c
     return sl_xasprintf("sluice:%s:%016llx", kind, (unsigned long long)sl_hasher_final(&h));
 }
 
+/* Equal plans write equal Redis keys: the settings and every input's path, size and time. */
+static uint64_t run_plan(const struct dd_corpus *c, const char *settings)
+{
+    struct sl_hasher h;
+    sl_hasher_init(&h, 23);
+    sl_hasher_str(&h, settings);
+    for (size_t i = 0; i < c->in.n; i++) {
+        sl_hasher_str(&h, c->in.v[i].path);
+        sl_hasher_u64(&h, c->in.v[i].size);
+        sl_hasher_u64(&h, (uint64_t)c->in.v[i].mtime);
+    }
+    return sl_hasher_final(&h);
+}
+
+/* rc on every rank: this rank's error, or `peer` when another rank failed. */
+static int all_ok(const struct sl_world *w, int rc, const char *peer)
+{
+    int64_t bad = rc != 0;
+    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
+    if (bad && !rc)
+        rc = sl_err_set(SL_ERR_STATE, "%s", peer);
+    return rc;
+}
+
 static void print_stats(double t_lsh, unsigned rounds, uint64_t rss_max_kb, uint64_t rss_mean_kb)
 {
     sl_debug("lsh stage %.3f s (slowest rank), %u component rounds", t_lsh, rounds);
@@ -756,7 +780,8 @@ struct fuzzy_run {
     struct dd_u64s want; /* their gids */
     uint64_t groups;
     struct sl_counters extra, totals;
-    int begun; /* the stage began */
+    int begun;   /* the stage began */
+    int lr_open; /* lr is connected */
 };
 
 /* Read the meta, ids and band records of --index-in: the index this run builds on. */
@@ -838,7 +863,32 @@ static int redis_open(struct fuzzy_run *r)
                 "wait until every replica reports master_link_status:up (redis-cli -p PORT "
                 "info replication)",
                 redis_cluster_unsynced(r->lr.rc));
-    return rc;
+    /* rank 0 takes the prefix (lease, marker, node checks) before any rank writes */
+    r->lr_open = !rc;
+    rc = all_ok(r->w, rc, "another rank could not connect to the Redis Cluster");
+    if (!rc && r->w->rank == 0) {
+        struct lsh_redis_plan p = { .index = r->iout,
+                                    .grow = o->index_in && o->index_out,
+                                    .settings = r->f->minhash_json,
+                                    .plan = run_plan(&r->c, r->settings.data),
+                                    .gen = r->c.gen,
+                                    .old_prefix = r->query_old,
+                                    .old_dir = o->index_in,
+                                    .old_gen = r->c.gen ? r->c.gen - 1 : 0 };
+        rc = lsh_redis_claim(&r->lr, &p);
+        if (r->lr.warning[0])
+            sl_warn("%s", r->lr.warning);
+    }
+    return all_ok(r->w, rc, "rank 0 could not claim the Redis prefix");
+}
+
+/* Rank 0 checks that the cluster kept every key so far (lsh_redis_check); all ranks learn
+ * the answer. */
+static int redis_check(struct fuzzy_run *r, int rc)
+{
+    if (!rc && r->w->rank == 0)
+        rc = lsh_redis_check(&r->lr);
+    return all_ok(r->w, rc, "rank 0 found that the Redis Cluster lost keys of the run");
 }
 
 /* Open this rank's --index-out files: the ids of its documents and (memory backend) the
@@ -888,20 +938,19 @@ static int redis_pairs(struct fuzzy_run *r, struct dd_edge **e, size_t *ne, size
     const struct fz *f = r->f;
     const struct p1 *p = &r->p;
     int rc = lsh_redis_insert(&r->lr, p->gids.v, p->keys.v, p->gids.n, f->bands);
-    int64_t bad = rc != 0;
-    sl_world_allreduce_i64(w, &bad, 1, SL_MAX); /* every insert is in before any query */
-    if (!rc && bad)
-        rc = sl_err_set(SL_ERR_NET, "another rank failed to write to the Redis Cluster");
+    /* every insert is in, and still there, before any query */
+    rc = redis_check(r, all_ok(w, rc, "another rank failed to write to the Redis Cluster"));
     if (!rc)
         rc = lsh_redis_pairs(&r->lr, r->query_old, p->gids.v, p->keys.v, p->gids.n, f->bands,
                              f->anchors, e, ne, cap);
-    bad = rc != 0;
-    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
-    if (!rc && bad)
-        rc = sl_err_set(SL_ERR_NET, "another rank failed to read the Redis Cluster");
+    /* nothing the queries read was lost while they ran */
+    rc = redis_check(r, all_ok(w, rc, "another rank failed to read the Redis Cluster"));
     if (!rc && r->temp_keys)
         rc = lsh_redis_delete(&r->lr, p->keys.v, p->gids.n, f->bands);
-    return rc;
+    rc = all_ok(w, rc, "another rank failed to delete its Redis keys");
+    if (!rc && w->rank == 0)
+        rc = lsh_redis_finish(&r->lr);
+    return all_ok(w, rc, "rank 0 could not finish the Redis prefix");
 }
 
 /* The candidate pairs (documents sharing a band), on the rank of their first document. */
@@ -1128,12 +1177,12 @@ static void report(struct fuzzy_run *r, int rc)
         sl_world_allreduce_f64(w, tl, 1, SL_MAX);
     }
     if (rc) {
-        sl_error("%s", sl_err_msg());
         if (r->redis)
-            fprintf(stderr,
-                    "hint: the outputs in '%s' are resumable: run the same command again "
-                    "once the cluster is healthy\n",
-                    r->o->out);
+            sl_error("%s\nhint: the outputs in '%s' are resumable: run the same command again "
+                     "once the cluster is healthy",
+                     sl_err_msg(), r->o->out);
+        else
+            sl_error("%s", sl_err_msg());
         return;
     }
     if (w->rank != 0)
@@ -1254,7 +1303,7 @@ static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int ar
 out:
     sl_counters_release(&r.extra);
     sl_counters_release(&r.totals);
-    if (r.redis && r.begun)
+    if (r.lr_open)
         lsh_redis_close(&r.lr);
     free(r.prefix);
     free(r.old_prefix);

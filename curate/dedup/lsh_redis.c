@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/err.h"
 #include "curate/dedup/redis_cluster.h"
+#include "curate/dedup/redis_lock.h"
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -33,13 +34,24 @@ int lsh_redis_open(struct lsh_redis *r, const char *nodes, const char *password,
     if (rc)
         return rc;
     r->prefix = sl_xstrdup(prefix);
+    r->seeds = sl_xstrdup(nodes);
+    r->password = password ? sl_xstrdup(password) : NULL;
+    r->timeout_s = timeout_s;
     return 0;
 }
 
 void lsh_redis_close(struct lsh_redis *r)
 {
+    redis_lock_release(r->lock);
+    redis_watch_release(&r->watch);
     redis_cluster_free(r->rc);
     free(r->prefix);
+    free(r->seeds);
+    free(r->password);
+    free(r->tags);
+    free(r->old_prefix);
+    free(r->old_dir);
+    free(r->settings);
     memset(r, 0, sizeof(*r));
 }
 

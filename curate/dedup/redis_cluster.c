@@ -15,179 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- slots -------------------------------------------------------------------------------- */
-
-uint16_t redis_crc16(const char *buf, size_t len)
-{
-    uint16_t crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (uint16_t)((unsigned char)buf[i] << 8);
-        for (int b = 0; b < 8; b++)
-            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
-    }
-    return crc;
-}
-
-unsigned redis_key_slot(const char *key, size_t len)
-{
-    const char *open = memchr(key, '{', len);
-    if (open) {
-        size_t rest = len - (size_t)(open - key) - 1;
-        const char *close = memchr(open + 1, '}', rest);
-        if (close && close > open + 1)
-            return redis_crc16(open + 1, (size_t)(close - open - 1)) & (RC_SLOTS - 1);
-    }
-    return redis_crc16(key, len) & (RC_SLOTS - 1);
-}
-
-int redis_parse_redirect(const char *err, size_t len, unsigned *slot, char *host, size_t hostn,
-                         int *port)
-{
-    int kind;
-    size_t p;
-    if (len > 6 && !memcmp(err, "MOVED ", 6)) {
-        kind = 1;
-        p = 6;
-    } else if (len > 4 && !memcmp(err, "ASK ", 4)) {
-        kind = 2;
-        p = 4;
-    } else {
-        return 0;
-    }
-    unsigned long s = 0;
-    size_t d = 0;
-    while (p < len && err[p] >= '0' && err[p] <= '9' && d < 6) {
-        s = s * 10 + (unsigned long)(err[p++] - '0');
-        d++;
-    }
-    if (!d || s >= RC_SLOTS || p >= len || err[p] != ' ')
-        return 0;
-    p++;
-    /* host:port, the port after the last ':' (IPv6 hosts have colons) */
-    size_t end = len;
-    while (end > p && (err[end - 1] == '\r' || err[end - 1] == '\n' || err[end - 1] == ' '))
-        end--;
-    size_t colon = end;
-    while (colon > p && err[colon - 1] != ':')
-        colon--;
-    if (colon <= p || colon >= end)
-        return 0;
-    long prt = 0;
-    for (size_t i = colon; i < end; i++) {
-        if (err[i] < '0' || err[i] > '9' || prt > 65535)
-            return 0;
-        prt = prt * 10 + (err[i] - '0');
-    }
-    if (prt <= 0 || prt > 65535)
-        return 0;
-    size_t hl = colon - 1 - p;
-    if (hl + 1 > hostn)
-        return 0;
-    memcpy(host, err + p, hl);
-    host[hl] = '\0';
-    *slot = (unsigned)s;
-    *port = (int)prt;
-    return kind;
-}
-
-static int topo_node(struct rc_topology *t, const char *host, size_t hl, int port)
-{
-    for (size_t i = 0; i < t->n; i++)
-        if (t->nodes[i].port == port && strlen(t->nodes[i].host) == hl &&
-            !memcmp(t->nodes[i].host, host, hl))
-            return (int)i;
-    if (t->n >= 4096)
-        return -1;
-    t->nodes = sl_xrealloc(t->nodes, (t->n + 1) * sizeof(*t->nodes));
-    memset(&t->nodes[t->n], 0, sizeof(t->nodes[0]));
-    memcpy(t->nodes[t->n].host, host, hl);
-    t->nodes[t->n].port = port;
-    return (int)t->n++;
-}
-
-int redis_parse_slots(const struct redisReply *r, const char *default_host, struct rc_topology *t)
-{
-    memset(t, 0, sizeof(*t));
-    for (int s = 0; s < RC_SLOTS; s++)
-        t->owner[s] = -1;
-    if (!r || r->type != REDIS_REPLY_ARRAY)
-        return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS did not answer with an array");
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        if (!e || e->type != REDIS_REPLY_ARRAY || e->elements < 3 || !e->element[0] ||
-            !e->element[1] || e->element[0]->type != REDIS_REPLY_INTEGER ||
-            e->element[1]->type != REDIS_REPLY_INTEGER)
-            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu is malformed", i);
-        long long a = e->element[0]->integer, b = e->element[1]->integer;
-        if (a < 0 || b < a || b >= RC_SLOTS)
-            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu has slots %lld-%lld", i, a,
-                              b);
-        const redisReply *m = e->element[2];
-        if (!m || m->type != REDIS_REPLY_ARRAY || m->elements < 2 || !m->element[0] ||
-            !m->element[1] || m->element[0]->type != REDIS_REPLY_STRING ||
-            m->element[1]->type != REDIS_REPLY_INTEGER || m->element[1]->integer <= 0 ||
-            m->element[1]->integer > 65535 || m->element[0]->len >= sizeof(t->nodes[0].host))
-            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS entry %zu has a malformed master", i);
-        const char *host = m->element[0]->str;
-        size_t hl = m->element[0]->len;
-        if (hl == 0 || (hl == 1 && host[0] == '?')) {
-            host = default_host;
-            hl = strlen(default_host);
-        }
-        int k = topo_node(t, host, hl, (int)m->element[1]->integer);
-        if (k < 0)
-            return sl_err_set(SL_ERR_FORMAT, "CLUSTER SLOTS lists too many nodes");
-        int reps = 0;
-        for (size_t j = 3; j < e->elements; j++)
-            if (e->element[j] && e->element[j]->type == REDIS_REPLY_ARRAY)
-                reps++;
-        if (reps > t->nodes[k].replicas)
-            t->nodes[k].replicas = reps;
-        for (long long s = a; s <= b; s++)
-            t->owner[s] = (int16_t)k;
-    }
-    return 0;
-}
-
-/* ---- batches ------------------------------------------------------------------------------ */
-
-void rc_batch_add(struct rc_batch *b, int argc, const char **argv, const size_t *len)
-{
-    if (b->n == b->cap) {
-        b->cap = b->cap ? b->cap * 2 : 1024;
-        b->c = sl_xrealloc(b->c, b->cap * sizeof(*b->c));
-    }
-    struct rc_cmd *c = &b->c[b->n++];
-    memset(c, 0, sizeof(*c));
-    c->argc = argc;
-    for (int i = 0; i < argc && i < RC_MAX_ARGS; i++) {
-        c->argv[i] = argv[i];
-        c->len[i] = len[i];
-    }
-    c->slot = argc > 1 ? redis_key_slot(argv[1], len[1]) : 0;
-    c->ask_node = -1;
-}
-
-void rc_batch_reset(struct rc_batch *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        if (b->c[i].reply)
-            freeReplyObject(b->c[i].reply);
-    b->n = 0;
-}
-
-void rc_batch_release(struct rc_batch *b)
-{
-    rc_batch_reset(b);
-    free(b->c);
-    memset(b, 0, sizeof(*b));
-}
-
 /* ---- the cluster ---------------------------------------------------------------------------- */
 
 struct rc_node {
     char host[256];
     int port;
+    char name[264]; /* "host:port", for messages */
     int replicas;
     redisContext *ctx;
     char last_error[160];
@@ -214,6 +47,7 @@ static int node_index(struct redis_cluster *rc, const char *host, int port)
     memset(&rc->nodes[rc->n], 0, sizeof(rc->nodes[0]));
     snprintf(rc->nodes[rc->n].host, sizeof(rc->nodes[0].host), "%s", host);
     rc->nodes[rc->n].port = port;
+    snprintf(rc->nodes[rc->n].name, sizeof(rc->nodes[0].name), "%s:%d", host, port);
     return (int)rc->n++;
 }
 
@@ -297,7 +131,23 @@ static int node_flush(struct rc_node *n)
     return 0;
 }
 
-/* Connect (and authenticate) if not connected. 0 or SL_ERR_NET (n->last_error says why). */
+/* A reply that says the node wants a password, or another one. */
+static int auth_reply(const char *s)
+{
+    return !strncmp(s, "NOAUTH", 6) || !strncmp(s, "WRONGPASS", 9);
+}
+
+/* The error of a node that refused to let us in (what: its answer). */
+static int auth_error(const struct rc_node *n, const char *what)
+{
+    return sl_err_set(SL_ERR_USAGE,
+                      "authentication failed on redis node '%s': %s\nhint: sluice reads the "
+                      "password from the environment variable SLUICE_REDIS_PASSWORD",
+                      n->name, what);
+}
+
+/* Connect (and authenticate) if not connected. 0, SL_ERR_NET (n->last_error says why) or
+ * SL_ERR_USAGE (the password was refused: n->last_error has the answer). */
 static int node_connect(struct redis_cluster *rc, struct rc_node *n)
 {
     if (n->ctx)
@@ -370,10 +220,7 @@ static int refresh(struct redis_cluster *rc)
         struct rc_node *n = &rc->nodes[i];
         int k = node_connect(rc, n);
         if (k == SL_ERR_USAGE)
-            return sl_err_set(SL_ERR_USAGE,
-                              "redis node %s:%d: %s\nhint: set the password in "
-                              "SLUICE_REDIS_PASSWORD",
-                              n->host, n->port, n->last_error);
+            return auth_error(n, n->last_error);
         if (k)
             continue;
         void *rp = NULL;
@@ -393,7 +240,10 @@ static int refresh(struct redis_cluster *rc)
         if (r->type == REDIS_REPLY_ERROR) {
             snprintf(n->last_error, sizeof(n->last_error), "%s", r->str);
             int nocluster = strstr(r->str, "cluster support disabled") != NULL;
+            int noauth = auth_reply(r->str);
             freeReplyObject(r);
+            if (noauth)
+                return auth_error(n, n->last_error);
             if (nocluster)
                 return sl_err_set(SL_ERR_CONFIG,
                                   "redis node %s:%d is not part of a cluster: %s\nhint: "
@@ -537,6 +387,57 @@ size_t redis_cluster_masters(const struct redis_cluster *rc)
     return k;
 }
 
+int redis_cluster_refresh(struct redis_cluster *rc)
+{
+    return refresh(rc);
+}
+
+size_t redis_cluster_nodes(const struct redis_cluster *rc)
+{
+    return rc->n;
+}
+
+const char *redis_cluster_node_name(const struct redis_cluster *rc, size_t i)
+{
+    return i < rc->n ? rc->nodes[i].name : "?";
+}
+
+int redis_cluster_node_serves(const struct redis_cluster *rc, size_t i)
+{
+    for (int s = 0; s < RC_SLOTS; s++)
+        if (rc->owner[s] == (int16_t)i)
+            return 1;
+    return 0;
+}
+
+int redis_cluster_node_command(struct redis_cluster *rc, size_t i, int argc, const char **argv,
+                               const size_t *len, struct redisReply **out)
+{
+    *out = NULL;
+    if (i >= rc->n)
+        return sl_err_set(SL_ERR_STATE, "redis: no node %zu", i);
+    struct rc_node *n = &rc->nodes[i];
+    int k = node_connect(rc, n);
+    if (k == SL_ERR_USAGE)
+        return auth_error(n, n->last_error);
+    void *rp = NULL;
+    if (!k) {
+        redisAppendCommandArgv(n->ctx, argc, argv, len);
+        k = node_flush(n);
+    }
+    if (!k)
+        k = node_reply(n, &rp, sl_now() + rc->timeout_s);
+    if (k) {
+        if (k == SL_ERR_NET)
+            sl_err_set(SL_ERR_NET, "redis node '%s' did not answer %.*s: %s", n->name,
+                       (int)len[0], argv[0], n->last_error);
+        node_close(n);
+        return k;
+    }
+    *out = rp;
+    return 0;
+}
+
 static int transient_error(const char *s)
 {
     return !strncmp(s, "TRYAGAIN", 8) || !strncmp(s, "CLUSTERDOWN", 11) ||
@@ -588,10 +489,7 @@ static int pass_send(struct redis_cluster *rc, struct rc_batch *b, struct rc_pas
     struct rc_node *n = &rc->nodes[k];
     int cr = node_connect(rc, n);
     if (cr == SL_ERR_USAGE)
-        return sl_err_set(SL_ERR_USAGE,
-                          "redis node %s:%d: %s\nhint: set the password in "
-                          "SLUICE_REDIS_PASSWORD",
-                          n->host, n->port, n->last_error);
+        return auth_error(n, n->last_error);
     if (cr) {
         snprintf(rc->problem, sizeof(rc->problem), "node %s:%d: %s", n->host, n->port,
                  n->last_error);
@@ -642,6 +540,13 @@ static int reply_error(struct redis_cluster *rc, struct rc_cmd *c, const struct 
         snprintf(rc->problem, sizeof(rc->problem), "node %s:%d answered '%s'", n->host, n->port,
                  r->str);
         *retry = 1;
+    } else if (auth_reply(r->str)) {
+        return auth_error(n, r->str);
+    } else if (!strncmp(r->str, "OOM", 3)) {
+        return sl_err_set(SL_ERR_NET,
+                          "redis node '%s' is full: it answered '%s' to %.*s\nhint: give the "
+                          "nodes more memory (maxmemory) or add masters; the run can be resumed",
+                          n->name, r->str, (int)c->len[0], c->argv[0]);
     } else {
         return sl_err_set(SL_ERR_NET, "redis node %s:%d answered '%s' to %.*s", n->host, n->port,
                           r->str, (int)c->len[0], c->argv[0]);

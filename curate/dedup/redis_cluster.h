@@ -16,6 +16,9 @@
  * pipeline ends with WAIT 1 and a batch whose WAIT saw no replica is sent again. Batches
  * must therefore be idempotent (ZADD, DEL, reads).
  *
+ * Key slots, redirects, CLUSTER SLOTS replies and batches (the parts that need no
+ * connection) are in redis_slots.c; the rest in redis_cluster.c.
+ *
  * Library code: never prints; errors come back as enum sl_err with a message.
  */
 #ifndef SL_DEDUP_REDIS_CLUSTER_H
@@ -40,12 +43,14 @@ int redis_parse_redirect(const char *err, size_t len, unsigned *slot, char *host
                          int *port);
 
 /* The slot map from a CLUSTER SLOTS reply. Nodes are identified by "host:port"; an empty
- * host means "the node that answered" (default_host). */
+ * host means "the node that answered" (default_host). The replicas listed are nodes too
+ * (they own no slot). */
 struct rc_topology {
     struct rc_topo_node {
         char host[256];
         int port;
-        int replicas; /* replicas listed for this master */
+        int replicas;   /* replicas listed for this master */
+        int replica_of; /* a replica: its master's index; a master: -1 */
     } *nodes;
     size_t n;
     int16_t owner[RC_SLOTS]; /* index into nodes, -1: unassigned */
@@ -54,7 +59,7 @@ struct rc_topology {
 int redis_parse_slots(const struct redisReply *r, const char *default_host, struct rc_topology *t);
 
 /* One command of a batch. argv strings are the caller's and must stay valid during
- * redis_cluster_exec; argv[1] is the key. */
+ * redis_cluster_exec; argv[1] is the key (rc_batch_add_keyed: argv[key_arg]). */
 struct rc_cmd {
     int argc;
     const char *argv[RC_MAX_ARGS];
@@ -71,6 +76,9 @@ struct rc_batch {
 };
 
 void rc_batch_add(struct rc_batch *b, int argc, const char **argv, const size_t *len);
+/* A command whose key is argv[key_arg] (EVAL script 1 KEY ...: key_arg 3). */
+void rc_batch_add_keyed(struct rc_batch *b, int argc, const char **argv, const size_t *len,
+                        int key_arg);
 void rc_batch_reset(struct rc_batch *b);
 void rc_batch_release(struct rc_batch *b);
 
@@ -81,14 +89,36 @@ struct redis_cluster_stats {
 struct redis_cluster;
 
 /* Connect to the cluster through any of the seed nodes ("host:port,host:port") and load
- * the slot map. Errors: no seed reachable (naming each and why), authentication refused,
- * not a cluster, slots without a master ("N of 16384 slots are not served"). */
+ * the slot map. Errors: no seed reachable (naming each and why), SL_ERR_USAGE when a node
+ * refuses the password or wants one ("authentication failed on redis node 'HOST:PORT'";
+ * the password itself is never part of a message), not a cluster, slots without a master
+ * ("N of 16384 slots are not served"). */
 int redis_cluster_open(struct redis_cluster **out, const char *seeds, const char *password,
                        unsigned pipeline, double timeout_s);
 void redis_cluster_free(struct redis_cluster *rc);
 
-/* Run every command of the batch; on success each c[i].reply holds its (non-error) reply. */
+/* Run every command of the batch; on success each c[i].reply holds its (non-error) reply
+ * and c[i].node the node that gave it. SL_ERR_USAGE: authentication failed (NOAUTH,
+ * WRONGPASS); a node that is full (OOM) is an error naming it. */
 int redis_cluster_exec(struct redis_cluster *rc, struct rc_batch *b);
+
+/* Fetch the slot map again (after a node failed): 0, SL_ERR_NET (no node answered),
+ * SL_ERR_USAGE (authentication) or SL_ERR_CONFIG (not a cluster). */
+int redis_cluster_refresh(struct redis_cluster *rc);
+
+/* The nodes met so far (seeds, masters and replicas of the slot map, redirect targets),
+ * by index 0..redis_cluster_nodes()-1: "host:port", and whether it serves slots in the
+ * current slot map (a master). */
+size_t redis_cluster_nodes(const struct redis_cluster *rc);
+const char *redis_cluster_node_name(const struct redis_cluster *rc, size_t i);
+int redis_cluster_node_serves(const struct redis_cluster *rc, size_t i);
+
+/* One command to node i, connecting first: 0 with its reply in *out (an error reply is a
+ * reply; the caller frees it with freeReplyObject), SL_ERR_NET when the node does not
+ * answer within the timeout (the message names it and why; the connection is dropped),
+ * SL_ERR_USAGE when it refuses the password. */
+int redis_cluster_node_command(struct redis_cluster *rc, size_t i, int argc, const char **argv,
+                               const size_t *len, struct redisReply **out);
 
 const struct redis_cluster_stats *redis_cluster_stats(const struct redis_cluster *rc);
 /* Number of master nodes in the current slot map. */

@@ -7,8 +7,9 @@
 #                                             its sync: master_link_status:up, no sync in
 #                                             progress, its offset equal to its master's
 # Needs redis-server and redis-cli (Debian redis-server, redis-tools). Nodes are daemons
-# with pid files, keep no data on disk (no RDB, no AOF) and fail over after 2 s
-# (cluster-node-timeout 2000). RC_PIDS lists them in start order.
+# with pid files, keep no data on disk (no RDB, no AOF), start a replica's sync at once
+# (repl-diskless-sync-delay 0, not 5 s) and fail over after 2 s (cluster-node-timeout
+# 2000). RC_PIDS lists them in start order.
 RC_PIDS=()
 RC_PORTS=()
 
@@ -96,7 +97,8 @@ rc_server() {
     shift
     mkdir -p "$dir"
     redis-server --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no --daemonize yes \
-        --pidfile "$dir/pid" --logfile "$dir/log" "$@" >/dev/null 2>&1 || return 1
+        --repl-diskless-sync-delay 0 --pidfile "$dir/pid" --logfile "$dir/log" "$@" \
+        >/dev/null 2>&1 || return 1
     for _ in $(seq 400); do
         [ -s "$dir/pid" ] && break
         sleep 0.05

@@ -29,10 +29,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         redisReply *rp = reply;
         struct rc_topology t;
-        if (redis_parse_slots(rp, "seed", &t) == 0)
+        if (redis_parse_slots(rp, "seed", &t) == 0) {
             for (int s = 0; s < RC_SLOTS; s++)
                 if (t.owner[s] >= (int)t.n)
                     abort();
+            for (size_t i = 0; i < t.n; i++) /* a replica names a master that is listed */
+                if (t.nodes[i].replica_of >= (int)t.n || t.nodes[i].replica_of == (int)i)
+                    abort();
+        }
         free(t.nodes);
         if (rp->type == REDIS_REPLY_ERROR || rp->type == REDIS_REPLY_STATUS)
             check_redirect(rp->str, rp->len);

@@ -4,6 +4,8 @@
 
 #include "core/err.h"
 #include "curate/dedup/redis_cluster.h"
+#include "curate/dedup/redis_lock.h"
+#include "curate/dedup/redis_watch.h"
 
 #include <hiredis/hiredis.h>
 #include <stdlib.h>
@@ -55,10 +57,15 @@ TEST(redis_cluster_slots_reply)
     REQUIRE(r);
     struct rc_topology t;
     CHECK_EQ_INT(redis_parse_slots(r, "10.0.0.9", &t), 0);
-    CHECK_EQ_INT(t.n, 2);
+    CHECK_EQ_INT(t.n, 3); /* the replica is a node too, owning no slot */
     CHECK_EQ_INT(t.nodes[t.owner[0]].port, 7000);
     CHECK_EQ_INT(t.nodes[t.owner[0]].replicas, 1);
+    CHECK_EQ_INT(t.nodes[t.owner[0]].replica_of, -1);
+    CHECK_EQ_INT(t.nodes[1].port, 7003);
+    CHECK_EQ_INT(t.nodes[1].replica_of, t.owner[0]);
     CHECK_EQ_STR(t.nodes[t.owner[16383]].host, "10.0.0.9");
+    for (int s = 0; s < RC_SLOTS; s++)
+        CHECK(t.owner[s] != 1);
     free(t.nodes);
     freeReplyObject(r);
     /* malformed: a slot range out of bounds, and a master without a port */
@@ -86,4 +93,32 @@ TEST(redis_cluster_open_refused)
     CHECK_CONTAINS(sl_err_msg(), "cannot reach any Redis Cluster node: 127.0.0.1:1");
     CHECK_EQ_INT(redis_cluster_open(&rc, "localhost", NULL, 100, 1), SL_ERR_USAGE);
     CHECK_CONTAINS(sl_err_msg(), "write HOST:PORT");
+}
+
+TEST(redis_info_fields)
+{
+    /* the shape of INFO: "# Section" headers, "field:value" lines ending in CRLF */
+    const char *info = "# Server\r\nredis_version:7.0.15\r\nrun_id:0123abcd\r\n\r\n"
+                       "# Stats\r\nevicted_keys:17\r\nevicted_clients:0\r\n";
+    char v[48];
+    CHECK_EQ_INT(redis_info_field(info, strlen(info), "run_id", v, sizeof(v)), 0);
+    CHECK_EQ_STR(v, "0123abcd");
+    CHECK_EQ_INT(redis_info_field(info, strlen(info), "evicted_keys", v, sizeof(v)), 0);
+    CHECK_EQ_STR(v, "17");
+    /* a field is a whole name at the start of a line */
+    CHECK_EQ_INT(redis_info_field(info, strlen(info), "evicted", v, sizeof(v)), -1);
+    CHECK_EQ_INT(redis_info_field(info, strlen(info), "id", v, sizeof(v)), -1);
+    /* a value is cut to the buffer */
+    CHECK_EQ_INT(redis_info_field(info, strlen(info), "redis_version", v, 4), 0);
+    CHECK_EQ_STR(v, "7.0");
+}
+
+TEST(redis_lock_holders)
+{
+    char d[128];
+    redis_lock_describe("host=n1 pid=42 start=99 ns=pid:[4026531836] started=2025-01-02T03:04:05Z",
+                        d, sizeof(d));
+    CHECK_EQ_STR(d, "host n1, pid 42, started 2025-01-02T03:04:05Z");
+    redis_lock_describe("something else", d, sizeof(d));
+    CHECK_EQ_STR(d, "host ?, pid ?, started ?");
 }
