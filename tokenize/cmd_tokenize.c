@@ -25,6 +25,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/counters.h"
+#include "core/dirlock.h"
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/inputs.h"
@@ -76,6 +77,7 @@ struct opts {
     long eod_id;
     long workers;
     uint64_t max_doc;
+    int wait;
     /* for the settings: the tokenizer's kind and vocabulary size, the tokens' type */
     const char *kind, *dtype;
     uint64_t vocab_size;
@@ -109,6 +111,7 @@ const struct sl_option cmd_tokenize_options[] = {
     SL_OPT_SIZE(0, "max-doc-size", &o.max_doc, "SIZE",
                 "longest JSONL line accepted; longer ones are reported and skipped (default 64M)",
                 .flags = SL_OPTF_OUTPUT),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -952,6 +955,20 @@ static void report(const struct opts *o, const struct sl_inputs *in, const struc
                 (unsigned long long)skipped, o->out);
 }
 
+/* The temporaries of the outputs that a killed run left (the lock is held). */
+static void remove_stale_outputs(const struct opts *o, char **outs, size_t n)
+{
+    char *p = sl_xasprintf("%s.manifest.json", o->out);
+    sl_atomic_remove_stale(p);
+    free(p);
+    for (size_t k = 0; k < n; k++)
+        for (int i = 0; i < 2; i++) {
+            p = sl_xasprintf("%s.%s", outs[k], i ? "idx" : "bin");
+            sl_atomic_remove_stale(p);
+            free(p);
+        }
+}
+
 static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
 {
     struct sl_world *w = sl_world_get();
@@ -1000,6 +1017,18 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     else
         strcpy(dir, ".");
     char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
+    /* the parts folder's lock is held until the outputs are written from the parts: one
+     * run at a time per prefix (core/dirlock.h); its lost temporaries are then stale */
+    struct sl_dirlock *lock = NULL;
+    rc = sl_stage_lock(w, tmpdir, o->wait, argc, argv, &lock);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        free(tmpdir);
+        free(dir);
+        sl_inputs_release(&in);
+        tokenizer_free(tok);
+        return 1;
+    }
     struct sl_buf settings = SL_BUF_INIT;
     o->kind = tokenizer_kind_name(tok->kind);
     o->vocab_size = tok->vocab_size;
@@ -1033,6 +1062,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     for (size_t k = 0; k < pl.nkeys; k++)
         outs[k] = sl_xasprintf("%s_%s_document", o->out, o->keys.v[k]);
     int failed = rc != 0;
+    if (!failed && w->rank == 0)
+        remove_stale_outputs(o, outs, pl.nkeys);
     if (!failed && w->rank == 0) {
         rc = concat_parts(tmpdir, &in, outs, pl.nkeys, dtype);
         if (!rc)
@@ -1059,6 +1090,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_stage_result_release(&res);
     pipeline_release(&pl);
     sl_buf_release(&settings);
+    sl_dirlock_release(lock);
     free(tmpdir);
     free(dir);
     sl_inputs_release(&in);

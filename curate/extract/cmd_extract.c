@@ -72,7 +72,7 @@ struct opts {
     const char *out, *format, *text_key, *source;
     uint64_t max_record;
     long level;
-    int force, skip_corrupt, keep_truncated, rm_inputs;
+    int force, wait, skip_corrupt, keep_truncated, rm_inputs;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
     uint64_t shard_size;      /* html: input bytes per output shard; 0 for other formats */
     int group;                /* inputs grouped into shards (html) */
@@ -110,6 +110,7 @@ const struct sl_option cmd_extract_options[] = {
                 .flags = SL_OPTF_OUTPUT | SL_OPTF_NO_KEY, .omit = "0"),
     SL_OPT_DOCIDS(&o.ids),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -458,7 +459,8 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
                                              .argv = argv,
                                              .inputs = &in,
                                              .settings_json = settings.data,
-                                             .force = o->force },
+                                             .force = o->force,
+                                             .wait = o->wait },
                                   .label = label,
                                   .level = (int)o->level,
                                   .first = first,

@@ -42,7 +42,7 @@ struct opts {
     const char *text_key;
     uint64_t max_line;
     long level;
-    int force, repair_utf8, skip_corrupt;
+    int force, wait, repair_utf8, skip_corrupt;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
     uint64_t nshards;         /* the shards written (for the settings) */
 };
@@ -66,6 +66,7 @@ const struct sl_option cmd_reshard_options[] = {
                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_DOCIDS(&o.ids),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -544,7 +545,8 @@ static int begin(struct sl_stage *st, struct sl_world *w, struct opts *o,
                                 .argv = argv,
                                 .inputs = in,
                                 .settings_json = settings->data,
-                                .force = o->force };
+                                .force = o->force,
+                                .wait = o->wait };
     int rc = sl_stage_begin(st, w, &cfg);
     if (rc)
         sl_error("%s", sl_err_msg());
