@@ -1,4 +1,5 @@
-/* Operand expansion (files, directories, stage output directories) and size balancing. */
+/* Operand expansion (files, directories, stage output directories, each file once) and
+ * size balancing. */
 #include "core/inputs.h"
 
 #include "core/alloc.h"
@@ -16,10 +17,68 @@
 const char *const sl_jsonl_exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz",
                                       ".jsonl.bz2", ".json.zst", ".ndjson", NULL };
 
+/* The directories walked so far, by (device, inode): open addressing, grown at half full. */
+struct dirset {
+    uint64_t *k; /* 2 per slot: dev, ino + 1 (0: empty) */
+    size_t n, cap;
+};
+
+/* The slot of (dev, ino), or the empty slot where it would go (cap > n). */
+static size_t dirset_slot(const struct dirset *d, uint64_t dev, uint64_t ino)
+{
+    /* two odd 64-bit multipliers (2^64 / the golden ratio, and xxHash's PRIME64_2) mix
+     * both fields into the high bits, which the shift brings down */
+    uint64_t h = dev * 0x9E3779B97F4A7C15ull ^ ino * 0xC2B2AE3D27D4EB4Full;
+    size_t i = (size_t)(h >> 32) & (d->cap - 1);
+    while (d->k[2 * i + 1] && !(d->k[2 * i] == dev && d->k[2 * i + 1] == ino + 1))
+        i = (i + 1) & (d->cap - 1);
+    return i;
+}
+
+static int dirset_has(const struct dirset *d, const struct stat *st)
+{
+    return d->cap && d->k[2 * dirset_slot(d, (uint64_t)st->st_dev, (uint64_t)st->st_ino) + 1];
+}
+
+/* 1 if (dev, ino) was already in the set, else adds it and returns 0. */
+static int dirset_add(struct dirset *d, uint64_t dev, uint64_t ino)
+{
+    if (2 * (d->n + 1) > d->cap) {
+        struct dirset g = { NULL, 0, d->cap ? d->cap * 2 : 64 };
+        g.k = sl_xcalloc(g.cap * 2, sizeof(uint64_t));
+        for (size_t i = 0; i < d->cap; i++)
+            if (d->k[2 * i + 1])
+                dirset_add(&g, d->k[2 * i], d->k[2 * i + 1] - 1);
+        free(d->k);
+        *d = g;
+    }
+    size_t i = dirset_slot(d, dev, ino);
+    if (d->k[2 * i + 1])
+        return 1;
+    d->k[2 * i] = dev;
+    d->k[2 * i + 1] = ino + 1;
+    d->n++;
+    return 0;
+}
+
 struct list {
     struct sl_input *v;
     size_t n, cap;
+    struct dirset dirs;
 };
+
+static void fill(struct sl_input *in, const char *path, const char *rel, const struct stat *st)
+{
+    in->path = sl_xstrdup(path);
+    in->rel = sl_xstrdup(rel);
+    in->size = (uint64_t)st->st_size;
+    in->mtime = (int64_t)st->st_mtime;
+    in->mode = (unsigned)st->st_mode;
+    in->dev = (uint64_t)st->st_dev;
+    in->ino = (uint64_t)st->st_ino;
+    if (!S_ISREG(st->st_mode))
+        in->size = 0; /* a FIFO's or device's st_size says nothing about what it gives */
+}
 
 static void push(struct list *l, const char *path, const char *rel, const struct stat *st)
 {
@@ -27,11 +86,7 @@ static void push(struct list *l, const char *path, const char *rel, const struct
         l->cap = l->cap ? l->cap * 2 : 32;
         l->v = sl_xrealloc(l->v, l->cap * sizeof(*l->v));
     }
-    struct sl_input *in = &l->v[l->n++];
-    in->path = sl_xstrdup(path);
-    in->rel = sl_xstrdup(rel);
-    in->size = (uint64_t)st->st_size;
-    in->mtime = (int64_t)st->st_mtime;
+    fill(&l->v[l->n++], path, rel, st);
 }
 
 static int accepted(const char *name, const char *const *exts)
@@ -52,8 +107,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int walk(struct list *l, const char *dir, const char *rel, const char *const *exts, int depth)
+/* The regular files under dir (whose stat is dst), unless dir was walked already. */
+static int walk(struct list *l, const char *dir, const struct stat *dst, const char *rel,
+                const char *const *exts, int depth)
 {
+    if (dirset_add(&l->dirs, (uint64_t)dst->st_dev, (uint64_t)dst->st_ino))
+        return 0; /* reached again through a link: its files are listed once */
     if (depth > 64)
         return sl_err_set(SL_ERR_IO, "directory '%s' is nested too deeply", dir);
     DIR *d = opendir(dir);
@@ -81,7 +140,7 @@ static int walk(struct list *l, const char *dir, const char *rel, const char *co
         struct stat st;
         if (!rc && stat(path, &st) == 0) {
             if (S_ISDIR(st.st_mode))
-                rc = walk(l, path, r, exts, depth + 1);
+                rc = walk(l, path, &st, r, exts, depth + 1);
             else if (S_ISREG(st.st_mode) && accepted(names[i], exts))
                 push(l, path, r, &st);
         }
@@ -130,23 +189,24 @@ static int from_manifest(struct list *l, const char *dir)
 }
 
 struct dupkey {
-    const char *path;
+    uint64_t dev, ino;
     size_t idx;
 };
 
 static int cmp_dupkey(const void *a, const void *b)
 {
     const struct dupkey *x = a, *y = b;
-    int c = strcmp(x->path, y->path);
-    if (c)
-        return c;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n,
                      const char *const *exts)
 {
-    struct list l = { NULL, 0, 0 };
+    struct list l = { NULL, 0, 0, { NULL, 0, 0 } };
     int rc = 0;
     in->v = NULL;
     in->n = 0;
@@ -157,6 +217,8 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
             rc = sl_err_set(SL_ERR_NOTFOUND, "cannot read input '%s': %s", op, strerror(errno));
             break;
         }
+        if (S_ISDIR(st.st_mode) && dirset_has(&l.dirs, &st))
+            continue; /* walked already, under an earlier operand */
         if (S_ISDIR(st.st_mode)) {
             size_t before = l.n;
             char *dir = sl_xstrdup(op);
@@ -165,9 +227,12 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
                 dir[--dl] = '\0';
             rc = from_manifest(&l, dir);
             if (rc == 0)
-                rc = walk(&l, dir, "", exts, 0);
-            else if (rc > 0)
+                rc = walk(&l, dir, &st, "", exts, 0);
+            else if (rc > 0) {
+                /* a stage directory stands for its outputs: not walked below another */
+                dirset_add(&l.dirs, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
                 rc = 0;
+            }
             if (!rc && l.n == before) {
                 struct sl_buf b = SL_BUF_INIT;
                 for (size_t k = 0; exts && exts[k]; k++)
@@ -182,22 +247,24 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
             push(&l, op, slash ? slash + 1 : op, &st);
         }
     }
+    free(l.dirs.k);
     if (rc) {
         in->v = l.v;
         in->n = l.n;
         sl_inputs_release(in);
         return rc;
     }
-    /* drop repeated paths, keeping the first */
+    /* one entry per file (by device and inode), the first name found */
     struct dupkey *keys = sl_xcalloc(l.n ? l.n : 1, sizeof(*keys));
     char *drop = sl_xcalloc(l.n ? l.n : 1, 1);
     for (size_t i = 0; i < l.n; i++) {
-        keys[i].path = l.v[i].path;
+        keys[i].dev = l.v[i].dev;
+        keys[i].ino = l.v[i].ino;
         keys[i].idx = i;
     }
     qsort(keys, l.n, sizeof(*keys), cmp_dupkey);
     for (size_t i = 1; i < l.n; i++)
-        if (strcmp(keys[i].path, keys[i - 1].path) == 0)
+        if (keys[i].dev == keys[i - 1].dev && keys[i].ino == keys[i - 1].ino)
             drop[keys[i].idx] = 1;
     size_t w = 0;
     for (size_t i = 0; i < l.n; i++) {
@@ -217,13 +284,29 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
 
 void sl_inputs_release(struct sl_inputs *in)
 {
-    for (size_t i = 0; i < in->n; i++) {
-        free(in->v[i].path);
-        free(in->v[i].rel);
-    }
+    for (size_t i = 0; i < in->n; i++)
+        sl_input_release(&in->v[i]);
     free(in->v);
     in->v = NULL;
     in->n = 0;
+}
+
+int sl_input_from_path(struct sl_input *in, const char *path)
+{
+    struct stat st;
+    memset(in, 0, sizeof(*in));
+    if (stat(path, &st) != 0)
+        return sl_err_set(SL_ERR_NOTFOUND, "cannot read input '%s': %s", path, strerror(errno));
+    const char *slash = strrchr(path, '/');
+    fill(in, path, slash ? slash + 1 : path, &st);
+    return 0;
+}
+
+void sl_input_release(struct sl_input *in)
+{
+    free(in->path);
+    free(in->rel);
+    in->path = in->rel = NULL;
 }
 
 uint64_t sl_inputs_total_size(const struct sl_inputs *in)
