@@ -1,18 +1,21 @@
-/* Operand expansion (files, directories, stage output directories, each file once) and
- * size balancing. */
+/* Operand expansion (files, directories, stage output directories, each file once), the
+ * planned-size reading of inputs, and size balancing. */
 #include "core/inputs.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/jsonl.h"
 #include "core/stream.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 const char *const sl_jsonl_exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz",
                                       ".jsonl.bz2", ".json.zst", ".ndjson", NULL };
@@ -307,6 +310,97 @@ void sl_input_release(struct sl_input *in)
     free(in->path);
     free(in->rel);
     in->path = in->rel = NULL;
+}
+
+const char *sl_input_kind(const struct sl_input *in)
+{
+    mode_t m = (mode_t)in->mode;
+    return S_ISREG(m)    ? "a regular file"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISDIR(m)  ? "a directory"
+                         : "not a regular file";
+}
+
+/* An input as planned: a regular file up to its listed size, anything else to its end. */
+struct input_source {
+    struct sl_source base;
+    int fd;
+    int capped;       /* a regular file: stop at `planned` */
+    uint64_t planned; /* in->size */
+    uint64_t pos;     /* bytes given so far */
+};
+
+static ssize_t input_read(struct sl_source *src, void *buf, size_t n)
+{
+    struct input_source *s = (struct input_source *)src;
+    if (s->capped && n > s->planned - s->pos)
+        n = (size_t)(s->planned - s->pos);
+    if (n == 0)
+        return 0;
+    ssize_t r;
+    do
+        r = read(s->fd, buf, n);
+    while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return sl_err_set(SL_ERR_IO, "cannot read input '%s' at byte %llu: %s", src->name,
+                          (unsigned long long)s->pos, strerror(errno));
+    if (r == 0 && s->capped)
+        return sl_err_set(SL_ERR_IO,
+                          "input '%s' is shorter than when the run began: it ends at byte %llu "
+                          "of %llu\nhint: an input must not change while a stage reads it; run "
+                          "the command again to read it as it is now",
+                          src->name, (unsigned long long)s->pos, (unsigned long long)s->planned);
+    s->pos += (uint64_t)r;
+    return r;
+}
+
+static void input_close(struct sl_source *src)
+{
+    struct input_source *s = (struct input_source *)src;
+    close(s->fd);
+    free(src->name);
+    free(s);
+}
+
+int sl_input_source(struct sl_source **out, const struct sl_input *in)
+{
+    *out = NULL;
+    int fd = open(in->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sl_err_set(SL_ERR_IO, "cannot read input '%s': %s", in->path, strerror(errno));
+#ifdef POSIX_FADV_SEQUENTIAL
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+    struct input_source *s = sl_xcalloc(1, sizeof(*s));
+    s->base.read = input_read;
+    s->base.close = input_close;
+    s->base.name = sl_xstrdup(in->path);
+    s->fd = fd;
+    s->capped = S_ISREG((mode_t)in->mode);
+    s->planned = in->size;
+    *out = &s->base;
+    return 0;
+}
+
+int sl_input_reader(struct sl_reader **out, const struct sl_input *in,
+                    const struct sl_reader_opts *opts)
+{
+    struct sl_source *src;
+    *out = NULL;
+    int rc = sl_input_source(&src, in);
+    return rc ? rc : sl_reader_open_source(out, src, opts);
+}
+
+int sl_input_jsonl(struct sl_jsonl_reader **out, const struct sl_input *in,
+                   const struct sl_jsonl_opts *opts)
+{
+    struct sl_source *src;
+    *out = NULL;
+    int rc = sl_input_source(&src, in);
+    return rc ? rc : sl_jsonl_open_source(out, src, opts);
 }
 
 uint64_t sl_inputs_total_size(const struct sl_inputs *in)

@@ -189,6 +189,19 @@ static int rank0_prepare(struct sl_stage *st)
     return rc;
 }
 
+int sl_stage_check_inputs(const struct sl_stage_cfg *cfg)
+{
+    const struct sl_inputs *in = cfg->inputs;
+    for (size_t i = 0; cfg->rereads_inputs && in && i < in->n; i++)
+        if (!S_ISREG((mode_t)in->v[i].mode))
+            return sl_err_set(SL_ERR_UNSUPPORTED,
+                              "cannot read input '%s': it is %s, and the stage '%s' reads each "
+                              "input more than once\nhint: save its data to a regular file and "
+                              "give that",
+                              in->v[i].path, sl_input_kind(&in->v[i]), cfg->stage);
+    return 0;
+}
+
 static void on_lock_wait(void *ctx, const char *dir, const char *holder)
 {
     (void)ctx;
@@ -225,7 +238,9 @@ int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stag
     gmtime_r(&now, &tm);
     strftime(st->started, sizeof(st->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
 
-    int rc = sl_stage_lock(w, cfg->out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
+    int rc = sl_stage_check_inputs(cfg);
+    if (!rc)
+        rc = sl_stage_lock(w, cfg->out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
     if (rc) {
         sl_stage_release(st);
         return rc;

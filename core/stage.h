@@ -21,10 +21,16 @@
  * earlier runs (hidden *.tmp in OUT, OUT/.sluice and OUT's first level of folders, such as
  * filter's lang=xx/) before its first write: with the lock held, none can be in use.
  *
+ * Inputs: a stage reads each input file up to the size its plan lists (what is appended
+ * to an input during the run is not read; an input that became shorter is an error):
+ * sl_input_source() and its readers (core/inputs.h) enforce it. A stage that reads its
+ * inputs more than once says so (cfg.rereads_inputs): its inputs must then be regular
+ * files, and a FIFO or device is refused with a message before anything is read.
+ *
  * Per-file stages use sl_stage_run_files() below, which owns this loop. Usage (every
  * rank, for stages whose units are not input files):
- *   sl_stage_begin(&st, &cfg)            the directory locked, mkdir, plan check, stale
- *                                        temporaries removed
+ *   sl_stage_begin(&st, &cfg)            inputs checked, the directory locked, mkdir,
+ *                                        plan check, stale temporaries removed
  *   for each unit this rank owns:
  *       if (sl_stage_done(&st, name)) continue;
  *       ... write the shard, count into a struct sl_counters ...
@@ -54,6 +60,8 @@ struct sl_stage_cfg {
     const char *settings_json; /* the settings that define the output, as a JSON object */
     int force;                 /* discard earlier outputs with another plan */
     int wait;                  /* another run holds the directory: wait for it (--wait) */
+    /* the stage reads each input more than once (reshard, dedup): only regular files */
+    int rereads_inputs;
 };
 
 struct sl_stage {
@@ -66,12 +74,19 @@ struct sl_stage {
     struct sl_dirlock *lock; /* the directory's lock (NULL where the file system has none) */
 };
 
-/* Collective. Locks the output directory (creating it), writes or checks the plan, removes
- * stale temporary files. Fails with a message when another run holds the directory
- * (SL_ERR_BUSY, naming it; with cfg.wait it waits instead, saying once for whom), the
- * directory is not writable, or it holds another plan's outputs (hint: --force or another
- * --out). On a file system without locks it warns and goes on. */
+/* Collective. Checks the inputs (sl_stage_check_inputs), locks the output directory
+ * (creating it), writes or checks the plan, removes stale temporary files. Fails with a
+ * message when an input is not readable as the stage reads it, another run holds the
+ * directory (SL_ERR_BUSY, naming it; with cfg.wait it waits instead, saying once for
+ * whom), the directory is not writable, or it holds another plan's outputs (hint: --force
+ * or another --out). On a file system without locks it warns and goes on. */
 int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stage_cfg *cfg);
+
+/* What sl_stage_begin checks of cfg's inputs before anything is read: with
+ * rereads_inputs, that each is a regular file (SL_ERR_UNSUPPORTED naming the first FIFO,
+ * device or socket, and the stage). A stage that reads its inputs before it begins
+ * (reshard measures them) calls it first. Not collective: every rank sees the same list. */
+int sl_stage_check_inputs(const struct sl_stage_cfg *cfg);
 
 /* Collective. Lock `dir` as sl_stage_begin does (core/dirlock.h): the holder described by
  * "sluice ARGV...", waiting when `wait` (saying once, on rank 0, for whom), refused

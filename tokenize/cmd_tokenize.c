@@ -569,7 +569,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *r = NULL;
     if (!rc)
-        rc = sl_jsonl_open(&r, in->path, &jo);
+        rc = sl_input_jsonl(&r, in, &jo);
     u.r = r;
     pl->u = &u; /* no batch of the unit before is in flight: the workers see it from here */
     pl->wrc = 0;

@@ -78,7 +78,7 @@ static int clean_file(void *ctx, struct sl_stage_unit *u)
     jo.ctx = c;
     struct sl_clean_counts k;
     memset(&k, 0, sizeof(k));
-    int rc = sl_jsonl_open(&r, in->path, &jo);
+    int rc = sl_input_jsonl(&r, in, &jo);
     while (!rc) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)

@@ -92,7 +92,7 @@ static int decont_file(void *ctx, struct sl_stage_unit *u)
     struct sl_decont_work dw;
     sl_decont_work_init(&dw, dc);
     struct sl_buf id = SL_BUF_INIT, piece_id = SL_BUF_INIT;
-    int rc = sl_jsonl_open(&r, in->path, &jo);
+    int rc = sl_input_jsonl(&r, in, &jo);
     while (!rc) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)

@@ -211,7 +211,8 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
                                 .inputs = &c.in,
                                 .settings_json = settings.data,
                                 .force = o->force,
-                                .wait = o->wait };
+                                .wait = o->wait,
+                                .rereads_inputs = 1 };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_error("%s", sl_err_msg());

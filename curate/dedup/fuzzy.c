@@ -1195,7 +1195,8 @@ static int run_begin(struct fuzzy_run *r, struct sl_strlist *operands, int argc,
                                 .inputs = &r->c.in,
                                 .settings_json = r->settings.data,
                                 .force = o->force,
-                                .wait = o->wait };
+                                .wait = o->wait,
+                                .rereads_inputs = 1 };
     if (sl_stage_begin(&r->st, r->w, &cfg))
         return fail(1);
     r->begun = 1;

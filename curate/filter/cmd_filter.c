@@ -348,7 +348,7 @@ static int filter_file(void *arg, struct sl_stage_unit *u)
         free(rpath);
     }
     if (!rc)
-        rc = sl_jsonl_open(&r, in->path, &jo);
+        rc = sl_input_jsonl(&r, in, &jo);
     for (uint64_t docs = 1; !rc; docs++) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)

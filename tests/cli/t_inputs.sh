@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # How stages take their inputs (core/inputs.h): directory walks through symbolic links
-# (loops, siblings) list each file once. Every command runs under `timeout`: before this
-# rule two loops of links made a walk that never ended.
+# (loops, siblings) list each file once; stages that read an input twice refuse FIFOs
+# (one-pass stages read them); an input appended to during a run is read up to its size
+# in the plan, by every stage; an unreadable file is named as such. Every command runs
+# under `timeout`: before these rules a loop of links never ended and a FIFO hung.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -32,5 +34,95 @@ expect_eq "$(docs_in "$T/o-links")" 8
 # the names kept: the first in walk order (sorted entries, depth first)
 expect_eq "$(json "$T/o-links/manifest.json" "[i['path'].split('/in/')[1] for i in m['inputs']]")" \
           "['a.jsonl', 'sib/b.jsonl']"
+
+case_ "FIFOs: refused by the stages that read an input twice, read by the one-pass ones"
+mkfifo "$T/f.jsonl"
+gen "$T/fdata.jsonl" f 4
+writer() { timeout 20 sh -c 'cat "$1" >"$2"' sh "$T/fdata.jsonl" "$T/f.jsonl" & }
+for cmd in "reshard" "dedup exact" "dedup fuzzy"; do
+    writer
+    wjob=$!
+    # shellcheck disable=SC2086
+    run timeout 20 "$SLUICE" $cmd --out "$T/o-fifo-${cmd/ /-}" "$T/f.jsonl"
+    expect_rc 1
+    expect_err "cannot read input '$T/f.jsonl': it is a FIFO, and the stage '${cmd/ /-}' reads each input more than once"
+    expect_no_file "$T/o-fifo-${cmd/ /-}/manifest.json"
+    timeout 20 cat "$T/f.jsonl" >/dev/null || true # the writer waits for a reader
+    wait $wjob || true
+done
+writer
+wjob=$!
+run timeout 20 "$SLUICE" clean --out "$T/o-fifo-clean" "$T/f.jsonl"
+expect_rc 0
+expect_eq "$(docs_in "$T/o-fifo-clean")" 4
+wait $wjob || true
+
+# Start CMD reading FIFO first and BIG after it; once CMD has opened the FIFO (it has
+# listed and planned its inputs), append 500 documents to BIG, then feed the FIFO.
+append_during() {
+    local fifo=$1 big=$2
+    shift 2
+    timeout 60 "$@" >"$T/out" 2>"$T/err" &
+    local job=$!
+    exec 8>"$fifo" # returns when the stage opens the FIFO to read it
+    gen "$big" late 500
+    cat "$T/fdata.jsonl" >&8
+    exec 8>&-
+    rc=0
+    wait $job || rc=$?
+}
+
+case_ "an input appended to while filter runs: read up to its size in the plan"
+gen "$T/big.jsonl" big 3000
+cp "$T/big.jsonl" "$T/big0.jsonl"
+mkfifo "$T/g.jsonl"
+run timeout 60 "$SLUICE" filter --config "$ROOT/configs/filters/gopher.yaml" --out "$T/o-f0" \
+    "$T/fdata.jsonl" "$T/big0.jsonl"
+expect_rc 0
+append_during "$T/g.jsonl" "$T/big.jsonl" \
+    "$SLUICE" filter --config "$ROOT/configs/filters/gopher.yaml" --out "$T/o-f1" "$T/g.jsonl" "$T/big.jsonl"
+expect_rc 0
+expect_eq "$(docs_in "$T/o-f1")" "$(docs_in "$T/o-f0")"
+expect_eq "$(json "$T/o-f1/manifest.json" "m['counts']['documents_out']")" \
+          "$(json "$T/o-f0/manifest.json" "m['counts']['documents_out']")"
+
+case_ "an input appended to while dedup fuzzy runs (paused reading --index-in): read up to its size in the plan"
+gen "$T/old.jsonl" old 100
+run timeout 60 "$SLUICE" dedup fuzzy --out "$T/o-z0" --index-out "$T/idx" "$T/old.jsonl"
+expect_rc 0
+mv "$T/idx/bands-00000.sldx.zst" "$T/bands"
+mkfifo "$T/idx/bands-00000.sldx.zst"
+cp "$T/big0.jsonl" "$T/big.jsonl"
+# the FIFO is the index's band file (dedup fuzzy refuses FIFO inputs): the same pause
+timeout 60 "$SLUICE" dedup fuzzy --out "$T/o-z1" --index-in "$T/idx" "$T/big.jsonl" >"$T/out" 2>"$T/err" &
+zjob=$!
+exec 8>"$T/idx/bands-00000.sldx.zst"
+gen "$T/big.jsonl" late 500
+cat "$T/bands" >&8
+exec 8>&-
+rc=0
+wait $zjob || rc=$?
+expect_rc 0
+expect_eq "$(docs_in "$T/o-z1")" 3000
+
+case_ "an unreadable input: named as such, with no --skip-corrupt hint"
+cp "$T/big0.jsonl" "$T/locked.jsonl"
+chmod 000 "$T/locked.jsonl"
+# root reads anything: drop the capabilities that let it (setpriv), else run as is
+deny=()
+if [ "$(id -u)" -eq 0 ]; then
+    if setpriv --bounding-set=-dac_override,-dac_read_search true 2>/dev/null &&
+        ! setpriv --bounding-set=-dac_override,-dac_read_search cat "$T/locked.jsonl" >/dev/null 2>&1; then
+        deny=(setpriv --bounding-set=-dac_override,-dac_read_search)
+    else
+        echo "skip: root cannot drop CAP_DAC_OVERRIDE here (setpriv)"
+    fi
+fi
+if [ "$(id -u)" -ne 0 ] || [ ${#deny[@]} -gt 0 ]; then
+    run timeout 20 "${deny[@]}" "$SLUICE" reshard --out "$T/o-locked" "$T/locked.jsonl"
+    expect_rc 1
+    expect_err "cannot read input '$T/locked.jsonl': Permission denied"
+    expect_no_err "skip-corrupt"
+fi
 
 finish
