@@ -105,10 +105,18 @@ int html_read_source(struct sl_source *src, size_t max_input, struct sl_buf *raw
         rc ? SL_CODEC_NONE : sl_codec_detect((const unsigned char *)in.data, in.len, &unsupported);
     if (rc || (codec == SL_CODEC_GZIP && gzip_fast(&in, max_input, raw) == 0)) {
         /* read, or failed to */
+    } else if (codec == SL_CODEC_NONE && !unsupported && in.len > max_input) {
+        rc = sl_err_set(SL_ERR_TOOBIG, "'%s' is larger than %zu bytes (cap)", src->name,
+                        max_input);
     } else if (codec == SL_CODEC_NONE && !unsupported) {
-        rc = sl_buf_append(raw, in.data, in.len);
-        if (rc)
-            rc = sl_err_set(rc, "'%s' is larger than %zu bytes (cap)", src->name, max_input);
+        /* the page as read: handed over, not copied (with the NUL after it, as appended
+         * data has) */
+        if (in.data)
+            in.data[in.len] = '\0';
+        sl_buf_release(raw);
+        *raw = in;
+        raw->max = max_input;
+        sl_buf_init(&in, 0);
     } else {
         struct sl_reader *r;
         rc = sl_reader_open_source(&r, sl_source_mem(in.data, in.len, src->name), NULL);

@@ -57,6 +57,24 @@ expect_rc 0
 expect_eq "$(docs_in "$T/o-fifo-clean")" 4
 wait $wjob || true
 
+case_ "extract reads a FIFO once: a plain HTML page, one arXiv paper (each was read twice)"
+mkfifo "$T/page.html" "$T/paper.gz"
+timeout 20 sh -c 'printf "<html><head><title>T</title></head><body><p>%s</p></body></html>" \
+    "A paragraph of plain text that is long enough to be kept as the main text of the page." >"$1"' \
+    sh "$T/page.html" &
+wjob=$!
+run timeout 20 "$SLUICE" extract --format html --out "$T/o-html" "$T/page.html"
+wait $wjob || true
+expect_rc 0
+expect_eq "$(json "$T/o-html/manifest.json" "m['counts']['documents_out']")" 1
+gzip -c "$FIX/arxiv/arxiv-latex-cleaner/input/main.tex" >"$T/paper.saved"
+timeout 20 sh -c 'cat "$1" >"$2"' sh "$T/paper.saved" "$T/paper.gz" &
+wjob=$!
+run timeout 20 "$SLUICE" extract --format arxiv --out "$T/o-arxiv" "$T/paper.gz"
+wait $wjob || true
+expect_rc 0
+expect_eq "$(json "$T/o-arxiv/manifest.json" "m['counts']['documents_out']")" 1
+
 # Start CMD reading FIFO first and BIG after it; once CMD has opened the FIFO (it has
 # listed and planned its inputs), append 500 documents to BIG, then feed the FIFO.
 append_during() {
