@@ -36,7 +36,8 @@
  * is the process's, and closing any descriptor of the file drops it), and with O_CLOEXEC.
  * A node that dies keeps its locks until the server reclaims them (the NFSv4 lease, 90 s
  * by default; NLM when the client's status monitor reports the reboot); a mount with
- * `nolock` keeps locks local to each host, and a run on another host is then not stopped.
+ * `nolock` or `local_lock=flock` keeps locks local to each host, and a run on another host
+ * is then not stopped.
  * A file system without locks (flock fails with ENOLCK, EOPNOTSUPP or ENOSYS) gives
  * SL_ERR_UNSUPPORTED with a message: the caller decides whether to go on unlocked.
  */
