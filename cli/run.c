@@ -4,9 +4,11 @@
 #include "cli/commands.h"
 
 #include "core/alloc.h"
+#include "core/dirlock.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/stage.h"
 #include "core/world.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/record.h"
@@ -221,7 +223,7 @@ static int dry_run(const struct pl_pipeline *p)
 }
 
 static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, size_t num,
-                    size_t total, int *skipped)
+                    size_t total, int *skipped, int argc, const char **argv)
 {
     const struct pl_step *s = &p->steps[i];
     *skipped = 0;
@@ -256,6 +258,16 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
     }
     struct sl_strlist av = { 0 };
     step_argv(s, state == PL_STATE_STALE, &av);
+    /* the step's directory stays this run's from its record's start to its end (the
+     * command's own lock inside shares the hold) */
+    struct sl_dirlock *lock = NULL;
+    rc = sl_stage_lock(w, s->out, 0, argc, argv, &lock);
+    if (rc) {
+        sl_error("step '%s': %s", s->label, sl_err_msg());
+        sl_strlist_release(&av);
+        free(why);
+        return 1;
+    }
     if (w->rank == 0) {
         char *line = pl_shell_line(&av);
         if (state == PL_STATE_STALE)
@@ -281,6 +293,7 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
     if (rc) {
         sl_error("step '%s': %s", s->label, sl_err_msg());
         sl_strlist_release(&av);
+        sl_dirlock_release(lock);
         return 1;
     }
     /* the command runs as if started alone: its own log name, level and warning limits */
@@ -300,10 +313,12 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
         sl_error("step '%s' failed (exit %d)\nhint: fix the cause and run the same command "
                  "again: finished steps and shards are kept",
                  s->label, rc);
+        sl_dirlock_release(lock);
         return rc == 2 ? 2 : 1;
     }
     if (w->rank == 0)
         rc = pl_record_finish(s);
+    sl_dirlock_release(lock);
     rc = bcast_status(w, rc);
     if (rc) {
         sl_error("%s", sl_err_msg());
@@ -323,12 +338,14 @@ const char *const *cmd_run_usage(void)
 
 /* The options of the run (set by cmd_run) and their table. */
 static struct {
-    int dry, keys;
+    int dry, keys, wait;
 } ro;
 
 const struct sl_option cmd_run_options[] = {
     SL_OPT_FLAG_(0, "dry-run", &ro.dry, "print the command of each stage instead of running it"),
     SL_OPT_FLAG_(0, "keys", &ro.keys, "list every stage's keys and the options they map to"),
+    SL_OPT_FLAG_(0, "wait", &ro.wait,
+                 "wait for another run writing in the work directory (default: refuse)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -395,12 +412,21 @@ int cmd_run(int argc, const char **argv)
         sl_strlist_release(&rest);
         return 1;
     }
+    /* one run at a time in the work directory (core/dirlock.h): held to the summary */
+    struct sl_dirlock *lock = NULL;
+    rc = sl_stage_lock(w, p.work_dir, ro.wait, argc, argv, &lock);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        pl_pipeline_release(&p);
+        sl_strlist_release(&rest);
+        return 1;
+    }
     size_t num = 0, ran = 0;
     for (size_t i = 0; i < p.n && !rc; i++) {
         if (!p.steps[i].selected)
             continue;
         int skipped = 0;
-        rc = run_step(w, &p, i, ++num, total, &skipped);
+        rc = run_step(w, &p, i, ++num, total, &skipped, argc, argv);
         ran += !skipped;
     }
     if (!rc && w->rank == 0) {
@@ -426,6 +452,7 @@ int cmd_run(int argc, const char **argv)
         free(loss);
     }
     fflush(stdout);
+    sl_dirlock_release(lock);
     pl_pipeline_release(&p);
     sl_strlist_release(&rest);
     return rc;

@@ -3,10 +3,13 @@
 
 #include "core/alloc.h"
 #include "core/err.h"
+#include "core/hash.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,12 +68,63 @@ void sl_atomic_install_signal_cleanup(void)
     }
 }
 
+/* Names longer than this keep this much of the name in their temporary's, then a hash of
+ * the whole name: the temporary must stay under NAME_MAX (255) with its dot, tag and
+ * suffix (about 30 bytes). */
+#define TMP_NAME_KEEP 200
+
+char *sl_atomic_tmp_tag(void)
+{
+    /* the host as a hash: a host name can be long, and only has to tell hosts apart */
+    static uint32_t host;
+    if (!host) {
+        char h[256] = "";
+        gethostname(h, sizeof(h) - 1);
+        host = (uint32_t)sl_hash64(h, strlen(h), 0) | 1u;
+    }
+    return sl_xasprintf("%ld-%08x", (long)getpid(), (unsigned)host);
+}
+
 char *sl_atomic_tmp_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash)
-        return sl_xasprintf(".%s.tmp", path);
-    return sl_xasprintf("%.*s/.%s.tmp", (int)(slash - path), path, slash + 1);
+    const char *base = slash ? slash + 1 : path;
+    int dirlen = slash ? (int)(slash - path) + 1 : 0;
+    char *tag = sl_atomic_tmp_tag(), *out;
+    size_t n = strlen(base);
+    if (n <= TMP_NAME_KEEP)
+        out = sl_xasprintf("%.*s.%s.%s.tmp", dirlen, path, base, tag);
+    else
+        out = sl_xasprintf("%.*s.%.*s~%016llx.%s.tmp", dirlen, path, TMP_NAME_KEEP, base,
+                           (unsigned long long)sl_hash64(base, n, 0), tag);
+    free(tag);
+    return out;
+}
+
+int sl_atomic_remove_stale(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *dir = slash ? sl_xstrndup(path, (size_t)(slash - path)) : sl_xstrdup(".");
+    size_t bl = strlen(base);
+    DIR *d = opendir(dir[0] ? dir : "/");
+    int rc = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        /* ".NAME." then anything, ending in ".tmp" (or ".NAME.tmp") */
+        const char *n = e->d_name;
+        size_t l = strlen(n);
+        if (n[0] != '.' || l < bl + 5 || strncmp(n + 1, base, bl) != 0 || n[bl + 1] != '.' ||
+            strcmp(n + l - 4, ".tmp") != 0)
+            continue;
+        char *p = sl_xasprintf("%s/%s", dir, n);
+        if (unlink(p) != 0 && errno != ENOENT)
+            rc = sl_err_set(SL_ERR_IO, "cannot remove '%s': %s", p, strerror(errno));
+        free(p);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+    return rc;
 }
 
 int sl_atomic_open(struct sl_atomic_file *f, const char *path)

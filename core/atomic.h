@@ -1,6 +1,9 @@
 /* Atomic output files: write to a hidden temporary name in the same directory, fsync,
  * rename over the final name, fsync the directory. A file under its final name is always
- * complete (and, unless it was written with no_sync, on disk). Temporary files still open
+ * complete (and, unless it was written with no_sync, on disk). The temporary name is the
+ * process's own (DIR/.NAME.PID-HOST.tmp), so two processes writing one name never write
+ * into one temporary; the last rename wins. A temporary left by a killed process stays
+ * until whoever owns the directory removes it (a stage: core/stage.h). Temporary files still open
  * when SIGINT/SIGTERM/SIGHUP arrives are removed by the handler installed with
  * sl_atomic_install_signal_cleanup(). */
 #ifndef SL_ATOMIC_H
@@ -10,7 +13,7 @@
 
 struct sl_atomic_file {
     char *path;     /* final name (owned) */
-    char *tmp_path; /* temporary name: DIR/.NAME.tmp (owned) */
+    char *tmp_path; /* temporary name: DIR/.NAME.PID-HOST.tmp (owned) */
     int fd;         /* -1 when closed */
     int slot;       /* signal-cleanup registry slot, -1 if none */
     int no_sync;    /* commit renames without fsync: an intermediate file that is only
@@ -18,7 +21,8 @@ struct sl_atomic_file {
                      * step that checks it; a crash may leave it damaged under its name */
 };
 
-/* Create DIR/.NAME.tmp (truncating a stale one; no_sync 0). 0 or SL_ERR_IO with a message. */
+/* Create DIR/.NAME.PID-HOST.tmp (truncating a stale one; no_sync 0). 0 or SL_ERR_IO with a
+ * message. */
 int sl_atomic_open(struct sl_atomic_file *f, const char *path);
 /* Write all n bytes. */
 int sl_atomic_write(struct sl_atomic_file *f, const void *data, size_t n);
@@ -39,8 +43,18 @@ int sl_write_file_atomic(const char *path, const void *data, size_t n);
  * the caller copies instead. */
 int sl_atomic_link(const char *src, const char *path);
 
-/* The temporary name sl_atomic_open uses for `path` (caller frees). */
+/* The temporary name sl_atomic_open uses for `path` in this process (caller frees):
+ * DIR/.NAME.TAG.tmp, TAG from sl_atomic_tmp_tag; a NAME over 200 bytes is cut there and
+ * followed by "~" and a hash of the whole name. */
 char *sl_atomic_tmp_name(const char *path);
+/* This process's tag, "PID-HOST" (HOST: 8 hex digits of a hash of the host name), for
+ * other per-process temporary names (caller frees). */
+char *sl_atomic_tmp_tag(void);
+
+/* Remove the temporaries of `path` that any process left (DIR/.NAME.*.tmp, and the
+ * DIR/.NAME.tmp of older releases): for a caller that holds what keeps every other writer
+ * of `path` out (a directory lock), so that none is in use. 0 or SL_ERR_IO. */
+int sl_atomic_remove_stale(const char *path);
 
 /* Remove temporary files under the cleanup registry when a terminating signal arrives,
  * then re-raise it. Idempotent. */

@@ -75,6 +75,7 @@ const char *sl_err_name(int code)
     case SL_ERR_NET: return "network error";
     case SL_ERR_STATE: return "invalid state";
     case SL_ERR_INTERRUPTED: return "interrupted";
+    case SL_ERR_BUSY: return "busy";
     }
     return "unknown error";
 }

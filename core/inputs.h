@@ -1,10 +1,16 @@
 /* Input files of a stage: operands (files or directories) expanded into a sorted list,
- * and work assigned to MPI ranks balanced by size.
+ * opened as listed, and work assigned to MPI ranks balanced by size.
  *
- * A directory stands for the files under it (recursively, sorted by path) whose names end
- * in one of the accepted extensions; hidden files and directories (".name") are skipped.
- * A directory written by a sluice stage (it has a manifest.json listing "outputs") stands
- * for exactly those outputs, so side files such as duplicates.jsonl are never re-read.
+ * A directory stands for the regular files under it (recursively, sorted by path) whose
+ * names end in one of the accepted extensions; hidden files and directories (".name")
+ * are skipped. A directory written by a sluice stage (it has a manifest.json listing
+ * "outputs") stands for exactly those outputs, so side files such as duplicates.jsonl are
+ * never re-read. Symbolic links are followed, but each directory is walked once and each
+ * file listed once, by (device, inode): a link to an enclosing directory is not walked
+ * again (no loop), a link to a sibling directory or file, a hard link, or an operand
+ * given twice (or also inside a directory given) adds nothing. Of the names that lead to
+ * one file, the first in walk order is kept: operands in the order given, each directory's
+ * entries in byte order of their names, depth first.
  */
 #ifndef SL_INPUTS_H
 #define SL_INPUTS_H
@@ -13,11 +19,19 @@
 #include <stdint.h>
 
 struct sl_input {
-    char *path; /* as opened */
-    char *rel;  /* relative to its operand directory, or the base name for a file operand */
-    uint64_t size;
+    char *path;    /* as opened */
+    char *rel;     /* relative to its operand directory, or the base name for a file operand */
+    uint64_t size; /* when listed: the bytes a stage reads (the size in its plan) */
     int64_t mtime;
+    unsigned mode;     /* st_mode: a regular file, or (an operand) a FIFO, device, socket */
+    uint64_t dev, ino; /* its identity */
 };
+
+struct sl_source;
+struct sl_reader;
+struct sl_reader_opts;
+struct sl_jsonl_reader;
+struct sl_jsonl_opts;
 
 struct sl_inputs {
     struct sl_input *v;
@@ -33,6 +47,28 @@ extern const char *const sl_jsonl_exts[];
 int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n,
                      const char *const *exts);
 void sl_inputs_release(struct sl_inputs *in);
+
+/* Fill *in for one path (stat'ed now), as a one-file expansion would; release with
+ * sl_input_release. 0 or SL_ERR_NOTFOUND. */
+int sl_input_from_path(struct sl_input *in, const char *path);
+void sl_input_release(struct sl_input *in);
+
+/* Open an input for reading, the one rule of every stage: a regular file gives its first
+ * in->size bytes, the size when it was listed (what is appended after that is not read),
+ * and fails at its end if it has become shorter (SL_ERR_IO, "... is shorter than when the
+ * run began ..."); anything else (a FIFO) is read to its end. Errors name the input:
+ * "cannot read input 'x': Permission denied". */
+int sl_input_source(struct sl_source **out, const struct sl_input *in);
+/* The same through a decompressing reader (core/stream.h; opts may be NULL) or a JSONL
+ * reader (core/jsonl.h). On failure *out is NULL. */
+int sl_input_reader(struct sl_reader **out, const struct sl_input *in,
+                    const struct sl_reader_opts *opts);
+int sl_input_jsonl(struct sl_jsonl_reader **out, const struct sl_input *in,
+                   const struct sl_jsonl_opts *opts);
+
+/* "a FIFO", "a character device", "a socket", "a regular file", ... (for messages). */
+const char *sl_input_kind(const struct sl_input *in);
+
 uint64_t sl_inputs_total_size(const struct sl_inputs *in);
 
 /* Greedy longest-processing-time assignment: items in decreasing size (ties: lower index

@@ -145,6 +145,12 @@ struct sl_strlist {
                      .flags = SL_OPTF_OUTPUT, .omit = "false")
 #define SL_OPT_FORCE(v)                                                                            \
     SL_OPT_FLAG_(0, "force", (v), "replace the outputs of a different earlier run")
+/* Another run holds the output directory (core/dirlock.h): wait instead of refusing. Not a
+ * key of the pipeline's stages: `sluice run --wait` waits for the directories it runs in. */
+#define SL_OPT_WAIT(v)                                                                             \
+    SL_OPT_FLAG_(0, "wait", (v),                                                                   \
+                 "wait for another run writing in the output directory (default: refuse)",         \
+                 .flags = SL_OPTF_NO_KEY)
 #define SL_OPT_COMMON                                                                              \
     { SL_OPT_QUIET_, 'q', "quiet", NULL, NULL, "only report errors", .choices = NULL },            \
     {                                                                                              \

@@ -3,6 +3,7 @@
 
 #include "core/alloc.h"
 #include "core/atomic.h"
+#include "core/dirlock.h"
 #include "core/err.h"
 #include "core/hash.h"
 #include "core/jsonl.h"
@@ -61,7 +62,9 @@ static void plan_json(const struct sl_stage *st, struct sl_buf *b)
     sl_buf_puts(b, "]}\n");
 }
 
-static int remove_matching(const char *dir, int (*match)(const char *name))
+/* Remove dir's files whose names match; with `folders`, also those in its first level of
+ * folders that are not hidden (filter's lang=xx/; links are not followed). */
+static int remove_matching_in(const char *dir, int (*match)(const char *name), int folders)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -69,6 +72,14 @@ static int remove_matching(const char *dir, int (*match)(const char *name))
     struct dirent *e;
     int rc = 0;
     while ((e = readdir(d))) {
+        if (folders && e->d_name[0] != '.') {
+            char *sub = sl_xasprintf("%s/%s", dir, e->d_name);
+            struct stat sb;
+            if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode) && !rc)
+                rc = remove_matching_in(sub, match, 0);
+            free(sub);
+            continue;
+        }
         if (!match(e->d_name))
             continue;
         char *p = sl_xasprintf("%s/%s", dir, e->d_name);
@@ -80,6 +91,13 @@ static int remove_matching(const char *dir, int (*match)(const char *name))
     return rc;
 }
 
+static int remove_matching(const char *dir, int (*match)(const char *name))
+{
+    return remove_matching_in(dir, match, 0);
+}
+
+/* A temporary file: hidden, ending in .tmp (core/atomic.h names them .NAME.PID-HOST.tmp;
+ * releases before it used .NAME.tmp). */
 static int is_tmp(const char *name)
 {
     size_t n = strlen(name);
@@ -160,13 +178,51 @@ static int rank0_prepare(struct sl_stage *st)
         if (!rc)
             rc = sl_write_file_atomic(plan_path, want.data, want.len);
     }
+    /* the lock is held: no temporary here belongs to a live writer */
     if (!rc)
-        rc = remove_matching(out, is_tmp);
+        rc = remove_matching_in(out, is_tmp, 1);
     if (!rc)
         rc = remove_matching(st->meta_dir, is_tmp);
     free(plan_path);
     sl_buf_release(&want);
     sl_buf_release(&have);
+    return rc;
+}
+
+int sl_stage_check_inputs(const struct sl_stage_cfg *cfg)
+{
+    const struct sl_inputs *in = cfg->inputs;
+    for (size_t i = 0; cfg->rereads_inputs && in && i < in->n; i++)
+        if (!S_ISREG((mode_t)in->v[i].mode))
+            return sl_err_set(SL_ERR_UNSUPPORTED,
+                              "cannot read input '%s': it is %s, and the stage '%s' reads each "
+                              "input more than once\nhint: save its data to a regular file and "
+                              "give that",
+                              in->v[i].path, sl_input_kind(&in->v[i]), cfg->stage);
+    return 0;
+}
+
+static void on_lock_wait(void *ctx, const char *dir, const char *holder)
+{
+    (void)ctx;
+    sl_info("output directory '%s' is in use by %s: waiting for it to end", dir, holder);
+}
+
+int sl_stage_lock(struct sl_world *w, const char *dir, int wait, int argc, const char **argv,
+                  struct sl_dirlock **out)
+{
+    struct sl_buf cmd = SL_BUF_INIT;
+    sl_buf_puts(&cmd, "sluice");
+    for (int i = 0; i < argc; i++)
+        sl_buf_printf(&cmd, " %s", argv[i]);
+    struct sl_dirlock_opts lo = { .wait = wait, .command = cmd.data, .on_wait = on_lock_wait };
+    int rc = sl_dirlock_acquire(out, w, dir, &lo);
+    sl_buf_release(&cmd);
+    if (rc == SL_ERR_UNSUPPORTED) {
+        if (w->rank == 0)
+            sl_warn("%s", sl_err_msg());
+        rc = 0;
+    }
     return rc;
 }
 
@@ -182,21 +238,30 @@ int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stag
     gmtime_r(&now, &tm);
     strftime(st->started, sizeof(st->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
 
+    int rc = sl_stage_check_inputs(cfg);
+    if (!rc)
+        rc = sl_stage_lock(w, cfg->out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
+    if (rc) {
+        sl_stage_release(st);
+        return rc;
+    }
     /* rank 0 prepares; its verdict (and message) goes to everyone */
     int64_t status[2] = { 0, 0 };
     char msg[SL_ERR_MSG_MAX] = "";
     if (w->rank == 0) {
-        int rc = rank0_prepare(st);
-        status[0] = rc;
+        int prc = rank0_prepare(st);
+        status[0] = prc;
         status[1] = st->resumed;
-        if (rc)
+        if (prc)
             snprintf(msg, sizeof(msg), "%s", sl_err_msg());
     }
-    int rc = sl_world_bcast(w, status, sizeof(status), 0);
+    rc = sl_world_bcast(w, status, sizeof(status), 0);
     if (!rc)
         rc = sl_world_bcast(w, msg, sizeof(msg), 0);
-    if (rc)
+    if (rc) {
+        sl_stage_release(st);
         return rc;
+    }
     st->resumed = (int)status[1];
     if (status[0]) {
         sl_stage_release(st);
@@ -545,6 +610,8 @@ int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
 
 void sl_stage_release(struct sl_stage *st)
 {
+    sl_dirlock_release(st->lock);
+    st->lock = NULL;
     free(st->meta_dir);
     st->meta_dir = NULL;
 }
@@ -613,8 +680,13 @@ static int run_unit(struct files_run *fr, struct sl_stage_unit *u)
     u->nfiles = 0;
     struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = job->level };
     int rc = job->no_writer ? 0 : sl_writer_open(&u->w, u->path, &wo);
+    char *what = sl_xasprintf("%s: processing '%s'%s", job->stage.stage,
+                              u->ninputs ? u->inputs[0].path : u->name, u->ninputs > 1 ? " and more" : "");
+    sl_oom_context(what); /* named by an out-of-memory stop */
     if (!rc)
         rc = job->process(job->ctx, u);
+    sl_oom_context(NULL);
+    free(what);
     if (!rc && u->w) {
         uint64_t unc = sl_writer_bytes_in(u->w);
         rc = sl_writer_commit(u->w);

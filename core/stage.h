@@ -2,22 +2,41 @@
  * manifest, resumable shards, counters reduced over ranks, and progress.
  *
  * Layout of an output directory:
- *   part-00000.jsonl.zst ...   the shards (written atomically)
+ *   part-00000.jsonl.zst ...   the shards (written atomically: under a temporary name of
+ *                              the writing process, .part-00000.jsonl.zst.PID-HOST.tmp,
+ *                              renamed when complete)
  *   manifest.json              written by rank 0 when the stage completes
+ *   .sluice/lock               held by the run that writes here (core/dirlock.h): a second
+ *   .sluice/ranks.lock         run into the same directory is refused, naming the holder
+ *                              (pid, host, start, command), or with --wait (cfg.wait)
+ *                              waits for it; ranks of an earlier run that outlived their
+ *                              launcher keep it out too
  *   .sluice/plan.json          the stage, its settings and inputs; a re-run with the same
  *                              plan resumes, a different plan is refused (or --force)
- *   .sluice/<shard>.json       one record per finished shard: its counts; a shard is done
- *                              when its record exists, so a resumed run skips it and still
- *                              reports full counts
+ *   .sluice/<shard>.json       one record per finished shard: its counts, size and hash; a
+ *                              shard is done when its record exists and its file is still
+ *                              whole, so a resumed run skips it and still reports full
+ *                              counts
+ * Only the run holding the lock writes in the directory; it removes the temporaries of
+ * earlier runs (hidden *.tmp in OUT, OUT/.sluice and OUT's first level of folders, such as
+ * filter's lang=xx/) before its first write: with the lock held, none can be in use.
+ *
+ * Inputs: a stage reads each input file up to the size its plan lists (what is appended
+ * to an input during the run is not read; an input that became shorter is an error):
+ * sl_input_source() and its readers (core/inputs.h) enforce it. A stage that reads its
+ * inputs more than once says so (cfg.rereads_inputs): its inputs must then be regular
+ * files, and a FIFO or device is refused with a message before anything is read.
  *
  * Per-file stages use sl_stage_run_files() below, which owns this loop. Usage (every
  * rank, for stages whose units are not input files):
- *   sl_stage_begin(&st, &cfg)            mkdir, plan check, stale temporaries removed
+ *   sl_stage_begin(&st, &cfg)            inputs checked, the directory locked, mkdir,
+ *                                        plan check, stale temporaries removed
  *   for each unit this rank owns:
  *       if (sl_stage_done(&st, name)) continue;
  *       ... write the shard, count into a struct sl_counters ...
  *       sl_stage_record(&st, name, &counters)
  *   sl_stage_finish(&st, names, n)        barrier; rank 0 sums the records, writes manifest
+ *   sl_stage_release(&st)                 the lock is released (every rank)
  */
 #ifndef SL_STAGE_H
 #define SL_STAGE_H
@@ -30,6 +49,7 @@
 #include "core/inputs.h"
 
 struct sl_world;
+struct sl_dirlock;
 
 struct sl_stage_cfg {
     const char *stage; /* "reshard" */
@@ -39,6 +59,9 @@ struct sl_stage_cfg {
     const struct sl_inputs *inputs;
     const char *settings_json; /* the settings that define the output, as a JSON object */
     int force;                 /* discard earlier outputs with another plan */
+    int wait;                  /* another run holds the directory: wait for it (--wait) */
+    /* the stage reads each input more than once (reshard, dedup): only regular files */
+    int rereads_inputs;
 };
 
 struct sl_stage {
@@ -47,13 +70,32 @@ struct sl_stage {
     char *meta_dir; /* OUT/.sluice */
     double t0;
     char started[32];
-    int resumed; /* the plan matched an earlier run */
+    int resumed;             /* the plan matched an earlier run */
+    struct sl_dirlock *lock; /* the directory's lock (NULL where the file system has none) */
 };
 
-/* Collective. Creates the output directory, writes or checks the plan, removes stale
- * temporary files. Fails with a message when the directory is not writable or holds
- * another plan's outputs (hint: --force or another --out). */
+/* Collective. Checks the inputs (sl_stage_check_inputs), locks the output directory
+ * (creating it), writes or checks the plan, removes stale temporary files. Fails with a
+ * message when an input is not readable as the stage reads it, another run holds the
+ * directory (SL_ERR_BUSY, naming it; with cfg.wait it waits instead, saying once for
+ * whom), the directory is not writable, or it holds another plan's outputs (hint: --force
+ * or another --out). On a file system without locks it warns and goes on. */
 int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stage_cfg *cfg);
+
+/* What sl_stage_begin checks of cfg's inputs before anything is read: with
+ * rereads_inputs, that each is a regular file (SL_ERR_UNSUPPORTED naming the first FIFO,
+ * device or socket, and the stage). A stage that reads its inputs before it begins
+ * (reshard measures them) calls it first. Not collective: every rank sees the same list. */
+int sl_stage_check_inputs(const struct sl_stage_cfg *cfg);
+
+/* Collective. Lock `dir` as sl_stage_begin does (core/dirlock.h): the holder described by
+ * "sluice ARGV...", waiting when `wait` (saying once, on rank 0, for whom), refused
+ * otherwise (SL_ERR_BUSY with the holder). On a file system without locks rank 0 warns
+ * and *out is NULL with 0. For commands that hold a directory longer than a stage does
+ * (tokenize's parts folder until the outputs are written, `sluice run`'s directories);
+ * sl_stage_begin inside them then shares the hold. Release with sl_dirlock_release. */
+int sl_stage_lock(struct sl_world *w, const char *dir, int wait, int argc, const char **argv,
+                  struct sl_dirlock **out);
 
 /* "OUT/part-00007.jsonl.zst" for index 7 (caller frees). */
 char *sl_stage_shard_path(const struct sl_stage *st, size_t index, const char *ext);
@@ -89,6 +131,7 @@ int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl
 int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
                     const struct sl_counters *extra, struct sl_counters *totals);
 
+/* Every rank: releases the lock and what begin allocated. */
 void sl_stage_release(struct sl_stage *st);
 
 /* The per-file stage loop (clean, extract, filter, decontaminate): one output shard per

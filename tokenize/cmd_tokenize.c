@@ -28,6 +28,7 @@
 #include "core/buf.h"
 #include "core/counters.h"
 #include "core/datadir.h"
+#include "core/dirlock.h"
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/inputs.h"
@@ -90,6 +91,7 @@ struct opts {
     long eod_id;
     long workers;
     uint64_t max_doc;
+    int wait;
     /* for the settings: the tokenizer's kind and vocabulary size, the tokens' type */
     const char *kind, *dtype;
     uint64_t vocab_size;
@@ -135,6 +137,7 @@ const struct sl_option cmd_tokenize_options[] = {
     SL_OPT_FLAG_(0, "keep-newlines", &o.keep_newlines,
                  "--split-sentences: sentences keep the whitespace after them (Megatron's)",
                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -650,7 +653,7 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
     jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *r = NULL;
     if (!rc)
-        rc = sl_jsonl_open(&r, in->path, &jo);
+        rc = sl_input_jsonl(&r, in, &jo);
     u.r = r;
     pl->u = &u; /* no batch of the unit before is in flight: the workers see it from here */
     pl->wrc = 0;
@@ -1071,6 +1074,20 @@ static int load_punkt(struct opts *o, struct punkt_params **p, char **dir, char 
     return 0;
 }
 
+/* The temporaries of the outputs that a killed run left (the lock is held). */
+static void remove_stale_outputs(const struct opts *o, char **outs, size_t n)
+{
+    char *p = sl_xasprintf("%s.manifest.json", o->out);
+    sl_atomic_remove_stale(p);
+    free(p);
+    for (size_t k = 0; k < n; k++)
+        for (int i = 0; i < 2; i++) {
+            p = sl_xasprintf("%s.%s", outs[k], i ? "idx" : "bin");
+            sl_atomic_remove_stale(p);
+            free(p);
+        }
+}
+
 static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
 {
     struct sl_world *w = sl_world_get();
@@ -1128,6 +1145,18 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     else
         strcpy(dir, ".");
     char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
+    /* the parts folder's lock is held until the outputs are written from the parts: one
+     * run at a time per prefix (core/dirlock.h); its lost temporaries are then stale */
+    struct sl_dirlock *lock = NULL;
+    rc = sl_stage_lock(w, tmpdir, o->wait, argc, argv, &lock);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        free(tmpdir);
+        free(dir);
+        sl_inputs_release(&in);
+        tokenizer_free(tok);
+        return 1;
+    }
     struct sl_buf settings = SL_BUF_INIT;
     o->kind = tokenizer_kind_name(tok->kind);
     o->vocab_size = tok->vocab_size;
@@ -1161,6 +1190,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     for (size_t k = 0; k < pl.nkeys; k++)
         outs[k] = sl_xasprintf("%s_%s_%s", o->out, o->keys.v[k], o->split ? "sentence" : "document");
     int failed = rc != 0;
+    if (!failed && w->rank == 0)
+        remove_stale_outputs(o, outs, pl.nkeys);
     if (!failed && w->rank == 0) {
         rc = concat_parts(tmpdir, &in, outs, pl.nkeys, dtype);
         if (!rc)
@@ -1187,6 +1218,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_stage_result_release(&res);
     pipeline_release(&pl);
     sl_buf_release(&settings);
+    sl_dirlock_release(lock);
     free(tmpdir);
     free(dir);
     sl_inputs_release(&in);

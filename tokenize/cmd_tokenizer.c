@@ -175,7 +175,7 @@ static int by_order(const void *a, const void *b)
 
 /* Call fn with the text of each document of a JSONL input (documents without one are
  * passed over; damaged lines are reported through on_skip). */
-static int each_jsonl_text(const struct opts *o, const char *path,
+static int each_jsonl_text(const struct opts *o, const struct sl_input *in,
                            void (*fn)(void *ctx, const char *t, size_t n), void *ctx)
 {
     struct sl_jsonl_opts jo;
@@ -185,7 +185,7 @@ static int each_jsonl_text(const struct opts *o, const char *path,
     jo.repair_utf8 = 1;
     jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *jr;
-    int rc = sl_jsonl_open(&jr, path, &jo);
+    int rc = sl_input_jsonl(&jr, in, &jo);
     struct sl_doc d;
     sl_doc_init(&d);
     while (!rc) {
@@ -227,7 +227,7 @@ static int sample_inputs(const struct opts *o, const struct sl_inputs *in, struc
         uint64_t order = (uint64_t)f << 40;
         if (is_text_file(in->v[f].path)) {
             struct sl_reader *rd;
-            rc = sl_reader_open(&rd, in->v[f].path, NULL);
+            rc = sl_input_reader(&rd, &in->v[f], NULL);
             const char *line;
             size_t len;
             while (!rc) {
@@ -247,7 +247,7 @@ static int sample_inputs(const struct opts *o, const struct sl_inputs *in, struc
                 sl_reader_close(rd);
         } else {
             struct sample_ctx sc = { r, o, &order };
-            rc = each_jsonl_text(o, in->v[f].path, sample_text, &sc);
+            rc = each_jsonl_text(o, &in->v[f], sample_text, &sc);
         }
         done += in->v[f].size;
         sl_progress_update(&prog, done, r->seen);
@@ -322,7 +322,7 @@ static int count_inputs(const struct opts *o, const struct sl_inputs *in, struct
     for (size_t f = 0; f < in->n && !rc; f++) {
         if (is_text_file(in->v[f].path)) {
             struct sl_reader *rd;
-            rc = sl_reader_open(&rd, in->v[f].path, NULL);
+            rc = sl_input_reader(&rd, &in->v[f], NULL);
             const char *l;
             size_t len;
             while (!rc) {
@@ -346,7 +346,7 @@ static int count_inputs(const struct opts *o, const struct sl_inputs *in, struct
                 sl_reader_close(rd);
         } else {
             struct count_ctx cc = { c, docs };
-            rc = each_jsonl_text(o, in->v[f].path, count_text, &cc);
+            rc = each_jsonl_text(o, &in->v[f], count_text, &cc);
         }
         done += in->v[f].size;
         sl_progress_update(&prog, done, *docs);

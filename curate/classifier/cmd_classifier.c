@@ -51,7 +51,7 @@ static int write_examples(FILE *f, const struct sl_strlist *ops, const char *lab
     jo.on_skip = sl_warn_skip;
     for (size_t i = 0; i < in.n && !rc; i++) {
         struct sl_jsonl_reader *r;
-        rc = sl_jsonl_open(&r, in.v[i].path, &jo);
+        rc = sl_input_jsonl(&r, &in.v[i], &jo);
         while (!rc && (!o->max_docs || *count < o->max_docs)) {
             int got = sl_jsonl_next(r, &d);
             if (got < 0)

@@ -30,7 +30,7 @@ const char *const cmd_clean_usage[] = {
 struct opts {
     const char *out, *text_key;
     struct sl_clean_opts c;
-    int force, keep_mojibake;
+    int force, wait, keep_mojibake;
     long level;
 };
 
@@ -53,6 +53,7 @@ const struct sl_option cmd_clean_options[] = {
     SL_OPT_TEXT_KEY(&o.text_key),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -77,7 +78,7 @@ static int clean_file(void *ctx, struct sl_stage_unit *u)
     jo.ctx = c;
     struct sl_clean_counts k;
     memset(&k, 0, sizeof(k));
-    int rc = sl_jsonl_open(&r, in->path, &jo);
+    int rc = sl_input_jsonl(&r, in, &jo);
     while (!rc) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)
@@ -134,7 +135,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                                              .argv = argv,
                                              .inputs = &in,
                                              .settings_json = settings.data,
-                                             .force = o->force },
+                                             .force = o->force,
+                                             .wait = o->wait },
                                   .level = (int)o->level,
                                   .process = clean_file,
                                   .ctx = o };

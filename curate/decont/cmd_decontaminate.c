@@ -32,7 +32,7 @@ const char *const cmd_decontaminate_usage[] = {
 struct opts {
     const char *out, *text_key, *tasks;
     struct sl_decont_opts d;
-    int force;
+    int force, wait;
     long level;
     const char *dset; /* the tasks' n-grams and the settings that cut (JSON), for the plan */
 };
@@ -59,6 +59,7 @@ const struct sl_option cmd_decontaminate_options[] = {
     SL_OPT_TEXT_KEY(&o.text_key),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -91,7 +92,7 @@ static int decont_file(void *ctx, struct sl_stage_unit *u)
     struct sl_decont_work dw;
     sl_decont_work_init(&dw, dc);
     struct sl_buf id = SL_BUF_INIT, piece_id = SL_BUF_INIT;
-    int rc = sl_jsonl_open(&r, in->path, &jo);
+    int rc = sl_input_jsonl(&r, in, &jo);
     while (!rc) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)
@@ -191,7 +192,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                                              .argv = argv,
                                              .inputs = &in,
                                              .settings_json = settings.data,
-                                             .force = o->force },
+                                             .force = o->force,
+                                             .wait = o->wait },
                                   .level = (int)o->level,
                                   .process = decont_file,
                                   .ctx = &x };

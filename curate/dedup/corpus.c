@@ -129,7 +129,7 @@ static int open_file(struct dd_corpus *c, size_t i, struct sl_jsonl_reader **r, 
     jo.counters = counts;
     jo.on_skip = on_skip;
     jo.ctx = ctx;
-    return sl_jsonl_open(r, c->in.v[i].path, &jo);
+    return sl_input_jsonl(r, &c->in.v[i], &jo);
 }
 
 int dd_corpus_scan(struct dd_corpus *c, const char *label, int check, dd_doc_fn fn, void *ctx)

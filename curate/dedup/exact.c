@@ -38,7 +38,7 @@ struct opts {
     const char *out, *key, *norm, *keep, *text_key, *id_key;
     uint64_t max_line;
     long level;
-    int force, repair_utf8;
+    int force, wait, repair_utf8;
     const char *mode, *norm_name, *hash; /* for the settings: "exact", --norm's, "xxh3-128" */
 };
 
@@ -65,6 +65,7 @@ const struct sl_option cmd_dedup_exact_options[] = {
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
     SL_OPT_REPAIR_UTF8(&o.repair_utf8),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -209,7 +210,9 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
                                 .argv = argv,
                                 .inputs = &c.in,
                                 .settings_json = settings.data,
-                                .force = o->force };
+                                .force = o->force,
+                                .wait = o->wait,
+                                .rereads_inputs = 1 };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
         sl_error("%s", sl_err_msg());

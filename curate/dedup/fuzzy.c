@@ -60,7 +60,7 @@ struct opts {
     double redis_timeout;
     uint64_t seed, max_line;
     double threshold;
-    int verify, pairs, force, repair_utf8;
+    int verify, pairs, force, wait, repair_utf8;
     /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
     const char *mode, *minhash;
     uint64_t gen;
@@ -121,6 +121,7 @@ const struct sl_option cmd_dedup_fuzzy_options[] = {
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
     SL_OPT_REPAIR_UTF8(&o.repair_utf8),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -1242,7 +1243,9 @@ static int run_begin(struct fuzzy_run *r, struct sl_strlist *operands, int argc,
                                 .argv = argv,
                                 .inputs = &r->c.in,
                                 .settings_json = r->settings.data,
-                                .force = o->force };
+                                .force = o->force,
+                                .wait = o->wait,
+                                .rereads_inputs = 1 };
     if (sl_stage_begin(&r->st, r->w, &cfg))
         return fail(1);
     r->begun = 1;

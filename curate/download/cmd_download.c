@@ -1,7 +1,9 @@
 /* sluice download: fetch corpus files (URLs, a URL list, or a numbered URL template) into
  * a stage directory with a manifest. Each file is fetched into DIR/.NAME.part (kept
  * between runs for Range resume), verified against --checksums when given, and only then
- * renamed to DIR/NAME; MPI ranks split the files. */
+ * renamed to DIR/NAME; MPI ranks split the files. The stage's directory lock (core/stage.h)
+ * makes one run at a time the writer of the .part files: their names stay fixed so that
+ * the next run continues them. */
 #include "curate/commands.h"
 
 #include "core/alloc.h"
@@ -48,7 +50,7 @@ struct opts {
     double retry_wait;
     long connect_timeout, stall_timeout;
     uint64_t min_speed;
-    int force, require_checksums;
+    int force, wait, require_checksums;
 };
 
 /* Expand "{n}" / "{n:05d}" / "{n:d}" in t for number v. */
@@ -448,7 +450,8 @@ static int run(struct opts *o, int argc, const char **argv)
                                     .argv = (const char **)argv_shown,
                                     .inputs = &none,
                                     .settings_json = settings.data,
-                                    .force = o->force };
+                                    .force = o->force,
+                                    .wait = o->wait };
         rc = sl_stage_begin(&st, w, &cfg);
         have_stage = !rc;
     }
@@ -548,6 +551,7 @@ const struct sl_option cmd_download_options[] = {
                 "slowest transfer rate, bytes/s over --stall-timeout (default 1K)",
                 .flags = SL_OPTF_NO_KEY),
     SL_OPT_FLAG_(0, "force", &o.force, "reuse a directory that holds another stage's outputs"),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };

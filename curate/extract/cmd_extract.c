@@ -72,7 +72,7 @@ struct opts {
     const char *out, *format, *text_key, *source;
     uint64_t max_record;
     long level;
-    int force, skip_corrupt, keep_truncated, rm_inputs;
+    int force, wait, skip_corrupt, keep_truncated, rm_inputs;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
     uint64_t shard_size;      /* html: input bytes per output shard; 0 for other formats */
     int group;                /* inputs grouped into shards (html) */
@@ -110,6 +110,7 @@ const struct sl_option cmd_extract_options[] = {
                 .flags = SL_OPTF_OUTPUT | SL_OPTF_NO_KEY, .omit = "0"),
     SL_OPT_DOCIDS(&o.ids),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -148,7 +149,7 @@ static void on_warn(void *ctx, const char *reason, const char *message)
  * extracted (two slots, used in turn). */
 struct prefetch {
     pthread_t th;
-    const char *path;
+    const struct sl_input *in;
     size_t max_input;
     struct sl_buf raw;
     int rc, running;
@@ -158,15 +159,20 @@ struct prefetch {
 static void *prefetch_main(void *arg)
 {
     struct prefetch *p = arg;
-    p->rc = html_read_file(p->path, p->max_input, &p->raw);
+    struct sl_source *src;
+    p->rc = sl_input_source(&src, p->in);
+    if (p->rc)
+        sl_buf_init(&p->raw, 0);
+    else
+        p->rc = html_read_source(src, p->max_input, &p->raw);
     if (p->rc)
         snprintf(p->err, sizeof(p->err), "%s", sl_err_msg());
     return NULL;
 }
 
-static void prefetch_start(struct prefetch *p, const char *path, uint64_t max_input)
+static void prefetch_start(struct prefetch *p, const struct sl_input *in, uint64_t max_input)
 {
-    p->path = path;
+    p->in = in;
     p->max_input = (size_t)max_input;
     p->rc = 0;
     p->err[0] = '\0';
@@ -313,7 +319,7 @@ static int extract_one(struct extract_run *x, struct sl_stage_unit *u, size_t i,
                        .ids = &x->o->ids,
                        .name = u->name,
                        .base = sl_counters_get(u->c, "documents_out") };
-    struct extract_input ei = { in->path, in->rel, NULL, 0 };
+    struct extract_input ei = { in->path, in->rel, NULL, 0, in };
     if (cur) {
         ei.raw = &cur->raw;
         ei.raw_rc = cur->rc;
@@ -344,14 +350,14 @@ static int extract_unit(void *ctx, struct sl_stage_unit *u)
     uint64_t docs = 0, bytes = 0;
     int rc = 0;
     if (o->group)
-        prefetch_start(&pf[0], u->inputs[0].path, o->max_record);
+        prefetch_start(&pf[0], &u->inputs[0], o->max_record);
     for (size_t i = 0; !rc && i < u->ninputs; i++) {
         struct prefetch *cur = NULL;
         if (o->group) {
             cur = &pf[i % 2];
             prefetch_wait(cur);
             if (i + 1 < u->ninputs)
-                prefetch_start(&pf[(i + 1) % 2], u->inputs[i + 1].path, o->max_record);
+                prefetch_start(&pf[(i + 1) % 2], &u->inputs[i + 1], o->max_record);
         }
         rc = extract_one(x, u, i, cur, &docs);
         bytes += u->inputs[i].size;
@@ -458,7 +464,8 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
                                              .argv = argv,
                                              .inputs = &in,
                                              .settings_json = settings.data,
-                                             .force = o->force },
+                                             .force = o->force,
+                                             .wait = o->wait },
                                   .label = label,
                                   .level = (int)o->level,
                                   .first = first,

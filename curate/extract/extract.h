@@ -18,6 +18,8 @@
 struct sl_buf;
 struct sl_counters;
 struct sl_doc;
+struct sl_input;
+struct sl_source;
 
 typedef int (*extract_emit_fn)(void *ctx, struct sl_doc *doc);
 
@@ -40,10 +42,16 @@ struct extract_opts {
 struct extract_input {
     const char *path;
     const char *rel;
-    /* html: the file already read (html_read_file) and its result; NULL: read it here */
+    /* html: the file already read (html_read_input) and its result; NULL: read it here */
     const struct sl_buf *raw;
     int raw_rc;
+    /* the input as the stage listed it: read through sl_input_source (core/inputs.h), up
+     * to its size in the plan; NULL: `path` is read to its end */
+    const struct sl_input *file;
 };
+
+/* Open in's bytes: in->file as planned, else in->path. 0 or SL_ERR_IO with a message. */
+int extract_open_source(const struct extract_input *in, struct sl_source **out);
 
 typedef int (*extract_file_fn)(const struct extract_input *in, const struct extract_opts *o,
                                extract_emit_fn emit, void *ctx, struct sl_counters *c);

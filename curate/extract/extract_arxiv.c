@@ -10,6 +10,7 @@
 #include "core/dl.h"
 #include "core/doc.h"
 #include "core/err.h"
+#include "core/stream.h"
 #include "core/utf8.h"
 #include "curate/extract/latex.h"
 
@@ -95,7 +96,8 @@ static struct {
     int (*read_support_format_tar)(struct archive *);
     int (*read_support_format_raw)(struct archive *);
     int (*read_open_memory)(struct archive *, const void *, size_t);
-    int (*read_open_filename)(struct archive *, const char *, size_t);
+    int (*read_open)(struct archive *, void *, archive_open_callback *, archive_read_callback *,
+                     archive_close_callback *);
     int (*read_next_header)(struct archive *, struct archive_entry **);
     la_ssize_t (*read_data)(struct archive *, void *, size_t);
     int (*read_free)(struct archive *);
@@ -126,7 +128,7 @@ static int load_archive(void)
         SYM(read_support_format_tar),
         SYM(read_support_format_raw),
         SYM(read_open_memory),
-        SYM(read_open_filename),
+        SYM(read_open),
         SYM(read_next_header),
         SYM(read_data),
         SYM(read_free),
@@ -171,6 +173,50 @@ static struct archive *open_reader(void)
     ar.read_support_format_tar(a);
     ar.read_support_format_raw(a);
     return a;
+}
+
+/* The input's bytes for libarchive, read once (the input may be a FIFO, and is read as its
+ * stage planned it). Until the first entry says whether the input is a bulk tar or one
+ * paper, the bytes handed out are kept (up to the paper cap): one paper is then those
+ * bytes and the rest of the source. */
+struct feed {
+    struct sl_source *src;
+    char chunk[1 << 16];
+    struct sl_buf kept; /* cap: the paper cap */
+    int keep, over;     /* keeping; the paper went past the cap */
+    int err;            /* the source's error, its message in msg */
+    char msg[SL_ERR_MSG_MAX];
+};
+
+static la_ssize_t feed_read(struct archive *a, void *ctx, const void **buf)
+{
+    (void)a;
+    struct feed *f = ctx;
+    ssize_t k = f->src->read(f->src, f->chunk, sizeof(f->chunk));
+    if (k < 0) {
+        f->err = (int)k;
+        snprintf(f->msg, sizeof(f->msg), "%s", sl_err_msg());
+        return -1;
+    }
+    if (k > 0 && f->keep && !f->over && sl_buf_append(&f->kept, f->chunk, (size_t)k))
+        f->over = 1;
+    *buf = f->chunk;
+    return k;
+}
+
+/* One paper: what was kept and the rest of the source, into whole (cap: the paper cap).
+ * 0, SL_ERR_TOOBIG, or the source's error. */
+static int feed_rest(struct feed *f, struct sl_buf *whole)
+{
+    if (f->over || sl_buf_append(whole, f->kept.data, f->kept.len))
+        return SL_ERR_TOOBIG;
+    for (;;) {
+        ssize_t k = f->src->read(f->src, f->chunk, sizeof(f->chunk));
+        if (k <= 0)
+            return (int)k;
+        if (sl_buf_append(whole, f->chunk, (size_t)k))
+            return SL_ERR_TOOBIG;
+    }
 }
 
 /* Collect the text files of one paper from an archive in memory (or a raw gz). */
@@ -415,11 +461,16 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
     sl_doc_init(&j.doc);
     sl_buf_init(&j.text, cap);
 
+    struct feed *f = sl_xcalloc(1, sizeof(*f));
+    sl_buf_init(&f->kept, cap);
+    f->keep = 1;
     struct archive *a = open_reader();
-    if (ar.read_open_filename(a, in->path, 1 << 16) != ARCHIVE_OK) {
-        rc = sl_err_set(SL_ERR_IO, "cannot open '%s': %s", in->path, ar.error_string(a));
+    rc = extract_open_source(in, &f->src);
+    if (!rc && ar.read_open(a, f, NULL, feed_read, NULL) != ARCHIVE_OK)
+        rc = f->err ? sl_err_set(f->err, "%s", f->msg)
+                    : sl_err_set(SL_ERR_IO, "cannot open '%s': %s", in->path, ar.error_string(a));
+    if (rc)
         goto out;
-    }
     struct archive_entry *e;
     struct sl_buf ent = SL_BUF_INIT;
     sl_buf_init(&ent, cap);
@@ -429,6 +480,10 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
         int r = ar.read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
+        if (r < ARCHIVE_WARN && f->err) {
+            rc = sl_err_set(f->err, "%s", f->msg);
+            break;
+        }
         if (r < ARCHIVE_WARN) {
             const char *why = ar.error_string(a);
             rc = sl_err_set(SL_ERR_CORRUPT, "corrupt archive '%s' after %llu compressed bytes: %s",
@@ -441,7 +496,7 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
             (first && bulk < 0 && ar.entry_filetype(e) == AE_IFREG &&
              !(ends_with(ar.entry_pathname(e), ".gz") || ends_with(ar.entry_pathname(e), ".tgz") ||
                ends_with(ar.entry_pathname(e), ".pdf")))) {
-            /* the input is one paper: re-read it whole from the file */
+            /* the input is one paper: taken whole below (kept bytes, then the rest) */
             bulk = 0;
             break;
         }
@@ -449,6 +504,8 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
             continue;
         first = 0;
         bulk = 1;
+        f->keep = 0; /* a bulk tar: its papers are read from the archive */
+        sl_buf_release(&f->kept);
         const char *name = ar.entry_pathname(e);
         if (unsafe_name(name)) {
             sl_counters_add(c, "unsafe_entry_names", 1);
@@ -466,6 +523,10 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
             sl_counters_add(c, "skipped_too_large", 1);
             continue;
         }
+        if (er && f->err) {
+            rc = sl_err_set(f->err, "%s", f->msg); /* the input could not be read */
+            break;
+        }
         if (er) {
             /* the paper the damage cut: read, not kept */
             sl_counters_add(c, "documents_in", 1);
@@ -482,29 +543,22 @@ int extract_arxiv_file(const struct extract_input *in, const struct extract_opts
         /* a single paper (.gz or .tar.gz): load it whole, capped */
         struct sl_buf whole = SL_BUF_INIT;
         sl_buf_init(&whole, cap);
-        FILE *fp = fopen(in->path, "rb");
-        if (!fp) {
-            rc = sl_err_set(SL_ERR_IO, "cannot open '%s'", in->path);
-        } else {
-            char chunk[1 << 16];
-            size_t got;
-            while (!rc && (got = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-                if (sl_buf_append(&whole, chunk, got) != 0)
-                    rc = SL_ERR_TOOBIG;
-            fclose(fp);
-            if (rc == SL_ERR_TOOBIG) {
-                sl_counters_add(c, "documents_in", 1);
-                sl_counters_add(c, "skipped_too_large", 1);
-                rc = 0;
-            } else if (!rc) {
-                rc = do_paper(&j, whole.data ? whole.data : "", whole.len, in->rel);
-            }
+        rc = feed_rest(f, &whole);
+        if (rc == SL_ERR_TOOBIG) {
+            sl_counters_add(c, "documents_in", 1);
+            sl_counters_add(c, "skipped_too_large", 1);
+            rc = 0;
+        } else if (!rc) {
+            rc = do_paper(&j, whole.data ? whole.data : "", whole.len, in->rel);
         }
         sl_buf_release(&whole);
     }
     sl_buf_release(&ent);
 out:
     ar.read_free(a);
+    sl_source_close(f->src);
+    sl_buf_release(&f->kept);
+    free(f);
     paper_free(&j.paper);
     sl_doc_release(&j.doc);
     sl_buf_release(&j.text);

@@ -7,6 +7,7 @@
 #include "core/counters.h"
 #include "core/doc.h"
 #include "core/err.h"
+#include "core/inputs.h"
 #include "core/jsonl.h"
 #include "core/stream.h"
 
@@ -58,6 +59,11 @@ static void on_skip(void *ctx, const char *reason, const char *message)
         j->o->on_warn(j->o->warn_ctx, reason, message);
 }
 
+int extract_open_source(const struct extract_input *in, struct sl_source **out)
+{
+    return in->file ? sl_input_source(out, in->file) : sl_source_file(out, in->path);
+}
+
 int extract_jsonl_file(const struct extract_input *in, const struct extract_opts *o,
                        extract_emit_fn emit, void *ctx, struct sl_counters *c)
 {
@@ -82,7 +88,10 @@ int extract_jsonl_file(const struct extract_input *in, const struct extract_opts
     jo.on_skip = on_skip;
     jo.ctx = &j;
     struct sl_jsonl_reader *r = NULL;
-    int rc = sl_jsonl_open(&r, in->path, &jo);
+    struct sl_source *src = NULL;
+    int rc = extract_open_source(in, &src);
+    if (!rc)
+        rc = sl_jsonl_open_source(&r, src, &jo);
     struct sl_doc d;
     sl_doc_init(&d);
     sl_doc_set_text_key(&d, text_key);

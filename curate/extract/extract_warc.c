@@ -409,7 +409,10 @@ int extract_warc_file(const struct extract_input *in, const struct extract_opts 
 
     struct warc_opts wo = { o->max_output, on_skip, &j };
     struct warc_reader *r = NULL;
-    int rc = warc_reader_open(&r, in->path, &wo);
+    struct sl_source *src = NULL;
+    int rc = extract_open_source(in, &src);
+    if (!rc)
+        rc = warc_reader_open_source(&r, src, &wo);
     struct warc_record rec;
     size_t s_in = sl_counters_slot(c, "documents_in");
     while (!rc) {

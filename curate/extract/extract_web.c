@@ -3,6 +3,7 @@
  * reader adds: documents_in, source, and the skip counters by reason. */
 #include "curate/extract/extract.h"
 
+#include "core/buf.h"
 #include "core/counters.h"
 #include "core/doc.h"
 #include "core/err.h"
@@ -18,9 +19,20 @@ int extract_html_adapter(const struct extract_input *in, const struct extract_op
     sl_doc_init(&d);
     sl_counters_add(c, "documents_in", 1);
     uint64_t bytes0 = sl_counters_get(c, "html_bytes");
-    int rc = in->raw
-                 ? html_extract_read(in->path, in->raw_rc, in->raw, (size_t)o->max_record, &d, c)
-                 : html_extract_file_max(in->path, (size_t)o->max_record, &d, c);
+    int rc;
+    if (in->raw) {
+        rc = html_extract_read(in->path, in->raw_rc, in->raw, (size_t)o->max_record, &d, c);
+    } else {
+        struct sl_buf raw;
+        struct sl_source *src = NULL;
+        rc = extract_open_source(in, &src);
+        if (rc)
+            sl_buf_init(&raw, 0);
+        else
+            rc = html_read_source(src, (size_t)o->max_record, &raw);
+        rc = html_extract_read(in->path, rc, &raw, (size_t)o->max_record, &d, c);
+        sl_buf_release(&raw);
+    }
     sl_counters_add(c, "bytes_in", sl_counters_get(c, "html_bytes") - bytes0);
     if (rc == 1) {
         const char *src = o->source ? o->source : "html";
@@ -63,6 +75,7 @@ int extract_wiki_adapter(const struct extract_input *in, const struct extract_op
     memset(&wo, 0, sizeof(wo));
     wo.max_page_bytes = o->max_record ? (size_t)o->max_record : 0;
     wo.salvage = o->skip_corrupt;
+    wo.file = in->file;
     struct wiki_ctx w = { o, emit, ctx };
     int rc = wiki_extract_file(in->path, &wo, wiki_emit, &w, c);
     /* every page is emitted or skipped by a named reason: documents_in = out + skipped_* */

@@ -48,66 +48,98 @@ static void count(struct sl_counters *c, const char *name, uint64_t v)
 }
 
 /* A gzip page (the usual crawl layout: one .html.gz per page) in one call of libdeflate,
- * about twice as fast as zlib's stream. 0, or -1 when this path does not apply or fails
- * (not gzip, too large, damaged, several members that do not fit): the caller then reads
- * the file through core/stream, which gives the error its message. */
-static int read_gzip_fast(const char *path, size_t max_input, struct sl_buf *raw)
+ * about twice as fast as zlib's stream: the file's bytes in `in`. 0, or -1 when this path
+ * does not apply or fails (not gzip, too large, damaged, several members that do not fit):
+ * the caller then decodes through core/stream, which gives the error its message. */
+static int gzip_fast(const struct sl_buf *in, size_t max_input, struct sl_buf *raw)
 {
-    int rc = -1;
-    FILE *f = fopen(path, "rb");
-    struct sl_buf in = SL_BUF_INIT;
-    struct libdeflate_decompressor *d = NULL;
-    if (!f)
+    const unsigned char *p = (const unsigned char *)in->data;
+    if (in->len < 18 || p[0] != 0x1f || p[1] != 0x8b)
         return -1;
-    unsigned char magic[2];
-    if (fread(magic, 1, 2, f) != 2 || magic[0] != 0x1f || magic[1] != 0x8b)
-        goto out;
-    sl_buf_init(&in, max_input);
-    if (sl_buf_append(&in, magic, 2))
-        goto out;
-    for (;;) {
-        if (sl_buf_reserve(&in, 1 << 16))
-            goto out;
-        size_t k = fread(in.data + in.len, 1, 1 << 16, f);
-        in.len += k;
-        if (k < (1 << 16))
-            break;
-    }
-    if (ferror(f) || in.len < 18)
-        goto out;
-    const unsigned char *t = (const unsigned char *)in.data + in.len - 4;
+    const unsigned char *t = p + in->len - 4;
     size_t isize = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
     if (isize >= max_input || sl_buf_reserve(raw, isize + 1))
-        goto out;
-    d = libdeflate_alloc_decompressor();
+        return -1;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
     if (!d)
-        goto out;
+        return -1;
     size_t in_used = 0, out_used = 0;
+    int rc = -1;
     /* the last member's ISIZE is the whole size only for one member; more are rare */
-    if (libdeflate_gzip_decompress_ex(d, in.data, in.len, raw->data, isize + 1, &in_used,
-                                      &out_used) != LIBDEFLATE_SUCCESS ||
-        in_used != in.len || out_used != isize)
-        goto out;
-    raw->len = out_used;
-    raw->data[raw->len] = '\0';
-    rc = 0;
-out:
+    if (libdeflate_gzip_decompress_ex(d, in->data, in->len, raw->data, isize + 1, &in_used,
+                                      &out_used) == LIBDEFLATE_SUCCESS &&
+        in_used == in->len && out_used == isize) {
+        raw->len = out_used;
+        rc = 0;
+    }
+    libdeflate_free_decompressor(d);
+    return rc;
+}
+
+int html_read_source(struct sl_source *src, size_t max_input, struct sl_buf *raw)
+{
+    if (!max_input)
+        max_input = HTML_MAX_INPUT;
+    sl_buf_init(raw, max_input);
+    /* the file whole (read once: it may be a FIFO, and is read as the stage planned it);
+     * a compressed page bigger than the cap by more than any codec grows incompressible
+     * data (an eighth, with 64 KiB for headers) cannot decode under the cap */
+    struct sl_buf in = SL_BUF_INIT;
+    sl_buf_init(&in, max_input + max_input / 8 + ((size_t)1 << 16));
+    int rc = 0;
+    for (;;) {
+        if (sl_buf_reserve(&in, (size_t)1 << 16)) {
+            rc = sl_err_set(SL_ERR_TOOBIG, "'%s' is larger than %zu bytes (cap)", src->name,
+                            max_input);
+            break;
+        }
+        ssize_t k = src->read(src, in.data + in.len, (size_t)1 << 16);
+        if (k < 0)
+            rc = (int)k;
+        if (k <= 0)
+            break;
+        in.len += (size_t)k;
+    }
+    const char *unsupported = NULL;
+    enum sl_codec codec =
+        rc ? SL_CODEC_NONE : sl_codec_detect((const unsigned char *)in.data, in.len, &unsupported);
+    if (rc || (codec == SL_CODEC_GZIP && gzip_fast(&in, max_input, raw) == 0)) {
+        /* read, or failed to */
+    } else if (codec == SL_CODEC_NONE && !unsupported && in.len > max_input) {
+        rc = sl_err_set(SL_ERR_TOOBIG, "'%s' is larger than %zu bytes (cap)", src->name,
+                        max_input);
+    } else if (codec == SL_CODEC_NONE && !unsupported) {
+        /* the page as read: handed over, not copied (with the NUL after it, as appended
+         * data has) */
+        if (in.data)
+            in.data[in.len] = '\0';
+        sl_buf_release(raw);
+        *raw = in;
+        raw->max = max_input;
+        sl_buf_init(&in, 0);
+    } else {
+        struct sl_reader *r;
+        rc = sl_reader_open_source(&r, sl_source_mem(in.data, in.len, src->name), NULL);
+        if (!rc)
+            rc = sl_reader_read_all(r, raw);
+        sl_reader_close(r);
+    }
     if (rc)
         sl_buf_reset(raw);
-    libdeflate_free_decompressor(d);
     sl_buf_release(&in);
-    fclose(f);
+    sl_source_close(src);
     return rc;
 }
 
 int html_read_file(const char *path, size_t max_input, struct sl_buf *raw)
 {
-    if (!max_input)
-        max_input = HTML_MAX_INPUT;
-    sl_buf_init(raw, max_input);
-    if (read_gzip_fast(path, max_input, raw) == 0)
-        return 0;
-    return sl_read_file(path, raw);
+    struct sl_source *src;
+    int rc = sl_source_file(&src, path);
+    if (rc) {
+        sl_buf_init(raw, max_input ? max_input : HTML_MAX_INPUT);
+        return rc;
+    }
+    return html_read_source(src, max_input, raw);
 }
 
 int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, size_t max_input,

@@ -13,6 +13,7 @@
 struct sl_buf;
 struct sl_doc;
 struct sl_counters;
+struct sl_source;
 
 /* Read and extract `path` into doc (sl_doc_reset first; doc must be initialised).
  * Returns 1 when doc holds a document, 0 when the page has no main text (doc is not
@@ -31,6 +32,8 @@ int html_extract_file_max(const char *path, size_t max_input, struct sl_doc *doc
  * takes that result and the bytes and does the rest, with the same returns and counts.
  * max_input is the cap on the decoded page (0: HTML_MAX_INPUT), as html_extract_file_max. */
 int html_read_file(const char *path, size_t max_input, struct sl_buf *raw);
+/* html_read_file from a source (taken over: closed before it returns), read once, whole. */
+int html_read_source(struct sl_source *src, size_t max_input, struct sl_buf *raw);
 int html_extract_read(const char *path, int read_rc, const struct sl_buf *raw, size_t max_input,
                       struct sl_doc *doc, struct sl_counters *c);
 

@@ -6,6 +6,7 @@
 #include "core/counters.h"
 #include "core/doc.h"
 #include "core/err.h"
+#include "core/inputs.h"
 #include "core/stream.h"
 #include "curate/extract/libxml.h"
 #include "curate/extract/wikitext.h"
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #define MAX_NS 128
 
@@ -25,6 +27,7 @@ struct ns_name {
 
 struct wiki_state {
     const char *path;
+    const struct sl_input *file; /* NULL: path */
     struct sl_reader *r;
     int read_err; /* an sl_err from the stream, with its message already set */
     char xml_err[300];
@@ -483,7 +486,7 @@ static int parse_pass(struct wiki_state *s, xmlTextReaderPtr xr, const struct wi
 /* Open s->r on path and an XML reader over it (NULL with the error in *rc). */
 static xmlTextReaderPtr open_xml(struct wiki_state *s, const char *path, int *rc)
 {
-    *rc = sl_reader_open(&s->r, path, NULL);
+    *rc = s->file ? sl_input_reader(&s->r, s->file, NULL) : sl_reader_open(&s->r, path, NULL);
     if (*rc)
         return NULL;
     xmlTextReaderPtr xr = sl_xml.ReaderForIO(read_cb, close_cb, s, path, NULL,
@@ -514,7 +517,7 @@ static int ends_with_root_end(const struct wiki_state *s)
 int wiki_extract_file(const char *path, const struct wiki_opts *o,
                       int (*emit)(void *ctx, struct sl_doc *doc), void *ctx, struct sl_counters *c)
 {
-    static const struct wiki_opts defaults = { 0, 0, 0, NULL, 0 };
+    static const struct wiki_opts defaults = { 0, 0, 0, NULL, 0, NULL };
     struct wiki_state s;
     struct sl_doc doc;
     struct sl_buf text;
@@ -527,6 +530,7 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
     size_t cap = o->max_page_bytes ? o->max_page_bytes : (size_t)64 << 20;
     memset(&s, 0, sizeof(s));
     s.path = path;
+    s.file = o->file;
     sl_buf_init(&text, cap * 2 + 4096);
     sl_doc_init(&doc);
     xmlGenericErrorFunc old_generic = *sl_xml.GenericError_();
@@ -554,7 +558,9 @@ int wiki_extract_file(const char *path, const struct wiki_opts *o,
                         s.xml_line, s.xml_err[0] ? s.xml_err : "malformed xml");
     if ((cut || s.read_err) && s.last_page_start > s.last_page_end)
         count(c, "wiki_incomplete"); /* the page the cut went through */
-    if (o->salvage && (cut || s.read_err) && s.last_page_end && s.root[0]) {
+    /* (a FIFO cannot be read again) */
+    int rereadable = !o->file || S_ISREG((mode_t)o->file->mode);
+    if (o->salvage && rereadable && (cut || s.read_err) && s.last_page_end && s.root[0]) {
         /* the XML reader parses ahead and drops what it holds at an error: read the file
          * again up to the end of the last complete page, close the root there, and emit
          * the pages the first pass did not reach */

@@ -20,6 +20,7 @@
 
 struct sl_doc;
 struct sl_counters;
+struct sl_input;
 
 struct wiki_opts {
     int all_namespaces;    /* 0: only namespace 0 (articles) */
@@ -29,6 +30,9 @@ struct wiki_opts {
     const char *lang;      /* language when the export does not tell (may be NULL) */
     int salvage;           /* a cut or damaged file: emit every complete page before the
                               damage (read again up to the last </page>), then fail */
+    /* the input as a stage listed it: read through sl_input_reader (core/inputs.h), up
+     * to its size in the plan; NULL: the path is read to its end */
+    const struct sl_input *file;
 };
 
 /* Read the export at `path` (plain, .bz2, .gz or .zst, detected from the bytes) and call

@@ -38,7 +38,7 @@ const char *const cmd_filter_usage[] = {
 struct opts {
     const char *config, *out, *rejected, *text_key;
     struct sl_strlist set;
-    int annotate, split_lang, list, force, repair_utf8;
+    int annotate, split_lang, list, force, wait, repair_utf8;
     long level;
     uint64_t max_line;
     const char *chain; /* the filter chain's settings (JSON), for the plan's */
@@ -72,6 +72,7 @@ const struct sl_option cmd_filter_options[] = {
     SL_OPT_MAX_LINE(&o.max_line, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
     SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -347,7 +348,7 @@ static int filter_file(void *arg, struct sl_stage_unit *u)
         free(rpath);
     }
     if (!rc)
-        rc = sl_jsonl_open(&r, in->path, &jo);
+        rc = sl_input_jsonl(&r, in, &jo);
     for (uint64_t docs = 1; !rc; docs++) {
         int got = sl_jsonl_next(r, &doc);
         if (got < 0)
@@ -409,7 +410,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                                              .argv = argv,
                                              .inputs = &in,
                                              .settings_json = settings.data,
-                                             .force = o->force },
+                                             .force = o->force,
+                                             .wait = o->wait },
                                   .level = (int)o->level,
                                   .no_writer = o->split_lang,
                                   .process = filter_file,

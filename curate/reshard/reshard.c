@@ -42,7 +42,7 @@ struct opts {
     const char *text_key;
     uint64_t max_line;
     long level;
-    int force, repair_utf8, skip_corrupt;
+    int force, wait, repair_utf8, skip_corrupt;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
     uint64_t nshards;         /* the shards written (for the settings) */
 };
@@ -66,6 +66,7 @@ const struct sl_option cmd_reshard_options[] = {
                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_DOCIDS(&o.ids),
     SL_OPT_FORCE(&o.force),
+    SL_OPT_WAIT(&o.wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -154,7 +155,7 @@ static int measure(const struct sl_input *in, const struct opts *o, uint64_t *si
 {
     struct sl_reader *r;
     *corrupt = 0;
-    int rc = sl_reader_open(&r, in->path, NULL);
+    int rc = sl_input_reader(&r, in, NULL);
     if (rc)
         return rc;
     static char buf[1 << 16];
@@ -301,8 +302,12 @@ static int measure_all(struct sl_world *w, const struct sl_inputs *in, const str
         int bad = 0;
         int rc = measure(&in->v[i], o, &m->sizes[i], &bad, &m->lines[i], &m->dropped[i]);
         if (rc) {
-            sl_error("%s\nhint: use --skip-corrupt to keep what can be read and go on",
-                     sl_err_msg());
+            /* --skip-corrupt helps with damaged data, not with a file that cannot be read */
+            if (rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG)
+                sl_error("%s\nhint: use --skip-corrupt to keep what can be read and go on",
+                         sl_err_msg());
+            else
+                sl_error("%s", sl_err_msg());
             failed = 1;
             break;
         }
@@ -377,7 +382,7 @@ static int write_file(struct write_pass *p, const struct sl_input *f, uint64_t f
     jo.on_skip = on_skip;
     jo.ctx = s;
     s->base = fbase;
-    int rc = sl_jsonl_open(&s->reader, f->path, &jo);
+    int rc = sl_input_jsonl(&s->reader, f, &jo);
     for (; !rc;) {
         uint64_t g_next = fbase + sl_reader_out_offset(sl_jsonl_stream(s->reader));
         if (g_next >= s->hi || g_next >= fbase + size)
@@ -533,18 +538,28 @@ static int finish(struct sl_stage *st, const struct sl_world *w, const struct op
     return rc ? 1 : 0;
 }
 
-/* The stage directory (plan, resume, --force) for nshards shards of the inputs. */
-static int begin(struct sl_stage *st, struct sl_world *w, struct opts *o,
-                 const struct sl_inputs *in, int argc, const char **argv, struct sl_buf *settings)
+/* The stage: reshard reads each input twice (measured, then cut into shards). */
+static struct sl_stage_cfg stage_cfg(const struct opts *o, const struct sl_inputs *in, int argc,
+                                     const char **argv, const struct sl_buf *settings)
 {
-    sl_options_settings_json(cmd_reshard_options, settings);
     struct sl_stage_cfg cfg = { .stage = "reshard",
                                 .out_dir = o->out,
                                 .argc = argc,
                                 .argv = argv,
                                 .inputs = in,
                                 .settings_json = settings->data,
-                                .force = o->force };
+                                .force = o->force,
+                                .wait = o->wait,
+                                .rereads_inputs = 1 };
+    return cfg;
+}
+
+/* The stage directory (plan, resume, --force) for nshards shards of the inputs. */
+static int begin(struct sl_stage *st, struct sl_world *w, struct opts *o,
+                 const struct sl_inputs *in, int argc, const char **argv, struct sl_buf *settings)
+{
+    sl_options_settings_json(cmd_reshard_options, settings);
+    struct sl_stage_cfg cfg = stage_cfg(o, in, argc, argv, settings);
     int rc = sl_stage_begin(st, w, &cfg);
     if (rc)
         sl_error("%s", sl_err_msg());
@@ -564,6 +579,14 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     memset(&m, 0, sizeof(m));
     struct sl_buf settings = SL_BUF_INIT;
     struct sl_stage st;
+    /* measuring is the first reading: the inputs must allow the second before it */
+    struct sl_stage_cfg cfg = stage_cfg(o, &in, argc, argv, &settings);
+    rc = sl_stage_check_inputs(&cfg);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        rc = 1;
+        goto out;
+    }
     rc = measure_all(w, &in, o, &m);
     if (rc)
         goto out;

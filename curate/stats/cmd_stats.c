@@ -173,7 +173,7 @@ static int read_file(struct stats *st, const struct sl_input *in, const char *te
     jo.repair_utf8 = 1;
     jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *r = NULL;
-    int rc = sl_jsonl_open(&r, in->path, &jo);
+    int rc = sl_input_jsonl(&r, in, &jo);
     struct sl_doc doc;
     sl_doc_init(&doc);
     struct sl_buf b = SL_BUF_INIT;

@@ -120,7 +120,7 @@ mkdir -p "$T/unr"; cp "$T/good/docs.jsonl" "$T/unr/x.jsonl"
 if [ "$(id -u)" -ne 0 ]; then
     chmod 000 "$T/unr/x.jsonl"
     run "$SLUICE" reshard --out "$T/o-unr" "$T/unr"
-    expect_rc 1; expect_err "cannot open '$T/unr/x.jsonl'"
+    expect_rc 1; expect_err "cannot read input '$T/unr/x.jsonl': Permission denied"
 else
     run "$SLUICE" reshard --out "$T/o-unr" "$T/unr/x.jsonl/"
     expect_rc 1; expect_err "x.jsonl/"

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.format = "arxiv";
     o.max_record = 1u << 20;
     o.on_warn = on_warn;
-    struct extract_input in = { path, "fuzz.tar", NULL, 0 };
+    struct extract_input in = { path, "fuzz.tar", NULL, 0, NULL };
     struct sl_counters c;
     sl_counters_init(&c);
     extract_arxiv_file(&in, &o, on_doc, NULL, &c);

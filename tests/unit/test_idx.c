@@ -1,6 +1,7 @@
 /* Tests for dataset/idx: the exact Megatron bytes, reading back, merging, bad files. */
 #include "tests/harness.h"
 
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/stream.h"
@@ -127,10 +128,15 @@ TEST(idx_link_shard_names_the_part)
     idx_writer_add_document(w, d, 3);
     idx_writer_add_document(w, d, 1);
     REQUIRE(idx_writer_commit(w) == 0);
-    /* an older output under the names, and a stale temporary */
+    /* an older output under the names, and a stale temporary under this process's name */
     sl_test_write("linked.bin", "old", 3);
     sl_test_write("linked.idx", "old", 3);
-    sl_test_write(".linked.bin.tmp", "stale", 5);
+    snprintf(path, sizeof(path), "%s.bin", out);
+    char *stale = sl_atomic_tmp_name(path);
+    FILE *sf = fopen(stale, "w");
+    REQUIRE(sf != NULL);
+    fputs("stale", sf);
+    fclose(sf);
 
     CHECK_EQ_INT(idx_link_shard(a, out, IDX_I32), SL_ERR_FORMAT);
     CHECK_CONTAINS(sl_err_msg(), "dtype");
@@ -144,13 +150,15 @@ TEST(idx_link_shard_names_the_part)
         CHECK(sa.st_ino == so.st_ino && sa.st_dev == so.st_dev);
         CHECK_EQ_INT(so.st_nlink, 2);
     }
-    snprintf(path, sizeof(path), "%s/.linked.bin.tmp", sl_test_tmpdir());
-    CHECK(access(path, F_OK) != 0);
+    CHECK(access(stale, F_OK) != 0);
     /* again, as a resumed run does: the names are already this file; no temporary is left */
     REQUIRE(idx_link_shard(a, out, IDX_U16) == 0);
-    CHECK(access(path, F_OK) != 0);
-    snprintf(path, sizeof(path), "%s/.linked.idx.tmp", sl_test_tmpdir());
-    CHECK(access(path, F_OK) != 0);
+    CHECK(access(stale, F_OK) != 0);
+    free(stale);
+    snprintf(path, sizeof(path), "%s.idx", out);
+    stale = sl_atomic_tmp_name(path);
+    CHECK(access(stale, F_OK) != 0);
+    free(stale);
     struct idx_reader *r;
     REQUIRE(idx_reader_open(&r, out) == 0);
     CHECK_EQ_INT(idx_reader_documents(r), 2);

@@ -15,7 +15,12 @@
 static int begin(struct sl_stage *st, const char *out, const char *settings, int force)
 {
     static const char *argv[] = { "test", NULL };
-    struct sl_stage_cfg cfg = { "test", out, 1, argv, NULL, settings, force };
+    struct sl_stage_cfg cfg = { .stage = "test",
+                                .out_dir = out,
+                                .argc = 1,
+                                .argv = argv,
+                                .settings_json = settings,
+                                .force = force };
     return sl_stage_begin(st, sl_world_get(), &cfg);
 }
 

@@ -2,6 +2,7 @@
  * by content, caps, line reading, atomic writers. */
 #include "tests/harness.h"
 
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/stream.h"
@@ -309,11 +310,15 @@ TEST(stream_atomic_writer)
     sl_writer_write(w, "abc\n", 4);
     struct stat st;
     CHECK(stat(path, &st) != 0); /* nothing under the final name yet */
+    /* the temporary is this process's own: .out.zst.PID-HOST.tmp */
+    char *tmp = sl_atomic_tmp_name(path), want[64];
+    snprintf(want, sizeof(want), "/.out.zst.%ld-", (long)getpid());
+    CHECK(strstr(tmp, want) != NULL);
+    CHECK(stat(tmp, &st) == 0);
     sl_writer_abort(w);
     CHECK(stat(path, &st) != 0);
-    char tmp[700];
-    snprintf(tmp, sizeof(tmp), "%s/.out.zst.tmp", sl_test_tmpdir());
     CHECK(stat(tmp, &st) != 0); /* and no temporary left */
+    free(tmp);
 
     REQUIRE(sl_writer_open(&w, path, NULL) == 0);
     sl_writer_write(w, "abc\n", 4);

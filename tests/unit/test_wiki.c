@@ -108,7 +108,7 @@ TEST(wiki_redirects_and_encodings)
         CHECK_EQ_INT(sl_counters_get(&c, "wiki_redirects"), 1);
         sl_counters_release(&c);
         /* kept on request: the same redirect text from each encoding */
-        struct wiki_opts o = { 0, 1, 0, NULL, 0 };
+        struct wiki_opts o = { 0, 1, 0, NULL, 0, NULL };
         REQUIRE(run(files[i], &o, &g, &c) == 0);
         CHECK_EQ_INT(g.n, 1);
         CHECK_EQ_STR(g.title[0], "Pyrus");
@@ -129,7 +129,7 @@ TEST(wiki_namespaces_and_titles)
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_other_namespace"), 1);
     sl_counters_release(&c);
     got_release(&g);
-    struct wiki_opts all = { 1, 0, 0, NULL, 0 };
+    struct wiki_opts all = { 1, 0, 0, NULL, 0, NULL };
     REQUIRE(run("wiki/pair-0.10.xml", &all, &g, &c) == 0);
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_other_namespace"), 0);
     CHECK_EQ_INT(g.n + (int)sl_counters_get(&c, "wiki_empty"), 2);
@@ -178,7 +178,7 @@ TEST(wiki_tables_no_siteinfo)
     got_release(&g);
     sl_counters_release(&c);
     /* the language can come from the options */
-    struct wiki_opts o = { 0, 0, 0, "en", 0 };
+    struct wiki_opts o = { 0, 0, 0, "en", 0, NULL };
     REQUIRE(run("wiki/enwiki-table-markup.xml.bz2", &o, &g, &c) == 0);
     CHECK_EQ_STR(g.lang[0], "en");
     got_release(&g);
@@ -189,7 +189,7 @@ TEST(wiki_caps_stop_and_errors)
 {
     struct got g;
     struct sl_counters c;
-    struct wiki_opts small = { 0, 0, 1000, NULL, 0 };
+    struct wiki_opts small = { 0, 0, 1000, NULL, 0, NULL };
     REQUIRE(run("wiki/enwiki-table-markup.xml.bz2", &small, &g, &c) == 0);
     CHECK_EQ_INT(g.n, 0);
     CHECK_EQ_INT(sl_counters_get(&c, "wiki_too_large"), 5);
@@ -279,7 +279,7 @@ TEST(wiki_multistream_bz2)
     sl_counters_init(&c);
     memset(&a, 0, sizeof(a));
     memset(&b, 0, sizeof(b));
-    struct wiki_opts all = { 1, 0, 0, NULL, 0 };
+    struct wiki_opts all = { 1, 0, 0, NULL, 0, NULL };
     REQUIRE(wiki_extract_file(path, &all, collect, &a, &c) == 0);
     REQUIRE(wiki_extract_file(sl_test_fixture("wiki/pair-0.10.xml"), &all, collect, &b, &c) == 0);
     CHECK_EQ_INT(a.n, b.n);
