@@ -31,4 +31,25 @@ size_t sl_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
  * or 0 for an invalid code point. */
 size_t sl_utf8_encode(uint32_t cp, char *out);
 
+/* The code point at p in text already known to be valid UTF-8 (no checks: the hot loops of
+ * the tokenizers), its length in *len. */
+static inline uint32_t sl_utf8_decode_valid(const unsigned char *p, size_t *len)
+{
+    if (p[0] < 0x80) {
+        *len = 1;
+        return p[0];
+    }
+    if (p[0] < 0xE0) {
+        *len = 2;
+        return (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+    }
+    if (p[0] < 0xF0) {
+        *len = 3;
+        return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+    }
+    *len = 4;
+    return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 |
+           (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+}
+
 #endif

@@ -47,25 +47,6 @@ void bert_enc_free(struct bert_enc *e)
     free(e);
 }
 
-/* Code point at p in valid UTF-8, its length in *k. */
-static inline uint32_t dec(const unsigned char *p, size_t *k)
-{
-    if (p[0] < 0x80) {
-        *k = 1;
-        return p[0];
-    }
-    if (p[0] < 0xE0) {
-        *k = 2;
-        return (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
-    }
-    if (p[0] < 0xF0) {
-        *k = 3;
-        return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
-    }
-    *k = 4;
-    return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 |
-           (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
-}
 
 /* _run_split_on_punc, then WordPiece of each piece: every punctuation character alone. */
 static int split_punct(struct bert_enc *e, const char *w, size_t n, struct tok_ids *out)
@@ -75,7 +56,7 @@ static int split_punct(struct bert_enc *e, const char *w, size_t n, struct tok_i
     int rc = 0;
     while (i < n && !rc) {
         size_t k;
-        uint32_t c = dec(s + i, &k);
+        uint32_t c = sl_utf8_decode_valid(s + i, &k);
         if (bert_uflags(c) & BU_PUNCT) {
             if (i > start)
                 rc = hf_wordpiece(e->wp, w + start, i - start, nch, out);
@@ -106,7 +87,7 @@ static int final_sigma(const char *w, size_t n, size_t at)
         size_t q = p - 1;
         while (q > 0 && (s[q] & 0xC0) == 0x80)
             q--;
-        f = bert_uflags(dec(s + q, &k));
+        f = bert_uflags(sl_utf8_decode_valid(s + q, &k));
         if (!(f & BU_IGN))
             break;
         p = q;
@@ -114,7 +95,7 @@ static int final_sigma(const char *w, size_t n, size_t at)
     if (!(f & BU_CASED))
         return 0;
     for (p = at + 2; p < n; p += k) { /* forward, from after the sigma (2 bytes) */
-        f = bert_uflags(dec(s + p, &k));
+        f = bert_uflags(sl_utf8_decode_valid(s + p, &k));
         if (!(f & BU_IGN))
             return !(f & BU_CASED);
     }
@@ -170,7 +151,7 @@ static int lower_strip(struct bert_enc *e, const char *w, size_t n)
         size_t nl = 0, k;
         for (size_t m = 0; i < n; m++, i += k) {
             uint32_t *lo = cp_reserve(e, 10 * (nl + 2));
-            uint32_t c = dec(s + i, &k);
+            uint32_t c = sl_utf8_decode_valid(s + i, &k);
             if (c == 0x3A3) {
                 lo[nl++] = final_sigma(w, n, i) ? 0x3C2 : 0x3C3;
                 continue;
@@ -234,7 +215,7 @@ int bert_encode(struct bert_enc *e, const char *text, size_t n, struct tok_ids *
     int rc = 0, ascii = 1;
     for (size_t i = 0; i < n && !rc;) {
         size_t k;
-        uint32_t c = dec(s + i, &k);
+        uint32_t c = sl_utf8_decode_valid(s + i, &k);
         unsigned f = bert_uflags(c);
         int cjk = c >= 0x3400 && bert_is_cjk(c);
         if (!(f & (BU_DROP | BU_SPACE)) && !cjk) {

@@ -67,8 +67,9 @@ static int is_text_file(const char *path)
 }
 
 /* Add the texts of one input to the trainer. */
-static int add_input(struct punkt_trainer *t, const char *path, uint64_t *texts)
+static int add_input(struct punkt_trainer *t, const struct sl_input *in, uint64_t *texts)
 {
+    const char *path = in->path;
     if (is_text_file(path)) {
         struct sl_buf b;
         sl_buf_init(&b, MAX_TEXT_FILE);
@@ -92,7 +93,7 @@ static int add_input(struct punkt_trainer *t, const char *path, uint64_t *texts)
     jo.repair_utf8 = 1;
     jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *jr;
-    int rc = sl_jsonl_open(&jr, path, &jo);
+    int rc = sl_input_jsonl(&jr, in, &jo); /* up to its planned size */
     struct sl_doc d;
     sl_doc_init(&d);
     while (!rc) {
@@ -130,7 +131,7 @@ static int run(const struct sl_strlist *operands)
     sl_progress_start(&prog, "tokenizer punkt-train: reading", sl_inputs_total_size(&in), 1, 1);
     uint64_t done = 0, texts = 0;
     for (size_t f = 0; f < in.n && !rc; f++) {
-        rc = add_input(t, in.v[f].path, &texts);
+        rc = add_input(t, &in.v[f], &texts);
         done += in.v[f].size;
         sl_progress_update(&prog, done, texts);
     }

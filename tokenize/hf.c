@@ -280,21 +280,6 @@ void hf_build_tables(struct hf *h)
     }
 }
 
-/* Code point at p in valid UTF-8 (at least one byte >= 0x80), its length in *k. */
-static inline uint32_t dec_valid(const unsigned char *p, size_t *k)
-{
-    if (p[0] < 0xE0) {
-        *k = 2;
-        return (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
-    }
-    if (p[0] < 0xF0) {
-        *k = 3;
-        return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
-    }
-    *k = 4;
-    return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 |
-           (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
-}
 
 /* The HF_UF_* flags of c (a table lookup in the BMP). */
 static inline unsigned uflags_of(const struct hf *h, uint32_t c)
@@ -350,7 +335,7 @@ static int norm_step(const struct hf *h, int step, const char *s, size_t n, stru
             continue;
         }
         size_t k;
-        uint32_t c = dec_valid(p, &k);
+        uint32_t c = sl_utf8_decode_valid(p, &k);
         unsigned f = uflags_of(h, c);
         if (step == HF_N_LOWER) {
             if (c == 0x130) {
@@ -651,7 +636,7 @@ static int encode_wordpiece(struct hf_enc *e, const char *text, size_t n, struct
             punct = (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
                     (c >= 123 && c <= 126);
         } else {
-            unsigned f = uflags_of(e->h, dec_valid(s + i, &k));
+            unsigned f = uflags_of(e->h, sl_utf8_decode_valid(s + i, &k));
             ws = (f & HF_UF_WS) != 0;
             punct = !ws && (f & HF_UF_PUNCT);
         }

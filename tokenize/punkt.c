@@ -71,31 +71,7 @@ static int is_nonword_at(const char *s, size_t i, size_t n, size_t *len)
 {
     uint32_t c;
     *len = punkt_uni_next(s + i, n - i, &c);
-    switch (c) {
-    case ')':
-    case '"':
-    case ';':
-    case '}':
-    case ']':
-    case '*':
-    case ':':
-    case '@':
-    case '\'':
-    case '(':
-    case '{':
-    case '[':
-    case '?':
-    case '!':
-    case 0x2018:
-    case 0x2019:
-    case 0x201C:
-    case 0x201D:
-    case 0xAB:
-    case 0xBB:
-        return 1;
-    default:
-        return 0;
-    }
+    return punkt_is_nonword(c);
 }
 
 static int is_space_at(const char *s, size_t i, size_t n, size_t *len)

@@ -17,8 +17,7 @@ void punkt_words_release(struct punkt_words *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* _re_non_word_chars: characters that cannot be inside a word */
-static int is_nonword(uint32_t c)
+int punkt_is_nonword(uint32_t c)
 {
     switch (c) {
     case ')':
@@ -93,7 +92,7 @@ static int word_end_at(const char *s, size_t j, size_t e)
         return 1;
     uint32_t c;
     size_t l = punkt_uni_next(s + j, e - j, &c);
-    if ((punkt_uni_class(c) & PK_RS) || is_nonword(c) || multichar(s, j, e))
+    if ((punkt_uni_class(c) & PK_RS) || punkt_is_nonword(c) || multichar(s, j, e))
         return 1;
     if (c != ',')
         return 0;
@@ -101,7 +100,7 @@ static int word_end_at(const char *s, size_t j, size_t e)
     if (j >= e)
         return 1;
     punkt_uni_next(s + j, e - j, &c);
-    return (punkt_uni_class(c) & PK_RS) || is_nonword(c) || multichar(s, j, e);
+    return (punkt_uni_class(c) & PK_RS) || punkt_is_nonword(c) || multichar(s, j, e);
 }
 
 static void push(struct punkt_words *out, size_t off, size_t len, unsigned flags)

@@ -39,6 +39,10 @@ struct punkt_word {
     unsigned flags;
 };
 
+/* NLTK's _re_non_word_chars: the characters that cannot be inside a word (one list for the
+ * word tokenizer and the splitter's period context). */
+int punkt_is_nonword(uint32_t c);
+
 struct punkt_words {
     struct punkt_word *v;
     size_t n, cap;

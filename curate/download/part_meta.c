@@ -1,6 +1,8 @@
 /* The validators of a partial download file, in PART.validator beside it. */
 #include "curate/download/part_meta.h"
 
+#include "curate/download/resp_head.h"
+
 #include "core/err.h"
 
 #include <errno.h>
@@ -66,18 +68,6 @@ out:
     return rc;
 }
 
-/* Copy v[0..n) into out[cap] when it fits and has no control bytes. */
-static void set_field(char *out, size_t cap, const char *v, size_t n)
-{
-    if (n >= cap)
-        return;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
-            return;
-    memcpy(out, v, n);
-    out[n] = 0;
-}
-
 /* One line "KEY VALUE" of PART.validator into m; 0 when the key is unknown. */
 static int meta_line(struct part_meta *m, const char *p, size_t n)
 {
@@ -89,9 +79,9 @@ static int meta_line(struct part_meta *m, const char *p, size_t n)
         const char *v = p + kn;
         size_t vn = n - kn;
         if (k == 0)
-            set_field(m->etag, sizeof(m->etag), v, vn);
+            resp_head_copy_value(v, vn, m->etag, sizeof(m->etag));
         else if (k == 1)
-            set_field(m->modified, sizeof(m->modified), v, vn);
+            resp_head_copy_value(v, vn, m->modified, sizeof(m->modified));
         else {
             int64_t s = 0;
             size_t i = 0;
@@ -138,9 +128,9 @@ int part_meta_load(const char *part_path, struct part_meta *m)
     if (lines == 1 && !known) {
         /* the one-line form: the validator alone */
         if (first[0] == '"')
-            set_field(m->etag, sizeof(m->etag), first, first_n);
+            resp_head_copy_value(first, first_n, m->etag, sizeof(m->etag));
         else
-            set_field(m->modified, sizeof(m->modified), first, first_n);
+            resp_head_copy_value(first, first_n, m->modified, sizeof(m->modified));
     }
     return 1;
 }

@@ -93,8 +93,7 @@ static int header_is(const char *p, size_t n, const char *name, const char **v, 
     return 1;
 }
 
-/* Copy a value into out[cap] when it fits and holds no control bytes, else leave "". */
-static void copy_value(const char *v, size_t n, char *out, size_t cap)
+void resp_head_copy_value(const char *v, size_t n, char *out, size_t cap)
 {
     out[0] = 0;
     if (n >= cap)
@@ -159,13 +158,13 @@ int resp_head_line(struct resp_head *h, const char *p, size_t n)
     } else if (header_is(p, n, "etag:", &v, &vn)) {
         /* a weak ETag is no use to If-Range; two ETags name no version */
         if (!(h->seen & SEEN_ETAG) && !(vn >= 2 && v[0] == 'W' && v[1] == '/'))
-            copy_value(v, vn, h->etag, sizeof(h->etag));
+            resp_head_copy_value(v, vn, h->etag, sizeof(h->etag));
         else
             h->etag[0] = 0;
         h->seen |= SEEN_ETAG;
     } else if (header_is(p, n, "last-modified:", &v, &vn)) {
         if (!(h->seen & SEEN_MODIFIED))
-            copy_value(v, vn, h->modified, sizeof(h->modified));
+            resp_head_copy_value(v, vn, h->modified, sizeof(h->modified));
         else
             h->modified[0] = 0;
         h->seen |= SEEN_MODIFIED;

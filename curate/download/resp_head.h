@@ -41,6 +41,10 @@ struct resp_head {
 /* An empty head (no status yet). */
 void resp_head_init(struct resp_head *h);
 
+/* Copy a validator v[0..n) into out[cap] when it fits and holds no control bytes, else
+ * leave out "" (a response's ETag, or the one kept beside a partial file). */
+void resp_head_copy_value(const char *v, size_t n, char *out, size_t cap);
+
 /* Read one line of a response as received, CRLF or LF included or not: a status line
  * ("HTTP/1.1 206 Partial Content") before any head or after the blank line of the last
  * one starts a new head (after a redirect or a 1xx); a header

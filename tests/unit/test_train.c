@@ -180,6 +180,14 @@ static void cfg_gpt2(struct model_config *c)
     c->bias = 1, c->tied_embeddings = 1, c->norm_eps = 1e-5f, c->init_std = 0.02f;
 }
 
+/* A small GPT of n layers for the checkpoint tests. */
+static void cfg_small(struct model_config *c, int n)
+{
+    cfg_gpt2(c);
+    c->vocab_size = 250, c->padded_vocab_size = 256, c->max_seq_len = 16, c->n_layers = n;
+    c->d_model = 64, c->n_heads = 4, c->n_kv_heads = 4, c->d_ff = 128, c->head_dim = 16;
+}
+
 TEST(parameter_table_and_flops)
 {
     struct model_config c;
@@ -380,9 +388,7 @@ static int fill_shard(void *arg, size_t i, void *buf, size_t nbytes)
 TEST(checkpoint_shards_must_tile)
 {
     struct model_config c;
-    cfg_gpt2(&c);
-    c.vocab_size = 250, c.padded_vocab_size = 256, c.max_seq_len = 16, c.n_layers = 1;
-    c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 4, c.d_ff = 128, c.head_dim = 16;
+    cfg_small(&c, 1);
     REQUIRE(model_config_check(&c) == 0);
     struct model_layout l;
     model_layout_init(&l, &c);
@@ -423,9 +429,7 @@ TEST(checkpoint_shards_must_tile)
 TEST(checkpoint_shards_any_rank_count)
 {
     struct model_config c;
-    cfg_gpt2(&c);
-    c.vocab_size = 250, c.padded_vocab_size = 256, c.max_seq_len = 16, c.n_layers = 2;
-    c.d_model = 64, c.n_heads = 4, c.n_kv_heads = 4, c.d_ff = 128, c.head_dim = 16;
+    cfg_small(&c, 2);
     REQUIRE(model_config_check(&c) == 0);
     struct model_layout l;
     model_layout_init(&l, &c);
