@@ -48,6 +48,9 @@ done
 # the demo: every stage, then 4 training steps; outputs hashed, manifests without times
 capture "$out/run/demo.txt" "$sluice" run -q "$here/configs/pipelines/demo.yaml" \
     work_dir="$work/demo" train.train.steps=4 train.eval.interval=2
+# times and rates out of the step lines and the summary's last column
+sed -E -i 's/(step_time|tokens\/s|TFLOP\/s\/rank) [0-9.]+/\1 T/g; s/ [0-9.]+ s;/ T s;/;
+    s/^([a-z_/]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ +)[0-9.]+/\1T/' "$out/run/demo.txt"
 # (left out: locks, logs, plots, event files, and the index cache's descriptions, which
 # name the data by its path; the cache files are named by their hash, made HASH here)
 (cd "$work/demo" && find . -type f ! -name '*.tfevents*' ! -name 'log.jsonl' ! -name '*.svg' \
