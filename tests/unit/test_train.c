@@ -420,6 +420,7 @@ TEST(checkpoint_shards_must_tile)
         CHECK_CONTAINS(sl_err_msg(), want[k]);
         free(path);
     }
+    model_layout_release(&l);
     free(src);
     free(dst);
 }
