@@ -6,6 +6,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/stream.h"
 #include "tokenize/bert.h"
 #include "tokenize/bpe.h"
@@ -16,7 +17,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 struct tokenizer_enc {
     const struct tokenizer *t;
@@ -212,12 +212,6 @@ int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, s
 
 /* ---- a spec's files ------------------------------------------------------------------- */
 
-static int is_file(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 char *tokenizer_spec_absolute(const char *spec)
 {
     const char *colon = strchr(spec, ':');
@@ -233,7 +227,7 @@ char *tokenizer_spec_absolute(const char *spec)
 static void gpt2_names(const char *dir, const char **v, const char **m)
 {
     char *p = sl_xasprintf("%s/vocab.json", dir);
-    int hf = is_file(p);
+    int hf = sl_file_exists(p);
     free(p);
     *v = hf ? "vocab.json" : "encoder.json";
     *m = hf ? "merges.txt" : "vocab.bpe";
@@ -249,13 +243,13 @@ int tokenizer_spec_check(const char *spec)
     const char *colon = strchr(spec, ':');
     const char *path = colon ? colon + 1 : spec;
     if (strncmp(spec, "gpt2:", 5) != 0)
-        return is_file(path) ? 0 : missing(spec, path);
+        return sl_file_exists(path) ? 0 : missing(spec, path);
     const char *v, *m;
     gpt2_names(path, &v, &m);
     int rc = 0;
     for (int i = 0; i < 2 && !rc; i++) {
         char *p = sl_xasprintf("%s/%s", path, i ? m : v);
-        if (!is_file(p))
+        if (!sl_file_exists(p))
             rc = missing(spec, p);
         free(p);
     }
@@ -323,7 +317,7 @@ int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
     if (!rc && !strncmp(spec, "tiktoken:", 9)) {
         /* a rank file's special tokens and pattern may be in a sidecar FILE.json */
         char *side = sl_xasprintf("%s.json", path);
-        if (is_file(side)) {
+        if (sl_file_exists(side)) {
             char *sname = sl_xasprintf("%s.json", name);
             rc = copy_one(side, dir, sname);
             free(sname);

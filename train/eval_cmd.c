@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/progress.h"
@@ -27,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -53,17 +53,11 @@ struct eopts {
     const struct train_backend *gpu; /* the held-out loss on the GPU, or NULL: the CPU */
 };
 
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 static int resolve_checkpoint(const char *path, char **out)
 {
     *out = NULL;
     char *j = sl_xasprintf("%s/checkpoint.json", path);
-    int here = file_exists(j);
+    int here = sl_file_exists(j);
     free(j);
     if (here) {
         *out = sl_xstrdup(path);

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/progress.h"
@@ -51,19 +52,13 @@ struct gopts {
     int ids, ignore_eod;
 };
 
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 /* The step directory for a path: itself when it holds checkpoint.json, else the newest
  * complete step under it. */
 static int resolve_checkpoint(const char *path, char **out)
 {
     *out = NULL;
     char *j = sl_xasprintf("%s/checkpoint.json", path);
-    int here = file_exists(j);
+    int here = sl_file_exists(j);
     free(j);
     if (here) {
         *out = sl_xstrdup(path);
@@ -155,7 +150,7 @@ static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
             if (prefix[cut] != '_' || cut == n - strlen(suffix))
                 continue;
             char *cand = sl_xasprintf("%.*s.manifest.json", (int)cut, prefix);
-            if (file_exists(cand))
+            if (sl_file_exists(cand))
                 manifest = cand;
             else
                 free(cand);
@@ -163,7 +158,7 @@ static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
     }
     if (!manifest) {
         char *cand = sl_xasprintf("%s.manifest.json", prefix);
-        if (file_exists(cand))
+        if (sl_file_exists(cand))
             manifest = cand;
         else
             free(cand);

@@ -6,6 +6,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/progress.h"
 #include "core/stream.h"
 #include "train/checkpoint.h"
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 struct src {
     const char *dir;
@@ -28,12 +28,6 @@ struct src {
     int n;
     size_t used;
 };
-
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
 
 static struct json_object *read_json(const char *path, int *rc)
 {
@@ -209,7 +203,7 @@ static int open_files(struct src *s)
     char *index = sl_xasprintf("%s/model.safetensors.index.json", s->dir);
     int rc = 0;
     struct json_object *ix = NULL;
-    if (file_exists(index)) {
+    if (sl_file_exists(index)) {
         struct json_object *map;
         ix = read_json(index, &rc);
         if (!rc && !json_object_object_get_ex(ix, "weight_map", &map))
@@ -233,7 +227,7 @@ static int open_files(struct src *s)
                 s->paths[s->n++] = sl_xasprintf("%s/%s", s->dir, fn);
             }
         }
-    } else if (file_exists(single)) {
+    } else if (sl_file_exists(single)) {
         s->paths = sl_xcalloc(1, sizeof(char *));
         s->paths[s->n++] = sl_xstrdup(single);
     } else {
@@ -412,7 +406,7 @@ static char *find_tokenizer(const char *dir, const char **kind)
     char buf[PATH_MAX];
     const char *abs = realpath(dir, buf) ? buf : dir;
     char *p = sl_xasprintf("%s/tokenizer.model", abs);
-    if (file_exists(p)) {
+    if (sl_file_exists(p)) {
         *kind = "spm";
         char *spec = sl_xasprintf("spm:%s", p);
         free(p);
@@ -420,7 +414,7 @@ static char *find_tokenizer(const char *dir, const char **kind)
     }
     free(p);
     char *v = sl_xasprintf("%s/vocab.json", abs), *m = sl_xasprintf("%s/merges.txt", abs);
-    int ok = file_exists(v) && file_exists(m);
+    int ok = sl_file_exists(v) && sl_file_exists(m);
     free(v);
     free(m);
     if (ok) {
@@ -428,7 +422,7 @@ static char *find_tokenizer(const char *dir, const char **kind)
         return sl_xasprintf("gpt2:%s", abs);
     }
     p = sl_xasprintf("%s/tokenizer.json", abs);
-    if (file_exists(p)) {
+    if (sl_file_exists(p)) {
         *kind = "hf";
         char *spec = sl_xasprintf("hf:%s", p);
         free(p);
