@@ -8,6 +8,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/progress.h"
 #include "core/stream.h"
 #include "train/safetensors.h"
@@ -385,6 +386,32 @@ int ckpt_find_latest(const char *dir, char **path)
         *path = sl_xasprintf("%s/step-%08ld", dir, steps[n - 1]);
     free(steps);
     return 0;
+}
+
+int ckpt_resolve(const char *path, char **step)
+{
+    *step = NULL;
+    char *j = sl_xasprintf("%s/checkpoint.json", path);
+    int here = sl_file_exists(j);
+    free(j);
+    if (here) {
+        *step = sl_xstrdup(path);
+        return 0;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return sl_err_set(SL_ERR_NOTFOUND, "cannot open checkpoint '%s': %s", path,
+                          strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return sl_err_set(SL_ERR_FORMAT, "checkpoint '%s' is not a directory", path);
+    int rc = ckpt_find_latest(path, step);
+    if (!rc && !*step)
+        rc = sl_err_set(SL_ERR_NOTFOUND,
+                        "'%s' holds no checkpoint (no checkpoint.json, no complete step-* "
+                        "directory)\nhint: give checkpoint.dir of a run, or one of its "
+                        "step-NNNNNNNN directories",
+                        path);
+    return rc;
 }
 
 /* Remove what a killed prune left: directories named .step-NNNNNNNN.prune. */

@@ -257,15 +257,12 @@ const struct sl_option cmd_export_options[] = {
     SL_OPT_END_,
 };
 
-/* The step directory of a checkpoint operand (a step directory, or the newest step). */
+/* The step directory of a checkpoint operand (a step directory, or the newest step); the
+ * operand itself when it names neither, for reading it to say what is missing. */
 static char *step_dir(const char *path)
 {
-    char *probe = sl_xasprintf("%s/checkpoint.json", path), *latest = NULL;
-    int is_step = sl_file_exists(probe);
-    free(probe);
-    if (!is_step && ckpt_find_latest(path, &latest) == 0 && latest)
-        return latest;
-    return sl_xstrdup(path);
+    char *step;
+    return ckpt_resolve(path, &step) == 0 ? step : sl_xstrdup(path);
 }
 
 static int export_checkpoint(const char *path, const char *out, const char *tok_spec)
