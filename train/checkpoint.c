@@ -962,52 +962,17 @@ static int hf_check_finite(const char *path, const struct model_layout *l, const
     return rc;
 }
 
-#define W(id) (p + l->t[id].offset)
-
-/* The tensors of GPT2LMHeadModel, named as transformers names them. */
-static void hf_gpt2_tensors(struct hf_out *o, const struct model_config *c,
-                            const struct model_layout *l, const float *p)
+/* A tensor of a class's map (model_hf_gpt2_each, model_hf_llama_each) into o, in the
+ * layout transformers stores. */
+static int hf_add_tensor(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
+                         int nd, int transposed)
 {
-    char nm[128];
-    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
-    hf_add(o, "transformer.wte.weight", W(l->embed), V, D, 0, 2);
-    hf_add(o, "transformer.wpe.weight", W(l->pos), c->max_seq_len, D, 0, 2);
-    for (int i = 0; i < c->n_layers; i++) {
-        const struct model_layer_ids *li = &l->layer[i];
-#define H(suffix, id, rows, cols, tr, nd)                                                          \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
-        hf_add(o, nm, W(id), rows, cols, tr, nd);                                                  \
-    } while (0)
-        H("ln_1.weight", li->attn_norm_w, D, 1, 0, 1);
-        H("ln_1.bias", li->attn_norm_b, D, 1, 0, 1);
-        /* Conv1D stores [in, out]: the transpose of our [out, in] */
-        H("attn.c_attn.weight", li->qkv_w, D, 3 * D, 1, 2);
-        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 0, 1);
-        H("attn.c_proj.weight", li->attn_proj_w, D, D, 1, 2);
-        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 0, 1);
-        H("ln_2.weight", li->mlp_norm_w, D, 1, 0, 1);
-        H("ln_2.bias", li->mlp_norm_b, D, 1, 0, 1);
-        H("mlp.c_fc.weight", li->fc_w, D, F, 1, 2);
-        H("mlp.c_fc.bias", li->fc_b, F, 1, 0, 1);
-        H("mlp.c_proj.weight", li->mlp_proj_w, F, D, 1, 2);
-        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 0, 1);
-#undef H
-    }
-    hf_add(o, "transformer.ln_f.weight", W(l->final_norm_w), D, 1, 0, 1);
-    hf_add(o, "transformer.ln_f.bias", W(l->final_norm_b), D, 1, 0, 1);
-    if (!c->tied_embeddings)
-        hf_add(o, "lm_head.weight", W(l->lm_head), V, D, 0, 2);
-}
-
-static int hf_add_llama(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
-                        int nd)
-{
-    hf_add(ctx, name, data, rows, cols, 0, nd);
+    if (transposed)
+        hf_add(ctx, name, data, cols, rows, 1, nd);
+    else
+        hf_add(ctx, name, data, rows, cols, 0, nd);
     return 0;
 }
-
-#undef W
 
 /* OUT/model.safetensors: the model's tensors under transformers' names. */
 static int hf_write_weights(const char *out_dir, int gpt2, const struct model_config *c,
@@ -1015,9 +980,9 @@ static int hf_write_weights(const char *out_dir, int gpt2, const struct model_co
 {
     struct hf_out o = { 0 };
     if (gpt2)
-        hf_gpt2_tensors(&o, c, l, p);
+        model_hf_gpt2_each(c, l, (float *)p, hf_add_tensor, &o);
     else
-        model_hf_llama_each(c, l, (float *)p, hf_add_llama, &o);
+        model_hf_llama_each(c, l, (float *)p, hf_add_tensor, &o);
     char *sp = sl_xasprintf("%s/model.safetensors", out_dir);
     const char *meta[] = { "format", "pt", NULL };
     int rc = st_write(sp, o.t, o.n, meta);

@@ -351,53 +351,15 @@ static int get(struct src *s, const char *name, const char *alt, int64_t rows, i
     return 0;
 }
 
-static int map_gpt2(struct src *s, const struct model_config *c, const struct model_layout *l,
-                    float *p)
+/* A tensor of a class's map (model_hf_gpt2_each, model_hf_llama_each) from the files. A
+ * GPT-2 tensor may lack the "transformer." of its name (the weights of a GPT2Model, as some
+ * checkpoints hold them). */
+static int get_tensor(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
+                      int nd, int transposed)
 {
-    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
-    char nm[128], alt[128];
-    int rc;
-#define W(id) (p + l->t[id].offset)
-    if ((rc = get(s, "transformer.wte.weight", "wte.weight", V, D, 2, 0, W(l->embed))) ||
-        (rc = get(s, "transformer.wpe.weight", "wpe.weight", c->max_seq_len, D, 2, 0, W(l->pos))))
-        return rc;
-    for (int i = 0; i < c->n_layers && !rc; i++) {
-        const struct model_layer_ids *li = &l->layer[i];
-#define H(suffix, id, rows, cols, nd, tr)                                                          \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
-        snprintf(alt, sizeof(alt), "h.%d.%s", i, suffix);                                          \
-        if (!rc)                                                                                   \
-            rc = get(s, nm, alt, rows, cols, nd, tr, W(id));                                       \
-    } while (0)
-        H("ln_1.weight", li->attn_norm_w, D, 1, 1, 0);
-        H("ln_1.bias", li->attn_norm_b, D, 1, 1, 0);
-        H("attn.c_attn.weight", li->qkv_w, 3 * D, D, 2, 1);
-        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 1, 0);
-        H("attn.c_proj.weight", li->attn_proj_w, D, D, 2, 1);
-        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 1, 0);
-        H("ln_2.weight", li->mlp_norm_w, D, 1, 1, 0);
-        H("ln_2.bias", li->mlp_norm_b, D, 1, 1, 0);
-        H("mlp.c_fc.weight", li->fc_w, F, D, 2, 1);
-        H("mlp.c_fc.bias", li->fc_b, F, 1, 1, 0);
-        H("mlp.c_proj.weight", li->mlp_proj_w, D, F, 2, 1);
-        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 1, 0);
-#undef H
-    }
-    if (!rc)
-        rc = get(s, "transformer.ln_f.weight", "ln_f.weight", D, 1, 1, 0, W(l->final_norm_w));
-    if (!rc)
-        rc = get(s, "transformer.ln_f.bias", "ln_f.bias", D, 1, 1, 0, W(l->final_norm_b));
-    if (!rc && !c->tied_embeddings)
-        rc = get(s, "lm_head.weight", NULL, V, D, 2, 0, W(l->lm_head));
-    return rc;
-}
-
-#undef W
-
-static int get_llama(void *ctx, const char *name, float *data, int64_t rows, int64_t cols, int nd)
-{
-    return get(ctx, name, NULL, rows, cols, nd, 0, data);
+    const char *prefix = "transformer.";
+    const char *alt = !strncmp(name, prefix, strlen(prefix)) ? name + strlen(prefix) : NULL;
+    return get(ctx, name, alt, rows, cols, nd, transposed, data);
 }
 
 /* the tokenizer files beside the weights, as a spec */
@@ -501,7 +463,8 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     if ((rc = check_sizes(cp, cfg, gpt2, &c, &l, &s)))
         goto out;
     p = sl_xcalloc(l.total, sizeof(float));
-    rc = gpt2 ? map_gpt2(&s, &c, &l, p) : model_hf_llama_each(&c, &l, p, get_llama, &s);
+    rc = gpt2 ? model_hf_gpt2_each(&c, &l, p, get_tensor, &s)
+              : model_hf_llama_each(&c, &l, p, get_tensor, &s);
     if (rc)
         goto out;
     size_t total = 0;
