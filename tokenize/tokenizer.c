@@ -12,6 +12,7 @@
 #include "tokenize/bpe.h"
 #include "tokenize/hf.h"
 #include "tokenize/spm.h"
+#include "tokenize/tiktoken.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -135,9 +136,11 @@ int tokenizer_open(struct tokenizer **out, const char *spec)
         t->eod_id = hf_eod_id(t->hf);
     } else if (t->bpe) {
         t->vocab_size = bpe_vocab_size(t->bpe);
-        t->eod_id = bpe_special_id(t->bpe, "<|endoftext|>");
-        if (t->eod_id < 0) /* Llama 3 and 4 */
-            t->eod_id = bpe_special_id(t->bpe, "<|end_of_text|>");
+        /* the end-of-document token of a tiktoken family (GPT-2's files have OpenAI's) */
+        t->eod_id = -1;
+        const char *eod;
+        for (size_t i = 0; t->eod_id < 0 && (eod = tiktoken_eod_token(i)); i++)
+            t->eod_id = bpe_special_id(t->bpe, eod);
     } else {
         t->vocab_size = spm_vocab_size(t->spm);
         t->eod_id = spm_eos_id(t->spm);
