@@ -85,11 +85,10 @@ static int spec_options(const struct spec_kind *k, const char *spec, uint32_t *e
 
 const char *tokenizer_kind_name(enum tokenizer_kind k)
 {
-    return k == TOKENIZER_GPT2       ? "gpt2"
-           : k == TOKENIZER_TIKTOKEN ? "tiktoken"
-           : k == TOKENIZER_HF       ? "hf"
-           : k == TOKENIZER_BERT     ? "bert"
-                                     : "spm";
+    for (size_t i = 0; i < N_SPEC_KINDS; i++) /* the first row of the kind */
+        if (spec_kinds[i].kind == k)
+            return spec_kinds[i].name;
+    return "spm"; /* not reached: every kind has a row */
 }
 
 int tokenizer_open(struct tokenizer **out, const char *spec)
@@ -241,11 +240,18 @@ static int missing(const char *spec, const char *path)
     return sl_err_set(SL_ERR_NOTFOUND, "tokenizer '%s': no file '%s'", spec, path);
 }
 
+/* Whether spec is of kind `kind` (by TOKENIZER_SPEC_TABLE). */
+static int spec_is(const char *spec, enum tokenizer_kind kind)
+{
+    const struct spec_kind *k = spec_kind(spec);
+    return k && k->kind == kind;
+}
+
 int tokenizer_spec_check(const char *spec)
 {
     const char *colon = strchr(spec, ':');
     const char *path = colon ? colon + 1 : spec;
-    if (strncmp(spec, "gpt2:", 5) != 0)
+    if (!spec_is(spec, TOKENIZER_GPT2))
         return sl_file_exists(path) ? 0 : missing(spec, path);
     const char *v, *m;
     gpt2_names(path, &v, &m);
@@ -302,7 +308,7 @@ int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
     int rc = tokenizer_spec_check(spec);
     if (rc)
         return rc;
-    if (!strncmp(spec, "gpt2:", 5)) {
+    if (spec_is(spec, TOKENIZER_GPT2)) {
         const char *v, *m;
         gpt2_names(path, &v, &m);
         for (int i = 0; i < 2 && !rc; i++) {
@@ -315,9 +321,9 @@ int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
         return rc;
     }
     /* a BERT vocabulary keeps the name every BERT tool looks for */
-    char *name = !strncmp(spec, "bert", 4) ? sl_xstrdup("vocab.txt") : copy_name(path);
+    char *name = spec_is(spec, TOKENIZER_BERT) ? sl_xstrdup("vocab.txt") : copy_name(path);
     rc = copy_one(path, dir, name);
-    if (!rc && !strncmp(spec, "tiktoken:", 9)) {
+    if (!rc && spec_is(spec, TOKENIZER_TIKTOKEN)) {
         /* a rank file's special tokens and pattern may be in a sidecar FILE.json */
         char *side = sl_xasprintf("%s.json", path);
         if (sl_file_exists(side)) {

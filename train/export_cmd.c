@@ -212,7 +212,7 @@ static int tok_export_make(const struct tokenizer *tok, long eod, int max_len, s
 {
     memset(x, 0, sizeof(*x));
     x->bos = x->eos = -1;
-    const char *path = strchr(tok->spec, ':') + 1;
+    const char *path = tokenizer_spec_path(tok->spec);
     int rc = tok->kind == TOKENIZER_SPM    ? spm_files(tok, eod, path, x)
              : tok->kind == TOKENIZER_GPT2 ? gpt2_files(tok, eod, path, x)
              : tok->kind == TOKENIZER_HF   ? hf_files(tok, eod, path, x)

@@ -9,8 +9,9 @@
 #include "core/file.h"
 #include "core/progress.h"
 #include "core/stream.h"
-#include "train/checkpoint.h"
 #include "dataset/datainfo.h"
+#include "tokenize/tokenizer.h"
+#include "train/checkpoint.h"
 #include "train/model.h"
 #include "train/safetensors.h"
 
@@ -367,31 +368,29 @@ static char *find_tokenizer(const char *dir, const char **kind)
 {
     char buf[PATH_MAX];
     const char *abs = realpath(dir, buf) ? buf : dir;
-    char *p = sl_xasprintf("%s/tokenizer.model", abs);
+    char *p = sl_xasprintf("%s/tokenizer.model", abs), *spec = NULL;
+    char *v = sl_xasprintf("%s/vocab.json", abs), *m = sl_xasprintf("%s/merges.txt", abs);
+    char *j = sl_xasprintf("%s/tokenizer.json", abs);
+    enum tokenizer_kind k = TOKENIZER_SPM;
+    const char *path = NULL;
     if (sl_file_exists(p)) {
-        *kind = "spm";
-        char *spec = sl_xasprintf("spm:%s", p);
-        free(p);
-        return spec;
+        path = p;
+    } else if (sl_file_exists(v) && sl_file_exists(m)) {
+        k = TOKENIZER_GPT2;
+        path = abs;
+    } else if (sl_file_exists(j)) {
+        k = TOKENIZER_HF;
+        path = j;
+    }
+    if (path) {
+        *kind = tokenizer_kind_name(k);
+        spec = sl_xasprintf("%s:%s", *kind, path);
     }
     free(p);
-    char *v = sl_xasprintf("%s/vocab.json", abs), *m = sl_xasprintf("%s/merges.txt", abs);
-    int ok = sl_file_exists(v) && sl_file_exists(m);
     free(v);
     free(m);
-    if (ok) {
-        *kind = "gpt2";
-        return sl_xasprintf("gpt2:%s", abs);
-    }
-    p = sl_xasprintf("%s/tokenizer.json", abs);
-    if (sl_file_exists(p)) {
-        *kind = "hf";
-        char *spec = sl_xasprintf("hf:%s", p);
-        free(p);
-        return spec;
-    }
-    free(p);
-    return NULL;
+    free(j);
+    return spec;
 }
 
 /* The config against the weights, before the model is allocated: a config.json that leaves
