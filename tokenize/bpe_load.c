@@ -438,9 +438,8 @@ static int sidecar_member(void *ctx, const struct sl_json_member *m)
     struct tk_sidecar *c = ctx;
     struct sl_json_error err = { 0, NULL };
     if (sl_json_key_eq(m, "pattern")) {
-        c->kind = m->val_len >= 2 && m->val[0] == '"'
-                      ? pretok_from_name(m->val + 1, m->val_len - 2)
-                      : -1;
+        c->kind =
+            m->val_len >= 2 && m->val[0] == '"' ? pretok_from_name(m->val + 1, m->val_len - 2) : -1;
         if (c->kind < 0)
             return sl_err_set(
                 SL_ERR_FORMAT,
@@ -527,7 +526,8 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
     const struct tiktoken_family *fam = NULL;
     if (!rc && kind >= 0)
         fam = tiktoken_family_of_pattern((enum pretok_kind)kind);
-    else if (!rc && !(fam = tiktoken_family_by_file(name)) && !(fam = tiktoken_family_by_ranks(t.n)))
+    else if (!rc && !(fam = tiktoken_family_by_file(name)) &&
+             !(fam = tiktoken_family_by_ranks(t.n)))
         rc = sl_err_set(SL_ERR_USAGE,
                         "cannot tell the pre-tokenizer of '%s' (%zu ranks)\n"
                         "hint: name the file after its encoding (r50k_base, cl100k_base, "

@@ -428,8 +428,7 @@ static void loaded_release(struct loaded *c)
 static int load_checkpoint(const char *path, struct loaded *c)
 {
     int rc;
-    if ((rc = ckpt_resolve(path, &c->step)) ||
-        (rc = ckpt_read_meta(c->step, &c->mc, &c->st)) ||
+    if ((rc = ckpt_resolve(path, &c->step)) || (rc = ckpt_read_meta(c->step, &c->mc, &c->st)) ||
         (rc = data_info_from_checkpoint(&c->di, c->step))) {
         sl_error("%s", sl_err_msg());
         return 1;

@@ -355,8 +355,8 @@ static int get(struct src *s, const char *name, const char *alt, int64_t rows, i
 /* A tensor of a class's map (model_hf_gpt2_each, model_hf_llama_each) from the files. A
  * GPT-2 tensor may lack the "transformer." of its name (the weights of a GPT2Model, as some
  * checkpoints hold them). */
-static int get_tensor(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
-                      int nd, int transposed)
+static int get_tensor(void *ctx, const char *name, float *data, int64_t rows, int64_t cols, int nd,
+                      int transposed)
 {
     const char *prefix = "transformer.";
     const char *alt = !strncmp(name, prefix, strlen(prefix)) ? name + strlen(prefix) : NULL;

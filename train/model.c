@@ -556,7 +556,7 @@ int model_hf_llama_each(const struct model_config *c, const struct model_layout 
     do {                                                                                           \
         snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
         if (!rc)                                                                                   \
-            rc = fn(ctx, nm, data, rows, cols, nd, 0);                                                \
+            rc = fn(ctx, nm, data, rows, cols, nd, 0);                                             \
     } while (0)
         H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
         H("self_attn.q_proj.weight", qkv, qd, D, 2);

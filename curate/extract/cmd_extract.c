@@ -52,7 +52,7 @@ static const char *const no_kinds[] = { NULL };
 #define EXTRACT_FORMATS(X)                                                                         \
     X(warc, "   ", warc_exts, extract_warc_file, warc_kinds,                                       \
       "Common Crawl WARC 1.0/1.1 (and ARC): HTML responses -> main text")                          \
-    X(wet, "    ", wet_exts, extract_warc_file, wet_kinds, "Common Crawl WET text records")         \
+    X(wet, "    ", wet_exts, extract_warc_file, wet_kinds, "Common Crawl WET text records")        \
     X(html, "   ", html_exts, extract_html_adapter, html_kinds,                                    \
       "one HTML page per file (.html, .htm, optionally compressed) -> main text")                  \
     X(wiki, "   ", wiki_exts, extract_wiki_adapter, wiki_kinds,                                    \
@@ -66,9 +66,9 @@ static const char *const no_kinds[] = { NULL };
     X(jsonl, "  ", sl_jsonl_exts, extract_jsonl_file, jsonl_kinds,                                 \
       "any JSONL (--text-key names the text member)")
 
-#define FORMAT_USAGE_(name, pad, exts, fn, kinds, what) "  " #name pad what,
+#define FORMAT_USAGE_(name, pad, exts, fn, kinds, what)  "  " #name pad what,
 #define FORMAT_CHOICE_(name, pad, exts, fn, kinds, what) "|" #name
-#define FORMAT_ROW_(name, pad, exts, fn, kinds, what) { #name, exts, fn, kinds },
+#define FORMAT_ROW_(name, pad, exts, fn, kinds, what)    { #name, exts, fn, kinds },
 /* "warc|wet|...|jsonl" */
 #define EXTRACT_FORMAT_CHOICES (EXTRACT_FORMATS(FORMAT_CHOICE_) + 1)
 
@@ -85,7 +85,9 @@ const char *const cmd_extract_usage[] = {
     "sluice extract --format FORMAT --out DIR [options] IN...",
     "",
     "Turn raw corpora into JSONL documents (id, text, url, source, lang, metadata):",
+    /* clang-format off: one line a format */
     EXTRACT_FORMATS(FORMAT_USAGE_)
+    /* clang-format on */
     "Each input file becomes one part-NNNNN.jsonl.zst shard (in input order; html: each run",
     "of consecutive pages up to --shard-size of input), so the output is the same for any",
     "number of MPI ranks. Skipped records are counted by reason in the",
@@ -109,8 +111,8 @@ struct opts {
 static struct opts o;
 
 const struct sl_option cmd_extract_options[] = {
-    SL_OPT_CHOICE('f', "format", &o.format, EXTRACT_FORMAT_CHOICES,
-                  "input format (required)", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_CHOICE('f', "format", &o.format, EXTRACT_FORMAT_CHOICES, "input format (required)",
+                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
     SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
                   "jsonl: member that holds the text (default text)", .flags = SL_OPTF_OUTPUT),
