@@ -80,6 +80,11 @@ static char *step_path(const char *dir, const char *fmt, long step)
     return sl_xasprintf(fmt, dir, step);
 }
 
+char *ckpt_step_dir(const char *dir, long step)
+{
+    return step_path(dir, "%s/step-%08ld", step);
+}
+
 char *ckpt_tmp_path(const char *dir, long step)
 {
     return step_path(dir, "%s/.step-%08ld.tmp", step);
@@ -215,7 +220,7 @@ int ckpt_write_shard_fill(const char *dir, long step, int rank, int nranks,
 int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt_state *st,
                 const char *config_json, const char *optim_json, int optimizer, int shards)
 {
-    char *final = step_path(dir, "%s/step-%08ld", st->step);
+    char *final = ckpt_step_dir(dir, st->step);
     char *tmp = ckpt_tmp_path(dir, st->step);
     char *old = step_path(dir, "%s/.step-%08ld.old", st->step);
     char *p = NULL;
@@ -383,7 +388,7 @@ int ckpt_find_latest(const char *dir, char **path)
     if (rc)
         return rc;
     if (n)
-        *path = sl_xasprintf("%s/step-%08ld", dir, steps[n - 1]);
+        *path = ckpt_step_dir(dir, steps[n - 1]);
     free(steps);
     return 0;
 }
@@ -447,7 +452,7 @@ int ckpt_prune(const char *dir, int keep)
     for (size_t i = 0; !rc && n > (size_t)keep && i < n - (size_t)keep; i++) {
         /* renamed away first: a prune killed while deleting leaves a .prune directory, never
          * a step directory without some of its files */
-        char *p = sl_xasprintf("%s/step-%08ld", dir, steps[i]);
+        char *p = ckpt_step_dir(dir, steps[i]);
         char *gone = sl_xasprintf("%s/.step-%08ld.prune", dir, steps[i]);
         if (rename(p, gone) != 0)
             rc = sl_err_set(SL_ERR_IO, "cannot remove the checkpoint '%s': %s", p, strerror(errno));

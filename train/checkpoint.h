@@ -30,6 +30,9 @@ struct ckpt_state {
     const char *tokenizer;
 };
 
+/* "DIR/step-NNNNNNNN", the step directory of step (fresh string). */
+char *ckpt_step_dir(const char *dir, long step);
+
 /* Write DIR/step-NNNNNNNN. config_json is the full run configuration (an object), kept for
  * the record. m and v may be NULL (weights only). */
 int ckpt_save(const char *dir, const struct model_config *c, const struct model_layout *l,

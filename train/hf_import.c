@@ -497,7 +497,7 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     sl_buf_release(&dj);
     sl_buf_release(&cj);
     if (!rc)
-        info->step_dir = sl_xasprintf("%s/step-%08d", out, 0);
+        info->step_dir = ckpt_step_dir(out, 0);
 out:
     json_object_put(cfg);
     for (int i = 0; i < s.n; i++) {
