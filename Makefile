@@ -2,7 +2,7 @@
 #
 #   make              build build/sluice (detects MPI and CUDA; CPU-only works)
 #   make test         install missing Debian packages, check layering, build, run unit, CLI and MPI tests
-#   make check-deps   fail when a folder includes one above it (docs/dev.md, Layers)
+#   make check-deps   fail when a folder includes one above it or uses its symbols (docs/dev.md, Layers)
 #   make demo         install, build, run the pipeline on the bundled samples
 #   make asan         the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz         build the libFuzzer harnesses (clang); make fuzz-short runs each briefly,
@@ -342,8 +342,9 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')
 
 # No folder includes one above it (the layer table in docs/dev.md).
-check-deps:
-	@scripts/check-deps.sh
+# includes, and the symbols the objects of each folder use (so the objects are built first)
+check-deps: $(LIB_OBJS) $(CLI_OBJS) $(GPU_OBJS)
+	@scripts/check-deps.sh --obj $(BUILD)/obj
 
 check-format:
 	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')

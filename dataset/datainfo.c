@@ -4,6 +4,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/stream.h"
 
 #include <json-c/json.h>
@@ -12,12 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
 
 static int is_number(const char *w)
 {
@@ -48,13 +43,13 @@ char *data_info_manifest_for(const char *prefix)
             if (prefix[cut] != '_' || cut == n - sn)
                 continue;
             char *cand = sl_xasprintf("%.*s.manifest.json", (int)cut, prefix);
-            if (file_exists(cand))
+            if (sl_file_exists(cand))
                 return cand;
             free(cand);
         }
     }
     char *cand = sl_xasprintf("%s.manifest.json", prefix);
-    if (file_exists(cand))
+    if (sl_file_exists(cand))
         return cand;
     free(cand);
     return NULL;
@@ -194,13 +189,13 @@ char *data_info_prefix_hint(const char *prefix)
         base[n - 4] = 0;
     char *hint = NULL;
     char *b = sl_xasprintf("%s.bin", base), *i = sl_xasprintf("%s.idx", base);
-    if (strcmp(base, prefix) != 0 && file_exists(b) && file_exists(i)) {
+    if (strcmp(base, prefix) != 0 && sl_file_exists(b) && sl_file_exists(i)) {
         hint = sl_xasprintf("\nhint: a prefix names the pair without its extension: "
                             "data.prefix=%s",
                             base);
     } else {
         char *man = sl_xasprintf("%s.manifest.json", base);
-        struct json_object *m = file_exists(man) ? read_json(man) : NULL, *settings, *keys;
+        struct json_object *m = sl_file_exists(man) ? read_json(man) : NULL, *settings, *keys;
         if (m && json_object_object_get_ex(m, "settings", &settings) &&
             json_object_object_get_ex(settings, "json_keys", &keys) &&
             json_object_is_type(keys, json_type_array) && json_object_array_length(keys) > 0) {

@@ -6,6 +6,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/rng.h"
 #include "core/stream.h"
 #include "dataset/blend.h"
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const split_names[3] = { "train", "valid", "test" };
 
@@ -208,11 +208,10 @@ static int check_description(const char *path, const struct sl_buf *desc)
     return rc;
 }
 
-static int file_exists(const char *dir, const char *name, const char *what)
+static int cache_file_exists(const char *dir, const char *name, const char *what)
 {
     char *p = sl_xasprintf("%s/%s-%s", dir, name, what);
-    struct stat st;
-    int ok = stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    int ok = sl_file_exists(p);
     free(p);
     return ok;
 }
@@ -220,10 +219,10 @@ static int file_exists(const char *dir, const char *name, const char *what)
 /* Megatron's cache hit: the description and every array present. */
 static int cache_hit(const char *dir, const char *name, const char *const *files)
 {
-    if (!file_exists(dir, name, "description.txt"))
+    if (!cache_file_exists(dir, name, "description.txt"))
         return 0;
     for (int i = 0; files[i]; i++)
-        if (!file_exists(dir, name, files[i]))
+        if (!cache_file_exists(dir, name, files[i]))
             return 0;
     return 1;
 }

@@ -10,6 +10,7 @@
 #include "core/utf8.h"
 #include "tokenize/bpe_cache.h"
 #include "tokenize/bpe_impl.h"
+#include "tokenize/tiktoken.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,123 +392,12 @@ static int b64_decode(const u8 *p, size_t n, struct sl_buf *out)
     return 0;
 }
 
-struct tk_special {
-    const char *name;
-    uint32_t id;
-};
-
-static const struct tk_special sp_r50k[] = { { "<|endoftext|>", 50256 }, { NULL, 0 } };
-static const struct tk_special sp_cl100k[] = {
-    { "<|endoftext|>", 100257 },  { "<|fim_prefix|>", 100258 },  { "<|fim_middle|>", 100259 },
-    { "<|fim_suffix|>", 100260 }, { "<|endofprompt|>", 100276 }, { NULL, 0 }
-};
-static const struct tk_special sp_o200k[] = { { "<|endoftext|>", 199999 },
-                                              { "<|endofprompt|>", 200018 },
-                                              { NULL, 0 } };
-
-/* Meta's rank files (tokenizer.model of Llama 3 and Llama 4): 128,000 ranks with
- * cl100k_base's pattern and 200,000 with o200k_base's, their special tokens right after the
- * ranks, in the order of Meta's reference tokenizer (llama_models, llama3/tokenizer.py and
- * llama4/tokenizer.py). A run { FORMAT, from, to } names FORMAT's %d from..to. */
-struct tk_names {
-    const char *fmt;
-    int from, to;
-};
-#define ONE(s)                                                                                     \
-    {                                                                                              \
-        s, 0, -1                                                                                   \
-    }
-static const struct tk_names llama3_specials[] = { ONE("<|begin_of_text|>"),
-                                                   ONE("<|end_of_text|>"),
-                                                   { "<|reserved_special_token_%d|>", 0, 1 },
-                                                   ONE("<|finetune_right_pad_id|>"),
-                                                   ONE("<|step_id|>"),
-                                                   ONE("<|start_header_id|>"),
-                                                   ONE("<|end_header_id|>"),
-                                                   ONE("<|eom_id|>"),
-                                                   ONE("<|eot_id|>"),
-                                                   ONE("<|python_tag|>"),
-                                                   ONE("<|image|>"),
-                                                   { "<|reserved_special_token_%d|>", 2, 245 },
-                                                   { NULL, 0, 0 } };
-static const struct tk_names llama4_specials[] = {
-    ONE("<|begin_of_text|>"),
-    ONE("<|end_of_text|>"),
-    ONE("<|fim_prefix|>"),
-    ONE("<|fim_middle|>"),
-    ONE("<|fim_suffix|>"),
-    ONE("<|header_start|>"),
-    ONE("<|header_end|>"),
-    ONE("<|eom|>"),
-    ONE("<|eot|>"),
-    ONE("<|step|>"),
-    { "<|text_post_train_reserved_special_token_%d|>", 0, 5 },
-    ONE("<|python_start|>"),
-    ONE("<|python_end|>"),
-    ONE("<|finetune_right_pad|>"),
-    { "<|text_post_train_reserved_special_token_%d|>", 8, 68 },
-    ONE("<|image_start|>"),
-    ONE("<|image_end|>"),
-    { "<|vision_reserved_special_token_%d|>", 0, 1 },
-    ONE("<|tile_x_separator|>"),
-    ONE("<|tile_y_separator|>"),
-    { "<|vision_reserved_special_token_%d|>", 2, 5 },
-    ONE("<|image|>"),
-    { "<|vision_reserved_special_token_%d|>", 6, 6 },
-    ONE("<|patch|>"),
-    { "<|vision_reserved_special_token_%d|>", 7, 1047 },
-    { "<|reasoning_reserved_special_token_%d|>", 0, 7 },
-    ONE("<|reasoning_thinking_start|>"),
-    ONE("<|reasoning_thinking_end|>"),
-    { "<|reserved_special_token_%d|>", 0, 903 },
-    { NULL, 0, 0 }
-};
-#undef ONE
-
-/* The special tokens of `names` from id `first` on (every name owned: free_names; ends with
- * { NULL, 0 }). */
-static struct tk_special *expand_names(const struct tk_names *names, uint32_t first)
-{
-    size_t n = 0;
-    for (const struct tk_names *r = names; r->fmt; r++)
-        n += r->to < 0 ? 1 : (size_t)(r->to - r->from + 1);
-    struct tk_special *sp = sl_xcalloc(n + 1, sizeof(*sp));
-    size_t i = 0;
-    for (const struct tk_names *r = names; r->fmt; r++) {
-        for (int k = r->from; k <= (r->to < 0 ? r->from : r->to); k++, i++) {
-            sp[i].name = r->to < 0 ? sl_xstrdup(r->fmt) : sl_xasprintf(r->fmt, k);
-            sp[i].id = first + (uint32_t)i;
-        }
-    }
-    return sp;
-}
-
-static void free_names(struct tk_special *sp)
-{
-    for (struct tk_special *p = sp; p->name; p++)
-        free((char *)p->name);
-    free(sp);
-}
-
-static int kind_from_name(const char *name)
-{
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    if (strstr(base, "o200k"))
-        return PRETOK_O200K;
-    if (strstr(base, "cl100k"))
-        return PRETOK_CL100K;
-    if (strstr(base, "r50k") || strstr(base, "p50k") || strstr(base, "gpt2"))
-        return PRETOK_GPT2;
-    return -1;
-}
-
 /* The special tokens and pattern of a rank file, from its sidecar FILE.json (written by
  * `sluice tokenizer train --model-type byte-bpe`): {"pattern": "gpt2", "special_tokens":
  * {"<|endoftext|>": 0}}. */
 struct tk_sidecar {
     int kind;
-    struct tk_special *spec; /* names owned; ends with { NULL, 0 } */
+    struct tiktoken_special *spec; /* names owned; ends with { NULL, 0 } */
     size_t n;
     const char *name, *base;
     struct sl_buf str;
@@ -539,7 +429,7 @@ static int sidecar_special(void *ctx, const struct sl_json_member *m)
     c->spec[c->n].name = sl_xstrdup(c->str.data);
     c->spec[c->n].id = (uint32_t)id;
     c->n++;
-    c->spec[c->n] = (struct tk_special){ NULL, 0 };
+    c->spec[c->n] = (struct tiktoken_special){ NULL, 0 };
     return 0;
 }
 
@@ -548,13 +438,8 @@ static int sidecar_member(void *ctx, const struct sl_json_member *m)
     struct tk_sidecar *c = ctx;
     struct sl_json_error err = { 0, NULL };
     if (sl_json_key_eq(m, "pattern")) {
-        c->kind = -2;
-        for (int k = 0; k < 3; k++) {
-            const char *nm = pretok_name((enum pretok_kind)k);
-            if (m->val_len == strlen(nm) + 2 && m->val[0] == '"' &&
-                !memcmp(m->val + 1, nm, strlen(nm)))
-                c->kind = k;
-        }
+        c->kind =
+            m->val_len >= 2 && m->val[0] == '"' ? pretok_from_name(m->val + 1, m->val_len - 2) : -1;
         if (c->kind < 0)
             return sl_err_set(
                 SL_ERR_FORMAT,
@@ -584,7 +469,7 @@ static void sidecar_release(struct tk_sidecar *c)
 }
 
 static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kind, const char *name,
-                         const struct tk_special *custom);
+                         const struct tiktoken_special *custom);
 
 int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int kind,
                           const char *name)
@@ -594,7 +479,7 @@ int bpe_load_tiktoken_mem(struct bpe **out, const char *data, size_t len, int ki
 
 /* custom: the special tokens of a sidecar, or NULL for the built-in ones of `kind` */
 static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kind, const char *name,
-                         const struct tk_special *custom)
+                         const struct tiktoken_special *custom)
 {
     *out = NULL;
     struct bpe *b = sl_xcalloc(1, sizeof(*b));
@@ -637,37 +522,23 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
         p = le + (nl ? 1 : 0);
     }
     sl_buf_release(&tok);
-    if (!rc && kind < 0)
-        kind = kind_from_name(name);
-    const struct tk_names *meta = NULL; /* Meta's special tokens after the ranks */
-    if (!rc && kind < 0) {
-        if (t.n == 50256 || t.n == 50280)
-            kind = PRETOK_GPT2;
-        else if (t.n == 100256)
-            kind = PRETOK_CL100K;
-        else if (t.n == 199998)
-            kind = PRETOK_O200K;
-        else if (t.n == 128000 || t.n == 200000)
-            meta = t.n == 128000 ? llama3_specials : llama4_specials;
-        else
-            rc = sl_err_set(SL_ERR_USAGE,
-                            "cannot tell the pre-tokenizer of '%s' (%zu ranks)\n"
-                            "hint: name the file after its encoding (r50k_base, cl100k_base, "
-                            "o200k_base), or give it a sidecar %s.json with its \"pattern\"",
-                            name, t.n, name);
-    }
-    struct tk_special *named = NULL;
-    if (meta) {
-        kind = meta == llama3_specials ? PRETOK_CL100K : PRETOK_O200K;
-        if (!custom)
-            custom = named = expand_names(meta, (uint32_t)t.n);
-    }
+    /* the family: the one of the pattern given, else the one the name or the count tells */
+    const struct tiktoken_family *fam = NULL;
+    if (!rc && kind >= 0)
+        fam = tiktoken_family_of_pattern((enum pretok_kind)kind);
+    else if (!rc && !(fam = tiktoken_family_by_file(name)) &&
+             !(fam = tiktoken_family_by_ranks(t.n)))
+        rc = sl_err_set(SL_ERR_USAGE,
+                        "cannot tell the pre-tokenizer of '%s' (%zu ranks)\n"
+                        "hint: name the file after its encoding (r50k_base, cl100k_base, "
+                        "o200k_base), or give it a sidecar %s.json with its \"pattern\"",
+                        name, t.n, name);
+    struct tiktoken_special *named = NULL; /* Meta's special tokens after the ranks */
+    if (!rc && fam->after && !custom)
+        custom = named = tiktoken_specials_after(fam, (uint32_t)t.n);
     if (!rc) {
-        b->pretok = (enum pretok_kind)kind;
-        const struct tk_special *sp = custom                  ? custom
-                                      : kind == PRETOK_O200K  ? sp_o200k
-                                      : kind == PRETOK_CL100K ? sp_cl100k
-                                                              : sp_r50k;
+        b->pretok = fam->pattern;
+        const struct tiktoken_special *sp = custom ? custom : fam->special;
         uint32_t maxrank = 0;
         for (size_t i = 0; i < t.n; i++)
             maxrank = t.id[i] > maxrank ? t.id[i] : maxrank;
@@ -684,8 +555,7 @@ static int load_tiktoken(struct bpe **out, const char *data, size_t len, int kin
         }
         rc = build_vocab(b, &t, name);
     }
-    if (named)
-        free_names(named);
+    tiktoken_specials_free(named);
     if (!rc) {
         for (size_t i = 0; i < b->nspec; i++)
             b->flags[b->spec[i].id] |= FL_SPECIAL;
@@ -723,7 +593,8 @@ int bpe_load_tiktoken(struct bpe **out, const char *path, int kind)
     int side = access(scname, R_OK) == 0;
     /* the same bytes under another name may take another pre-tokenizer: the key has the
      * one the name gives */
-    int pretok = kind >= 0 ? kind : kind_from_name(path), cache = bpe_cache_on();
+    const struct tiktoken_family *by_name = kind >= 0 ? NULL : tiktoken_family_by_file(path);
+    int pretok = kind >= 0 ? kind : by_name ? (int)by_name->pattern : -1, cache = bpe_cache_on();
     struct bpe_cache_key key;
     if (cache && !bpe_cache_key_files(&key, "tiktoken", pretok, path, side ? scname : NULL) &&
         (*out = bpe_cache_get(key)) != NULL) {

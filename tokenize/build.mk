@@ -1,5 +1,6 @@
 # tokenize/: byte-level BPE (GPT-2, tiktoken), SentencePiece wrapper and trainer, the encoder.
-LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/bpe_cache.c tokenize/tokenizer.c
+LIB_SRCS += tokenize/unicat.c tokenize/pretok.c tokenize/ids.c tokenize/bpe.c tokenize/bpe_load.c tokenize/bpe_cache.c tokenize/tokenizer.c \
+            tokenize/tiktoken.c
 LIB_SRCS += tokenize/hf.c tokenize/hf_load.c tokenize/hf_wp.c
 LIB_SRCS += tokenize/bert.c tokenize/bert_vocab.c tokenize/bert_unicode.c
 FUZZ_TARGETS += fuzz_hf_tokenizer fuzz_bert_vocab

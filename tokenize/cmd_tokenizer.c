@@ -396,9 +396,8 @@ static void split_commas(const char *list, struct sl_strlist *s)
 
 static int run_byte_bpe(struct opts *o, const struct sl_inputs *in)
 {
-    enum pretok_kind kind = !strcmp(o->pattern, "cl100k")  ? PRETOK_CL100K
-                            : !strcmp(o->pattern, "o200k") ? PRETOK_O200K
-                                                           : PRETOK_GPT2;
+    int k = pretok_from_name(o->pattern, strlen(o->pattern));
+    enum pretok_kind kind = k < 0 ? PRETOK_GPT2 : (enum pretok_kind)k;
     struct bpe_counts *c = bpe_counts_new(kind, (size_t)o->max_pretokens, BBPE_MAX_PIECE);
     uint64_t docs = 0;
     int rc = count_inputs(o, in, c, &docs);

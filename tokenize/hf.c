@@ -11,6 +11,7 @@
 #include "tokenize/bpe_impl.h"
 #include "tokenize/hf_impl.h"
 #include "tokenize/hf_unicode.h"
+#include "tokenize/tiktoken.h"
 #include "tokenize/unicat.h"
 
 #include <stdlib.h>
@@ -61,15 +62,26 @@ int64_t hf_token_id(const struct hf *h, const char *s)
     return n ? bpe_token_id(h->bpe, s, n) : -1;
 }
 
+/* The added token named s, or -1. */
+static int64_t added_named(const struct hf *h, const char *s)
+{
+    for (size_t i = 0; i < h->nadded; i++)
+        if (!strcmp(h->added[i].s, s))
+            return h->added[i].id;
+    return -1;
+}
+
 int64_t hf_eod_id(const struct hf *h)
 {
-    static const char *const names[] = { "<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>",
-                                         "[SEP]" };
-    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-        for (size_t i = 0; i < h->nadded; i++)
-            if (!strcmp(h->added[i].s, names[k]))
-                return h->added[i].id;
-    return -1;
+    /* after the tiktoken families' (byte-level BPE layouts), SentencePiece's, Gemma's, BERT's */
+    static const char *const others[] = { "</s>", "<eos>", "[SEP]" };
+    int64_t id = -1;
+    const char *eod;
+    for (size_t k = 0; id < 0 && (eod = tiktoken_eod_token(k)); k++)
+        id = added_named(h, eod);
+    for (size_t k = 0; id < 0 && k < sizeof(others) / sizeof(others[0]); k++)
+        id = added_named(h, others[k]);
+    return id;
 }
 
 const char *hf_added_content(const struct hf *h, uint32_t id)

@@ -40,8 +40,9 @@ uint32_t hf_vocab_size(const struct hf *h);
 /* Id of the token whose content is exactly s (an added token, else a model token), or
  * -1. */
 int64_t hf_token_id(const struct hf *h, const char *s);
-/* The end-of-document token: the first of <|endoftext|>, <|end_of_text|>, </s>, <eos>,
- * [SEP] that is an added token; -1 when there is none. */
+/* The end-of-document token: the first of the tiktoken families' (tiktoken.h:
+ * <|endoftext|>, <|end_of_text|>), </s>, <eos>, [SEP] that is an added token; -1 when
+ * there is none. */
 int64_t hf_eod_id(const struct hf *h);
 /* The content of the added token with this id, or NULL when id is not an added token. */
 const char *hf_added_content(const struct hf *h, uint32_t id);

@@ -13,6 +13,7 @@
 #include "tokenize/bpe.h"
 #include "tokenize/bpe_impl.h"
 #include "tokenize/hf_impl.h"
+#include "tokenize/hf_write.h"
 
 #include <json-c/json.h>
 #include <limits.h>
@@ -24,28 +25,20 @@
 #define MAX_FILE      (512u << 20)
 #define MAX_ADDED_LEN 4096u
 
-/* The Split regexes sluice implements (as tokenizer.json files spell them). */
+/* The Split regexes sluice implements (as tokenizer.json files spell them): each pattern's
+ * own (hf_pattern_regex), and Qwen2's, cl100k's with single digits. */
 static const struct {
-    const char *re;
+    const char *re; /* NULL: the pattern's own */
     enum pretok_kind kind;
     int split_digits;
     const char *name;
 } known_re[] = {
-    { "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
-      PRETOK_GPT2, 0, "gpt2" },
-    { "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
-      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-      PRETOK_CL100K, 0, "llama3/cl100k" },
+    { NULL, PRETOK_GPT2, 0, "gpt2" },
+    { NULL, PRETOK_CL100K, 0, "llama3/cl100k" },
     { "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
       "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
       PRETOK_CL100K, 1, "qwen2" },
-    { "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?"
-      "i:'s|'t|'"
-      "re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{"
-      "Lm}\\p{"
-      "Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/"
-      "]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-      PRETOK_O200K, 0, "o200k" },
+    { NULL, PRETOK_O200K, 0, "o200k" },
 };
 
 /* Spans of the top-level members. */
@@ -306,7 +299,7 @@ static int parse_pre(struct load *L, const struct span *at, struct json_object *
         const char *s = json_object_get_string(re);
         size_t i;
         for (i = 0; i < sizeof(known_re) / sizeof(known_re[0]); i++)
-            if (!strcmp(s, known_re[i].re))
+            if (!strcmp(s, known_re[i].re ? known_re[i].re : hf_pattern_regex(known_re[i].kind)))
                 break;
         if (i == sizeof(known_re) / sizeof(known_re[0]))
             return fail(
@@ -798,10 +791,9 @@ int hf_load_mem(struct hf **out, const char *json, size_t len, const char *name)
     }
     if (h->nsteps || h->model == HF_WORDPIECE)
         hf_build_tables(h);
-    static const char *const kn[] = { "gpt2", "cl100k", "o200k" };
     if (h->model == HF_BPE)
         snprintf(h->desc, sizeof(h->desc), "BPE, byte-level, %s%s split%s%s, %zu added tokens",
-                 kn[h->kind], h->split_digits ? " (single digits)" : "",
+                 pretok_name(h->kind), h->split_digits ? " (single digits)" : "",
                  h->prefix_space ? ", prefix space" : "", h->ignore_merges ? ", ignore_merges" : "",
                  h->nadded);
     else

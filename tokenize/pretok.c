@@ -5,6 +5,7 @@
 #include "tokenize/unicat.h"
 
 #include <stdint.h>
+#include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -363,6 +364,16 @@ const char *pretok_name(enum pretok_kind k)
     case PRETOK_O200K: return "o200k";
     default: return "gpt2";
     }
+}
+
+int pretok_from_name(const char *s, size_t n)
+{
+    for (int k = 0; k < PRETOK_KINDS; k++) {
+        const char *nm = pretok_name((enum pretok_kind)k);
+        if (strlen(nm) == n && !memcmp(s, nm, n))
+            return k;
+    }
+    return -1;
 }
 
 #define WS "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"

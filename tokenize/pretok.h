@@ -29,9 +29,12 @@ enum pretok_kind {
     PRETOK_CL100K = 1,
     PRETOK_O200K = 2,
 };
+#define PRETOK_KINDS 3 /* the number of kinds: 0 .. PRETOK_KINDS - 1 */
 
-/* "gpt2", "cl100k", "o200k". */
+/* "gpt2", "cl100k", "o200k": the pattern names of sidecars and --pattern. */
 const char *pretok_name(enum pretok_kind k);
+/* The kind whose name is the n bytes at s, or -1. */
+int pretok_from_name(const char *s, size_t n);
 /* The regular expression the scanner implements (PCRE2 syntax, \s spelled out as the
  * White_Space class), for differential tests. */
 const char *pretok_regex(enum pretok_kind k);

@@ -6,17 +6,18 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/stream.h"
 #include "tokenize/bert.h"
 #include "tokenize/bpe.h"
 #include "tokenize/hf.h"
 #include "tokenize/spm.h"
+#include "tokenize/tiktoken.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 struct tokenizer_enc {
     const struct tokenizer *t;
@@ -84,11 +85,10 @@ static int spec_options(const struct spec_kind *k, const char *spec, uint32_t *e
 
 const char *tokenizer_kind_name(enum tokenizer_kind k)
 {
-    return k == TOKENIZER_GPT2       ? "gpt2"
-           : k == TOKENIZER_TIKTOKEN ? "tiktoken"
-           : k == TOKENIZER_HF       ? "hf"
-           : k == TOKENIZER_BERT     ? "bert"
-                                     : "spm";
+    for (size_t i = 0; i < N_SPEC_KINDS; i++) /* the first row of the kind */
+        if (spec_kinds[i].kind == k)
+            return spec_kinds[i].name;
+    return "spm"; /* not reached: every kind has a row */
 }
 
 int tokenizer_open(struct tokenizer **out, const char *spec)
@@ -135,9 +135,11 @@ int tokenizer_open(struct tokenizer **out, const char *spec)
         t->eod_id = hf_eod_id(t->hf);
     } else if (t->bpe) {
         t->vocab_size = bpe_vocab_size(t->bpe);
-        t->eod_id = bpe_special_id(t->bpe, "<|endoftext|>");
-        if (t->eod_id < 0) /* Llama 3 and 4 */
-            t->eod_id = bpe_special_id(t->bpe, "<|end_of_text|>");
+        /* the end-of-document token of a tiktoken family (GPT-2's files have OpenAI's) */
+        t->eod_id = -1;
+        const char *eod;
+        for (size_t i = 0; t->eod_id < 0 && (eod = tiktoken_eod_token(i)); i++)
+            t->eod_id = bpe_special_id(t->bpe, eod);
     } else {
         t->vocab_size = spm_vocab_size(t->spm);
         t->eod_id = spm_eos_id(t->spm);
@@ -212,12 +214,6 @@ int tokenizer_decode(const struct tokenizer *t, const uint32_t *ids, size_t n, s
 
 /* ---- a spec's files ------------------------------------------------------------------- */
 
-static int is_file(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 char *tokenizer_spec_absolute(const char *spec)
 {
     const char *colon = strchr(spec, ':');
@@ -233,7 +229,7 @@ char *tokenizer_spec_absolute(const char *spec)
 static void gpt2_names(const char *dir, const char **v, const char **m)
 {
     char *p = sl_xasprintf("%s/vocab.json", dir);
-    int hf = is_file(p);
+    int hf = sl_file_exists(p);
     free(p);
     *v = hf ? "vocab.json" : "encoder.json";
     *m = hf ? "merges.txt" : "vocab.bpe";
@@ -244,18 +240,25 @@ static int missing(const char *spec, const char *path)
     return sl_err_set(SL_ERR_NOTFOUND, "tokenizer '%s': no file '%s'", spec, path);
 }
 
+/* Whether spec is of kind `kind` (by TOKENIZER_SPEC_TABLE). */
+static int spec_is(const char *spec, enum tokenizer_kind kind)
+{
+    const struct spec_kind *k = spec_kind(spec);
+    return k && k->kind == kind;
+}
+
 int tokenizer_spec_check(const char *spec)
 {
     const char *colon = strchr(spec, ':');
     const char *path = colon ? colon + 1 : spec;
-    if (strncmp(spec, "gpt2:", 5) != 0)
-        return is_file(path) ? 0 : missing(spec, path);
+    if (!spec_is(spec, TOKENIZER_GPT2))
+        return sl_file_exists(path) ? 0 : missing(spec, path);
     const char *v, *m;
     gpt2_names(path, &v, &m);
     int rc = 0;
     for (int i = 0; i < 2 && !rc; i++) {
         char *p = sl_xasprintf("%s/%s", path, i ? m : v);
-        if (!is_file(p))
+        if (!sl_file_exists(p))
             rc = missing(spec, p);
         free(p);
     }
@@ -305,7 +308,7 @@ int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
     int rc = tokenizer_spec_check(spec);
     if (rc)
         return rc;
-    if (!strncmp(spec, "gpt2:", 5)) {
+    if (spec_is(spec, TOKENIZER_GPT2)) {
         const char *v, *m;
         gpt2_names(path, &v, &m);
         for (int i = 0; i < 2 && !rc; i++) {
@@ -318,12 +321,12 @@ int tokenizer_copy_files(const char *spec, const char *dir, char **rel)
         return rc;
     }
     /* a BERT vocabulary keeps the name every BERT tool looks for */
-    char *name = !strncmp(spec, "bert", 4) ? sl_xstrdup("vocab.txt") : copy_name(path);
+    char *name = spec_is(spec, TOKENIZER_BERT) ? sl_xstrdup("vocab.txt") : copy_name(path);
     rc = copy_one(path, dir, name);
-    if (!rc && !strncmp(spec, "tiktoken:", 9)) {
+    if (!rc && spec_is(spec, TOKENIZER_TIKTOKEN)) {
         /* a rank file's special tokens and pattern may be in a sidecar FILE.json */
         char *side = sl_xasprintf("%s.json", path);
-        if (is_file(side)) {
+        if (sl_file_exists(side)) {
             char *sname = sl_xasprintf("%s.json", name);
             rc = copy_one(side, dir, sname);
             free(sname);

@@ -8,6 +8,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/progress.h"
 #include "core/stream.h"
 #include "train/safetensors.h"
@@ -77,6 +78,11 @@ static int write_tensors(const char *path, const struct model_layout *l, const f
 static char *step_path(const char *dir, const char *fmt, long step)
 {
     return sl_xasprintf(fmt, dir, step);
+}
+
+char *ckpt_step_dir(const char *dir, long step)
+{
+    return step_path(dir, "%s/step-%08ld", step);
 }
 
 char *ckpt_tmp_path(const char *dir, long step)
@@ -214,7 +220,7 @@ int ckpt_write_shard_fill(const char *dir, long step, int rank, int nranks,
 int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt_state *st,
                 const char *config_json, const char *optim_json, int optimizer, int shards)
 {
-    char *final = step_path(dir, "%s/step-%08ld", st->step);
+    char *final = ckpt_step_dir(dir, st->step);
     char *tmp = ckpt_tmp_path(dir, st->step);
     char *old = step_path(dir, "%s/.step-%08ld.old", st->step);
     char *p = NULL;
@@ -382,9 +388,35 @@ int ckpt_find_latest(const char *dir, char **path)
     if (rc)
         return rc;
     if (n)
-        *path = sl_xasprintf("%s/step-%08ld", dir, steps[n - 1]);
+        *path = ckpt_step_dir(dir, steps[n - 1]);
     free(steps);
     return 0;
+}
+
+int ckpt_resolve(const char *path, char **step)
+{
+    *step = NULL;
+    char *j = sl_xasprintf("%s/checkpoint.json", path);
+    int here = sl_file_exists(j);
+    free(j);
+    if (here) {
+        *step = sl_xstrdup(path);
+        return 0;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return sl_err_set(SL_ERR_NOTFOUND, "cannot open checkpoint '%s': %s", path,
+                          strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return sl_err_set(SL_ERR_FORMAT, "checkpoint '%s' is not a directory", path);
+    int rc = ckpt_find_latest(path, step);
+    if (!rc && !*step)
+        rc = sl_err_set(SL_ERR_NOTFOUND,
+                        "'%s' holds no checkpoint (no checkpoint.json, no complete step-* "
+                        "directory)\nhint: give checkpoint.dir of a run, or one of its "
+                        "step-NNNNNNNN directories",
+                        path);
+    return rc;
 }
 
 /* Remove what a killed prune left: directories named .step-NNNNNNNN.prune. */
@@ -420,7 +452,7 @@ int ckpt_prune(const char *dir, int keep)
     for (size_t i = 0; !rc && n > (size_t)keep && i < n - (size_t)keep; i++) {
         /* renamed away first: a prune killed while deleting leaves a .prune directory, never
          * a step directory without some of its files */
-        char *p = sl_xasprintf("%s/step-%08ld", dir, steps[i]);
+        char *p = ckpt_step_dir(dir, steps[i]);
         char *gone = sl_xasprintf("%s/.step-%08ld.prune", dir, steps[i]);
         if (rename(p, gone) != 0)
             rc = sl_err_set(SL_ERR_IO, "cannot remove the checkpoint '%s': %s", p, strerror(errno));
@@ -935,52 +967,17 @@ static int hf_check_finite(const char *path, const struct model_layout *l, const
     return rc;
 }
 
-#define W(id) (p + l->t[id].offset)
-
-/* The tensors of GPT2LMHeadModel, named as transformers names them. */
-static void hf_gpt2_tensors(struct hf_out *o, const struct model_config *c,
-                            const struct model_layout *l, const float *p)
+/* A tensor of a class's map (model_hf_gpt2_each, model_hf_llama_each) into o, in the
+ * layout transformers stores. */
+static int hf_add_tensor(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
+                         int nd, int transposed)
 {
-    char nm[128];
-    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
-    hf_add(o, "transformer.wte.weight", W(l->embed), V, D, 0, 2);
-    hf_add(o, "transformer.wpe.weight", W(l->pos), c->max_seq_len, D, 0, 2);
-    for (int i = 0; i < c->n_layers; i++) {
-        const struct model_layer_ids *li = &l->layer[i];
-#define H(suffix, id, rows, cols, tr, nd)                                                          \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
-        hf_add(o, nm, W(id), rows, cols, tr, nd);                                                  \
-    } while (0)
-        H("ln_1.weight", li->attn_norm_w, D, 1, 0, 1);
-        H("ln_1.bias", li->attn_norm_b, D, 1, 0, 1);
-        /* Conv1D stores [in, out]: the transpose of our [out, in] */
-        H("attn.c_attn.weight", li->qkv_w, D, 3 * D, 1, 2);
-        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 0, 1);
-        H("attn.c_proj.weight", li->attn_proj_w, D, D, 1, 2);
-        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 0, 1);
-        H("ln_2.weight", li->mlp_norm_w, D, 1, 0, 1);
-        H("ln_2.bias", li->mlp_norm_b, D, 1, 0, 1);
-        H("mlp.c_fc.weight", li->fc_w, D, F, 1, 2);
-        H("mlp.c_fc.bias", li->fc_b, F, 1, 0, 1);
-        H("mlp.c_proj.weight", li->mlp_proj_w, F, D, 1, 2);
-        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 0, 1);
-#undef H
-    }
-    hf_add(o, "transformer.ln_f.weight", W(l->final_norm_w), D, 1, 0, 1);
-    hf_add(o, "transformer.ln_f.bias", W(l->final_norm_b), D, 1, 0, 1);
-    if (!c->tied_embeddings)
-        hf_add(o, "lm_head.weight", W(l->lm_head), V, D, 0, 2);
-}
-
-static int hf_add_llama(void *ctx, const char *name, float *data, int64_t rows, int64_t cols,
-                        int nd)
-{
-    hf_add(ctx, name, data, rows, cols, 0, nd);
+    if (transposed)
+        hf_add(ctx, name, data, cols, rows, 1, nd);
+    else
+        hf_add(ctx, name, data, rows, cols, 0, nd);
     return 0;
 }
-
-#undef W
 
 /* OUT/model.safetensors: the model's tensors under transformers' names. */
 static int hf_write_weights(const char *out_dir, int gpt2, const struct model_config *c,
@@ -988,9 +985,9 @@ static int hf_write_weights(const char *out_dir, int gpt2, const struct model_co
 {
     struct hf_out o = { 0 };
     if (gpt2)
-        hf_gpt2_tensors(&o, c, l, p);
+        model_hf_gpt2_each(c, l, (float *)p, hf_add_tensor, &o);
     else
-        model_hf_llama_each(c, l, (float *)p, hf_add_llama, &o);
+        model_hf_llama_each(c, l, (float *)p, hf_add_tensor, &o);
     char *sp = sl_xasprintf("%s/model.safetensors", out_dir);
     const char *meta[] = { "format", "pt", NULL };
     int rc = st_write(sp, o.t, o.n, meta);

@@ -30,6 +30,9 @@ struct ckpt_state {
     const char *tokenizer;
 };
 
+/* "DIR/step-NNNNNNNN", the step directory of step (fresh string). */
+char *ckpt_step_dir(const char *dir, long step);
+
 /* Write DIR/step-NNNNNNNN. config_json is the full run configuration (an object), kept for
  * the record. m and v may be NULL (weights only). */
 int ckpt_save(const char *dir, const struct model_config *c, const struct model_layout *l,
@@ -76,6 +79,12 @@ int ckpt_commit(const char *dir, const struct model_config *c, const struct ckpt
 /* The newest complete checkpoint under dir (a step-* directory with a checkpoint.json);
  * *path is a fresh string, or NULL when there is none (returns 0 then). */
 int ckpt_find_latest(const char *dir, char **path);
+/* The step directory a checkpoint operand names: path itself when it holds checkpoint.json
+ * (a step directory), else the newest complete step under it (a checkpoint directory,
+ * ckpt_find_latest). *step is a fresh string, or NULL on error: SL_ERR_NOTFOUND when path
+ * is not there or holds no complete step, SL_ERR_FORMAT when it is not a directory,
+ * SL_ERR_IO when it cannot be listed; the message names path. */
+int ckpt_resolve(const char *path, char **step);
 
 /* The settings a resumed run changes against those its step directory was written with:
  * train.steps (checkpoint.json config.train.steps) and the optimizer's settings

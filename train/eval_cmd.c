@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -52,32 +51,6 @@ struct eopts {
     const char *step;                /* the checkpoint's step directory */
     const struct train_backend *gpu; /* the held-out loss on the GPU, or NULL: the CPU */
 };
-
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-static int resolve_checkpoint(const char *path, char **out)
-{
-    *out = NULL;
-    char *j = sl_xasprintf("%s/checkpoint.json", path);
-    int here = file_exists(j);
-    free(j);
-    if (here) {
-        *out = sl_xstrdup(path);
-        return 0;
-    }
-    int rc = ckpt_find_latest(path, out);
-    if (!rc && !*out)
-        rc = sl_err_set(SL_ERR_NOTFOUND,
-                        "'%s' holds no checkpoint (no checkpoint.json, no complete step-* "
-                        "directory)\nhint: give checkpoint.dir of a run, or one of its "
-                        "step-NNNNNNNN directories",
-                        path);
-    return rc;
-}
 
 static void json_num(const char *key, double v)
 {
@@ -455,8 +428,7 @@ static void loaded_release(struct loaded *c)
 static int load_checkpoint(const char *path, struct loaded *c)
 {
     int rc;
-    if ((rc = resolve_checkpoint(path, &c->step)) ||
-        (rc = ckpt_read_meta(c->step, &c->mc, &c->st)) ||
+    if ((rc = ckpt_resolve(path, &c->step)) || (rc = ckpt_read_meta(c->step, &c->mc, &c->st)) ||
         (rc = data_info_from_checkpoint(&c->di, c->step))) {
         sl_error("%s", sl_err_msg());
         return 1;

@@ -6,6 +6,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/stream.h"
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 const char *const cmd_export_usage[] = {
     "sluice export hf --out DIR CHECKPOINT",
@@ -74,12 +74,6 @@ static int read_into(struct tok_export *x, const char *name, const char *from)
     return sl_read_file(from, b);
 }
 
-static int file_ok(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 static int spm_files(const struct tokenizer *tok, long eod, const char *path, struct tok_export *x)
 {
     int64_t bi = spm_bos_id(tok->spm), ei = spm_eos_id(tok->spm);
@@ -106,7 +100,7 @@ static int gpt2_files(const struct tokenizer *tok, long eod, const char *dir, st
     x->cls = "GPT2Tokenizer";
     x->split_special = 1;
     char *v = sl_xasprintf("%s/vocab.json", dir), *m = sl_xasprintf("%s/merges.txt", dir);
-    if (!file_ok(v)) {
+    if (!sl_file_exists(v)) {
         free(v);
         free(m);
         v = sl_xasprintf("%s/encoder.json", dir);
@@ -218,7 +212,7 @@ static int tok_export_make(const struct tokenizer *tok, long eod, int max_len, s
 {
     memset(x, 0, sizeof(*x));
     x->bos = x->eos = -1;
-    const char *path = strchr(tok->spec, ':') + 1;
+    const char *path = tokenizer_spec_path(tok->spec);
     int rc = tok->kind == TOKENIZER_SPM    ? spm_files(tok, eod, path, x)
              : tok->kind == TOKENIZER_GPT2 ? gpt2_files(tok, eod, path, x)
              : tok->kind == TOKENIZER_HF   ? hf_files(tok, eod, path, x)
@@ -263,15 +257,12 @@ const struct sl_option cmd_export_options[] = {
     SL_OPT_END_,
 };
 
-/* The step directory of a checkpoint operand (a step directory, or the newest step). */
+/* The step directory of a checkpoint operand (a step directory, or the newest step); the
+ * operand itself when it names neither, for reading it to say what is missing. */
 static char *step_dir(const char *path)
 {
-    char *probe = sl_xasprintf("%s/checkpoint.json", path), *latest = NULL;
-    int is_step = file_ok(probe);
-    free(probe);
-    if (!is_step && ckpt_find_latest(path, &latest) == 0 && latest)
-        return latest;
-    return sl_xstrdup(path);
+    char *step;
+    return ckpt_resolve(path, &step) == 0 ? step : sl_xstrdup(path);
 }
 
 static int export_checkpoint(const char *path, const char *out, const char *tok_spec)

@@ -51,42 +51,6 @@ struct gopts {
     int ids, ignore_eod;
 };
 
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-/* The step directory for a path: itself when it holds checkpoint.json, else the newest
- * complete step under it. */
-static int resolve_checkpoint(const char *path, char **out)
-{
-    *out = NULL;
-    char *j = sl_xasprintf("%s/checkpoint.json", path);
-    int here = file_exists(j);
-    free(j);
-    if (here) {
-        *out = sl_xstrdup(path);
-        return 0;
-    }
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return sl_err_set(SL_ERR_NOTFOUND, "cannot open checkpoint '%s': %s", path,
-                          strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return sl_err_set(SL_ERR_FORMAT, "checkpoint '%s' is not a directory", path);
-    int rc = ckpt_find_latest(path, out);
-    if (rc)
-        return rc;
-    if (!*out)
-        return sl_err_set(SL_ERR_NOTFOUND,
-                          "'%s' holds no checkpoint (no checkpoint.json, no complete step-* "
-                          "directory)\nhint: give checkpoint.dir of a run, or one of its "
-                          "step-NNNNNNNN directories",
-                          path);
-    return 0;
-}
-
 /* The first prefix of a data.prefix value (a string in Megatron's blend syntax, or a list). */
 static char *first_prefix(struct json_object *p)
 {
@@ -146,28 +110,7 @@ static char *tokenizer_from_checkpoint(const char *step_dir, char **prefix_out)
         !json_object_object_get_ex(cfg, "data", &data) ||
         !json_object_object_get_ex(data, "prefix", &p) || !(prefix = first_prefix(p)))
         goto out;
-    /* PREFIX_text_document -> PREFIX.manifest.json; keys may hold '_', so try each cut */
-    size_t n = strlen(prefix);
-    const char *suffix = "_document";
-    char *manifest = NULL;
-    if (n > strlen(suffix) && !strcmp(prefix + n - strlen(suffix), suffix)) {
-        for (size_t cut = n - strlen(suffix); cut > 0 && !manifest; cut--) {
-            if (prefix[cut] != '_' || cut == n - strlen(suffix))
-                continue;
-            char *cand = sl_xasprintf("%.*s.manifest.json", (int)cut, prefix);
-            if (file_exists(cand))
-                manifest = cand;
-            else
-                free(cand);
-        }
-    }
-    if (!manifest) {
-        char *cand = sl_xasprintf("%s.manifest.json", prefix);
-        if (file_exists(cand))
-            manifest = cand;
-        else
-            free(cand);
-    }
+    char *manifest = data_info_manifest_for(prefix);
     if (!manifest)
         goto out;
     sl_buf_release(&b);
@@ -315,7 +258,7 @@ struct gen {
 /* The checkpoint's configuration and parameters. */
 static int load_model(struct gen *g, const char *ckpt_arg)
 {
-    int rc = resolve_checkpoint(ckpt_arg, &g->step_dir);
+    int rc = ckpt_resolve(ckpt_arg, &g->step_dir);
     if (!rc)
         rc = ckpt_read_meta(g->step_dir, &g->mc, &g->st);
     if (rc) {

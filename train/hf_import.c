@@ -6,10 +6,12 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/progress.h"
 #include "core/stream.h"
-#include "train/checkpoint.h"
 #include "dataset/datainfo.h"
+#include "tokenize/tokenizer.h"
+#include "train/checkpoint.h"
 #include "train/model.h"
 #include "train/safetensors.h"
 
@@ -19,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 struct src {
     const char *dir;
@@ -28,12 +29,6 @@ struct src {
     int n;
     size_t used;
 };
-
-static int file_exists(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
 
 static struct json_object *read_json(const char *path, int *rc)
 {
@@ -209,7 +204,7 @@ static int open_files(struct src *s)
     char *index = sl_xasprintf("%s/model.safetensors.index.json", s->dir);
     int rc = 0;
     struct json_object *ix = NULL;
-    if (file_exists(index)) {
+    if (sl_file_exists(index)) {
         struct json_object *map;
         ix = read_json(index, &rc);
         if (!rc && !json_object_object_get_ex(ix, "weight_map", &map))
@@ -233,7 +228,7 @@ static int open_files(struct src *s)
                 s->paths[s->n++] = sl_xasprintf("%s/%s", s->dir, fn);
             }
         }
-    } else if (file_exists(single)) {
+    } else if (sl_file_exists(single)) {
         s->paths = sl_xcalloc(1, sizeof(char *));
         s->paths[s->n++] = sl_xstrdup(single);
     } else {
@@ -357,53 +352,15 @@ static int get(struct src *s, const char *name, const char *alt, int64_t rows, i
     return 0;
 }
 
-static int map_gpt2(struct src *s, const struct model_config *c, const struct model_layout *l,
-                    float *p)
+/* A tensor of a class's map (model_hf_gpt2_each, model_hf_llama_each) from the files. A
+ * GPT-2 tensor may lack the "transformer." of its name (the weights of a GPT2Model, as some
+ * checkpoints hold them). */
+static int get_tensor(void *ctx, const char *name, float *data, int64_t rows, int64_t cols, int nd,
+                      int transposed)
 {
-    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
-    char nm[128], alt[128];
-    int rc;
-#define W(id) (p + l->t[id].offset)
-    if ((rc = get(s, "transformer.wte.weight", "wte.weight", V, D, 2, 0, W(l->embed))) ||
-        (rc = get(s, "transformer.wpe.weight", "wpe.weight", c->max_seq_len, D, 2, 0, W(l->pos))))
-        return rc;
-    for (int i = 0; i < c->n_layers && !rc; i++) {
-        const struct model_layer_ids *li = &l->layer[i];
-#define H(suffix, id, rows, cols, nd, tr)                                                          \
-    do {                                                                                           \
-        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
-        snprintf(alt, sizeof(alt), "h.%d.%s", i, suffix);                                          \
-        if (!rc)                                                                                   \
-            rc = get(s, nm, alt, rows, cols, nd, tr, W(id));                                       \
-    } while (0)
-        H("ln_1.weight", li->attn_norm_w, D, 1, 1, 0);
-        H("ln_1.bias", li->attn_norm_b, D, 1, 1, 0);
-        H("attn.c_attn.weight", li->qkv_w, 3 * D, D, 2, 1);
-        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 1, 0);
-        H("attn.c_proj.weight", li->attn_proj_w, D, D, 2, 1);
-        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 1, 0);
-        H("ln_2.weight", li->mlp_norm_w, D, 1, 1, 0);
-        H("ln_2.bias", li->mlp_norm_b, D, 1, 1, 0);
-        H("mlp.c_fc.weight", li->fc_w, F, D, 2, 1);
-        H("mlp.c_fc.bias", li->fc_b, F, 1, 1, 0);
-        H("mlp.c_proj.weight", li->mlp_proj_w, D, F, 2, 1);
-        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 1, 0);
-#undef H
-    }
-    if (!rc)
-        rc = get(s, "transformer.ln_f.weight", "ln_f.weight", D, 1, 1, 0, W(l->final_norm_w));
-    if (!rc)
-        rc = get(s, "transformer.ln_f.bias", "ln_f.bias", D, 1, 1, 0, W(l->final_norm_b));
-    if (!rc && !c->tied_embeddings)
-        rc = get(s, "lm_head.weight", NULL, V, D, 2, 0, W(l->lm_head));
-    return rc;
-}
-
-#undef W
-
-static int get_llama(void *ctx, const char *name, float *data, int64_t rows, int64_t cols, int nd)
-{
-    return get(ctx, name, NULL, rows, cols, nd, 0, data);
+    const char *prefix = "transformer.";
+    const char *alt = !strncmp(name, prefix, strlen(prefix)) ? name + strlen(prefix) : NULL;
+    return get(ctx, name, alt, rows, cols, nd, transposed, data);
 }
 
 /* the tokenizer files beside the weights, as a spec */
@@ -411,31 +368,29 @@ static char *find_tokenizer(const char *dir, const char **kind)
 {
     char buf[PATH_MAX];
     const char *abs = realpath(dir, buf) ? buf : dir;
-    char *p = sl_xasprintf("%s/tokenizer.model", abs);
-    if (file_exists(p)) {
-        *kind = "spm";
-        char *spec = sl_xasprintf("spm:%s", p);
-        free(p);
-        return spec;
+    char *p = sl_xasprintf("%s/tokenizer.model", abs), *spec = NULL;
+    char *v = sl_xasprintf("%s/vocab.json", abs), *m = sl_xasprintf("%s/merges.txt", abs);
+    char *j = sl_xasprintf("%s/tokenizer.json", abs);
+    enum tokenizer_kind k = TOKENIZER_SPM;
+    const char *path = NULL;
+    if (sl_file_exists(p)) {
+        path = p;
+    } else if (sl_file_exists(v) && sl_file_exists(m)) {
+        k = TOKENIZER_GPT2;
+        path = abs;
+    } else if (sl_file_exists(j)) {
+        k = TOKENIZER_HF;
+        path = j;
+    }
+    if (path) {
+        *kind = tokenizer_kind_name(k);
+        spec = sl_xasprintf("%s:%s", *kind, path);
     }
     free(p);
-    char *v = sl_xasprintf("%s/vocab.json", abs), *m = sl_xasprintf("%s/merges.txt", abs);
-    int ok = file_exists(v) && file_exists(m);
     free(v);
     free(m);
-    if (ok) {
-        *kind = "gpt2";
-        return sl_xasprintf("gpt2:%s", abs);
-    }
-    p = sl_xasprintf("%s/tokenizer.json", abs);
-    if (file_exists(p)) {
-        *kind = "hf";
-        char *spec = sl_xasprintf("hf:%s", p);
-        free(p);
-        return spec;
-    }
-    free(p);
-    return NULL;
+    free(j);
+    return spec;
 }
 
 /* The config against the weights, before the model is allocated: a config.json that leaves
@@ -507,7 +462,8 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     if ((rc = check_sizes(cp, cfg, gpt2, &c, &l, &s)))
         goto out;
     p = sl_xcalloc(l.total, sizeof(float));
-    rc = gpt2 ? map_gpt2(&s, &c, &l, p) : model_hf_llama_each(&c, &l, p, get_llama, &s);
+    rc = gpt2 ? model_hf_gpt2_each(&c, &l, p, get_tensor, &s)
+              : model_hf_llama_each(&c, &l, p, get_tensor, &s);
     if (rc)
         goto out;
     size_t total = 0;
@@ -541,7 +497,7 @@ int hf_import(const char *dir, const char *out, int pad_to, struct hf_import_inf
     sl_buf_release(&dj);
     sl_buf_release(&cj);
     if (!rc)
-        info->step_dir = sl_xasprintf("%s/step-%08d", out, 0);
+        info->step_dir = ckpt_step_dir(out, 0);
 out:
     json_object_put(cfg);
     for (int i = 0; i < s.n; i++) {

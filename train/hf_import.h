@@ -12,7 +12,8 @@ struct hf_import_info {
     const char *arch; /* "GPT2LMHeadModel", "LlamaForCausalLM" */
     int files;        /* safetensors files read */
     int unused;       /* tensors of the files that were not needed (buffers such as attn.bias) */
-    char *tokenizer;  /* "spm:DIR/tokenizer.model" or "gpt2:DIR" when DIR has one, or NULL */
+    char *tokenizer;  /* "spm:DIR/tokenizer.model", "gpt2:DIR" or "hf:DIR/tokenizer.json" when
+                       * DIR has one, or NULL */
     char *step_dir;   /* OUT/step-00000000 */
 };
 

@@ -499,6 +499,48 @@ void model_config_to_yaml(const struct model_config *c, struct sl_buf *out)
                       c->rope_original_max_pos);
 }
 
+int model_hf_gpt2_each(const struct model_config *c, const struct model_layout *l, float *p,
+                       model_hf_tensor_fn fn, void *ctx)
+{
+#define W(id) (p + l->t[id].offset)
+    int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
+    char nm[128];
+    int rc = fn(ctx, "transformer.wte.weight", W(l->embed), V, D, 2, 0);
+    if (!rc)
+        rc = fn(ctx, "transformer.wpe.weight", W(l->pos), c->max_seq_len, D, 2, 0);
+    for (int i = 0; i < c->n_layers && !rc; i++) {
+        const struct model_layer_ids *li = &l->layer[i];
+#define H(suffix, id, rows, cols, nd, tr)                                                          \
+    do {                                                                                           \
+        snprintf(nm, sizeof(nm), "transformer.h.%d.%s", i, suffix);                                \
+        if (!rc)                                                                                   \
+            rc = fn(ctx, nm, W(id), rows, cols, nd, tr);                                           \
+    } while (0)
+        H("ln_1.weight", li->attn_norm_w, D, 1, 1, 0);
+        H("ln_1.bias", li->attn_norm_b, D, 1, 1, 0);
+        /* Conv1D stores [in, out]: the transpose of our [out, in] */
+        H("attn.c_attn.weight", li->qkv_w, 3 * D, D, 2, 1);
+        H("attn.c_attn.bias", li->qkv_b, 3 * D, 1, 1, 0);
+        H("attn.c_proj.weight", li->attn_proj_w, D, D, 2, 1);
+        H("attn.c_proj.bias", li->attn_proj_b, D, 1, 1, 0);
+        H("ln_2.weight", li->mlp_norm_w, D, 1, 1, 0);
+        H("ln_2.bias", li->mlp_norm_b, D, 1, 1, 0);
+        H("mlp.c_fc.weight", li->fc_w, F, D, 2, 1);
+        H("mlp.c_fc.bias", li->fc_b, F, 1, 1, 0);
+        H("mlp.c_proj.weight", li->mlp_proj_w, D, F, 2, 1);
+        H("mlp.c_proj.bias", li->mlp_proj_b, D, 1, 1, 0);
+#undef H
+    }
+    if (!rc)
+        rc = fn(ctx, "transformer.ln_f.weight", W(l->final_norm_w), D, 1, 1, 0);
+    if (!rc)
+        rc = fn(ctx, "transformer.ln_f.bias", W(l->final_norm_b), D, 1, 1, 0);
+    if (!rc && !c->tied_embeddings)
+        rc = fn(ctx, "lm_head.weight", W(l->lm_head), V, D, 2, 0);
+#undef W
+    return rc;
+}
+
 int model_hf_llama_each(const struct model_config *c, const struct model_layout *l, float *p,
                         model_hf_tensor_fn fn, void *ctx)
 {
@@ -506,7 +548,7 @@ int model_hf_llama_each(const struct model_config *c, const struct model_layout 
     int64_t D = c->d_model, V = c->vocab_size, F = c->d_ff;
     int64_t qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
     char nm[128];
-    int rc = fn(ctx, "model.embed_tokens.weight", W(l->embed), V, D, 2);
+    int rc = fn(ctx, "model.embed_tokens.weight", W(l->embed), V, D, 2, 0);
     for (int i = 0; i < c->n_layers && !rc; i++) {
         const struct model_layer_ids *li = &l->layer[i];
         float *qkv = W(li->qkv_w), *fc = W(li->fc_w);
@@ -514,7 +556,7 @@ int model_hf_llama_each(const struct model_config *c, const struct model_layout 
     do {                                                                                           \
         snprintf(nm, sizeof(nm), "model.layers.%d.%s", i, suffix);                                 \
         if (!rc)                                                                                   \
-            rc = fn(ctx, nm, data, rows, cols, nd);                                                \
+            rc = fn(ctx, nm, data, rows, cols, nd, 0);                                             \
     } while (0)
         H("input_layernorm.weight", W(li->attn_norm_w), D, 1, 1);
         H("self_attn.q_proj.weight", qkv, qd, D, 2);
@@ -541,9 +583,9 @@ int model_hf_llama_each(const struct model_config *c, const struct model_layout 
 #undef H
     }
     if (!rc)
-        rc = fn(ctx, "model.norm.weight", W(l->final_norm_w), D, 1, 1);
+        rc = fn(ctx, "model.norm.weight", W(l->final_norm_w), D, 1, 1, 0);
     if (!rc && !c->tied_embeddings)
-        rc = fn(ctx, "lm_head.weight", W(l->lm_head), V, D, 2);
+        rc = fn(ctx, "lm_head.weight", W(l->lm_head), V, D, 2, 0);
 #undef W
     return rc;
 }

@@ -131,12 +131,23 @@ int model_config_from_json(struct model_config *c, const char *json, size_t len)
  * key but vocab_size, which the caller writes first), in the names of the config files. */
 void model_config_to_yaml(const struct model_config *c, struct sl_buf *out);
 
-/* The tensors of transformers' LlamaForCausalLM in the order of its state dict, as slices
- * of our parameters p: fused qkv and gate/up matrices split into the q/k/v and gate/up
- * projections. fn gets each one's name, data, rows, columns and number of dimensions (1
- * or 2); a non-zero return stops the walk and is returned. Export and import share it. */
+/* The tensor maps between our parameters and transformers' state dicts, one per class, that
+ * export and import share: each tensor's name there and the slice of our parameters p it
+ * is. fn gets the name, the data, our shape (rows, columns: 1 for a vector), the number of
+ * dimensions (1 or 2) and whether transformers stores the matrix transposed ([cols, rows]);
+ * a non-zero return stops the walk and is returned. Both walk the tensors in the order of
+ * the class's state dict.
+ *   GPT2LMHeadModel: transformer.wte/wpe, transformer.h.N.{ln_1, attn.c_attn, attn.c_proj,
+ *     ln_2, mlp.c_fc, mlp.c_proj}, transformer.ln_f, lm_head when untied; the Conv1D
+ *     weights (c_attn, c_proj, c_fc) are stored transposed.
+ *   LlamaForCausalLM: model.embed_tokens, model.layers.N.{input_layernorm,
+ *     self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj},
+ *     model.norm, lm_head when untied; our fused qkv and gate/up matrices split into their
+ *     projections. */
 typedef int (*model_hf_tensor_fn)(void *ctx, const char *name, float *data, int64_t rows,
-                                  int64_t cols, int nd);
+                                  int64_t cols, int nd, int transposed);
+int model_hf_gpt2_each(const struct model_config *c, const struct model_layout *l, float *p,
+                       model_hf_tensor_fn fn, void *ctx);
 int model_hf_llama_each(const struct model_config *c, const struct model_layout *l, float *p,
                         model_hf_tensor_fn fn, void *ctx);
 

@@ -7,7 +7,7 @@
 #include "core/doc.h"
 #include "core/err.h"
 #include "core/jsonl.h"
-#include "curate/filter/poly61.h"
+#include "core/poly61.h"
 
 #include <json-c/json.h>
 #include <libgen.h>

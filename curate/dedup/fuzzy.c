@@ -5,9 +5,11 @@
 #include "curate/dedup/dedup.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/doc.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/hash.h"
 #include "core/jsonl.h"
 #include "core/log.h"
@@ -611,31 +613,6 @@ static int count_file(const char *path, void *ctx)
     return 0;
 }
 
-static int copy_file(const char *from, const char *to)
-{
-    struct sl_buf b = SL_BUF_INIT;
-    FILE *in = fopen(from, "rb");
-    if (!in)
-        return sl_err_set(SL_ERR_IO, "cannot open '%s': %s", from, strerror(errno));
-    char tmp[4096];
-    size_t k;
-    while ((k = fread(tmp, 1, sizeof(tmp), in)) > 0)
-        sl_buf_append(&b, tmp, k);
-    fclose(in);
-    struct sl_writer *w;
-    struct sl_writer_opts wo = { .codec = SL_CODEC_NONE, .level = 0 };
-    int rc = sl_writer_open(&w, to, &wo);
-    if (!rc) {
-        rc = sl_writer_write(w, b.data ? b.data : "", b.len);
-        if (!rc)
-            rc = sl_writer_commit(w);
-        else
-            sl_writer_abort(w);
-    }
-    sl_buf_release(&b);
-    return rc;
-}
-
 struct copy_ctx {
     const char *to_dir;
 };
@@ -645,25 +622,8 @@ static int copy_ids_file(const char *path, void *ctx)
     struct copy_ctx *c = ctx;
     const char *base = strrchr(path, '/');
     char *to = sl_xasprintf("%s/%s", c->to_dir, base ? base + 1 : path);
-    int rc = copy_file(path, to);
+    int rc = sl_copy_file(path, to);
     free(to);
-    return rc;
-}
-
-static int mkdir_p(const char *dir)
-{
-    char *p = sl_xstrdup(dir);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        mkdir(p, 0777);
-        *s = '/';
-    }
-    int rc = 0;
-    if (mkdir(p, 0777) && errno != EEXIST)
-        rc = sl_err_set(SL_ERR_IO, "cannot create '%s': %s", p, strerror(errno));
-    free(p);
     return rc;
 }
 
@@ -900,7 +860,7 @@ static int index_out_open(struct fuzzy_run *r)
     const char *dir = r->o->index_out;
     int rc = 0;
     if (w->rank == 0)
-        rc = mkdir_p(dir);
+        rc = sl_mkdir_p(dir);
     int64_t bad = rc != 0;
     sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
     if (bad && !rc)

@@ -5,6 +5,7 @@
 
 #include "core/dl.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/stage.h"
 #include "curate/download/part_meta.h"
 #include "curate/download/resp_head.h"
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -406,12 +406,6 @@ static int transient_curl(CURLcode c)
     }
 }
 
-static uint64_t file_size(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-}
-
 /* The buffers one attempt's handle points to: they live until the transfer ends. */
 struct attempt_bufs {
     char ua[64];
@@ -494,7 +488,7 @@ static int judge_refusal(struct attempt *a, char *why, size_t why_n)
 static int judge_taken(struct attempt *a, char *why, size_t why_n, int *retry)
 {
     const struct resp_head *h = &a->head;
-    uint64_t size = file_size(a->part_path);
+    uint64_t size = sl_file_size(a->part_path);
     int64_t total = answer_total(h);
     char buf[48];
     *retry = 1;
@@ -634,7 +628,7 @@ int fetch_url(const char *url, const char *part_path, const struct fetch_opts *o
         a.part_path = part_path;
         resp_head_init(&a.head);
         a.expect = LEN_UNKNOWN;
-        a.offset = file_size(part_path);
+        a.offset = sl_file_size(part_path);
         a.have_meta = part_meta_load(part_path, &a.meta);
         a.fd = open(part_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
         if (a.fd < 0) {

@@ -28,25 +28,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *const cmd_extract_usage[] = {
-    "sluice extract --format FORMAT --out DIR [options] IN...",
-    "",
-    "Turn raw corpora into JSONL documents (id, text, url, source, lang, metadata):",
-    "  warc   Common Crawl WARC 1.0/1.1 (and ARC): HTML responses -> main text",
-    "  wet    Common Crawl WET text records",
-    "  html   one HTML page per file (.html, .htm, optionally compressed) -> main text",
-    "  wiki   MediaWiki XML exports (pages-articles*.xml.bz2, multistream too)",
-    "  arxiv  arXiv LaTeX sources (.tar of per-paper .gz/.tar.gz, or single papers)",
-    "  pile   the Pile's .jsonl.zst (meta.pile_set_name -> source)",
-    "  c4     C4/mC4 .json.gz (lang from the file name)",
-    "  jsonl  any JSONL (--text-key names the text member)",
-    "Each input file becomes one part-NNNNN.jsonl.zst shard (in input order; html: each run",
-    "of consecutive pages up to --shard-size of input), so the output is the same for any",
-    "number of MPI ranks. Skipped records are counted by reason in the",
-    "manifest; a damaged compressed file stops the run unless --skip-corrupt is given.",
-    NULL,
-};
-
 static const char *const warc_exts[] = { ".warc", ".warc.gz", ".warc.zst", ".warc.bz2",
                                          ".arc",  ".arc.gz",  NULL };
 static const char *const wet_exts[] = { ".wet", ".wet.gz", ".wet.zst", ".wet.bz2", NULL };
@@ -55,17 +36,63 @@ static const char *const html_exts[] = { ".html",   ".htm",      ".xhtml",    ".
 static const char *const wiki_exts[] = { ".xml", ".xml.bz2", ".xml.gz", ".xml.zst", NULL };
 static const char *const arxiv_exts[] = { ".tar", ".tar.gz", ".tgz", ".gz", NULL };
 
+/* What a file looks like (core/sniff.h) when it is an input of the format: the --format a
+ * mistaken input's message suggests. */
+static const char *const warc_kinds[] = { "warc", "arc", NULL };
+static const char *const wet_kinds[] = { "wet", NULL };
+static const char *const html_kinds[] = { "html", NULL };
+static const char *const wiki_kinds[] = { "wiki", NULL };
+static const char *const arxiv_kinds[] = { "tar", NULL };
+static const char *const jsonl_kinds[] = { "jsonl", NULL };
+static const char *const no_kinds[] = { NULL };
+
+/* The formats, one row each: X(name, pad, input extensions, reader, sniffed kinds, what it
+ * reads). --format's choices, the list in the usage text (pad aligns what it reads), the
+ * reader and the suggestion for a mistaken input all come from here. */
+#define EXTRACT_FORMATS(X)                                                                         \
+    X(warc, "   ", warc_exts, extract_warc_file, warc_kinds,                                       \
+      "Common Crawl WARC 1.0/1.1 (and ARC): HTML responses -> main text")                          \
+    X(wet, "    ", wet_exts, extract_warc_file, wet_kinds, "Common Crawl WET text records")        \
+    X(html, "   ", html_exts, extract_html_adapter, html_kinds,                                    \
+      "one HTML page per file (.html, .htm, optionally compressed) -> main text")                  \
+    X(wiki, "   ", wiki_exts, extract_wiki_adapter, wiki_kinds,                                    \
+      "MediaWiki XML exports (pages-articles*.xml.bz2, multistream too)")                          \
+    X(arxiv, "  ", arxiv_exts, extract_arxiv_file, arxiv_kinds,                                    \
+      "arXiv LaTeX sources (.tar of per-paper .gz/.tar.gz, or single papers)")                     \
+    X(pile, "   ", sl_jsonl_exts, extract_jsonl_file, no_kinds,                                    \
+      "the Pile's .jsonl.zst (meta.pile_set_name -> source)")                                      \
+    X(c4, "     ", sl_jsonl_exts, extract_jsonl_file, no_kinds,                                    \
+      "C4/mC4 .json.gz (lang from the file name)")                                                 \
+    X(jsonl, "  ", sl_jsonl_exts, extract_jsonl_file, jsonl_kinds,                                 \
+      "any JSONL (--text-key names the text member)")
+
+#define FORMAT_USAGE_(name, pad, exts, fn, kinds, what)  "  " #name pad what,
+#define FORMAT_CHOICE_(name, pad, exts, fn, kinds, what) "|" #name
+#define FORMAT_ROW_(name, pad, exts, fn, kinds, what)    { #name, exts, fn, kinds },
+/* "warc|wet|...|jsonl" */
+#define EXTRACT_FORMAT_CHOICES (EXTRACT_FORMATS(FORMAT_CHOICE_) + 1)
+
 struct format {
     const char *name;
     const char *const *exts;
     extract_file_fn fn;
+    const char *const *kinds;
 };
 
-static const struct format formats[] = {
-    { "warc", warc_exts, extract_warc_file },    { "wet", wet_exts, extract_warc_file },
-    { "html", html_exts, extract_html_adapter }, { "wiki", wiki_exts, extract_wiki_adapter },
-    { "arxiv", arxiv_exts, extract_arxiv_file }, { "pile", sl_jsonl_exts, extract_jsonl_file },
-    { "c4", sl_jsonl_exts, extract_jsonl_file }, { "jsonl", sl_jsonl_exts, extract_jsonl_file },
+static const struct format formats[] = { EXTRACT_FORMATS(FORMAT_ROW_) };
+
+const char *const cmd_extract_usage[] = {
+    "sluice extract --format FORMAT --out DIR [options] IN...",
+    "",
+    "Turn raw corpora into JSONL documents (id, text, url, source, lang, metadata):",
+    /* clang-format off: one line a format */
+    EXTRACT_FORMATS(FORMAT_USAGE_)
+    /* clang-format on */
+    "Each input file becomes one part-NNNNN.jsonl.zst shard (in input order; html: each run",
+    "of consecutive pages up to --shard-size of input), so the output is the same for any",
+    "number of MPI ranks. Skipped records are counted by reason in the",
+    "manifest; a damaged compressed file stops the run unless --skip-corrupt is given.",
+    NULL,
 };
 
 struct opts {
@@ -84,8 +111,8 @@ struct opts {
 static struct opts o;
 
 const struct sl_option cmd_extract_options[] = {
-    SL_OPT_CHOICE('f', "format", &o.format, "warc|wet|html|wiki|arxiv|pile|c4|jsonl",
-                  "input format (required)", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_CHOICE('f', "format", &o.format, EXTRACT_FORMAT_CHOICES, "input format (required)",
+                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
     SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
                   "jsonl: member that holds the text (default text)", .flags = SL_OPTF_OUTPUT),
@@ -229,13 +256,10 @@ static int check_removable(const struct sl_input *in)
 /* The --format a file of this kind wants, or NULL. */
 static const char *format_for(const char *kind)
 {
-    static const char *const map[][2] = {
-        { "warc", "warc" }, { "arc", "warc" },  { "wet", "wet" },   { "jsonl", "jsonl" },
-        { "html", "html" }, { "wiki", "wiki" }, { "tar", "arxiv" },
-    };
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-        if (!strcmp(map[i][0], kind))
-            return map[i][1];
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+        for (const char *const *k = formats[i].kinds; *k; k++)
+            if (!strcmp(*k, kind))
+                return formats[i].name;
     return NULL;
 }
 

@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/err.h"
+#include "core/file.h"
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -113,12 +114,6 @@ struct filter_run {
     struct sl_filter_result *res;
     struct sl_buf ann, lang;
 };
-
-static uint64_t file_size(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-}
 
 /* Count what the filters report whatever they decide: events and their own counts. */
 static void count_results(struct filter_run *fr, const char *path, uint64_t line)
@@ -291,7 +286,7 @@ static int finish_langs(struct filter_run *fr, int rc)
     fr->files = sl_xcalloc(fr->nlangs ? fr->nlangs : 1, sizeof(*fr->files));
     for (size_t k = 0; k < fr->nlangs; k++) {
         char *lp = sl_xasprintf("%s/%s", fr->o->out, fr->langs[k].rel);
-        sz += file_size(lp);
+        sz += sl_file_size(lp);
         free(lp);
         fr->files[k].path = fr->langs[k].rel;
         fr->files[k].documents = fr->langs[k].docs;

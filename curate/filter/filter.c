@@ -6,7 +6,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/hash.h"
-#include "curate/filter/poly61.h"
+#include "core/poly61.h"
 #include "curate/filter/uchar.h"
 
 #include <stdio.h>

@@ -121,7 +121,7 @@ const struct sl_wordvec *sl_fctx_words(struct sl_fctx *c, enum sl_words_sel sel)
 /* Lines as Python's str.splitlines() gives them. */
 const struct sl_spanvec *sl_fctx_pylines(struct sl_fctx *c);
 /* Prefix polynomial hashes over the words of sl_fctx_words(c, sel): p[0] = 0 and
- * p[i + 1] = p[i] * SL_POLY_BASE + hash(word i) modulo 2^61 - 1 (poly61.h), so the n-gram
+ * p[i + 1] = p[i] * SL_POLY_BASE + hash(word i) modulo 2^61 - 1 (core/poly61.h), so the n-gram
  * words[i:i+n] hashes to p[i + n] - p[i] * SL_POLY_BASE^n. n + 1 values; cached. */
 const uint64_t *sl_fctx_word_prefix(struct sl_fctx *c, enum sl_words_sel sel);
 

@@ -5,8 +5,8 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/hash.h"
+#include "core/poly61.h"
 #include "curate/filter/filter.h"
-#include "curate/filter/poly61.h"
 #include "curate/filter/uchar.h"
 
 #include <math.h>

@@ -308,4 +308,20 @@ for opt in $("$SLUICE" extract -h | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     grep -q -- "$opt" "$ROOT/docs/commands/extract.md" && ok || fail "$opt missing from docs/commands/extract.md"
 done
 
+case_ "one list of formats: --format's choices, the usage text's list, the docs' table and the readers"
+run "$SLUICE" extract -h
+expect_rc 0
+choices=$(sed -n 's/^ *-f, --format \([a-z0-9|]*\)$/\1/p' "$T/out" | tr '|' ' ')
+listed=$(sed -n 's/^  \([a-z0-9][a-z0-9]*\)  *[^ -].*/\1/p' "$T/out" | tr '\n' ' ')
+documented=$(sed -n 's/^| `-f, --format F` | required | \(.*\) |$/\1/p' "$ROOT/docs/commands/extract.md" |
+    tr -d '`,')
+expect_eq "$(echo $choices)" "$(echo $listed)" "(choices / usage list)"
+expect_eq "$(echo $choices)" "$(echo $documented)" "(choices / docs/commands/extract.md)"
+[ "$(echo $choices | wc -w)" -ge 8 ] && ok || fail "too few formats: '$choices'"
+for f in $choices; do
+    run "$SLUICE" extract --format "$f" --out "$T/fmt-$f" "$T/no-such-input"
+    expect_no_err "not available"
+    expect_err "no-such-input"
+done
+
 finish

@@ -4,6 +4,7 @@
 #include "tests/harness.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "dataset/blend.h"
@@ -541,4 +542,48 @@ TEST(checkpoint_shards_any_rank_count)
     free(src);
     free(dst);
     model_layout_release(&l);
+}
+
+/* A checkpoint operand: a step directory is itself; a checkpoint directory gives its newest
+ * complete step (one without checkpoint.json is not complete); anything else is an error
+ * naming it. */
+TEST(checkpoint_resolve_operand)
+{
+    char *dir = sl_xasprintf("%s/ck", sl_test_tmpdir());
+    const int steps[] = { 1, 3, 5 };
+    for (int i = 0; i < 3; i++) {
+        char *s = sl_xasprintf("%s/step-%08d", dir, steps[i]);
+        REQUIRE(sl_mkdir_p(s) == 0);
+        char *j = sl_xasprintf("%s/checkpoint.json", s);
+        if (steps[i] != 5)
+            REQUIRE(sl_write_file_atomic(j, "{}", 2) == 0);
+        free(j);
+        free(s);
+    }
+    char *step = NULL, *want = sl_xasprintf("%s/step-%08d", dir, 3);
+    CHECK_EQ_INT(ckpt_resolve(dir, &step), 0);
+    CHECK_EQ_STR(step, want);
+    free(step);
+    char *one = sl_xasprintf("%s/step-%08d", dir, 1);
+    CHECK_EQ_INT(ckpt_resolve(one, &step), 0);
+    CHECK_EQ_STR(step, one);
+    free(step);
+    /* not there, a file, a directory with no complete step */
+    char *missing = sl_xasprintf("%s/none", dir), *file = sl_xasprintf("%s/f", dir);
+    char *empty = sl_xasprintf("%s/step-%08d", dir, 5);
+    REQUIRE(sl_write_file_atomic(file, "x", 1) == 0);
+    CHECK_EQ_INT(ckpt_resolve(missing, &step), SL_ERR_NOTFOUND);
+    CHECK(step == NULL);
+    CHECK_CONTAINS(sl_err_msg(), "cannot open checkpoint '");
+    CHECK_EQ_INT(ckpt_resolve(file, &step), SL_ERR_FORMAT);
+    CHECK_CONTAINS(sl_err_msg(), "is not a directory");
+    CHECK_EQ_INT(ckpt_resolve(empty, &step), SL_ERR_NOTFOUND);
+    CHECK_CONTAINS(sl_err_msg(), "holds no checkpoint");
+    CHECK(step == NULL);
+    free(missing);
+    free(file);
+    free(empty);
+    free(one);
+    free(want);
+    free(dir);
 }

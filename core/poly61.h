@@ -1,8 +1,8 @@
 /* Arithmetic modulo the Mersenne prime 2^61 - 1, for polynomial hashes of word sequences and
- * byte strings: an n-gram's hash comes from two prefix hashes in O(1) (gopher.c, nemo.c,
- * sl_fctx_word_prefix). Operands are below 2^61 - 1. */
-#ifndef SL_FILTER_POLY61_H
-#define SL_FILTER_POLY61_H
+ * byte strings: an n-gram's hash comes from two prefix hashes in O(1) (the filters' word
+ * n-grams, decontamination's task n-grams). Operands are below 2^61 - 1. */
+#ifndef SL_POLY61_H
+#define SL_POLY61_H
 
 #include <stdint.h>
 
