@@ -47,9 +47,11 @@
 #include "core/buf.h"
 #include "core/counters.h"
 #include "core/inputs.h"
+#include "core/manifest.h" /* sl_version */
 
 struct sl_world;
 struct sl_dirlock;
+struct sl_writer;
 
 struct sl_stage_cfg {
     const char *stage; /* "reshard" */
@@ -62,6 +64,10 @@ struct sl_stage_cfg {
     int wait;                  /* another run holds the directory: wait for it (--wait) */
     /* the stage reads each input more than once (reshard, dedup): only regular files */
     int rereads_inputs;
+    /* records keep each output's size, not its hash: outputs that are checked by their own
+     * checksums and can be many terabytes, which hashing again on every resume would read
+     * whole (download) */
+    int size_only_records;
 };
 
 struct sl_stage {
@@ -124,6 +130,16 @@ struct sl_stage_file {
 int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl_counters *c,
                           const struct sl_stage_file *files, size_t nfiles);
 
+/* Commit an output shard written through *w (sl_writer_commit: under its final name now;
+ * *w is NULL after, also on failure), add its bytes_out (the file's size) and
+ * uncompressed_bytes_out to c, and record unit `name` (OUT/name) with c. On failure
+ * nothing is under the final name and there is no record. */
+int sl_stage_commit_shard(struct sl_stage *st, const char *name, struct sl_writer **w,
+                          struct sl_counters *c);
+/* The same for one of a unit's files (`path`, as opened), without the record: the unit
+ * lists its files with sl_stage_record_files (filter's lang=xx/ shards). */
+int sl_stage_commit_file(struct sl_writer **w, const char *path, struct sl_counters *c);
+
 /* Collective. Rank 0 sums the records of the given units (in order; these are the
  * outputs) plus `extra` counters (may be NULL; already reduced by the caller), and writes
  * manifest.json. Fails if a unit has no record. `totals` (may be NULL) receives the sums
@@ -143,7 +159,8 @@ void sl_stage_release(struct sl_stage *st);
  *   uncompressed_bytes_out, record the unit; progress over the owned bytes; a failure
  *   on any rank stops every rank; sl_stage_finish (the manifest).
  * A stage supplies only process(): read the unit's inputs, write documents to u->w,
- * count into u->c. */
+ * count into u->c. A stage of JSONL documents supplies less: what to do with one
+ * document (sl_stage_run_docs, core/stage_docs.h). */
 struct sl_stage_unit {
     size_t index;                  /* the unit's number: its shard is part-<index> */
     const struct sl_input *inputs; /* the unit's input files (ninputs of them, in order) */
@@ -174,6 +191,13 @@ struct sl_stage_files {
     /* optional: a unit is complete (now, or in an earlier run) */
     void (*done)(void *ctx, const struct sl_stage_unit *u);
     void *ctx;
+    /* a stage the caller has begun and finishes itself (dedup writes its shards after
+     * building its index): the runner writes and records the units only, and `stage`
+     * gives just their inputs and the stage's name; NULL: the runner begins and finishes */
+    struct sl_stage *begun;
+    /* process() is called for units complete from an earlier run too, with u->w NULL; of
+     * these nothing is committed or recorded (dedup reads them for duplicates.jsonl) */
+    int read_done;
 };
 
 struct sl_stage_result {
@@ -197,8 +221,5 @@ void sl_stage_count_skip(void *ctx, const char *reason, const char *message);
 
 /* Progress inside a unit: `bytes` of the unit's input read and `docs` documents so far. */
 void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs);
-
-/* The sluice version string ("0.1.0" or "0.1.0-3-gabcdef"). */
-const char *sl_version(void);
 
 #endif
