@@ -213,12 +213,6 @@ int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
                        struct sl_stage_result *r);
 void sl_stage_result_release(struct sl_stage_result *r);
 
-/* The on_skip callback of a unit's JSONL reader (core/jsonl.h), ctx the unit's counters
- * (u->c): the line is counted under its counter (sl_jsonl_skip_counter), a skipped line in
- * documents_in too (every line read is in documents_in: out + dropped + skipped), and its
- * message warned (sl_warn_skip). */
-void sl_stage_count_skip(void *ctx, const char *reason, const char *message);
-
 /* Progress inside a unit: `bytes` of the unit's input read and `docs` documents so far. */
 void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs);
 

@@ -5,8 +5,6 @@
 
 #include "core/alloc.h"
 #include "core/err.h"
-#include "core/jsonl.h"
-#include "core/log.h"
 #include "core/progress.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -55,17 +53,6 @@ static size_t unit_first(const struct sl_stage_files *job, size_t u)
 static size_t unit_count(const struct sl_stage_files *job)
 {
     return job->first ? job->nunits : job->stage.inputs->n;
-}
-
-void sl_stage_count_skip(void *ctx, const char *reason, const char *message)
-{
-    struct sl_counters *c = ctx;
-    char buf[64];
-    const char *key = sl_jsonl_skip_counter(reason, buf, sizeof(buf));
-    sl_counters_add(c, key, 1);
-    if (!strncmp(key, "skipped_", 8))
-        sl_counters_add(c, "documents_in", 1);
-    sl_warn_skip(NULL, reason, message);
 }
 
 void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs)
