@@ -27,7 +27,8 @@
  * inputs more than once says so (cfg.rereads_inputs): its inputs must then be regular
  * files, and a FIFO or device is refused with a message before anything is read.
  *
- * Per-file stages use sl_stage_run_files() below, which owns this loop. Usage (every
+ * Per-file stages use sl_stage_run_files() below, which owns this loop (stages of JSONL
+ * documents, sl_stage_run_docs in core/stage_docs.h, on top of it). Usage (every
  * rank, for stages whose units are not input files):
  *   sl_stage_begin(&st, &cfg)            inputs checked, the directory locked, mkdir,
  *                                        plan check, stale temporaries removed
@@ -150,9 +151,10 @@ int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
 /* Every rank: releases the lock and what begin allocated. */
 void sl_stage_release(struct sl_stage *st);
 
-/* The per-file stage loop (clean, extract, filter, decontaminate): one output shard per
- * unit of input (one file, or a run of consecutive files), so the outputs are the same
- * for any number of ranks. sl_stage_run_files() does, on every rank:
+/* The per-file stage loop (extract, tokenize's parts; clean, filter, decontaminate and
+ * dedup's output through sl_stage_run_docs): one output shard per unit of input (one
+ * file, or a run of consecutive files), so the outputs are the same for any number of
+ * ranks. sl_stage_run_files() does, on every rank:
  *   sl_stage_begin; units owned by size across ranks (sl_assign_by_size); for each owned
  *   unit not complete from an earlier run: open the shard's writer (OUT/part-NNNNN<ext>,
  *   atomic), call process(), commit it (abort on failure), add bytes_out and
