@@ -23,7 +23,7 @@ struct sl_manifest_head {
     const char *stage; /* "clean" */
     int argc;          /* the command line */
     const char **argv;
-    const char *started;       /* "2024-05-01T12:00:00Z" */
+    const char *started; /* "2024-05-01T12:00:00Z" */
     double wall_seconds;
     int ranks;
     int resumed;
@@ -56,7 +56,8 @@ void sl_manifest_output(struct sl_manifest *m, const char *path,
 /* The "counts" object: the counters named in `main` (NULL-terminated) in that order, 0
  * when absent, then every other counter of c sorted by name (so manifests compare equal
  * across rank counts). */
-void sl_manifest_counts(struct sl_manifest *m, const char *const *main, const struct sl_counters *c);
+void sl_manifest_counts(struct sl_manifest *m, const char *const *main,
+                        const struct sl_counters *c);
 /* Write the manifest to path atomically and release m. 0, or <0 with a message. */
 int sl_manifest_write(struct sl_manifest *m, const char *path);
 void sl_manifest_release(struct sl_manifest *m);

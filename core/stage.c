@@ -267,4 +267,3 @@ void sl_stage_release(struct sl_stage *st)
     free(st->meta_dir);
     st->meta_dir = NULL;
 }
-

@@ -21,8 +21,8 @@
 struct docs_unit {
     const struct sl_stage_docs *job;
     struct sl_stage_doc sd;
-    uint64_t read;   /* bytes of the unit's inputs before the current one */
-    uint64_t ndocs;  /* documents of the current input */
+    uint64_t read;  /* bytes of the unit's inputs before the current one */
+    uint64_t ndocs; /* documents of the current input */
     /* slots of documents_in, documents_out and bytes_in (made by the first document, so
      * that a unit's record has the counters in the order the stages had them) */
     size_t s_in, s_out, s_bytes;

@@ -91,8 +91,9 @@ static int run_unit(struct files_run *fr, struct sl_stage_unit *u, int done)
     u->nfiles = 0;
     struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = job->level };
     int rc = job->no_writer || done ? 0 : sl_writer_open(&u->w, u->path, &wo);
-    char *what = sl_xasprintf("%s: processing '%s'%s", job->stage.stage,
-                              u->ninputs ? u->inputs[0].path : u->name, u->ninputs > 1 ? " and more" : "");
+    char *what =
+        sl_xasprintf("%s: processing '%s'%s", job->stage.stage,
+                     u->ninputs ? u->inputs[0].path : u->name, u->ninputs > 1 ? " and more" : "");
     sl_oom_context(what); /* named by an out-of-memory stop */
     if (!rc)
         rc = job->process(job->ctx, u);

@@ -294,4 +294,3 @@ int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
         return sl_err_set((int)status, "%s", msg);
     return 0;
 }
-

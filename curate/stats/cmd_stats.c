@@ -205,8 +205,8 @@ static void score_annotated(struct stats *st, struct sl_doc *doc)
         {
             struct score *s = score_find(&st->scores, &st->nscores, k);
             if (s)
-                score_add(s, json_object_is_type(v, json_type_null) ? NAN
-                                                                   : json_object_get_double(v));
+                score_add(s,
+                          json_object_is_type(v, json_type_null) ? NAN : json_object_get_double(v));
         }
     }
     json_object_put(fs);
