@@ -169,10 +169,11 @@ struct sl_stage_unit {
     size_t ninputs;
     const char *name;      /* the shard's name, "part-00007.jsonl.zst" */
     const char *path;      /* OUT/name */
-    struct sl_writer *w;   /* the shard, open (NULL with no_writer) */
+    struct sl_writer *w;   /* the shard, open (NULL: no_writer, or a unit read again) */
     struct sl_counters *c; /* the unit's counts; documents_in and documents_out present */
     /* a unit whose outputs are other files (no_writer): process() sets them, and adds
-     * bytes_out and uncompressed_bytes_out itself; see sl_stage_record_files */
+     * bytes_out and uncompressed_bytes_out itself (sl_stage_commit_file); see
+     * sl_stage_record_files */
     const struct sl_stage_file *files;
     size_t nfiles;
     void *priv; /* the runner's */
