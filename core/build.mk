@@ -2,7 +2,8 @@
 LIB_SRCS += core/err.c core/alloc.c core/buf.c core/utf8.c core/stream.c core/atomic.c \
             core/json.c core/doc.c core/jsonl.c core/counters.c core/config.c core/options.c \
             core/log.c core/progress.c core/world.c core/hash.c core/rng.c core/inputs.c \
-            core/stage.c core/dirlock.c core/sniff.c core/docid.c core/dl.c core/xxh3_avx2.c \
-            core/md5.c core/datadir.c core/file.c
+            core/stage.c core/stage_record.c core/stage_files.c core/stage_docs.c core/manifest.c \
+            core/dirlock.c core/sniff.c core/docid.c core/dl.c core/xxh3_avx2.c core/md5.c \
+            core/datadir.c core/file.c
 PKGS += libzstd zlib yaml-0.1 json-c libxxhash
 LIBS += -lbz2

@@ -403,6 +403,17 @@ int sl_input_jsonl(struct sl_jsonl_reader **out, const struct sl_input *in,
     return rc ? rc : sl_jsonl_open_source(out, src, opts);
 }
 
+int sl_input_docs(const struct sl_input *in, const struct sl_jsonl_opts *opts,
+                  int (*fn)(void *ctx, struct sl_jsonl_reader *r, struct sl_doc *d), void *ctx)
+{
+    struct sl_jsonl_reader *r;
+    int rc = sl_input_jsonl(&r, in, opts);
+    if (!rc)
+        rc = sl_jsonl_each(r, fn, ctx);
+    sl_jsonl_close(r);
+    return rc;
+}
+
 uint64_t sl_inputs_total_size(const struct sl_inputs *in)
 {
     uint64_t t = 0;

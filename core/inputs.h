@@ -32,6 +32,7 @@ struct sl_reader;
 struct sl_reader_opts;
 struct sl_jsonl_reader;
 struct sl_jsonl_opts;
+struct sl_doc;
 
 struct sl_inputs {
     struct sl_input *v;
@@ -65,6 +66,12 @@ int sl_input_reader(struct sl_reader **out, const struct sl_input *in,
                     const struct sl_reader_opts *opts);
 int sl_input_jsonl(struct sl_jsonl_reader **out, const struct sl_input *in,
                    const struct sl_jsonl_opts *opts);
+
+/* Read the documents of an input (sl_input_jsonl with opts) and call fn for each, in order
+ * (sl_jsonl_each: fn returns 0 to go on, >0 to stop reading, <0 to fail). 0, fn's error, or
+ * <0 when the input cannot be opened or read (the message names it). */
+int sl_input_docs(const struct sl_input *in, const struct sl_jsonl_opts *opts,
+                  int (*fn)(void *ctx, struct sl_jsonl_reader *r, struct sl_doc *d), void *ctx);
 
 /* "a FIFO", "a character device", "a socket", "a regular file", ... (for messages). */
 const char *sl_input_kind(const struct sl_input *in);

@@ -234,6 +234,17 @@ int sl_jsonl_next(struct sl_jsonl_reader *r, struct sl_doc *d)
     }
 }
 
+int sl_jsonl_each(struct sl_jsonl_reader *r, sl_jsonl_doc_fn fn, void *ctx)
+{
+    struct sl_doc d;
+    sl_doc_init(&d);
+    int rc;
+    while ((rc = sl_jsonl_next(r, &d)) > 0 && (rc = fn(ctx, r, &d)) == 0)
+        ;
+    sl_doc_release(&d);
+    return rc < 0 ? rc : 0;
+}
+
 void sl_jsonl_count_line(struct sl_jsonl_reader *r, const struct sl_jsonl_line *l)
 {
     apply(r, l);

@@ -50,6 +50,13 @@ void sl_jsonl_close(struct sl_jsonl_reader *r);
  * unreadable) and reading must stop; the message names the file and byte offset. */
 int sl_jsonl_next(struct sl_jsonl_reader *r, struct sl_doc *d);
 
+/* Call fn for each document of r in order, with r (its line number and offsets) and the
+ * document (the function's own, valid during the call). fn returns 0 to go on, >0 to stop
+ * reading (then 0 is returned) or <0 to fail (returned, with fn's message). 0 at the end of
+ * the input, or <0 when the stream fails (sl_jsonl_next). */
+typedef int (*sl_jsonl_doc_fn)(void *ctx, struct sl_jsonl_reader *r, struct sl_doc *d);
+int sl_jsonl_each(struct sl_jsonl_reader *r, sl_jsonl_doc_fn fn, void *ctx);
+
 /* sl_jsonl_next in two halves, so that lines can be read in order on one thread and parsed
  * on others: sl_jsonl_next_line reads a line, sl_jsonl_parse_line (reentrant) makes it a
  * document or says why not, and sl_jsonl_count_line counts and reports the outcome as

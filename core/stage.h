@@ -27,7 +27,8 @@
  * inputs more than once says so (cfg.rereads_inputs): its inputs must then be regular
  * files, and a FIFO or device is refused with a message before anything is read.
  *
- * Per-file stages use sl_stage_run_files() below, which owns this loop. Usage (every
+ * Per-file stages use sl_stage_run_files() below, which owns this loop (stages of JSONL
+ * documents, sl_stage_run_docs in core/stage_docs.h, on top of it). Usage (every
  * rank, for stages whose units are not input files):
  *   sl_stage_begin(&st, &cfg)            inputs checked, the directory locked, mkdir,
  *                                        plan check, stale temporaries removed
@@ -47,9 +48,11 @@
 #include "core/buf.h"
 #include "core/counters.h"
 #include "core/inputs.h"
+#include "core/manifest.h" /* sl_version */
 
 struct sl_world;
 struct sl_dirlock;
+struct sl_writer;
 
 struct sl_stage_cfg {
     const char *stage; /* "reshard" */
@@ -62,6 +65,10 @@ struct sl_stage_cfg {
     int wait;                  /* another run holds the directory: wait for it (--wait) */
     /* the stage reads each input more than once (reshard, dedup): only regular files */
     int rereads_inputs;
+    /* records keep each output's size, not its hash: outputs that are checked by their own
+     * checksums and can be many terabytes, which hashing again on every resume would read
+     * whole (download) */
+    int size_only_records;
 };
 
 struct sl_stage {
@@ -124,6 +131,16 @@ struct sl_stage_file {
 int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl_counters *c,
                           const struct sl_stage_file *files, size_t nfiles);
 
+/* Commit an output shard written through *w (sl_writer_commit: under its final name now;
+ * *w is NULL after, also on failure), add its bytes_out (the file's size) and
+ * uncompressed_bytes_out to c, and record unit `name` (OUT/name) with c. On failure
+ * nothing is under the final name and there is no record. */
+int sl_stage_commit_shard(struct sl_stage *st, const char *name, struct sl_writer **w,
+                          struct sl_counters *c);
+/* The same for one of a unit's files (`path`, as opened), without the record: the unit
+ * lists its files with sl_stage_record_files (filter's lang=xx/ shards). */
+int sl_stage_commit_file(struct sl_writer **w, const char *path, struct sl_counters *c);
+
 /* Collective. Rank 0 sums the records of the given units (in order; these are the
  * outputs) plus `extra` counters (may be NULL; already reduced by the caller), and writes
  * manifest.json. Fails if a unit has no record. `totals` (may be NULL) receives the sums
@@ -134,26 +151,29 @@ int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
 /* Every rank: releases the lock and what begin allocated. */
 void sl_stage_release(struct sl_stage *st);
 
-/* The per-file stage loop (clean, extract, filter, decontaminate): one output shard per
- * unit of input (one file, or a run of consecutive files), so the outputs are the same
- * for any number of ranks. sl_stage_run_files() does, on every rank:
+/* The per-file stage loop (extract, tokenize's parts; clean, filter, decontaminate and
+ * dedup's output through sl_stage_run_docs): one output shard per unit of input (one
+ * file, or a run of consecutive files), so the outputs are the same for any number of
+ * ranks. sl_stage_run_files() does, on every rank:
  *   sl_stage_begin; units owned by size across ranks (sl_assign_by_size); for each owned
  *   unit not complete from an earlier run: open the shard's writer (OUT/part-NNNNN<ext>,
  *   atomic), call process(), commit it (abort on failure), add bytes_out and
  *   uncompressed_bytes_out, record the unit; progress over the owned bytes; a failure
  *   on any rank stops every rank; sl_stage_finish (the manifest).
  * A stage supplies only process(): read the unit's inputs, write documents to u->w,
- * count into u->c. */
+ * count into u->c. A stage of JSONL documents supplies less: what to do with one
+ * document (sl_stage_run_docs, core/stage_docs.h). */
 struct sl_stage_unit {
     size_t index;                  /* the unit's number: its shard is part-<index> */
     const struct sl_input *inputs; /* the unit's input files (ninputs of them, in order) */
     size_t ninputs;
     const char *name;      /* the shard's name, "part-00007.jsonl.zst" */
     const char *path;      /* OUT/name */
-    struct sl_writer *w;   /* the shard, open (NULL with no_writer) */
+    struct sl_writer *w;   /* the shard, open (NULL: no_writer, or a unit read again) */
     struct sl_counters *c; /* the unit's counts; documents_in and documents_out present */
     /* a unit whose outputs are other files (no_writer): process() sets them, and adds
-     * bytes_out and uncompressed_bytes_out itself; see sl_stage_record_files */
+     * bytes_out and uncompressed_bytes_out itself (sl_stage_commit_file); see
+     * sl_stage_record_files */
     const struct sl_stage_file *files;
     size_t nfiles;
     void *priv; /* the runner's */
@@ -174,6 +194,13 @@ struct sl_stage_files {
     /* optional: a unit is complete (now, or in an earlier run) */
     void (*done)(void *ctx, const struct sl_stage_unit *u);
     void *ctx;
+    /* a stage the caller has begun and finishes itself (dedup writes its shards after
+     * building its index): the runner writes and records the units only, and `stage`
+     * gives just their inputs and the stage's name; NULL: the runner begins and finishes */
+    struct sl_stage *begun;
+    /* process() is called for units complete from an earlier run too, with u->w NULL; of
+     * these nothing is committed or recorded (dedup reads them for duplicates.jsonl) */
+    int read_done;
 };
 
 struct sl_stage_result {
@@ -189,16 +216,7 @@ int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
                        struct sl_stage_result *r);
 void sl_stage_result_release(struct sl_stage_result *r);
 
-/* The on_skip callback of a unit's JSONL reader (core/jsonl.h), ctx the unit's counters
- * (u->c): the line is counted under its counter (sl_jsonl_skip_counter), a skipped line in
- * documents_in too (every line read is in documents_in: out + dropped + skipped), and its
- * message warned (sl_warn_skip). */
-void sl_stage_count_skip(void *ctx, const char *reason, const char *message);
-
 /* Progress inside a unit: `bytes` of the unit's input read and `docs` documents so far. */
 void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs);
-
-/* The sluice version string ("0.1.0" or "0.1.0-3-gabcdef"). */
-const char *sl_version(void);
 
 #endif

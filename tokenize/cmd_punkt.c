@@ -66,6 +66,25 @@ static int is_text_file(const char *path)
     return 0;
 }
 
+struct add_ctx {
+    struct punkt_trainer *t;
+    uint64_t *texts;
+};
+
+/* A document's text (if it has one) into the trainer. */
+static int add_doc(void *arg, struct sl_jsonl_reader *r, struct sl_doc *d)
+{
+    const struct add_ctx *x = arg;
+    size_t n;
+    const char *text = sl_doc_text(d, &n);
+    (void)r;
+    if (!text)
+        return 0;
+    int rc = punkt_trainer_add(x->t, text, n);
+    (*x->texts)++;
+    return rc;
+}
+
 /* Add the texts of one input to the trainer. */
 static int add_input(struct punkt_trainer *t, const struct sl_input *in, uint64_t *texts)
 {
@@ -86,33 +105,11 @@ static int add_input(struct punkt_trainer *t, const struct sl_input *in, uint64_
         sl_buf_release(&b);
         return rc;
     }
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.text_key = o.key;
-    jo.allow_missing_text = 1;
-    jo.repair_utf8 = 1;
-    jo.on_skip = sl_warn_skip;
-    struct sl_jsonl_reader *jr;
-    int rc = sl_input_jsonl(&jr, in, &jo); /* up to its planned size */
-    struct sl_doc d;
-    sl_doc_init(&d);
-    while (!rc) {
-        int got = sl_jsonl_next(jr, &d);
-        if (got < 0)
-            rc = got;
-        if (got <= 0)
-            break;
-        size_t n;
-        const char *text = sl_doc_text(&d, &n);
-        if (text) {
-            rc = punkt_trainer_add(t, text, n);
-            (*texts)++;
-        }
-    }
-    sl_doc_release(&d);
-    if (jr)
-        sl_jsonl_close(jr);
-    return rc;
+    struct sl_jsonl_opts jo = {
+        .text_key = o.key, .allow_missing_text = 1, .repair_utf8 = 1, .on_skip = sl_warn_skip
+    };
+    struct add_ctx x = { t, texts };
+    return sl_input_docs(in, &jo, add_doc, &x); /* up to its planned size */
 }
 
 static int run(const struct sl_strlist *operands)

@@ -34,6 +34,7 @@
 #include "core/inputs.h"
 #include "core/jsonl.h"
 #include "core/log.h"
+#include "core/manifest.h"
 #include "core/options.h"
 #include "core/progress.h"
 #include "core/sniff.h"
@@ -831,108 +832,94 @@ static int tokenize_unit(void *ctx, struct sl_stage_unit *u)
     return 0;
 }
 
+/* The settings of PREFIX.manifest.json, under the names it has had since before the option
+ * tables (docs/dev.md: tokenizer_kind, json_keys). */
+static void manifest_settings(const struct opts *o, const struct tokenizer *tok,
+                              enum idx_dtype dtype, struct sl_buf *b)
+{
+    sl_buf_puts(b, "{\"tokenizer\": ");
+    char *spec = tokenizer_spec_absolute(tok->spec); /* read from other directories */
+    sl_buf_json_str(b, spec, strlen(spec));
+    free(spec);
+    sl_buf_printf(b, ", \"tokenizer_kind\": \"%s\", \"vocab_size\": %u, \"dtype\": \"%s\", \"json_keys\": [",
+                  tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
+    for (size_t k = 0; k < o->keys.n; k++) {
+        if (k)
+            sl_buf_puts(b, ", ");
+        sl_buf_json_str(b, o->keys.v[k], strlen(o->keys.v[k]));
+    }
+    sl_buf_printf(b, "], \"append_eod\": %s, \"eod_id\": %ld, \"max_doc_size\": %llu",
+                  o->append_eod ? "true" : "false", o->append_eod ? o->eod_id : -1L,
+                  (unsigned long long)o->max_doc);
+    if (o->split) {
+        sl_buf_puts(b, ", \"split_sentences\": true, \"punkt\": ");
+        sl_buf_json_str(b, o->punkt, strlen(o->punkt));
+        sl_buf_printf(b, ", \"punkt_model\": \"%s\", \"keep_newlines\": %s", o->punkt_model,
+                      o->keep_newlines ? "true" : "false");
+    }
+    sl_buf_putc(b, '}');
+}
+
+/* The .bin and .idx of output prefix `out` into the manifest, with the index's figures. */
+static int manifest_outputs(struct sl_manifest *m, const char *out)
+{
+    struct idx_reader *r;
+    int rc = idx_reader_open(&r, out);
+    if (rc)
+        return rc;
+    const char *base = strrchr(out, '/');
+    base = base ? base + 1 : out;
+    for (int e = 0; e < 2; e++) {
+        char *nm = sl_xasprintf("%s.%s", base, e ? "idx" : "bin");
+        char *p = sl_xasprintf("%s.%s", out, e ? "idx" : "bin");
+        struct stat sb;
+        uint64_t size = stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+        struct sl_manifest_figure fig[] = { { "documents", idx_reader_documents(r) },
+                                            { "sequences", idx_reader_sequences(r) },
+                                            { "tokens", idx_reader_tokens(r) },
+                                            { "bytes", size } };
+        sl_manifest_output(m, nm, fig, 4);
+        free(p);
+        free(nm);
+    }
+    idx_reader_close(r);
+    return 0;
+}
+
 static int write_manifest(const struct opts *o, const struct tokenizer *tok, enum idx_dtype dtype,
                           const struct sl_inputs *in, char **outs, const struct sl_counters *c,
                           int argc, const char **argv, double t0, const char *started, int ranks,
                           int resumed)
 {
-    struct sl_buf b = SL_BUF_INIT;
-    sl_buf_printf(&b, "{\n  \"sluice_version\": \"%s\",\n  \"stage\": \"tokenize\",\n  \"command\": [",
-                  sl_version());
-    for (int i = 0; i < argc; i++) {
-        if (i)
-            sl_buf_puts(&b, ", ");
-        sl_buf_json_str(&b, argv[i], strlen(argv[i]));
-    }
-    sl_buf_printf(&b,
-                  "],\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"
-                  "  \"resumed\": %s,\n  \"settings\": {\"tokenizer\": ",
-                  started, sl_now() - t0, ranks, resumed ? "true" : "false");
-    char *spec = tokenizer_spec_absolute(tok->spec); /* read from other directories */
-    sl_buf_json_str(&b, spec, strlen(spec));
-    free(spec);
-    sl_buf_printf(&b, ", \"tokenizer_kind\": \"%s\", \"vocab_size\": %u, \"dtype\": \"%s\", \"json_keys\": [",
-                  tokenizer_kind_name(tok->kind), tok->vocab_size, idx_dtype_name(dtype));
-    for (size_t k = 0; k < o->keys.n; k++) {
-        if (k)
-            sl_buf_puts(&b, ", ");
-        sl_buf_json_str(&b, o->keys.v[k], strlen(o->keys.v[k]));
-    }
-    sl_buf_printf(&b, "], \"append_eod\": %s, \"eod_id\": %ld, \"max_doc_size\": %llu",
-                  o->append_eod ? "true" : "false", o->append_eod ? o->eod_id : -1L,
-                  (unsigned long long)o->max_doc);
-    if (o->split) {
-        sl_buf_puts(&b, ", \"split_sentences\": true, \"punkt\": ");
-        sl_buf_json_str(&b, o->punkt, strlen(o->punkt));
-        sl_buf_printf(&b, ", \"punkt_model\": \"%s\", \"keep_newlines\": %s", o->punkt_model,
-                      o->keep_newlines ? "true" : "false");
-    }
-    sl_buf_puts(&b, "},\n  \"inputs\": [");
-    for (size_t i = 0; i < in->n; i++) {
-        sl_buf_puts(&b, i ? ",\n    {\"path\": " : "\n    {\"path\": ");
-        sl_buf_json_str(&b, in->v[i].path, strlen(in->v[i].path));
-        sl_buf_printf(&b, ", \"bytes\": %llu}", (unsigned long long)in->v[i].size);
-    }
-    sl_buf_puts(&b, "],\n  \"outputs\": [");
-    for (size_t k = 0; k < o->keys.n; k++) {
-        struct idx_reader *r;
-        int rc = idx_reader_open(&r, outs[k]);
-        if (rc) {
-            sl_buf_release(&b);
-            return rc;
-        }
-        const char *base = strrchr(outs[k], '/');
-        base = base ? base + 1 : outs[k];
-        for (int e = 0; e < 2; e++) {
-            sl_buf_puts(&b, k || e ? ",\n    {\"path\": " : "\n    {\"path\": ");
-            char *nm = sl_xasprintf("%s.%s", base, e ? "idx" : "bin");
-            sl_buf_json_str(&b, nm, strlen(nm));
-            free(nm);
-            char *p = sl_xasprintf("%s.%s", outs[k], e ? "idx" : "bin");
-            struct stat sb;
-            uint64_t size = stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-            free(p);
-            sl_buf_printf(&b, ", \"documents\": %llu, \"sequences\": %llu, \"tokens\": %llu, \"bytes\": %llu}",
-                          (unsigned long long)idx_reader_documents(r),
-                          (unsigned long long)idx_reader_sequences(r),
-                          (unsigned long long)idx_reader_tokens(r), (unsigned long long)size);
-        }
-        idx_reader_close(r);
-    }
-    sl_buf_puts(&b, "],\n  \"counts\": {");
     /* the main counts first, then the others sorted by name */
-    static const char *const first[] = { "documents_in", "documents_out", "bytes_in", "tokens" };
-    int n = 0;
-    for (size_t i = 0; i < 4; i++) {
-        sl_buf_printf(&b, "%s\n    \"%s\": %llu", n++ ? "," : "", first[i],
-                      (unsigned long long)sl_counters_get(c, first[i]));
+    static const char *const main_counts[] = { "documents_in", "documents_out", "bytes_in",
+                                               "tokens", NULL };
+    struct sl_buf settings = SL_BUF_INIT;
+    manifest_settings(o, tok, dtype, &settings);
+    struct sl_manifest_head h = { .stage = "tokenize",
+                                  .argc = argc,
+                                  .argv = argv,
+                                  .started = started,
+                                  .wall_seconds = sl_now() - t0,
+                                  .ranks = ranks,
+                                  .resumed = resumed,
+                                  .settings_json = settings.data,
+                                  .inline_lists = 1 };
+    struct sl_manifest m;
+    sl_manifest_begin(&m, &h);
+    sl_buf_release(&settings);
+    sl_manifest_inputs(&m, in);
+    int rc = 0;
+    for (size_t k = 0; k < o->keys.n && !rc; k++)
+        rc = manifest_outputs(&m, outs[k]);
+    if (rc) {
+        sl_manifest_release(&m);
+        return rc;
     }
-    size_t *idx = sl_xcalloc(c->n + 1, sizeof(size_t));
-    size_t m = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        int skip = 0;
-        for (size_t j = 0; j < 4; j++)
-            skip |= !strcmp(c->names[i], first[j]);
-        if (!skip)
-            idx[m++] = i;
-    }
-    for (size_t i = 1; i < m; i++)
-        for (size_t j = i; j > 0 && strcmp(c->names[idx[j - 1]], c->names[idx[j]]) > 0; j--) {
-            size_t t = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = t;
-        }
-    for (size_t i = 0; i < m; i++) {
-        sl_buf_puts(&b, ",\n    ");
-        sl_buf_json_str(&b, c->names[idx[i]], strlen(c->names[idx[i]]));
-        sl_buf_printf(&b, ": %llu", (unsigned long long)c->values[idx[i]]);
-    }
-    free(idx);
-    sl_buf_puts(&b, "\n  }\n}\n");
+    sl_manifest_counts(&m, main_counts, c);
     char *path = sl_xasprintf("%s.manifest.json", o->out);
-    int rc = sl_write_file_atomic(path, b.data, b.len);
+    rc = sl_manifest_write(&m, path);
     free(path);
-    sl_buf_release(&b);
     return rc;
 }
 

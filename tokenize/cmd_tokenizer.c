@@ -173,36 +173,33 @@ static int by_order(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* A text callback, for sl_input_docs. */
+struct text_fn {
+    void (*fn)(void *ctx, const char *t, size_t n);
+    void *ctx;
+};
+
+static int each_text(void *arg, struct sl_jsonl_reader *r, struct sl_doc *d)
+{
+    const struct text_fn *f = arg;
+    size_t n;
+    const char *t = sl_doc_text(d, &n);
+    (void)r;
+    if (t)
+        f->fn(f->ctx, t, n);
+    return 0;
+}
+
 /* Call fn with the text of each document of a JSONL input (documents without one are
  * passed over; damaged lines are reported through on_skip). */
 static int each_jsonl_text(const struct opts *o, const struct sl_input *in,
                            void (*fn)(void *ctx, const char *t, size_t n), void *ctx)
 {
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.text_key = o->key;
-    jo.allow_missing_text = 1;
-    jo.repair_utf8 = 1;
-    jo.on_skip = sl_warn_skip;
-    struct sl_jsonl_reader *jr;
-    int rc = sl_input_jsonl(&jr, in, &jo);
-    struct sl_doc d;
-    sl_doc_init(&d);
-    while (!rc) {
-        int got = sl_jsonl_next(jr, &d);
-        if (got < 0)
-            rc = got;
-        if (got <= 0)
-            break;
-        size_t n;
-        const char *t = sl_doc_text(&d, &n);
-        if (t)
-            fn(ctx, t, n);
-    }
-    sl_doc_release(&d);
-    if (!rc)
-        sl_jsonl_close(jr);
-    return rc;
+    struct sl_jsonl_opts jo = {
+        .text_key = o->key, .allow_missing_text = 1, .repair_utf8 = 1, .on_skip = sl_warn_skip
+    };
+    struct text_fn f = { fn, ctx };
+    return sl_input_docs(in, &jo, each_text, &f);
 }
 
 struct sample_ctx {

@@ -7,7 +7,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "core/stage.h"
+#include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "curate/clean/cleaner.h"
@@ -58,63 +58,48 @@ const struct sl_option cmd_clean_options[] = {
     SL_OPT_END_,
 };
 
-/* One input file into its shard. */
-static int clean_file(void *ctx, struct sl_stage_unit *u)
-{
-    const struct opts *o = ctx;
-    const struct sl_input *in = &u->inputs[0];
-    struct sl_counters *c = u->c;
-    struct sl_jsonl_reader *r = NULL;
-    struct sl_doc doc;
-    sl_doc_init(&doc);
-    struct sl_buf out = SL_BUF_INIT;
-    char *stem = sl_jsonl_id_stem(in->rel);
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.text_key = o->text_key;
-    jo.repair_utf8 = 1;
-    jo.id_prefix = stem;
-    jo.on_skip = sl_stage_count_skip;
-    jo.ctx = c;
+/* What the units of one run share: the options, a unit's repair counts, scratch. */
+struct clean_run {
+    const struct opts *o;
     struct sl_clean_counts k;
-    memset(&k, 0, sizeof(k));
-    int rc = sl_input_jsonl(&r, in, &jo);
-    while (!rc) {
-        int got = sl_jsonl_next(r, &doc);
-        if (got < 0)
-            rc = got;
-        if (got <= 0)
-            break;
-        size_t n;
-        const char *t = sl_doc_text(&doc, &n);
-        sl_counters_add(c, "documents_in", 1);
-        sl_counters_add(c, "bytes_in", doc.raw.len + 1);
-        rc = sl_clean_text(&o->c, t, n, &out, &k);
-        if (!rc && (out.len != n || memcmp(out.data ? out.data : "", t, n))) {
-            rc = sl_doc_set_text(&doc, out.data ? out.data : "", out.len);
-            sl_counters_add(c, "documents_changed", 1);
-        }
-        if (!rc)
-            rc = sl_doc_write(&doc, u->w);
-        sl_counters_add(c, "documents_out", 1);
+    struct sl_buf out;
+};
+
+/* One document's text repaired: an edit, kept. */
+static int clean_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *doc)
+{
+    struct clean_run *cr = ctx;
+    struct sl_buf *out = &cr->out;
+    size_t n;
+    const char *t = sl_doc_text(doc, &n);
+    int rc = sl_clean_text(&cr->o->c, t, n, out, &cr->k);
+    if (!rc && (out->len != n || memcmp(out->data ? out->data : "", t, n))) {
+        rc = sl_doc_set_text(doc, out->data ? out->data : "", out->len);
+        sl_counters_add(sd->u->c, "documents_changed", 1);
     }
-    sl_jsonl_close(r);
-    sl_counters_add(c, "fixed_mojibake", k.mojibake);
-    sl_counters_add(c, "fixed_html_entities", k.html_entities);
-    sl_counters_add(c, "fixed_c1_controls", k.c1_controls);
-    sl_counters_add(c, "removed_control_chars", k.control_chars);
-    sl_counters_add(c, "removed_terminal_escapes", k.terminal_escapes);
-    sl_counters_add(c, "normalized_documents", k.normalized);
-    sl_counters_add(c, "fixed_line_breaks", k.crlf);
-    sl_counters_add(c, "removed_trailing_spaces", k.trailing_spaces);
-    sl_counters_add(c, "collapsed_newline_runs", k.newlines_collapsed);
-    if (o->c.remove_urls)
-        sl_counters_add(c, "removed_urls", k.urls_removed);
-    if (o->c.uncurl_quotes)
-        sl_counters_add(c, "uncurled_quotes", k.quotes_uncurled);
-    sl_doc_release(&doc);
-    sl_buf_release(&out);
-    free(stem);
+    return rc ? rc : SL_DOC_KEEP;
+}
+
+/* The unit's repairs, each kind counted (and zero for the next unit). */
+static int clean_end(void *ctx, struct sl_stage_unit *u, int rc)
+{
+    struct clean_run *cr = ctx;
+    const struct sl_clean_counts *k = &cr->k;
+    struct sl_counters *c = u->c;
+    sl_counters_add(c, "fixed_mojibake", k->mojibake);
+    sl_counters_add(c, "fixed_html_entities", k->html_entities);
+    sl_counters_add(c, "fixed_c1_controls", k->c1_controls);
+    sl_counters_add(c, "removed_control_chars", k->control_chars);
+    sl_counters_add(c, "removed_terminal_escapes", k->terminal_escapes);
+    sl_counters_add(c, "normalized_documents", k->normalized);
+    sl_counters_add(c, "fixed_line_breaks", k->crlf);
+    sl_counters_add(c, "removed_trailing_spaces", k->trailing_spaces);
+    sl_counters_add(c, "collapsed_newline_runs", k->newlines_collapsed);
+    if (cr->o->c.remove_urls)
+        sl_counters_add(c, "removed_urls", k->urls_removed);
+    if (cr->o->c.uncurl_quotes)
+        sl_counters_add(c, "uncurled_quotes", k->quotes_uncurled);
+    memset(&cr->k, 0, sizeof(cr->k));
     return rc;
 }
 
@@ -129,19 +114,22 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     }
     struct sl_buf settings = SL_BUF_INIT;
     sl_options_settings_json(cmd_clean_options, &settings);
-    struct sl_stage_files job = { .stage = { .stage = "clean",
-                                             .out_dir = o->out,
-                                             .argc = argc,
-                                             .argv = argv,
-                                             .inputs = &in,
-                                             .settings_json = settings.data,
-                                             .force = o->force,
-                                             .wait = o->wait },
-                                  .level = (int)o->level,
-                                  .process = clean_file,
-                                  .ctx = o };
+    struct clean_run cr = { .o = o };
+    struct sl_stage_docs job = { .files = { .stage = { .stage = "clean",
+                                                       .out_dir = o->out,
+                                                       .argc = argc,
+                                                       .argv = argv,
+                                                       .inputs = &in,
+                                                       .settings_json = settings.data,
+                                                       .force = o->force,
+                                                       .wait = o->wait },
+                                            .level = (int)o->level },
+                                 .jsonl = { .text_key = o->text_key, .repair_utf8 = 1 },
+                                 .doc = clean_doc,
+                                 .end = clean_end,
+                                 .ctx = &cr };
     struct sl_stage_result res;
-    rc = sl_stage_run_files(w, &job, &res);
+    rc = sl_stage_run_docs(w, &job, &res);
     sl_warn_limited_summary();
     if (rc && !res.peer_failed)
         sl_error("%s", sl_err_msg());
@@ -151,6 +139,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                 (unsigned long long)sl_counters_get(&res.totals, "documents_changed"), o->out,
                 res.resumed ? " (resumed)" : "");
     sl_stage_result_release(&res);
+    sl_buf_release(&cr.out);
     sl_buf_release(&settings);
     sl_inputs_release(&in);
     return rc ? 1 : 0;

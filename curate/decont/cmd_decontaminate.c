@@ -9,7 +9,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "core/stage.h"
+#include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "curate/decont/decont.h"
@@ -64,95 +64,61 @@ const struct sl_option cmd_decontaminate_options[] = {
     SL_OPT_END_,
 };
 
-struct decont_ctx {
+/* What the units of one run share: the task table and a document's scratch. */
+struct decont_run {
     const struct sl_decont *dc;
-    const struct opts *o;
+    struct sl_decont_work dw;
+    struct sl_buf text, id, piece_id;
 };
 
-/* One input file into its shard. */
-static int decont_file(void *ctx, struct sl_stage_unit *u)
+/* One document: kept, dropped, or split around the task text it holds. */
+static int decont_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *doc)
 {
-    const struct decont_ctx *x = ctx;
+    struct decont_run *x = ctx;
     const struct sl_decont *dc = x->dc;
-    const struct opts *o = x->o;
-    const struct sl_input *in = &u->inputs[0];
-    struct sl_writer *w = u->w;
-    struct sl_counters *c = u->c;
-    struct sl_jsonl_reader *r = NULL;
-    struct sl_doc doc;
-    sl_doc_init(&doc);
-    struct sl_buf text = SL_BUF_INIT;
-    char *stem = sl_jsonl_id_stem(in->rel);
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.text_key = o->text_key;
-    jo.id_prefix = stem;
-    jo.on_skip = sl_stage_count_skip;
-    jo.ctx = c;
-    struct sl_decont_work dw;
-    sl_decont_work_init(&dw, dc);
-    struct sl_buf id = SL_BUF_INIT, piece_id = SL_BUF_INIT;
-    int rc = sl_input_jsonl(&r, in, &jo);
-    while (!rc) {
-        int got = sl_jsonl_next(r, &doc);
-        if (got < 0)
-            rc = got;
-        if (got <= 0)
-            break;
-        size_t n;
-        const char *t = sl_doc_text(&doc, &n);
-        sl_counters_add(c, "documents_in", 1);
-        sl_counters_add(c, "bytes_in", doc.raw.len + 1);
-        sl_decont_doc(dc, &dw, t, n);
-        for (size_t k = 0; k < dc->ntasks; k++)
-            if (dw.task_matches[k]) {
-                char key[160];
-                snprintf(key, sizeof(key), "matches_%s", dc->tasks[k].name);
-                sl_counters_add(c, key, dw.task_matches[k]);
-            }
-        sl_counters_add(c, "short_pieces_dropped", dw.short_pieces);
-        if (!dw.matches) {
-            rc = sl_doc_write(&doc, w);
-            sl_counters_add(c, "documents_out", 1);
-            continue;
+    struct sl_decont_work *dw = &x->dw;
+    struct sl_counters *c = sd->u->c;
+    size_t n;
+    const char *t = sl_doc_text(doc, &n);
+    sl_decont_doc(dc, dw, t, n);
+    for (size_t k = 0; k < dc->ntasks; k++)
+        if (dw->task_matches[k]) {
+            char key[160];
+            snprintf(key, sizeof(key), "matches_%s", dc->tasks[k].name);
+            sl_counters_add(c, key, dw->task_matches[k]);
         }
-        sl_counters_add(c, "documents_contaminated", 1);
-        if (dw.dropped) {
-            sl_counters_add(
-                c, dw.dropped == 1 ? "documents_dropped_max_splits" : "documents_dropped_empty", 1);
-            sl_counters_add(c, "bytes_removed", n);
-            continue;
-        }
-        /* copy the text: setting it replaces the storage t points into */
-        sl_buf_reset(&text);
-        sl_buf_append(&text, t, n);
-        sl_buf_reset(&id);
-        if (sl_doc_get_str(&doc, "id", &id))
-            sl_buf_reset(&id);
-        size_t kept = 0;
-        for (size_t k = 0; k < dw.npieces && !rc; k++) {
-            const struct sl_decont_piece *p = &dw.pieces[k];
-            kept += p->len;
-            rc = sl_doc_set_text(&doc, text.data + p->off, p->len);
-            sl_buf_reset(&piece_id);
-            sl_buf_printf(&piece_id, "%.*s-%zu", (int)id.len, id.data ? id.data : "", k);
-            if (!rc)
-                rc = sl_doc_set_str(&doc, "id", piece_id.data, piece_id.len);
-            if (!rc)
-                rc = sl_doc_write(&doc, w);
-            sl_counters_add(c, "documents_out", 1);
-        }
-        sl_counters_add(c, "documents_split", 1);
-        sl_counters_add(c, "bytes_removed", n - kept);
+    sl_counters_add(c, "short_pieces_dropped", dw->short_pieces);
+    if (!dw->matches)
+        return SL_DOC_KEEP;
+    sl_counters_add(c, "documents_contaminated", 1);
+    if (dw->dropped) {
+        sl_stage_doc_drop(sd, dw->dropped == 1 ? "documents_dropped_max_splits"
+                                               : "documents_dropped_empty");
+        sl_counters_add(c, "bytes_removed", n);
+        return SL_DOC_DROP;
     }
-    sl_jsonl_close(r);
-    sl_doc_release(&doc);
-    sl_decont_work_release(&dw);
-    sl_buf_release(&text);
-    sl_buf_release(&id);
-    sl_buf_release(&piece_id);
-    free(stem);
-    return rc;
+    /* copy the text: setting it replaces the storage t points into */
+    sl_buf_reset(&x->text);
+    sl_buf_append(&x->text, t, n);
+    sl_buf_reset(&x->id);
+    if (sl_doc_get_str(doc, "id", &x->id))
+        sl_buf_reset(&x->id);
+    size_t kept = 0;
+    int rc = 0;
+    for (size_t k = 0; k < dw->npieces && !rc; k++) {
+        const struct sl_decont_piece *p = &dw->pieces[k];
+        kept += p->len;
+        rc = sl_doc_set_text(doc, x->text.data + p->off, p->len);
+        sl_buf_reset(&x->piece_id);
+        sl_buf_printf(&x->piece_id, "%.*s-%zu", (int)x->id.len, x->id.data ? x->id.data : "", k);
+        if (!rc)
+            rc = sl_doc_set_str(doc, "id", x->piece_id.data, x->piece_id.len);
+        if (!rc)
+            rc = sl_stage_doc_write(sd, doc);
+    }
+    sl_counters_add(c, "documents_split", 1);
+    sl_counters_add(c, "bytes_removed", n - kept);
+    return rc ? rc : SL_DOC_WRITTEN;
 }
 
 static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
@@ -185,20 +151,22 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_decont_settings(dc, &dset);
     o->dset = dset.data;
     sl_options_settings_json(cmd_decontaminate_options, &settings);
-    struct decont_ctx x = { dc, o };
-    struct sl_stage_files job = { .stage = { .stage = "decontaminate",
-                                             .out_dir = o->out,
-                                             .argc = argc,
-                                             .argv = argv,
-                                             .inputs = &in,
-                                             .settings_json = settings.data,
-                                             .force = o->force,
-                                             .wait = o->wait },
-                                  .level = (int)o->level,
-                                  .process = decont_file,
-                                  .ctx = &x };
+    struct decont_run x = { .dc = dc };
+    sl_decont_work_init(&x.dw, dc);
+    struct sl_stage_docs job = { .files = { .stage = { .stage = "decontaminate",
+                                                       .out_dir = o->out,
+                                                       .argc = argc,
+                                                       .argv = argv,
+                                                       .inputs = &in,
+                                                       .settings_json = settings.data,
+                                                       .force = o->force,
+                                                       .wait = o->wait },
+                                            .level = (int)o->level },
+                                 .jsonl = { .text_key = o->text_key },
+                                 .doc = decont_doc,
+                                 .ctx = &x };
     struct sl_stage_result res;
-    rc = sl_stage_run_files(w, &job, &res);
+    rc = sl_stage_run_docs(w, &job, &res);
     sl_warn_limited_summary();
     if (rc && !res.peer_failed)
         sl_error("%s", sl_err_msg());
@@ -212,6 +180,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
                 (unsigned long long)sl_counters_get(&res.totals, "documents_out"), o->out,
                 res.resumed ? " (resumed)" : "");
     sl_stage_result_release(&res);
+    sl_decont_work_release(&x.dw);
+    sl_buf_release(&x.text);
+    sl_buf_release(&x.id);
+    sl_buf_release(&x.piece_id);
     sl_buf_release(&settings);
     sl_buf_release(&dset);
     o->dset = NULL;

@@ -9,7 +9,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "core/stage.h"
+#include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "curate/dedup/shuffle.h"
@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 int dd_corpus_init(struct dd_corpus *c, const struct sl_world *w, const char *const *operands,
                    size_t n)
@@ -114,95 +113,82 @@ static int check_ids(struct dd_corpus *c, struct id_rec *ids, size_t n)
     return rc;
 }
 
-static int open_file(struct dd_corpus *c, size_t i, struct sl_jsonl_reader **r, char **stem,
-                     struct sl_counters *counts,
-                     void (*on_skip)(void *, const char *, const char *), void *ctx)
+/* A scan over this rank's files: the ids seen (check) and progress. */
+struct scan_run {
+    const struct dd_corpus *c;
+    size_t file; /* the file being read */
+    int check;
+    dd_doc_fn fn;
+    void *ctx;
+    struct id_rec *ids;
+    size_t nids, capids;
+    struct sl_progress prog;
+    uint64_t done, docs; /* bytes of the files read before, documents read */
+};
+
+static int scan_doc(void *arg, struct sl_jsonl_reader *r, struct sl_doc *d)
 {
-    *stem = sl_jsonl_id_stem(c->in.v[i].rel);
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.max_line = c->max_line;
-    jo.text_key = c->text_key;
-    jo.id_key = c->id_key;
-    jo.repair_utf8 = c->repair_utf8;
-    jo.id_prefix = *stem;
-    jo.counters = counts;
-    jo.on_skip = on_skip;
-    jo.ctx = ctx;
-    return sl_input_jsonl(r, &c->in.v[i], &jo);
+    struct scan_run *s = arg;
+    const struct dd_corpus *c = s->c;
+    uint64_t line = sl_jsonl_line_no(r);
+    if (line >= (1ull << DD_GID_LINE_BITS))
+        return sl_err_set(SL_ERR_TOOBIG, "'%s': more than 2^36 lines", c->in.v[s->file].path);
+    uint64_t gid = DD_GID(c->gen, s->file, line);
+    if (s->check) {
+        size_t len;
+        const char *id = sl_doc_get_raw(d, c->id_key, &len);
+        struct sl_hash128 h = sl_hash128(id ? id : "", id ? len : 0, 0x1d5);
+        if (s->nids == s->capids) {
+            s->capids = s->capids ? s->capids * 2 : 4096;
+            s->ids = sl_xrealloc(s->ids, s->capids * sizeof(*s->ids));
+        }
+        s->ids[s->nids++] = (struct id_rec){ h.lo, h.hi, gid };
+    }
+    int rc = s->fn(s->ctx, gid, d);
+    if ((++s->docs & 255) == 0)
+        sl_progress_update(&s->prog, s->done + sl_jsonl_bytes_in(r), s->docs);
+    return rc;
 }
 
 int dd_corpus_scan(struct dd_corpus *c, const char *label, int check, dd_doc_fn fn, void *ctx)
 {
-    struct sl_doc d;
-    sl_doc_init(&d);
-    sl_doc_set_text_key(&d, c->text_key);
-    struct id_rec *ids = NULL;
-    size_t nids = 0, capids = 0;
-    uint64_t total = 0, done = 0, docs = 0;
+    struct scan_run s = { .c = c, .check = check, .fn = fn, .ctx = ctx };
+    uint64_t total = 0;
     for (size_t i = 0; i < c->in.n; i++)
         if (c->owner[i] == c->w->rank)
             total += c->in.v[i].size;
-    struct sl_progress prog;
-    sl_progress_start(&prog, label, total, 1, c->w->rank == 0);
+    sl_progress_start(&s.prog, label, total, 1, c->w->rank == 0);
     int rc = 0;
     for (size_t i = 0; i < c->in.n && !rc; i++) {
         if (c->owner[i] != c->w->rank)
             continue;
-        struct sl_jsonl_reader *r;
-        char *stem;
-        rc = open_file(c, i, &r, &stem, NULL, NULL, NULL);
+        char *stem = sl_jsonl_id_stem(c->in.v[i].rel);
+        struct sl_jsonl_opts jo = { .max_line = c->max_line,
+                                    .text_key = c->text_key,
+                                    .id_key = c->id_key,
+                                    .repair_utf8 = c->repair_utf8,
+                                    .id_prefix = stem };
         char *what = sl_xasprintf("%s: reading '%s' (a document's memory grows with its size)",
                                   label, c->in.v[i].path);
         sl_oom_context(what);
-        while (!rc) {
-            int got = sl_jsonl_next(r, &d);
-            if (got < 0)
-                rc = got;
-            if (got <= 0)
-                break;
-            uint64_t line = sl_jsonl_line_no(r);
-            if (line >= (1ull << DD_GID_LINE_BITS)) {
-                rc = sl_err_set(SL_ERR_TOOBIG, "'%s': more than 2^36 lines", c->in.v[i].path);
-                break;
-            }
-            uint64_t gid = DD_GID(c->gen, i, line);
-            if (check) {
-                size_t len;
-                const char *id = sl_doc_get_raw(&d, c->id_key, &len);
-                struct sl_hash128 h = sl_hash128(id ? id : "", id ? len : 0, 0x1d5);
-                if (nids == capids) {
-                    capids = capids ? capids * 2 : 4096;
-                    ids = sl_xrealloc(ids, capids * sizeof(*ids));
-                }
-                ids[nids].lo = h.lo;
-                ids[nids].hi = h.hi;
-                ids[nids].gid = gid;
-                nids++;
-            }
-            rc = fn(ctx, gid, &d);
-            docs++;
-            if ((docs & 255) == 0)
-                sl_progress_update(&prog, done + sl_jsonl_bytes_in(r), docs);
-        }
-        done += c->in.v[i].size;
-        sl_jsonl_close(r);
-        free(stem);
+        s.file = i;
+        rc = sl_input_docs(&c->in.v[i], &jo, scan_doc, &s);
+        s.done += c->in.v[i].size;
         sl_oom_context(NULL);
         free(what);
+        free(stem);
     }
-    sl_progress_finish(&prog);
-    sl_doc_release(&d);
+    sl_progress_finish(&s.prog);
     if (check) {
         /* every rank takes part in the exchange, even one that failed to read */
         int64_t bad = rc != 0;
         sl_world_allreduce_i64(c->w, &bad, 1, SL_MAX);
         if (!bad)
-            rc = check_ids(c, ids, nids);
+            rc = check_ids(c, s.ids, s.nids);
         else if (!rc)
             rc = sl_err_set(SL_ERR_STATE, "another rank failed");
     }
-    free(ids);
+    free(s.ids);
     return rc;
 }
 
@@ -244,13 +230,6 @@ int dd_fates_to_owners(const struct dd_corpus *c, struct dd_fate **fates, size_t
 }
 
 /* ---- output phase --------------------------------------------------------------------- */
-
-static void apply_skip(void *ctx, const char *reason, const char *message)
-{
-    (void)ctx;
-    if (message)
-        sl_warn_limited(reason, 20, "%s", message);
-}
 
 /* A member record for rank 0: keep, gid, id length, id bytes. */
 static void put_member(struct sl_buf *b, uint64_t keep, uint64_t gid, const char *id, size_t n)
@@ -400,104 +379,68 @@ static int write_side_files(const char *out_dir, struct member *m, size_t n, int
     return rc;
 }
 
+/* The output phase's documents on this rank: each one's fate, in gid order. */
+struct apply_run {
+    const struct dd_corpus *c;
+    const struct dd_fate *fates;
+    size_t nf, k;
+    struct sl_buf members; /* for rank 0: every member of a group read here */
+};
+
+static int apply_begin(void *ctx, struct sl_stage_unit *u)
+{
+    (void)ctx;
+    sl_counters_add(u->c, "duplicates_removed", 0);
+    return 0;
+}
+
+/* A document kept, or dropped as a duplicate; a member of a group is noted for rank 0. */
+static int apply_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *d)
+{
+    struct apply_run *a = ctx;
+    uint64_t gid = DD_GID(a->c->gen, sd->u->index, sl_jsonl_line_no(sd->r));
+    while (a->k < a->nf && a->fates[a->k].gid < gid)
+        a->k++;
+    if (a->k == a->nf || a->fates[a->k].gid != gid)
+        return SL_DOC_KEEP;
+    size_t len;
+    const char *id = sl_doc_get_raw(d, a->c->id_key, &len);
+    put_member(&a->members, a->fates[a->k].keep, gid, id ? id : "null", id ? len : 4);
+    if (a->fates[a->k].keep == gid)
+        return SL_DOC_KEEP;
+    return sl_stage_doc_drop(sd, "duplicates_removed");
+}
+
 int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fates, size_t nf,
                     const struct dd_apply_opts *o, uint64_t *groups)
 {
     const struct sl_world *w = c->w;
     if (nf > 1) /* qsort wants a valid pointer even for nothing */
         qsort(fates, nf, sizeof(*fates), cmp_fate);
-    struct sl_buf members = SL_BUF_INIT, idb = SL_BUF_INIT;
-    struct sl_doc d;
-    sl_doc_init(&d);
-    sl_doc_set_text_key(&d, c->text_key);
-    size_t k = 0;
-    int rc = 0;
-    uint64_t total = 0, done = 0, docs = 0;
-    for (size_t i = 0; i < c->in.n; i++)
-        if (c->owner[i] == w->rank)
-            total += c->in.v[i].size;
-    struct sl_progress prog;
-    sl_progress_start(&prog, "dedup: writing", total, 1, w->rank == 0);
-    for (size_t i = 0; i < c->in.n && !rc; i++) {
-        if (c->owner[i] != w->rank)
-            continue;
-        char *name = sl_stage_shard_name(i, ".jsonl.zst");
-        int is_done = sl_stage_done(st, name);
-        struct sl_writer *out = NULL;
-        struct sl_counters cnt;
-        sl_counters_init(&cnt);
-        sl_counters_add(&cnt, "documents_in", 0);
-        sl_counters_add(&cnt, "documents_out", 0);
-        sl_counters_add(&cnt, "duplicates_removed", 0);
-        if (!is_done) {
-            char *path = sl_stage_shard_path(st, i, ".jsonl.zst");
-            struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)o->level };
-            rc = sl_writer_open(&out, path, &wo);
-            free(path);
-        }
-        struct sl_jsonl_reader *r = NULL;
-        char *stem = NULL;
-        if (!rc)
-            rc = open_file(c, i, &r, &stem, &cnt, apply_skip, NULL);
-        while (!rc) {
-            int got = sl_jsonl_next(r, &d);
-            if (got < 0)
-                rc = got;
-            if (got <= 0)
-                break;
-            uint64_t gid = DD_GID(c->gen, i, sl_jsonl_line_no(r));
-            sl_counters_add(&cnt, "documents_in", 1);
-            sl_counters_add(&cnt, "bytes_in", d.raw.len + 1);
-            while (k < nf && fates[k].gid < gid)
-                k++;
-            int removed = 0;
-            if (k < nf && fates[k].gid == gid) {
-                size_t len;
-                const char *id = sl_doc_get_raw(&d, c->id_key, &len);
-                put_member(&members, fates[k].keep, gid, id ? id : "null", id ? len : 4);
-                removed = fates[k].keep != gid;
-            }
-            if (removed) {
-                sl_counters_add(&cnt, "duplicates_removed", 1);
-            } else {
-                sl_counters_add(&cnt, "documents_out", 1);
-                if (out)
-                    rc = sl_doc_write(&d, out);
-            }
-            if ((++docs & 255) == 0)
-                sl_progress_update(&prog, done + sl_jsonl_bytes_in(r), docs);
-        }
-        sl_jsonl_close(r);
-        free(stem);
-        done += c->in.v[i].size;
-        if (out) {
-            if (rc) {
-                sl_writer_abort(out);
-            } else {
-                uint64_t unc = sl_writer_bytes_in(out);
-                rc = sl_writer_commit(out);
-                char *path = sl_stage_shard_path(st, i, ".jsonl.zst");
-                struct stat sb;
-                sl_counters_add(&cnt, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-                sl_counters_add(&cnt, "uncompressed_bytes_out", unc);
-                free(path);
-                if (!rc)
-                    rc = sl_stage_record(st, name, &cnt);
-            }
-        }
-        sl_counters_release(&cnt);
-        free(name);
-    }
-    sl_progress_finish(&prog);
-    sl_doc_release(&d);
+    struct apply_run a = { .c = c, .fates = fates, .nf = nf };
+    struct sl_buf idb = SL_BUF_INIT;
+    /* this rank's shards; those complete from an earlier run are read for their members */
+    struct sl_stage_docs job = { .files = { .stage = { .stage = st->cfg.stage, .inputs = &c->in },
+                                            .label = "dedup: writing",
+                                            .level = (int)o->level,
+                                            .begun = st,
+                                            .read_done = 1 },
+                                 .jsonl = { .max_line = c->max_line,
+                                            .text_key = c->text_key,
+                                            .id_key = c->id_key,
+                                            .repair_utf8 = c->repair_utf8 },
+                                 .skips_apart = 1,
+                                 .begin = apply_begin,
+                                 .doc = apply_doc,
+                                 .ctx = &a };
+    struct sl_stage_result res;
+    int rc = sl_stage_run_docs(st->world, &job, &res);
+    sl_stage_result_release(&res);
     sl_warn_limited_summary();
-
-    int64_t bad = rc != 0;
-    sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
-    if (bad) {
+    if (rc) {
         free(fates);
-        sl_buf_release(&members);
-        return rc ? rc : sl_err_set(SL_ERR_STATE, "another rank failed");
+        sl_buf_release(&a.members);
+        return rc;
     }
     /* rank 0: documents of older generations (from the index) */
     if (w->rank == 0) {
@@ -507,13 +450,14 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
             sl_buf_reset(&idb);
             if (!o->old_id || o->old_id(o->old_ctx, fates[i].gid, &idb))
                 sl_buf_puts(&idb, "null");
-            put_member(&members, fates[i].keep, fates[i].gid, idb.data, idb.len);
+            put_member(&a.members, fates[i].keep, fates[i].gid, idb.data, idb.len);
         }
     }
     free(fates);
     struct sl_buf all = SL_BUF_INIT;
-    rc = sl_world_gather_bytes(w, members.data ? members.data : "", members.len, 0, &all, NULL);
-    sl_buf_release(&members);
+    rc = sl_world_gather_bytes(w, a.members.data ? a.members.data : "", a.members.len, 0, &all,
+                               NULL);
+    sl_buf_release(&a.members);
     sl_buf_release(&idb);
     *groups = 0;
     if (!rc && w->rank == 0) {

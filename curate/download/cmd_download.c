@@ -451,7 +451,8 @@ static int run(struct opts *o, int argc, const char **argv)
                                     .inputs = &none,
                                     .settings_json = settings.data,
                                     .force = o->force,
-                                    .wait = o->wait };
+                                    .wait = o->wait,
+                                    .size_only_records = 1 };
         rc = sl_stage_begin(&st, w, &cfg);
         have_stage = !rc;
     }

@@ -11,7 +11,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "core/stage.h"
+#include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
 #include "curate/filter/chain.h"
@@ -171,15 +171,15 @@ static int annotate(struct filter_run *fr, struct sl_doc *doc, long drop)
 }
 
 /* A dropped document: counted under its filter, written to --rejected with the reason. */
-static int reject(struct filter_run *fr, struct sl_doc *doc, long drop, uint64_t in_bytes)
+static int reject(struct filter_run *fr, struct sl_stage_doc *sd, struct sl_doc *doc, long drop)
 {
     struct sl_filter *f = &fr->ch->f[drop];
     const struct sl_filter_result *res = &fr->res[drop];
     char key[160];
     snprintf(key, sizeof(key), "removed_%s", f->name);
-    sl_counters_add(fr->u->c, key, 1);
+    sl_stage_doc_drop(sd, key);
     snprintf(key, sizeof(key), "removed_bytes_%s", f->name);
-    sl_counters_add(fr->u->c, key, in_bytes);
+    sl_counters_add(sd->u->c, key, sd->bytes);
     if (!fr->rw || fr->o->annotate)
         return 0;
     sl_doc_set_str(doc, "filter", f->name, strlen(f->name));
@@ -228,9 +228,12 @@ static int lang_writer(struct filter_run *fr, const char *path, struct sl_writer
 }
 
 /* One document through the chain, to the kept, rejected or language output. */
-static int filter_doc(struct filter_run *fr, struct sl_doc *doc, const char *path, uint64_t line)
+static int filter_doc(void *arg, struct sl_stage_doc *sd, struct sl_doc *doc)
 {
-    struct sl_counters *c = fr->u->c;
+    struct filter_run *fr = arg;
+    struct sl_counters *c = sd->u->c;
+    const char *path = sd->in->path;
+    uint64_t line = sl_jsonl_line_no(sd->r);
     size_t tlen;
     const char *text = sl_doc_text(doc, &tlen);
     sl_buf_reset(&fr->lang);
@@ -239,9 +242,6 @@ static int filter_doc(struct filter_run *fr, struct sl_doc *doc, const char *pat
         lg = fr->lang.data;
     sl_fctx_begin(&fr->ctx, doc, text, tlen, lg);
     unsigned v0 = fr->ctx.version;
-    sl_counters_add(c, "documents_in", 1);
-    uint64_t in_bytes = doc->raw.len + 1;
-    sl_counters_add(c, "bytes_in", in_bytes);
     long drop = sl_filter_chain_run(fr->ch, &fr->ctx, fr->o->annotate, fr->res);
     if (drop < -1)
         return sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", path, (unsigned long long)line);
@@ -254,16 +254,12 @@ static int filter_doc(struct filter_run *fr, struct sl_doc *doc, const char *pat
     if (fr->o->annotate && !rc)
         rc = annotate(fr, doc, drop);
     if (drop >= 0 && !rc)
-        rc = reject(fr, doc, drop, in_bytes);
-    if (!keep || rc)
-        return rc;
-    struct sl_writer *dst = fr->u->w;
+        rc = reject(fr, sd, doc, drop);
+    if (rc || !keep)
+        return rc ? rc : SL_DOC_DROP;
     if (fr->o->split_lang)
-        rc = lang_writer(fr, path, &dst);
-    if (!rc)
-        rc = sl_doc_write(doc, dst);
-    sl_counters_add(c, "documents_out", 1);
-    return rc;
+        rc = lang_writer(fr, path, &sd->w);
+    return rc ? rc : SL_DOC_KEEP;
 }
 
 /* Close the language files (commit, or abort after an error) and list them, in language
@@ -271,28 +267,26 @@ static int filter_doc(struct filter_run *fr, struct sl_doc *doc, const char *pat
 static int finish_langs(struct filter_run *fr, int rc)
 {
     struct sl_stage_unit *u = fr->u;
-    uint64_t unc = 0, sz = 0;
+    if (fr->o->split_lang && !rc) {
+        sl_counters_add(u->c, "bytes_out", 0);
+        sl_counters_add(u->c, "uncompressed_bytes_out", 0);
+    }
     for (size_t k = 0; k < fr->nlangs; k++) {
-        unc += sl_writer_bytes_in(fr->langs[k].w);
+        char *lp = sl_xasprintf("%s/%s", fr->o->out, fr->langs[k].rel);
         if (!rc)
-            rc = sl_writer_commit(fr->langs[k].w);
-        else
-            sl_writer_abort(fr->langs[k].w);
+            rc = sl_stage_commit_file(&fr->langs[k].w, lp, u->c);
+        sl_writer_abort(fr->langs[k].w);
         fr->langs[k].w = NULL;
+        free(lp);
     }
     if (rc || !fr->o->split_lang)
         return rc;
     qsort(fr->langs, fr->nlangs, sizeof(*fr->langs), cmp_lang_out);
     fr->files = sl_xcalloc(fr->nlangs ? fr->nlangs : 1, sizeof(*fr->files));
     for (size_t k = 0; k < fr->nlangs; k++) {
-        char *lp = sl_xasprintf("%s/%s", fr->o->out, fr->langs[k].rel);
-        sz += sl_file_size(lp);
-        free(lp);
         fr->files[k].path = fr->langs[k].rel;
         fr->files[k].documents = fr->langs[k].docs;
     }
-    sl_counters_add(u->c, "bytes_out", sz);
-    sl_counters_add(u->c, "uncompressed_bytes_out", unc);
     u->files = fr->files;
     u->nfiles = fr->nlangs;
     return 0;
@@ -308,12 +302,10 @@ static void release_langs(struct filter_run *fr)
     fr->files = NULL;
 }
 
-/* One input file into its shard (and its rejected and language files). */
-static int filter_file(void *arg, struct sl_stage_unit *u)
+/* A unit's start: its counts of removals at zero, its --rejected file open. */
+static int filter_begin(void *arg, struct sl_stage_unit *u)
 {
     struct filter_run *fr = arg;
-    const struct opts *o = fr->o;
-    const struct sl_input *in = &u->inputs[0];
     release_langs(fr);
     fr->u = u;
     for (size_t i = 0; i < fr->ch->n; i++) {
@@ -323,49 +315,26 @@ static int filter_file(void *arg, struct sl_stage_unit *u)
         snprintf(key, sizeof(key), "removed_bytes_%s", fr->ch->f[i].name);
         sl_counters_add(u->c, key, 0);
     }
-    char *stem = sl_jsonl_id_stem(in->rel);
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.max_line = o->max_line;
-    jo.text_key = o->text_key;
-    jo.repair_utf8 = o->repair_utf8;
-    jo.id_prefix = stem;
-    jo.on_skip = sl_stage_count_skip;
-    jo.ctx = u->c;
-    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)o->level };
-    struct sl_jsonl_reader *r = NULL;
-    struct sl_doc doc;
-    sl_doc_init(&doc);
-    int rc = 0;
-    if (o->rejected) {
-        char *rpath = sl_xasprintf("%s/%s", o->rejected, u->name);
-        rc = sl_writer_open(&fr->rw, rpath, &wo);
-        free(rpath);
-    }
-    if (!rc)
-        rc = sl_input_jsonl(&r, in, &jo);
-    for (uint64_t docs = 1; !rc; docs++) {
-        int got = sl_jsonl_next(r, &doc);
-        if (got < 0)
-            rc = got;
-        if (got <= 0)
-            break;
-        rc = filter_doc(fr, &doc, in->path, sl_jsonl_line_no(r));
-        if (docs % 256 == 0)
-            sl_stage_unit_progress(u, sl_jsonl_bytes_in(r), 0);
-    }
-    if (rc)
-        rc = sl_err_wrap(rc, "%s", "");
-    sl_jsonl_close(r);
+    if (!fr->o->rejected)
+        return 0;
+    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)fr->o->level };
+    char *rpath = sl_xasprintf("%s/%s", fr->o->rejected, u->name);
+    int rc = sl_writer_open(&fr->rw, rpath, &wo);
+    free(rpath);
+    return rc;
+}
+
+/* A unit's end: its rejected and language files committed (or dropped after an error). */
+static int filter_end(void *arg, struct sl_stage_unit *u, int rc)
+{
+    struct filter_run *fr = arg;
+    (void)u;
     if (!rc && fr->rw)
         rc = sl_writer_commit(fr->rw);
     else
         sl_writer_abort(fr->rw);
     fr->rw = NULL;
-    rc = finish_langs(fr, rc);
-    sl_doc_release(&doc);
-    free(stem);
-    return rc;
+    return finish_langs(fr, rc);
 }
 
 static void list_kinds(void)
@@ -399,18 +368,23 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     fr.res = sl_xcalloc(ch->n ? ch->n : 1, sizeof(*fr.res));
     fr.langs = o->split_lang ? sl_xcalloc(MAX_LANGS, sizeof(*fr.langs)) : NULL;
     /* split by language: the kept documents go to OUT/lang=CODE/ only (no empty part file) */
-    struct sl_stage_files job = { .stage = { .stage = "filter",
-                                             .out_dir = o->out,
-                                             .argc = argc,
-                                             .argv = argv,
-                                             .inputs = &in,
-                                             .settings_json = settings.data,
-                                             .force = o->force,
-                                             .wait = o->wait },
-                                  .level = (int)o->level,
-                                  .no_writer = o->split_lang,
-                                  .process = filter_file,
-                                  .ctx = &fr };
+    struct sl_stage_docs job = { .files = { .stage = { .stage = "filter",
+                                                       .out_dir = o->out,
+                                                       .argc = argc,
+                                                       .argv = argv,
+                                                       .inputs = &in,
+                                                       .settings_json = settings.data,
+                                                       .force = o->force,
+                                                       .wait = o->wait },
+                                            .level = (int)o->level,
+                                            .no_writer = o->split_lang },
+                                 .jsonl = { .max_line = o->max_line,
+                                            .text_key = o->text_key,
+                                            .repair_utf8 = o->repair_utf8 },
+                                 .begin = filter_begin,
+                                 .doc = filter_doc,
+                                 .end = filter_end,
+                                 .ctx = &fr };
     int64_t bad = 0;
     if (o->rejected && w->rank == 0 && mkdir(o->rejected, 0777) && errno != EEXIST) {
         sl_error("cannot create directory '%s': %s", o->rejected, strerror(errno));
@@ -418,7 +392,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     }
     sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
     struct sl_stage_result res;
-    rc = bad ? SL_ERR_IO : sl_stage_run_files(w, &job, &res);
+    rc = bad ? SL_ERR_IO : sl_stage_run_docs(w, &job, &res);
     sl_warn_limited_summary();
     if (rc && !bad && !res.peer_failed) {
         sl_error("%s", sl_err_msg());

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 const char *const cmd_reshard_usage[] = {
     "sluice reshard --out DIR [--shards N | --shard-size SIZE] [options] IN...",
@@ -202,17 +201,7 @@ static int close_current(struct out_state *os)
         /* no document landed here: no file (its skips are still recorded) */
         rc = sl_stage_record_files(os->st, os->name, &os->c, NULL, 0);
     } else if (!os->done) {
-        uint64_t unc = sl_writer_bytes_in(os->w);
-        rc = sl_writer_commit(os->w);
-        os->w = NULL;
-        if (!rc) {
-            char *path = sl_xasprintf("%s/%s", os->st->cfg.out_dir, os->name);
-            struct stat sb;
-            sl_counters_add(&os->c, "bytes_out", stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-            sl_counters_add(&os->c, "uncompressed_bytes_out", unc);
-            free(path);
-            rc = sl_stage_record(os->st, os->name, &os->c);
-        }
+        rc = sl_stage_commit_shard(os->st, os->name, &os->w, &os->c);
     }
     free(os->name);
     os->name = NULL;

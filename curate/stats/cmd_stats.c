@@ -163,88 +163,103 @@ static void count_text(struct stats *st, const char *t, size_t n)
     loghist_add(&st->lines, lines);
 }
 
+/* What one input's documents are measured with. */
+struct read_run {
+    struct stats *st;
+    const struct sl_input *in;
+    struct sl_filter_chain *ch; /* NULL: the documents' own filter_scores */
+    struct sl_fctx ctx;
+    struct sl_filter_result *res;
+    struct sl_buf b;
+    struct sl_progress *prog;
+    uint64_t done; /* bytes of the inputs before this one */
+};
+
+/* Every filter of the chain scores the document. */
+static int score_chain(struct read_run *x, struct sl_jsonl_reader *r, struct sl_doc *doc,
+                       const char *text, size_t tlen)
+{
+    struct sl_filter_chain *ch = x->ch;
+    sl_buf_reset(&x->b);
+    const char *lg = NULL;
+    if (!sl_doc_get_str(doc, ch->env.lang_key, &x->b) && x->b.len && x->b.len < 16)
+        lg = x->b.data;
+    sl_fctx_begin(&x->ctx, doc, text, tlen, lg);
+    if (sl_filter_chain_run(ch, &x->ctx, 1, x->res) < -1)
+        return sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", x->in->path,
+                           (unsigned long long)sl_jsonl_line_no(r));
+    for (size_t i = 0; i < ch->n; i++) {
+        struct score *s = score_find(&x->st->scores, &x->st->nscores, ch->f[i].name);
+        if (s)
+            score_add(s, x->res[i].score);
+    }
+    return 0;
+}
+
+/* The filter_scores that `filter --annotate` wrote into the document. */
+static void score_annotated(struct stats *st, struct sl_doc *doc)
+{
+    struct json_object *fs = sl_doc_get_json(doc, "filter_scores");
+    if (fs && json_object_is_type(fs, json_type_object)) {
+        json_object_object_foreach(fs, k, v)
+        {
+            struct score *s = score_find(&st->scores, &st->nscores, k);
+            if (s)
+                score_add(s,
+                          json_object_is_type(v, json_type_null) ? NAN : json_object_get_double(v));
+        }
+    }
+    json_object_put(fs);
+}
+
+static int count_doc(void *arg, struct sl_jsonl_reader *r, struct sl_doc *doc)
+{
+    struct read_run *x = arg;
+    struct stats *st = x->st;
+    size_t tlen;
+    const char *text = sl_doc_text(doc, &tlen);
+    st->docs++;
+    st->bytes += doc->raw.len + 1;
+    count_text(st, text, tlen);
+    sl_buf_reset(&x->b);
+    if (sl_doc_get_str(doc, "lang", &x->b) == 0 && x->b.len)
+        tally_add(&st->lang, x->b.data, x->b.len);
+    else
+        tally_add(&st->lang, "(none)", 6);
+    sl_buf_reset(&x->b);
+    if (sl_doc_get_str(doc, "source", &x->b) == 0 && x->b.len)
+        tally_add(&st->source, x->b.data, x->b.len);
+    else
+        tally_add(&st->source, "(none)", 6);
+    int rc = 0;
+    if (x->ch)
+        rc = score_chain(x, r, doc, text, tlen);
+    else
+        score_annotated(st, doc);
+    if (!rc && st->docs % 256 == 0)
+        sl_progress_update(x->prog, x->done + sl_jsonl_bytes_in(r), st->docs);
+    return rc;
+}
+
 static int read_file(struct stats *st, const struct sl_input *in, const char *text_key,
                      struct sl_filter_chain *ch, struct sl_progress *prog, uint64_t *done)
 {
-    struct sl_jsonl_opts jo;
-    memset(&jo, 0, sizeof(jo));
-    jo.max_line = SL_JSONL_DEFAULT_MAX_LINE;
-    jo.text_key = text_key;
-    jo.repair_utf8 = 1;
-    jo.on_skip = sl_warn_skip;
-    struct sl_jsonl_reader *r = NULL;
-    int rc = sl_input_jsonl(&r, in, &jo);
-    struct sl_doc doc;
-    sl_doc_init(&doc);
-    struct sl_buf b = SL_BUF_INIT;
-    struct sl_fctx ctx;
-    struct sl_filter_result *res = NULL;
+    struct sl_jsonl_opts jo = { .max_line = SL_JSONL_DEFAULT_MAX_LINE,
+                                .text_key = text_key,
+                                .repair_utf8 = 1,
+                                .on_skip = sl_warn_skip };
+    struct read_run x = { .st = st, .in = in, .ch = ch, .prog = prog, .done = *done };
     if (ch) {
-        sl_fctx_init(&ctx, &ch->env);
-        res = sl_xcalloc(ch->n, sizeof(*res));
+        sl_fctx_init(&x.ctx, &ch->env);
+        x.res = sl_xcalloc(ch->n, sizeof(*x.res));
     }
-    while (!rc) {
-        int got = sl_jsonl_next(r, &doc);
-        if (got < 0)
-            rc = got;
-        if (got <= 0)
-            break;
-        size_t tlen;
-        const char *text = sl_doc_text(&doc, &tlen);
-        st->docs++;
-        st->bytes += doc.raw.len + 1;
-        count_text(st, text, tlen);
-        sl_buf_reset(&b);
-        if (sl_doc_get_str(&doc, "lang", &b) == 0 && b.len)
-            tally_add(&st->lang, b.data, b.len);
-        else
-            tally_add(&st->lang, "(none)", 6);
-        sl_buf_reset(&b);
-        if (sl_doc_get_str(&doc, "source", &b) == 0 && b.len)
-            tally_add(&st->source, b.data, b.len);
-        else
-            tally_add(&st->source, "(none)", 6);
-        if (ch) {
-            sl_buf_reset(&b);
-            const char *lg = NULL;
-            if (!sl_doc_get_str(&doc, ch->env.lang_key, &b) && b.len && b.len < 16)
-                lg = b.data;
-            sl_fctx_begin(&ctx, &doc, text, tlen, lg);
-            if (sl_filter_chain_run(ch, &ctx, 1, res) < -1) {
-                rc = sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", in->path,
-                                 (unsigned long long)sl_jsonl_line_no(r));
-                break;
-            }
-            for (size_t i = 0; i < ch->n; i++) {
-                struct score *s = score_find(&st->scores, &st->nscores, ch->f[i].name);
-                if (s)
-                    score_add(s, res[i].score);
-            }
-        } else {
-            struct json_object *fs = sl_doc_get_json(&doc, "filter_scores");
-            if (fs && json_object_is_type(fs, json_type_object)) {
-                json_object_object_foreach(fs, k, v)
-                {
-                    struct score *s = score_find(&st->scores, &st->nscores, k);
-                    if (s)
-                        score_add(s, json_object_is_type(v, json_type_null)
-                                         ? NAN
-                                         : json_object_get_double(v));
-                }
-            }
-            json_object_put(fs);
-        }
-        if (st->docs % 256 == 0)
-            sl_progress_update(prog, *done + sl_jsonl_bytes_in(r), st->docs);
-    }
+    int rc = sl_input_docs(in, &jo, count_doc, &x);
     *done += in->size;
     sl_progress_update(prog, *done, st->docs);
-    sl_jsonl_close(r);
-    sl_doc_release(&doc);
-    sl_buf_release(&b);
+    sl_buf_release(&x.b);
     if (ch) {
-        sl_fctx_release(&ctx);
-        free(res);
+        sl_fctx_release(&x.ctx);
+        free(x.res);
     }
     return rc;
 }
