@@ -1,7 +1,10 @@
-/* The commands of the sluice binary. Each is implemented in its component's folder, declared
- * in that component's commands.h (components never include cli/: docs/dev.md, Layers) and
- * registered in the table in cli/table.c. A command gets argv[0] = its name and returns
- * 0 (ok), 1 (failure) or 2 (usage error); it prints its own usage on -h (stdout, 0). */
+/* The commands of the sluice binary. Each is implemented in its component's folder as a
+ * struct sl_cmd (core/options.h: usage text, option table, option struct size, run),
+ * declared in that component's commands.h (components never include cli/: docs/dev.md,
+ * Layers), and named in the table in cli/table.c. The dispatcher (cli/dispatch.c) does
+ * for every command what none repeats: allocates its option struct, applies the defaults,
+ * parses, answers -h (stdout, 0), refuses usage errors (stderr, 2), runs it and reports
+ * its error (stderr, 1). */
 #ifndef SL_CLI_COMMANDS_H
 #define SL_CLI_COMMANDS_H
 
@@ -12,25 +15,27 @@
 #include <stddef.h>
 #include <stdio.h>
 
-int cmd_run(int argc, const char **argv);
+extern const struct sl_cmd cmd_run;
 /* sluice run's usage text, made on the first call: its stage list comes from the pipeline's
  * stage table. */
 const char *const *cmd_run_usage(void);
 extern const struct sl_option cmd_run_options[];
 
-/* A command: its name, its function (argv[0] = the name; returns 0, 1 or 2), the line
- * `sluice --help` shows, and what its -h prints: its usage text (synopsis lines, "",
- * description; or made by make_usage) and its option table, which the command parses
- * with. A command of subcommands (dedup) has no options of its own but a table of its
- * subcommands (name, usage, options; fn and summary NULL), ended by a row with no name. */
+/* A row of the command table: a command (name, the line `sluice --help` shows, what runs)
+ * or a subcommand (name, what runs). A command of subcommands (dedup, tokenizer) has a
+ * table of them, chosen by argv[1] and ended by a row with no name, and its own usage
+ * text (`sluice NAME -h`: no options); when argv[1] names none, its `fallback`
+ * subcommand runs, named by the first operand instead (`sluice tokenizer --vocab-size 8000
+ * train IN`), or else its own cmd (which may have no option table: every argument is an
+ * operand). */
 struct command {
     const char *name;
-    int (*fn)(int argc, const char **argv);
     const char *summary;
-    const char *const *usage;
-    const char *const *(*make_usage)(void);
-    const struct sl_option *options;
+    const struct sl_cmd *cmd;
+    const char *const *(*make_usage)(void); /* a usage text made at run time (sluice run) */
+    const char *const *usage;               /* a command of subcommands: its own */
     const struct command *subs;
+    const struct command *fallback;
 };
 
 /* The table (cli/table.c), in the order `sluice --help` lists them. */
@@ -40,7 +45,21 @@ extern const size_t sl_ncommands;
 const struct command *sl_command_find(const char *name);
 /* Subcommand `name` of c, or NULL. */
 const struct command *sl_command_sub(const struct command *c, const char *name);
-/* Print what `sluice NAME [SUB] -h` prints, from the table: c's usage text and options. */
+/* c's usage text: synopsis lines, "", description. */
+const char *const *sl_command_usage(const struct command *c);
+/* Print what `sluice NAME [SUB] -h` prints, from the table: c's usage text and options (a
+ * command of subcommands: its usage text alone). */
 void sl_command_help(FILE *f, const struct command *c);
+
+/* Run command c (argv[0] its name) as `sluice NAME ...` does once MPI is up: its
+ * subcommand's or its own parse, -h, usage errors, run and error report (cli/dispatch.c).
+ * Returns the exit code: 0, 1 or 2 (or what the command's run returned). */
+int sl_command_run(const struct command *c, int argc, const char **argv);
+
+/* Check a command line as `sluice run --dry-run` does, from the table alone: parsed with
+ * the option table of the command (or of its subcommand), nothing run and nothing
+ * printed; the checks a command makes itself after parsing are not made. 0, or
+ * SL_ERR_USAGE with the parser's message. */
+int sl_command_check(const struct command *c, int argc, const char **argv);
 
 #endif

@@ -1,4 +1,5 @@
-/* sluice: the command table and dispatcher (global options, MPI set-up, help, suggestions). */
+/* sluice: global options, MPI set-up, help and suggestions; the command table is in
+ * cli/table.c, the dispatcher that runs a command in cli/dispatch.c. */
 #include "cli/commands.h"
 
 #include "core/alloc.h"
@@ -77,7 +78,7 @@ static int run(const struct command *c, int argc, const char **argv)
     /* Only rank 0 talks at info level, unless asked for more. */
     if (w->rank != 0 && sl_log_level() == SL_LOG_INFO)
         sl_log_set_level(SL_LOG_WARN);
-    rc = c->fn(argc, argv);
+    rc = sl_command_run(c, argc, argv);
     fflush(stdout);
     if (rc == 1 && w->size > 1)
         sl_world_abort(w, 1); /* one rank failed: do not leave the others waiting */

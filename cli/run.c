@@ -71,13 +71,12 @@ static void make_usage(const char *lines[USAGE_LINES], char *buf, size_t n)
     lines[k] = NULL;
 }
 
-/* Check each selected step's command line with the command's own parser (what the
+/* Check each selected step's command line with the command's own option table (what the
  * pipeline generated from its keys), before anything runs: 0, or SL_ERR_USAGE naming the
  * step, the parser's message and the command line. */
 static int check_commands(const struct pl_pipeline *p)
 {
     int rc = 0;
-    sl_options_check_only(1);
     for (size_t i = 0; i < p->n && !rc; i++) {
         const struct pl_step *s = &p->steps[i];
         if (!s->selected || !s->argv.n)
@@ -87,8 +86,7 @@ static int check_commands(const struct pl_pipeline *p)
             rc = sl_err_set(SL_ERR_STATE, "step '%s': no command '%s'", s->label, s->argv.v[0]);
             break;
         }
-        sl_err_clear();
-        if (c->fn((int)s->argv.n, (const char **)s->argv.v) != 0) {
+        if (sl_command_check(c, (int)s->argv.n, (const char **)s->argv.v) != 0) {
             char msg[SL_ERR_MSG_MAX];
             snprintf(msg, sizeof(msg), "%s", sl_err_msg());
             char *line = pl_shell_line(&s->argv);
@@ -96,7 +94,6 @@ static int check_commands(const struct pl_pipeline *p)
             free(line);
         }
     }
-    sl_options_check_only(0);
     return rc;
 }
 
@@ -250,8 +247,7 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
         return 0;
     }
     const struct command *c = sl_command_find(s->argv.v[0]);
-    int (*fn)(int, const char **) = c ? c->fn : NULL;
-    if (!fn) {
+    if (!c) {
         sl_error("step '%s': no command '%s' in this build", s->label, s->argv.v[0]);
         free(why);
         return 1;
@@ -303,7 +299,7 @@ static int run_step(struct sl_world *w, const struct pl_pipeline *p, size_t i, s
     enum sl_log_level old_level = sl_log_level();
     sl_log_set_prog(prog);
     sl_warn_limited_reset();
-    rc = fn((int)av.n, (const char **)av.v);
+    rc = sl_command_run(c, (int)av.n, (const char **)av.v);
     fflush(stdout);
     sl_warn_limited_reset();
     sl_log_set_level(old_level);
@@ -336,108 +332,55 @@ const char *const *cmd_run_usage(void)
     return lines;
 }
 
-/* The options of the run (set by cmd_run) and their table. */
-static struct {
+/* The options of the run. */
+struct opts {
     int dry, keys, wait;
-} ro;
+};
 
+#define SL_OPT_STRUCT struct opts
 const struct sl_option cmd_run_options[] = {
-    SL_OPT_FLAG_(0, "dry-run", &ro.dry, "print the command of each stage instead of running it"),
-    SL_OPT_FLAG_(0, "keys", &ro.keys, "list every stage's keys and the options they map to"),
-    SL_OPT_FLAG_(0, "wait", &ro.wait,
+    SL_OPT_FLAG_(0, "dry-run", dry, "print the command of each stage instead of running it"),
+    SL_OPT_FLAG_(0, "keys", keys, "list every stage's keys and the options they map to",
+                 .flags = SL_OPTF_ALONE),
+    SL_OPT_FLAG_(0, "wait", wait,
                  "wait for another run writing in the work directory (default: refuse)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_run(int argc, const char **argv)
+/* The steps of pipeline p from the first selected on, then the summary. */
+static int run_steps(const struct opts *ro, struct pl_pipeline *p, int argc, const char **argv)
 {
-    const char *const *usage = cmd_run_usage();
-    memset(&ro, 0, sizeof(ro));
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_run_options, &rest);
-    int dry = ro.dry, keys = ro.keys;
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, usage, cmd_run_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && keys) {
-        pl_print_keys(stdout);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no pipeline given");
-    for (size_t i = 1; !rc && i < rest.n; i++)
-        if (!strchr(rest.v[i], '='))
-            rc = sl_err_set(SL_ERR_USAGE,
-                            "'%s' is not a key=value override\nhint: one pipeline "
-                            "file, then key=value pairs",
-                            rest.v[i]);
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(usage);
-    }
-    struct pl_pipeline p;
-    char *file = NULL;
-    pl_find_pipeline(rest.v[0], &file);
-    rc = pl_pipeline_load(&p, file, (const char *const *)rest.v + 1, rest.n - 1);
-    free(file);
-    if (!rc) {
-        rc = check_commands(&p);
-        if (rc)
-            pl_pipeline_release(&p);
-    }
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        sl_strlist_release(&rest);
-        return rc == SL_ERR_IO || rc == SL_ERR_NOTFOUND ? 1 : 2;
-    }
     struct sl_world *w = sl_world_get();
     size_t total = 0;
-    for (size_t i = 0; i < p.n; i++)
-        total += p.steps[i].selected;
-    if (dry) {
-        rc = w->rank == 0 ? dry_run(&p) : 0;
-        pl_pipeline_release(&p);
-        sl_strlist_release(&rest);
-        return rc;
-    }
+    for (size_t i = 0; i < p->n; i++)
+        total += p->steps[i].selected;
     /* a missing input stops the run before its first step, not at the step that reads it */
-    rc = bcast_status(w, w->rank == 0 ? check_inputs(&p) : 0);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        pl_pipeline_release(&p);
-        sl_strlist_release(&rest);
-        return 1;
-    }
+    int rc = bcast_status(w, w->rank == 0 ? check_inputs(p) : 0);
+    if (rc)
+        return rc;
     /* one run at a time in the work directory (core/dirlock.h): held to the summary */
     struct sl_dirlock *lock = NULL;
-    rc = sl_stage_lock(w, p.work_dir, ro.wait, argc, argv, &lock);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        pl_pipeline_release(&p);
-        sl_strlist_release(&rest);
-        return 1;
-    }
+    rc = sl_stage_lock(w, p->work_dir, ro->wait, argc, argv, &lock);
+    if (rc)
+        return rc;
     size_t num = 0, ran = 0;
-    for (size_t i = 0; i < p.n && !rc; i++) {
-        if (!p.steps[i].selected)
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        if (!p->steps[i].selected)
             continue;
         int skipped = 0;
-        rc = run_step(w, &p, i, ++num, total, &skipped, argc, argv);
+        rc = run_step(w, p, i, ++num, total, &skipped, argc, argv);
         ran += !skipped;
     }
     if (!rc && w->rank == 0) {
-        char *json = sl_xasprintf("%s/summary.json", p.work_dir);
-        char *svg = sl_xasprintf("%s/funnel.svg", p.work_dir);
-        char *loss = sl_xasprintf("%s/loss.svg", p.work_dir);
-        int e = sl_mkdir_p(p.work_dir);
-        printf("pipeline '%s': %zu of %zu steps ran, %zu were complete (%s)\n", p.name, ran, total,
-               total - ran, p.work_dir);
+        char *json = sl_xasprintf("%s/summary.json", p->work_dir);
+        char *svg = sl_xasprintf("%s/funnel.svg", p->work_dir);
+        char *loss = sl_xasprintf("%s/loss.svg", p->work_dir);
+        int e = sl_mkdir_p(p->work_dir);
+        printf("pipeline '%s': %zu of %zu steps ran, %zu were complete (%s)\n", p->name, ran, total,
+               total - ran, p->work_dir);
         if (!e)
-            e = pl_report(&p, stdout, json, svg, loss);
+            e = pl_report(p, stdout, json, svg, loss);
         if (e) {
             sl_error("%s", sl_err_msg());
             rc = 1;
@@ -453,7 +396,53 @@ int cmd_run(int argc, const char **argv)
     }
     fflush(stdout);
     sl_dirlock_release(lock);
-    pl_pipeline_release(&p);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+static int check(void *opts, const struct sl_strlist *rest)
+{
+    const struct opts *ro = opts;
+    if (ro->keys)
+        return 0;
+    if (rest->n == 0)
+        return sl_err_set(SL_ERR_USAGE, "no pipeline given");
+    for (size_t i = 1; i < rest->n; i++)
+        if (!strchr(rest->v[i], '='))
+            return sl_err_set(SL_ERR_USAGE,
+                              "'%s' is not a key=value override\nhint: one pipeline "
+                              "file, then key=value pairs",
+                              rest->v[i]);
+    return 0;
+}
+
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
+{
+    const struct opts *ro = opts;
+    if (ro->keys) {
+        pl_print_keys(stdout);
+        return 0;
+    }
+    struct pl_pipeline p;
+    char *file = NULL;
+    pl_find_pipeline(rest->v[0], &file);
+    int rc = pl_pipeline_load(&p, file, (const char *const *)rest->v + 1, rest->n - 1);
+    free(file);
+    if (!rc) {
+        rc = check_commands(&p);
+        if (rc)
+            pl_pipeline_release(&p);
+    }
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        return rc == SL_ERR_IO || rc == SL_ERR_NOTFOUND ? 1 : 2;
+    }
+    struct sl_world *w = sl_world_get();
+    if (ro->dry)
+        rc = w->rank == 0 ? dry_run(&p) : 0;
+    else
+        rc = run_steps(ro, &p, argc, argv);
+    pl_pipeline_release(&p);
+    return rc;
+}
+
+const struct sl_cmd cmd_run = SL_CMD(NULL, cmd_run_options, struct opts, check, run);

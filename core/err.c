@@ -76,6 +76,7 @@ const char *sl_err_name(int code)
     case SL_ERR_STATE: return "invalid state";
     case SL_ERR_INTERRUPTED: return "interrupted";
     case SL_ERR_BUSY: return "busy";
+    case SL_ERR_PEER: return "another rank failed";
     }
     return "unknown error";
 }

@@ -26,7 +26,8 @@ enum sl_err {
     SL_ERR_NET = -12,        /* network failure */
     SL_ERR_STATE = -13,      /* API misuse or inconsistent state */
     SL_ERR_INTERRUPTED = -14, /* stopped by a signal or a user request */
-    SL_ERR_BUSY = -15         /* another run holds what this one needs (a directory lock) */
+    SL_ERR_BUSY = -15,        /* another run holds what this one needs (a directory lock) */
+    SL_ERR_PEER = -16         /* another MPI rank failed, and reported why itself */
 };
 
 #define SL_ERR_MSG_MAX 1024

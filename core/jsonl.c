@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Static_assert(SL_JSONL_DEFAULT_MAX_LINE == 67108864, "SL_JSONL_DEFAULT_MAX_LINE_TEXT");
-
 struct sl_jsonl_reader {
     struct sl_reader *in;
     struct sl_jsonl_opts o;

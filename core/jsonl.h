@@ -20,9 +20,8 @@ struct sl_buf;
 struct sl_counters;
 struct sl_source;
 
+/* (the default of a --max-line option row, SL_OPT_MAX_LINE: "64M") */
 #define SL_JSONL_DEFAULT_MAX_LINE (64u << 20)
-/* The same as written in a plan's settings (the `omit` text of a --max-line option row) */
-#define SL_JSONL_DEFAULT_MAX_LINE_TEXT "67108864"
 
 struct sl_jsonl_opts {
     size_t max_line;        /* 0: SL_JSONL_DEFAULT_MAX_LINE */

@@ -158,44 +158,54 @@ static void opt_name(const struct sl_option *o, char *buf, size_t n)
         snprintf(buf, n, "-%c", o->short_name);
 }
 
-static int apply(const struct sl_option *o, const char *arg)
+const char sl_omit_def[] = "(the default)";
+
+/* The member of o that row r names. */
+static void *member(const struct sl_option *r, const void *o)
+{
+    return (char *)o + r->off;
+}
+
+/* Set the value v of row o from arg (as given on the command line). */
+static int apply(const struct sl_option *o, void *v, const char *arg)
 {
     char name[64];
     char *end;
     opt_name(o, name, sizeof(name));
     switch (o->type) {
-    case SL_OPT_FLAG: *(int *)o->value = 1; return 0;
-    case SL_OPT_NEGFLAG: *(int *)o->value = 0; return 0;
+    case SL_OPT_FLAG: *(int *)v = 1; return 0;
+    case SL_OPT_NEGFLAG: *(int *)v = 0; return 0;
     case SL_OPT_VERBOSE_:
         if (sl_log_level() < SL_LOG_DEBUG)
             sl_log_set_level(sl_log_level() < SL_LOG_INFO ? SL_LOG_INFO : sl_log_level() + 1);
         return 0;
     case SL_OPT_QUIET_: sl_log_set_level(SL_LOG_QUIET); return 0;
-    case SL_OPT_STR: *(const char **)o->value = arg; return 0;
-    case SL_OPT_STRS: sl_strlist_push(o->value, arg); return 0;
+    case SL_OPT_STR:
+    case SL_OPT_JSON_: *(const char **)v = arg; return 0;
+    case SL_OPT_STRS: sl_strlist_push(v, arg); return 0;
     case SL_OPT_INT:
     case SL_OPT_ZLEVEL_:
         errno = 0;
-        *(long *)o->value = strtol(arg, &end, 10);
+        *(long *)v = strtol(arg, &end, 10);
         if (end == arg || *end || errno)
             return sl_err_set(SL_ERR_USAGE, "%s expects an integer, got '%s'", name, arg);
-        if (o->type == SL_OPT_ZLEVEL_ && (*(long *)o->value < 1 || *(long *)o->value > 22))
+        if (o->type == SL_OPT_ZLEVEL_ && (*(long *)v < 1 || *(long *)v > 22))
             return sl_err_set(SL_ERR_USAGE, "%s must be 1..22", name);
         return 0;
     case SL_OPT_U64:
         errno = 0;
-        *(uint64_t *)o->value = strtoull(arg, &end, 10);
+        *(uint64_t *)v = strtoull(arg, &end, 10);
         if (end == arg || *end || errno || arg[0] == '-')
             return sl_err_set(SL_ERR_USAGE, "%s expects a non-negative integer, got '%s'", name, arg);
         return 0;
     case SL_OPT_DBL:
         errno = 0;
-        *(double *)o->value = strtod(arg, &end);
+        *(double *)v = strtod(arg, &end);
         if (end == arg || *end || errno)
             return sl_err_set(SL_ERR_USAGE, "%s expects a number, got '%s'", name, arg);
         return 0;
     case SL_OPT_SIZE_:
-        if (sl_parse_size(arg, o->value))
+        if (sl_parse_size(arg, v))
             return sl_err_wrap(SL_ERR_USAGE, "%s: ", name);
         return 0;
     case SL_OPT_CHOICE_: {
@@ -204,7 +214,7 @@ static int apply(const struct sl_option *o, const char *arg)
             const char *bar = strchr(c, '|');
             size_t cl = bar ? (size_t)(bar - c) : strlen(c);
             if (cl == al && memcmp(c, arg, al) == 0) {
-                *(const char **)o->value = arg;
+                *(const char **)v = arg;
                 return 0;
             }
             c += cl + (bar ? 1 : 0);
@@ -214,6 +224,71 @@ static int apply(const struct sl_option *o, const char *arg)
     default:
         return sl_err_set(SL_ERR_STATE, "bad option table");
     }
+}
+
+/* Set v, the member of row o, to the row's default. */
+static int apply_def(const struct sl_option *o, void *v)
+{
+    int rc;
+    if (o->type == SL_OPT_FLAG || o->type == SL_OPT_NEGFLAG) {
+        rc = strcmp(o->def, "0") && strcmp(o->def, "1") ? SL_ERR_STATE : 0;
+        if (!rc)
+            *(int *)v = o->def[0] == '1';
+    } else if (o->type == SL_OPT_STRS || o->type == SL_OPT_GROUP || o->type == SL_OPT_QUIET_ ||
+               o->type == SL_OPT_VERBOSE_) {
+        rc = SL_ERR_STATE; /* no default for these */
+    } else {
+        rc = apply(o, v, o->def);
+    }
+    if (rc)
+        rc = sl_err_set(SL_ERR_STATE, "bad option table: the default '%s' of %s%s", o->def,
+                        o->long_name ? "--" : "setting ", o->long_name ? o->long_name : o->setting);
+    return rc;
+}
+
+int sl_options_init(const struct sl_option *opts, void *o)
+{
+    for (const struct sl_option *r = opts; r->type != SL_OPT_END; r++)
+        if (r->def) {
+            int rc = apply_def(r, member(r, o));
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+int sl_options_check_required(const struct sl_option *opts, const void *o)
+{
+    for (const struct sl_option *r = opts; r->type != SL_OPT_END; r++)
+        if ((r->flags & SL_OPTF_ALONE) && *(const int *)member(r, o))
+            return 0;
+    for (const struct sl_option *r = opts; r->type != SL_OPT_END; r++) {
+        if (!r->required)
+            continue;
+        const void *v = member(r, o);
+        int given;
+        switch (r->type) {
+        case SL_OPT_STRS: given = ((const struct sl_strlist *)v)->n > 0; break;
+        case SL_OPT_INT: case SL_OPT_ZLEVEL_: given = *(const long *)v != 0; break;
+        case SL_OPT_U64: case SL_OPT_SIZE_: given = *(const uint64_t *)v != 0; break;
+        case SL_OPT_DBL: given = *(const double *)v != 0; break;
+        case SL_OPT_FLAG: case SL_OPT_NEGFLAG: given = *(const int *)v != 0; break;
+        default: given = *(const char *const *)v != NULL; break;
+        }
+        if (!given) {
+            int arg = r->argh && r->type != SL_OPT_CHOICE_;
+            return sl_err_set(SL_ERR_USAGE, "--%s%s%s is required", r->long_name, arg ? " " : "",
+                              arg ? r->argh : "");
+        }
+    }
+    return 0;
+}
+
+void sl_options_release(const struct sl_option *opts, void *o)
+{
+    for (const struct sl_option *r = opts; r && r->type != SL_OPT_END; r++)
+        if (r->type == SL_OPT_STRS)
+            sl_strlist_release(member(r, o));
 }
 
 static const struct sl_option *find_long(const struct sl_option *opts, const char *name, size_t n)
@@ -318,25 +393,8 @@ static int unknown_long(const struct sl_option *opts, const char *name, size_t n
     return rc;
 }
 
-static int check_only;
-
-void sl_options_check_only(int on)
-{
-    check_only = on;
-}
-
-static int parse_options(int argc, const char **argv, const struct sl_option *opts,
-                         struct sl_strlist *rest);
-
-int sl_parse_options(int argc, const char **argv, const struct sl_option *opts,
+int sl_parse_options(int argc, const char **argv, const struct sl_option *opts, void *o,
                      struct sl_strlist *rest)
-{
-    int rc = parse_options(argc, argv, opts, rest);
-    return check_only && rc == 0 ? SL_PARSE_HELP : rc;
-}
-
-static int parse_options(int argc, const char **argv, const struct sl_option *opts,
-                         struct sl_strlist *rest)
 {
     int only_operands = 0;
     for (int i = 1; i < argc; i++) {
@@ -351,33 +409,33 @@ static int parse_options(int argc, const char **argv, const struct sl_option *op
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return SL_PARSE_HELP;
-        const struct sl_option *o;
+        const struct sl_option *r;
         const char *arg = NULL;
         char name[64];
         if (a[1] == '-') {
             const char *nm = a + 2;
             const char *eq = strchr(nm, '=');
             size_t nl = eq ? (size_t)(eq - nm) : strlen(nm);
-            o = find_long(opts, nm, nl);
-            if (!o)
+            r = find_long(opts, nm, nl);
+            if (!r)
                 return unknown_long(opts, nm, nl);
             if (eq) {
-                if (!takes_arg(o))
-                    return sl_err_set(SL_ERR_USAGE, "option '--%s' takes no value", o->long_name);
+                if (!takes_arg(r))
+                    return sl_err_set(SL_ERR_USAGE, "option '--%s' takes no value", r->long_name);
                 arg = eq + 1;
             }
         } else {
-            o = find_short(opts, a[1]);
-            if (!o)
+            r = find_short(opts, a[1]);
+            if (!r)
                 return sl_err_set(SL_ERR_USAGE, "unknown option '-%c'", a[1]);
             if (a[2]) {
-                if (!takes_arg(o)) {
+                if (!takes_arg(r)) {
                     /* bundled flags: -qv */
                     for (const char *c = a + 1; *c; c++) {
                         const struct sl_option *f = find_short(opts, *c);
                         if (!f || takes_arg(f))
                             return sl_err_set(SL_ERR_USAGE, "unknown option '-%c' in '%s'", *c, a);
-                        int rc = apply(f, NULL);
+                        int rc = apply(f, member(f, o), NULL);
                         if (rc)
                             return rc;
                     }
@@ -386,14 +444,14 @@ static int parse_options(int argc, const char **argv, const struct sl_option *op
                 arg = a + 2;
             }
         }
-        opt_name(o, name, sizeof(name));
-        if (takes_arg(o) && !arg) {
+        opt_name(r, name, sizeof(name));
+        if (takes_arg(r) && !arg) {
             if (i + 1 >= argc)
                 return sl_err_set(SL_ERR_USAGE, "option '%s' needs a value%s%s", name,
-                                  o->argh ? " " : "", o->argh ? o->argh : "");
+                                  r->argh ? " " : "", r->argh ? r->argh : "");
             arg = argv[++i];
         }
-        int rc = apply(o, arg);
+        int rc = apply(r, member(r, o), arg);
         if (rc)
             return rc;
     }
@@ -402,8 +460,6 @@ static int parse_options(int argc, const char **argv, const struct sl_option *op
 
 void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *opts)
 {
-    if (check_only)
-        return;
     size_t i = 0;
     for (; usage[i] && usage[i][0]; i++)
         fprintf(f, "%s %s\n", i == 0 ? "usage:" : "   or:", usage[i]);
@@ -429,17 +485,20 @@ void sl_usage_print(FILE *f, const char *const *usage, const struct sl_option *o
             n = snprintf(left, sizeof(left), "-%c", o->short_name);
         if (takes_arg(o) && o->argh)
             snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->argh);
+        const char *help = o->help ? o->help : "";
+        int def = o->def && !(o->flags & SL_OPTF_DEF_UNSAID);
         if (strlen(left) <= 26)
-            fprintf(f, "    %-26s  %s\n", left, o->help ? o->help : "");
+            fprintf(f, "    %-26s  %s", left, help);
         else
-            fprintf(f, "    %s\n    %-26s  %s\n", left, "", o->help ? o->help : "");
+            fprintf(f, "    %s\n    %-26s  %s", left, "", help);
+        if (def)
+            fprintf(f, " (default %s)", o->def);
+        fputc('\n', f);
     }
 }
 
 int sl_usage_error(const char *const *usage)
 {
-    if (check_only)
-        return 2;
     sl_error("%s", sl_err_msg());
     fprintf(stderr, "usage: %s\n", usage[0]);
     return 2;
@@ -465,10 +524,9 @@ const char *sl_option_key(const struct sl_option *o, char *buf, size_t n)
     return buf;
 }
 
-/* The JSON text of a settings row's value, into v. */
-static void setting_value(const struct sl_option *o, struct sl_buf *v)
+/* The JSON text of a settings row's value p (its member), into v. */
+static void setting_value(const struct sl_option *o, const void *p, struct sl_buf *v)
 {
-    const void *p = o->value;
     if (o->flags & SL_OPTF_GIVEN) {
         int given = o->type == SL_OPT_STRS ? ((const struct sl_strlist *)p)->n > 0
                                            : *(const char *const *)p != NULL;
@@ -522,36 +580,64 @@ static void setting_value(const struct sl_option *o, struct sl_buf *v)
     }
 }
 
-int sl_options_settings_json(const struct sl_option *opts, struct sl_buf *out)
+/* Whether row r, whose value's JSON text is v, is left out by its `omit` alone. */
+static int omitted(const struct sl_option *r, const struct sl_buf *v)
+{
+    if (!r->omit)
+        return 0;
+    const char *omit = r->omit;
+    struct sl_buf d = SL_BUF_INIT;
+    if (omit == SL_OMIT_DEF) {
+        /* the JSON text of the default: the value of a member that holds only it */
+        union {
+            int i;
+            long l;
+            uint64_t u;
+            double x;
+            const char *s;
+            struct sl_strlist list;
+        } m;
+        memset(&m, 0, sizeof(m));
+        if (r->def)
+            apply_def(r, &m);
+        setting_value(r, &m, &d);
+        omit = d.data ? d.data : "";
+    }
+    int same = strcmp(v->data ? v->data : "", omit) == 0;
+    sl_buf_release(&d);
+    return same;
+}
+
+int sl_options_settings_json(const struct sl_option *opts, const void *o, struct sl_buf *out)
 {
     struct sl_buf v = SL_BUF_INIT;
     int first = 1, rc = sl_buf_putc(out, '{');
     int keep_next = 0; /* the row before (SL_OPTF_PAIRED) is written: write this one too */
-    for (const struct sl_option *o = opts; !rc && o->type != SL_OPT_END; o++) {
-        if (!(o->flags & SL_OPTF_OUTPUT) || !o->value)
+    for (const struct sl_option *r = opts; !rc && r->type != SL_OPT_END; r++) {
+        if (!(r->flags & SL_OPTF_OUTPUT))
             continue;
         sl_buf_reset(&v);
-        setting_value(o, &v);
-        int keep = keep_next || !o->omit || strcmp(v.data ? v.data : "", o->omit) != 0;
+        setting_value(r, member(r, o), &v);
+        int keep = keep_next || !omitted(r, &v);
         keep_next = 0;
-        if (o->omit && !keep && (o->flags & SL_OPTF_PAIRED)) {
+        if (!keep && (r->flags & SL_OPTF_PAIRED)) {
             /* left out only when the next row is left out too */
-            const struct sl_option *n = o + 1;
+            const struct sl_option *n = r + 1;
             while (n->type != SL_OPT_END && !(n->flags & SL_OPTF_OUTPUT))
                 n++;
             if (n->type != SL_OPT_END) {
                 struct sl_buf nv = SL_BUF_INIT;
-                setting_value(n, &nv);
-                keep = !n->omit || strcmp(nv.data ? nv.data : "", n->omit) != 0;
+                setting_value(n, member(n, o), &nv);
+                keep = !omitted(n, &nv);
                 sl_buf_release(&nv);
             }
         }
         if (!keep)
             continue;
-        if (o->flags & SL_OPTF_PAIRED)
+        if (r->flags & SL_OPTF_PAIRED)
             keep_next = 1;
         char name[64];
-        const char *key = o->setting ? o->setting : sl_option_key(o, name, sizeof(name));
+        const char *key = r->setting ? r->setting : sl_option_key(r, name, sizeof(name));
         if (!first)
             rc = sl_buf_putc(out, ',');
         first = 0;

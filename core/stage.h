@@ -211,7 +211,7 @@ struct sl_stage_result {
 
 /* Collective. 0 with r filled (release with sl_stage_result_release), or <0 with a
  * message: the stage could not begin, a unit failed on this rank (its message), another
- * rank failed (r->peer_failed), or the manifest could not be written. */
+ * rank failed (SL_ERR_PEER, r->peer_failed), or the manifest could not be written. */
 int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
                        struct sl_stage_result *r);
 void sl_stage_result_release(struct sl_stage_result *r);

@@ -188,7 +188,7 @@ int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
         rc = arc;
     } else if (failed) {
         r->peer_failed = 1;
-        rc = sl_err_set(SL_ERR_STATE, "another rank failed");
+        rc = sl_err_set(SL_ERR_PEER, "another rank failed");
     } else if (!job->begun) {
         rc = sl_stage_finish(fr.st, names, nu, NULL, &r->totals);
     }

@@ -5,21 +5,25 @@
 
 #include "core/options.h"
 
-int cmd_reshard(int argc, const char **argv);
-int cmd_download(int argc, const char **argv);
-int cmd_extract(int argc, const char **argv);
-int cmd_dedup(int argc, const char **argv);
-int cmd_clean(int argc, const char **argv);
-int cmd_filter(int argc, const char **argv);
-int cmd_decontaminate(int argc, const char **argv);
-int cmd_classifier(int argc, const char **argv);
-int cmd_stats(int argc, const char **argv);
+/* The commands (core/options.h: usage text, option table, option struct size, run), which
+ * the command table (cli/table.c) names. cmd_dedup runs when `sluice dedup` names no mode
+ * (it says so); cmd_dedup_exact and cmd_dedup_fuzzy are its modes. */
+extern const struct sl_cmd cmd_reshard;
+extern const struct sl_cmd cmd_download;
+extern const struct sl_cmd cmd_extract;
+extern const struct sl_cmd cmd_dedup;
+extern const struct sl_cmd cmd_dedup_exact;
+extern const struct sl_cmd cmd_dedup_fuzzy;
+extern const struct sl_cmd cmd_clean;
+extern const struct sl_cmd cmd_filter;
+extern const struct sl_cmd cmd_decontaminate;
+extern const struct sl_cmd cmd_classifier;
+extern const struct sl_cmd cmd_stats;
 
 /* Each command's usage text (synopsis lines, "", description; NULL-terminated) and option
- * table, which it prints on -h (sl_usage_print) and the command table (cli/table.c)
- * points to. The option tables of the stages `sluice run` runs: each command parses with
- * its table, derives its settings from the rows marked SL_OPTF_OUTPUT, and the pipeline
- * derives the stage's keys from it (pipeline/keys.c). */
+ * table. The option tables of the stages `sluice run` runs: the dispatcher parses with the
+ * table, the command derives its settings from the rows marked SL_OPTF_OUTPUT, and the
+ * pipeline derives the stage's keys from it (pipeline/keys.c). */
 extern const char *const cmd_reshard_usage[];
 extern const char *const cmd_download_usage[];
 extern const char *const cmd_extract_usage[];

@@ -52,6 +52,7 @@ struct opts {
     int json, ids, jsonl;
     const char *tokenizer, *out, *docs;
     uint64_t vocab_size;
+    struct dataset_index_opts io; /* index, samples */
 };
 
 /* PREFIX from PREFIX, PREFIX.bin or PREFIX.idx (caller frees). */
@@ -381,127 +382,131 @@ static int cat(const struct opts *o, const struct sl_strlist *pre)
     return rc ? (rc == SL_ERR_USAGE ? 2 : 1) : 0;
 }
 
-/* The options of the run (set by cmd_dataset) and their table. */
-static struct opts o;
-static struct dataset_index_opts io;
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_dataset_options[] = {
     SL_OPT_GROUP_("inspect"),
-    SL_OPT_FLAG_(0, "json", &o.json, "print JSON instead of text"),
+    SL_OPT_FLAG_(0, "json", json, "print JSON instead of text"),
     SL_OPT_GROUP_("verify, cat"),
-    SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC", TOKENIZER_SPECS),
-    SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "verify: every token id must be below N"),
+    SL_OPT_STRING('t', "tokenizer", tokenizer, "SPEC", TOKENIZER_SPECS),
+    SL_OPT_UINT64(0, "vocab-size", vocab_size, "N", "verify: every token id must be below N"),
     SL_OPT_GROUP_("merge"),
-    SL_OPT_STRING('o', "out", &o.out, "PREFIX", "the merged shard"),
+    SL_OPT_STRING('o', "out", out, "PREFIX", "the merged shard"),
     SL_OPT_GROUP_("cat"),
-    SL_OPT_STRING(0, "docs", &o.docs, "LIST", "documents to print: 0,3,5-7 (default: all)"),
-    SL_OPT_FLAG_(0, "ids", &o.ids, "print token ids instead of decoded text"),
-    SL_OPT_FLAG_(0, "jsonl", &o.jsonl, "one JSON object per document"),
+    SL_OPT_STRING(0, "docs", docs, "LIST", "documents to print: 0,3,5-7 (default: all)"),
+    SL_OPT_FLAG_(0, "ids", ids, "print token ids instead of decoded text"),
+    SL_OPT_FLAG_(0, "jsonl", jsonl, "one JSON object per document"),
     SL_OPT_GROUP_("index, samples (Megatron's names)"),
-    SL_OPT_UINT64(0, "seq-length", &io.seq_length, "L", "tokens per sample, less one"),
-    SL_OPT_UINT64(0, "seed", &io.seed, "N", "the shuffles' seed (default 1234)"),
-    SL_OPT_STRING(0, "split", &io.split, "S", "train,valid,test shares, as given to Megatron "
-                                              "(default '969, 30, 1')"),
-    SL_OPT_STRING(0, "samples", &io.samples, "T,V,T", "samples of each split, or:"),
-    SL_OPT_UINT64(0, "train-iters", &io.train_iters, "N", "Megatron's rule: train N x G,"),
-    SL_OPT_UINT64(0, "train-samples", &io.train_samples, "N", "(or N samples)"),
-    SL_OPT_UINT64(0, "global-batch-size", &io.global_batch, "G",
+    SL_OPT_UINT64(0, "seq-length", io.seq_length, "L", "tokens per sample, less one"),
+    SL_OPT_UINT64(0, "seed", io.seed, "N", "the shuffles' seed", .def = "1234"),
+    SL_OPT_STRING(0, "split", io.split, "S",
+                  "train,valid,test shares, as given to Megatron "
+                  "(default '969, 30, 1')"),
+    SL_OPT_STRING(0, "samples", io.samples, "T,V,T", "samples of each split, or:"),
+    SL_OPT_UINT64(0, "train-iters", io.train_iters, "N", "Megatron's rule: train N x G,"),
+    SL_OPT_UINT64(0, "train-samples", io.train_samples, "N", "(or N samples)"),
+    SL_OPT_UINT64(0, "global-batch-size", io.global_batch, "G",
                   "valid (N / I + 1) x E x G, test E x G"),
-    SL_OPT_UINT64(0, "eval-interval", &io.eval_interval, "I", "(default 1000)"),
-    SL_OPT_UINT64(0, "eval-iters", &io.eval_iters, "E", "(default 100)"),
-    SL_OPT_STRING(0, "train-data-path", &io.split_path[0], "DATA", "a split's own data"),
-    SL_OPT_STRING(0, "valid-data-path", &io.split_path[1], "DATA", "(instead of PREFIX...)"),
-    SL_OPT_STRING(0, "test-data-path", &io.split_path[2], "DATA", ""),
-    SL_OPT_STRING(0, "data-cache-path", &io.cache_path, "DIR",
+    SL_OPT_UINT64(0, "eval-interval", io.eval_interval, "I", "(default 1000)", .def = "1000",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "eval-iters", io.eval_iters, "E", "(default 100)", .def = "100",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_STRING(0, "train-data-path", io.split_path[0], "DATA", "a split's own data"),
+    SL_OPT_STRING(0, "valid-data-path", io.split_path[1], "DATA", "(instead of PREFIX...)"),
+    SL_OPT_STRING(0, "test-data-path", io.split_path[2], "DATA", ""),
+    SL_OPT_STRING(0, "data-cache-path", io.cache_path, "DIR",
                   "the cache (default PREFIX/cache/GPTDataset_indices; blends only here)"),
-    SL_OPT_STRING(0, "megatron-tokenizer", &io.tokenizer, "SPEC",
+    SL_OPT_STRING(0, "megatron-tokenizer", io.tokenizer, "SPEC",
                   "the tokenizer Megatron will be given (see above)"),
-    SL_OPT_STRING(0, "path-map", &io.path_map, "FROM=TO",
+    SL_OPT_STRING(0, "path-map", io.path_map, "FROM=TO",
                   "Megatron gets the prefixes with a leading FROM as TO"),
-    SL_OPT_DOUBLE(0, "mid-level-dataset-surplus", &io.surplus, "X", "(default 0.005)"),
+    /* -1: Megatron's default */
+    SL_OPT_DOUBLE(0, "mid-level-dataset-surplus", io.surplus, "X", "(default 0.005)", .def = "-1",
+                  .flags = SL_OPTF_DEF_UNSAID),
     SL_OPT_GROUP_("index"),
-    SL_OPT_STRING(0, "manifest", &io.manifest, "FILE", "also write the JSON summary to FILE"),
+    SL_OPT_STRING(0, "manifest", io.manifest, "FILE", "also write the JSON summary to FILE"),
     SL_OPT_GROUP_("samples"),
-    SL_OPT_STRING(0, "split-name", &io.which, "NAME", "train (default), valid or test"),
-    SL_OPT_UINT64(0, "from", &io.from, "N", "first sample (default 0)"),
-    SL_OPT_UINT64(0, "to", &io.to, "M", "last sample (inclusive)"),
-    SL_OPT_INTEGER(0, "dp-rank", &io.dp_rank, "R", "only what data-parallel rank R reads"),
-    SL_OPT_INTEGER(0, "dp-size", &io.dp_size, "D", "of D ranks (Megatron's sampler)"),
-    SL_OPT_UINT64(0, "micro-batch-size", &io.micro_batch, "M", "(default 1)"),
-    SL_OPT_UINT64(0, "consumed-samples", &io.consumed, "C", "where the sampler starts (0)"),
-    SL_OPT_FLAG_(0, "text", &io.text, "also decode (--tokenizer, default the manifest's)"),
+    SL_OPT_STRING(0, "split-name", io.which, "NAME", "train (default), valid or test",
+                  .def = "train", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "from", io.from, "N", "first sample", .def = "0"),
+    /* UINT64_MAX: not given */
+    SL_OPT_UINT64(0, "to", io.to, "M", "last sample (inclusive)", .def = "18446744073709551615",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "dp-rank", io.dp_rank, "R", "only what data-parallel rank R reads"),
+    SL_OPT_INTEGER(0, "dp-size", io.dp_size, "D", "of D ranks (Megatron's sampler)"),
+    SL_OPT_UINT64(0, "micro-batch-size", io.micro_batch, "M", "(default 1)", .def = "1",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "consumed-samples", io.consumed, "C", "where the sampler starts (0)"),
+    SL_OPT_FLAG_(0, "text", io.text, "also decode (--tokenizer, default the manifest's)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_dataset(int argc, const char **argv)
+/* The subcommand (the first operand) and its operands checked. */
+static int check(void *opts, const struct sl_strlist *rest)
 {
-    memset(&o, 0, sizeof(o));
-    memset(&io, 0, sizeof(io));
-    dataset_index_defaults(&io);
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_dataset_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_dataset_usage, cmd_dataset_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    const char *sub = rest.n ? rest.v[0] : NULL;
+    const struct opts *o = opts;
+    const char *sub = rest->n ? rest->v[0] : NULL;
     static const char *const subs = "inspect, verify, merge, cat, index or samples";
     int megatron = sub && (!strcmp(sub, "index") || !strcmp(sub, "samples"));
-    if (!rc && !sub)
-        rc = sl_err_set(SL_ERR_USAGE, "no subcommand given (%s)", subs);
-    if (!rc && !megatron && strcmp(sub, "inspect") && strcmp(sub, "verify") &&
-        strcmp(sub, "merge") && strcmp(sub, "cat"))
-        rc = sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (%s)", sub, subs);
-    if (!rc && !strcmp(sub, "samples") && io.to == UINT64_MAX)
-        rc = sl_err_set(SL_ERR_USAGE, "samples needs --to M (and --from N)");
-    if (!rc && !megatron && rest.n < 2)
-        rc = sl_err_set(SL_ERR_USAGE, "no PREFIX given");
-    if (!rc && !strcmp(sub, "merge") && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "merge needs --out PREFIX");
-    char *found = NULL;
-    if (!rc && !strcmp(sub, "cat") && !o.tokenizer && !o.ids && rest.n >= 2) {
-        char *p = prefix_of(rest.v[1]);
-        found = manifest_tokenizer(p, NULL);
+    if (!sub)
+        return sl_err_set(SL_ERR_USAGE, "no subcommand given (%s)", subs);
+    if (!megatron && strcmp(sub, "inspect") && strcmp(sub, "verify") && strcmp(sub, "merge") &&
+        strcmp(sub, "cat"))
+        return sl_err_set(SL_ERR_USAGE, "unknown subcommand '%s' (%s)", sub, subs);
+    if (!strcmp(sub, "samples") && o->io.to == UINT64_MAX)
+        return sl_err_set(SL_ERR_USAGE, "samples needs --to M (and --from N)");
+    if (!megatron && rest->n < 2)
+        return sl_err_set(SL_ERR_USAGE, "no PREFIX given");
+    if (!strcmp(sub, "merge") && !o->out)
+        return sl_err_set(SL_ERR_USAGE, "merge needs --out PREFIX");
+    int tokenizer = o->tokenizer != NULL;
+    if (!strcmp(sub, "cat") && !o->tokenizer && !o->ids) {
+        char *p = prefix_of(rest->v[1]), *found = manifest_tokenizer(p, NULL);
         free(p);
-        if (found)
-            o.tokenizer = found;
-        else
-            rc = sl_err_set(SL_ERR_USAGE,
-                            "cat needs --tokenizer SPEC (or --ids): no tokenize manifest beside "
-                            "'%s' names one",
-                            rest.v[1]);
-    }
-    if (!rc && o.tokenizer && o.vocab_size)
-        rc = sl_err_set(SL_ERR_USAGE, "--tokenizer and --vocab-size cannot be used together");
-    if (rc) {
-        sl_strlist_release(&rest);
         free(found);
-        return sl_usage_error(cmd_dataset_usage);
+        if (!found)
+            return sl_err_set(SL_ERR_USAGE,
+                              "cat needs --tokenizer SPEC (or --ids): no tokenize manifest beside "
+                              "'%s' names one",
+                              rest->v[1]);
+        tokenizer = 1;
     }
-    struct sl_strlist pre = { rest.v + 1, rest.n - 1, 0 };
-    struct sl_world *w = sl_world_get();
-    int code = 0;
-    if (w->rank == 0) {
-        io.decode = o.tokenizer;
-        if (!strcmp(sub, "index"))
-            code = dataset_index_run(&io, &pre);
-        else if (!strcmp(sub, "samples"))
-            code = dataset_samples_run(&io, &pre);
-        else if (!strcmp(sub, "inspect"))
-            code = inspect(&o, &pre);
-        else if (!strcmp(sub, "verify"))
-            code = verify(&o, &pre);
-        else if (!strcmp(sub, "merge"))
-            code = merge(&o, &pre);
-        else
-            code = cat(&o, &pre);
-    }
-    fflush(stdout);
-    int64_t c = code;
-    sl_world_allreduce_i64(w, &c, 1, SL_MAX);
-    sl_strlist_release(&rest);
-    free(found);
-    return (int)c;
+    if (tokenizer && o->vocab_size)
+        return sl_err_set(SL_ERR_USAGE, "--tokenizer and --vocab-size cannot be used together");
+    return 0;
 }
+
+/* rank 0 works (rank0) */
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
+{
+    struct opts o = *(const struct opts *)opts; /* with cat's tokenizer from the manifest */
+    const char *sub = rest->v[0];
+    char *found = NULL;
+    if (!strcmp(sub, "cat") && !o.tokenizer && !o.ids) {
+        char *p = prefix_of(rest->v[1]);
+        o.tokenizer = found = manifest_tokenizer(p, NULL);
+        free(p);
+    }
+    struct sl_strlist pre = { rest->v + 1, rest->n - 1, 0 };
+    int code;
+    o.io.decode = o.tokenizer;
+    if (!strcmp(sub, "index"))
+        code = dataset_index_run(&o.io, &pre);
+    else if (!strcmp(sub, "samples"))
+        code = dataset_samples_run(&o.io, &pre);
+    else if (!strcmp(sub, "inspect"))
+        code = inspect(&o, &pre);
+    else if (!strcmp(sub, "verify"))
+        code = verify(&o, &pre);
+    else if (!strcmp(sub, "merge"))
+        code = merge(&o, &pre);
+    else
+        code = cat(&o, &pre);
+    free(found);
+    return code;
+}
+
+const struct sl_cmd cmd_dataset =
+    SL_CMD(cmd_dataset_usage, cmd_dataset_options, struct opts, check, run, .rank0 = 1);

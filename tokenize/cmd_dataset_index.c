@@ -19,17 +19,6 @@
 
 static const char *const split_names[3] = { "train", "valid", "test" };
 
-void dataset_index_defaults(struct dataset_index_opts *o)
-{
-    o->seed = 1234;         /* Megatron's --seed */
-    o->eval_interval = 1000; /* Megatron's --eval-interval */
-    o->eval_iters = 100;     /* Megatron's --eval-iters */
-    o->surplus = -1.0;
-    o->which = "train";
-    o->micro_batch = 1;
-    o->to = UINT64_MAX; /* not given */
-}
-
 /* The samples of each split, from --samples or Megatron's rule
  * (get_train_valid_test_num_samples) over its iteration options. */
 static int split_samples(const struct dataset_index_opts *o, uint64_t n[3])

@@ -43,13 +43,13 @@ struct opts {
     const char *out, *key;
 };
 
-static struct opts o;
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_tokenizer_punkt_train_options[] = {
-    SL_OPT_STRING('o', "out", &o.out, "DIR",
-                  "the punkt_tab directory written (created if missing)"),
-    SL_OPT_STRING(0, "json-key", &o.key, "KEY",
-                  "member of JSONL documents with the text (default text)"),
+    SL_OPT_STRING('o', "out", out, "DIR", "the punkt_tab directory written (created if missing)",
+                  .required = 1),
+    SL_OPT_STRING(0, "json-key", key, "KEY", "member of JSONL documents with the text",
+                  .def = "text"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -86,7 +86,8 @@ static int add_doc(void *arg, struct sl_jsonl_reader *r, struct sl_doc *d)
 }
 
 /* Add the texts of one input to the trainer. */
-static int add_input(struct punkt_trainer *t, const struct sl_input *in, uint64_t *texts)
+static int add_input(struct punkt_trainer *t, const struct sl_input *in, const char *key,
+                     uint64_t *texts)
 {
     const char *path = in->path;
     if (is_text_file(path)) {
@@ -106,29 +107,29 @@ static int add_input(struct punkt_trainer *t, const struct sl_input *in, uint64_
         return rc;
     }
     struct sl_jsonl_opts jo = {
-        .text_key = o.key, .allow_missing_text = 1, .repair_utf8 = 1, .on_skip = sl_warn_skip
+        .text_key = key, .allow_missing_text = 1, .repair_utf8 = 1, .on_skip = sl_warn_skip
     };
     struct add_ctx x = { t, texts };
     return sl_input_docs(in, &jo, add_doc, &x); /* up to its planned size */
 }
 
-static int run(const struct sl_strlist *operands)
+/* rank 0 trains (rank0) */
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
+    const struct opts *o = opts;
     static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
                                         ".json.gz", ".jsonl.bz2", ".txt",
                                         ".txt.gz",  ".txt.zst",   NULL };
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     struct punkt_trainer *t = punkt_trainer_new();
     struct sl_progress prog;
     sl_progress_start(&prog, "tokenizer punkt-train: reading", sl_inputs_total_size(&in), 1, 1);
     uint64_t done = 0, texts = 0;
     for (size_t f = 0; f < in.n && !rc; f++) {
-        rc = add_input(t, &in.v[f], &texts);
+        rc = add_input(t, &in.v[f], o->key, &texts);
         done += in.v[f].size;
         sl_progress_update(&prog, done, texts);
     }
@@ -140,47 +141,26 @@ static int run(const struct sl_strlist *operands)
     if (!rc)
         rc = punkt_trainer_finish(t, &p, &st);
     if (!rc)
-        rc = punkt_params_write(p, o.out);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-    } else {
+        rc = punkt_params_write(p, o->out);
+    if (!rc)
         sl_info("tokenizer punkt-train: %llu texts, %llu tokens of %llu types, %llu sentence "
                 "breaks -> %u abbreviations, %u collocations, %u sentence starters, %u types' "
                 "orthographic contexts in '%s'",
                 (unsigned long long)st.texts, (unsigned long long)st.tokens,
                 (unsigned long long)st.types, (unsigned long long)st.sentence_breaks,
                 punkt_map_count(p->abbrev), punkt_map_count(p->colloc),
-                punkt_map_count(p->starters), punkt_map_count(p->ortho), o.out);
-    }
+                punkt_map_count(p->starters), punkt_map_count(p->ortho), o->out);
     punkt_params_free(p);
     punkt_trainer_free(t);
     sl_inputs_release(&in);
-    return rc ? 1 : 0;
+    return rc;
 }
 
-int cmd_tokenizer_punkt_train(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    memset(&o, 0, sizeof(o));
-    o.key = "text";
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_tokenizer_punkt_train_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_tokenizer_punkt_train_usage, cmd_tokenizer_punkt_train_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_tokenizer_punkt_train_usage);
-    }
-    struct sl_world *w = sl_world_get();
-    int code = w->rank == 0 ? run(&rest) : 0;
-    int64_t c = code;
-    sl_world_allreduce_i64(w, &c, 1, SL_MAX);
-    sl_strlist_release(&rest);
-    return (int)c;
+    return operands->n ? 0 : sl_err_set(SL_ERR_USAGE, "no inputs given");
 }
+
+const struct sl_cmd cmd_tokenizer_punkt_train =
+    SL_CMD(cmd_tokenizer_punkt_train_usage, cmd_tokenizer_punkt_train_options, struct opts, check,
+           run, .rank0 = 1);

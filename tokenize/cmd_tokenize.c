@@ -98,47 +98,46 @@ struct opts {
     uint64_t vocab_size;
 };
 
-/* The options of the run (set by cmd_tokenize) and their table: the parser, -h, the
- * settings of the parts folder's plan (rows marked SL_OPTF_OUTPUT) and the pipeline's
- * tokenize keys. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the parts folder's
+ * plan (rows marked SL_OPTF_OUTPUT) and the pipeline's tokenize keys. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_tokenize_options[] = {
-    SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC", TOKENIZER_SPECS,
-                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
-    SL_SETTING(SL_OPT_STR, "kind", &o.kind),
-    SL_SETTING(SL_OPT_U64, "vocab_size", &o.vocab_size),
-    SL_SETTING(SL_OPT_STR, "dtype", &o.dtype),
-    SL_OPT_STRING('o', "out", &o.out, "PREFIX", "output prefix: PREFIX_<key>_document.bin/.idx"),
-    SL_OPT_STRINGS(0, "json-key", &o.keys, "KEY", "member to tokenize (repeatable; default text)",
+    SL_OPT_STRING('t', "tokenizer", tokenizer, "SPEC", TOKENIZER_SPECS,
+                  .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH, .required = 1),
+    SL_SETTING(SL_OPT_STR, "kind", kind),
+    SL_SETTING(SL_OPT_U64, "vocab_size", vocab_size),
+    SL_SETTING(SL_OPT_STR, "dtype", dtype),
+    SL_OPT_STRING('o', "out", out, "PREFIX", "output prefix: PREFIX_<key>_document.bin/.idx",
+                  .required = 1),
+    SL_OPT_STRINGS(0, "json-key", keys, "KEY", "member to tokenize (repeatable; default text)",
                    .flags = SL_OPTF_OUTPUT, .setting = "keys"),
-    SL_OPT_FLAG_(0, "append-eod", &o.append_eod,
+    SL_OPT_FLAG_(0, "append-eod", append_eod,
                  "end every non-empty document with the end-of-document token",
                  .flags = SL_OPTF_OUTPUT),
     /* -1 without --append-eod */
-    SL_OPT_INTEGER(0, "eod-id", &o.eod_id, "ID",
+    SL_OPT_INTEGER(0, "eod-id", eod_id, "ID",
                    "the end-of-document id (default <|endoftext|>, <|end_of_text|>, the model's "
                    "</s>, BERT's [EOS])",
-                   .flags = SL_OPTF_OUTPUT),
-    SL_OPT_INTEGER('j', "workers", &o.workers, "N",
-                   "encoding threads per rank (default: the cores)"),
-    SL_OPT_SIZE(0, "max-doc-size", &o.max_doc, "SIZE",
-                "longest JSONL line accepted; longer ones are reported and skipped (default 64M)",
+                   .def = "-1", .flags = SL_OPTF_OUTPUT | SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER('j', "workers", workers, "N", "encoding threads per rank (default: the cores)"),
+    SL_OPT_SIZE(0, "max-doc-size", max_doc, "SIZE",
+                "longest JSONL line accepted; longer ones are reported and skipped", .def = "64M",
                 .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "split-sentences", &o.split,
+    SL_OPT_FLAG_(0, "split-sentences", split,
                  "one sequence per sentence (NLTK Punkt): PREFIX_<key>_sentence.bin/.idx",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING(0, "lang", &o.lang, "LANG",
+    SL_OPT_STRING(0, "lang", lang, "LANG",
                   "--split-sentences: the Punkt model's language (default english)",
                   .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING(0, "punkt", &o.punkt, "DIR",
+    SL_OPT_STRING(0, "punkt", punkt, "DIR",
                   "--split-sentences: the Punkt model, a punkt_tab directory (instead of --lang's)",
                   .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
-    SL_SETTING(SL_OPT_STR, "punkt_model", &o.punkt_model),
-    SL_OPT_FLAG_(0, "keep-newlines", &o.keep_newlines,
+    SL_SETTING(SL_OPT_STR, "punkt_model", punkt_model),
+    SL_OPT_FLAG_(0, "keep-newlines", keep_newlines,
                  "--split-sentences: sentences keep the whitespace after them (Megatron's)",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -1075,8 +1074,9 @@ static void remove_stale_outputs(const struct opts *o, char **outs, size_t n)
         }
 }
 
-static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
+    struct opts so = *(const struct opts *)opts, *o = &so; /* with what the tokenizer says */
     struct sl_world *w = sl_world_get();
     double t0 = sl_now();
     char started[32];
@@ -1118,11 +1118,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     struct sl_inputs in;
     rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
     if (rc) {
-        sl_error("%s", sl_err_msg());
         tokenizer_free(tok);
         punkt_params_free(punkt);
         free(punkt_dir);
-        return 1;
+        return rc;
     }
     /* the temporary directory for the part shards, beside the output */
     char *dir = sl_xstrdup(o->out), *slash = strrchr(dir, '/');
@@ -1137,18 +1136,17 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     struct sl_dirlock *lock = NULL;
     rc = sl_stage_lock(w, tmpdir, o->wait, argc, argv, &lock);
     if (rc) {
-        sl_error("%s", sl_err_msg());
         free(tmpdir);
         free(dir);
         sl_inputs_release(&in);
         tokenizer_free(tok);
-        return 1;
+        return rc;
     }
     struct sl_buf settings = SL_BUF_INIT;
     o->kind = tokenizer_kind_name(tok->kind);
     o->vocab_size = tok->vocab_size;
     o->dtype = idx_dtype_name(dtype);
-    sl_options_settings_json(cmd_tokenize_options, &settings);
+    sl_options_settings_json(cmd_tokenize_options, o, &settings);
 
     struct pipeline pl;
     pipeline_start(&pl, o, tok, punkt, w);
@@ -1215,49 +1213,32 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     return failed ? 1 : 0;
 }
 
-int cmd_tokenize(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    memset(&o, 0, sizeof(o));
-    o.eod_id = -1;
-    o.max_doc = SL_JSONL_DEFAULT_MAX_LINE;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_tokenize_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_tokenize_usage, cmd_tokenize_options);
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.keys);
-        return 0;
-    }
-    if (!rc && !o.tokenizer)
-        rc = sl_err_set(SL_ERR_USAGE, "--tokenizer SPEC is required");
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out PREFIX is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && (o.workers < 0 || o.workers > 1024))
-        rc = sl_err_set(SL_ERR_USAGE, "--workers must be 0..1024");
-    if (!rc && o.max_doc < 16)
-        rc = sl_err_set(SL_ERR_USAGE, "--max-doc-size is too small");
-    if (!rc && o.eod_id >= 0)
-        o.append_eod = 1;
-    if (!rc && !o.split && (o.lang || o.punkt || o.keep_newlines))
-        rc = sl_err_set(SL_ERR_USAGE, "--%s splits sentences: give --split-sentences too",
-                        o.lang ? "lang" : o.punkt ? "punkt" : "keep-newlines");
-    if (!rc && o.split && !o.lang)
-        o.lang = "english";
-    for (size_t k = 0; !rc && k < o.keys.n; k++)
+    struct opts *o = opts;
+    if (operands->n == 0)
+        return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (o->workers < 0 || o->workers > 1024)
+        return sl_err_set(SL_ERR_USAGE, "--workers must be 0..1024");
+    if (o->max_doc < 16)
+        return sl_err_set(SL_ERR_USAGE, "--max-doc-size is too small");
+    if (o->eod_id >= 0)
+        o->append_eod = 1;
+    if (!o->split && (o->lang || o->punkt || o->keep_newlines))
+        return sl_err_set(SL_ERR_USAGE, "--%s splits sentences: give --split-sentences too",
+                          o->lang    ? "lang"
+                          : o->punkt ? "punkt"
+                                     : "keep-newlines");
+    if (o->split && !o->lang)
+        o->lang = "english";
+    for (size_t k = 0; k < o->keys.n; k++)
         for (size_t j = 0; j < k; j++)
-            if (!strcmp(o.keys.v[k], o.keys.v[j]))
-                rc = sl_err_set(SL_ERR_USAGE, "--json-key '%s' is given twice", o.keys.v[k]);
-    if (rc) {
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.keys);
-        return sl_usage_error(cmd_tokenize_usage);
-    }
-    if (o.keys.n == 0)
-        sl_strlist_push(&o.keys, "text");
-    rc = run(&o, &rest, argc, argv);
-    sl_strlist_release(&rest);
-    sl_strlist_release(&o.keys);
-    return rc;
+            if (!strcmp(o->keys.v[k], o->keys.v[j]))
+                return sl_err_set(SL_ERR_USAGE, "--json-key '%s' is given twice", o->keys.v[k]);
+    if (o->keys.n == 0)
+        sl_strlist_push(&o->keys, "text");
+    return 0;
 }
+
+const struct sl_cmd cmd_tokenize =
+    SL_CMD(cmd_tokenize_usage, cmd_tokenize_options, struct opts, check, run);

@@ -391,7 +391,7 @@ static void split_commas(const char *list, struct sl_strlist *s)
     }
 }
 
-static int run_byte_bpe(struct opts *o, const struct sl_inputs *in)
+static int run_byte_bpe(const struct opts *o, const struct sl_inputs *in)
 {
     int k = pretok_from_name(o->pattern, strlen(o->pattern));
     enum pretok_kind kind = k < 0 ? PRETOK_GPT2 : (enum pretok_kind)k;
@@ -432,9 +432,7 @@ static int run_byte_bpe(struct opts *o, const struct sl_inputs *in)
                     m.n_vocab, (unsigned long long)o->vocab_size);
         rc = write_byte_bpe(&m, o->out);
     }
-    if (rc)
-        sl_error("%s", sl_err_msg());
-    else
+    if (!rc)
         sl_info(
             "tokenizer train: %u merges, vocabulary %u; wrote '%s.tokenizer.json', '%s.tiktoken' "
             "and '%s.tiktoken.json'",
@@ -442,25 +440,24 @@ static int run_byte_bpe(struct opts *o, const struct sl_inputs *in)
     bpe_model_release(&m);
     sl_strlist_release(&sp);
     bpe_counts_free(c);
-    return rc ? 1 : 0;
+    return rc;
 }
 
-static int run(struct opts *o, struct sl_strlist *operands)
+/* rank 0 trains (rank0) */
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
+    const struct opts *o = opts;
     static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
                                         ".json.gz", ".jsonl.bz2", ".txt",
                                         ".txt.gz",  ".txt.zst",   NULL };
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     /* the output directory before the training, not after it */
-    if (sl_prepare_out_prefix(o->out)) {
-        sl_error("%s", sl_err_msg());
+    if ((rc = sl_prepare_out_prefix(o->out)) != 0) {
         sl_inputs_release(&in);
-        return 1;
+        return rc;
     }
     if (!strcmp(o->model_type, "byte-bpe")) {
         rc = run_byte_bpe(o, &in);
@@ -470,12 +467,8 @@ static int run(struct opts *o, struct sl_strlist *operands)
     struct reservoir r;
     memset(&r, 0, sizeof(r));
     rc = sample_inputs(o, &in, &r);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-    } else if (r.n == 0) {
-        sl_error("no sentences in the input to train on");
-        rc = 1;
-    }
+    if (!rc && r.n == 0)
+        rc = sl_err_set(SL_ERR_FORMAT, "no sentences in the input to train on");
     if (!rc) {
         qsort(r.h, r.n, sizeof(*r.h), by_order);
         const char **s = sl_xcalloc(r.n, sizeof(char *));
@@ -512,7 +505,7 @@ static int run(struct opts *o, struct sl_strlist *operands)
                 (unsigned long long)o->max_len, o->model_type, (unsigned long long)o->vocab_size);
         rc = spm_train_sentences(s, r.n, (const char *const *)a.v, a.n, o->out);
         if (rc)
-            sl_error("%s", ours(sl_err_msg()));
+            rc = sl_err_set(rc, "%s", ours(sl_err_msg()));
         else
             sl_info("tokenizer train: wrote '%s.model' and '%s.vocab'", o->out, o->out);
         free(s);
@@ -522,140 +515,100 @@ static int run(struct opts *o, struct sl_strlist *operands)
         free(r.h[i].s);
     free(r.h);
     sl_inputs_release(&in);
-    return rc ? 1 : 0;
+    return rc;
 }
 
-/* The options of the run (set by cmd_tokenizer) and their table: the parser, -h and the
- * pipeline's tokenizer_train keys (the byte-bpe options are not pipeline keys). */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, and the pipeline's tokenizer_train
+ * keys (the byte-bpe options are not pipeline keys). */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_tokenizer_train_options[] = {
-    SL_OPT_CHOICE(0, "model-type", &o.model_type, "unigram|bpe|char|word|byte-bpe",
-                  "model type (default unigram)"),
-    SL_OPT_UINT64(0, "vocab-size", &o.vocab_size, "N", "vocabulary size"),
-    SL_OPT_STRING('o', "out", &o.out, "PREFIX", "writes PREFIX.model and PREFIX.vocab"),
-    SL_OPT_STRING(0, "json-key", &o.key, "KEY",
-                  "member of JSONL documents with the text (default text)"),
-    SL_OPT_UINT64(0, "input-sentence-size", &o.sample, "N",
-                  "sentences sampled uniformly from all input (default 1000000; 0: all)"),
-    SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the sample (default 0)"),
-    SL_OPT_DOUBLE(0, "character-coverage", &o.coverage, "F", "characters covered (default 0.9995)"),
-    SL_OPT_FLAG_(0, "byte-fallback", &o.byte_fallback, "unknown characters as <0xNN> byte pieces"),
-    SL_OPT_FLAG_(0, "split-digits", &o.split_digits, "every digit is its own piece"),
-    SL_OPT_STRING(0, "user-defined-symbols", &o.uds, "A,B", "pieces always kept whole",
+    SL_OPT_CHOICE(0, "model-type", model_type, "unigram|bpe|char|word|byte-bpe", "model type",
+                  .def = "unigram"),
+    SL_OPT_UINT64(0, "vocab-size", vocab_size, "N", "vocabulary size", .required = 1),
+    SL_OPT_STRING('o', "out", out, "PREFIX", "writes PREFIX.model and PREFIX.vocab", .required = 1),
+    SL_OPT_STRING(0, "json-key", key, "KEY", "member of JSONL documents with the text",
+                  .def = "text"),
+    SL_OPT_UINT64(0, "input-sentence-size", sample, "N",
+                  "sentences sampled uniformly from all input (default 1000000; 0: all)",
+                  .def = "1000000", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "seed", seed, "N", "seed of the sample", .def = "0"),
+    SL_OPT_DOUBLE(0, "character-coverage", coverage, "F", "characters covered", .def = "0.9995"),
+    SL_OPT_FLAG_(0, "byte-fallback", byte_fallback, "unknown characters as <0xNN> byte pieces"),
+    SL_OPT_FLAG_(0, "split-digits", split_digits, "every digit is its own piece"),
+    SL_OPT_STRING(0, "user-defined-symbols", uds, "A,B", "pieces always kept whole",
                   .flags = SL_OPTF_LIST),
-    SL_OPT_STRING(0, "control-symbols", &o.control, "A,B", "control pieces", .flags = SL_OPTF_LIST),
-    SL_OPT_INTEGER(0, "pad-id", &o.pad, "ID", "default 0"),
-    SL_OPT_INTEGER(0, "unk-id", &o.unk, "ID", "default 1"),
-    SL_OPT_INTEGER(0, "bos-id", &o.bos, "ID", "default 2"),
-    SL_OPT_INTEGER(0, "eos-id", &o.eos, "ID", "default 3"),
-    SL_OPT_UINT64(0, "max-sentence-length", &o.max_len, "N",
-                  "longer sentences are skipped (default 4192 bytes, at most 65536)"),
-    SL_OPT_INTEGER(0, "threads", &o.threads, "N", "training threads (default: the cores)"),
-    SL_OPT_STRINGS(0, "spm-option", &o.extra, "NAME=VALUE",
-                   "any other spm_train option (repeatable)", .flags = SL_OPTF_KV),
-    SL_OPT_CHOICE(0, "pattern", &o.pattern, "gpt2|cl100k|o200k",
-                  "byte-bpe: pre-tokenizer regex of that encoding (default gpt2)",
+    SL_OPT_STRING(0, "control-symbols", control, "A,B", "control pieces", .flags = SL_OPTF_LIST),
+    SL_OPT_INTEGER(0, "pad-id", pad, "ID", "default 0", .def = "0", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "unk-id", unk, "ID", "default 1", .def = "1", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "bos-id", bos, "ID", "default 2", .def = "2", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "eos-id", eos, "ID", "default 3", .def = "3", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "max-sentence-length", max_len, "N",
+                  "longer sentences are skipped (default 4192 bytes, at most 65536)", .def = "4192",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "threads", threads, "N", "training threads (default: the cores)"),
+    SL_OPT_STRINGS(0, "spm-option", extra, "NAME=VALUE", "any other spm_train option (repeatable)",
+                   .flags = SL_OPTF_KV),
+    SL_OPT_CHOICE(0, "pattern", pattern, "gpt2|cl100k|o200k",
+                  "byte-bpe: pre-tokenizer regex of that encoding", .def = "gpt2",
                   .flags = SL_OPTF_NO_KEY),
-    SL_OPT_STRING(0, "special-tokens", &o.specials, "A,B",
+    SL_OPT_STRING(0, "special-tokens", specials, "A,B",
                   "byte-bpe: special tokens, ids 0.. (default <|endoftext|>; '' for none)",
+                  .def = "<|endoftext|>", .flags = SL_OPTF_NO_KEY | SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "min-frequency", min_freq, "N",
+                  "byte-bpe: pairs seen fewer times are not merged", .def = "0",
                   .flags = SL_OPTF_NO_KEY),
-    SL_OPT_UINT64(0, "min-frequency", &o.min_freq, "N",
-                  "byte-bpe: pairs seen fewer times are not merged (default 0)",
-                  .flags = SL_OPTF_NO_KEY),
-    SL_OPT_UINT64(0, "max-pretokens", &o.max_pretokens, "N",
-                  "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it "
-                  "(default 4000000)",
-                  .flags = SL_OPTF_NO_KEY),
+    SL_OPT_UINT64(0, "max-pretokens", max_pretokens, "N",
+                  "byte-bpe: distinct pre-tokens counted; the rarest are dropped past it",
+                  .def = "4000000", .flags = SL_OPTF_NO_KEY),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_tokenizer(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    if (argc >= 2 && !strcmp(argv[1], "punkt-train"))
-        return cmd_tokenizer_punkt_train(argc - 1, argv + 1);
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        sl_usage_print(stdout, cmd_tokenizer_usage, NULL);
-        return 0;
-    }
-    memset(&o, 0, sizeof(o));
-    o.model_type = "unigram";
-    o.key = "text";
-    o.sample = 1000000;
-    o.max_len = 4192;
-    o.coverage = 0.9995;
-    o.pad = 0;
-    o.unk = 1;
-    o.bos = 2;
-    o.eos = 3;
-    o.pattern = "gpt2";
-    o.specials = "<|endoftext|>";
-    o.max_pretokens = 4000000;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_tokenizer_train_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_tokenizer_train_usage, cmd_tokenizer_train_options);
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.extra);
-        return 0;
-    }
-    if (!rc && (rest.n == 0 || strcmp(rest.v[0], "train")))
-        rc = sl_err_set(SL_ERR_USAGE,
-                        rest.n ? "unknown subcommand '%s' (train, punkt-train)"
-                               : "no subcommand given (train, punkt-train)",
-                        rest.n ? rest.v[0] : "");
-    if (!rc && !o.vocab_size)
-        rc = sl_err_set(SL_ERR_USAGE, "--vocab-size N is required");
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out PREFIX is required");
-    int bbpe = !strcmp(o.model_type, "byte-bpe");
+    const struct opts *o = opts;
+    int rc = 0;
+    int bbpe = !strcmp(o->model_type, "byte-bpe");
     if (!rc && bbpe) {
         size_t nspec = 0;
-        for (const char *q = o.specials; *o.specials && q; q = strchr(q, ','), q = q ? q + 1 : NULL)
+        for (const char *q = o->specials; *o->specials && q;
+             q = strchr(q, ','), q = q ? q + 1 : NULL)
             nspec++;
-        if (o.vocab_size < nspec + 256 || o.vocab_size > 0x7fffffff)
+        if (o->vocab_size < nspec + 256 || o->vocab_size > 0x7fffffff)
             rc = sl_err_set(
                 SL_ERR_USAGE,
                 "--vocab-size must be at least the %zu special tokens plus the 256 bytes, and "
                 "below 2^31 (got %llu)",
-                nspec, (unsigned long long)o.vocab_size);
+                nspec, (unsigned long long)o->vocab_size);
     }
-    if (!rc && bbpe && sl_utf8_validate(o.specials, strlen(o.specials)) != strlen(o.specials))
+    if (!rc && bbpe && sl_utf8_validate(o->specials, strlen(o->specials)) != strlen(o->specials))
         rc = sl_err_set(SL_ERR_USAGE, "--special-tokens is not valid UTF-8");
-    if (!rc && bbpe && o.max_pretokens < 1024)
+    if (!rc && bbpe && o->max_pretokens < 1024)
         rc = sl_err_set(SL_ERR_USAGE, "--max-pretokens must be at least 1024 (got %llu)",
-                        (unsigned long long)o.max_pretokens);
-    if (!rc && rest.n < 2)
+                        (unsigned long long)o->max_pretokens);
+    if (!rc && operands->n == 0)
         rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
     /* SentencePiece's memory grows with the longest sentence it is given (the unigram
      * lattice, the BPE symbol lists): a 3 MB one takes 1.9 GB, a 30 MB one 9 GB */
-    if (!rc && (o.max_len == 0 || o.max_len > MAX_SENTENCE_CAP))
+    if (!rc && (o->max_len == 0 || o->max_len > MAX_SENTENCE_CAP))
         rc = sl_err_set(SL_ERR_USAGE,
                         "--max-sentence-length must be 1..%d bytes (got %llu)\nhint: the "
                         "trainer's memory grows with the longest sentence; longer lines are "
                         "skipped and counted",
-                        MAX_SENTENCE_CAP, (unsigned long long)o.max_len);
-    if (!rc && (o.coverage <= 0 || o.coverage > 1))
+                        MAX_SENTENCE_CAP, (unsigned long long)o->max_len);
+    if (!rc && (o->coverage <= 0 || o->coverage > 1))
         rc = sl_err_set(SL_ERR_USAGE, "--character-coverage must be in (0, 1]");
-    for (size_t i = 0; !rc && i < o.extra.n; i++)
-        if (!strchr(o.extra.v[i], '=') || !strncmp(o.extra.v[i], "input", 5) ||
-            !strncmp(o.extra.v[i], "model_prefix", 12))
+    for (size_t i = 0; !rc && i < o->extra.n; i++)
+        if (!strchr(o->extra.v[i], '=') || !strncmp(o->extra.v[i], "input", 5) ||
+            !strncmp(o->extra.v[i], "model_prefix", 12))
             rc = sl_err_set(SL_ERR_USAGE,
                             "--spm-option '%s': expected NAME=VALUE (not input or model_prefix)",
-                            o.extra.v[i]);
-    if (rc) {
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.extra);
-        return sl_usage_error(rest.n && !strcmp(rest.v[0], "train") ? cmd_tokenizer_train_usage
-                                                                    : cmd_tokenizer_usage);
-    }
-    struct sl_strlist ops = { rest.v + 1, rest.n - 1, 0 };
-    struct sl_world *w = sl_world_get();
-    int code = w->rank == 0 ? run(&o, &ops) : 0;
-    int64_t c = code;
-    sl_world_allreduce_i64(w, &c, 1, SL_MAX);
-    sl_strlist_release(&rest);
-    sl_strlist_release(&o.extra);
-    return (int)c;
+                            o->extra.v[i]);
+    return rc;
 }
+
+/* `sluice tokenizer train`, also as `sluice tokenizer [options] train IN...` (the command
+ * table's fallback of `sluice tokenizer`) */
+const struct sl_cmd cmd_tokenizer_train = SL_CMD(
+    cmd_tokenizer_train_usage, cmd_tokenizer_train_options, struct opts, check, run, .rank0 = 1);

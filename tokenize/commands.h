@@ -5,14 +5,16 @@
 
 #include "core/options.h"
 
-int cmd_tokenize(int argc, const char **argv);
-int cmd_tokenizer(int argc, const char **argv);
-int cmd_dataset(int argc, const char **argv);
-/* `sluice tokenizer punkt-train` (argv[0] is "punkt-train") */
-int cmd_tokenizer_punkt_train(int argc, const char **argv);
+/* The commands (see curate/commands.h): `sluice tokenize`, `sluice tokenizer train`,
+ * `sluice tokenizer punkt-train` and `sluice dataset`. */
+extern const struct sl_cmd cmd_tokenize;
+extern const struct sl_cmd cmd_tokenizer_train;
+extern const struct sl_cmd cmd_tokenizer_punkt_train;
+extern const struct sl_cmd cmd_dataset;
 
-/* Usage texts and option tables (see curate/commands.h); tokenize's and tokenizer's are
- * those of the stages `sluice run` runs. */
+/* Usage texts and option tables (see curate/commands.h); tokenize's and tokenizer train's
+ * are those of the stages `sluice run` runs. cmd_tokenizer_usage is `sluice tokenizer`'s
+ * own. */
 extern const char *const cmd_tokenize_usage[];
 extern const char *const cmd_tokenizer_usage[];
 extern const char *const cmd_tokenizer_train_usage[];

@@ -31,8 +31,6 @@ struct dataset_index_opts {
     int text;                   /* --text: decode with the manifest's tokenizer */
 };
 
-/* Set the defaults (seed 1234, Megatron's --eval-interval 1000 and --eval-iters 100, ...). */
-void dataset_index_defaults(struct dataset_index_opts *o);
 /* Build (or find) every index Megatron builds for these settings; a JSON summary on stdout.
  * pre: the --data-path words. Returns the exit code (0, 1, 2). */
 int dataset_index_run(const struct dataset_index_opts *o, const struct sl_strlist *pre);

@@ -5,11 +5,12 @@
 
 #include "core/options.h"
 
-int cmd_train(int argc, const char **argv);
-int cmd_generate(int argc, const char **argv);
-int cmd_export(int argc, const char **argv);
-int cmd_import(int argc, const char **argv);
-int cmd_eval(int argc, const char **argv);
+/* The commands (see curate/commands.h). */
+extern const struct sl_cmd cmd_train;
+extern const struct sl_cmd cmd_generate;
+extern const struct sl_cmd cmd_export;
+extern const struct sl_cmd cmd_import;
+extern const struct sl_cmd cmd_eval;
 
 /* Each command's usage text and option table (see curate/commands.h). */
 extern const char *const cmd_train_usage[];

@@ -354,37 +354,41 @@ static int run_tasks(const struct eopts *o, const struct model_config *mc,
     return code;
 }
 
-/* The options of the run (set by cmd_eval) and their table. */
-static struct eopts eval_opts;
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct eopts
 
 const struct sl_option cmd_eval_options[] = {
-    SL_OPT_STRINGS(0, "data", &eval_opts.data, "PREFIX",
+    SL_OPT_STRINGS(0, "data", data, "PREFIX",
                    "held-out loss on these shards (repeatable; Megatron blend syntax)"),
-    SL_OPT_STRING(0, "split", &eval_opts.split, "NAME", "valid (default), test, train or all"),
-    SL_OPT_STRING(0, "split-weights", &eval_opts.split_weights, "A,B,C",
+    SL_OPT_STRING(0, "split", split, "NAME", "valid (default), test, train or all", .def = "valid",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_STRING(0, "split-weights", split_weights, "A,B,C",
                   "data.split of the run (default: the checkpoint's, else 969,30,1)"),
-    SL_OPT_INTEGER(0, "samples", &eval_opts.samples, "N", "samples of seq_len tokens (64)"),
-    SL_OPT_INTEGER(0, "seq-len", &eval_opts.seq_len, "N",
+    SL_OPT_INTEGER(0, "samples", samples, "N", "samples of seq_len tokens (64)", .def = "64",
+                   .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "seq-len", seq_len, "N",
                    "tokens per sample (default: the run's train.seq_len)"),
-    SL_OPT_INTEGER(0, "batch", &eval_opts.batch, "N", "samples per forward pass (4)"),
-    SL_OPT_STRINGS(0, "tasks", &eval_opts.tasks, "FILE", "zero-shot task file, JSONL (repeatable)"),
-    SL_OPT_INTEGER(0, "limit", &eval_opts.limit, "N",
-                   "score the first N items of each task (0: all)"),
-    SL_OPT_STRING(0, "tokenizer", &eval_opts.tokenizer, "SPEC",
+    SL_OPT_INTEGER(0, "batch", batch, "N", "samples per forward pass (4)", .def = "4",
+                   .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_STRINGS(0, "tasks", tasks, "FILE", "zero-shot task file, JSONL (repeatable)"),
+    SL_OPT_INTEGER(0, "limit", limit, "N", "score the first N items of each task (0: all)"),
+    SL_OPT_STRING(0, "tokenizer", tokenizer, "SPEC",
                   TOKENIZER_SPECS "; default: the one recorded with the checkpoint's data"),
-    SL_OPT_STRING(0, "details", &eval_opts.details, "FILE",
+    SL_OPT_STRING(0, "details", details, "FILE",
                   "write each choice's token ids and log-likelihood as JSON lines"),
-    SL_OPT_STRING(0, "device", &eval_opts.device, "NAME",
+    SL_OPT_STRING(0, "device", device, "NAME",
                   "auto (default: the GPU when there is one), cpu or cuda: where the held-out "
-                  "loss runs"),
-    SL_OPT_INTEGER(0, "threads", &eval_opts.threads, "N", "OpenMP threads (default: all cores)"),
+                  "loss runs",
+                  .def = "auto", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "threads", threads, "N", "OpenMP threads (default: all cores)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
 /* The checks of the command line after parsing: 0 or SL_ERR_USAGE with a message. */
-static int check_args(const struct eopts *o, const struct sl_strlist *rest)
+static int check(void *opts, const struct sl_strlist *rest)
 {
+    const struct eopts *o = opts;
     int rc = 0;
     if (rest->n != 1)
         rc = sl_err_set(SL_ERR_USAGE,
@@ -550,36 +554,14 @@ out:
     return code;
 }
 
-int cmd_eval(int argc, const char **argv)
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
 {
-    struct eopts *o = &eval_opts;
-    memset(o, 0, sizeof(*o));
-    o->split = "valid";
-    o->split_weights = NULL;
-    o->samples = 64;
-    o->batch = 4;
-    o->device = "auto";
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_eval_options, &rest);
-    int code = 0;
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_eval_usage, cmd_eval_options);
-        goto done;
-    }
-    if (!rc)
-        rc = check_args(o, &rest);
-    if (rc) {
-        code = sl_usage_error(cmd_eval_usage);
-        goto done;
-    }
+    const struct eopts *o = opts;
 #ifdef _OPENMP
     if (o->threads > 0)
         omp_set_num_threads((int)o->threads);
 #endif
-    code = evaluate(o, rest.v[0]);
-done:
-    sl_strlist_release(&o->data);
-    sl_strlist_release(&o->tasks);
-    sl_strlist_release(&rest);
-    return code;
+    return evaluate(o, rest->v[0]);
 }
+
+const struct sl_cmd cmd_eval = SL_CMD(cmd_eval_usage, cmd_eval_options, struct eopts, check, run);

@@ -243,16 +243,17 @@ static void tok_export_names(const struct tok_export *x, char *s, size_t n)
         k += (size_t)snprintf(s + k, n - k, "%s%s", i ? " + " : "", x->name[i]);
 }
 
-/* The options of the run (set by cmd_export) and their table. */
-static struct {
+struct opts {
     const char *out, *tok_spec;
-} xo;
+};
 
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct opts
 const struct sl_option cmd_export_options[] = {
-    SL_OPT_STRING('o', "out", &xo.out, "DIR", "output directory (created)"),
-    SL_OPT_STRING(0, "tokenizer", &xo.tok_spec, "SPEC",
-                  "the data's tokenizer, for a checkpoint that carries none, or alone: "
-                  TOKENIZER_SPECS),
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)"),
+    SL_OPT_STRING(
+        0, "tokenizer", tok_spec, "SPEC",
+        "the data's tokenizer, for a checkpoint that carries none, or alone: " TOKENIZER_SPECS),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -330,36 +331,29 @@ static int export_tokenizer(const char *spec, const char *out)
     return rc;
 }
 
-int cmd_export(int argc, const char **argv)
+/* `export hf CKPT`, or `export hf --tokenizer SPEC` alone */
+static int check(void *opts, const struct sl_strlist *rest)
 {
-    memset(&xo, 0, sizeof(xo));
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_export_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_export_usage, cmd_export_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    int tok_only = !rc && rest.n == 1 && xo.tok_spec;
-    if (!rc && !tok_only)
-        rc = sl_check_format_operands(&rest, "export", "hf", "checkpoint");
-    if (!rc && tok_only && strcmp(rest.v[0], "hf") != 0)
-        rc = sl_check_format_operands(&rest, "export", "hf", "checkpoint");
-    if (!rc && !xo.out)
+    const struct opts *o = opts;
+    int tok_only = rest->n == 1 && o->tok_spec;
+    int rc = 0;
+    if (!tok_only || strcmp(rest->v[0], "hf") != 0)
+        rc = sl_check_format_operands(rest, "export", "hf", "checkpoint");
+    if (!rc && !o->out)
         rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_export_usage);
-    }
-    if (tok_only) {
-        rc = export_tokenizer(xo.tok_spec, xo.out);
-    } else {
-        char *path = step_dir(rest.v[1]);
-        rc = export_checkpoint(path, xo.out, xo.tok_spec);
-        free(path);
-    }
-    if (rc)
-        sl_error("%s", sl_err_msg());
-    sl_strlist_release(&rest);
-    return rc ? 1 : 0;
+    return rc;
 }
+
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
+{
+    const struct opts *o = opts;
+    if (rest->n == 1) /* hf, with --tokenizer */
+        return export_tokenizer(o->tok_spec, o->out);
+    char *path = step_dir(rest->v[1]);
+    int rc = export_checkpoint(path, o->out, o->tok_spec);
+    free(path);
+    return rc;
+}
+
+const struct sl_cmd cmd_export =
+    SL_CMD(cmd_export_usage, cmd_export_options, struct opts, check, run);

@@ -488,71 +488,65 @@ static int generate(const struct gopts *o, const char *ckpt_arg)
     return code;
 }
 
-/* The options of the run (set by cmd_generate) and their table. */
-static struct gopts o;
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct gopts
 
 const struct sl_option cmd_generate_options[] = {
-    SL_OPT_STRING('p', "prompt", &o.prompt, "TEXT", "the text to continue (--ids: token ids)"),
-    SL_OPT_INTEGER('n', "max-tokens", &o.max_tokens, "N", "tokens to generate (default 128)"),
-    SL_OPT_DOUBLE(0, "temperature", &o.temperature, "T",
-                  "divide the logits by T (default 0.8; 0: greedy)"),
-    SL_OPT_INTEGER(0, "top-k", &o.top_k, "K",
-                   "sample from the K most likely tokens (default 40; 0: all)"),
-    SL_OPT_DOUBLE(0, "top-p", &o.top_p, "P",
-                  "keep the most likely tokens up to probability P (default 0.95; 1: all)"),
-    SL_OPT_UINT64(0, "seed", &o.seed, "S", "random seed (default 1234)"),
-    SL_OPT_STRING('t', "tokenizer", &o.tokenizer, "SPEC",
+    SL_OPT_STRING('p', "prompt", prompt, "TEXT", "the text to continue (--ids: token ids)"),
+    SL_OPT_INTEGER('n', "max-tokens", max_tokens, "N", "tokens to generate", .def = "128"),
+    SL_OPT_DOUBLE(0, "temperature", temperature, "T",
+                  "divide the logits by T (default 0.8; 0: greedy)", .def = "0.8",
+                  .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "top-k", top_k, "K",
+                   "sample from the K most likely tokens (default 40; 0: all)", .def = "40",
+                   .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_DOUBLE(0, "top-p", top_p, "P",
+                  "keep the most likely tokens up to probability P (default 0.95; 1: all)",
+                  .def = "0.95", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_UINT64(0, "seed", seed, "S", "random seed", .def = "1234"),
+    SL_OPT_STRING('t', "tokenizer", tokenizer, "SPEC",
                   TOKENIZER_SPECS "; default: the training data's"),
-    SL_OPT_INTEGER(0, "threads", &o.threads, "N", "OpenMP threads (default: all cores)"),
-    SL_OPT_FLAG_(0, "ids", &o.ids, "the prompt and the output are token ids"),
-    SL_OPT_FLAG_(0, "ignore-eod", &o.ignore_eod,
+    SL_OPT_INTEGER(0, "threads", threads, "N", "OpenMP threads (default: all cores)"),
+    SL_OPT_FLAG_(0, "ids", ids, "the prompt and the output are token ids"),
+    SL_OPT_FLAG_(0, "ignore-eod", ignore_eod,
                  "go on past the end-of-document token (default: stop there)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_generate(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *rest)
 {
-    memset(&o, 0, sizeof(o));
-    o.max_tokens = 128;
-    o.temperature = 0.8;
-    o.top_k = 40;
-    o.top_p = 0.95;
-    o.seed = 1234;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_generate_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_generate_usage, cmd_generate_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && rest.n != 1)
-        rc = sl_err_set(SL_ERR_USAGE,
-                        rest.n ? "give exactly one checkpoint" : "no checkpoint given");
-    if (!rc && o.max_tokens < 0)
-        rc = sl_err_set(SL_ERR_USAGE, "--max-tokens must be 0 or more");
-    if (!rc && (o.top_k < 0 || o.top_k > 0x7fffffff))
-        rc = sl_err_set(SL_ERR_USAGE, "--top-k must be 0 (off) or more");
-    if (!rc && (!isfinite(o.temperature) || o.temperature < 0))
-        rc = sl_err_set(SL_ERR_USAGE, "--temperature must be 0 or more");
-    if (!rc && (!isfinite(o.top_p) || o.top_p < 0 || o.top_p > 1))
-        rc = sl_err_set(SL_ERR_USAGE, "--top-p must be in [0, 1]");
-    if (!rc && o.threads < 0)
-        rc = sl_err_set(SL_ERR_USAGE, "--threads must be 0 (all cores) or more");
-    if (!rc && o.ids && o.tokenizer)
-        rc = sl_err_set(SL_ERR_USAGE, "--ids and --tokenizer cannot be used together");
-    if (!rc && o.ids && (!o.prompt || !o.prompt[0]))
-        rc = sl_err_set(SL_ERR_USAGE, "--ids needs --prompt \"ID ...\"");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_generate_usage);
-    }
+    const struct gopts *o = opts;
+    if (rest->n != 1)
+        return sl_err_set(SL_ERR_USAGE,
+                          rest->n ? "give exactly one checkpoint" : "no checkpoint given");
+    if (o->max_tokens < 0)
+        return sl_err_set(SL_ERR_USAGE, "--max-tokens must be 0 or more");
+    if (o->top_k < 0 || o->top_k > 0x7fffffff)
+        return sl_err_set(SL_ERR_USAGE, "--top-k must be 0 (off) or more");
+    if (!isfinite(o->temperature) || o->temperature < 0)
+        return sl_err_set(SL_ERR_USAGE, "--temperature must be 0 or more");
+    if (!isfinite(o->top_p) || o->top_p < 0 || o->top_p > 1)
+        return sl_err_set(SL_ERR_USAGE, "--top-p must be in [0, 1]");
+    if (o->threads < 0)
+        return sl_err_set(SL_ERR_USAGE, "--threads must be 0 (all cores) or more");
+    if (o->ids && o->tokenizer)
+        return sl_err_set(SL_ERR_USAGE, "--ids and --tokenizer cannot be used together");
+    if (o->ids && (!o->prompt || !o->prompt[0]))
+        return sl_err_set(SL_ERR_USAGE, "--ids needs --prompt \"ID ...\"");
+    return 0;
+}
+
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
+{
+    const struct gopts *o = opts;
 #ifdef _OPENMP
-    if (o.threads > 0)
-        omp_set_num_threads((int)o.threads);
+    if (o->threads > 0)
+        omp_set_num_threads((int)o->threads);
 #endif
     /* under mpirun, rank 0 generates (one output, not one per rank) */
-    int code = sl_world_get()->rank == 0 ? generate(&o, rest.v[0]) : 0;
-    sl_strlist_release(&rest);
-    return code;
+    return sl_world_get()->rank == 0 ? generate(o, rest->v[0]) : 0;
 }
+
+const struct sl_cmd cmd_generate =
+    SL_CMD(cmd_generate_usage, cmd_generate_options, struct gopts, check, run);

@@ -28,45 +28,39 @@ const char *const cmd_import_usage[] = {
     NULL,
 };
 
-/* The options of the run (set by cmd_import) and their table. */
-static struct {
+struct opts {
     const char *out;
     long pad;
-} io;
+};
 
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct opts
 const struct sl_option cmd_import_options[] = {
-    SL_OPT_STRING('o', "out", &io.out, "CKPT", "checkpoint directory to write (created)"),
-    SL_OPT_INTEGER(0, "make-vocab-size-divisible-by", &io.pad, "N",
-                   "pad the embedding rows to a multiple of N (128, as model.*)"),
+    SL_OPT_STRING('o', "out", out, "CKPT", "checkpoint directory to write (created)"),
+    SL_OPT_INTEGER(0, "make-vocab-size-divisible-by", pad, "N",
+                   "pad the embedding rows to a multiple of N (128, as model.*)", .def = "128",
+                   .flags = SL_OPTF_DEF_UNSAID),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_import(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *rest)
 {
-    memset(&io, 0, sizeof(io));
-    io.pad = 128;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_import_options, &rest);
-    const char *out = io.out;
-    long pad = io.pad;
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_import_usage, cmd_import_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc)
-        rc = sl_check_format_operands(&rest, "import", "hf", "Hugging Face directory");
-    if (!rc && !out)
+    const struct opts *o = opts;
+    int rc = sl_check_format_operands(rest, "import", "hf", "Hugging Face directory");
+    if (!rc && !o->out)
         rc = sl_err_set(SL_ERR_USAGE, "--out CKPT is required");
-    if (!rc && (pad < 1 || pad > 65536))
+    if (!rc && (o->pad < 1 || o->pad > 65536))
         rc = sl_err_set(SL_ERR_USAGE, "--make-vocab-size-divisible-by must be in [1, 65536]");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_import_usage);
-    }
+    return rc;
+}
+
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
+{
+    const struct opts *o = opts;
+    const char *dir = rest->v[1];
     struct hf_import_info info;
-    rc = hf_import(rest.v[1], out, (int)pad, &info);
+    int rc = hf_import(dir, o->out, (int)o->pad, &info);
     if (!rc) {
         /* the model section, for continuing pretraining */
         struct model_config mc;
@@ -77,24 +71,24 @@ int cmd_import(int argc, const char **argv)
             sl_buf_printf(&y,
                           "# the model of '%s' (sluice import hf)\nmodel:\n  vocab_size: %d\n"
                           "  make_vocab_size_divisible_by: %ld\n",
-                          rest.v[1], mc.vocab_size, pad);
+                          dir, mc.vocab_size, o->pad);
             model_config_to_yaml(&mc, &y);
-            char *yp = sl_xasprintf("%s/model.yaml", out);
+            char *yp = sl_xasprintf("%s/model.yaml", o->out);
             rc = sl_write_file_atomic(yp, y.data, y.len);
             free(yp);
             sl_buf_release(&y);
         }
     }
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-    } else {
-        sl_info("imported '%s' (%s, %d file%s%s) as '%s'", rest.v[1], info.arch, info.files,
+    if (!rc) {
+        sl_info("imported '%s' (%s, %d file%s%s) as '%s'", dir, info.arch, info.files,
                 info.files == 1 ? "" : "s", info.unused ? ", tensors not needed were skipped" : "",
                 info.step_dir);
         if (info.tokenizer)
             sl_info("tokenizer '%s' recorded", info.tokenizer);
     }
     hf_import_info_release(&info);
-    sl_strlist_release(&rest);
-    return rc ? 1 : 0;
+    return rc;
 }
+
+const struct sl_cmd cmd_import =
+    SL_CMD(cmd_import_usage, cmd_import_options, struct opts, check, run);

@@ -1038,7 +1038,7 @@ static int check_memory(const struct trainer *t)
                       limited ? " (the address-space limit, ulimit -v)" : " (this machine's memory)");
 }
 
-static int run(struct sl_cfg *root, int print_only)
+static int train(struct sl_cfg *root, int print_only)
 {
     struct trainer tr;
     memset(&tr, 0, sizeof(tr));
@@ -1199,66 +1199,57 @@ out:
     return rc;
 }
 
-/* The options of the run (set by cmd_train) and their table. */
-static struct {
+struct opts {
     const char *tb;
     int print_only;
-} targs;
+};
 
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct opts
 const struct sl_option cmd_train_options[] = {
-    SL_OPT_FLAG_(0, "print-config", &targs.print_only,
+    SL_OPT_FLAG_(0, "print-config", print_only,
                  "print the resolved configuration (defaults and values from the data "
                  "included) as YAML and exit"),
-    SL_OPT_STRING(0, "tensorboard", &targs.tb, "DIR",
+    SL_OPT_STRING(0, "tensorboard", tb, "DIR",
                   "TensorBoard events and loss.svg in DIR (log.tensorboard_dir)"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_train(int argc, const char **argv)
+/* CONFIG.yaml and its key=value overrides: a config that does not load fails before the
+ * overrides are looked at (exit 2), a bad override is a usage error. */
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
 {
-    memset(&targs, 0, sizeof(targs));
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_train_options, &rest);
-    const char *tb = targs.tb;
-    int print_only = targs.print_only;
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_train_usage, cmd_train_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
+    const struct opts *o = opts;
     struct sl_cfg *root = NULL;
     size_t first = 0;
-    if (!rc && rest.n && !strchr(rest.v[0], '=')) {
-        rc = sl_cfg_load_file(&root, rest.v[0]);
+    int rc = 0;
+    if (rest->n && !strchr(rest->v[0], '=')) {
         first = 1;
-        if (rc) {
+        if (sl_cfg_load_file(&root, rest->v[0])) {
             sl_error("%s", sl_err_msg());
-            sl_strlist_release(&rest);
             return 2;
         }
     }
-    if (!rc && !root) {
+    if (!root)
         rc = sl_err_set(SL_ERR_USAGE, "no config given");
-    }
-    for (size_t i = first; !rc && i < rest.n; i++) {
-        if (!strchr(rest.v[i], '='))
-            rc = sl_err_set(SL_ERR_USAGE, "'%s' is not a key=value override", rest.v[i]);
+    for (size_t i = first; !rc && i < rest->n; i++) {
+        if (!strchr(rest->v[i], '='))
+            rc = sl_err_set(SL_ERR_USAGE, "'%s' is not a key=value override", rest->v[i]);
         else
-            rc = sl_cfg_override(root, rest.v[i]);
+            rc = sl_cfg_override(root, rest->v[i]);
     }
-    if (!rc && tb) {
-        char *kv = sl_xasprintf("log.tensorboard_dir=%s", tb);
+    if (!rc && o->tb) {
+        char *kv = sl_xasprintf("log.tensorboard_dir=%s", o->tb);
         rc = sl_cfg_override(root, kv);
         free(kv);
     }
-    if (rc) {
-        sl_cfg_free(root);
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_train_usage);
-    }
-    rc = run(root, print_only);
+    if (!rc)
+        rc = train(root, o->print_only);
+    else
+        rc = sl_usage_error(cmd_train_usage);
     sl_cfg_free(root);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+const struct sl_cmd cmd_train = SL_CMD(cmd_train_usage, cmd_train_options, struct opts, NULL, run);

@@ -76,14 +76,12 @@ static int write_examples(FILE *f, const struct sl_strlist *ops, const char *lab
     return rc;
 }
 
-static int train(struct opts *o)
+static int train(const struct opts *o)
 {
     char tmpl[] = "/tmp/sluice-classifier-XXXXXX";
     int fd = mkstemp(tmpl);
-    if (fd < 0) {
-        sl_error("cannot create a temporary file in /tmp");
-        return 1;
-    }
+    if (fd < 0)
+        return sl_err_set(SL_ERR_IO, "cannot create a temporary file in /tmp");
     FILE *f = fdopen(fd, "w");
     uint64_t np = 0, nn = 0;
     int rc = write_examples(f, &o->pos, o->pos_label, o, &np);
@@ -104,72 +102,54 @@ static int train(struct opts *o)
         rc = sl_fasttext_train(&t);
     }
     unlink(tmpl);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     sl_info("classifier: trained on %llu positive and %llu negative documents -> '%s'",
             (unsigned long long)np, (unsigned long long)nn, o->out);
     return 0;
 }
 
-/* The options of the run (set by cmd_classifier) and their table. */
-static struct opts o;
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_classifier_options[] = {
-    SL_OPT_STRINGS(0, "pos", &o.pos, "IN", "high-quality documents (JSONL file or directory)"),
-    SL_OPT_STRINGS(0, "neg", &o.neg, "IN", "other documents"),
-    SL_OPT_STRING('o', "out", &o.out, "MODEL.bin", "where to write the model"),
-    SL_OPT_STRING(0, "pos-label", &o.pos_label, "NAME", "label of --pos (default hq)"),
-    SL_OPT_STRING(0, "neg-label", &o.neg_label, "NAME", "label of --neg (default lq)"),
-    SL_OPT_INTEGER(0, "epoch", &o.epoch, "N", "training epochs (default 5)"),
-    SL_OPT_INTEGER(0, "dim", &o.dim, "N", "vector size (default 100)"),
-    SL_OPT_INTEGER(0, "word-ngrams", &o.ngrams, "N", "word n-grams (default 2)"),
-    SL_OPT_INTEGER(0, "min-count", &o.min_count, "N", "minimal word count (default 1)"),
-    SL_OPT_DOUBLE(0, "lr", &o.lr, "X", "learning rate (default 0.1)"),
-    SL_OPT_INTEGER(0, "seed", &o.seed, "N", "random seed (default 42)"),
-    SL_OPT_UINT64(0, "max-docs", &o.max_docs, "N", "use at most N documents of each class"),
-    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY", "member that holds the text (default text)"),
+    SL_OPT_STRINGS(0, "pos", pos, "IN", "high-quality documents (JSONL file or directory)"),
+    SL_OPT_STRINGS(0, "neg", neg, "IN", "other documents"),
+    SL_OPT_STRING('o', "out", out, "MODEL.bin", "where to write the model"),
+    SL_OPT_STRING(0, "pos-label", pos_label, "NAME", "label of --pos", .def = "hq"),
+    SL_OPT_STRING(0, "neg-label", neg_label, "NAME", "label of --neg", .def = "lq"),
+    SL_OPT_INTEGER(0, "epoch", epoch, "N", "training epochs", .def = "5"),
+    SL_OPT_INTEGER(0, "dim", dim, "N", "vector size", .def = "100"),
+    SL_OPT_INTEGER(0, "word-ngrams", ngrams, "N", "word n-grams", .def = "2"),
+    SL_OPT_INTEGER(0, "min-count", min_count, "N", "minimal word count", .def = "1"),
+    SL_OPT_DOUBLE(0, "lr", lr, "X", "learning rate", .def = "0.1"),
+    SL_OPT_INTEGER(0, "seed", seed, "N", "random seed", .def = "42"),
+    SL_OPT_UINT64(0, "max-docs", max_docs, "N", "use at most N documents of each class"),
+    SL_OPT_STRING(0, "text-key", text_key, "KEY", "member that holds the text", .def = "text"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_classifier(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    memset(&o, 0, sizeof(o));
-    o.text_key = "text";
-    o.pos_label = "hq";
-    o.neg_label = "lq";
-    o.epoch = 5;
-    o.dim = 100;
-    o.ngrams = 2;
-    o.seed = 42;
-    o.min_count = 1;
-    o.lr = 0.1;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_classifier_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_classifier_usage, cmd_classifier_options);
-        rc = 0;
-        goto out;
-    }
-    if (!rc && (rest.n != 1 || strcmp(rest.v[0], "train")))
-        rc = sl_err_set(SL_ERR_USAGE,
-                        rest.n ? "unknown subcommand '%s' (expected 'train')"
-                               : "expected a subcommand: train",
-                        rest.n ? rest.v[0] : "");
-    if (!rc && (!o.pos.n || !o.neg.n || !o.out))
-        rc = sl_err_set(SL_ERR_USAGE, "--pos, --neg and --out are required");
-    if (!rc && (o.epoch < 1 || o.dim < 1 || o.ngrams < 1 || o.lr <= 0))
-        rc = sl_err_set(SL_ERR_USAGE, "--epoch, --dim, --word-ngrams and --lr must be positive");
-    if (rc) {
-        rc = sl_usage_error(cmd_classifier_usage);
-        goto out;
-    }
-    rc = sl_world_get()->rank == 0 ? train(&o) : 0;
-out:
-    sl_strlist_release(&rest);
-    sl_strlist_release(&o.pos);
-    sl_strlist_release(&o.neg);
-    return rc;
+    const struct opts *o = opts;
+    if (operands->n != 1 || strcmp(operands->v[0], "train"))
+        return sl_err_set(SL_ERR_USAGE,
+                          operands->n ? "unknown subcommand '%s' (expected 'train')"
+                                      : "expected a subcommand: train",
+                          operands->n ? operands->v[0] : "");
+    if (!o->pos.n || !o->neg.n || !o->out)
+        return sl_err_set(SL_ERR_USAGE, "--pos, --neg and --out are required");
+    if (o->epoch < 1 || o->dim < 1 || o->ngrams < 1 || o->lr <= 0)
+        return sl_err_set(SL_ERR_USAGE, "--epoch, --dim, --word-ngrams and --lr must be positive");
+    return 0;
 }
+
+/* `sluice classifier train`: rank 0 trains */
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    return sl_world_get()->rank == 0 ? train(opts) : 0;
+}
+
+const struct sl_cmd cmd_classifier =
+    SL_CMD(cmd_classifier_usage, cmd_classifier_options, struct opts, check, run);

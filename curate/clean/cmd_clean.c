@@ -34,26 +34,26 @@ struct opts {
     long level;
 };
 
-/* The options of the run (set by cmd_clean) and their table: the parser, -h, the settings
- * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's clean keys read it. */
-static struct opts o;
-
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows
+ * marked SL_OPTF_OUTPUT) and the pipeline's clean keys read it. */
+#define SL_OPT_STRUCT struct opts
 const struct sl_option cmd_clean_options[] = {
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-    SL_OPT_FLAG_(0, "nfkc", &o.c.nfkc, "normalize to NFKC instead of NFC", .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "remove-urls", &o.c.remove_urls, "remove http(s):// and www. URLs",
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
+    SL_OPT_FLAG_(0, "nfkc", c.nfkc, "normalize to NFKC instead of NFC", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_FLAG_(0, "remove-urls", c.remove_urls, "remove http(s):// and www. URLs",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "uncurl-quotes", &o.c.uncurl_quotes, "turn curly quotes into ' and \"",
+    SL_OPT_FLAG_(0, "uncurl-quotes", c.uncurl_quotes, "turn curly quotes into ' and \"",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "no-mojibake", &o.c.no_mojibake, "leave mojibake as it is",
+    SL_OPT_FLAG_(0, "no-mojibake", c.no_mojibake, "leave mojibake as it is",
                  .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "mojibake"),
     /* in the settings since it is given, so the plans of earlier runs still match */
-    SL_OPT_FLAG_(0, "no-entities", &o.c.no_entities, "leave HTML entities as they are",
-                 .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "entities", .omit = "true"),
-    SL_OPT_TEXT_KEY(&o.text_key),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_FLAG_(0, "no-entities", c.no_entities, "leave HTML entities as they are",
+                 .flags = SL_OPTF_OUTPUT | SL_OPTF_INVERT, .setting = "entities",
+                 .omit = SL_OMIT_DEF),
+    SL_OPT_TEXT_KEY(text_key),
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -103,17 +103,21 @@ static int clean_end(void *ctx, struct sl_stage_unit *u, int rc)
     return rc;
 }
 
-static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
+    return operands->n ? 0 : sl_err_set(SL_ERR_USAGE, "no inputs given");
+}
+
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    const struct opts *o = opts;
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     struct sl_buf settings = SL_BUF_INIT;
-    sl_options_settings_json(cmd_clean_options, &settings);
+    sl_options_settings_json(cmd_clean_options, o, &settings);
     struct clean_run cr = { .o = o };
     struct sl_stage_docs job = { .files = { .stage = { .stage = "clean",
                                                        .out_dir = o->out,
@@ -131,9 +135,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     struct sl_stage_result res;
     rc = sl_stage_run_docs(w, &job, &res);
     sl_warn_limited_summary();
-    if (rc && !res.peer_failed)
-        sl_error("%s", sl_err_msg());
-    else if (!rc && w->rank == 0)
+    if (!rc && w->rank == 0)
         sl_info("clean: %llu documents, %llu changed, in '%s'%s",
                 (unsigned long long)sl_counters_get(&res.totals, "documents_out"),
                 (unsigned long long)sl_counters_get(&res.totals, "documents_changed"), o->out,
@@ -142,30 +144,7 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_release(&cr.out);
     sl_buf_release(&settings);
     sl_inputs_release(&in);
-    return rc ? 1 : 0;
-}
-
-int cmd_clean(int argc, const char **argv)
-{
-    memset(&o, 0, sizeof(o));
-    o.text_key = "text";
-    o.level = 3;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_clean_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_clean_usage, cmd_clean_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_clean_usage);
-    }
-    rc = run(&o, &rest, argc, argv);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+const struct sl_cmd cmd_clean = SL_CMD(cmd_clean_usage, cmd_clean_options, struct opts, check, run);

@@ -37,29 +37,29 @@ struct opts {
     const char *dset; /* the tasks' n-grams and the settings that cut (JSON), for the plan */
 };
 
-/* The options of the run (set by cmd_decontaminate) and their table: the parser, -h, the
- * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's decontaminate keys.
- * --tasks and the cutting options are in the settings through "decontaminate". */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked
+ * SL_OPTF_OUTPUT) and the pipeline's decontaminate keys. --tasks and the cutting options
+ * are in the settings through "decontaminate". */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_decontaminate_options[] = {
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-    SL_SETTING(SL_OPT_JSON_, "decontaminate", &o.dset),
-    SL_OPT_STRING(0, "tasks", &o.tasks, "FILE", "YAML list of tasks: name, files (JSONL), fields",
-                  .flags = SL_OPTF_PATH),
-    SL_OPT_INTEGER(0, "ngram", &o.d.ngram, "N", "words per n-gram (default 13)"),
-    SL_OPT_INTEGER(0, "min-task-words", &o.d.min_task_words, "N",
-                   "task texts shorter than --ngram but with N+ words are one n-gram (default 8)"),
-    SL_OPT_INTEGER(0, "margin", &o.d.margin, "N",
-                   "characters cut on each side of a match (default 200)"),
-    SL_OPT_INTEGER(0, "min-length", &o.d.min_length, "N",
-                   "drop pieces of N characters or fewer (default 200)"),
-    SL_OPT_INTEGER(0, "max-splits", &o.d.max_splits, "N",
-                   "drop documents cut into more pieces (default 10)"),
-    SL_OPT_TEXT_KEY(&o.text_key),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
+    SL_SETTING(SL_OPT_JSON_, "decontaminate", dset),
+    SL_OPT_STRING(0, "tasks", tasks, "FILE", "YAML list of tasks: name, files (JSONL), fields",
+                  .flags = SL_OPTF_PATH, .required = 1),
+    SL_OPT_INTEGER(0, "ngram", d.ngram, "N", "words per n-gram", .def = "13"),
+    SL_OPT_INTEGER(0, "min-task-words", d.min_task_words, "N",
+                   "task texts shorter than --ngram but with N+ words are one n-gram", .def = "8"),
+    SL_OPT_INTEGER(0, "margin", d.margin, "N", "characters cut on each side of a match",
+                   .def = "200"),
+    SL_OPT_INTEGER(0, "min-length", d.min_length, "N", "drop pieces of N characters or fewer",
+                   .def = "200"),
+    SL_OPT_INTEGER(0, "max-splits", d.max_splits, "N", "drop documents cut into more pieces",
+                   .def = "10"),
+    SL_OPT_TEXT_KEY(text_key),
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -121,22 +121,29 @@ static int decont_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *doc)
     return rc ? rc : SL_DOC_WRITTEN;
 }
 
-static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
+    const struct opts *o = opts;
+    if (o->d.margin < 0 || o->d.min_length < 0 || o->d.max_splits < 1)
+        return sl_err_set(SL_ERR_USAGE,
+                          "--margin and --min-length must be >= 0, --max-splits >= 1");
+    return operands->n ? 0 : sl_err_set(SL_ERR_USAGE, "no inputs given");
+}
+
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    struct opts o = *(const struct opts *)opts; /* with the settings it works out */
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     /* every rank reads the task files itself: the table depends on them alone */
     struct sl_decont *dc = NULL;
-    rc = sl_decont_load(&dc, o->tasks, &o->d);
+    rc = sl_decont_load(&dc, o.tasks, &o.d);
     if (rc) {
-        sl_error("%s", sl_err_msg());
         sl_inputs_release(&in);
-        return 1;
+        return rc;
     }
     for (size_t t = 0; t < dc->ntasks && w->rank == 0; t++) {
         const struct sl_decont_task *tk = &dc->tasks[t];
@@ -149,35 +156,33 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     }
     struct sl_buf dset = SL_BUF_INIT, settings = SL_BUF_INIT;
     sl_decont_settings(dc, &dset);
-    o->dset = dset.data;
-    sl_options_settings_json(cmd_decontaminate_options, &settings);
+    o.dset = dset.data;
+    sl_options_settings_json(cmd_decontaminate_options, &o, &settings);
     struct decont_run x = { .dc = dc };
     sl_decont_work_init(&x.dw, dc);
     struct sl_stage_docs job = { .files = { .stage = { .stage = "decontaminate",
-                                                       .out_dir = o->out,
+                                                       .out_dir = o.out,
                                                        .argc = argc,
                                                        .argv = argv,
                                                        .inputs = &in,
                                                        .settings_json = settings.data,
-                                                       .force = o->force,
-                                                       .wait = o->wait },
-                                            .level = (int)o->level },
-                                 .jsonl = { .text_key = o->text_key },
+                                                       .force = o.force,
+                                                       .wait = o.wait },
+                                            .level = (int)o.level },
+                                 .jsonl = { .text_key = o.text_key },
                                  .doc = decont_doc,
                                  .ctx = &x };
     struct sl_stage_result res;
     rc = sl_stage_run_docs(w, &job, &res);
     sl_warn_limited_summary();
-    if (rc && !res.peer_failed)
-        sl_error("%s", sl_err_msg());
-    else if (!rc && w->rank == 0)
+    if (!rc && w->rank == 0)
         sl_info("decontaminate: %llu of %llu documents contaminated, %llu dropped; %llu "
                 "documents in '%s'%s",
                 (unsigned long long)sl_counters_get(&res.totals, "documents_contaminated"),
                 (unsigned long long)sl_counters_get(&res.totals, "documents_in"),
                 (unsigned long long)(sl_counters_get(&res.totals, "documents_dropped_max_splits") +
                                      sl_counters_get(&res.totals, "documents_dropped_empty")),
-                (unsigned long long)sl_counters_get(&res.totals, "documents_out"), o->out,
+                (unsigned long long)sl_counters_get(&res.totals, "documents_out"), o.out,
                 res.resumed ? " (resumed)" : "");
     sl_stage_result_release(&res);
     sl_decont_work_release(&x.dw);
@@ -186,42 +191,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_release(&x.piece_id);
     sl_buf_release(&settings);
     sl_buf_release(&dset);
-    o->dset = NULL;
     sl_inputs_release(&in);
     sl_decont_free(dc);
-    return rc ? 1 : 0;
-}
-
-int cmd_decontaminate(int argc, const char **argv)
-{
-    memset(&o, 0, sizeof(o));
-    o.text_key = "text";
-    o.level = 3;
-    o.d.ngram = 13;
-    o.d.min_task_words = 8;
-    o.d.margin = 200;
-    o.d.min_length = 200;
-    o.d.max_splits = 10;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_decontaminate_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_decontaminate_usage, cmd_decontaminate_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && !o.tasks)
-        rc = sl_err_set(SL_ERR_USAGE, "--tasks FILE is required");
-    if (!rc && (o.d.margin < 0 || o.d.min_length < 0 || o.d.max_splits < 1))
-        rc = sl_err_set(SL_ERR_USAGE, "--margin and --min-length must be >= 0, --max-splits >= 1");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_decontaminate_usage);
-    }
-    rc = run(&o, &rest, argc, argv);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+const struct sl_cmd cmd_decontaminate =
+    SL_CMD(cmd_decontaminate_usage, cmd_decontaminate_options, struct opts, check, run);

@@ -1,4 +1,4 @@
-/* sluice dedup: dispatch to `exact` or `fuzzy`, and helpers both use. */
+/* sluice dedup: what it says when no mode is named, and helpers `exact` and `fuzzy` use. */
 #include "curate/commands.h"
 #include "curate/dedup/dedup.h"
 
@@ -23,12 +23,6 @@ const char *const cmd_dedup_usage[] = {
     "'sluice dedup fuzzy -h' show their options.",
     NULL,
 };
-
-int dedup_usage_error(const char *synopsis)
-{
-    const char *const usage[] = { synopsis, NULL };
-    return sl_usage_error(usage);
-}
 
 int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
 {
@@ -79,23 +73,14 @@ int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
     return rc;
 }
 
-int cmd_dedup(int argc, const char **argv)
+/* `sluice dedup` with no mode (argv[1] names none: the dispatcher runs exact and fuzzy) */
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
-    if (argc < 2) {
-        sl_usage_print(stderr, cmd_dedup_usage, NULL);
-        return 2;
-    }
-    const char *sub = argv[1];
-    if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-        sl_usage_print(stdout, cmd_dedup_usage, NULL);
-        return 0;
-    }
-    if (!strcmp(sub, "exact"))
-        return dedup_exact_main(argc, argv);
-    if (!strcmp(sub, "fuzzy"))
-        return dedup_fuzzy_main(argc, argv);
-    sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'",
-             sub);
+    if (operands->n)
+        sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'",
+                 operands->v[0]);
     sl_usage_print(stderr, cmd_dedup_usage, NULL);
     return 2;
 }
+
+const struct sl_cmd cmd_dedup = { .usage = cmd_dedup_usage, .run = run };

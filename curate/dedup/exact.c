@@ -1,6 +1,7 @@
 /* sluice dedup exact: 128-bit hashes of the (normalised) text or of another member,
  * partitioned by value over the ranks; the first document (or the longest) of each group
  * of equal hashes is kept. */
+#include "curate/commands.h"
 #include "curate/dedup/dedup.h"
 
 #include "core/alloc.h"
@@ -40,32 +41,33 @@ struct opts {
     long level;
     int force, wait, repair_utf8;
     const char *mode, *norm_name, *hash; /* for the settings: "exact", --norm's, "xxh3-128" */
+    unsigned norm_bits;                  /* --norm, parsed */
 };
 
-/* The options of the run (set by dedup_exact_main) and their table: the parser, -h, the
- * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's dedup_exact keys. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked
+ * SL_OPTF_OUTPUT) and the pipeline's dedup_exact keys. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_dedup_exact_options[] = {
-    SL_SETTING(SL_OPT_STR, "mode", &o.mode),
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-    SL_OPT_STRING(0, "key", &o.key, "KEY",
+    SL_SETTING(SL_OPT_STR, "mode", mode, .def = "exact"),
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
+    SL_OPT_STRING(0, "key", key, "KEY",
                   "compare this member instead of the text (url, metadata.url, ...)",
                   .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING(0, "norm", &o.norm, "LIST",
-                  "normalise first: lower,punct,space,digits,accents | all | none (default none)",
+    SL_OPT_STRING(0, "norm", norm, "LIST",
+                  "normalise first: lower,punct,space,digits,accents | all | none", .def = "none",
                   .flags = SL_OPTF_LIST),
-    SL_SETTING(SL_OPT_STR, "norm", &o.norm_name),
-    SL_OPT_CHOICE(0, "keep", &o.keep, "first|longest",
-                  "which document of a group to keep (default first)", .flags = SL_OPTF_OUTPUT),
-    SL_SETTING(SL_OPT_STR, "hash", &o.hash),
-    SL_OPT_TEXT_KEY(&o.text_key),
-    SL_OPT_ID_KEY(&o.id_key),
-    SL_OPT_MAX_LINE(&o.max_line, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
-    SL_OPT_REPAIR_UTF8(&o.repair_utf8),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_SETTING(SL_OPT_STR, "norm", norm_name),
+    SL_OPT_CHOICE(0, "keep", keep, "first|longest", "which document of a group to keep",
+                  .def = "first", .flags = SL_OPTF_OUTPUT),
+    SL_SETTING(SL_OPT_STR, "hash", hash, .def = "xxh3-128"),
+    SL_OPT_TEXT_KEY(text_key),
+    SL_OPT_ID_KEY(id_key),
+    SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_REPAIR_UTF8(repair_utf8),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -182,16 +184,16 @@ static int find_groups(const struct sl_world *w, struct scan_ctx *s, int longest
     return 0;
 }
 
-static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int argc,
-               const char **argv)
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
+    struct opts so = *(const struct opts *)opts, *o = &so; /* with --norm's name */
+    unsigned norm = o->norm_bits;
     struct sl_world *w = sl_world_get();
     struct dd_corpus c;
     int rc = dd_corpus_init(&c, w, (const char *const *)operands->v, operands->n);
     if (rc) {
-        sl_error("%s", sl_err_msg());
         dd_corpus_release(&c);
-        return 1;
+        return rc;
     }
     c.text_key = o->text_key;
     c.id_key = o->id_key;
@@ -201,7 +203,7 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
     char nn[64];
     struct sl_buf settings = SL_BUF_INIT;
     o->norm_name = dd_norm_name(norm, nn, sizeof(nn));
-    sl_options_settings_json(cmd_dedup_exact_options, &settings);
+    sl_options_settings_json(cmd_dedup_exact_options, o, &settings);
     struct sl_stage st;
     /* the manifest shows the whole command line: "dedup exact ..." */
     struct sl_stage_cfg cfg = { .stage = "dedup-exact",
@@ -215,10 +217,9 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
                                 .rereads_inputs = 1 };
     rc = sl_stage_begin(&st, w, &cfg);
     if (rc) {
-        sl_error("%s", sl_err_msg());
         sl_buf_release(&settings);
         dd_corpus_release(&c);
-        return 1;
+        return rc;
     }
 
     struct scan_ctx s;
@@ -261,9 +262,7 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
             free(names[i]);
         free(names);
     }
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-    } else if (w->rank == 0) {
+    if (!rc && w->rank == 0) {
         sl_info("dedup exact: %llu of %llu documents removed as duplicates (%llu groups); "
                 "%llu kept in '%s'%s",
                 (unsigned long long)sl_counters_get(&totals, "duplicates_removed"),
@@ -280,41 +279,19 @@ static int run(struct opts *o, unsigned norm, struct sl_strlist *operands, int a
     sl_stage_release(&st);
     sl_buf_release(&settings);
     dd_corpus_release(&c);
-    return rc ? 1 : 0;
-}
-
-int dedup_exact_main(int argc, const char **argv)
-{
-    memset(&o, 0, sizeof(o));
-    o.norm = "none";
-    o.keep = "first";
-    o.text_key = "text";
-    o.id_key = "id";
-    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
-    o.level = 3;
-    o.mode = "exact";
-    o.hash = "xxh3-128";
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc - 1, argv + 1, cmd_dedup_exact_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_dedup_exact_usage, cmd_dedup_exact_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    unsigned norm = 0;
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc)
-        rc = dd_norm_parse(o.norm, &norm);
-    if (!rc && o.key && !*o.key)
-        rc = sl_err_set(SL_ERR_USAGE, "--key must name a member");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return dedup_usage_error(cmd_dedup_exact_usage[0]);
-    }
-    rc = run(&o, norm, &rest, argc, argv);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+static int check(void *opts, const struct sl_strlist *operands)
+{
+    struct opts *o = opts;
+    if (operands->n == 0)
+        return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    int rc = dd_norm_parse(o->norm, &o->norm_bits);
+    if (!rc && o->key && !*o->key)
+        rc = sl_err_set(SL_ERR_USAGE, "--key must name a member");
+    return rc;
+}
+
+const struct sl_cmd cmd_dedup_exact =
+    SL_CMD(cmd_dedup_exact_usage, cmd_dedup_exact_options, struct opts, check, run);

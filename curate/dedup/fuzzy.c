@@ -2,6 +2,7 @@
  * shared buckets (in memory, shuffled to the bucket's owner rank, or in a Redis Cluster),
  * optional verification by the true Jaccard similarity of the shingle sets, connected
  * components across ranks, and the first document of each component kept. */
+#include "curate/commands.h"
 #include "curate/dedup/dedup.h"
 
 #include "core/alloc.h"
@@ -55,6 +56,16 @@ const char *const cmd_dedup_fuzzy_usage[] = {
     NULL,
 };
 
+struct fz {
+    struct dd_shingler sh;
+    unsigned norm, bands, rows, anchors;
+    struct minhash mh;
+    uint64_t seed;
+    double threshold;
+    int verify;
+    char minhash_json[512]; /* the settings an index must share */
+};
+
 struct opts {
     const char *out, *preset, *ngram, *norm, *family, *backend, *redis, *redis_prefix;
     const char *index_in, *index_out, *text_key, *id_key;
@@ -66,76 +77,71 @@ struct opts {
     /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
     const char *mode, *minhash;
     uint64_t gen;
+    struct fz f; /* what the options resolve to (the preset's defaults applied) */
+    enum dd_mh_family fam;
 };
 
-/* The options of the run (set by dedup_fuzzy_main) and their table: the parser, -h, the
- * settings of the plan (rows marked SL_OPTF_OUTPUT; the MinHash options through "minhash")
- * and the pipeline's dedup_fuzzy keys. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked
+ * SL_OPTF_OUTPUT; the MinHash options through "minhash") and the pipeline's dedup_fuzzy
+ * keys. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_dedup_fuzzy_options[] = {
-    SL_SETTING(SL_OPT_STR, "mode", &o.mode),
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
+    SL_SETTING(SL_OPT_STR, "mode", mode, .def = "fuzzy"),
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
     SL_OPT_GROUP_("MinHash and LSH"),
-    SL_OPT_CHOICE(0, "preset", &o.preset, "datatrove|nemo",
-                  "defaults for the four settings below (default datatrove)"),
-    SL_OPT_STRING(0, "ngram", &o.ngram, "SPEC", "shingles: words:N or chars:N"),
-    SL_OPT_INTEGER(0, "bands", &o.bands, "B", "LSH bands"),
-    SL_OPT_INTEGER(0, "rows", &o.rows, "R", "rows (permutations) per band"),
-    SL_OPT_STRING(0, "norm", &o.norm, "LIST",
+    SL_OPT_CHOICE(0, "preset", preset, "datatrove|nemo", "defaults for the four settings below",
+                  .def = "datatrove"),
+    SL_OPT_STRING(0, "ngram", ngram, "SPEC", "shingles: words:N or chars:N"),
+    /* -1: the preset's */
+    SL_OPT_INTEGER(0, "bands", bands, "B", "LSH bands", .def = "-1", .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_INTEGER(0, "rows", rows, "R", "rows (permutations) per band", .def = "-1",
+                   .flags = SL_OPTF_DEF_UNSAID),
+    SL_OPT_STRING(0, "norm", norm, "LIST",
                   "normalise first: lower,punct,space,digits,accents | all | none",
                   .flags = SL_OPTF_LIST),
-    SL_OPT_UINT64(0, "seed", &o.seed, "N", "seed of the hash functions (default 1)"),
-    SL_OPT_CHOICE(0, "hash", &o.family, "multiply|multiply32|mersenne",
-                  "permutations: (a*h+b) mod 2^64, 32-bit mod 2^32, or mod 2^61-1 "
-                  "(default multiply)"),
-    SL_SETTING(SL_OPT_JSON_, "minhash", &o.minhash),
+    SL_OPT_UINT64(0, "seed", seed, "N", "seed of the hash functions", .def = "1"),
+    SL_OPT_CHOICE(0, "hash", family, "multiply|multiply32|mersenne",
+                  "permutations: (a*h+b) mod 2^64, 32-bit mod 2^32, or mod 2^61-1",
+                  .def = "multiply"),
+    SL_SETTING(SL_OPT_JSON_, "minhash", minhash),
     SL_OPT_GROUP_("Pairs"),
-    SL_OPT_FLAG_(0, "verify", &o.verify,
+    SL_OPT_FLAG_(0, "verify", verify,
                  "keep only candidate pairs whose true Jaccard is >= --threshold",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_DOUBLE(0, "threshold", &o.threshold, "J", "Jaccard threshold of --verify (default 0.8)",
+    SL_OPT_DOUBLE(0, "threshold", threshold, "J", "Jaccard threshold of --verify", .def = "0.8",
                   .flags = SL_OPTF_OUTPUT),
-    SL_OPT_INTEGER(0, "anchors", &o.anchors, "N",
+    /* -1: 1, or 8 with --verify */
+    SL_OPT_INTEGER(0, "anchors", anchors, "N",
                    "pair each bucket member with up to N earlier ones (default 1; 8 with --verify)",
-                   .flags = SL_OPTF_OUTPUT),
+                   .def = "-1", .flags = SL_OPTF_OUTPUT | SL_OPTF_DEF_UNSAID),
     SL_OPT_GROUP_("Index"),
-    SL_OPT_CHOICE(0, "backend", &o.backend, "memory|redis", "where buckets live (default memory)"),
-    SL_OPT_STRING(0, "redis", &o.redis, "HOST:PORT,...",
-                  "Redis Cluster seed nodes (--backend redis)", .flags = SL_OPTF_LIST),
-    SL_OPT_STRING(0, "redis-prefix", &o.redis_prefix, "P",
+    SL_OPT_CHOICE(0, "backend", backend, "memory|redis", "where buckets live", .def = "memory"),
+    SL_OPT_STRING(0, "redis", redis, "HOST:PORT,...", "Redis Cluster seed nodes (--backend redis)",
+                  .flags = SL_OPTF_LIST),
+    SL_OPT_STRING(0, "redis-prefix", redis_prefix, "P",
                   "key prefix in Redis (default sluice:run:<hash of the run>)"),
-    SL_OPT_INTEGER(0, "redis-batch", &o.redis_batch, "N",
-                   "commands per pipelined batch to one node (default 10000)"),
-    SL_OPT_DOUBLE(0, "redis-timeout", &o.redis_timeout, "SECONDS",
-                  "how long to wait for a failed node or a failover (default 60)"),
-    SL_OPT_STRING(0, "index-out", &o.index_out, "DIR", "save the band index for later runs"),
-    SL_OPT_STRING(0, "index-in", &o.index_in, "DIR",
+    SL_OPT_INTEGER(0, "redis-batch", redis_batch, "N", "commands per pipelined batch to one node",
+                   .def = "10000"),
+    SL_OPT_DOUBLE(0, "redis-timeout", redis_timeout, "SECONDS",
+                  "how long to wait for a failed node or a failover", .def = "60"),
+    SL_OPT_STRING(0, "index-out", index_out, "DIR", "save the band index for later runs"),
+    SL_OPT_STRING(0, "index-in", index_in, "DIR",
                   "also dedup against the documents of this saved index",
                   .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
-    SL_SETTING(SL_OPT_U64, "index_generation", &o.gen),
+    SL_SETTING(SL_OPT_U64, "index_generation", gen),
     SL_OPT_GROUP_("Input and output"),
-    SL_OPT_TEXT_KEY(&o.text_key),
-    SL_OPT_ID_KEY(&o.id_key),
-    SL_OPT_FLAG_(0, "pairs", &o.pairs, "also write the pairs found to OUT/pairs.jsonl",
+    SL_OPT_TEXT_KEY(text_key),
+    SL_OPT_ID_KEY(id_key),
+    SL_OPT_FLAG_(0, "pairs", pairs, "also write the pairs found to OUT/pairs.jsonl",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_MAX_LINE(&o.max_line, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
-    SL_OPT_REPAIR_UTF8(&o.repair_utf8),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_REPAIR_UTF8(repair_utf8),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
-};
-
-struct fz {
-    struct dd_shingler sh;
-    unsigned norm, bands, rows, anchors;
-    struct minhash mh;
-    uint64_t seed;
-    double threshold;
-    int verify;
-    char minhash_json[512]; /* the settings an index must share */
 };
 
 #define BANDS_PER_ROUND 4
@@ -792,10 +798,11 @@ static int index_in_read(struct fuzzy_run *r)
  * table's, with the values the options resolved to. */
 static void fuzzy_settings(struct fuzzy_run *r)
 {
+    struct opts o = *r->o;
     o.minhash = r->f->minhash_json;
     o.anchors = (long)r->f->anchors;
     o.gen = r->c.gen;
-    sl_options_settings_json(cmd_dedup_fuzzy_options, &r->settings);
+    sl_options_settings_json(cmd_dedup_fuzzy_options, &o, &r->settings);
 }
 
 /* Connect to the Redis Cluster, choosing where this run's buckets go. */
@@ -1183,7 +1190,8 @@ static void release_matches(struct fuzzy_run *r)
 }
 
 /* Open the inputs, read --index-in and begin the stage; on failure print it and return 1. */
-static int run_begin(struct fuzzy_run *r, struct sl_strlist *operands, int argc, const char **argv)
+static int run_begin(struct fuzzy_run *r, const struct sl_strlist *operands, int argc,
+                     const char **argv)
 {
     const struct opts *o = r->o;
     int rc = dd_corpus_init(&r->c, r->w, (const char *const *)operands->v, operands->n);
@@ -1212,8 +1220,8 @@ static int run_begin(struct fuzzy_run *r, struct sl_strlist *operands, int argc,
     return 0;
 }
 
-static int run(struct opts *o, struct fz *f, struct sl_strlist *operands, int argc,
-               const char **argv)
+static int fuzzy(const struct opts *o, const struct fz *f, const struct sl_strlist *operands,
+                 int argc, const char **argv)
 {
     struct fuzzy_run r;
     memset(&r, 0, sizeof(r));
@@ -1281,85 +1289,69 @@ out:
     return rc;
 }
 
-int dedup_fuzzy_main(int argc, const char **argv)
+/* The preset's defaults applied, the options checked and resolved into o->f and o->fam. */
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    memset(&o, 0, sizeof(o));
-    o.mode = "fuzzy";
-    o.preset = "datatrove";
-    o.family = "multiply";
-    o.backend = "memory";
-    o.text_key = "text";
-    o.id_key = "id";
-    o.bands = o.rows = o.anchors = -1;
-    o.level = 3;
-    o.redis_batch = 10000;
-    o.redis_timeout = 60;
-    o.seed = 1;
-    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
-    o.threshold = 0.8;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc - 1, argv + 1, cmd_dedup_fuzzy_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_dedup_fuzzy_usage, cmd_dedup_fuzzy_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    struct fz f;
-    memset(&f, 0, sizeof(f));
-    int nemo = !strcmp(o.preset, "nemo");
-    const char *ngram = o.ngram ? o.ngram : nemo ? "chars:24" : "words:5";
-    const char *norm = o.norm ? o.norm : nemo ? "none" : "all";
-    long bands = o.bands >= 0 ? o.bands : nemo ? 20 : 14;
-    long rows = o.rows >= 0 ? o.rows : nemo ? 13 : 8;
-    enum dd_mh_family fam = DD_MH_MULTIPLY;
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
+    struct opts *o = opts;
+    struct fz *f = &o->f;
+    int nemo = !strcmp(o->preset, "nemo");
+    const char *ngram = o->ngram ? o->ngram : nemo ? "chars:24" : "words:5";
+    const char *norm = o->norm ? o->norm : nemo ? "none" : "all";
+    long bands = o->bands >= 0 ? o->bands : nemo ? 20 : 14;
+    long rows = o->rows >= 0 ? o->rows : nemo ? 13 : 8;
+    o->fam = DD_MH_MULTIPLY;
+    int rc = operands->n ? 0 : sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (!rc)
-        rc = dd_shingler_parse(&f.sh, ngram, o.seed);
+        rc = dd_shingler_parse(&f->sh, ngram, o->seed);
     if (!rc)
-        rc = dd_norm_parse(norm, &f.norm);
+        rc = dd_norm_parse(norm, &f->norm);
     if (!rc && (bands < 1 || rows < 1 || bands * rows > DD_MH_MAX_PERM))
         rc = sl_err_set(SL_ERR_USAGE, "--bands x --rows must be 1..%d permutations", DD_MH_MAX_PERM);
     if (!rc)
-        rc = minhash_family_parse(o.family, &fam);
-    if (!rc && (o.threshold <= 0 || o.threshold > 1))
+        rc = minhash_family_parse(o->family, &o->fam);
+    if (!rc && (o->threshold <= 0 || o->threshold > 1))
         rc = sl_err_set(SL_ERR_USAGE, "--threshold must be in (0, 1]");
-    if (!rc && o.anchors == 0)
+    if (!rc && o->anchors == 0)
         rc = sl_err_set(SL_ERR_USAGE, "--anchors must be at least 1");
-    if (!rc && !strcmp(o.backend, "redis") && !o.redis)
+    if (!rc && !strcmp(o->backend, "redis") && !o->redis)
         rc = sl_err_set(SL_ERR_USAGE, "--backend redis needs --redis HOST:PORT[,HOST:PORT...]");
-    if (!rc && o.redis && strcmp(o.backend, "redis"))
+    if (!rc && o->redis && strcmp(o->backend, "redis"))
         rc = sl_err_set(SL_ERR_USAGE, "--redis is only used with --backend redis");
-    if (!rc && o.redis_timeout <= 0)
+    if (!rc && o->redis_timeout <= 0)
         rc = sl_err_set(SL_ERR_USAGE, "--redis-timeout must be positive");
-    if (!rc && (o.redis_batch < 1 || o.redis_batch > 1000000))
+    if (!rc && (o->redis_batch < 1 || o->redis_batch > 1000000))
         rc = sl_err_set(SL_ERR_USAGE, "--redis-batch must be 1..1000000");
-    if (!rc && o.verify && o.index_in)
+    if (!rc && o->verify && o->index_in)
         rc = sl_err_set(SL_ERR_USAGE,
                         "--verify cannot be used with --index-in: the index keeps band keys, "
                         "not the shingles of the earlier documents\nhint: verify within each "
                         "run, or dedup old and new documents together");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return dedup_usage_error(cmd_dedup_fuzzy_usage[0]);
-    }
-    f.bands = (unsigned)bands;
-    f.rows = (unsigned)rows;
-    f.seed = o.seed;
-    f.verify = o.verify;
-    f.threshold = o.threshold;
-    f.anchors = o.anchors > 0 ? (unsigned)o.anchors : o.verify ? 8 : 1;
-    minhash_init(&f.mh, f.bands * f.rows, o.seed, fam);
+    if (rc)
+        return rc;
+    f->bands = (unsigned)bands;
+    f->rows = (unsigned)rows;
+    f->seed = o->seed;
+    f->verify = o->verify;
+    f->threshold = o->threshold;
+    f->anchors = o->anchors > 0 ? (unsigned)o->anchors : o->verify ? 8 : 1;
     char sn[32], nn[64];
-    snprintf(f.minhash_json, sizeof(f.minhash_json),
+    snprintf(f->minhash_json, sizeof(f->minhash_json),
              "{\"ngram\":\"%s\",\"norm\":\"%s\",\"bands\":%u,\"rows\":%u,\"seed\":%llu,"
              "\"hash\":\"%s\"}",
-             dd_shingler_name(&f.sh, sn, sizeof(sn)), dd_norm_name(f.norm, nn, sizeof(nn)),
-             f.bands, f.rows, (unsigned long long)o.seed, minhash_family_name(fam));
-    rc = run(&o, &f, &rest, argc, argv);
+             dd_shingler_name(&f->sh, sn, sizeof(sn)), dd_norm_name(f->norm, nn, sizeof(nn)),
+             f->bands, f->rows, (unsigned long long)o->seed, minhash_family_name(o->fam));
+    return 0;
+}
+
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    const struct opts *o = opts;
+    struct fz f = o->f;
+    minhash_init(&f.mh, f.bands * f.rows, o->seed, o->fam);
+    int rc = fuzzy(o, &f, operands, argc, argv);
     minhash_release(&f.mh);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+const struct sl_cmd cmd_dedup_fuzzy =
+    SL_CMD(cmd_dedup_fuzzy_usage, cmd_dedup_fuzzy_options, struct opts, check, run);

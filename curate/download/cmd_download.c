@@ -393,8 +393,9 @@ out:
     return rc;
 }
 
-static int run(struct opts *o, int argc, const char **argv)
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
+    const struct opts *o = opts;
     struct sl_world *w = sl_world_get();
     struct sl_strlist urls = { 0 };
     struct checksum_list sums = { 0 };
@@ -439,7 +440,7 @@ static int run(struct opts *o, int argc, const char **argv)
         rc = fetch_global_init();
     struct sl_inputs none = { NULL, 0 };
     struct sl_buf settings = SL_BUF_INIT;
-    sl_options_settings_json(cmd_download_options, &settings);
+    sl_options_settings_json(cmd_download_options, o, &settings);
     struct sl_stage st;
     int have_stage = 0;
     char **argv_shown = shown_argv(argc, argv); /* no secrets in the manifest */
@@ -521,82 +522,62 @@ static int run(struct opts *o, int argc, const char **argv)
     return failed || rc ? 1 : 0;
 }
 
-/* The options of the run (set by cmd_download) and their table: the parser, -h and the
- * pipeline's download keys. No option changes what a URL's file holds: the settings are
- * empty. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, and the pipeline's download keys. No
+ * option changes what a URL's file holds: the settings are empty. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_download_options[] = {
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-    SL_OPT_STRINGS(0, "url", &o.urls, "URL", "a URL to fetch (repeatable)"),
-    SL_OPT_STRING(0, "url-list", &o.url_list, "FILE", "a file of URLs, one a line ('#' comments)",
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
+    SL_OPT_STRINGS(0, "url", urls, "URL", "a URL to fetch (repeatable)"),
+    SL_OPT_STRING(0, "url-list", url_list, "FILE", "a file of URLs, one a line ('#' comments)",
                   .flags = SL_OPTF_PATH),
-    SL_OPT_STRING(0, "url-template", &o.url_template, "T",
+    SL_OPT_STRING(0, "url-template", url_template, "T",
                   "URL with {n} or {n:02d} for each of --file-numbers"),
-    SL_OPT_STRING(0, "file-numbers", &o.file_numbers, "LIST", "numbers for the template: 0,3,5-7",
+    SL_OPT_STRING(0, "file-numbers", file_numbers, "LIST", "numbers for the template: 0,3,5-7",
                   .flags = SL_OPTF_LIST),
-    SL_OPT_STRING(0, "checksums", &o.checksums, "FILE",
+    SL_OPT_STRING(0, "checksums", checksums, "FILE",
                   "sha256sum or md5sum lines to verify the files against", .flags = SL_OPTF_PATH),
-    SL_OPT_FLAG_(0, "require-checksums", &o.require_checksums,
+    SL_OPT_FLAG_(0, "require-checksums", require_checksums,
                  "refuse to start when a file has no entry in --checksums",
                  .flags = SL_OPTF_NO_KEY),
-    SL_OPT_INTEGER(0, "retries", &o.retries, "N",
-                   "retries per file after the first attempt (default 5)"),
-    SL_OPT_DOUBLE(0, "retry-wait", &o.retry_wait, "SECONDS",
-                  "wait before the first retry, doubled each time up to 60 (default 1)"),
-    SL_OPT_INTEGER(0, "connect-timeout", &o.connect_timeout, "SECONDS",
-                   "connect timeout (default 30)"),
-    SL_OPT_INTEGER(0, "stall-timeout", &o.stall_timeout, "SECONDS",
-                   "give up an attempt slower than --min-speed for this long (default 60)"),
-    SL_OPT_SIZE(0, "min-speed", &o.min_speed, "BYTES",
-                "slowest transfer rate, bytes/s over --stall-timeout (default 1K)",
+    SL_OPT_INTEGER(0, "retries", retries, "N", "retries per file after the first attempt",
+                   .def = "5"),
+    SL_OPT_DOUBLE(0, "retry-wait", retry_wait, "SECONDS",
+                  "wait before the first retry, doubled each time up to 60", .def = "1"),
+    SL_OPT_INTEGER(0, "connect-timeout", connect_timeout, "SECONDS", "connect timeout",
+                   .def = "30"),
+    SL_OPT_INTEGER(0, "stall-timeout", stall_timeout, "SECONDS",
+                   "give up an attempt slower than --min-speed for this long", .def = "60"),
+    SL_OPT_SIZE(0, "min-speed", min_speed, "BYTES",
+                "slowest transfer rate, bytes/s over --stall-timeout", .def = "1K",
                 .flags = SL_OPTF_NO_KEY),
-    SL_OPT_FLAG_(0, "force", &o.force, "reuse a directory that holds another stage's outputs"),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_FLAG_(0, "force", force, "reuse a directory that holds another stage's outputs"),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_download(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    memset(&o, 0, sizeof(o));
-    o.retries = 5;
-    o.retry_wait = 1.0;
-    o.connect_timeout = 30;
-    o.stall_timeout = 60;
-    o.min_speed = 1024;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_download_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_download_usage, cmd_download_options);
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.urls);
-        return 0;
-    }
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n)
-        rc = sl_err_set(SL_ERR_USAGE, "unexpected operand '%s' (URLs go after --url)", rest.v[0]);
-    if (!rc && !o.urls.n && !o.url_list && !o.url_template)
-        rc = sl_err_set(SL_ERR_USAGE,
-                        "nothing to download: give --url, --url-list or --url-template");
-    if (!rc && (!o.url_template) != (!o.file_numbers))
-        rc = sl_err_set(SL_ERR_USAGE, "--url-template and --file-numbers go together");
-    if (!rc && (o.retries < 0 || o.retries > 100))
-        rc = sl_err_set(SL_ERR_USAGE, "--retries must be 0..100");
-    if (!rc && (o.retry_wait < 0 || o.retry_wait > 600))
-        rc = sl_err_set(SL_ERR_USAGE, "--retry-wait must be 0..600 seconds");
-    if (!rc && (o.stall_timeout < 1 || o.stall_timeout > 86400))
-        rc = sl_err_set(SL_ERR_USAGE, "--stall-timeout must be 1..86400 seconds");
-    if (!rc && o.min_speed > (1ull << 40))
-        rc = sl_err_set(SL_ERR_USAGE, "--min-speed must be at most 1T bytes/s");
-    if (rc) {
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.urls);
-        return sl_usage_error(cmd_download_usage);
-    }
-    rc = run(&o, argc, argv);
-    sl_strlist_release(&rest);
-    sl_strlist_release(&o.urls);
-    return rc;
+    const struct opts *o = opts;
+    if (operands->n)
+        return sl_err_set(SL_ERR_USAGE, "unexpected operand '%s' (URLs go after --url)",
+                          operands->v[0]);
+    if (!o->urls.n && !o->url_list && !o->url_template)
+        return sl_err_set(SL_ERR_USAGE,
+                          "nothing to download: give --url, --url-list or --url-template");
+    if ((!o->url_template) != (!o->file_numbers))
+        return sl_err_set(SL_ERR_USAGE, "--url-template and --file-numbers go together");
+    if (o->retries < 0 || o->retries > 100)
+        return sl_err_set(SL_ERR_USAGE, "--retries must be 0..100");
+    if (o->retry_wait < 0 || o->retry_wait > 600)
+        return sl_err_set(SL_ERR_USAGE, "--retry-wait must be 0..600 seconds");
+    if (o->stall_timeout < 1 || o->stall_timeout > 86400)
+        return sl_err_set(SL_ERR_USAGE, "--stall-timeout must be 1..86400 seconds");
+    if (o->min_speed > (1ull << 40))
+        return sl_err_set(SL_ERR_USAGE, "--min-speed must be at most 1T bytes/s");
+    return 0;
 }
+
+const struct sl_cmd cmd_download =
+    SL_CMD(cmd_download_usage, cmd_download_options, struct opts, check, run);

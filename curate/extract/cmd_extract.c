@@ -106,38 +106,38 @@ struct opts {
     const char *html_engine;  /* the HTML text engine (in the settings) */
 };
 
-/* The options of the run (set by cmd_extract) and their table: the parser, -h, the
- * settings of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's extract keys. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows
+ * marked SL_OPTF_OUTPUT) and the pipeline's extract keys. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_extract_options[] = {
-    SL_OPT_CHOICE('f', "format", &o.format, EXTRACT_FORMAT_CHOICES, "input format (required)",
-                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-    SL_OPT_STRING(0, "text-key", &o.text_key, "KEY",
-                  "jsonl: member that holds the text (default text)", .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING(0, "source", &o.source, "NAME",
+    SL_OPT_CHOICE('f', "format", format, EXTRACT_FORMAT_CHOICES,
+                  "input format (required)", .flags = SL_OPTF_OUTPUT, .required = 1),
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
+    SL_OPT_STRING(0, "text-key", text_key, "KEY", "jsonl: member that holds the text",
+                  .def = "text", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "source", source, "NAME",
                   "value of the source field (default: the format; pile: its set name)",
                   .flags = SL_OPTF_OUTPUT),
-    SL_OPT_SIZE(0, "max-record", &o.max_record, "SIZE",
-                "largest record, decoded page, paper or line kept (default 64M)",
+    SL_OPT_SIZE(0, "max-record", max_record, "SIZE",
+                "largest record, decoded page, paper or line kept", .def = "64M",
                 .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "keep-truncated", &o.keep_truncated,
+    SL_OPT_FLAG_(0, "keep-truncated", keep_truncated,
                  "warc: extract records the crawler truncated (WARC-Truncated)",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
+    SL_OPT_FLAG_(0, "skip-corrupt", skip_corrupt,
                  "keep the readable part of damaged compressed files and go on",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
-    SL_SETTING(SL_OPT_STR, "html_engine", &o.html_engine),
-    SL_OPT_FLAG_(0, "rm-inputs", &o.rm_inputs,
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_SETTING(SL_OPT_STR, "html_engine", html_engine),
+    SL_OPT_FLAG_(0, "rm-inputs", rm_inputs,
                  "delete each downloaded input once its shard is complete"),
-    SL_OPT_SIZE(0, "shard-size", &o.shard_size, "SIZE",
-                "html: consecutive pages share a shard up to SIZE of input (default 64M)",
+    SL_OPT_SIZE(0, "shard-size", shard_size, "SIZE",
+                "html: consecutive pages share a shard up to SIZE of input", .def = "64M",
                 .flags = SL_OPTF_OUTPUT | SL_OPTF_NO_KEY, .omit = "0"),
-    SL_OPT_DOCIDS(&o.ids),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_DOCIDS(ids),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -453,16 +453,14 @@ static void report(const struct opts *o, const struct format *f, const struct sl
                 (unsigned long long)sl_counters_get(t, "corrupt_files"));
 }
 
-static int run(const struct opts *o, const struct format *f, struct sl_strlist *operands, int argc,
-               const char **argv)
+static int extract(const struct opts *o, const struct format *f, const struct sl_strlist *operands,
+                   int argc, const char **argv)
 {
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, f->exts);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     for (size_t i = 0; o->rm_inputs && i < in.n; i++)
         if ((rc = check_removable(&in.v[i])) != 0) {
             sl_error("%s", sl_err_msg());
@@ -470,7 +468,7 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
             return 2;
         }
     struct sl_buf settings = SL_BUF_INIT;
-    sl_options_settings_json(cmd_extract_options, &settings);
+    sl_options_settings_json(cmd_extract_options, o, &settings);
     struct extract_run x = { .o = o, .f = f };
     x.eo.format = f->name;
     x.eo.source = o->source;
@@ -502,56 +500,48 @@ static int run(const struct opts *o, const struct format *f, struct sl_strlist *
     sl_warn_limited_summary();
     if (!rc)
         rc = sl_world_allreduce_u64(w, &x.removed, 1, SL_SUM);
-    if (rc && !res.peer_failed)
-        sl_error("%s", sl_err_msg());
-    else if (!rc && w->rank == 0)
+    if (!rc && w->rank == 0)
         report(o, f, &in, &res, x.removed);
     sl_stage_result_release(&res);
     free(first);
     sl_buf_release(&settings);
     sl_inputs_release(&in);
-    return rc ? 1 : 0;
-}
-
-int cmd_extract(int argc, const char **argv)
-{
-    memset(&o, 0, sizeof(o));
-    o.text_key = "text";
-    o.max_record = 64u << 20;
-    o.level = 3;
-    o.shard_size = 64u << 20;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_extract_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_extract_usage, cmd_extract_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    const struct format *f = NULL;
-    for (size_t i = 0; o.format && i < sizeof(formats) / sizeof(formats[0]); i++)
-        if (!strcmp(formats[i].name, o.format))
-            f = &formats[i];
-    if (!rc && !o.format)
-        rc = sl_err_set(SL_ERR_USAGE, "--format is required");
-    if (!rc && !f)
-        rc = sl_err_set(SL_ERR_USAGE, "--format '%s' is not available in this build", o.format);
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && o.shard_size == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "--shard-size must be positive");
-    o.group = f && !strcmp(f->name, "html");
-    if (!o.group)
-        o.shard_size = 0;
-    o.html_engine = page_text_engine();
-    if (!rc && o.max_record < 1024)
-        rc = sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_extract_usage);
-    }
-    rc = run(&o, f, &rest, argc, argv);
-    sl_strlist_release(&rest);
     return rc;
 }
+
+/* The format's entry in formats[] (NULL: not in this build). */
+static const struct format *format_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+        if (!strcmp(formats[i].name, name))
+            return &formats[i];
+    return NULL;
+}
+
+static int check(void *opts, const struct sl_strlist *operands)
+{
+    struct opts *o = opts;
+    const struct format *f = format_of(o->format);
+    if (!f)
+        return sl_err_set(SL_ERR_USAGE, "--format '%s' is not available in this build", o->format);
+    if (operands->n == 0)
+        return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (o->shard_size == 0)
+        return sl_err_set(SL_ERR_USAGE, "--shard-size must be positive");
+    o->group = !strcmp(f->name, "html");
+    if (!o->group)
+        o->shard_size = 0;
+    o->html_engine = page_text_engine();
+    if (o->max_record < 1024)
+        return sl_err_set(SL_ERR_USAGE, "--max-record is too small (at least 1K)");
+    return 0;
+}
+
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    const struct opts *o = opts;
+    return extract(o, format_of(o->format), operands, argc, argv);
+}
+
+const struct sl_cmd cmd_extract =
+    SL_CMD(cmd_extract_usage, cmd_extract_options, struct opts, check, run);

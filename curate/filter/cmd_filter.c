@@ -45,35 +45,37 @@ struct opts {
     const char *chain; /* the filter chain's settings (JSON), for the plan's */
 };
 
-/* The options of the run (set by cmd_filter) and their table: the parser, -h, the settings
- * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's filter keys. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked
+ * SL_OPTF_OUTPUT) and the pipeline's filter keys. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_filter_options[] = {
-    SL_SETTING(SL_OPT_JSON_, "config", &o.chain),
-    SL_OPT_STRING('c', "config", &o.config, "F.yaml", "filter chain (configs/filters/*.yaml)",
-                  .flags = SL_OPTF_PATH),
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory for kept documents (created)"),
-    SL_OPT_FLAG_(0, "annotate", &o.annotate,
+    SL_SETTING(SL_OPT_JSON_, "config", chain),
+    SL_OPT_STRING('c', "config", config, "F.yaml", "filter chain (configs/filters/*.yaml)",
+                  .flags = SL_OPTF_PATH, .required = 1),
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory for kept documents (created)",
+                  .required = 1),
+    SL_OPT_FLAG_(0, "annotate", annotate,
                  "keep every document; write filter_scores (and filter_drop, filter_reason)",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_FLAG_(0, "split-by-language", &o.split_lang,
+    SL_OPT_FLAG_(0, "split-by-language", split_lang,
                  "write kept documents to DIR/lang=CODE/ by their detected language",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING(0, "rejected", &o.rejected, "DIR",
+    SL_OPT_STRING(0, "rejected", rejected, "DIR",
                   "write rejected documents here, with filter, filter_reason, filter_score",
                   .flags = SL_OPTF_OUTPUT | SL_OPTF_GIVEN),
-    SL_OPT_STRINGS(0, "set", &o.set, "KEY=VALUE",
+    SL_OPT_STRINGS(0, "set", set, "KEY=VALUE",
                    "override a config value: filters.gopher_quality.min_doc_words=40 (the "
                    "filter by name), filters.2.gopher_quality.min_doc_words=40 (by position)",
                    .flags = SL_OPTF_KV),
-    SL_OPT_FLAG_(0, "list", &o.list, "list the filter kinds and exit", .flags = SL_OPTF_NO_KEY),
-    SL_OPT_REPAIR_UTF8(&o.repair_utf8),
-    SL_OPT_TEXT_KEY(&o.text_key),
-    SL_OPT_MAX_LINE(&o.max_line, .omit = SL_JSONL_DEFAULT_MAX_LINE_TEXT),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT, .omit = "3"),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_FLAG_(0, "list", list, "list the filter kinds and exit",
+                 .flags = SL_OPTF_NO_KEY | SL_OPTF_ALONE),
+    SL_OPT_REPAIR_UTF8(repair_utf8),
+    SL_OPT_TEXT_KEY(text_key),
+    SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -343,26 +345,43 @@ static void list_kinds(void)
         printf("  %-28s %s\n", k->name, k->summary);
 }
 
-static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
+    const struct opts *o = opts;
+    if (o->list)
+        return 0;
+    if (operands->n == 0)
+        return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (o->rejected && o->annotate)
+        return sl_err_set(
+            SL_ERR_USAGE,
+            "--rejected and --annotate cannot be used together (annotate keeps every document)");
+    return 0;
+}
+
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    struct opts so = *(const struct opts *)opts, *o = &so; /* with the chain's settings */
+    if (o->list) {
+        printf("filter kinds (parameters and defaults: docs/filters.md):\n");
+        list_kinds();
+        return 0;
+    }
     struct sl_world *w = sl_world_get();
     struct sl_filter_chain *ch = NULL;
     int rc = sl_filter_chain_load(&ch, o->config, o->set.v, o->set.n);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     struct sl_inputs in;
     rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
     if (rc) {
-        sl_error("%s", sl_err_msg());
         sl_filter_chain_free(ch);
-        return 1;
+        return rc;
     }
     struct sl_buf chain = SL_BUF_INIT, settings = SL_BUF_INIT;
     sl_filter_chain_settings(ch, &chain);
     o->chain = chain.data;
-    sl_options_settings_json(cmd_filter_options, &settings);
+    sl_options_settings_json(cmd_filter_options, o, &settings);
     struct filter_run fr = { .ch = ch, .o = o };
     sl_fctx_init(&fr.ctx, &ch->env);
     fr.res = sl_xcalloc(ch->n ? ch->n : 1, sizeof(*fr.res));
@@ -392,11 +411,9 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     }
     sl_world_allreduce_i64(w, &bad, 1, SL_MAX);
     struct sl_stage_result res;
-    rc = bad ? SL_ERR_IO : sl_stage_run_docs(w, &job, &res);
+    rc = bad ? 1 : sl_stage_run_docs(w, &job, &res); /* bad: reported above */
     sl_warn_limited_summary();
-    if (rc && !bad && !res.peer_failed) {
-        sl_error("%s", sl_err_msg());
-    } else if (!rc && w->rank == 0) {
+    if (!rc && w->rank == 0) {
         uint64_t din = sl_counters_get(&res.totals, "documents_in"),
                  dout = sl_counters_get(&res.totals, "documents_out");
         sl_info("filter: kept %llu of %llu documents (%.1f%%) in '%s'%s", (unsigned long long)dout,
@@ -413,50 +430,10 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     sl_buf_release(&fr.lang);
     sl_buf_release(&settings);
     sl_buf_release(&chain);
-    o->chain = NULL;
     sl_inputs_release(&in);
     sl_filter_chain_free(ch);
-    return rc ? 1 : 0;
-}
-
-int cmd_filter(int argc, const char **argv)
-{
-    memset(&o, 0, sizeof(o));
-    o.text_key = "text";
-    o.level = 3;
-    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_filter_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_filter_usage, cmd_filter_options);
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.set);
-        return 0;
-    }
-    if (!rc && o.list) {
-        printf("filter kinds (parameters and defaults: docs/filters.md):\n");
-        list_kinds();
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.set);
-        return 0;
-    }
-    if (!rc && !o.config)
-        rc = sl_err_set(SL_ERR_USAGE, "--config F.yaml is required");
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && o.rejected && o.annotate)
-        rc = sl_err_set(
-            SL_ERR_USAGE,
-            "--rejected and --annotate cannot be used together (annotate keeps every document)");
-    if (rc) {
-        sl_strlist_release(&rest);
-        sl_strlist_release(&o.set);
-        return sl_usage_error(cmd_filter_usage);
-    }
-    rc = run(&o, &rest, argc, argv);
-    sl_strlist_release(&rest);
-    sl_strlist_release(&o.set);
     return rc;
 }
+
+const struct sl_cmd cmd_filter =
+    SL_CMD(cmd_filter_usage, cmd_filter_options, struct opts, check, run);

@@ -46,26 +46,26 @@ struct opts {
     uint64_t nshards;         /* the shards written (for the settings) */
 };
 
-/* The options of the run (set by cmd_reshard) and their table: the parser, -h, the settings
- * of the plan (rows marked SL_OPTF_OUTPUT) and the pipeline's reshard keys. */
-static struct opts o;
+/* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked
+ * SL_OPTF_OUTPUT) and the pipeline's reshard keys. */
+#define SL_OPT_STRUCT struct opts
 
 const struct sl_option cmd_reshard_options[] = {
-    SL_OPT_STRING('o', "out", &o.out, "DIR", "output directory (created)"),
-    SL_OPT_UINT64('n', "shards", &o.shards, "N", "number of shards"),
-    SL_SETTING(SL_OPT_U64, "shards", &o.nshards),
-    SL_OPT_SIZE('s', "shard-size", &o.shard_size, "SIZE",
+    SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
+    SL_OPT_UINT64('n', "shards", shards, "N", "number of shards"),
+    SL_SETTING(SL_OPT_U64, "shards", nshards),
+    SL_OPT_SIZE('s', "shard-size", shard_size, "SIZE",
                 "target uncompressed bytes per shard (default 256M)", .flags = SL_OPTF_OUTPUT),
-    SL_OPT_TEXT_KEY(&o.text_key),
-    SL_OPT_MAX_LINE(&o.max_line),
-    SL_OPT_ZSTD_LEVEL(&o.level, .flags = SL_OPTF_OUTPUT),
-    SL_OPT_REPAIR_UTF8(&o.repair_utf8),
-    SL_OPT_FLAG_(0, "skip-corrupt", &o.skip_corrupt,
+    SL_OPT_TEXT_KEY(text_key),
+    SL_OPT_MAX_LINE(max_line),
+    SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_REPAIR_UTF8(repair_utf8),
+    SL_OPT_FLAG_(0, "skip-corrupt", skip_corrupt,
                  "keep the readable part of damaged compressed files and go on",
                  .flags = SL_OPTF_OUTPUT),
-    SL_OPT_DOCIDS(&o.ids),
-    SL_OPT_FORCE(&o.force),
-    SL_OPT_WAIT(&o.wait),
+    SL_OPT_DOCIDS(ids),
+    SL_OPT_FORCE(force),
+    SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -497,7 +497,7 @@ static void report(const struct opts *o, const struct sl_stage *st, const struct
 }
 
 /* The manifest: every shard, with pass 1's damaged files and their dropped lines added to
- * the totals; then the summary. 0, or 1 (reported). */
+ * the totals; then the summary. 0, or an error. */
 static int finish(struct sl_stage *st, const struct sl_world *w, const struct opts *o,
                   const struct sl_inputs *in, const struct measures *m, uint64_t nshards)
 {
@@ -515,16 +515,14 @@ static int finish(struct sl_stage *st, const struct sl_world *w, const struct op
         sl_counters_add(&extra, "documents_in", m->ndropped);
     }
     int rc = sl_stage_finish(st, names, nshards, &extra, &totals);
-    if (rc)
-        sl_error("%s", sl_err_msg());
-    else if (w->rank == 0)
+    if (!rc && w->rank == 0)
         report(o, st, &totals, in->n, nshards);
     sl_counters_release(&extra);
     sl_counters_release(&totals);
     for (uint64_t k = 0; k < nshards; k++)
         free(names[k]);
     free(names);
-    return rc ? 1 : 0;
+    return rc;
 }
 
 /* The stage: reshard reads each input twice (measured, then cut into shards). */
@@ -547,23 +545,19 @@ static struct sl_stage_cfg stage_cfg(const struct opts *o, const struct sl_input
 static int begin(struct sl_stage *st, struct sl_world *w, struct opts *o,
                  const struct sl_inputs *in, int argc, const char **argv, struct sl_buf *settings)
 {
-    sl_options_settings_json(cmd_reshard_options, settings);
+    sl_options_settings_json(cmd_reshard_options, o, settings);
     struct sl_stage_cfg cfg = stage_cfg(o, in, argc, argv, settings);
-    int rc = sl_stage_begin(st, w, &cfg);
-    if (rc)
-        sl_error("%s", sl_err_msg());
-    return rc ? 1 : 0;
+    return sl_stage_begin(st, w, &cfg);
 }
 
-static int run(struct opts *o, struct sl_strlist *operands, int argc, const char **argv)
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
+    struct opts so = *(const struct opts *)opts, *o = &so; /* with the shards planned */
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        return 1;
-    }
+    if (rc)
+        return rc;
     struct measures m;
     memset(&m, 0, sizeof(m));
     struct sl_buf settings = SL_BUF_INIT;
@@ -571,11 +565,8 @@ static int run(struct opts *o, struct sl_strlist *operands, int argc, const char
     /* measuring is the first reading: the inputs must allow the second before it */
     struct sl_stage_cfg cfg = stage_cfg(o, &in, argc, argv, &settings);
     rc = sl_stage_check_inputs(&cfg);
-    if (rc) {
-        sl_error("%s", sl_err_msg());
-        rc = 1;
+    if (rc)
         goto out;
-    }
     rc = measure_all(w, &in, o, &m);
     if (rc)
         goto out;
@@ -595,34 +586,19 @@ out:
     return rc;
 }
 
-int cmd_reshard(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *operands)
 {
-    memset(&o, 0, sizeof(o));
-    o.text_key = "text";
-    o.max_line = SL_JSONL_DEFAULT_MAX_LINE;
-    o.level = 3;
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_reshard_options, &rest);
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_reshard_usage, cmd_reshard_options);
-        sl_strlist_release(&rest);
-        return 0;
-    }
-    if (!rc && !o.out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given");
-    if (!rc && o.shards && o.shard_size)
-        rc = sl_err_set(SL_ERR_USAGE, "--shards and --shard-size cannot be used together");
-    if (!rc && o.max_line < 16)
-        rc = sl_err_set(SL_ERR_USAGE, "--max-line is too small");
-    if (!rc && !o.shards && !o.shard_size)
-        o.shard_size = 256u << 20;
-    if (rc) {
-        sl_strlist_release(&rest);
-        return sl_usage_error(cmd_reshard_usage);
-    }
-    rc = run(&o, &rest, argc, argv);
-    sl_strlist_release(&rest);
-    return rc;
+    struct opts *o = opts;
+    if (operands->n == 0)
+        return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (o->shards && o->shard_size)
+        return sl_err_set(SL_ERR_USAGE, "--shards and --shard-size cannot be used together");
+    if (o->max_line < 16)
+        return sl_err_set(SL_ERR_USAGE, "--max-line is too small");
+    if (!o->shards && !o->shard_size)
+        o->shard_size = 256u << 20; /* the default (the help says so) of --shard-size alone */
+    return 0;
 }
+
+const struct sl_cmd cmd_reshard =
+    SL_CMD(cmd_reshard_usage, cmd_reshard_options, struct opts, check, run);

@@ -639,50 +639,42 @@ static void print_summary(const struct stats *st, const struct funnel *f)
                (unsigned long long)f->in[i], (unsigned long long)f->out[i]);
 }
 
-/* The options of the run (set by cmd_stats) and their table. */
-static struct {
+struct opts {
     const char *out, *config, *pipeline, *text_key;
     struct sl_strlist set;
-} so;
+};
 
+/* The options' table (the dispatcher's parser and -h). */
+#define SL_OPT_STRUCT struct opts
 const struct sl_option cmd_stats_options[] = {
-    SL_OPT_STRING('o', "out", &so.out, "DIR", "writes DIR/stats.json and DIR/stats.svg"),
-    SL_OPT_STRING('c', "config", &so.config, "F.yaml",
+    SL_OPT_STRING('o', "out", out, "DIR", "writes DIR/stats.json and DIR/stats.svg", .required = 1),
+    SL_OPT_STRING('c', "config", config, "F.yaml",
                   "score every document with every filter of this chain"),
-    SL_OPT_STRINGS(0, "set", &so.set, "KEY=VALUE", "override a value of the --config chain"),
-    SL_OPT_STRING(0, "pipeline", &so.pipeline, "WORK",
+    SL_OPT_STRINGS(0, "set", set, "KEY=VALUE", "override a value of the --config chain"),
+    SL_OPT_STRING(0, "pipeline", pipeline, "WORK",
                   "add the funnel of the pipeline run in WORK (its summary.json)"),
-    SL_OPT_STRING(0, "text-key", &so.text_key, "KEY", "member that holds the text (default text)"),
+    SL_OPT_STRING(0, "text-key", text_key, "KEY", "member that holds the text", .def = "text"),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
 
-int cmd_stats(int argc, const char **argv)
+static int check(void *opts, const struct sl_strlist *rest)
 {
-    memset(&so, 0, sizeof(so));
-    so.text_key = "text";
-    struct sl_strlist rest = { 0 };
-    int rc = sl_parse_options(argc, argv, cmd_stats_options, &rest);
-    const char *out = so.out, *config = so.config, *pipeline = so.pipeline, *text_key = so.text_key;
-    struct sl_strlist set = so.set;
-    if (rc == SL_PARSE_HELP) {
-        sl_usage_print(stdout, cmd_stats_usage, cmd_stats_options);
-        sl_strlist_release(&rest);
-        sl_strlist_release(&set);
-        return 0;
-    }
-    if (!rc && !out)
-        rc = sl_err_set(SL_ERR_USAGE, "--out DIR is required");
-    if (!rc && rest.n == 0 && !pipeline)
-        rc = sl_err_set(SL_ERR_USAGE, "no inputs given (and no --pipeline)");
-    if (!rc && set.n && !config)
-        rc = sl_err_set(SL_ERR_USAGE, "--set goes with --config");
-    if (rc) {
-        sl_strlist_release(&rest);
-        sl_strlist_release(&set);
-        return sl_usage_error(cmd_stats_usage);
-    }
-    struct sl_world *w = sl_world_get();
+    const struct opts *o = opts;
+    if (rest->n == 0 && !o->pipeline)
+        return sl_err_set(SL_ERR_USAGE, "no inputs given (and no --pipeline)");
+    if (o->set.n && !o->config)
+        return sl_err_set(SL_ERR_USAGE, "--set goes with --config");
+    return 0;
+}
+
+/* rank 0 reads (rank0) */
+static int run(const void *opts, const struct sl_strlist *rest, int argc, const char **argv)
+{
+    const struct opts *o = opts;
+    const char *out = o->out, *config = o->config, *pipeline = o->pipeline, *text_key = o->text_key;
+    const struct sl_strlist set = o->set;
+    int rc = 0;
     struct stats st;
     memset(&st, 0, sizeof(st));
     struct funnel fn;
@@ -690,43 +682,37 @@ int cmd_stats(int argc, const char **argv)
     struct sl_filter_chain *ch = NULL;
     struct sl_inputs in;
     memset(&in, 0, sizeof(in));
-    if (w->rank == 0) {
-        if (config)
-            rc = sl_filter_chain_load(&ch, config, set.v, set.n);
-        if (!rc && rest.n)
-            rc = sl_inputs_expand(&in, (const char *const *)rest.v, rest.n, sl_jsonl_exts);
-        if (!rc && pipeline)
-            rc = load_funnel(pipeline, &fn);
-        if (!rc)
-            rc = sl_mkdir_p(out);
-        struct sl_progress prog;
-        sl_progress_start(&prog, "stats", sl_inputs_total_size(&in), 1, 1);
-        uint64_t done = 0;
-        for (size_t i = 0; !rc && i < in.n; i++)
-            rc = read_file(&st, &in.v[i], text_key, ch, &prog, &done);
-        sl_progress_finish(&prog);
-        sl_warn_limited_summary();
-        for (size_t i = 0; !rc && i < st.nscores; i++)
-            qsort(st.scores[i].v, st.scores[i].n, sizeof(double), cmp_double);
-        char *jp = sl_xasprintf("%s/stats.json", out), *sp = sl_xasprintf("%s/stats.svg", out);
-        if (!rc)
-            rc = write_json(jp, &st, &fn, config);
-        if (!rc)
-            rc = write_svg(sp, &st, &fn);
-        if (rc) {
-            sl_error("%s", sl_err_msg());
-        } else {
-            print_summary(&st, &fn);
-            if (rest.n && !st.nscores)
-                sl_info("stats: no filter scores: give --config F.yaml, or inputs written by "
-                        "`sluice filter --annotate`");
-            printf("stats: %s\nhistograms: %s\n", jp, sp);
-        }
-        free(jp);
-        free(sp);
+    if (config)
+        rc = sl_filter_chain_load(&ch, config, set.v, set.n);
+    if (!rc && rest->n)
+        rc = sl_inputs_expand(&in, (const char *const *)rest->v, rest->n, sl_jsonl_exts);
+    if (!rc && pipeline)
+        rc = load_funnel(pipeline, &fn);
+    if (!rc)
+        rc = sl_mkdir_p(out);
+    struct sl_progress prog;
+    sl_progress_start(&prog, "stats", sl_inputs_total_size(&in), 1, 1);
+    uint64_t done = 0;
+    for (size_t i = 0; !rc && i < in.n; i++)
+        rc = read_file(&st, &in.v[i], text_key, ch, &prog, &done);
+    sl_progress_finish(&prog);
+    sl_warn_limited_summary();
+    for (size_t i = 0; !rc && i < st.nscores; i++)
+        qsort(st.scores[i].v, st.scores[i].n, sizeof(double), cmp_double);
+    char *jp = sl_xasprintf("%s/stats.json", out), *sp = sl_xasprintf("%s/stats.svg", out);
+    if (!rc)
+        rc = write_json(jp, &st, &fn, config);
+    if (!rc)
+        rc = write_svg(sp, &st, &fn);
+    if (!rc) {
+        print_summary(&st, &fn);
+        if (rest->n && !st.nscores)
+            sl_info("stats: no filter scores: give --config F.yaml, or inputs written by "
+                    "`sluice filter --annotate`");
+        printf("stats: %s\nhistograms: %s\n", jp, sp);
     }
-    int64_t failed = rc != 0;
-    sl_world_allreduce_i64(w, &failed, 1, SL_MAX);
+    free(jp);
+    free(sp);
     for (size_t i = 0; i < st.nscores; i++) {
         free(st.scores[i].name);
         free(st.scores[i].v);
@@ -738,7 +724,8 @@ int cmd_stats(int argc, const char **argv)
     if (in.v)
         sl_inputs_release(&in);
     sl_filter_chain_free(ch);
-    sl_strlist_release(&rest);
-    sl_strlist_release(&set);
-    return failed ? 1 : 0;
+    return rc;
 }
+
+const struct sl_cmd cmd_stats =
+    SL_CMD(cmd_stats_usage, cmd_stats_options, struct opts, check, run, .rank0 = 1);
