@@ -1,11 +1,15 @@
-/* Files by path: existence, size and an atomic copy. */
+/* Files by path: existence, size, an atomic copy, identity, a directory's names. */
 #include "core/file.h"
 
 #include "core/atomic.h"
 #include "core/err.h"
+#include "core/options.h"
+
+#include <dirent.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,4 +54,35 @@ int sl_copy_file(const char *from, const char *to)
 out:
     close(fd);
     return rc;
+}
+
+int sl_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return a && b && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sl_dir_list(const char *dir, struct sl_strlist *names)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        int e = errno;
+        sl_err_set(SL_ERR_IO, "cannot read the directory '%s': %s", dir, strerror(e));
+        errno = e;
+        return SL_ERR_IO;
+    }
+    size_t first = names->n;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            sl_strlist_push(names, de->d_name);
+    closedir(d);
+    if (names->n - first > 1)
+        qsort(names->v + first, names->n - first, sizeof(char *), cmp_name);
+    return 0;
 }

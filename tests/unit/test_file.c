@@ -1,15 +1,17 @@
-/* Tests for core/file: existence, size and the atomic copy. */
+/* Tests for core/file: existence, size, the atomic copy, identity and directory listing. */
 #include "tests/harness.h"
 
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/file.h"
+#include "core/options.h"
 #include "core/stream.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 TEST(file_exists_is_a_regular_file)
@@ -88,4 +90,48 @@ TEST(file_copy_errors_name_the_file)
     snprintf(bad, sizeof(bad), "%s/no/such/dir/to", sl_test_tmpdir());
     CHECK_EQ_INT(sl_copy_file(from, bad), SL_ERR_IO);
     CHECK_CONTAINS(sl_err_msg(), "cannot create '");
+}
+
+TEST(file_same_file_after_links)
+{
+    char a[4096], b[4096], link[4096], missing[4096];
+    snprintf(a, sizeof(a), "%s", sl_test_write("same-a", "a", 1));
+    snprintf(b, sizeof(b), "%s", sl_test_write("same-b", "a", 1)); /* equal bytes, another file */
+    snprintf(link, sizeof(link), "%s/same-link", sl_test_tmpdir());
+    snprintf(missing, sizeof(missing), "%s/none", sl_test_tmpdir());
+    REQUIRE(symlink(sl_test_tmpdir(), link) == 0);
+    CHECK_EQ_INT(sl_same_file(a, a), 1);
+    CHECK_EQ_INT(sl_same_file(a, b), 0);
+    CHECK_EQ_INT(sl_same_file(link, sl_test_tmpdir()), 1); /* a directory, after the link */
+    CHECK_EQ_INT(sl_same_file(missing, missing), 0);
+    CHECK_EQ_INT(sl_same_file(NULL, a), 0);
+}
+
+TEST(file_dir_list_sorted_without_dots)
+{
+    char dir[4096], missing[4096], p[4200];
+    snprintf(dir, sizeof(dir), "%s/list", sl_test_tmpdir());
+    snprintf(missing, sizeof(missing), "%s/none", sl_test_tmpdir());
+    REQUIRE(mkdir(dir, 0755) == 0);
+    const char *names[] = { "b", "a.txt", "C", "sub" }; /* strcmp order: C a.txt b sub */
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+        REQUIRE(sl_write_file_atomic(p, "x", 1) == 0);
+    }
+    snprintf(p, sizeof(p), "%s/sub", dir);
+    REQUIRE(mkdir(p, 0755) == 0);
+    struct sl_strlist l = { 0 };
+    sl_strlist_push(&l, "kept"); /* names are appended after what the list holds */
+    CHECK_EQ_INT(sl_dir_list(dir, &l), 0);
+    REQUIRE(l.n == 5);
+    CHECK_EQ_STR(l.v[0], "kept");
+    CHECK_EQ_STR(l.v[1], "C");
+    CHECK_EQ_STR(l.v[2], "a.txt");
+    CHECK_EQ_STR(l.v[3], "b");
+    CHECK_EQ_STR(l.v[4], "sub");
+    CHECK_EQ_INT(sl_dir_list(missing, &l), SL_ERR_IO);
+    CHECK_CONTAINS(sl_err_msg(), "cannot read the directory '");
+    CHECK_CONTAINS(sl_err_msg(), missing);
+    CHECK_EQ_INT(l.n, 5);
+    sl_strlist_release(&l);
 }

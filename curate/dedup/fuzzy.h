@@ -1,0 +1,188 @@
+/* struct dd_fuzzy: near-duplicate detection over a dedup corpus (curate/dedup/corpus.h), the
+ * engine of `sluice dedup fuzzy` (curate/dedup/cmd_dedup_fuzzy.c), which knows nothing of
+ * argv or exit codes. A run, in the order of its files:
+ *
+ *   fuzzy_pairs.c   pass 1: each document's shingles, MinHash signature and LSH band keys;
+ *                   candidate pairs of documents that share a bucket, in memory (records
+ *                   shuffled to the bucket's owner rank) or in a Redis Cluster
+ *   fuzzy_verify.c  --verify: the pairs whose true Jaccard similarity of shingle sets is at
+ *                   least the threshold (the second document's set asked of its rank)
+ *   fuzzy.c         clusters: connected components over the ranks, each document's fate
+ *                   (the first document of its cluster, kept), the outputs written
+ *   fuzzy_index.c   the saved band index: --index-in read (and its documents' ids for the
+ *                   reports), --index-out written (curate/dedup/lsh_index.h is its format)
+ *
+ * Call order: dd_fuzzy_init, dd_fuzzy_read_index (with cfg->index_in), dd_fuzzy_connect,
+ * dd_fuzzy_run, dd_fuzzy_counts (after a run that succeeded), dd_fuzzy_release. Every call but
+ * init, read_index and release is collective: every rank makes it (where a step's ranks
+ * must agree, a rank whose peer failed returns an error that says so). Errors are 0 or a
+ * negative enum sl_err with its message (sl_err_msg).
+ */
+#ifndef SL_DEDUP_FUZZY_H
+#define SL_DEDUP_FUZZY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "curate/dedup/corpus.h"
+#include "curate/dedup/lsh_index.h"
+#include "curate/dedup/lsh_redis.h"
+#include "curate/dedup/minhash.h"
+#include "curate/dedup/shingle.h"
+
+struct sl_counters;
+struct sl_doc;
+struct sl_stage;
+struct sl_world;
+
+/* What the MinHash and LSH options resolve to (the command applies its preset). */
+struct dd_fuzzy_params {
+    struct dd_shingler sh;
+    unsigned norm; /* DD_NORM_* flags (curate/dedup/normalize.h) */
+    unsigned bands, rows, anchors;
+    struct minhash mh; /* bands x rows permutations, initialised by the caller */
+    uint64_t seed;
+    double threshold; /* of verify */
+    int verify;
+    char minhash_json[512]; /* the settings an index must share: {"ngram":...,"hash":...} */
+};
+
+/* The shingles of a document, normalised first (f->norm), into sh (its old contents
+ * dropped); *whole is set when the text is shorter than one shingle and was hashed whole.
+ * Returns the number of shingles (0: no text to compare). nbuf is scratch. */
+size_t dd_fuzzy_shingles(const struct dd_fuzzy_params *f, struct sl_doc *d, struct sl_buf *nbuf,
+                         struct dd_u64s *sh, int *whole);
+
+/* Where buckets live and which index a run reads and writes. Strings are borrowed. */
+struct dd_fuzzy_cfg {
+    const struct dd_fuzzy_params *f;
+    const char *backend;              /* "memory" or "redis" */
+    const char *redis, *redis_prefix; /* seed nodes; key prefix (NULL: from the settings) */
+    unsigned redis_batch;
+    double redis_timeout;
+    const char *index_in, *index_out; /* directories, or NULL */
+    int pairs;                        /* keep every pair for OUT/pairs.jsonl */
+    long level;                       /* zstd level of the output shards */
+    const char *id_key;               /* the member --index-out records as a document's id */
+};
+
+/* Band records of --index-in that this rank owns (memory backend), sorted. */
+struct dd_old_index {
+    struct lsh_rec *r;
+    size_t n, cap;
+    int P, rank;
+};
+
+/* Ids of the index's documents that this run's clusters and pairs name (rank 0). */
+struct dd_old_ids {
+    struct dd_member_id {
+        uint64_t gid;
+        char *id; /* raw JSON */
+        size_t len;
+    } *v;
+    size_t n, cap;
+    const uint64_t *want; /* sorted */
+    size_t nwant;
+};
+
+/* The signatures of pass 1: per document of this rank with shingles, its gid and `bands`
+ * band keys. */
+struct dd_sigs {
+    struct dd_u64s gids, keys;
+    uint64_t empty; /* documents with no text to compare (kept) */
+    uint64_t whole; /* documents shorter than one shingle, hashed whole */
+};
+
+struct dd_fuzzy {
+    const struct dd_fuzzy_cfg *cfg;
+    const struct dd_fuzzy_params *f;
+    struct dd_corpus *c;
+    int redis, iout;         /* the Redis backend; --index-out */
+    struct dd_old_index old; /* --index-in (memory backend) */
+    char *old_prefix;        /* --index-in: its Redis key prefix */
+    const char *settings;    /* of the run (JSON): Redis key prefixes and plans hash it */
+    struct lsh_redis lr;     /* connected when lr_open */
+    int lr_open;
+    int connect_rc;        /* what dd_fuzzy_connect returned */
+    char *prefix;          /* of this run's Redis buckets */
+    const char *query_old; /* prefix of the index's buckets, when they are not this run's */
+    int temp_keys;         /* delete this run's buckets once the pairs are known */
+    struct dd_index_writer idw, bw; /* --index-out: ids, bands */
+    struct dd_sigs sig;
+    struct dd_pair *pairs; /* the pairs that count, on the rank of their first document */
+    size_t np;
+    struct dd_fate *fates;
+    size_t nf;
+    struct sl_buf allp;     /* every pair, sorted, on rank 0 (cfg->pairs) */
+    struct dd_old_ids oid;  /* ids of the index's documents in this run's clusters (rank 0) */
+    struct dd_u64s want;    /* their gids */
+    struct sl_buf warnings; /* rank 0: dd_fuzzy_connect's warnings, each ended by a NUL */
+    /* what the run found; counts summed over the ranks by dd_fuzzy_counts */
+    double t_lsh;       /* seconds this rank spent on candidate pairs */
+    uint64_t counts[2]; /* candidate, verified pairs */
+    unsigned rounds;    /* of the connected components */
+    uint64_t groups;    /* duplicate clusters (rank 0) */
+};
+
+/* Set up z for the corpus c (initialised, its keys set); cfg, its params and c are
+ * borrowed until dd_fuzzy_release. */
+void dd_fuzzy_init(struct dd_fuzzy *z, const struct dd_fuzzy_cfg *cfg, struct dd_corpus *c);
+
+/* cfg->index_in: check its meta against this run (MinHash settings, backend, generations),
+ * read its band records this rank owns (memory backend), and make this run's documents the
+ * next generation (c->gen). Not collective. */
+int dd_fuzzy_read_index(struct dd_fuzzy *z);
+
+/* Connect to the Redis Cluster and claim this run's key prefix (Redis backend), and open
+ * this rank's --index-out files. `settings` (borrowed until release) is the run's settings
+ * JSON: equal settings and inputs give equal Redis prefixes. What is worth a warning goes
+ * into z->warnings (rank 0), also on failure. */
+int dd_fuzzy_connect(struct dd_fuzzy *z, const char *settings);
+
+/* Signatures, candidate pairs, verification, clusters; the shards of this rank's files
+ * written through the stage st (begun by the caller; rank 0 also writes duplicates.jsonl,
+ * clusters.jsonl and, with cfg->pairs, pairs.jsonl); the --index-out files committed (or,
+ * after a failure, removed). Called also after dd_fuzzy_connect failed on this rank: it
+ * then makes only the collective calls of the run's end (the index's ids, the index files
+ * removed) and returns that error, so that the ranks' calls match. */
+int dd_fuzzy_run(struct dd_fuzzy *z, struct sl_stage *st);
+
+/* The run's counts into extra, summed on rank 0 (empty_documents,
+ * short_documents_hashed_whole, candidate_pairs, verified_pairs with verify,
+ * duplicate_clusters); z->counts summed on every rank. */
+int dd_fuzzy_counts(struct dd_fuzzy *z, struct sl_counters *extra);
+
+void dd_fuzzy_release(struct dd_fuzzy *z);
+
+/* ---- the steps, one file each (for fuzzy.c) ---------------------------------------------- */
+
+/* fuzzy_pairs.c: rc on every rank, this rank's error or `peer` when another rank failed. */
+int dd_fuzzy_all_ok(const struct sl_world *w, int rc, const char *peer);
+/* fuzzy_pairs.c: the Redis connection and this run's prefix claimed (collective). */
+int dd_fuzzy_redis_open(struct dd_fuzzy *z);
+/* fuzzy_pairs.c: pass 1 into z->sig (ids into --index-out's file). */
+int dd_fuzzy_sign(struct dd_fuzzy *z);
+/* fuzzy_pairs.c: the candidate pairs, on the rank of their first document, sorted and
+ * unique; counts[0] set. Frees the index's band records. */
+int dd_fuzzy_candidates(struct dd_fuzzy *z, struct dd_edge **e, size_t *ne);
+
+/* fuzzy_verify.c: the pairs of e (taken, freed) whose shingle sets have Jaccard >=
+ * f->threshold, with it, on the rank of their first document; *checked: pairs checked. */
+int dd_fuzzy_verify(struct dd_corpus *c, const struct dd_fuzzy_params *f, struct dd_edge *e,
+                    size_t ne, struct dd_pair **out, size_t *nout, uint64_t *checked);
+
+/* fuzzy_index.c: this rank's --index-out files opened (rank 0 creates the directory). */
+int dd_fuzzy_index_open(struct dd_fuzzy *z);
+/* fuzzy_index.c: rank 0 reads the ids of the index's documents that the fates and pairs
+ * name; every rank learns whether that worked (rc: the run's error so far). */
+int dd_fuzzy_old_ids(struct dd_fuzzy *z, int rc);
+/* fuzzy_index.c: the id of an index document for the reports (dd_apply_opts.old_id). */
+int dd_fuzzy_old_id(void *oid, uint64_t gid, struct sl_buf *out);
+/* fuzzy_index.c: commit (rc 0) or abort this rank's --index-out files; rank 0 then copies
+ * the ids of the earlier generations and writes the meta. */
+int dd_fuzzy_index_commit(struct dd_fuzzy *z, int rc);
+/* fuzzy_index.c: what the old ids hold. */
+void dd_old_ids_release(struct dd_old_ids *o);
+
+#endif
