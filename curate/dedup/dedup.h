@@ -1,4 +1,4 @@
-/* The dedup subcommands (curate/dedup/exact.c, fuzzy.c) and what they share. */
+/* What the dedup engines (curate/dedup/exact.h, fuzzy.h) share. */
 #ifndef SL_DEDUP_DEDUP_H
 #define SL_DEDUP_DEDUP_H
 
