@@ -1,30 +1,14 @@
-/* sluice dedup: what it says when no mode is named, and helpers `exact` and `fuzzy` use. */
-#include "curate/commands.h"
+/* What the dedup engines share (curate/dedup/dedup.h). */
 #include "curate/dedup/dedup.h"
 
 #include "core/buf.h"
 #include "core/doc.h"
 #include "core/err.h"
-#include "core/log.h"
-#include "core/options.h"
 
 #include <json-c/json.h>
-#include <stdio.h>
 #include <string.h>
 
-const char *const cmd_dedup_usage[] = {
-    "sluice dedup exact --out DIR [options] IN...",
-    "sluice dedup fuzzy --out DIR [options] IN...",
-    "",
-    "Remove duplicate documents. 'exact' drops documents whose (optionally normalised)",
-    "text, or another member (--key url), has the same 128-bit hash as an earlier one.",
-    "'fuzzy' finds near-duplicates with MinHash and LSH (in memory, or in a Redis Cluster)",
-    "and keeps the first document of each connected group. 'sluice dedup exact -h' and",
-    "'sluice dedup fuzzy -h' show their options.",
-    NULL,
-};
-
-int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
+int dd_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
 {
     const char *dot = strchr(key, '.');
     if (!dot)
@@ -72,15 +56,3 @@ int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
     json_object_put(o);
     return rc;
 }
-
-/* `sluice dedup` with no mode (argv[1] names none: the dispatcher runs exact and fuzzy) */
-static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
-{
-    if (operands->n)
-        sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'",
-                 operands->v[0]);
-    sl_usage_print(stderr, cmd_dedup_usage, NULL);
-    return 2;
-}
-
-const struct sl_cmd cmd_dedup = { .usage = cmd_dedup_usage, .run = run };

@@ -1,4 +1,5 @@
-/* What the dedup engines (curate/dedup/exact.h, fuzzy.h) share. */
+/* What the dedup engines (curate/dedup/exact.h, fuzzy.h) share: a member of a document by
+ * its dotted path. */
 #ifndef SL_DEDUP_DEDUP_H
 #define SL_DEDUP_DEDUP_H
 
@@ -10,6 +11,6 @@ struct sl_doc;
 
 /* The value of member `key` of d into out (appended): strings decoded, other values as raw
  * JSON; "a.b.c" walks into nested objects. 0 or SL_ERR_NOTFOUND. */
-int dedup_get_key(struct sl_doc *d, const char *key, struct sl_buf *out);
+int dd_get_key(struct sl_doc *d, const char *key, struct sl_buf *out);
 
 #endif

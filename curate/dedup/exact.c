@@ -35,7 +35,7 @@ static int on_doc(void *vctx, uint64_t gid, struct sl_doc *d)
     sl_doc_text(d, &text_len); /* --keep longest compares the texts as they are */
     if (s->cfg->key) {
         sl_buf_reset(&s->val);
-        if (dedup_get_key(d, s->cfg->key, &s->val)) {
+        if (dd_get_key(d, s->cfg->key, &s->val)) {
             s->missing_key++;
             return 0;
         }
