@@ -1,7 +1,7 @@
 /* A fuzzy dedup run (curate/dedup/fuzzy.h): its steps in order, and the clusters: connected
  * components of the pairs over the ranks, each document's fate (the first document of its
  * cluster, kept), the outputs written through the stage. */
-#include "curate/dedup/fuzzy.h"
+#include "curate/dedup/fuzzy_impl.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"

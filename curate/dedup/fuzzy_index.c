@@ -3,7 +3,7 @@
  * of its documents that this run's clusters name looked up for the reports; --index-out's
  * files opened per rank, committed, the earlier generations' ids copied and the meta
  * written. */
-#include "curate/dedup/fuzzy.h"
+#include "curate/dedup/fuzzy_impl.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"

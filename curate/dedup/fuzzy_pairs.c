@@ -3,7 +3,7 @@
  * records shuffled to the bucket's owner rank (memory backend, a few bands per round) or
  * from a Redis Cluster (curate/dedup/lsh_redis.h), moved to the rank of their first
  * document. */
-#include "curate/dedup/fuzzy.h"
+#include "curate/dedup/fuzzy_impl.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"

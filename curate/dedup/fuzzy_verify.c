@@ -2,7 +2,7 @@
  * true Jaccard similarity of its documents' shingle sets reaches the threshold. Pairs go to
  * the rank of their first document; that rank reads its files again for the shingles of
  * its documents in pairs, and asks the ranks of the second documents for theirs. */
-#include "curate/dedup/fuzzy.h"
+#include "curate/dedup/fuzzy_impl.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
