@@ -100,15 +100,34 @@ struct flow {
 
 void pl_push(struct sl_strlist *l, const char *s);
 char *pl_strlist_join(const struct sl_strlist *l, const char *sep);
-struct sl_cfg *pl_child(struct sl_cfg *map, const char *key);
-int pl_scalars(struct loader *L, struct sl_cfg *node, struct sl_strlist *out);
-int pl_one_scalar(struct loader *L, struct sl_cfg *node, char **out);
-char *pl_resolve_input(struct loader *L, struct sl_cfg *node, const char *v);
 struct pl_step *pl_new_step(struct pl_pipeline *p, int stage);
 void pl_add_dep(struct pl_step *s, size_t d);
 void pl_flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t first);
 int pl_section_options(struct loader *L, const struct key *t, struct sl_cfg *map,
                        struct pl_step *s);
+
+/* ---- the values of a section (yaml.c) -------------------------------------------------- */
+
+/* The child `key` of a map, or NULL: a key whose value is null (`key: null`, `key: ~`,
+ * the override key=null) is as if it were absent. */
+struct sl_cfg *pl_child(struct sl_cfg *map, const char *key);
+/* A scalar or a list of scalars, each with its ${var} references replaced, appended to
+ * *out (a scalar "a,b" stays one value); a null node appends nothing. */
+int pl_scalars(struct loader *L, struct sl_cfg *node, struct sl_strlist *out);
+/* One scalar, its ${var} references replaced. Caller frees *out. */
+int pl_one_scalar(struct loader *L, struct sl_cfg *node, char **out);
+/* The value v of node as an input path: beside the pipeline file, else in sluice's data
+ * directory, unless it was given on the command line or names an earlier step's output
+ * ("kind:PATH" keeps its kind). Caller frees. */
+char *pl_resolve_input(struct loader *L, struct sl_cfg *node, const char *v);
+/* The path in a value that names an input ("spm:x.model" -> "x.model"), else the value. */
+const char *pl_input_path(const char *v);
+/* 1 when something (a file, a directory) is at path. */
+int pl_exists(const char *path);
+/* Every value under node that is only "${var}" of a null variable becomes null itself. */
+void pl_null_vars(struct sl_cfg *root, struct sl_cfg *node);
+/* The names of the variables the values under node refer to as ${name}, appended to *out. */
+void pl_collect_refs(const struct sl_cfg *node, struct sl_strlist *out);
 /* FILE:LINE: message (of a config node), as SL_ERR_CONFIG. */
 int pl_where_err(struct sl_cfg *node, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
