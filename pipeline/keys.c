@@ -60,13 +60,15 @@ static const struct key train_keys[] = {
     END,
 };
 
-/* curate's document stages: documents in, documents out, --force */
-#define PL_STAGE_ROW_(id, name, cmd, sub, opts) [PL_##id] = { name, cmd, sub, opts, NULL, 1, 1 },
-
 /* clang-format off */
 const struct stage_def pl_stages[PL_NSTAGES] = {
     [PL_DOWNLOAD] = { "download", "download", NULL, cmd_download_options, download_own, 1, 1 },
-    SL_CURATE_STAGES(PL_STAGE_ROW_)
+    /* curate's document stages (curate/commands.def): documents in, documents out, --force */
+#define SL_CURATE_STAGE(ID, name, summary)                                                         \
+    [PL_##ID] = { #name, #name, NULL, cmd_##name##_options, NULL, 1, 1 },
+#define SL_CURATE_MODE(ID, name, mode)                                                             \
+    [PL_##ID] = { #name "_" #mode, #name, #mode, cmd_##name##_##mode##_options, NULL, 1, 1 },
+#include "curate/commands.def"
     [PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train",
                              cmd_tokenizer_train_options, tokenizer_train_own, 0, 0 },
     [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, cmd_tokenize_options, tokenize_own, 0, 0 },

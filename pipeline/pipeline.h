@@ -23,24 +23,22 @@
 #include <stdio.h>
 
 #include "core/options.h"
-#include "curate/commands.h"
 
 struct sl_cfg;
 
 /* The stages in the order data flows: download, curate's document stages (PL_EXTRACT,
- * PL_CLEAN, ... PL_RESHARD: SL_CURATE_STAGES in curate/commands.h), tokenizer_train,
+ * PL_CLEAN, ... PL_RESHARD: the stage rows of curate/commands.def), tokenizer_train,
  * tokenize, train. */
-#define PL_STAGE_ID_(id, ...) PL_##id,
-/* clang-format off */
 enum pl_stage {
     PL_DOWNLOAD,
-    SL_CURATE_STAGES(PL_STAGE_ID_)
+#define SL_CURATE_STAGE(ID, name, summary) PL_##ID,
+#define SL_CURATE_MODE(ID, name, mode)     PL_##ID,
+#include "curate/commands.def"
     PL_TOKENIZER_TRAIN,
     PL_TOKENIZE,
     PL_TRAIN,
     PL_NSTAGES
 };
-/* clang-format on */
 
 /* "dedup_exact" for PL_DEDUP_EXACT; NULL out of range. */
 const char *pl_stage_name(int stage);
