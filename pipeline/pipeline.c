@@ -1,18 +1,16 @@
 /* Pipelines: YAML sections -> command lines (the inputs and outputs of each stage, the
  * stage selection). The values of a section (${var}, input paths) are read in yaml.c, the
- * key tables are in keys.c, the download stage's URL building in urls.c, the train stage
- * in train_stage.c (shared: internal.h). */
+ * stage table and its keys are in keys.c; what is a stage's own (download's URL lists,
+ * tokenize's prefix, train's config) is in its file, reached through its row's hooks
+ * (download_stage.c, tokenize_stage.c, train_stage.c; shared: internal.h). */
 #include "pipeline/pipeline.h"
 #include "pipeline/internal.h"
 
 #include "core/alloc.h"
-#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/datadir.h"
 #include "core/err.h"
-#include "core/stream.h"
-#include "tokenize/tokenizer.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -69,75 +67,6 @@ char *pl_shell_line(const struct sl_strlist *argv)
         sl_buf_putc(&b, '\'');
     }
     return sl_buf_detach(&b, NULL);
-}
-
-/* {n}, {n:05d}, {n:d}, {lang}, {total}, {total:05d} */
-int pl_format_template(const char *tmpl, unsigned long long n, const char *lang,
-                       unsigned long long total, char **out)
-{
-    struct sl_buf b = SL_BUF_INIT;
-    const char *p = tmpl;
-    int rc = 0;
-    while (*p && !rc) {
-        if (*p != '{') {
-            sl_buf_putc(&b, *p++);
-            continue;
-        }
-        const char *close = strchr(p, '}');
-        if (!close) {
-            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': '{' without '}'", tmpl);
-            break;
-        }
-        char field[64];
-        size_t fl = (size_t)(close - p - 1);
-        if (fl >= sizeof(field)) {
-            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field", tmpl);
-            break;
-        }
-        memcpy(field, p + 1, fl);
-        field[fl] = '\0';
-        char *colon = strchr(field, ':');
-        const char *spec = "";
-        if (colon) {
-            *colon = '\0';
-            spec = colon + 1;
-        }
-        if (!strcmp(field, "lang") && !*spec && lang) {
-            sl_buf_puts(&b, lang);
-        } else if (!strcmp(field, "n") || (!strcmp(field, "total") && total)) {
-            unsigned long long v = !strcmp(field, "n") ? n : total;
-            int width = 0;
-            if (*spec) {
-                /* 05d, 2d, d */
-                const char *q = spec;
-                int zero = *q == '0';
-                while (isdigit((unsigned char)*q))
-                    width = width * 10 + (*q++ - '0');
-                if (strcmp(q, "d") != 0 || width > 20 || (width && !zero && spec[0] != '0')) {
-                    rc = sl_err_set(
-                        SL_ERR_CONFIG,
-                        "url template '%s': cannot read '{%s:%s}' (use {%s} or {%s:05d})", tmpl,
-                        field, spec, field, field);
-                    break;
-                }
-            }
-            sl_buf_printf(&b, "%0*llu", width, v);
-        } else {
-            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field '{%s}'%s", tmpl, field,
-                            !strcmp(field, "lang") ? " (give 'languages')"
-                            : !strcmp(field, "total")
-                                ? " (give 'languages' as a map: language -> number of files)"
-                                : " (use {n}, {lang} or {total})");
-            break;
-        }
-        p = close + 1;
-    }
-    if (rc) {
-        sl_buf_release(&b);
-        return rc;
-    }
-    *out = b.data ? sl_buf_detach(&b, NULL) : sl_xstrdup("");
-    return 0;
 }
 
 static const char *const top_keys[] = { "name", "work_dir", "stages", NULL };
@@ -309,7 +238,7 @@ struct pl_step *pl_new_step(struct pl_pipeline *p, int stage)
     struct pl_step *s = &p->steps[p->n++];
     memset(s, 0, sizeof(*s));
     s->stage = stage;
-    s->can_force = pl_stages[stage].can_force;
+    s->force = pl_stages[stage].force;
     pl_push(&s->argv, pl_stages[stage].cmd);
     if (pl_stages[stage].sub)
         pl_push(&s->argv, pl_stages[stage].sub);
@@ -359,13 +288,13 @@ void pl_flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t first)
 }
 
 /* The maps of a section: itself, or each item of a list of runs. *ents is allocated. */
-static int section_entries(const struct stage_def *d, int stage, struct sl_cfg *sec,
-                           struct entry **ents, size_t *ne)
+static int section_entries(const struct stage_def *d, struct sl_cfg *sec, struct entry **ents,
+                           size_t *ne)
 {
     *ents = NULL;
     *ne = 0;
     if (sec->kind == SL_CFG_SEQ) {
-        if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE)
+        if (d->one_map)
             return pl_where_err(sec, "'%s' takes one map, not a list", d->name);
         if (sec->n == 0)
             return pl_where_err(sec, "an empty list of runs");
@@ -421,81 +350,11 @@ static int entry_step(struct loader *L, const struct stage_def *d, int stage, st
     return rc;
 }
 
-/* tokenizer_train and tokenize write OUT/PREFIX: --out OUT/PREFIX, and what later stages
- * read (the model; the token shards and the counts manifest). */
-static int prefix_out(struct loader *L, int stage, struct sl_cfg *m, struct pl_step *s, size_t idx,
-                      struct flow *fl)
-{
-    struct sl_cfg *px = pl_child(m, "prefix");
-    char *pfx = NULL;
-    int rc = 0;
-    if (px)
-        rc = pl_one_scalar(L, px, &pfx);
-    else
-        pfx = sl_xstrdup(stage == PL_TOKENIZE ? L->p->name : "tokenizer");
-    if (!rc && (!pfx[0] || strchr(pfx, '/')))
-        rc = pl_where_err(px, "a prefix is a plain file name, got '%s'", pfx);
-    if (rc) {
-        free(pfx);
-        return rc;
-    }
-    char *full = sl_xasprintf("%s/%s", s->out, pfx);
-    free(pfx);
-    pl_push(&s->argv, full);
-    if (stage == PL_TOKENIZER_TRAIN) {
-        free(fl->tok_model);
-        fl->tok_model = sl_xasprintf("%s.model", full);
-        fl->tok_step = idx;
-        struct sl_cfg *vs = pl_child(m, "vocab_size");
-        free(fl->vocab_size);
-        fl->vocab_size = NULL;
-        if (vs)
-            rc = pl_one_scalar(L, vs, &fl->vocab_size);
-    } else {
-        s->counts_manifest = sl_xasprintf("%s.manifest.json", full);
-        /* the first --json-key names the shards the trainer reads */
-        struct sl_cfg *jk = pl_child(m, "json_key");
-        struct sl_strlist keys = { 0 };
-        if (jk)
-            rc = pl_scalars(L, jk, &keys);
-        /* split_sentences: Megatron's _sentence shards */
-        struct sl_cfg *ss = pl_child(m, "split_sentences");
-        int split = 0;
-        if (!rc && ss)
-            rc = sl_cfg_node_bool(ss, &split);
-        free(fl->tokens);
-        fl->tokens = sl_xasprintf("%s_%s_%s", full, keys.n ? keys.v[0] : "text",
-                                  split ? "sentence" : "document");
-        fl->tokens_step = idx;
-        sl_strlist_release(&keys);
-    }
-    free(full);
-    return rc;
-}
-
-/* tokenize without 'tokenizer:': the model of the tokenizer_train stage before it. */
-static int default_tokenizer(struct sl_cfg *m, struct pl_step *s, struct flow *fl)
-{
-    if (pl_child(m, "tokenizer"))
-        return 0;
-    if (!fl->tok_model)
-        return pl_where_err(m, "'tokenize' needs 'tokenizer:', or a 'tokenizer_train' "
-                               "stage before it\nhint: a tokenizer is one of " TOKENIZER_SPECS);
-    char *spec = sl_xasprintf("spm:%s", fl->tok_model);
-    pl_push(&s->argv, "--tokenizer");
-    pl_push(&s->argv, spec);
-    pl_push(&s->inputs, fl->tok_model);
-    free(spec);
-    pl_add_dep(s, fl->tok_step);
-    return 0;
-}
-
-/* The operands: 'in' (resolved paths), or the previous document stage's outputs; each one
- * an earlier step writes makes that step a dependency. */
-static int stage_inputs(struct loader *L, const struct stage_def *d, struct sl_cfg *m,
-                        struct pl_step *s, size_t idx, struct flow *fl)
+int pl_stage_inputs(struct loader *L, struct sl_cfg *m, struct pl_step *s, size_t idx,
+                    struct flow *fl)
 {
     struct pl_pipeline *p = L->p;
+    const struct stage_def *d = &pl_stages[s->stage];
     struct sl_cfg *in = pl_child(m, "in");
     struct sl_strlist ops = { 0 };
     int rc = 0;
@@ -532,59 +391,49 @@ static int stage_inputs(struct loader *L, const struct stage_def *d, struct sl_c
     return rc;
 }
 
+int pl_build_docs(struct loader *L, struct sl_cfg *m, struct pl_step *s, size_t idx,
+                  struct flow *fl)
+{
+    pl_push(&s->argv, s->out);
+    s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
+    int rc = pl_section_options(L, pl_stage_keys(s->stage), m, s);
+    if (!rc)
+        rc = pl_stage_inputs(L, m, s, idx, fl);
+    return rc;
+}
+
 /* One entry of a section: its step (or, for download, steps), in the order the command line
- * is written: --out, the options, the inputs. */
+ * is written: --out, then what the stage's build hook writes. */
 static int build_entry(struct loader *L, int stage, struct sl_cfg *m, size_t e, int in_list,
                        struct flow *fl)
 {
-    struct pl_pipeline *p = L->p;
     const struct stage_def *d = &pl_stages[stage];
     int rc = pl_check_keys(m, pl_stage_keys(stage), in_list);
     if (rc)
         return rc;
-    size_t idx = p->n;
+    size_t idx = L->p->n;
     struct pl_step *s;
     rc = entry_step(L, d, stage, m, e, in_list, &s);
     if (rc)
         return rc;
     pl_push(&s->argv, "--out");
-    if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE) {
-        rc = prefix_out(L, stage, m, s, idx, fl);
-    } else {
-        pl_push(&s->argv, s->out);
-        s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
-    }
-    if (rc)
-        return rc;
-    if (stage == PL_DOWNLOAD) {
-        rc = pl_download_options(L, m, s);
-        if (!rc)
-            rc = pl_download_urls(L, m, p, idx);
-        if (!rc && m->kind == SL_CFG_MAP && pl_child(m, "in"))
-            rc = pl_where_err(pl_child(m, "in"), "'download' reads URLs, not 'in'");
-        return rc;
-    }
-    rc = pl_section_options(L, pl_stage_keys(stage), m, s);
-    if (!rc && stage == PL_TOKENIZE)
-        rc = default_tokenizer(m, s, fl);
-    if (!rc)
-        rc = stage_inputs(L, d, m, s, idx, fl);
-    return rc;
+    return d->build(L, m, s, idx, fl);
 }
 
 static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct flow *fl)
 {
+    const struct stage_def *d = &pl_stages[stage];
     sec->used = 1;
-    if (stage == PL_TRAIN)
-        return pl_build_train(L, sec, fl);
+    if (d->section)
+        return d->section(L, sec, fl);
     struct entry *ents = NULL;
     size_t ne = 0;
-    int rc = section_entries(&pl_stages[stage], stage, sec, &ents, &ne);
+    int rc = section_entries(d, sec, &ents, &ne);
     size_t first = L->p->n;
     for (size_t e = 0; e < ne && !rc; e++)
         rc = build_entry(L, stage, ents[e].map, e, sec->kind == SL_CFG_SEQ, fl);
     free(ents);
-    if (!rc && pl_stages[stage].docs)
+    if (!rc && d->docs)
         pl_flow_set_docs(fl, L->p, first);
     return rc;
 }
@@ -793,75 +642,4 @@ void pl_pipeline_release(struct pl_pipeline *p)
     free(p->work_dir);
     sl_cfg_free(p->cfg);
     memset(p, 0, sizeof(*p));
-}
-
-/* ---- preparation: URL lists ---------------------------------------------------------- */
-
-static int write_list(const char *path, const char *text, size_t len)
-{
-    char *dir = sl_xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int rc = slash ? sl_mkdir_p(dir) : 0;
-    free(dir);
-    if (!rc)
-        rc = sl_write_file_atomic(path, text, len);
-    return rc;
-}
-
-int pl_step_prepare(const struct pl_step *s)
-{
-    if (s->prep == PL_PREP_URLS)
-        return write_list(s->urls_path, s->urls_text, strlen(s->urls_text));
-    if (s->prep != PL_PREP_PATHS)
-        return 0;
-    uint64_t *ns = NULL;
-    size_t nn = 0;
-    if (s->paths_numbers && sl_parse_ranges(s->paths_numbers, &ns, &nn))
-        return sl_err_wrap(SL_ERR_CONFIG, "file_numbers: ");
-    struct sl_reader *r = NULL;
-    struct sl_reader_opts ro;
-    memset(&ro, 0, sizeof(ro));
-    ro.max_output = 1ull << 32;
-    int rc = sl_reader_open(&r, s->paths_file, &ro);
-    struct sl_buf text = SL_BUF_INIT;
-    uint64_t lineno = 0;
-    size_t k = 0;
-    while (!rc) {
-        const char *line;
-        size_t len;
-        int got = sl_reader_getline(r, &line, &len, 1u << 16);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        if (got == 0)
-            break;
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (!len)
-            continue;
-        uint64_t this = lineno++;
-        if (ns) {
-            while (k < nn && ns[k] < this)
-                k++;
-            if (k >= nn)
-                break;
-            if (ns[k] != this)
-                continue;
-        }
-        sl_buf_puts(&text, s->paths_prefix);
-        sl_buf_append(&text, line, len);
-        sl_buf_putc(&text, '\n');
-    }
-    sl_reader_close(r);
-    free(ns);
-    if (!rc && text.len == 0)
-        rc = sl_err_set(SL_ERR_NOTFOUND, "'%s' has no paths%s", s->paths_file,
-                        s->paths_numbers ? " at the lines file_numbers picks" : "");
-    if (!rc)
-        rc = write_list(s->urls_path, text.data, text.len);
-    sl_buf_release(&text);
-    return rc;
 }

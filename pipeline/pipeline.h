@@ -42,6 +42,9 @@ enum pl_stage {
 
 /* "dedup_exact" for PL_DEDUP_EXACT; NULL out of range. */
 const char *pl_stage_name(int stage);
+/* The command a stage runs ("dedup" for PL_DEDUP_EXACT), its subcommand in *sub ("exact";
+ * NULL: none); NULL out of range. */
+const char *pl_stage_command(int stage, const char **sub);
 /* "download, extract, ..., train": every stage's name, in order. */
 const char *pl_stage_names(void);
 
@@ -62,7 +65,8 @@ struct pl_step {
     struct sl_strlist argv;   /* the command line without the program: "dedup", "exact", ... */
     int selected;             /* picked by `stages` */
     int aux;                  /* a helper run (the paths file of a download), not a stage output */
-    int can_force;            /* the command takes --force (train: train.resume=none) */
+    const char *force;        /* what starts the command afresh over stale outputs: "--force",
+                                 train's "train.resume=none"; NULL: nothing does */
     int rm_inputs;            /* the command deletes its inputs when done (extract --rm-inputs) */
     struct sl_strlist inputs; /* paths the command reads: operands and input files of options */
     size_t *deps;             /* indices of the steps whose outputs this step reads */
