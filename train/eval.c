@@ -140,33 +140,35 @@ static int all_strings(struct json_object *a, const char *what, char *why, size_
     return 1;
 }
 
+/* The layout of an item, told by its members; NULL with why set when none fits. */
+static const char *item_layout(struct json_object *o, char *why, size_t wn)
+{
+    struct json_object *v;
+    if (json_object_object_get_ex(o, "endings", &v))
+        return "hellaswag";
+    if (json_object_object_get_ex(o, "choices", &v) && json_object_is_type(v, json_type_object))
+        return "arc";
+    if (json_object_object_get_ex(o, "sol1", &v))
+        return "piqa";
+    if (json_object_object_get_ex(o, "option1", &v))
+        return "winogrande";
+    if (json_object_object_get_ex(o, "choices", &v))
+        return "choice";
+    if (jstr(o, "text"))
+        return "lambada";
+    snprintf(why, wn,
+             "not an item of a known layout (HellaSwag endings, ARC choices, "
+             "PIQA sol1, Winogrande option1, LAMBADA text, or context + choices)");
+    return NULL;
+}
+
 static int parse_item(struct eval_task *t, struct json_object *o, struct eval_item *it, char *why,
                       size_t wn)
 {
-    struct json_object *v;
     memset(it, 0, sizeof(*it));
-    const char *fmt = t->format;
-    if (!fmt) {
-        if (json_object_object_get_ex(o, "endings", &v))
-            fmt = "hellaswag";
-        else if (json_object_object_get_ex(o, "choices", &v) &&
-                 json_object_is_type(v, json_type_object))
-            fmt = "arc";
-        else if (json_object_object_get_ex(o, "sol1", &v))
-            fmt = "piqa";
-        else if (json_object_object_get_ex(o, "option1", &v))
-            fmt = "winogrande";
-        else if (json_object_object_get_ex(o, "choices", &v))
-            fmt = "choice";
-        else if (jstr(o, "text"))
-            fmt = "lambada";
-        else {
-            snprintf(why, wn,
-                     "not an item of a known layout (HellaSwag endings, ARC choices, "
-                     "PIQA sol1, Winogrande option1, LAMBADA text, or context + choices)");
-            return -1;
-        }
-    }
+    const char *fmt = t->format ? t->format : item_layout(o, why, wn);
+    if (!fmt)
+        return -1;
     if (!strcmp(fmt, "hellaswag")) {
         struct json_object *e;
         const char *al = jstr(o, "activity_label"), *a = jstr(o, "ctx_a"), *b = jstr(o, "ctx_b");

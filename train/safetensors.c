@@ -153,6 +153,34 @@ static int cmp_range(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
 }
 
+/* The shape of tensor `key` into t; *count: its elements, held at just past 2^64 when the
+ * product goes beyond (it cannot overflow). */
+static int read_shape(struct st_tensor *t, struct json_object *sh, const char *nm,
+                      const char *key, __uint128_t *count)
+{
+    size_t nd = json_object_array_length(sh);
+    if (nd > ST_MAX_DIMS)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "cannot read safetensors '%s': tensor '%s' has %zu "
+                          "dimensions (at most %d)",
+                          nm, key, nd, ST_MAX_DIMS);
+    t->ndim = (int)nd;
+    *count = 1;
+    for (size_t d = 0; d < nd; d++) {
+        struct json_object *e = json_object_array_get_idx(sh, d);
+        int64_t v = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
+        if (v < 0 || v > (int64_t)1 << 48)
+            return sl_err_set(SL_ERR_FORMAT,
+                              "cannot read safetensors '%s': tensor '%s' has a bad "
+                              "shape",
+                              nm, key);
+        t->shape[d] = v;
+        if (*count <= (__uint128_t)UINT64_MAX)
+            *count *= (uint64_t)v;
+    }
+    return 0;
+}
+
 static int parse(struct st_file *f)
 {
     const char *nm = f->name;
@@ -240,30 +268,9 @@ static int parse(struct st_file *f)
         for (size_t i = 0; i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
             if (!strcmp(dtypes[i].name, json_object_get_string(dt)))
                 t->dtype = dtypes[i].name;
-        size_t nd = json_object_array_length(sh);
-        if (nd > ST_MAX_DIMS) {
-            rc = sl_err_set(SL_ERR_UNSUPPORTED,
-                            "cannot read safetensors '%s': tensor '%s' has %zu "
-                            "dimensions (at most %d)",
-                            nm, key, nd, ST_MAX_DIMS);
+        __uint128_t count = 0;
+        if ((rc = read_shape(t, sh, nm, key, &count)))
             goto out;
-        }
-        t->ndim = (int)nd;
-        __uint128_t count = 1;
-        for (size_t d = 0; d < nd; d++) {
-            struct json_object *e = json_object_array_get_idx(sh, d);
-            int64_t v = json_object_is_type(e, json_type_int) ? json_object_get_int64(e) : -1;
-            if (v < 0 || v > (int64_t)1 << 48) {
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot read safetensors '%s': tensor '%s' has a bad "
-                                "shape",
-                                nm, key);
-                goto out;
-            }
-            t->shape[d] = v;
-            if (count <= (__uint128_t)UINT64_MAX) /* past 2^64 it stays there: no overflow */
-                count *= (uint64_t)v;
-        }
         int64_t b = -1, e = -1;
         struct json_object *ob = json_object_array_get_idx(of, 0),
                            *oe = json_object_array_get_idx(of, 1);
