@@ -97,14 +97,14 @@ static int check_commands(const struct pl_pipeline *p)
     return rc;
 }
 
-/* The command line to run: the step's, plus --force when its earlier outputs are stale
- * (the trainer: train.resume=none, a fresh start). */
+/* The command line to run: the step's, plus its stage's fresh-start argument when its
+ * earlier outputs are stale (--force; the trainer's train.resume=none). */
 static void step_argv(const struct pl_step *s, int force, struct sl_strlist *out)
 {
     for (size_t i = 0; i < s->argv.n; i++)
         sl_strlist_push(out, s->argv.v[i]);
-    if (force && s->can_force) {
-        const char *arg = s->stage == PL_TRAIN ? "train.resume=none" : "--force";
+    if (force && s->force) {
+        const char *arg = s->force;
         int have = 0;
         for (size_t i = 0; i < s->argv.n; i++)
             have |= !strcmp(s->argv.v[i], arg);

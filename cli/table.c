@@ -14,11 +14,13 @@
         .name = #NAME, .summary = SUMMARY, .cmd = &cmd_##NAME                                      \
     }
 
-static const struct command dedup_modes[] = {
-    { .name = "exact", .cmd = &cmd_dedup_exact },
-    { .name = "fuzzy", .cmd = &cmd_dedup_fuzzy },
-    { .name = NULL },
-};
+/* The modes of curate's commands of subcommands (curate/commands.def): dedup_modes[] */
+/* clang-format off */
+#define SL_CURATE_MODES(NAME, SUMMARY) static const struct command NAME##_modes[] = {
+#define SL_CURATE_MODE(ID, NAME, MODE) { .name = #MODE, .cmd = &cmd_##NAME##_##MODE },
+#define SL_CURATE_MODES_END(NAME)      { .name = NULL } };
+/* clang-format on */
+#include "curate/commands.def"
 
 static const struct command tokenizer_subs[] = {
     { .name = "train", .cmd = &cmd_tokenizer_train },
@@ -31,21 +33,15 @@ const struct command sl_commands[] = {
       .summary = "run a pipeline's stages in order (configs/pipelines/*.yaml), resumable",
       .cmd = &cmd_run,
       .make_usage = cmd_run_usage },
-    /* in the order data flows */
-    COMMAND(download, "fetch corpus files over HTTP(S): resume, retry, verify checksums"),
-    COMMAND(extract, "WARC/WET, HTML, Wikipedia, arXiv, Pile, C4, JSONL -> JSONL documents"),
-    COMMAND(clean, "repair text: mojibake, HTML entities, controls, NFC, whitespace"),
-    COMMAND(filter, "quality filters: Gopher, C4, FineWeb, NeMo, regex, language ID"),
-    COMMAND(decontaminate, "remove benchmark text (task n-grams) from documents"),
-    COMMAND(classifier, "train a fastText quality classifier"),
-    COMMAND(stats, "statistics of documents: lengths, languages, filter score histograms"),
-    /* an unknown mode: cmd_dedup says so */
-    { .name = "dedup",
-      .summary = "remove exact duplicates, or near-duplicates with MinHash/LSH",
-      .cmd = &cmd_dedup,
-      .usage = cmd_dedup_usage,
-      .subs = dedup_modes },
-    COMMAND(reshard, "split JSONL inputs into balanced part-NNNNN.jsonl.zst shards"),
+/* in the order data flows: curate's (curate/commands.def), then the tokenizer's */
+#define SL_CURATE_COMMAND(NAME, SUMMARY) COMMAND(NAME, SUMMARY),
+#define SL_CURATE_MODES(NAME, SUMMARY)                                                             \
+    { .name = #NAME,                                                                               \
+      .summary = SUMMARY,                                                                          \
+      .cmd = &cmd_##NAME,                                                                          \
+      .usage = cmd_##NAME##_usage,                                                                 \
+      .subs = NAME##_modes },
+#include "curate/commands.def"
     { .name = "tokenizer",
       .summary = "train a SentencePiece tokenizer, or a Punkt sentence splitter, on JSONL or text",
       .usage = cmd_tokenizer_usage,

@@ -20,57 +20,32 @@
  * with), `key_name` for `--key-name`, less --out and the rows marked SL_OPTF_NO_KEY; then
  * the pipeline's own keys of the stage; then in, out, name, quiet and verbose. */
 
-static const struct key download_own[] = {
-    RUNKEY("languages", "languages for {lang} in url_template: a list, or a map language -> "
-                        "number of files ({total})"),
-    RUNKEY("paths_url", "URL of a list of paths (Common Crawl warc.paths.gz); file_numbers "
-                        "picks lines (0-based)"),
-    RUNKEY("url_prefix", "prefix of each path of paths_url (default: its scheme and host)"),
-    END,
-};
-
-static const struct key tokenizer_train_own[] = {
-    RUNKEY("prefix", "file name of the model in the output directory (default tokenizer)"),
-    END,
-};
-
-static const struct key tokenize_own[] = {
-    RUNKEY("prefix", "name of the token shards in the output directory (default: the "
-                     "pipeline's name)"),
-    END,
-};
-
 static const struct key common_keys[] = { COMMON, END };
-
-/* The train stage's keys: sections of the trainer's config, not command options. */
-static const struct key train_keys[] = {
-    RUNKEY("config", "the model and run config (configs/models/*.yaml); required"),
-    RUNKEY("model", "a map of model.* overrides (default vocab_size: tokenizer_train's)"),
-    RUNKEY("train", "a map of train.* overrides (steps, seq_len, micro_batch_size, ...)"),
-    RUNKEY("optim", "a map of optim.* overrides (lr, warmup_steps, ...)"),
-    RUNKEY("data", "a map of data.* overrides (default prefix: the tokenize stage's)"),
-    RUNKEY("eval", "a map of eval.* overrides (interval, iters)"),
-    RUNKEY("checkpoint", "a map of checkpoint.* overrides (default dir: OUT/checkpoints)"),
-    RUNKEY("log", "a map of log.* overrides (default file: OUT/log.jsonl)"),
-    RUNKEY("debug", "a map of debug.* overrides"),
-    RUNKEY("in", "the token shards (a prefix or a list); default: the tokenize stage's"),
-    RUNKEY("out", "output directory; default: WORK/train"),
-    FLAG("quiet", "quiet"),
-    FLAG("verbose", "verbose"),
-    END,
-};
-
-/* curate's document stages: documents in, documents out, --force */
-#define PL_STAGE_ROW_(id, name, cmd, sub, opts) [PL_##id] = { name, cmd, sub, opts, NULL, 1, 1 },
 
 /* clang-format off */
 const struct stage_def pl_stages[PL_NSTAGES] = {
-    [PL_DOWNLOAD] = { "download", "download", NULL, cmd_download_options, download_own, 1, 1 },
-    SL_CURATE_STAGES(PL_STAGE_ROW_)
+    [PL_DOWNLOAD] = { "download", "download", NULL, cmd_download_options, pl_download_own,
+                      .docs = 1, .force = "--force", .build = pl_download_build,
+                      .report = pl_download_report },
+    /* curate's document stages (curate/commands.def): documents in, documents out, --force */
+#define SL_CURATE_SOURCE(ID, name, summary)                                                        \
+    [PL_##ID] = { #name, #name, NULL, cmd_##name##_options, NULL, .docs = 1, .source = 1,          \
+                  .force = "--force", .build = pl_build_docs },
+#define SL_CURATE_STAGE(ID, name, summary)                                                         \
+    [PL_##ID] = { #name, #name, NULL, cmd_##name##_options, NULL, .docs = 1, .force = "--force",   \
+                  .build = pl_build_docs },
+#define SL_CURATE_MODE(ID, name, mode)                                                             \
+    [PL_##ID] = { #name "_" #mode, #name, #mode, cmd_##name##_##mode##_options, NULL, .docs = 1,   \
+                  .force = "--force", .build = pl_build_docs },
+#include "curate/commands.def"
     [PL_TOKENIZER_TRAIN] = { "tokenizer_train", "tokenizer", "train",
-                             cmd_tokenizer_train_options, tokenizer_train_own, 0, 0 },
-    [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, cmd_tokenize_options, tokenize_own, 0, 0 },
-    [PL_TRAIN] = { "train", "train", NULL, NULL, train_keys, 0, 1 },
+                             cmd_tokenizer_train_options, pl_tokenizer_train_own, .one_map = 1,
+                             .build = pl_tokenizer_train_build,
+                             .report = pl_tokenizer_train_report },
+    [PL_TOKENIZE] = { "tokenize", "tokenize", NULL, cmd_tokenize_options, pl_tokenize_own,
+                      .one_map = 1, .build = pl_tokenize_build, .report = pl_tokenize_report },
+    [PL_TRAIN] = { "train", "train", NULL, NULL, pl_train_keys, .force = "train.resume=none",
+                   .section = pl_train_section },
 };
 /* clang-format on */
 
@@ -129,6 +104,14 @@ const struct key *pl_stage_keys(int stage)
 const char *pl_stage_name(int stage)
 {
     return stage >= 0 && stage < PL_NSTAGES ? pl_stages[stage].name : NULL;
+}
+
+const char *pl_stage_command(int stage, const char **sub)
+{
+    if (stage < 0 || stage >= PL_NSTAGES)
+        return NULL;
+    *sub = pl_stages[stage].sub;
+    return pl_stages[stage].cmd;
 }
 
 const char *pl_stage_names(void)

@@ -1,17 +1,16 @@
-/* Pipelines: YAML sections -> command lines (the inputs and outputs of each stage, ${var}
- * references, the stage selection). The key tables are in keys.c, the download stage's
- * URL building in urls.c, the train stage in train_stage.c (shared: internal.h). */
+/* Pipelines: YAML sections -> command lines (the inputs and outputs of each stage, the
+ * stage selection). The values of a section (${var}, input paths) are read in yaml.c, the
+ * stage table and its keys are in keys.c; what is a stage's own (download's URL lists,
+ * tokenize's prefix, train's config) is in its file, reached through its row's hooks
+ * (download_stage.c, tokenize_stage.c, train_stage.c; shared: internal.h). */
 #include "pipeline/pipeline.h"
 #include "pipeline/internal.h"
 
 #include "core/alloc.h"
-#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/datadir.h"
 #include "core/err.h"
-#include "core/stream.h"
-#include "tokenize/tokenizer.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -70,335 +69,19 @@ char *pl_shell_line(const struct sl_strlist *argv)
     return sl_buf_detach(&b, NULL);
 }
 
-/* {n}, {n:05d}, {n:d}, {lang}, {total}, {total:05d} */
-int pl_format_template(const char *tmpl, unsigned long long n, const char *lang,
-                       unsigned long long total, char **out)
-{
-    struct sl_buf b = SL_BUF_INIT;
-    const char *p = tmpl;
-    int rc = 0;
-    while (*p && !rc) {
-        if (*p != '{') {
-            sl_buf_putc(&b, *p++);
-            continue;
-        }
-        const char *close = strchr(p, '}');
-        if (!close) {
-            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': '{' without '}'", tmpl);
-            break;
-        }
-        char field[64];
-        size_t fl = (size_t)(close - p - 1);
-        if (fl >= sizeof(field)) {
-            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field", tmpl);
-            break;
-        }
-        memcpy(field, p + 1, fl);
-        field[fl] = '\0';
-        char *colon = strchr(field, ':');
-        const char *spec = "";
-        if (colon) {
-            *colon = '\0';
-            spec = colon + 1;
-        }
-        if (!strcmp(field, "lang") && !*spec && lang) {
-            sl_buf_puts(&b, lang);
-        } else if (!strcmp(field, "n") || (!strcmp(field, "total") && total)) {
-            unsigned long long v = !strcmp(field, "n") ? n : total;
-            int width = 0;
-            if (*spec) {
-                /* 05d, 2d, d */
-                const char *q = spec;
-                int zero = *q == '0';
-                while (isdigit((unsigned char)*q))
-                    width = width * 10 + (*q++ - '0');
-                if (strcmp(q, "d") != 0 || width > 20 || (width && !zero && spec[0] != '0')) {
-                    rc = sl_err_set(
-                        SL_ERR_CONFIG,
-                        "url template '%s': cannot read '{%s:%s}' (use {%s} or {%s:05d})", tmpl,
-                        field, spec, field, field);
-                    break;
-                }
-            }
-            sl_buf_printf(&b, "%0*llu", width, v);
-        } else {
-            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field '{%s}'%s", tmpl, field,
-                            !strcmp(field, "lang") ? " (give 'languages')"
-                            : !strcmp(field, "total")
-                                ? " (give 'languages' as a map: language -> number of files)"
-                                : " (use {n}, {lang} or {total})");
-            break;
-        }
-        p = close + 1;
-    }
-    if (rc) {
-        sl_buf_release(&b);
-        return rc;
-    }
-    *out = b.data ? sl_buf_detach(&b, NULL) : sl_xstrdup("");
-    return 0;
-}
-
 static const char *const top_keys[] = { "name", "work_dir", "stages", NULL };
 
 /* ---- loading ------------------------------------------------------------------------- */
-
-/* A key whose value is null (`key: null`, `key: ~`, the override key=null) is as if it were
- * absent. */
-struct sl_cfg *pl_child(struct sl_cfg *map, const char *key)
-{
-    struct sl_cfg *c = map && map->kind == SL_CFG_MAP ? sl_cfg_child(map, key) : NULL;
-    if (c && c->kind == SL_CFG_NULL) {
-        c->used = 1;
-        return NULL;
-    }
-    return c;
-}
-
-/* The top-level variable that a value consisting only of "${var}" refers to, following
- * "${a}" -> "${b}" chains; NULL when the value is anything else. */
-static struct sl_cfg *sole_var(struct sl_cfg *root, struct sl_cfg *node)
-{
-    struct sl_cfg *v = node;
-    for (int depth = 0; depth < 8 && v && v->kind == SL_CFG_SCALAR; depth++) {
-        const char *s = v->value;
-        size_t l = strlen(s);
-        if (l < 4 || s[0] != '$' || s[1] != '{' || s[l - 1] != '}' || memchr(s + 2, '}', l - 3))
-            return depth ? v : NULL;
-        char *name = sl_xstrndup(s + 2, l - 3);
-        struct sl_cfg *next = sl_cfg_child(root, name);
-        free(name);
-        if (!next)
-            return NULL;
-        next->used = 1;
-        v = next;
-    }
-    return v == node ? NULL : v;
-}
-
-/* Every stage value that is only "${var}" of a null variable becomes null itself, so that
- * `redis=null` on the command line drops the option that `redis: ${redis}` gives. */
-static void null_vars(struct sl_cfg *root, struct sl_cfg *node)
-{
-    if (node->kind == SL_CFG_SCALAR) {
-        struct sl_cfg *v = sole_var(root, node);
-        if (v && v->kind == SL_CFG_NULL) {
-            node->kind = SL_CFG_NULL;
-            free(node->value);
-            node->value = sl_xstrdup("");
-        }
-        return;
-    }
-    for (size_t i = 0; i < node->n; i++)
-        null_vars(root, node->items[i]);
-}
-
-int pl_where_err(struct sl_cfg *node, const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    char *path = sl_cfg_path(node);
-    int rc =
-        sl_err_set(SL_ERR_CONFIG, "%s: %s: %s", sl_cfg_where(node), path[0] ? path : "(top)", msg);
-    free(path);
-    return rc;
-}
-
-/* Replace each ${key} in s by the top-level scalar `key` (name and work_dir always known). */
-static int expand_depth(struct loader *L, struct sl_cfg *node, const char *s, char **out, int depth)
-{
-    struct sl_buf b = SL_BUF_INIT;
-    const char *p = s;
-    int rc = 0;
-    while (*p && !rc) {
-        if (p[0] != '$' || p[1] != '{') {
-            sl_buf_putc(&b, *p++);
-            continue;
-        }
-        const char *close = strchr(p, '}');
-        if (!close) {
-            rc = pl_where_err(node, "'${' without '}' in '%s'", s);
-            break;
-        }
-        char *var = sl_xstrndup(p + 2, (size_t)(close - p - 2));
-        if (!strcmp(var, "name")) {
-            sl_buf_puts(&b, L->p->name);
-        } else if (!strcmp(var, "work_dir")) {
-            sl_buf_puts(&b, L->p->work_dir);
-        } else {
-            struct sl_cfg *v = sl_cfg_child(L->root, var);
-            int is_stage = 0;
-            for (int i = 0; i < PL_NSTAGES; i++)
-                is_stage |= !strcmp(var, pl_stages[i].name);
-            if (!v || is_stage || !strcmp(var, "stages")) {
-                rc = pl_where_err(node,
-                                  "unknown variable '${%s}'\nhint: define '%s:' at the top of "
-                                  "the pipeline, or give %s=VALUE on the command line",
-                                  var, var, var);
-            } else if (v->kind == SL_CFG_NULL) {
-                rc = pl_where_err(node,
-                                  "variable '${%s}' is null in '%s'\nhint: a null variable "
-                                  "unsets a key only when the value is just '${%s}'",
-                                  var, s, var);
-            } else if (v->kind != SL_CFG_SCALAR) {
-                rc = pl_where_err(node, "variable '${%s}' is not a single value", var);
-            } else if (depth > 8) {
-                rc = pl_where_err(node, "variable '${%s}' refers to itself", var);
-            } else {
-                v->used = 1;
-                char *sub = NULL;
-                rc = expand_depth(L, v, v->value, &sub, depth + 1);
-                if (!rc)
-                    sl_buf_puts(&b, sub);
-                free(sub);
-            }
-        }
-        free(var);
-        p = close + 1;
-    }
-    if (rc) {
-        sl_buf_release(&b);
-        return rc;
-    }
-    *out = b.data ? sl_buf_detach(&b, NULL) : sl_xstrdup("");
-    return 0;
-}
-
-static int expand(struct loader *L, struct sl_cfg *node, char **out)
-{
-    node->used = 1;
-    return expand_depth(L, node, node->value ? node->value : "", out, 0);
-}
-
-/* A scalar or a list of scalars (a scalar "a,b" stays one value unless split). */
-int pl_scalars(struct loader *L, struct sl_cfg *node, struct sl_strlist *out)
-{
-    node->used = 1;
-    if (node->kind == SL_CFG_NULL)
-        return 0;
-    if (node->kind == SL_CFG_SCALAR) {
-        char *v = NULL;
-        int rc = expand(L, node, &v);
-        if (!rc)
-            pl_push(out, v);
-        free(v);
-        return rc;
-    }
-    if (node->kind != SL_CFG_SEQ)
-        return pl_where_err(node, "expected a value or a list of values");
-    for (size_t i = 0; i < node->n; i++) {
-        struct sl_cfg *it = node->items[i];
-        if (it->kind != SL_CFG_SCALAR)
-            return pl_where_err(it, "expected a value");
-        char *v = NULL;
-        int rc = expand(L, it, &v);
-        if (rc)
-            return rc;
-        pl_push(out, v);
-        free(v);
-    }
-    return 0;
-}
-
-int pl_one_scalar(struct loader *L, struct sl_cfg *node, char **out)
-{
-    node->used = 1;
-    if (node->kind != SL_CFG_SCALAR)
-        return pl_where_err(node, "expected a single value");
-    return expand(L, node, out);
-}
-
-/* The path in a value that names an input: a tokenizer spec's ("spm:x.model" -> "x.model",
- * "bert-lower,extra-ids=100:v.txt" -> "v.txt"), else the value (a URL: "hf://..."). */
-static const char *input_path(const char *v)
-{
-    const char *path = tokenizer_spec_path(v);
-    return path && strncmp(path - 1, "://", 3) != 0 ? path : v;
-}
 
 const char *pl_data_dir(void)
 {
     return sl_data_dir();
 }
 
-/* PATH relative to the working directory when it lies below it, else absolute. */
-static char *short_path(const char *abs)
-{
-    char cwd[4096];
-    if (getcwd(cwd, sizeof(cwd))) {
-        size_t l = strlen(cwd);
-        if (!strncmp(abs, cwd, l) && abs[l] == '/')
-            return sl_xstrdup(abs + l + 1);
-    }
-    return sl_xstrdup(abs);
-}
-
-static int exists(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0;
-}
-
-/* A relative input path written in the pipeline file names a file beside the pipeline
- * file; when there is none there, one in sluice's data directory (its configs/ and
- * examples/). Paths given on the command line (key=value, or a value that is just a
- * ${variable} set there) and paths below work_dir stay relative to the working directory.
- * "kind:PATH" (spm:, gpt2:) keeps its kind. Caller frees. */
-char *pl_resolve_input(struct loader *L, struct sl_cfg *node, const char *v)
-{
-    const char *path = input_path(v);
-    size_t kindlen = (size_t)(path - v);
-    if (!*path || path[0] == '/' || strstr(path, "://") || node->line == 0)
-        return sl_xstrdup(v);
-    const char *wd = L->p->work_dir;
-    size_t wl = strlen(wd);
-    if (wl && !strncmp(path, wd, wl) && (path[wl] == '/' || !path[wl]))
-        return sl_xstrdup(v);
-    /* the output of an earlier step (its out: is relative to the working directory) */
-    for (size_t k = 0; k < L->p->n; k++) {
-        const char *o = L->p->steps[k].out;
-        size_t ol = o ? strlen(o) : 0;
-        if (ol && !strncmp(path, o, ol) && (path[ol] == '/' || !path[ol]))
-            return sl_xstrdup(v);
-    }
-    if (node->kind == SL_CFG_SCALAR && !strncmp(node->value, "${", 2)) {
-        size_t nl = strcspn(node->value + 2, "}");
-        char *var = sl_xstrndup(node->value + 2, nl);
-        struct sl_cfg *vn = sl_cfg_child(L->root, var);
-        int cli = !strcmp(var, "work_dir") || !strcmp(var, "name") || (vn && vn->line == 0);
-        free(var);
-        if (cli)
-            return sl_xstrdup(v);
-    }
-    char *beside = !strcmp(L->dir, ".") ? sl_xstrdup(path) : sl_xasprintf("%s/%s", L->dir, path);
-    char *found = NULL;
-    if (exists(beside)) {
-        found = beside;
-        beside = NULL;
-    } else if (pl_data_dir()) {
-        char *bundled = sl_xasprintf("%s/%s", pl_data_dir(), path);
-        char real[4096];
-        if (exists(bundled) && realpath(bundled, real))
-            found = short_path(real);
-        free(bundled);
-    }
-    if (!found) {
-        found = beside;
-        beside = NULL;
-    }
-    char *out = sl_xasprintf("%.*s%s", (int)kindlen, v, found);
-    free(found);
-    free(beside);
-    return out;
-}
-
 int pl_find_pipeline(const char *arg, char **path)
 {
     *path = NULL;
-    if (exists(arg) || strchr(arg, '/') || !pl_data_dir()) {
+    if (pl_exists(arg) || strchr(arg, '/') || !pl_data_dir()) {
         *path = sl_xstrdup(arg);
         return 0;
     }
@@ -407,7 +90,7 @@ int pl_find_pipeline(const char *arg, char **path)
     int has_ext =
         (l > 5 && !strcmp(arg + l - 5, ".yaml")) || (l > 4 && !strcmp(arg + l - 4, ".yml"));
     char *cand = sl_xasprintf("%s/configs/pipelines/%s%s", dd, arg, has_ext ? "" : ".yaml");
-    if (exists(cand)) {
+    if (pl_exists(cand)) {
         *path = cand;
         return 0;
     }
@@ -484,7 +167,7 @@ int pl_section_options(struct loader *L, const struct key *t, struct sl_cfg *map
                 char *r = pl_resolve_input(L, c, v);
                 free(v);
                 v = r;
-                pl_push(&s->inputs, input_path(v));
+                pl_push(&s->inputs, pl_input_path(v));
             }
             if (!rc) {
                 pl_push(&s->argv, opt);
@@ -555,7 +238,7 @@ struct pl_step *pl_new_step(struct pl_pipeline *p, int stage)
     struct pl_step *s = &p->steps[p->n++];
     memset(s, 0, sizeof(*s));
     s->stage = stage;
-    s->can_force = pl_stages[stage].can_force;
+    s->force = pl_stages[stage].force;
     pl_push(&s->argv, pl_stages[stage].cmd);
     if (pl_stages[stage].sub)
         pl_push(&s->argv, pl_stages[stage].sub);
@@ -605,13 +288,13 @@ void pl_flow_set_docs(struct flow *f, const struct pl_pipeline *p, size_t first)
 }
 
 /* The maps of a section: itself, or each item of a list of runs. *ents is allocated. */
-static int section_entries(const struct stage_def *d, int stage, struct sl_cfg *sec,
-                           struct entry **ents, size_t *ne)
+static int section_entries(const struct stage_def *d, struct sl_cfg *sec, struct entry **ents,
+                           size_t *ne)
 {
     *ents = NULL;
     *ne = 0;
     if (sec->kind == SL_CFG_SEQ) {
-        if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE)
+        if (d->one_map)
             return pl_where_err(sec, "'%s' takes one map, not a list", d->name);
         if (sec->n == 0)
             return pl_where_err(sec, "an empty list of runs");
@@ -667,81 +350,11 @@ static int entry_step(struct loader *L, const struct stage_def *d, int stage, st
     return rc;
 }
 
-/* tokenizer_train and tokenize write OUT/PREFIX: --out OUT/PREFIX, and what later stages
- * read (the model; the token shards and the counts manifest). */
-static int prefix_out(struct loader *L, int stage, struct sl_cfg *m, struct pl_step *s, size_t idx,
-                      struct flow *fl)
-{
-    struct sl_cfg *px = pl_child(m, "prefix");
-    char *pfx = NULL;
-    int rc = 0;
-    if (px)
-        rc = pl_one_scalar(L, px, &pfx);
-    else
-        pfx = sl_xstrdup(stage == PL_TOKENIZE ? L->p->name : "tokenizer");
-    if (!rc && (!pfx[0] || strchr(pfx, '/')))
-        rc = pl_where_err(px, "a prefix is a plain file name, got '%s'", pfx);
-    if (rc) {
-        free(pfx);
-        return rc;
-    }
-    char *full = sl_xasprintf("%s/%s", s->out, pfx);
-    free(pfx);
-    pl_push(&s->argv, full);
-    if (stage == PL_TOKENIZER_TRAIN) {
-        free(fl->tok_model);
-        fl->tok_model = sl_xasprintf("%s.model", full);
-        fl->tok_step = idx;
-        struct sl_cfg *vs = pl_child(m, "vocab_size");
-        free(fl->vocab_size);
-        fl->vocab_size = NULL;
-        if (vs)
-            rc = pl_one_scalar(L, vs, &fl->vocab_size);
-    } else {
-        s->counts_manifest = sl_xasprintf("%s.manifest.json", full);
-        /* the first --json-key names the shards the trainer reads */
-        struct sl_cfg *jk = pl_child(m, "json_key");
-        struct sl_strlist keys = { 0 };
-        if (jk)
-            rc = pl_scalars(L, jk, &keys);
-        /* split_sentences: Megatron's _sentence shards */
-        struct sl_cfg *ss = pl_child(m, "split_sentences");
-        int split = 0;
-        if (!rc && ss)
-            rc = sl_cfg_node_bool(ss, &split);
-        free(fl->tokens);
-        fl->tokens = sl_xasprintf("%s_%s_%s", full, keys.n ? keys.v[0] : "text",
-                                  split ? "sentence" : "document");
-        fl->tokens_step = idx;
-        sl_strlist_release(&keys);
-    }
-    free(full);
-    return rc;
-}
-
-/* tokenize without 'tokenizer:': the model of the tokenizer_train stage before it. */
-static int default_tokenizer(struct sl_cfg *m, struct pl_step *s, struct flow *fl)
-{
-    if (pl_child(m, "tokenizer"))
-        return 0;
-    if (!fl->tok_model)
-        return pl_where_err(m, "'tokenize' needs 'tokenizer:', or a 'tokenizer_train' "
-                               "stage before it\nhint: a tokenizer is one of " TOKENIZER_SPECS);
-    char *spec = sl_xasprintf("spm:%s", fl->tok_model);
-    pl_push(&s->argv, "--tokenizer");
-    pl_push(&s->argv, spec);
-    pl_push(&s->inputs, fl->tok_model);
-    free(spec);
-    pl_add_dep(s, fl->tok_step);
-    return 0;
-}
-
-/* The operands: 'in' (resolved paths), or the previous document stage's outputs; each one
- * an earlier step writes makes that step a dependency. */
-static int stage_inputs(struct loader *L, const struct stage_def *d, struct sl_cfg *m,
-                        struct pl_step *s, size_t idx, struct flow *fl)
+int pl_stage_inputs(struct loader *L, struct sl_cfg *m, struct pl_step *s, size_t idx,
+                    struct flow *fl)
 {
     struct pl_pipeline *p = L->p;
+    const struct stage_def *d = &pl_stages[s->stage];
     struct sl_cfg *in = pl_child(m, "in");
     struct sl_strlist ops = { 0 };
     int rc = 0;
@@ -778,59 +391,49 @@ static int stage_inputs(struct loader *L, const struct stage_def *d, struct sl_c
     return rc;
 }
 
+int pl_build_docs(struct loader *L, struct sl_cfg *m, struct pl_step *s, size_t idx,
+                  struct flow *fl)
+{
+    pl_push(&s->argv, s->out);
+    s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
+    int rc = pl_section_options(L, pl_stage_keys(s->stage), m, s);
+    if (!rc)
+        rc = pl_stage_inputs(L, m, s, idx, fl);
+    return rc;
+}
+
 /* One entry of a section: its step (or, for download, steps), in the order the command line
- * is written: --out, the options, the inputs. */
+ * is written: --out, then what the stage's build hook writes. */
 static int build_entry(struct loader *L, int stage, struct sl_cfg *m, size_t e, int in_list,
                        struct flow *fl)
 {
-    struct pl_pipeline *p = L->p;
     const struct stage_def *d = &pl_stages[stage];
     int rc = pl_check_keys(m, pl_stage_keys(stage), in_list);
     if (rc)
         return rc;
-    size_t idx = p->n;
+    size_t idx = L->p->n;
     struct pl_step *s;
     rc = entry_step(L, d, stage, m, e, in_list, &s);
     if (rc)
         return rc;
     pl_push(&s->argv, "--out");
-    if (stage == PL_TOKENIZER_TRAIN || stage == PL_TOKENIZE) {
-        rc = prefix_out(L, stage, m, s, idx, fl);
-    } else {
-        pl_push(&s->argv, s->out);
-        s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
-    }
-    if (rc)
-        return rc;
-    if (stage == PL_DOWNLOAD) {
-        rc = pl_download_options(L, m, s);
-        if (!rc)
-            rc = pl_download_urls(L, m, p, idx);
-        if (!rc && m->kind == SL_CFG_MAP && pl_child(m, "in"))
-            rc = pl_where_err(pl_child(m, "in"), "'download' reads URLs, not 'in'");
-        return rc;
-    }
-    rc = pl_section_options(L, pl_stage_keys(stage), m, s);
-    if (!rc && stage == PL_TOKENIZE)
-        rc = default_tokenizer(m, s, fl);
-    if (!rc)
-        rc = stage_inputs(L, d, m, s, idx, fl);
-    return rc;
+    return d->build(L, m, s, idx, fl);
 }
 
 static int build_stage(struct loader *L, int stage, struct sl_cfg *sec, struct flow *fl)
 {
+    const struct stage_def *d = &pl_stages[stage];
     sec->used = 1;
-    if (stage == PL_TRAIN)
-        return pl_build_train(L, sec, fl);
+    if (d->section)
+        return d->section(L, sec, fl);
     struct entry *ents = NULL;
     size_t ne = 0;
-    int rc = section_entries(&pl_stages[stage], stage, sec, &ents, &ne);
+    int rc = section_entries(d, sec, &ents, &ne);
     size_t first = L->p->n;
     for (size_t e = 0; e < ne && !rc; e++)
         rc = build_entry(L, stage, ents[e].map, e, sec->kind == SL_CFG_SEQ, fl);
     free(ents);
-    if (!rc && pl_stages[stage].docs)
+    if (!rc && d->docs)
         pl_flow_set_docs(fl, L->p, first);
     return rc;
 }
@@ -886,24 +489,6 @@ static int load_selection(struct loader *L, int present[PL_NSTAGES], int sel[PL_
     return rc;
 }
 
-/* The names of the variables that the values under node refer to as ${name}. */
-static void collect_refs(const struct sl_cfg *node, struct sl_strlist *out)
-{
-    if (node->kind == SL_CFG_SCALAR) {
-        for (const char *q = node->value; (q = strstr(q, "${")) != NULL; q += 2) {
-            size_t l = strcspn(q + 2, "}");
-            if (q[2 + l] != '}')
-                break;
-            char *name = sl_xstrndup(q + 2, l);
-            pl_push(out, name);
-            free(name);
-        }
-        return;
-    }
-    for (size_t i = 0; i < node->n; i++)
-        collect_refs(node->items[i], out);
-}
-
 static int check_top(struct loader *L)
 {
     struct sl_cfg *r = L->root;
@@ -952,7 +537,7 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
         return sl_err_set(SL_ERR_CONFIG, "%s: a pipeline is a map of stages", path);
     }
     struct sl_strlist refs = { 0 };
-    collect_refs(root, &refs);
+    pl_collect_refs(root, &refs);
     for (size_t i = 0; i < n && !rc; i++)
         rc = sl_cfg_override(root, overrides[i]);
     if (rc) {
@@ -970,7 +555,7 @@ int pl_pipeline_load(struct pl_pipeline *p, const char *path, const char *const 
     for (int s = 0; s < PL_NSTAGES; s++) {
         struct sl_cfg *sec = sl_cfg_child(root, pl_stages[s].name);
         if (sec)
-            null_vars(root, sec);
+            pl_null_vars(root, sec);
     }
     struct flow fl;
     memset(&fl, 0, sizeof(fl));
@@ -1057,75 +642,4 @@ void pl_pipeline_release(struct pl_pipeline *p)
     free(p->work_dir);
     sl_cfg_free(p->cfg);
     memset(p, 0, sizeof(*p));
-}
-
-/* ---- preparation: URL lists ---------------------------------------------------------- */
-
-static int write_list(const char *path, const char *text, size_t len)
-{
-    char *dir = sl_xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int rc = slash ? sl_mkdir_p(dir) : 0;
-    free(dir);
-    if (!rc)
-        rc = sl_write_file_atomic(path, text, len);
-    return rc;
-}
-
-int pl_step_prepare(const struct pl_step *s)
-{
-    if (s->prep == PL_PREP_URLS)
-        return write_list(s->urls_path, s->urls_text, strlen(s->urls_text));
-    if (s->prep != PL_PREP_PATHS)
-        return 0;
-    uint64_t *ns = NULL;
-    size_t nn = 0;
-    if (s->paths_numbers && sl_parse_ranges(s->paths_numbers, &ns, &nn))
-        return sl_err_wrap(SL_ERR_CONFIG, "file_numbers: ");
-    struct sl_reader *r = NULL;
-    struct sl_reader_opts ro;
-    memset(&ro, 0, sizeof(ro));
-    ro.max_output = 1ull << 32;
-    int rc = sl_reader_open(&r, s->paths_file, &ro);
-    struct sl_buf text = SL_BUF_INIT;
-    uint64_t lineno = 0;
-    size_t k = 0;
-    while (!rc) {
-        const char *line;
-        size_t len;
-        int got = sl_reader_getline(r, &line, &len, 1u << 16);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        if (got == 0)
-            break;
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (!len)
-            continue;
-        uint64_t this = lineno++;
-        if (ns) {
-            while (k < nn && ns[k] < this)
-                k++;
-            if (k >= nn)
-                break;
-            if (ns[k] != this)
-                continue;
-        }
-        sl_buf_puts(&text, s->paths_prefix);
-        sl_buf_append(&text, line, len);
-        sl_buf_putc(&text, '\n');
-    }
-    sl_reader_close(r);
-    free(ns);
-    if (!rc && text.len == 0)
-        rc = sl_err_set(SL_ERR_NOTFOUND, "'%s' has no paths%s", s->paths_file,
-                        s->paths_numbers ? " at the lines file_numbers picks" : "");
-    if (!rc)
-        rc = write_list(s->urls_path, text.data, text.len);
-    sl_buf_release(&text);
-    return rc;
 }

@@ -23,27 +23,28 @@
 #include <stdio.h>
 
 #include "core/options.h"
-#include "curate/commands.h"
 
 struct sl_cfg;
 
 /* The stages in the order data flows: download, curate's document stages (PL_EXTRACT,
- * PL_CLEAN, ... PL_RESHARD: SL_CURATE_STAGES in curate/commands.h), tokenizer_train,
+ * PL_CLEAN, ... PL_RESHARD: the stage rows of curate/commands.def), tokenizer_train,
  * tokenize, train. */
-#define PL_STAGE_ID_(id, ...) PL_##id,
-/* clang-format off */
 enum pl_stage {
     PL_DOWNLOAD,
-    SL_CURATE_STAGES(PL_STAGE_ID_)
+#define SL_CURATE_STAGE(ID, name, summary) PL_##ID,
+#define SL_CURATE_MODE(ID, name, mode)     PL_##ID,
+#include "curate/commands.def"
     PL_TOKENIZER_TRAIN,
     PL_TOKENIZE,
     PL_TRAIN,
     PL_NSTAGES
 };
-/* clang-format on */
 
 /* "dedup_exact" for PL_DEDUP_EXACT; NULL out of range. */
 const char *pl_stage_name(int stage);
+/* The command a stage runs ("dedup" for PL_DEDUP_EXACT), its subcommand in *sub ("exact";
+ * NULL: none); NULL out of range. */
+const char *pl_stage_command(int stage, const char **sub);
 /* "download, extract, ..., train": every stage's name, in order. */
 const char *pl_stage_names(void);
 
@@ -64,7 +65,8 @@ struct pl_step {
     struct sl_strlist argv;   /* the command line without the program: "dedup", "exact", ... */
     int selected;             /* picked by `stages` */
     int aux;                  /* a helper run (the paths file of a download), not a stage output */
-    int can_force;            /* the command takes --force (train: train.resume=none) */
+    const char *force;        /* what starts the command afresh over stale outputs: "--force",
+                                 train's "train.resume=none"; NULL: nothing does */
     int rm_inputs;            /* the command deletes its inputs when done (extract --rm-inputs) */
     struct sl_strlist inputs; /* paths the command reads: operands and input files of options */
     size_t *deps;             /* indices of the steps whose outputs this step reads */

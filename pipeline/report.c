@@ -5,6 +5,7 @@
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "pipeline/internal.h"
 #include "pipeline/pipeline.h"
 #include "train/losscurve.h"
 
@@ -14,13 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-struct row {
-    const struct pl_step *s;
-    int have;
-    unsigned long long docs_in, docs_out, bytes_out, tokens;
-    double seconds;
-};
 
 /* The trainer's log (log.file): loss per logged step and validation losses, as the curves of
  * train/losscurve.h (a resumed or restarted run's repeated steps replace the earlier ones),
@@ -82,15 +76,14 @@ static unsigned long long get_u64(struct json_object *o, const char *k)
                                                     : 0;
 }
 
-static void load_row(struct row *r)
+/* A step's counts from its manifest, then what its stage's report hook adds. */
+static void load_row(struct pl_row *r)
 {
-    if (!r->s->counts_manifest)
-        return;
+    void (*report)(struct pl_row *, struct json_object *) = pl_stages[r->s->stage].report;
+    struct json_object *m = NULL, *c = NULL, *w = NULL;
     struct stat st;
-    if (stat(r->s->counts_manifest, &st) != 0)
-        return;
-    struct json_object *m = json_object_from_file(r->s->counts_manifest);
-    struct json_object *c = NULL, *w = NULL;
+    if (r->s->counts_manifest && stat(r->s->counts_manifest, &st) == 0)
+        m = json_object_from_file(r->s->counts_manifest);
     if (m && json_object_object_get_ex(m, "counts", &c)) {
         r->have = 1;
         r->docs_in = get_u64(c, "documents_in");
@@ -99,20 +92,9 @@ static void load_row(struct row *r)
         r->tokens = get_u64(c, "tokens");
         if (json_object_object_get_ex(m, "wall_seconds", &w))
             r->seconds = json_object_get_double(w);
-        if (r->s->stage == PL_DOWNLOAD) {
-            /* files, not documents */
-            struct json_object *outs = NULL;
-            r->docs_in = r->docs_out = json_object_object_get_ex(m, "outputs", &outs)
-                                           ? (unsigned long long)json_object_array_length(outs)
-                                           : 0;
-        }
-        if (r->s->stage == PL_TOKENIZE && !r->bytes_out) {
-            struct json_object *outs = NULL;
-            if (json_object_object_get_ex(m, "outputs", &outs))
-                for (size_t i = 0; i < json_object_array_length(outs); i++)
-                    r->bytes_out += get_u64(json_object_array_get_idx(outs, i), "bytes");
-        }
     }
+    if (report)
+        report(r, r->have ? m : NULL);
     json_object_put(m);
 }
 
@@ -130,7 +112,7 @@ static void commas(char *buf, size_t n, unsigned long long v)
 }
 
 /* One bar per document stage: what is left after it; the part the stage removed is pale. */
-static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, struct sl_buf *b)
+static void funnel_svg(const struct pl_pipeline *p, const struct pl_row *rows, struct sl_buf *b)
 {
     struct bar {
         const char *name;
@@ -139,8 +121,8 @@ static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, stru
     } bars[PL_NSTAGES];
     size_t nb = 0;
     for (size_t i = 0; i < p->n; i++) {
-        const struct row *r = &rows[i];
-        if (!r->have || r->s->aux || r->s->stage == PL_DOWNLOAD)
+        const struct pl_row *r = &rows[i];
+        if (!r->have || r->s->aux || r->files)
             continue;
         if (nb && bars[nb - 1].stage == r->s->stage) {
             bars[nb - 1].in += r->docs_in;
@@ -155,7 +137,7 @@ static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, stru
     }
     unsigned long long max = 1;
     for (size_t i = 0; i < nb; i++) {
-        unsigned long long first = bars[i].stage == PL_EXTRACT ? bars[i].out : bars[i].in;
+        unsigned long long first = pl_stages[bars[i].stage].source ? bars[i].out : bars[i].in;
         if (first > max)
             max = first;
         if (bars[i].out > max)
@@ -174,8 +156,8 @@ static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, stru
     sl_buf_puts(b, ": documents after each stage</text>\n");
     for (size_t i = 0; i < nb; i++) {
         int y = top + (int)i * rowh;
-        /* extract has nothing before it: its bar is its output */
-        unsigned long long in = bars[i].stage == PL_EXTRACT ? bars[i].out : bars[i].in;
+        /* a source stage (extract) has no documents before it: its bar is its output */
+        unsigned long long in = pl_stages[bars[i].stage].source ? bars[i].out : bars[i].in;
         double win = (double)width * (double)in / (double)max;
         double wout = (double)width * (double)bars[i].out / (double)max;
         char nin[32], nout[32], nrem[32];
@@ -206,14 +188,14 @@ static void funnel_svg(const struct pl_pipeline *p, const struct row *rows, stru
 int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, const char *svg_path,
               const char *loss_svg_path)
 {
-    struct row *rows = sl_xcalloc(p->n ? p->n : 1, sizeof(*rows));
+    struct pl_row *rows = sl_xcalloc(p->n ? p->n : 1, sizeof(*rows));
     struct curve cv;
     memset(&cv, 0, sizeof(cv));
     const struct pl_step *tr = NULL;
     for (size_t i = 0; i < p->n; i++) {
         rows[i].s = &p->steps[i];
         load_row(&rows[i]);
-        if (p->steps[i].stage == PL_TRAIN && p->steps[i].train_log && !tr) {
+        if (p->steps[i].train_log && !tr) {
             tr = &p->steps[i];
             if (!load_curve(tr->train_log, &cv))
                 tr = NULL;
@@ -223,7 +205,7 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
         fprintf(table, "%-22s %12s %12s %10s %10s %8s\n", "step", "docs in", "docs out", "removed",
                 "MB out", "seconds");
         for (size_t i = 0; i < p->n; i++) {
-            const struct row *r = &rows[i];
+            const struct pl_row *r = &rows[i];
             if (r->s->aux)
                 continue;
             if (r->s == tr) {
@@ -236,14 +218,8 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
                 continue;
             }
             if (!r->have) {
-                if (r->s->stage == PL_TOKENIZER_TRAIN) {
-                    const char *model = r->s->argv.n > 3 ? r->s->argv.v[3] : "";
-                    struct stat st;
-                    char *mp = sl_xasprintf("%s.model", model);
-                    if (stat(mp, &st) == 0)
-                        fprintf(table, "%-22s %s\n", r->s->label, mp);
-                    free(mp);
-                }
+                if (r->line)
+                    fprintf(table, "%-22s %s\n", r->s->label, r->line);
                 continue;
             }
             char in[32], out[32], rem[32];
@@ -252,12 +228,12 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
             commas(rem, sizeof(rem), r->docs_in > r->docs_out ? r->docs_in - r->docs_out : 0);
             fprintf(table, "%-22s %12s %12s %10s %10.2f %8.1f", r->s->label, in, out, rem,
                     (double)r->bytes_out / 1e6, r->seconds);
-            if (r->s->stage == PL_TOKENIZE) {
+            if (r->has_tokens) {
                 char tk[32];
                 commas(tk, sizeof(tk), r->tokens);
                 fprintf(table, "  %s tokens", tk);
             }
-            if (r->s->stage == PL_DOWNLOAD)
+            if (r->files)
                 fprintf(table, "  (files)");
             fputc('\n', table);
         }
@@ -272,7 +248,7 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
         sl_buf_puts(&b, ",\n  \"steps\": [");
         int first = 1;
         for (size_t i = 0; i < p->n; i++) {
-            const struct row *r = &rows[i];
+            const struct pl_row *r = &rows[i];
             if (!r->have || r->s->aux)
                 continue;
             sl_buf_puts(&b, first ? "\n    {\"step\": " : ",\n    {\"step\": ");
@@ -286,7 +262,7 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
                           ", \"documents_in\": %llu, \"documents_out\": %llu, \"bytes_out\": %llu, "
                           "\"seconds\": %.3f",
                           r->docs_in, r->docs_out, r->bytes_out, r->seconds);
-            if (r->s->stage == PL_TOKENIZE)
+            if (r->has_tokens)
                 sl_buf_printf(&b, ", \"tokens\": %llu", r->tokens);
             sl_buf_putc(&b, '}');
         }
@@ -319,6 +295,8 @@ int pl_report(const struct pl_pipeline *p, FILE *table, const char *json_path, c
         free(title);
     }
     loss_curve_release(&cv.lc);
+    for (size_t i = 0; i < p->n; i++)
+        free(rows[i].line);
     free(rows);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* The train stage: trainer keys flattened into key=value overrides of `sluice train`. */
+/* The train stage: its keys (sections of the trainer's config), flattened into key=value
+ * overrides of `sluice train`. */
 #include "pipeline/internal.h"
 
 #include "core/alloc.h"
@@ -9,6 +10,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The train stage's keys: sections of the trainer's config, not command options. */
+const struct key pl_train_keys[] = {
+    RUNKEY("config", "the model and run config (configs/models/*.yaml); required"),
+    RUNKEY("model", "a map of model.* overrides (default vocab_size: tokenizer_train's)"),
+    RUNKEY("train", "a map of train.* overrides (steps, seq_len, micro_batch_size, ...)"),
+    RUNKEY("optim", "a map of optim.* overrides (lr, warmup_steps, ...)"),
+    RUNKEY("data", "a map of data.* overrides (default prefix: the tokenize stage's)"),
+    RUNKEY("eval", "a map of eval.* overrides (interval, iters)"),
+    RUNKEY("checkpoint", "a map of checkpoint.* overrides (default dir: OUT/checkpoints)"),
+    RUNKEY("log", "a map of log.* overrides (default file: OUT/log.jsonl)"),
+    RUNKEY("debug", "a map of debug.* overrides"),
+    RUNKEY("in", "the token shards (a prefix or a list); default: the tokenize stage's"),
+    RUNKEY("out", "output directory; default: WORK/train"),
+    FLAG("quiet", "quiet"),
+    FLAG("verbose", "verbose"),
+    END,
+};
 
 /* The trainer's config sections that a train stage may override (flattened to key=value). */
 static const char *const train_sections[] = { "model",      "train", "optim", "data", "eval",
@@ -64,7 +83,7 @@ static int flatten(struct loader *L, struct sl_cfg *node, const char *path, stru
 /* train: sluice train CONFIG section.key=value ... with the pipeline's defaults (data
  * from the tokenize stage, vocabulary from tokenizer_train, checkpoints and the log in
  * OUT). */
-int pl_build_train(struct loader *L, struct sl_cfg *sec, struct flow *fl)
+int pl_train_section(struct loader *L, struct sl_cfg *sec, struct flow *fl)
 {
     struct pl_pipeline *p = L->p;
     if (sec->kind != SL_CFG_MAP)

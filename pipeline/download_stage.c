@@ -1,14 +1,98 @@
-/* The download stage: URL options, URL lists for languages, Common Crawl paths files. */
+/* The download stage: its own keys, URL options, URL lists for languages (URL templates),
+ * Common Crawl paths files, the URL list a step writes before its command runs, and its
+ * summary row (files, not documents). */
 #include "pipeline/internal.h"
 
 #include "core/alloc.h"
+#include "core/atomic.h"
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/err.h"
+#include "core/stream.h"
 
+#include <ctype.h>
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const struct key pl_download_own[] = {
+    RUNKEY("languages", "languages for {lang} in url_template: a list, or a map language -> "
+                        "number of files ({total})"),
+    RUNKEY("paths_url", "URL of a list of paths (Common Crawl warc.paths.gz); file_numbers "
+                        "picks lines (0-based)"),
+    RUNKEY("url_prefix", "prefix of each path of paths_url (default: its scheme and host)"),
+    END,
+};
+
+/* {n}, {n:05d}, {n:d}, {lang}, {total}, {total:05d} */
+int pl_format_template(const char *tmpl, unsigned long long n, const char *lang,
+                       unsigned long long total, char **out)
+{
+    struct sl_buf b = SL_BUF_INIT;
+    const char *p = tmpl;
+    int rc = 0;
+    while (*p && !rc) {
+        if (*p != '{') {
+            sl_buf_putc(&b, *p++);
+            continue;
+        }
+        const char *close = strchr(p, '}');
+        if (!close) {
+            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': '{' without '}'", tmpl);
+            break;
+        }
+        char field[64];
+        size_t fl = (size_t)(close - p - 1);
+        if (fl >= sizeof(field)) {
+            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field", tmpl);
+            break;
+        }
+        memcpy(field, p + 1, fl);
+        field[fl] = '\0';
+        char *colon = strchr(field, ':');
+        const char *spec = "";
+        if (colon) {
+            *colon = '\0';
+            spec = colon + 1;
+        }
+        if (!strcmp(field, "lang") && !*spec && lang) {
+            sl_buf_puts(&b, lang);
+        } else if (!strcmp(field, "n") || (!strcmp(field, "total") && total)) {
+            unsigned long long v = !strcmp(field, "n") ? n : total;
+            int width = 0;
+            if (*spec) {
+                /* 05d, 2d, d */
+                const char *q = spec;
+                int zero = *q == '0';
+                while (isdigit((unsigned char)*q))
+                    width = width * 10 + (*q++ - '0');
+                if (strcmp(q, "d") != 0 || width > 20 || (width && !zero && spec[0] != '0')) {
+                    rc = sl_err_set(
+                        SL_ERR_CONFIG,
+                        "url template '%s': cannot read '{%s:%s}' (use {%s} or {%s:05d})", tmpl,
+                        field, spec, field, field);
+                    break;
+                }
+            }
+            sl_buf_printf(&b, "%0*llu", width, v);
+        } else {
+            rc = sl_err_set(SL_ERR_CONFIG, "url template '%s': unknown field '{%s}'%s", tmpl, field,
+                            !strcmp(field, "lang") ? " (give 'languages')"
+                            : !strcmp(field, "total")
+                                ? " (give 'languages' as a map: language -> number of files)"
+                                : " (use {n}, {lang} or {total})");
+            break;
+        }
+        p = close + 1;
+    }
+    if (rc) {
+        sl_buf_release(&b);
+        return rc;
+    }
+    *out = b.data ? sl_buf_detach(&b, NULL) : sl_xstrdup("");
+    return 0;
+}
 
 /* The languages of a download section: a map language -> number of files (the numbers
  * into *totals, which the caller frees), or a list of names or "cs,da,de" (NeMo's form). */
@@ -177,7 +261,7 @@ static int paths_urls(struct loader *L, struct pl_pipeline *p, struct pl_step **
 }
 
 /* download: the URL options, or a URL list for languages / a paths file. */
-int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p, size_t idx)
+static int download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p, size_t idx)
 {
     struct sl_cfg *langs = pl_child(map, "languages");
     struct sl_cfg *paths = pl_child(map, "paths_url");
@@ -222,7 +306,7 @@ int pl_download_urls(struct loader *L, struct sl_cfg *map, struct pl_pipeline *p
 }
 
 /* The options of a download step, minus what download_urls turned into a URL list. */
-int pl_download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s)
+static int download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s)
 {
     int list = pl_child(map, "languages") || pl_child(map, "paths_url");
     const struct key *all = pl_stage_keys(PL_DOWNLOAD);
@@ -241,4 +325,100 @@ int pl_download_options(struct loader *L, struct sl_cfg *map, struct pl_step *s)
         return pl_where_err(u ? u : ul, "'%s' does not go with 'languages' or 'paths_url'",
                             u ? "url" : "url_list");
     return pl_section_options(L, rest, map, s);
+}
+
+/* OUT and OUT/manifest.json, the options, the URL list (no inputs: 'in' is refused). */
+int pl_download_build(struct loader *L, struct sl_cfg *m, struct pl_step *s, size_t idx,
+                      struct flow *fl)
+{
+    (void)fl;
+    pl_push(&s->argv, s->out);
+    s->counts_manifest = sl_xasprintf("%s/manifest.json", s->out);
+    int rc = download_options(L, m, s);
+    if (!rc)
+        rc = download_urls(L, m, L->p, idx);
+    if (!rc && m->kind == SL_CFG_MAP && pl_child(m, "in"))
+        rc = pl_where_err(pl_child(m, "in"), "'download' reads URLs, not 'in'");
+    return rc;
+}
+
+/* A download's counts are the files it wrote (its manifest's outputs). */
+void pl_download_report(struct pl_row *r, struct json_object *m)
+{
+    if (!m)
+        return;
+    struct json_object *outs = NULL;
+    r->docs_in = r->docs_out = json_object_object_get_ex(m, "outputs", &outs)
+                                   ? (unsigned long long)json_object_array_length(outs)
+                                   : 0;
+    r->files = 1;
+}
+
+static int write_list(const char *path, const char *text, size_t len)
+{
+    char *dir = sl_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    int rc = slash ? sl_mkdir_p(dir) : 0;
+    free(dir);
+    if (!rc)
+        rc = sl_write_file_atomic(path, text, len);
+    return rc;
+}
+
+int pl_step_prepare(const struct pl_step *s)
+{
+    if (s->prep == PL_PREP_URLS)
+        return write_list(s->urls_path, s->urls_text, strlen(s->urls_text));
+    if (s->prep != PL_PREP_PATHS)
+        return 0;
+    uint64_t *ns = NULL;
+    size_t nn = 0;
+    if (s->paths_numbers && sl_parse_ranges(s->paths_numbers, &ns, &nn))
+        return sl_err_wrap(SL_ERR_CONFIG, "file_numbers: ");
+    struct sl_reader *r = NULL;
+    struct sl_reader_opts ro;
+    memset(&ro, 0, sizeof(ro));
+    ro.max_output = 1ull << 32;
+    int rc = sl_reader_open(&r, s->paths_file, &ro);
+    struct sl_buf text = SL_BUF_INIT;
+    uint64_t lineno = 0;
+    size_t k = 0;
+    while (!rc) {
+        const char *line;
+        size_t len;
+        int got = sl_reader_getline(r, &line, &len, 1u << 16);
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        if (got == 0)
+            break;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (!len)
+            continue;
+        uint64_t this = lineno++;
+        if (ns) {
+            while (k < nn && ns[k] < this)
+                k++;
+            if (k >= nn)
+                break;
+            if (ns[k] != this)
+                continue;
+        }
+        sl_buf_puts(&text, s->paths_prefix);
+        sl_buf_append(&text, line, len);
+        sl_buf_putc(&text, '\n');
+    }
+    sl_reader_close(r);
+    free(ns);
+    if (!rc && text.len == 0)
+        rc = sl_err_set(SL_ERR_NOTFOUND, "'%s' has no paths%s", s->paths_file,
+                        s->paths_numbers ? " at the lines file_numbers picks" : "");
+    if (!rc)
+        rc = write_list(s->urls_path, text.data, text.len);
+    sl_buf_release(&text);
+    return rc;
 }
