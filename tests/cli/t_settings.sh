@@ -50,7 +50,20 @@ same_then_others clean -- --nfkc --remove-urls --uncurl-quotes --no-mojibake --n
 
 case_ "extract jsonl"
 same_then_others extract --format jsonl -- "--text-key body" "--source web" "--max-record 2K" \
-    --skip-corrupt "--level 9" "--id-prefix p" --reassign-ids
+    --skip-corrupt "--level 9" "--id-prefix p" --reassign-ids --keep-truncated
+
+# html: --shard-size groups pages into shards (for the other formats it is not a setting)
+case_ "extract html"
+mkdir -p "$T/html"
+for i in 1 2 3 4; do
+    printf '<html><body><p>Page %d has a paragraph of plain words for the extractor.</p></body></html>\n' \
+        "$i" > "$T/html/p$i.html"
+done
+run "$SLUICE" extract --format html --out "$T/oh" "$T/html"
+expect_rc 0
+run "$SLUICE" extract --format html --shard-size 1K -q --out "$T/oh" "$T/html"
+expect_rc 1
+expect_err "holds the outputs of a different run"
 
 case_ "filter"
 cat > "$T/f.yaml" <<'Y'
@@ -70,7 +83,9 @@ same_then_others dedup exact -- "--key url" "--norm lower" "--keep longest" "--t
     "--id-key uid" "--max-line 100" "--level 9" --repair-utf8
 
 case_ "dedup fuzzy"
-same_then_others dedup fuzzy -- "--preset nemo" "--ngram words:3" "--bands 10" "--rows 4" \
+run "$SLUICE" dedup fuzzy -q --index-out "$T/fidx" --out "$T/fidx_out" "$T/in"
+expect_rc 0
+same_then_others dedup fuzzy -- "--index-in $T/fidx" "--preset nemo" "--ngram words:3" "--bands 10" "--rows 4" \
     "--norm none" "--seed 2" "--hash mersenne" --verify "--threshold 0.5" "--anchors 3" \
     "--text-key body" "--id-key uid" --pairs "--max-line 100" "--level 9" --repair-utf8
 
@@ -118,6 +133,30 @@ for v in "--json-key body" --append-eod "--eod-id 0" "--max-doc-size 300"; do
     for f in "$T"/ref$k/t_*_document.bin; do
         cmp -s "$f" "$T/tk$k/t_${f##*/t_}" && ok || fail "$v: output differs from a fresh run"
     done
+done
+
+# --split-sentences and the options of its Punkt model: a stopped run with the default
+# model, then each variant in its directory must start afresh and equal a fresh run
+case_ "tokenize --split-sentences"
+tks=(tokenize --tokenizer "gpt2:$T/gpt2" --workers 1 --split-sentences)
+cp -r "$ROOT/configs/punkt/english" "$T/pk"
+mkdir -p "$T/nltk/tokenizers/punkt_tab"
+cp -r "$ROOT/configs/punkt/english" "$T/nltk/tokenizers/punkt_tab/german"
+k=0
+for v in "--keep-newlines" "--punkt $T/pk" "--lang german"; do
+    k=$((k + 1))
+    case_ "tokenize --split-sentences: $v is in the settings"
+    mkdir -p "$T/ts$k/t_text_sentence.bin/x"
+    run "$SLUICE" "${tks[@]}" --out "$T/ts$k/t" "$T/in"
+    expect_rc 1; expect_err "cannot rename"
+    rm -rf "$T/ts$k/t_text_sentence.bin"
+    # shellcheck disable=SC2086
+    NLTK_DATA="$T/nltk" run "$SLUICE" "${tks[@]}" $v --out "$T/ts$k/t" "$T/in"
+    expect_rc 0; expect_no_err "(resumed)"
+    # shellcheck disable=SC2086
+    NLTK_DATA="$T/nltk" run "$SLUICE" "${tks[@]}" $v --out "$T/tsr$k/t" "$T/in"
+    cmp -s "$T/tsr$k/t_text_sentence.bin" "$T/ts$k/t_text_sentence.bin" && ok ||
+        fail "$v: output differs from a fresh run"
 done
 
 finish
