@@ -2,9 +2,10 @@
  * rows) against the command table (cli/table.c) and tests/cli/t_settings.sh: every stage
  * runs a command of the table, and every stage whose command has settings (option rows
  * marked SL_OPTF_OUTPUT: core/options.h) has its case in t_settings.sh (`case_ "NAME"` at
- * the start of a line, NAME the command and subcommand), which tries its options against
- * a first run. Both lists are read, neither is written out here: a new stage is checked as
- * soon as it is in the pipeline's table. */
+ * the start of a line, NAME the command and subcommand, or NAME and a word), which tries
+ * its options against a first run: each such option's --NAME appears in one of the stage's
+ * cases. Both lists are read, neither is written out here: a new stage or a new setting is
+ * checked as soon as it is in the tables. */
 #include "tests/harness.h"
 
 #include "cli/commands.h"
@@ -41,6 +42,26 @@ static const char *settings_case(const char *text, const char *name)
     return NULL;
 }
 
+/* Whether "--LONG" (not a longer option's prefix) appears in one of NAME's cases: from
+ * each `case_ "NAME` line to the next `case_ "` at the start of a line. */
+static int option_tried(const char *text, const char *name, const char *lng)
+{
+    char head[96], opt[64];
+    size_t hl = (size_t)snprintf(head, sizeof(head), "\ncase_ \"%s", name);
+    size_t ol = (size_t)snprintf(opt, sizeof(opt), "--%s", lng);
+    for (const char *p = strstr(text, head); p; p = strstr(p + 1, head)) {
+        if (p[hl] != '"' && p[hl] != ' ')
+            continue;
+        const char *end = strstr(p + 1, "\ncase_ \"");
+        for (const char *q = strstr(p, opt); q && (!end || q < end); q = strstr(q + 1, opt)) {
+            char c = q[ol];
+            if (!(c >= 'a' && c <= 'z') && !(c >= '0' && c <= '9') && c != '-')
+                return 1;
+        }
+    }
+    return 0;
+}
+
 TEST(stages_run_commands_and_t_settings_has_their_cases)
 {
     struct sl_buf f = SL_BUF_INIT;
@@ -61,10 +82,19 @@ TEST(stages_run_commands_and_t_settings_has_their_cases)
         if (!settings)
             continue;
         with_settings++;
-        if (!settings_case(f.data, name))
+        if (!settings_case(f.data, name)) {
             sl_test_fail(__FILE__, __LINE__,
                          "t_settings.sh has no case_ \"%s\" (stage '%s' has settings)", name,
                          pl_stage_name(s));
+            continue;
+        }
+        for (const struct sl_option *o = c->cmd->options; o->type != SL_OPT_END; o++) {
+            if ((o->flags & SL_OPTF_OUTPUT) && o->long_name &&
+                !option_tried(f.data, name, o->long_name))
+                sl_test_fail(__FILE__, __LINE__,
+                             "t_settings.sh does not try %s --%s (a setting of stage '%s')",
+                             name, o->long_name, pl_stage_name(s));
+        }
     }
     /* the document stages and tokenize have settings: the loop above saw them */
     CHECK(with_settings > 0);
