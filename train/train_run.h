@@ -1,4 +1,4 @@
-/* One training run, shared by the driver (train/train_cmd.c) and its two backends: the CPU
+/* One training run, shared by the driver (train/cmd_train.c) and its two backends: the CPU
  * reference path (train/cpu_train.c) and the CUDA trainer in the GPU library
  * (train/gpu_train.c). The driver parses the options once, opens the data, finds the
  * checkpoint to resume from, prints the log lines and runs the loop; a backend only holds the
