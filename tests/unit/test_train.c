@@ -615,7 +615,8 @@ static void doc_keys(const char *doc, struct sl_buf *out)
     }
 }
 
-/* Every key of train_keys has its row in docs/trainer.md, and the page names no other. */
+/* Every key of train_keys has its row in docs/trainer.md (and a line of help), and the page
+ * names no other. */
 TEST(train_keys_docs_table)
 {
     struct sl_buf doc = SL_BUF_INIT, listed = SL_BUF_INIT, known = SL_BUF_INIT;
@@ -629,6 +630,7 @@ TEST(train_keys_docs_table)
         if (!strstr(listed.data, want))
             fprintf(stderr, "docs/trainer.md: no row for the key '%s'\n", k->path);
         CHECK(strstr(listed.data, want) != NULL);
+        CHECK(k->help && k->help[0]);
         free(want);
         sl_buf_printf(&known, "%s\n", k->path);
     }
