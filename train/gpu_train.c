@@ -1,6 +1,6 @@
 /* The CUDA trainer's backend (train/gpu_train.h, train/train_run.h): device selection,
  * set-up, one optimizer step, validation, checkpoints and release. The driver
- * (train/train_cmd.c) owns the loop, the data, the resume decision and every log line. The
+ * (train/driver.c) owns the loop, the data, the resume decision and every log line. The
  * model is in gpu_model.c, ZeRO-1 and checkpoints in gpu_zero.c, the input pipeline in
  * gpu_loader.c (shared state: gpu_internal.h).
  *

@@ -1,8 +1,8 @@
-/* One training run, shared by the driver (train/train_cmd.c) and its two backends: the CPU
+/* One training run, shared by the driver (train/driver.c) and its two backends: the CPU
  * reference path (train/cpu_train.c) and the CUDA trainer in the GPU library
- * (train/gpu_train.c). The driver parses the options once, opens the data, finds the
- * checkpoint to resume from, prints the log lines and runs the loop; a backend only holds the
- * model and its state and implements the table below.
+ * (train/gpu_train.c). The driver reads the keys once (train/train_config.h), opens the
+ * data, finds the checkpoint to resume from, prints the log lines and runs the loop; a
+ * backend only holds the model and its state and implements the table below.
  */
 #ifndef SL_TRAIN_TRAIN_RUN_H
 #define SL_TRAIN_TRAIN_RUN_H
@@ -113,6 +113,13 @@ struct train_backend {
 };
 
 extern const struct train_backend train_backend_cpu;
+
+struct sl_cfg;
+
+/* Train as root (the config and its overrides) says, on every rank of the world; with
+ * print_only, print the resolved keys (--print-config) on rank 0 instead. Prints its errors;
+ * returns the exit status: 0, 1 (the run failed) or 2 (the config is wrong). */
+int train_run(struct sl_cfg *root, int print_only);
 
 /* Write a gradient, laid out by l (fp32, the whole slab), to path as safetensors: one F32
  * tensor per parameter under its checkpoint name, and the model's shape in the metadata

@@ -1,12 +1,14 @@
 /* Tests for the trainer's building blocks: numpy-compatible shuffles, Megatron's split and
  * blending rules, the learning-rate schedule, the GEMM against a plain loop, the parameter
- * table (known model sizes), FLOPs per token, safetensors round trips and damaged files. */
+ * table (known model sizes), FLOPs per token, safetensors round trips and damaged files, and
+ * the keys table of docs/trainer.md against the keys of the code (train/train_config.h). */
 #include "tests/harness.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/stream.h"
 #include "dataset/blend.h"
 #include "dataset/gpt_index.h"
 #include "train/checkpoint.h"
@@ -14,6 +16,7 @@
 #include "train/model.h"
 #include "train/optim.h"
 #include "train/safetensors.h"
+#include "train/train_config.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -586,4 +589,60 @@ TEST(checkpoint_resolve_operand)
     free(one);
     free(want);
     free(dir);
+}
+
+/* The names in `backticks` of the first cell of each row of the table under "## Configuration
+ * keys" in docs/trainer.md, each as "\nNAME\n" in out. */
+static void doc_keys(const char *doc, struct sl_buf *out)
+{
+    const char *a = strstr(doc, "\n## Configuration keys\n");
+    REQUIRE(a);
+    const char *end = strstr(a + 1, "\n## ");
+    REQUIRE(end);
+    sl_buf_putc(out, '\n');
+    for (const char *line = a + 1; line && line < end; line = strchr(line, '\n')) {
+        line++;
+        if (strncmp(line, "| `", 3) != 0)
+            continue;
+        const char *cell_end = strstr(line + 2, " |");
+        REQUIRE(cell_end && cell_end < end);
+        for (const char *q = strchr(line, '`'); q && q < cell_end; q = strchr(q, '`')) {
+            const char *close = strchr(q + 1, '`');
+            REQUIRE(close && close < cell_end);
+            sl_buf_printf(out, "%.*s\n", (int)(close - q - 1), q + 1);
+            q = close + 1;
+        }
+    }
+}
+
+/* Every key of train_keys has its row in docs/trainer.md (and a line of help), and the page
+ * names no other. */
+TEST(train_keys_docs_table)
+{
+    struct sl_buf doc = SL_BUF_INIT, listed = SL_BUF_INIT, known = SL_BUF_INIT;
+    doc.max = (size_t)16 << 20;
+    REQUIRE(sl_read_file(sl_test_fixture("../../docs/trainer.md"), &doc) == 0);
+    REQUIRE(sl_buf_putc(&doc, 0) == 0);
+    doc_keys(doc.data, &listed);
+    sl_buf_putc(&known, '\n');
+    for (const struct train_key *k = train_keys; k->path; k++) {
+        char *want = sl_xasprintf("\n%s\n", k->path);
+        if (!strstr(listed.data, want))
+            fprintf(stderr, "docs/trainer.md: no row for the key '%s'\n", k->path);
+        CHECK(strstr(listed.data, want) != NULL);
+        CHECK(k->help && k->help[0]);
+        free(want);
+        sl_buf_printf(&known, "%s\n", k->path);
+    }
+    for (const char *n = listed.data + 1; *n; n = strchr(n, '\n') + 1) {
+        size_t len = strcspn(n, "\n");
+        char *want = sl_xasprintf("\n%.*s\n", (int)len, n);
+        if (!strstr(known.data, want))
+            fprintf(stderr, "docs/trainer.md: '%.*s' is no key of train_keys\n", (int)len, n);
+        CHECK(strstr(known.data, want) != NULL);
+        free(want);
+    }
+    sl_buf_release(&doc);
+    sl_buf_release(&listed);
+    sl_buf_release(&known);
 }
