@@ -1,6 +1,6 @@
 /* The commands of the sluice binary, in one table: `sluice --help` and `sluice help NAME`
  * (and so the docs check, tests/cli/t_docs.sh and scripts/sync-command-docs.sh, which read
- * them), the dispatcher (cli/dispatch.c) and the stages `sluice run` runs (cli/run.c) all
+ * them), the dispatcher (cli/dispatch.c) and the stages `sluice run` runs (cli/cmd_run.c) all
  * look commands up here. */
 #include "cli/commands.h"
 

@@ -14,7 +14,7 @@
  * WORK/<stage>[/<entry>] unless it says `out:`. "${key}" in a value is replaced by the
  * top-level scalar `key` (and ${name}, ${work_dir}).
  *
- * Library code: builds command lines, never runs them (cli/run.c does) and never prints.
+ * Library code: builds command lines, never runs them (cli/cmd_run.c does) and never prints.
  */
 #ifndef PL_PIPELINE_H
 #define PL_PIPELINE_H
