@@ -372,8 +372,9 @@ const struct train_key train_keys[] = {
     { .path = "optim.decay_style", .type = TK_CHOICE, .phase = TP_OPTIM,
       .off = offsetof(struct train_opts, lr.style), .def_s = "cosine", .choices = decay_names,
       .help = "cosine, linear, constant or wsd" },
-    K_RANGE("optim.wsd_decay_fraction", TP_OPTIM, lr.wsd_fraction, 0.2, 0, 1, 0, 0,
-            "wsd: the share of the steps spent decaying"),
+    { .path = "optim.wsd_decay_fraction", .type = TK_DOUBLE, .phase = TP_OPTIM,
+      .off = TK_OFF(double, lr.wsd_fraction), .def_d = 0.2, .range = 1, .lo = 0, .hi = 1,
+      .check_rank = 1, .help = "wsd: the share of the steps spent decaying" },
     K_RANGE("optim.weight_decay", TP_OPTIM, adam.weight_decay, 0.1, 0, INFINITY, 0, 1,
             "decoupled (AdamW)"),
     K_RANGE("optim.beta1", TP_OPTIM, adam.beta1, 0.9, 0, 1, 0, 1, "AdamW's beta1"),
@@ -463,13 +464,16 @@ static int read_phase(struct train_opts *o, struct sl_cfg *root, enum train_key_
  * would train to garbage (or to NaN) without an error. */
 static int check_ranges(const struct train_opts *o, struct sl_cfg *root, enum train_key_phase phase)
 {
-    for (const struct train_key *k = train_keys; k->path; k++) {
-        if (k->phase != phase || k->type != TK_DOUBLE || !k->range)
-            continue;
-        double v = *(const double *)((const char *)o + k->off);
-        int rc = cfg_range(root, k->path, v, k->lo, k->hi, !k->lo_open, !k->hi_open);
-        if (rc)
-            return rc;
+    /* ranks 0 and 1: the schedule's wsd fraction is told after the optimizer's own ranges */
+    for (int rank = 0; rank < 2; rank++) {
+        for (const struct train_key *k = train_keys; k->path; k++) {
+            if (k->phase != phase || k->type != TK_DOUBLE || !k->range || k->check_rank != rank)
+                continue;
+            double v = *(const double *)((const char *)o + k->off);
+            int rc = cfg_range(root, k->path, v, k->lo, k->hi, !k->lo_open, !k->hi_open);
+            if (rc)
+                return rc;
+        }
     }
     return 0;
 }

@@ -67,6 +67,7 @@ struct train_key {
     enum train_key_show show;
     const char *quote; /* TK_STR in --print-config: "", "\"" or "'" */
     int print_rank;    /* --print-config: after the section's keys of a lower rank */
+    int check_rank;    /* .range: checked after the phase's ranges of a lower rank */
     const char *help;  /* one line; the page says the rest */
 };
 
