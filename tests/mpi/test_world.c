@@ -12,43 +12,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(...)                                                                          \
-    do {                                                                                   \
-        fprintf(stderr, "rank %d: ", w.rank);                                              \
-        fprintf(stderr, __VA_ARGS__);                                                      \
-        fputc('\n', stderr);                                                               \
-        sl_world_abort(&w, 1);                                                             \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        fprintf(stderr, "rank %d: ", W->rank);                                                     \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+        sl_world_abort(W, 1);                                                                      \
     } while (0)
 
-int main(int argc, char **argv)
+/* all-reduce (sum, max) and broadcast */
+static void check_reduce(struct sl_world *W)
 {
-    struct sl_world w;
-    if (sl_world_init(&w, &argc, &argv))
-        return 1;
-    int R = w.size, r = w.rank;
-
+    int R = W->size, r = W->rank;
     uint64_t v[2] = { (uint64_t)r + 1, (uint64_t)r * 10 };
-    sl_world_allreduce_u64(&w, v, 2, SL_SUM);
+    sl_world_allreduce_u64(W, v, 2, SL_SUM);
     if (v[0] != (uint64_t)R * (R + 1) / 2 || v[1] != (uint64_t)10 * R * (R - 1) / 2)
         FAIL("allreduce sum: %llu %llu", (unsigned long long)v[0], (unsigned long long)v[1]);
     double d = r;
-    sl_world_allreduce_f64(&w, &d, 1, SL_MAX);
+    sl_world_allreduce_f64(W, &d, 1, SL_MAX);
     if (d != R - 1)
         FAIL("allreduce max: %g", d);
 
     char msg[16] = "";
     if (r == 0)
         strcpy(msg, "from rank 0");
-    sl_world_bcast(&w, msg, sizeof(msg), 0);
+    sl_world_bcast(W, msg, sizeof(msg), 0);
     if (strcmp(msg, "from rank 0"))
         FAIL("bcast: '%s'", msg);
+}
 
+/* all-gather and gather of uneven contributions */
+static void check_gather(struct sl_world *W)
+{
+    int R = W->size, r = W->rank;
     /* every rank contributes r+1 copies of the letter 'a'+r */
     char mine[8];
     memset(mine, 'a' + r, sizeof(mine));
     struct sl_buf all = SL_BUF_INIT;
     uint64_t *counts = calloc((size_t)R, sizeof(uint64_t));
-    sl_world_allgather_bytes(&w, mine, (size_t)r + 1, &all, counts);
+    sl_world_allgather_bytes(W, mine, (size_t)r + 1, &all, counts);
     size_t off = 0;
     for (int s = 0; s < R; s++) {
         if (counts[s] != (uint64_t)s + 1)
@@ -58,12 +60,19 @@ int main(int argc, char **argv)
                 FAIL("allgather data from %d", s);
     }
     sl_buf_reset(&all);
-    sl_world_gather_bytes(&w, mine, (size_t)r + 1, 0, &all, counts);
+    sl_world_gather_bytes(W, mine, (size_t)r + 1, 0, &all, counts);
     if (r == 0 && all.len != (size_t)R * (R + 1) / 2)
         FAIL("gather length %zu", all.len);
     if (r != 0 && all.len != 0)
         FAIL("gather delivered to a non-root rank");
+    sl_buf_release(&all);
+    free(counts);
+}
 
+/* all-to-all of uneven sizes */
+static void check_alltoallv(struct sl_world *W)
+{
+    int R = W->size, r = W->rank;
     /* alltoallv: rank r sends (r + d) bytes of value r*16+d to rank d */
     uint64_t *sc = calloc((size_t)R, sizeof(uint64_t)), *so = calloc((size_t)R, sizeof(uint64_t));
     uint64_t *rc = calloc((size_t)R, sizeof(uint64_t));
@@ -74,9 +83,9 @@ int main(int argc, char **argv)
         for (int k = 0; k < r + dst; k++)
             sl_buf_putc(&send, (char)(r * 16 + dst));
     }
-    if (sl_world_alltoallv(&w, send.data ? send.data : "", sc, so, &recv, rc))
+    if (sl_world_alltoallv(W, send.data ? send.data : "", sc, so, &recv, rc))
         FAIL("alltoallv: %s", sl_err_msg());
-    off = 0;
+    size_t off = 0;
     for (int src = 0; src < R; src++) {
         if (rc[src] != (uint64_t)(src + r))
             FAIL("alltoallv count from %d: %llu", src, (unsigned long long)rc[src]);
@@ -84,14 +93,24 @@ int main(int argc, char **argv)
             if (recv.data[off++] != (char)(src * 16 + r))
                 FAIL("alltoallv data from %d", src);
     }
+    sl_buf_release(&send);
+    sl_buf_release(&recv);
+    free(sc);
+    free(so);
+    free(rc);
+}
 
+/* counter reduction and the size-balanced assignment */
+static void check_counters(struct sl_world *W)
+{
+    int R = W->size, r = W->rank;
     struct sl_counters c;
     sl_counters_init(&c);
     sl_counters_add(&c, "docs", (uint64_t)r + 1);
     sl_counters_max(&c, "len_max", (uint64_t)r * 7);
     if (r == R - 1)
         sl_counters_add(&c, "only_last", 5);
-    sl_world_reduce_counters(&w, &c, 0);
+    sl_world_reduce_counters(W, &c, 0);
     if (r == 0) {
         if (sl_counters_get(&c, "docs") != (uint64_t)R * (R + 1) / 2 ||
             sl_counters_get(&c, "len_max") != (uint64_t)(R - 1) * 7 ||
@@ -107,15 +126,21 @@ int main(int argc, char **argv)
     for (int i = 0; i < 7; i++)
         sig = sig * 31 + owner[i];
     int64_t sig_max = sig, sig_min = sig;
-    sl_world_allreduce_i64(&w, &sig_max, 1, SL_MAX);
-    sl_world_allreduce_i64(&w, &sig_min, 1, SL_MIN);
+    sl_world_allreduce_i64(W, &sig_max, 1, SL_MAX);
+    sl_world_allreduce_i64(W, &sig_min, 1, SL_MIN);
     if (sig_max != sig_min)
         FAIL("assignments differ between ranks");
+    sl_counters_release(&c);
+}
 
+/* groups */
+static void check_groups(struct sl_world *W)
+{
+    int R = W->size, r = W->rank;
     /* groups (model parallelism): pairs of consecutive ranks; all-gather, reduce-scatter,
      * all-reduce and point to point inside a group, a negative color in no group */
     struct sl_world g, none;
-    if (sl_world_split(&w, r / 2, r, &g) || sl_world_split(&w, -1, r, &none))
+    if (sl_world_split(W, r / 2, r, &g) || sl_world_split(W, -1, r, &none))
         FAIL("split: %s", sl_err_msg());
     int gsize = r / 2 * 2 + 1 < R ? 2 : 1;
     if (g.size != gsize || g.rank != r % 2 || none.size != 1)
@@ -151,7 +176,12 @@ int main(int argc, char **argv)
     }
     sl_world_group_free(&g);
     sl_world_group_free(&none);
+}
 
+/* blocks of uneven size */
+static void check_uneven_blocks(struct sl_world *W)
+{
+    int R = W->size, r = W->rank;
     /* blocks of uneven size (ZeRO-1's pieces of a tensor: rank k holds [n k / R, n (k + 1) /
      * R), the first ones shorter or empty), in place: reduce-scatter, all-gather, gather */
     enum { N = 11 };
@@ -161,14 +191,14 @@ int main(int argc, char **argv)
     float t[N], full[N];
     for (int i = 0; i < N; i++)
         t[i] = (float)(i + 100 * r);
-    if (sl_world_reduce_scatterv_f32(&w, t, bounds))
+    if (sl_world_reduce_scatterv_f32(W, t, bounds))
         FAIL("reduce_scatterv_f32: %s", sl_err_msg());
     for (size_t i = bounds[r]; i < bounds[r + 1]; i++)
         if (t[i] != (float)((int)i * R + 100 * R * (R - 1) / 2))
             FAIL("reduce_scatterv_f32 element %zu: %g", i, t[i]);
     for (size_t i = bounds[r]; i < bounds[r + 1]; i++)
         t[i] = (float)(1000 * r) + (float)i;
-    if (sl_world_allgatherv_f32(&w, t, bounds))
+    if (sl_world_allgatherv_f32(W, t, bounds))
         FAIL("allgatherv_f32: %s", sl_err_msg());
     for (int k = 0; k < R; k++)
         for (size_t i = bounds[k]; i < bounds[k + 1]; i++)
@@ -178,23 +208,27 @@ int main(int argc, char **argv)
     for (size_t i = bounds[r]; i < bounds[r + 1]; i++)
         piece[i - bounds[r]] = -(float)i;
     memset(full, 0, sizeof(full));
-    if (sl_world_gatherv_f32(&w, piece, r == 0 ? full : NULL, bounds, 0))
+    if (sl_world_gatherv_f32(W, piece, r == 0 ? full : NULL, bounds, 0))
         FAIL("gatherv_f32: %s", sl_err_msg());
     for (int i = 0; r == 0 && i < N; i++)
         if (full[i] != -(float)i)
             FAIL("gatherv_f32 element %d: %g", i, full[i]);
+}
 
+int main(int argc, char **argv)
+{
+    struct sl_world w;
+    if (sl_world_init(&w, &argc, &argv))
+        return 1;
+    check_reduce(&w);
+    check_gather(&w);
+    check_alltoallv(&w);
+    check_counters(&w);
+    check_groups(&w);
+    check_uneven_blocks(&w);
     sl_world_barrier(&w);
-    if (r == 0)
-        printf("ok %d ranks\n", R);
-    sl_counters_release(&c);
-    sl_buf_release(&all);
-    sl_buf_release(&send);
-    sl_buf_release(&recv);
-    free(counts);
-    free(sc);
-    free(so);
-    free(rc);
+    if (w.rank == 0)
+        printf("ok %d ranks\n", w.size);
     sl_world_finalize(&w);
     return 0;
 }
