@@ -23,7 +23,6 @@
 #include "core/counters.h"
 #include "core/datadir.h"
 #include "core/dirlock.h"
-#include "core/doc.h"
 #include "core/err.h"
 #include "core/inputs.h"
 #include "core/jsonl.h"
@@ -33,7 +32,6 @@
 #include "core/progress.h"
 #include "core/sniff.h"
 #include "core/stage.h"
-#include "core/stream.h"
 #include "core/world.h"
 #include "dataset/idx.h"
 #include "tokenize/encoder.h"
@@ -41,7 +39,6 @@
 #include "tokenize/tokenizer.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
