@@ -9,7 +9,7 @@ PKGS += libpcre2-8
 LIB_SRCS += tokenize/spm_enc.c tokenize/spm_unigram.c tokenize/spm_hf.c tokenize/spm.cc tokenize/spm_train.cc
 CXX_SRCS += tokenize/spm.cc tokenize/spm_train.cc
 PKGS_CXX += sentencepiece
-LIB_SRCS += tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c tokenize/cmd_punkt.c
+LIB_SRCS += tokenize/encoder.c tokenize/cmd_tokenize.c tokenize/cmd_tokenizer.c tokenize/cmd_punkt.c
 # NLTK's Punkt sentence splitter and trainer (docs/formats/punkt-tab.md)
 LIB_SRCS += tokenize/punkt_uni.c tokenize/punkt_map.c tokenize/punkt_params.c tokenize/punkt_word.c \
             tokenize/punkt.c tokenize/punkt_train.c

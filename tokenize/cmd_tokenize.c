@@ -3,17 +3,11 @@
  * worker threads, a Punkt splitter each, tokenize/punkt.h).
  *
  * Each input file is one unit of work: ranks take files (balanced by size), and inside a
- * rank the reading thread cuts the decompressed input into batches of lines that worker
- * threads parse (JSON, UTF-8) and encode. Finished batches are written in order into one
- * part shard per file and key, their bad lines counted and reported in line order, by one
- * thread at a time: with several workers, by the worker that finds the oldest batch in
- * flight finished (it writes the run of finished ones from there), so that the reading
- * thread only decompresses and splits lines: on many cores it is the one thread that does
- * not multiply, and what it does per byte bounds a rank's throughput. With one worker, and
- * whenever it must wait for a free batch, the reading thread writes. Rank 0 then
- * concatenates the parts in input order. The
- * output therefore depends only on the inputs and the settings: the same bytes for any
- * number of ranks and threads.
+ * rank the reading thread decompresses the input and hands its lines to the threaded
+ * encoder (tokenize/encoder.h: the thread model), which writes one part shard per file and
+ * key, in line order. Rank 0 then concatenates the parts in input order. The output
+ * therefore depends only on the inputs and the settings: the same bytes for any number of
+ * ranks and threads.
  *
  * Resume: the parts folder DIR/.PREFIX.sluice-parts/ is a stage directory run by
  * sl_stage_run_files() (core/stage.h): its plan (settings and inputs) and, per finished
@@ -29,7 +23,6 @@
 #include "core/counters.h"
 #include "core/datadir.h"
 #include "core/dirlock.h"
-#include "core/doc.h"
 #include "core/err.h"
 #include "core/inputs.h"
 #include "core/jsonl.h"
@@ -39,17 +32,13 @@
 #include "core/progress.h"
 #include "core/sniff.h"
 #include "core/stage.h"
-#include "core/stream.h"
 #include "core/world.h"
 #include "dataset/idx.h"
-#include "tokenize/punkt.h"
+#include "tokenize/encoder.h"
 #include "tokenize/punkt_params.h"
 #include "tokenize/tokenizer.h"
 
 #include <dirent.h>
-#include <errno.h>
-#include <json-c/json.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,13 +63,6 @@ const char *const cmd_tokenize_usage[] = {
     "the other places NLTK looks, else sluice's own (english).",
     NULL,
 };
-
-/* A batch: up to 128 KiB of lines or 4096 of them. Small enough that its buffers (the
- * lines, the decoded texts, the ids) stay in the core's own caches from parsing to writing,
- * and that the ring of batches faults in few pages (1 MiB batches: 8.2k page faults for
- * the 26.6 MB corpus, 64 MB peak; 128 KiB: 5.1k, 53 MB, 4% less CPU). */
-#define BATCH_BYTES (1u << 17)
-#define BATCH_DOCS  4096
 
 struct opts {
     const char *tokenizer, *out;
@@ -142,525 +124,66 @@ const struct sl_option cmd_tokenize_options[] = {
     SL_OPT_END_,
 };
 
-/* Documents of one batch: for each key, the texts (concatenated) and, after encoding, the
- * sequences of each document. */
-struct kbatch {
-    struct sl_buf text;
-    size_t *tend;     /* per text: end offset in text */
-    uint32_t *ntexts; /* per document: texts (0: missing key; >1: a list of sentences) */
-    uint8_t *kstat;   /* per document: 0 texts, 1 key missing, 2 key not a string (nor a list) */
-    uint8_t *listed;  /* per document: its texts were a list (sentences already) */
-    size_t ntext, captext;
-    uint64_t sentences; /* --split-sentences: sentences found */
-    struct tok_ids toks;
-    uint32_t *seqlen; /* per sequence */
-    size_t nseq, capseq;
-    uint32_t *docseq; /* per document: sequences */
-    int repaired;
-};
-
-/* One input line of a batch and what became of it. */
-struct line {
-    uint64_t line_no;
-    uint64_t bytes;  /* a document's JSON object, + 1 for its newline (bytes_in) */
-    size_t end;      /* end offset in the batch's lines */
-    size_t msg;      /* a skip's message: offset in the batch's messages */
-    uint8_t outcome; /* enum sl_jsonl_outcome */
-    uint8_t repaired;
-};
-
-struct batch {
-    struct kbatch *k;
-    struct sl_buf lines; /* the raw lines, back to back (the reading thread) */
-    struct line *line;
-    size_t nlines, caplines;
-    struct sl_buf msgs; /* messages of the skipped lines, NUL-terminated (the workers) */
-    const struct sl_jsonl_opts *jo;
-    const char *name;
-    size_t ndocs, capdocs;
-    int state; /* 0 free, 1 filling, 2 queued, 3 encoding, 4 done */
-    int rc;
-    char err[256];
-};
-
-struct pipeline {
-    const struct opts *o;
-    const struct tokenizer *tok;
-    const struct punkt_params *punkt; /* --split-sentences */
-    size_t nkeys;
-    struct batch *ring;
-    size_t nring;
-    size_t head, tail; /* batches [head, tail) are in flight, in order */
-    size_t next_job;   /* next batch index (mod nring) a worker takes */
-    pthread_mutex_t mu;
-    pthread_cond_t cv_work, cv_done;
-    int quit;
-    pthread_t *threads;
-    long nthreads;
-    /* writing finished batches (retire_ready): the unit's outputs, whether a thread is at
-     * it, and the first failure, which stops the unit (wmsg: its message) */
-    struct unit_out *u;
-    int retiring;
-    int wrc;
-    char wmsg[512];
-    int timed;             /* -v: the reading thread's CPU is measured (a system call a time) */
-    double reader_writing; /* CPU seconds the reading thread spent writing, this unit */
-};
-
-static void kbatch_reset(struct kbatch *k)
-{
-    sl_buf_reset(&k->text);
-    k->ntext = 0;
-    k->toks.n = 0;
-    k->nseq = 0;
-    k->repaired = 0;
-    k->sentences = 0;
-}
-
-static void kbatch_release(struct kbatch *k)
-{
-    sl_buf_release(&k->text);
-    free(k->tend);
-    free(k->ntexts);
-    free(k->kstat);
-    free(k->listed);
-    tok_ids_release(&k->toks);
-    free(k->seqlen);
-    free(k->docseq);
-}
-
-static void push_text_end(struct kbatch *k)
-{
-    if (k->ntext == k->captext) {
-        k->captext = k->captext ? k->captext * 2 : 1024;
-        k->tend = sl_xrealloc(k->tend, k->captext * sizeof(*k->tend));
-    }
-    k->tend[k->ntext++] = k->text.len;
-}
-
-static void push_seq(struct kbatch *k, uint32_t len)
-{
-    if (k->nseq == k->capseq) {
-        k->capseq = k->capseq ? k->capseq * 2 : 1024;
-        k->seqlen = sl_xrealloc(k->seqlen, k->capseq * sizeof(*k->seqlen));
-    }
-    k->seqlen[k->nseq++] = len;
-}
-
-static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc);
-
-/* A worker's own parsing state. */
-struct parser {
-    struct sl_doc doc;
-    struct sl_buf fixed;
-};
-
-/* Parse every line of a batch into documents (worker side): texts into the keys' batches,
- * skipped lines marked with their reason and message. */
-static void parse_batch(struct pipeline *pl, struct parser *ps, struct batch *b)
-{
-    b->ndocs = 0;
-    for (size_t i = 0; i < b->nlines; i++) {
-        struct line *li = &b->line[i];
-        if (li->outcome != SL_JSONL_DOC)
-            continue; /* cut by the reader (too long): its message is there already */
-        size_t beg = i ? b->line[i - 1].end : 0;
-        struct sl_jsonl_line l = { .line_no = li->line_no, .outcome = SL_JSONL_DOC };
-        if (sl_jsonl_parse_line(b->jo, b->name, b->lines.data + beg, li->end - beg, &ps->doc, &ps->fixed,
-                                &l)) {
-            li->bytes = ps->doc.raw.len + 1;
-            add_doc(pl, b, &ps->doc);
-        } else {
-            li->outcome = (uint8_t)l.outcome;
-            li->msg = b->msgs.len;
-            sl_buf_append(&b->msgs, l.message, strlen(l.message) + 1);
-        }
-        li->repaired = (uint8_t)l.repaired;
-    }
-}
-
-/* Megatron's preprocess_data.py hands Punkt a text this many characters at a time */
-#define MEGATRON_SPLIT_CHARS 1000000
-
-/* A worker's encoder and, with --split-sentences, its sentence splitter. */
-struct wstate {
-    struct tokenizer_enc *enc;
-    struct punkt *punkt;
-    struct punkt_spans spans;
-};
-
-/* Encode s[0..n) as one sequence of kb (none when it has no tokens, as Megatron drops
- * sentences without tokens); *nseq counts the sequences. */
-static int encode_seq(struct kbatch *kb, struct tokenizer_enc *enc, const char *s, size_t n,
-                      uint32_t *nseq)
-{
-    size_t before = kb->toks.n;
-    int rc = tokenizer_encode(enc, s, n, &kb->toks);
-    if (rc < 0)
-        return rc;
-    kb->repaired += rc;
-    size_t got = kb->toks.n - before;
-    if (got == 0)
-        return 0;
-    if (got > INT32_MAX)
-        return sl_err_set(SL_ERR_TOOBIG, "a document has more tokens than the format allows");
-    push_seq(kb, (uint32_t)got);
-    (*nseq)++;
-    return 0;
-}
-
-/* Encode a text as its sentences, each one sequence. */
-static int encode_sentences(struct kbatch *kb, struct wstate *ws, const char *s, size_t n,
-                            uint32_t *nseq)
-{
-    ws->spans.n = 0;
-    punkt_split_pieces(ws->punkt, s, n, MEGATRON_SPLIT_CHARS, &ws->spans);
-    kb->sentences += ws->spans.n;
-    for (size_t i = 0; i < ws->spans.n; i++) {
-        const struct punkt_span *sp = &ws->spans.v[i];
-        int rc = encode_seq(kb, ws->enc, s + sp->start, sp->end - sp->start, nseq);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-/* Encode every document of a batch (worker side). */
-static int encode_batch(struct pipeline *pl, struct wstate *ws, struct batch *b)
-{
-    for (size_t k = 0; k < pl->nkeys; k++) {
-        struct kbatch *kb = &b->k[k];
-        size_t t = 0, start = 0;
-        for (size_t d = 0; d < b->ndocs; d++) {
-            uint32_t nseq = 0;
-            for (uint32_t s = 0; s < kb->ntexts[d]; s++, t++) {
-                const char *text = kb->text.data + start;
-                size_t n = kb->tend[t] - start;
-                start = kb->tend[t];
-                int split = ws->punkt && !kb->listed[d];
-                kb->sentences += ws->punkt && kb->listed[d]; /* a list's items are sentences */
-                int rc = split ? encode_sentences(kb, ws, text, n, &nseq)
-                               : encode_seq(kb, ws->enc, text, n, &nseq);
-                if (rc)
-                    return rc;
-            }
-            if (nseq && pl->o->append_eod) {
-                int rc = tok_ids_push(&kb->toks, (uint32_t)pl->o->eod_id);
-                if (rc)
-                    return rc;
-                kb->seqlen[kb->nseq - 1]++;
-            }
-            kb->docseq[d] = nseq;
-        }
-    }
-    return 0;
-}
-
-static void retire_ready(struct pipeline *pl);
-
-static void *worker(void *arg)
-{
-    struct pipeline *pl = arg;
-    struct wstate ws = { tokenizer_enc_new(pl->tok), NULL, { 0 } };
-    if (pl->punkt)
-        ws.punkt = punkt_new(pl->punkt, pl->o->keep_newlines);
-    struct parser ps;
-    sl_doc_init(&ps.doc);
-    sl_buf_init(&ps.fixed, 0);
-    pthread_mutex_lock(&pl->mu);
-    for (;;) {
-        while (!pl->quit && (pl->next_job == pl->tail || pl->ring[pl->next_job % pl->nring].state != 2))
-            pthread_cond_wait(&pl->cv_work, &pl->mu);
-        if (pl->quit)
-            break;
-        struct batch *b = &pl->ring[pl->next_job % pl->nring];
-        pl->next_job++;
-        b->state = 3;
-        pthread_mutex_unlock(&pl->mu);
-        sl_err_clear();
-        parse_batch(pl, &ps, b);
-        b->rc = encode_batch(pl, &ws, b);
-        if (b->rc)
-            snprintf(b->err, sizeof(b->err), "%s", sl_err_msg());
-        pthread_mutex_lock(&pl->mu);
-        b->state = 4;
-        if (pl->nthreads > 1) /* one worker: the reading thread writes while it encodes */
-            retire_ready(pl);
-        pthread_cond_broadcast(&pl->cv_done);
-    }
-    pthread_mutex_unlock(&pl->mu);
-    tokenizer_enc_free(ws.enc);
-    punkt_free(ws.punkt);
-    punkt_spans_release(&ws.spans);
-    sl_doc_release(&ps.doc);
-    sl_buf_release(&ps.fixed);
-    return NULL;
-}
-
-/* The part shards of one unit being written. */
-struct unit_out {
-    struct idx_writer **w;
-    struct sl_counters *c;
-    struct sl_jsonl_reader *r; /* counts and reports the bad lines */
-    char **ckey_tokens, **ckey_empty, **ckey_sentences; /* counter names per key */
-};
-
-/* Count and report a batch's lines in order, as the JSONL reader would have. */
-static void count_lines(struct pipeline *pl, struct batch *b, struct unit_out *u)
-{
-    size_t d = 0;
-    for (size_t i = 0; i < b->nlines; i++) {
-        const struct line *li = &b->line[i];
-        struct sl_jsonl_line l;
-        l.line_no = li->line_no;
-        l.outcome = (enum sl_jsonl_outcome)li->outcome;
-        l.repaired = li->repaired;
-        l.message[0] = 0;
-        if (li->outcome != SL_JSONL_DOC && li->outcome != SL_JSONL_BLANK)
-            snprintf(l.message, sizeof(l.message), "%s", b->msgs.data + li->msg);
-        sl_jsonl_count_line(u->r, &l);
-        if (li->outcome != SL_JSONL_DOC)
-            continue;
-        sl_counters_add(u->c, "documents_in", 1);
-        sl_counters_add(u->c, "bytes_in", li->bytes);
-        for (size_t k = 0; k < pl->nkeys; k++) {
-            uint8_t st = b->k[k].kstat[d];
-            if (st) {
-                char name[160];
-                snprintf(name, sizeof(name), "%s%s%s", st == 1 ? "missing_key" : "key_not_string",
-                         k ? "_" : "", k ? pl->o->keys.v[k] : "");
-                sl_counters_add(u->c, name, 1);
-            }
-        }
-        d++;
-    }
-}
-
-static int write_batch(struct pipeline *pl, struct batch *b, struct unit_out *u)
-{
-    count_lines(pl, b, u);
-    for (size_t k = 0; k < pl->nkeys; k++) {
-        struct kbatch *kb = &b->k[k];
-        size_t s = 0, off = 0;
-        for (size_t d = 0; d < b->ndocs; d++) {
-            for (uint32_t i = 0; i < kb->docseq[d]; i++, s++) {
-                int rc = idx_writer_add_sequence(u->w[k], kb->toks.v + off, kb->seqlen[s]);
-                if (rc)
-                    return rc;
-                off += kb->seqlen[s];
-            }
-            int rc = idx_writer_end_document(u->w[k]);
-            if (rc)
-                return rc;
-            if (!kb->docseq[d])
-                sl_counters_add(u->c, u->ckey_empty[k], 1);
-        }
-        sl_counters_add(u->c, u->ckey_tokens[k], kb->toks.n);
-        if (pl->punkt)
-            sl_counters_add(u->c, u->ckey_sentences[k], kb->sentences);
-        if (kb->repaired)
-            sl_counters_add(u->c, "repaired_utf8_texts", (uint64_t)kb->repaired);
-    }
-    return 0;
-}
-
-/* Write the finished batches at the head of the ring, in order, unless another thread is
- * at it (called with pl->mu held, which it releases while writing). A batch is written
- * once every batch before it is: whoever finds the head batch finished writes it and the
- * run of finished ones after it. After a failure the rest of the unit is dropped unwritten. */
-static void retire_ready(struct pipeline *pl)
-{
-    if (pl->retiring)
-        return; /* that thread looks at the head again before it stops */
-    pl->retiring = 1;
-    while (pl->head < pl->tail && pl->ring[pl->head % pl->nring].state == 4) {
-        struct batch *b = &pl->ring[pl->head % pl->nring];
-        int failed = pl->wrc;
-        pthread_mutex_unlock(&pl->mu);
-        int rc = 0;
-        if (!failed) {
-            rc = b->rc ? sl_err_set(b->rc, "%s", b->err) : write_batch(pl, b, pl->u);
-            if (rc)
-                snprintf(pl->wmsg, sizeof(pl->wmsg), "%s", sl_err_msg());
-        }
-        pthread_mutex_lock(&pl->mu);
-        if (rc && !pl->wrc)
-            pl->wrc = rc;
-        b->state = 0;
-        pl->head++;
-        pthread_cond_broadcast(&pl->cv_done);
-    }
-    pl->retiring = 0;
-}
-
-/* Wait until no more than `left` batches are in flight, or, when left > 0, until a batch
- * failed; left 0 waits for them all, failed or not. Meanwhile this thread writes what is
- * ready. The unit's first failure, if any (its message is pl->wmsg). */
-static int wait_written(struct pipeline *pl, size_t left)
-{
-    pthread_mutex_lock(&pl->mu);
-    for (;;) {
-        double t0 = pl->timed ? sl_thread_cpu() : 0;
-        retire_ready(pl);
-        if (pl->timed)
-            pl->reader_writing += sl_thread_cpu() - t0;
-        if (pl->tail - pl->head <= left || (left && pl->wrc))
-            break;
-        pthread_cond_wait(&pl->cv_done, &pl->mu);
-    }
-    int rc = pl->wrc;
-    pthread_mutex_unlock(&pl->mu);
-    return rc;
-}
-
-static struct batch *current(struct pipeline *pl, int *rc)
-{
-    struct batch *b = &pl->ring[pl->tail % pl->nring];
-    if (b->state == 1)
-        return b;
-    int failed = wait_written(pl, pl->nring - 1);
-    if (failed) {
-        *rc = sl_err_set(failed, "%s", pl->wmsg);
-        return NULL;
-    }
-    b = &pl->ring[pl->tail % pl->nring];
-    b->state = 1;
-    b->ndocs = 0;
-    b->nlines = 0;
-    sl_buf_reset(&b->lines);
-    sl_buf_reset(&b->msgs);
-    b->rc = 0;
-    for (size_t k = 0; k < pl->nkeys; k++)
-        kbatch_reset(&b->k[k]);
-    return b;
-}
-
-static void submit(struct pipeline *pl)
-{
-    struct batch *b = &pl->ring[pl->tail % pl->nring];
-    if (b->state != 1)
-        return;
-    pthread_mutex_lock(&pl->mu);
-    b->state = 2;
-    pl->tail++;
-    pthread_cond_broadcast(&pl->cv_work);
-    pthread_mutex_unlock(&pl->mu);
-}
-
-/* Add one document's texts for every key (worker side). */
-static void add_doc(struct pipeline *pl, struct batch *b, struct sl_doc *doc)
-{
-    if (b->ndocs == b->capdocs) {
-        b->capdocs = b->capdocs ? b->capdocs * 2 : 256;
-        for (size_t k = 0; k < pl->nkeys; k++) {
-            b->k[k].ntexts = sl_xrealloc(b->k[k].ntexts, b->capdocs * sizeof(uint32_t));
-            b->k[k].docseq = sl_xrealloc(b->k[k].docseq, b->capdocs * sizeof(uint32_t));
-            b->k[k].kstat = sl_xrealloc(b->k[k].kstat, b->capdocs);
-            b->k[k].listed = sl_xrealloc(b->k[k].listed, b->capdocs);
-        }
-    }
-    for (size_t k = 0; k < pl->nkeys; k++) {
-        struct kbatch *kb = &b->k[k];
-        const char *key = pl->o->keys.v[k];
-        size_t before = kb->text.len;
-        int rc = sl_doc_get_str(doc, key, &kb->text);
-        uint32_t nt = 0;
-        kb->kstat[b->ndocs] = 0;
-        kb->listed[b->ndocs] = 0;
-        if (rc == 0) {
-            push_text_end(kb);
-            nt = 1;
-        } else {
-            sl_buf_truncate(&kb->text, before);
-            struct json_object *v = rc == SL_ERR_FORMAT ? sl_doc_get_json(doc, key) : NULL;
-            if (v && json_object_is_type(v, json_type_array)) {
-                /* a list of sentences, as preprocess_data.py accepts (not split again) */
-                kb->listed[b->ndocs] = 1;
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                    struct json_object *s = json_object_array_get_idx(v, i);
-                    if (!json_object_is_type(s, json_type_string))
-                        continue;
-                    sl_buf_append(&kb->text, json_object_get_string(s), (size_t)json_object_get_string_len(s));
-                    push_text_end(kb);
-                    nt++;
-                }
-            } else {
-                kb->kstat[b->ndocs] = rc == SL_ERR_NOTFOUND ? 1 : 2;
-            }
-            json_object_put(v);
-        }
-        kb->ntexts[b->ndocs] = nt;
-    }
-    b->ndocs++;
-}
-
-/* Add one line, as read, to the batch being filled (reader side). */
-static void add_line(struct batch *b, const char *p, size_t n, const struct sl_jsonl_line *l)
-{
-    if (b->nlines == b->caplines) {
-        b->caplines = b->caplines ? b->caplines * 2 : 1024;
-        b->line = sl_xrealloc(b->line, b->caplines * sizeof(*b->line));
-    }
-    struct line *li = &b->line[b->nlines++];
-    sl_buf_append(&b->lines, p, n);
-    li->line_no = l->line_no;
-    li->end = b->lines.len;
-    li->outcome = (uint8_t)l->outcome;
-    li->repaired = 0;
-    li->bytes = 0;
-    li->msg = 0;
-    if (l->outcome != SL_JSONL_DOC) { /* cut as too long: the message is kept now */
-        li->msg = b->msgs.len;
-        sl_buf_append(&b->msgs, l->message, strlen(l->message) + 1);
-    }
-}
-
 /* A unit's part shard for key k: "DIR/part-00007_k0" (.bin, .idx). */
 static char *part_prefix(const char *unit_path, size_t key)
 {
     return sl_xasprintf("%s_k%zu", unit_path, key);
 }
 
-/* Tokenize one input file into its part shards. */
-static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtype dtype)
+/* What the units of one run share. */
+struct tok_run {
+    const struct opts *o;
+    struct encoder *enc;
+    enum idx_dtype dtype;
+    struct sl_stage_file *files; /* the last unit's part files, for its record */
+    char **names;
+};
+
+/* A file with bytes but not one JSON document is the wrong input: the error that says what
+ * it looks like, else 0. */
+static int not_jsonl(const struct sl_input *in, const struct sl_counters *c)
+{
+    uint64_t bad = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (!strncmp(c->names[i], "skipped_", 8))
+            bad += c->values[i];
+    if (!bad || sl_counters_get(c, "documents_in"))
+        return 0;
+    const char *kind = sl_sniff_format(in->path);
+    int raw = !strcmp(kind, "warc") || !strcmp(kind, "wet") || !strcmp(kind, "html") ||
+              !strcmp(kind, "wiki") || !strcmp(kind, "arc");
+    return sl_err_set(SL_ERR_FORMAT,
+                      "'%s': not one JSON document in %llu lines (%s)\nhint: "
+                      "tokenize reads JSONL, one {\"text\": ...} object per line; this looks "
+                      "like %s%s%s%s",
+                      in->path, (unsigned long long)bad,
+                      sl_log_level() >= SL_LOG_WARN ? "see the warnings" : "-q hid why",
+                      sl_sniff_describe(kind),
+                      raw ? ": turn it into documents with `sluice extract --format " : "",
+                      raw ? (!strcmp(kind, "arc") ? "warc" : kind) : "",
+                      raw                     ? "`"
+                      : !strcmp(kind, "text") ? " (jq -Rc '{text: .}' FILE > FILE.jsonl)"
+                                              : "");
+}
+
+/* Read one input file's lines into the encoder, which writes them to w. */
+static int encode_file(struct tok_run *t, struct sl_stage_unit *su, struct idx_writer **w)
 {
     const struct sl_input *in = &su->inputs[0];
-    struct sl_counters *c = su->c;
-    uint64_t lines = 0;
-    struct unit_out u;
-    u.w = sl_xcalloc(pl->nkeys, sizeof(*u.w));
-    u.c = c;
-    u.ckey_tokens = sl_xcalloc(pl->nkeys, sizeof(char *));
-    u.ckey_empty = sl_xcalloc(pl->nkeys, sizeof(char *));
-    u.ckey_sentences = sl_xcalloc(pl->nkeys, sizeof(char *));
-    int rc = 0;
-    for (size_t k = 0; k < pl->nkeys && !rc; k++) {
-        char *pp = part_prefix(su->path, k);
-        rc = idx_writer_open_part(&u.w[k], pp, dtype);
-        free(pp);
-        u.ckey_tokens[k] = k ? sl_xasprintf("tokens_%s", pl->o->keys.v[k]) : sl_xstrdup("tokens");
-        u.ckey_sentences[k] = k ? sl_xasprintf("sentences_%s", pl->o->keys.v[k]) : sl_xstrdup("sentences");
-        u.ckey_empty[k] = k ? sl_xasprintf("empty_documents_%s", pl->o->keys.v[k])
-                            : sl_xstrdup("empty_documents");
-    }
     struct sl_jsonl_opts jo;
     memset(&jo, 0, sizeof(jo));
-    jo.max_line = pl->o->max_doc;
-    jo.text_key = pl->o->keys.v[0];
+    jo.max_line = t->o->max_doc;
+    jo.text_key = t->o->keys.v[0];
     jo.allow_missing_text = 1;
     jo.repair_utf8 = 1;
-    jo.counters = c;
+    jo.counters = su->c;
     jo.on_skip = sl_warn_skip;
     struct sl_jsonl_reader *r = NULL;
-    if (!rc)
-        rc = sl_input_jsonl(&r, in, &jo);
-    u.r = r;
-    pl->u = &u; /* no batch of the unit before is in flight: the workers see it from here */
-    pl->wrc = 0;
-    pl->reader_writing = 0;
-    double cpu0 = pl->timed ? sl_thread_cpu() : 0;
-    /* this thread splits lines; the workers parse them (parse_batch) and, when there are
-     * several, write them */
+    int rc = sl_input_jsonl(&r, in, &jo);
+    if (rc)
+        return rc;
+    encoder_begin(t->enc, r, w, su->c);
+    uint64_t lines = 0;
     while (!rc) {
         const char *line;
         size_t len;
@@ -670,69 +193,49 @@ static int run_unit(struct pipeline *pl, struct sl_stage_unit *su, enum idx_dtyp
             rc = got;
         if (got <= 0)
             break;
-        struct batch *b = current(pl, &rc);
+        rc = encoder_add_line(t->enc, line, len, &l);
         if (rc)
             break;
-        if (!b->nlines) {
-            b->jo = sl_jsonl_reader_opts(r);
-            b->name = sl_jsonl_name(r);
-        }
-        add_line(b, line, len, &l);
-        if (b->lines.len >= BATCH_BYTES || b->nlines >= BATCH_DOCS)
-            submit(pl);
         sl_stage_unit_progress(su, sl_jsonl_bytes_in(r), ++lines);
     }
-    submit(pl);
-    int failed = wait_written(pl, 0);
-    if (failed && !rc)
-        rc = sl_err_set(failed, "%s", pl->wmsg);
+    struct encoder_stats st;
+    rc = encoder_end(t->enc, rc, &st);
     /* what bounds one rank on one file with many workers: the reading thread's bytes per
      * CPU second, less what it wrote while it would otherwise have waited */
-    if (pl->timed && r) {
-        double cpu = sl_thread_cpu() - cpu0, mb = (double)sl_jsonl_bytes(r) / 1e6;
+    if (sl_log_level() >= SL_LOG_DEBUG) {
+        double mb = (double)sl_jsonl_bytes(r) / 1e6, rest = st.cpu - st.writing;
         sl_debug("tokenize: '%s': the reading thread took %.3f CPU s for %.1f MB of JSONL, %.3f s "
                  "of them writing (%.0f MB/s without)",
-                 in->path, cpu, mb, pl->reader_writing,
-                 mb / (cpu - pl->reader_writing > 1e-6 ? cpu - pl->reader_writing : 1e-6));
-    }
-    /* a file with bytes but not one JSON document is the wrong input */
-    uint64_t bad = 0;
-    for (size_t i = 0; i < c->n; i++)
-        if (!strncmp(c->names[i], "skipped_", 8))
-            bad += c->values[i];
-    if (!rc && bad && !sl_counters_get(c, "documents_in")) {
-        const char *kind = sl_sniff_format(in->path);
-        int raw = !strcmp(kind, "warc") || !strcmp(kind, "wet") || !strcmp(kind, "html") ||
-                  !strcmp(kind, "wiki") || !strcmp(kind, "arc");
-        rc = sl_err_set(SL_ERR_FORMAT,
-                        "'%s': not one JSON document in %llu lines (%s)\nhint: "
-                        "tokenize reads JSONL, one {\"text\": ...} object per line; this looks "
-                        "like %s%s%s%s",
-                        in->path, (unsigned long long)bad,
-                        sl_log_level() >= SL_LOG_WARN ? "see the warnings" : "-q hid why",
-                        sl_sniff_describe(kind),
-                        raw ? ": turn it into documents with `sluice extract --format " : "",
-                        raw ? (!strcmp(kind, "arc") ? "warc" : kind) : "",
-                        raw                     ? "`"
-                        : !strcmp(kind, "text") ? " (jq -Rc '{text: .}' FILE > FILE.jsonl)"
-                                                : "");
-    }
-    for (size_t k = 0; k < pl->nkeys; k++) {
-        if (!rc) {
-            sl_counters_add(c, "documents_out", k ? 0 : idx_writer_documents(u.w[k]));
-            rc = idx_writer_commit(u.w[k]);
-        } else {
-            idx_writer_abort(u.w[k]);
-        }
-        free(u.ckey_tokens[k]);
-        free(u.ckey_empty[k]);
-        free(u.ckey_sentences[k]);
+                 in->path, st.cpu, mb, st.writing, mb / (rest > 1e-6 ? rest : 1e-6));
     }
     sl_jsonl_close(r);
-    free(u.w);
-    free(u.ckey_tokens);
-    free(u.ckey_sentences);
-    free(u.ckey_empty);
+    return rc;
+}
+
+/* Tokenize one input file into its part shards. */
+static int run_unit(struct tok_run *t, struct sl_stage_unit *su)
+{
+    size_t nkeys = t->o->keys.n;
+    struct idx_writer **w = sl_xcalloc(nkeys, sizeof(*w));
+    int rc = 0;
+    for (size_t k = 0; k < nkeys && !rc; k++) {
+        char *pp = part_prefix(su->path, k);
+        rc = idx_writer_open_part(&w[k], pp, t->dtype);
+        free(pp);
+    }
+    if (!rc)
+        rc = encode_file(t, su, w);
+    if (!rc)
+        rc = not_jsonl(&su->inputs[0], su->c);
+    for (size_t k = 0; k < nkeys; k++) {
+        if (!rc) {
+            sl_counters_add(su->c, "documents_out", k ? 0 : idx_writer_documents(w[k]));
+            rc = idx_writer_commit(w[k]);
+        } else {
+            idx_writer_abort(w[k]);
+        }
+    }
+    free(w);
     return rc;
 }
 
@@ -792,17 +295,9 @@ static int finished_units(const char *tmpdir)
     return n;
 }
 
-/* What the units of one run share. */
-struct tok_run {
-    struct pipeline *pl;
-    enum idx_dtype dtype;
-    struct sl_stage_file *files; /* the last unit's part files, for its record */
-    char **names;
-};
-
 static void release_files(struct tok_run *t)
 {
-    for (size_t k = 0; t->names && k < 2 * t->pl->nkeys; k++)
+    for (size_t k = 0; t->names && k < 2 * t->o->keys.n; k++)
         free(t->names[k]);
     free(t->names);
     free(t->files);
@@ -815,10 +310,10 @@ static int tokenize_unit(void *ctx, struct sl_stage_unit *u)
 {
     struct tok_run *t = ctx;
     release_files(t);
-    int rc = run_unit(t->pl, u, t->dtype);
+    int rc = run_unit(t, u);
     if (rc)
         return rc;
-    size_t n = 2 * t->pl->nkeys;
+    size_t n = 2 * t->o->keys.n;
     t->files = sl_xcalloc(n, sizeof(*t->files));
     t->names = sl_xcalloc(n, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
@@ -922,59 +417,6 @@ static int write_manifest(const struct opts *o, const struct tokenizer *tok, enu
     return rc;
 }
 
-/* The encoding threads, waiting for batches. */
-static void pipeline_start(struct pipeline *pl, const struct opts *o, struct tokenizer *tok,
-                           const struct punkt_params *punkt, const struct sl_world *w)
-{
-    memset(pl, 0, sizeof(*pl));
-    pl->o = o;
-    pl->tok = tok;
-    pl->punkt = punkt;
-    pl->nkeys = o->keys.n;
-    pl->timed = sl_log_level() >= SL_LOG_DEBUG;
-    pl->nthreads = o->workers > 0 ? o->workers : default_workers(w);
-    if (pl->nthreads > 1)
-        tokenizer_share_pieces(tok); /* a piece merged by one worker is found by the others */
-    pl->nring = (size_t)pl->nthreads * 2 + 2;
-    pl->ring = sl_xcalloc(pl->nring, sizeof(*pl->ring));
-    for (size_t i = 0; i < pl->nring; i++)
-        pl->ring[i].k = sl_xcalloc(pl->nkeys, sizeof(struct kbatch));
-    pthread_mutex_init(&pl->mu, NULL);
-    pthread_cond_init(&pl->cv_work, NULL);
-    pthread_cond_init(&pl->cv_done, NULL);
-    pl->threads = sl_xcalloc((size_t)pl->nthreads, sizeof(pthread_t));
-    for (long i = 0; i < pl->nthreads; i++)
-        pthread_create(&pl->threads[i], NULL, worker, pl);
-}
-
-/* Stop and join the encoding threads. */
-static void pipeline_stop(struct pipeline *pl)
-{
-    pthread_mutex_lock(&pl->mu);
-    pl->quit = 1;
-    pthread_cond_broadcast(&pl->cv_work);
-    pthread_mutex_unlock(&pl->mu);
-    for (long i = 0; i < pl->nthreads; i++)
-        pthread_join(pl->threads[i], NULL);
-}
-
-static void pipeline_release(struct pipeline *pl)
-{
-    for (size_t i = 0; i < pl->nring; i++) {
-        for (size_t k = 0; k < pl->nkeys; k++)
-            kbatch_release(&pl->ring[i].k[k]);
-        free(pl->ring[i].k);
-        sl_buf_release(&pl->ring[i].lines);
-        sl_buf_release(&pl->ring[i].msgs);
-        free(pl->ring[i].line);
-    }
-    free(pl->ring);
-    free(pl->threads);
-    pthread_mutex_destroy(&pl->mu);
-    pthread_cond_destroy(&pl->cv_work);
-    pthread_cond_destroy(&pl->cv_done);
-}
-
 /* Input file i's part shard for key k in the parts folder `tmpdir`. */
 static char *part_of_input(const char *tmpdir, size_t i, size_t k)
 {
@@ -1074,143 +516,185 @@ static void remove_stale_outputs(const struct opts *o, char **outs, size_t n)
         }
 }
 
-static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+/* The tokenizer, with --append-eod's id checked against it (o->eod_id). 0, or the exit code
+ * (the error reported). */
+static int open_tokenizer(struct opts *o, struct tokenizer **tok)
 {
-    struct opts so = *(const struct opts *)opts, *o = &so; /* with what the tokenizer says */
-    struct sl_world *w = sl_world_get();
-    double t0 = sl_now();
-    char started[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ", &tm);
-
-    struct tokenizer *tok = NULL;
-    int rc = tokenizer_open(&tok, o->tokenizer);
+    int rc = tokenizer_open(tok, o->tokenizer);
     if (rc) {
         sl_error("%s", sl_err_msg());
         return rc == SL_ERR_USAGE ? 2 : 1;
     }
     if (o->append_eod && o->eod_id < 0) {
-        if (tok->eod_id < 0) {
+        if ((*tok)->eod_id < 0) {
             sl_error("--append-eod: the tokenizer '%s' has no end-of-document token\n"
                      "hint: name one with --eod-id ID",
                      o->tokenizer);
-            tokenizer_free(tok);
             return 2;
         }
-        o->eod_id = tok->eod_id;
+        o->eod_id = (*tok)->eod_id;
     }
-    if (o->append_eod && (uint64_t)o->eod_id >= tok->vocab_size) {
-        sl_error("--eod-id %ld is not below the vocabulary size %u", o->eod_id, tok->vocab_size);
-        tokenizer_free(tok);
+    if (o->append_eod && (uint64_t)o->eod_id >= (*tok)->vocab_size) {
+        sl_error("--eod-id %ld is not below the vocabulary size %u", o->eod_id, (*tok)->vocab_size);
         return 2;
     }
-    enum idx_dtype dtype = idx_dtype_for_vocab(tok->vocab_size);
+    return 0;
+}
+
+/* What one run of the command holds. */
+struct tok_cmd {
+    struct opts *o;
+    struct sl_world *w;
+    int argc;
+    const char **argv;
+    double t0;
+    char started[32];
+    struct tokenizer *tok;
+    enum idx_dtype dtype;
     struct punkt_params *punkt;
-    char *punkt_dir, fp[17];
-    rc = load_punkt(o, &punkt, &punkt_dir, fp);
-    if (rc) {
-        tokenizer_free(tok);
-        return rc;
-    }
-
     struct sl_inputs in;
-    rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
-    if (rc) {
-        tokenizer_free(tok);
-        punkt_params_free(punkt);
-        free(punkt_dir);
-        return rc;
-    }
-    /* the temporary directory for the part shards, beside the output */
-    char *dir = sl_xstrdup(o->out), *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : o->out;
-    if (slash)
-        *slash = 0;
-    else
-        strcpy(dir, ".");
-    char *tmpdir = sl_xasprintf("%s/.%s.sluice-parts", dir, base);
-    /* the parts folder's lock is held until the outputs are written from the parts: one
-     * run at a time per prefix (core/dirlock.h); its lost temporaries are then stale */
-    struct sl_dirlock *lock = NULL;
-    rc = sl_stage_lock(w, tmpdir, o->wait, argc, argv, &lock);
-    if (rc) {
-        free(tmpdir);
-        free(dir);
-        sl_inputs_release(&in);
-        tokenizer_free(tok);
-        return rc;
-    }
-    struct sl_buf settings = SL_BUF_INIT;
-    o->kind = tokenizer_kind_name(tok->kind);
-    o->vocab_size = tok->vocab_size;
-    o->dtype = idx_dtype_name(dtype);
-    sl_options_settings_json(cmd_tokenize_options, o, &settings);
+    char *tmpdir; /* the parts folder */
+};
 
-    struct pipeline pl;
-    pipeline_start(&pl, o, tok, punkt, w);
-    struct tok_run t = { .pl = &pl, .dtype = dtype };
+/* Every input file into its part shards in the parts folder (a stage run: resumable), on
+ * the encoder's threads. The stage's error, reported unless another rank's. */
+static int encode_parts(struct tok_cmd *c, struct sl_stage_result *res)
+{
+    struct opts *o = c->o;
+    struct sl_buf settings = SL_BUF_INIT;
+    o->kind = tokenizer_kind_name(c->tok->kind);
+    o->vocab_size = c->tok->vocab_size;
+    o->dtype = idx_dtype_name(c->dtype);
+    sl_options_settings_json(cmd_tokenize_options, o, &settings);
+    struct encoder_opts eo = { .tok = c->tok,
+                               .keys = (const char *const *)o->keys.v,
+                               .nkeys = o->keys.n,
+                               .punkt = c->punkt,
+                               .keep_newlines = o->keep_newlines,
+                               .append_eod = o->append_eod,
+                               .eod_id = (uint32_t)o->eod_id,
+                               .workers = o->workers > 0 ? o->workers : default_workers(c->w),
+                               .timed = sl_log_level() >= SL_LOG_DEBUG };
+    struct tok_run t = { .o = o, .dtype = c->dtype };
+    int rc = encoder_new(&t.enc, &eo);
+    if (rc) {
+        sl_error("%s", sl_err_msg());
+        if (c->w->size > 1)
+            sl_world_abort(c->w, 1); /* the other ranks wait in the stage's collectives */
+        sl_buf_release(&settings);
+        memset(res, 0, sizeof(*res));
+        return rc;
+    }
     /* the parts folder's plan: an earlier run with another plan is discarded */
     struct sl_stage_files job = { .stage = { .stage = "tokenize",
-                                             .out_dir = tmpdir,
-                                             .argc = argc,
-                                             .argv = argv,
-                                             .inputs = &in,
+                                             .out_dir = c->tmpdir,
+                                             .argc = c->argc,
+                                             .argv = c->argv,
+                                             .inputs = &c->in,
                                              .settings_json = settings.data,
                                              .force = 1 },
                                   .ext = "",
                                   .no_writer = 1,
                                   .process = tokenize_unit,
                                   .ctx = &t };
-    struct sl_stage_result res;
-    rc = sl_stage_run_files(w, &job, &res);
+    rc = sl_stage_run_files(c->w, &job, res);
     sl_warn_limited_summary();
-    pipeline_stop(&pl);
+    encoder_free(t.enc);
     release_files(&t);
-    if (rc && !res.peer_failed)
+    if (rc && !res->peer_failed)
         sl_error("%s", sl_err_msg());
+    sl_buf_release(&settings);
+    return rc;
+}
 
-    char **outs = sl_xcalloc(pl.nkeys, sizeof(char *));
-    for (size_t k = 0; k < pl.nkeys; k++)
-        outs[k] = sl_xasprintf("%s_%s_%s", o->out, o->keys.v[k], o->split ? "sentence" : "document");
-    int failed = rc != 0;
-    if (!failed && w->rank == 0)
-        remove_stale_outputs(o, outs, pl.nkeys);
-    if (!failed && w->rank == 0) {
-        rc = concat_parts(tmpdir, &in, outs, pl.nkeys, dtype);
+/* Rank 0, after the parts: the outputs from them, the manifest and the report. Then every
+ * rank: the parts folder removed, or kept for a rerun when a failed run finished some
+ * files. 1 if the run failed (the error reported), else 0. */
+static int finish(struct tok_cmd *c, const struct sl_stage_result *res, int failed)
+{
+    struct opts *o = c->o;
+    size_t nkeys = o->keys.n;
+    char **outs = sl_xcalloc(nkeys, sizeof(char *));
+    for (size_t k = 0; k < nkeys; k++)
+        outs[k] =
+            sl_xasprintf("%s_%s_%s", o->out, o->keys.v[k], o->split ? "sentence" : "document");
+    if (!failed && c->w->rank == 0)
+        remove_stale_outputs(o, outs, nkeys);
+    if (!failed && c->w->rank == 0) {
+        int rc = concat_parts(c->tmpdir, &c->in, outs, nkeys, c->dtype);
         if (!rc)
-            rc = write_manifest(o, tok, dtype, &in, outs, &res.totals, argc, argv, t0, started,
-                                w->size, res.resumed);
+            rc = write_manifest(o, c->tok, c->dtype, &c->in, outs, &res->totals, c->argc, c->argv,
+                                c->t0, c->started, c->w->size, res->resumed);
         if (rc) {
             sl_error("%s", sl_err_msg());
             failed = 1;
         } else {
-            report(o, &in, &res.totals, outs[0], dtype, res.resumed);
+            report(o, &c->in, &res->totals, outs[0], c->dtype, res->resumed);
         }
     }
-    sl_world_barrier(w);
-    int kept = w->rank == 0 && failed ? finished_units(tmpdir) : 0;
-    if (w->rank == 0 && (!failed || !kept))
-        rm_parts_dir(tmpdir); /* a failed run keeps the parts of finished files, for a rerun */
+    sl_world_barrier(c->w);
+    int kept = c->w->rank == 0 && failed ? finished_units(c->tmpdir) : 0;
+    if (c->w->rank == 0 && (!failed || !kept))
+        rm_parts_dir(c->tmpdir); /* a failed run keeps the parts of finished files, for a rerun */
     else if (kept)
         sl_info("the parts of %d finished input file%s are kept in '%s': the same command "
                 "again goes on from there",
-                kept, kept == 1 ? "" : "s", tmpdir);
-    for (size_t k = 0; k < pl.nkeys; k++)
+                kept, kept == 1 ? "" : "s", c->tmpdir);
+    for (size_t k = 0; k < nkeys; k++)
         free(outs[k]);
     free(outs);
+    return failed;
+}
+
+/* The parts folder beside the output: DIR/.BASE.sluice-parts for --out DIR/BASE. */
+static char *parts_dir(const char *out)
+{
+    const char *slash = strrchr(out, '/');
+    if (!slash)
+        return sl_xasprintf("./.%s.sluice-parts", out);
+    return sl_xasprintf("%.*s/.%s.sluice-parts", (int)(slash - out), out, slash + 1);
+}
+
+static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
+{
+    struct opts so = *(const struct opts *)opts; /* with what the tokenizer says */
+    struct tok_cmd c = {
+        .o = &so, .w = sl_world_get(), .argc = argc, .argv = argv, .t0 = sl_now()
+    };
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(c.started, sizeof(c.started), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char *punkt_dir = NULL, fp[17];
+    struct sl_dirlock *lock = NULL;
+    int rc = open_tokenizer(&so, &c.tok);
+    if (rc)
+        goto out;
+    c.dtype = idx_dtype_for_vocab(c.tok->vocab_size);
+    rc = load_punkt(&so, &c.punkt, &punkt_dir, fp);
+    if (rc)
+        goto out;
+    rc = sl_inputs_expand(&c.in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
+    if (rc)
+        goto out;
+    c.tmpdir = parts_dir(so.out);
+    /* the parts folder's lock is held until the outputs are written from the parts: one
+     * run at a time per prefix (core/dirlock.h); its lost temporaries are then stale */
+    rc = sl_stage_lock(c.w, c.tmpdir, so.wait, argc, argv, &lock);
+    if (rc)
+        goto out;
+    struct sl_stage_result res;
+    int failed = encode_parts(&c, &res) != 0;
+    rc = finish(&c, &res, failed);
     sl_stage_result_release(&res);
-    pipeline_release(&pl);
-    sl_buf_release(&settings);
     sl_dirlock_release(lock);
-    free(tmpdir);
-    free(dir);
-    sl_inputs_release(&in);
-    tokenizer_free(tok);
-    punkt_params_free(punkt);
+out:
+    free(c.tmpdir);
+    sl_inputs_release(&c.in);
+    tokenizer_free(c.tok);
+    punkt_params_free(c.punkt);
     free(punkt_dir);
-    return failed ? 1 : 0;
+    return rc;
 }
 
 static int check(void *opts, const struct sl_strlist *operands)
