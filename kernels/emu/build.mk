@@ -3,42 +3,47 @@
 # libraries. Needs only the CUDA headers ($(CUDA_HOME)/include), not nvcc or a GPU.
 #   make test-gpu-emu   every kernel group but gemm (cuBLASLt) and embedding (CUB), in the
 #                       natural order and again in the strict orders (tests/gpu/run_emu.sh)
+#   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels, each of
+#                       which the emulated tests must catch (tests/gpu/t_emu_plants.sh)
+# EMU_SRC=dir takes kernels/*.cu, kernels/*.h and tests/gpu/ from a copy of them in dir.
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
                             -e $(CUDA_HOME)/include/cuda_bf16.h && echo 1)
 EMU_KERNELS := util norm activation rope classifier adamw attention attention_cudnn
 EMU_DIR := $(BUILD)/emu
+EMU_SRC ?= .
 EMU_KERNEL_OBJS := $(patsubst %,$(EMU_DIR)/obj/%.o,$(EMU_KERNELS))
 EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/absent.o
 # no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels
 EMU_CXXFLAGS = -std=c++17 $(O) -g -fPIC $(ARCH) $(filter-out -Wvla,$(WARN)) $(CXXFLAGS) \
-               -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include
+               -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include
 
-# rewrite.pl's output is a build product, compiled with emu.h force-included (g++ does not
-# know nvcc's #pragma unroll, and warns of stores to __shared__ variables never read, which
-# nvcc does not: classifier.cu's sm_xt); the kernels read memory through other types
-# (int4, uint32_t over bf16), which nvcc allows and g++'s aliasing rules would not
-$(EMU_DIR)/src/%.cc: kernels/%.cu kernels/emu/rewrite.pl
+# rewrite.pl's output is a build product, compiled with emu.h force-included; g++ does not
+# know nvcc's #pragma unroll, and the kernels read memory through other types (int4,
+# uint32_t over bf16), which nvcc allows and g++'s aliasing rules would not
+EMU_KERNEL_FLAGS := -Wno-unknown-pragmas -fno-strict-aliasing -include kernels/emu/emu.h
+$(EMU_DIR)/src/%.cc: $(EMU_SRC)/kernels/%.cu kernels/emu/rewrite.pl
 	@mkdir -p $(@D)
 	$(Q)perl kernels/emu/rewrite.pl $< > $@.tmp && mv $@.tmp $@
 
 $(EMU_DIR)/obj/%.o: $(EMU_DIR)/src/%.cc
 	@mkdir -p $(@D)
-	$(Q)$(CXX) $(EMU_CXXFLAGS) -Wno-unknown-pragmas -Wno-unused-but-set-variable -fno-strict-aliasing -include kernels/emu/emu.h -MMD -MP -c $< -o $@
+	$(Q)$(CXX) $(EMU_CXXFLAGS) $(EMU_KERNEL_FLAGS) -MMD -MP -c $< -o $@
 
 $(EMU_DIR)/obj/%.o: kernels/emu/%.cc
 	@mkdir -p $(@D)
 	$(Q)$(CXX) $(EMU_CXXFLAGS) -MMD -MP -c $< -o $@
 
-$(EMU_DIR)/obj/test_kernels.o: tests/gpu/test_kernels.c
+$(EMU_DIR)/obj/test_kernels.o: $(EMU_SRC)/tests/gpu/test_kernels.c
 	@mkdir -p $(@D)
-	$(Q)$(CC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+	$(Q)$(CC) -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(EMU_DIR)/test_kernels: $(EMU_DIR)/obj/test_kernels.o $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS)
 	$(Q)$(CXX) $(O) -g -fopenmp -o $@ $^ -lm
 
 -include $(wildcard $(EMU_DIR)/obj/*.d)
+.SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS))
 
-.PHONY: test-gpu-emu
+.PHONY: test-gpu-emu test-gpu-emu-plants
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
 	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels
@@ -46,4 +51,11 @@ ifeq ($(EMU_HEADERS),1)
 else
 	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
 	@echo "test-gpu-emu: 0 passed, 0 failed"
+endif
+
+test-gpu-emu-plants:
+ifeq ($(EMU_HEADERS),1)
+	@tests/gpu/t_emu_plants.sh
+else
+	@echo "test-gpu-emu-plants: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
 endif

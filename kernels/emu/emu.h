@@ -19,10 +19,11 @@
  * shuffle naming a lane that exited or is not in its mask, lanes of one warp at different
  * exchanges; launch checks as the driver makes them set cudaGetLastError.
  *
- * SL_CUDA_EMU_STRICT=1 runs the blocks of each launch and the threads of each block in
- * reversed order (even launches) or a shuffled order redrawn at every scheduling pass (odd
- * launches, seeded by SL_CUDA_EMU_SEED, default 1), so a result that depends on the order of
- * threads that the hardware leaves unordered shows up as a difference.
+ * By default blocks run in order of their linear index and, between two synchronisation
+ * points, threads in order of theirs. SL_CUDA_EMU_STRICT=reversed runs both in reversed
+ * order, =shuffled in a random order (the threads' redrawn at every scheduling pass, seeded
+ * by SL_CUDA_EMU_SEED, default 1), =1 alternates the two launch by launch; a result that
+ * depends on an order the hardware leaves open then shows up as a difference.
  */
 #ifndef SL_KERNELS_EMU_H
 #define SL_KERNELS_EMU_H

@@ -35,8 +35,9 @@ int sl_emu_lane;
 /* ---- fibers ------------------------------------------------------------------------------ */
 
 #if defined(__x86_64__)
-/* void sl_emu_switch(void **save_sp, void *to_sp): push the callee-saved registers and the
- * SSE/x87 control words, save the stack pointer, load the other one, pop, return into it. */
+/* void sl_emu_switch(void **save_sp, void *to_sp): push the callee-saved registers, save the
+ * stack pointer, load the other one, pop, return into it. The SSE and x87 control words are
+ * not switched: kernels do not change rounding modes, and their loads are slow. */
 extern "C" void sl_emu_switch(void **save_sp, void *to_sp);
 asm(".text\n"
     ".globl sl_emu_switch\n"
@@ -44,9 +45,7 @@ asm(".text\n"
     ".type sl_emu_switch,@function\n"
     "sl_emu_switch:\n"
     "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
-    "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
     "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
-    "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
     "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
     "  ret\n"
     ".size sl_emu_switch, .-sl_emu_switch\n");
@@ -103,7 +102,8 @@ static struct {
     void (*body)(void *);
     void *ctx;
     /* strict order */
-    int strict, mode; /* mode: 0 natural, 1 reversed, 2 shuffled */
+    int strict;       /* SL_CUDA_EMU_STRICT: 0 no, 1 reversed, 2 shuffled, 3 alternating */
+    int mode;         /* of this launch: 0 natural, 1 reversed, 2 shuffled */
     uint64_t rng;
     unsigned long long launches;
     /* shared memory */
@@ -133,6 +133,7 @@ static void fatal(const char *fmt, ...)
     snprintf(where, sizeof(where), "kernel '%s' block (%u,%u,%u)%s", g.kernel ? g.kernel : "?",
              sl_emu_blockIdx.x, sl_emu_blockIdx.y, sl_emu_blockIdx.z,
              g.mode == 1 ? " [strict: reversed]" : g.mode == 2 ? " [strict: shuffled]" : "");
+    fflush(stdout); /* so that the message follows what the program printed so far */
     sl_cuda_fatal("cuda-emu", msg, where, __FILE__, __LINE__);
 }
 
@@ -194,16 +195,18 @@ static void stacks_reserve(int n)
 static void fiber_start(fiber *f)
 {
 #if defined(__x86_64__)
-    /* a frame that sl_emu_switch pops: control words, six registers, the entry as return
-     * address, and a zero where the entry's own return address would be (so that the entry
-     * starts with the stack aligned as after a call) */
-    uint64_t *sp = (uint64_t *)(((uintptr_t)(f->stack + FIBER_STACK)) & ~(uintptr_t)15);
+    /* a frame that sl_emu_switch pops: six registers, the entry as return address, and a
+     * zero where the entry's own return address would be (so that the entry starts with the
+     * stack aligned as after a call) */
+    /* the tops of the stacks are FIBER_STACK + GUARD apart, a multiple of the page size, so
+     * they would all fall in one cache set: start each at a different 64-byte offset */
+    const size_t color = (size_t)(f->linear & 63) * 64;
+    uint64_t *sp =
+        (uint64_t *)(((uintptr_t)(f->stack + FIBER_STACK - color)) & ~(uintptr_t)15);
     *--sp = 0;
     *--sp = (uint64_t)(uintptr_t)fiber_entry;
     for (int i = 0; i < 6; i++)
         *--sp = 0;
-    const uint64_t x87_cw = 0x037f; /* the x87 control word's power-on value */
-    *--sp = (x87_cw << 32) | (uint64_t)__builtin_ia32_stmxcsr();
     f->sp = sp;
 #else
     getcontext(&f->uc);
@@ -390,7 +393,7 @@ static void warp_arrive(int op, const char *what, unsigned mask)
               f->warp, w->what, w->mask, what, mask, f->linear);
     }
     f->state = T_WARP;
-    if (++w->arrived == __builtin_popcount(mask)) {
+    if (++w->arrived == (mask == 0xffffffffu ? 32 : __builtin_popcount(mask))) {
         fiber *lanes = &g.f[first];
         if (op == OP_SHFL)
             do_shfl(lanes, mask);
@@ -549,6 +552,8 @@ static int check_launch(const char *name, const void *key, dim3 grid, dim3 block
     return 0;
 }
 
+/* SL_CUDA_EMU_STRICT: "reversed" or "shuffled" for that order in every launch, another
+ * value but "0" for the two alternating launch by launch */
 static void strict_init(void)
 {
     static int done;
@@ -556,7 +561,9 @@ static void strict_init(void)
         return;
     done = 1;
     const char *s = getenv("SL_CUDA_EMU_STRICT"), *seed = getenv("SL_CUDA_EMU_SEED");
-    g.strict = s && atoi(s) > 0;
+    g.strict = !s || !*s || !strcmp(s, "0") ? 0 : !strcmp(s, "reversed") ? 1
+                                             : !strcmp(s, "shuffled")   ? 2
+                                                                        : 3;
     g.rng = seed ? strtoull(seed, NULL, 10) : 1;
 }
 
@@ -577,7 +584,7 @@ void sl_emu_run_grid(const char *name, const void *key, dim3 grid, dim3 block, s
     g.smem = smem;
     g.n = (int)(block.x * block.y * block.z);
     g.w.assign((size_t)(g.n + 31) / 32, warp{});
-    g.mode = g.strict ? 1 + (int)(g.launches & 1) : 0;
+    g.mode = g.strict == 3 ? 1 + (int)(g.launches & 1) : g.strict;
     g.launches++;
     g.order.resize((size_t)g.n);
     for (int i = 0; i < g.n; i++)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make test-gpu-emu: the kernel tests (tests/gpu/test_kernels.c) built over the CUDA emulation
-# (kernels/emu/) and run on the CPU, each group in its own process, first in the natural
-# order of blocks and threads, then in the strict orders (SL_CUDA_EMU_STRICT=1: reversed and
-# shuffled). Ends with one "test-gpu-emu: N passed, N failed" line.
+# (kernels/emu/) and run on the CPU, each group in its own process, in the natural order of
+# blocks and threads, then reversed, then shuffled (SL_CUDA_EMU_STRICT=reversed, shuffled).
+# Ends with one "test-gpu-emu: N passed, N failed" line.
 # Usage: tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +16,7 @@ groups=$(grep -o '{ "[a-z_0-9]*", t_' "$here/test_kernels.c" | sed 's/{ "\([a-z_
 passed=0
 failed=0
 start=$SECONDS
-for order in natural strict; do
+for order in natural reversed shuffled; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"
     for g in $groups; do
         [ -n "$filter" ] && [[ $g != *"$filter"* ]] && continue
@@ -25,10 +25,10 @@ for order in natural strict; do
             continue
         fi
         t0=$SECONDS
-        if [ $order = strict ]; then
-            out=$(SL_CUDA_EMU_STRICT=1 "$dir/test_kernels" --group "$g" 2>&1)
-        else
+        if [ $order = natural ]; then
             out=$("$dir/test_kernels" --group "$g" 2>&1)
+        else
+            out=$(SL_CUDA_EMU_STRICT=$order "$dir/test_kernels" --group "$g" 2>&1)
         fi
         status=$?
         line=$(echo "$out" | sed -n "s/^ *$g: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p")
