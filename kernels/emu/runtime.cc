@@ -533,6 +533,7 @@ cudaError_t sl_emu_record_error(cudaError_t e); /* kernels/emu/cudart.cc */
 static int check_launch(const char *name, const void *key, dim3 grid, dim3 block, size_t smem)
 {
     const unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+    fflush(stdout); /* a refusal's note below then follows what the program printed */
     if (!threads || threads > MAX_THREADS || block.z > MAX_BLOCK_Z || !grid.x || !grid.y ||
         !grid.z || grid.x > MAX_GRID_X || grid.y > MAX_GRID_YZ || grid.z > MAX_GRID_YZ) {
         fprintf(stderr, "cuda-emu: launch of '%s': grid (%u,%u,%u) block (%u,%u,%u) is not a "

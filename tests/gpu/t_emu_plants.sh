@@ -23,6 +23,7 @@ plants=(
 "two mma A fragment registers swapped|kernels/attention.cu|attention|s/a\[1\] = lds32\(p1\);\n    a\[2\] = lds32\(p0 \+ 8\);/a[1] = lds32(p0 + 8);\n    a[2] = lds32(p1);/"
 "shared-memory opt-in 16 bytes too small|kernels/attention.cu|attention|s/MaxDynamicSharedMemorySize, \(int\)smem\)/MaxDynamicSharedMemorySize, (int)smem - 16)/"
 "threads past the end return before a shuffle|kernels/util.cu|global_norm|s/(    size_t nchunks = \(n \+ 7\) \/ 8;\n    float acc = 0\.0f;\n)/\$1    if (blockIdx.x * (size_t)blockDim.x + threadIdx.x >= nchunks)\n        return;\n/"
+"a block of 2048 threads|kernels/util.cu|util|s/sum_f32_kernel<<<1, 1024, 0, st>>>/sum_f32_kernel<<<1, 2048, 0, st>>>/"
 "a barrier only lane 0 reaches|kernels/cuda_common.h|util|s/(float block_sum\(float v, float \*smem\)\n\{\n[^\n]*\n[^\n]*\n)(    v = warp_sum\(v\);)/\$1    if (lane == 0)\n        __syncthreads();\n\$2/"
 )
 
@@ -42,8 +43,9 @@ outcome() { # group order
         echo "passes"
     elif [ -n "$f" ] && [ "$f" != 0 ]; then
         echo "$f checks fail"
-    elif echo "$out" | grep -q '^cuda-emu: launch of'; then
-        echo "$out" | grep -m1 '^cuda-emu: launch of' | sed 's/^cuda-emu: /refused: /' | cut -c1-150
+    elif echo "$out" | grep -q 'cuda-emu: launch of'; then
+        echo "$out" | grep -m1 -o 'cuda-emu: launch of.*' | sed 's/^cuda-emu: /refused: /' |
+            cut -c1-150
     else
         echo "$out" | grep -m1 -o 'fatal: .*' | sed "s/^fatal: cuda-emu error '\([^']*\)' in \(kernel '[^']*'\).*/stops: \1 (\2)/; s/^fatal: //" | cut -c1-150
     fi
