@@ -6,16 +6,19 @@
 #   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels, each of
 #                       which the emulated tests must catch (tests/gpu/t_emu_plants.sh)
 # EMU_SRC=dir takes kernels/*.cu, kernels/*.h and tests/gpu/ from a copy of them in dir.
+# EMU_ORDERS: the thread orders test-gpu-emu runs (make test-gpu-emu BUILD=build-asan SANITIZE=1
+# CUDA=0 EMU_ORDERS=natural: once under AddressSanitizer + UndefinedBehaviorSanitizer).
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
                             -e $(CUDA_HOME)/include/cuda_bf16.h && echo 1)
 EMU_KERNELS := util norm activation rope classifier adamw attention attention_cudnn
 EMU_DIR := $(BUILD)/emu
 EMU_SRC ?= .
+EMU_ORDERS ?= natural reversed shuffled
 EMU_KERNEL_OBJS := $(patsubst %,$(EMU_DIR)/obj/%.o,$(EMU_KERNELS))
 EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/absent.o
 # no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels
-EMU_CXXFLAGS = -std=c++17 $(O) -g -fPIC $(ARCH) $(filter-out -Wvla,$(WARN)) $(CXXFLAGS) \
-               -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include
+# (SANITIZE=1 builds it under AddressSanitizer + UndefinedBehaviorSanitizer, as make asan does)
+EMU_CXXFLAGS = $(CXXFLAGS_ALL) -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include
 
 # rewrite.pl's output is a build product, compiled with emu.h force-included; g++ does not
 # know nvcc's #pragma unroll, and the kernels read memory through other types (int4,
@@ -38,7 +41,7 @@ $(EMU_DIR)/obj/test_kernels.o: $(EMU_SRC)/tests/gpu/test_kernels.c
 	$(Q)$(CC) -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(EMU_DIR)/test_kernels: $(EMU_DIR)/obj/test_kernels.o $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS)
-	$(Q)$(CXX) $(O) -g -fopenmp -o $@ $^ -lm
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
 -include $(wildcard $(EMU_DIR)/obj/*.d)
 .SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS))
@@ -47,7 +50,7 @@ $(EMU_DIR)/test_kernels: $(EMU_DIR)/obj/test_kernels.o $(EMU_KERNEL_OBJS) $(EMU_
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
 	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels
-	@tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
+	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
 	@echo "test-gpu-emu: 0 passed, 0 failed"

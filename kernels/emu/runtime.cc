@@ -18,6 +18,13 @@
 #include "kernels/cuda_common.h"
 #include "kernels/emu/emu.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+/* AddressSanitizer is told of every switch between stacks, and a reused stack is unpoisoned */
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define ASAN_FIBERS 1
+#endif
+
 uint3 sl_emu_threadIdx, sl_emu_blockIdx;
 dim3 sl_emu_blockDim, sl_emu_gridDim;
 int sl_emu_lane;
@@ -63,6 +70,7 @@ struct fiber {
     ucontext_t uc;
 #endif
     unsigned char *stack; /* FIBER_STACK bytes */
+    void *fake; /* AddressSanitizer's fake stack while switched out */
     uint3 idx;
     int linear, lane, warp, state;
     /* the warp exchange this thread waits at */
@@ -95,6 +103,8 @@ static struct {
 #else
     ucontext_t sched;
 #endif
+    const void *sched_bottom; /* the scheduler's stack, for AddressSanitizer */
+    size_t sched_size;
     fiber *cur;
     int n, live, at_bar;
     const char *kernel;
@@ -158,10 +168,16 @@ static void shuffle(int *v, int n)
 static void yield(void)
 {
     fiber *f = g.cur;
+#ifdef ASAN_FIBERS
+    __sanitizer_start_switch_fiber(&f->fake, g.sched_bottom, g.sched_size);
+#endif
 #if defined(__x86_64__)
     sl_emu_switch(&f->sp, g.sched_sp);
 #else
     swapcontext(&f->uc, &g.sched);
+#endif
+#ifdef ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(f->fake, &g.sched_bottom, &g.sched_size);
 #endif
 }
 
@@ -169,6 +185,9 @@ static void thread_exit(void);
 
 static void fiber_entry(void)
 {
+#ifdef ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(NULL, &g.sched_bottom, &g.sched_size);
+#endif
     g.body(g.ctx);
     thread_exit();
 }
@@ -194,6 +213,9 @@ static void stacks_reserve(int n)
 
 static void fiber_start(fiber *f)
 {
+#ifdef ASAN_FIBERS
+    __asan_unpoison_memory_region(f->stack, FIBER_STACK);
+#endif
 #if defined(__x86_64__)
     /* a frame that sl_emu_switch pops: six registers, the entry as return address, and a
      * zero where the entry's own return address would be (so that the entry starts with the
@@ -222,10 +244,17 @@ static void run(fiber *f)
     g.cur = f;
     sl_emu_threadIdx = f->idx;
     sl_emu_lane = f->lane;
+#ifdef ASAN_FIBERS
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, f->stack, FIBER_STACK);
+#endif
 #if defined(__x86_64__)
     sl_emu_switch(&g.sched_sp, f->sp);
 #else
     swapcontext(&g.sched, &f->uc);
+#endif
+#ifdef ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
 }
 
@@ -257,6 +286,9 @@ static void thread_exit(void)
         fatal("thread %d exits while lanes of its warp wait for it at %s", f->linear, w->what);
     if (g.at_bar && g.at_bar == g.live)
         release_barrier();
+#ifdef ASAN_FIBERS
+    __sanitizer_start_switch_fiber(NULL, g.sched_bottom, g.sched_size); /* this stack is done */
+#endif
 #if defined(__x86_64__)
     void *dead;
     sl_emu_switch(&dead, g.sched_sp);

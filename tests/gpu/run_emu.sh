@@ -3,7 +3,7 @@
 # (kernels/emu/) and run on the CPU, each group in its own process, in the natural order of
 # blocks and threads, then reversed, then shuffled (SL_CUDA_EMU_STRICT=reversed, shuffled).
 # Ends with one "test-gpu-emu: N passed, N failed" line.
-# Usage: tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]
+# Usage: [EMU_ORDERS="natural reversed shuffled"] tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dir=${1:?usage: tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]}
@@ -16,7 +16,7 @@ groups=$(grep -o '{ "[a-z_0-9]*", t_' "$here/test_kernels.c" | sed 's/{ "\([a-z_
 passed=0
 failed=0
 start=$SECONDS
-for order in natural reversed shuffled; do
+for order in ${EMU_ORDERS:-natural reversed shuffled}; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"
     for g in $groups; do
         [ -n "$filter" ] && [[ $g != *"$filter"* ]] && continue

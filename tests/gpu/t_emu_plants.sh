@@ -16,7 +16,8 @@ mkdir -p "$src/kernels" "$src/tests/gpu"
 cp "$root"/kernels/*.cu "$root"/kernels/*.h "$src/kernels/"
 cp "$root"/tests/gpu/test_kernels.c "$root"/tests/gpu/common.h "$src/tests/gpu/"
 
-# name | file | group | perl substitution (applied once to the whole file)
+# name | file | group | perl substitution (applied once to the whole file) [| asan: build and
+# run under AddressSanitizer + UndefinedBehaviorSanitizer]
 plants=(
 "warp reduction from the wrong offset|kernels/cuda_common.h|util|s/(float warp_sum\(float v\)\n\{\n#pragma unroll\n    for \(int o = )16/\${1}8/"
 "no barrier between a shared write and read|kernels/cuda_common.h|util|s/(        smem\[warp\] = v;\n)    __syncthreads\(\);\n(    v = lane < nwarps \? smem\[lane\] : 0\.0f;)/\$1\$2/"
@@ -24,18 +25,22 @@ plants=(
 "shared-memory opt-in 16 bytes too small|kernels/attention.cu|attention|s/MaxDynamicSharedMemorySize, \(int\)smem\)/MaxDynamicSharedMemorySize, (int)smem - 16)/"
 "threads past the end return before a shuffle|kernels/util.cu|global_norm|s/(    size_t nchunks = \(n \+ 7\) \/ 8;\n    float acc = 0\.0f;\n)/\$1    if (blockIdx.x * (size_t)blockDim.x + threadIdx.x >= nchunks)\n        return;\n/"
 "a block of 2048 threads|kernels/util.cu|util|s/sum_f32_kernel<<<1, 1024, 0, st>>>/sum_f32_kernel<<<1, 2048, 0, st>>>/"
+"a vectorised tail reading past the end|kernels/util.cu|util|s/if \(vec && i \+ 8 <= n\) \{\n            float x\[8\], y\[8\];/if (vec) {\n            float x[8], y[8];/|asan"
 "a barrier only lane 0 reaches|kernels/cuda_common.h|util|s/(float block_sum\(float v, float \*smem\)\n\{\n[^\n]*\n[^\n]*\n)(    v = warp_sum\(v\);)/\$1    if (lane == 0)\n        __syncthreads();\n\$2/"
 )
 
-build() {
-    make -C "$root" --no-print-directory -j2 BUILD="$tmp/build" EMU_SRC="$src" \
-        "$tmp/build/emu/test_kernels" > "$tmp/build.log" 2>&1
+build() { # [asan]
+    local b=$tmp/build san=()
+    [ "${1:-}" = asan ] && b=$tmp/build-asan san=(SANITIZE=1 CUDA=0)
+    make -C "$root" --no-print-directory -j2 BUILD="$b" EMU_SRC="$src" "${san[@]}" \
+        "$b/emu/test_kernels" > "$tmp/build.log" 2>&1
 }
 
 # one line on how a group run ended: "passes", "N checks fail", or the emulation's message
-outcome() { # group order
-    local out status
-    out=$(SL_CUDA_EMU_STRICT=$2 "$tmp/build/emu/test_kernels" --group "$1" 2>&1)
+outcome() { # group order [asan]
+    local out status b=$tmp/build
+    [ "${3:-}" = asan ] && b=$tmp/build-asan
+    out=$(SL_CUDA_EMU_STRICT=$2 "$b/emu/test_kernels" --group "$1" 2>&1)
     status=$?
     local f
     f=$(echo "$out" | sed -n "s/^ *$1: [0-9]* passed, \([0-9]*\) failed.*/\1/p")
@@ -43,6 +48,9 @@ outcome() { # group order
         echo "passes"
     elif [ -n "$f" ] && [ "$f" != 0 ]; then
         echo "$f checks fail"
+    elif echo "$out" | grep -q 'ERROR: AddressSanitizer'; then
+        echo "stops: $(echo "$out" | grep -m1 -o 'AddressSanitizer: [a-z-]*') in" \
+             "$(echo "$out" | grep -m1 -o '#0 0x[0-9a-f]* in [A-Za-z_0-9]*' | sed 's/.* in //')"
     elif echo "$out" | grep -q 'cuda-emu: launch of'; then
         echo "$out" | grep -m1 -o 'cuda-emu: launch of.*' | sed 's/^cuda-emu: /refused: /' |
             cut -c1-150
@@ -67,7 +75,7 @@ for g in $(printf '%s\n' "${plants[@]}" | cut -d'|' -f3 | sort -u); do
     fi
 done
 for p in "${plants[@]}"; do
-    IFS='|' read -r name file group expr <<< "$p"
+    IFS='|' read -r name file group expr san <<< "$p"
     [ -n "$only" ] && [[ $name != *"$only"* ]] && continue
     cp "$root/$file" "$src/$file"
     if ! perl -0777 -i -pe "BEGIN { \$n = 0 } \$n += ($expr); END { exit(\$n == 1 ? 0 : 1) }" \
@@ -77,19 +85,19 @@ for p in "${plants[@]}"; do
         cp "$root/$file" "$src/$file"
         continue
     fi
-    if ! build; then
+    if ! build "$san"; then
         echo "FAIL plant '$name': the planted copy does not build"
         tail -5 "$tmp/build.log"
         missed=$((missed + 1))
     else
-        natural=$(outcome "$group" 0)
-        reversed=$(outcome "$group" reversed)
-        shuffled=$(outcome "$group" shuffled)
+        natural=$(outcome "$group" 0 "$san")
+        reversed=$(outcome "$group" reversed "$san")
+        shuffled=$(outcome "$group" shuffled "$san")
         if [ "$natural$reversed$shuffled" = passespassespasses ]; then
             echo "FAIL plant '$name': group $group passes in every order"
             missed=$((missed + 1))
         else
-            echo "ok   plant '$name' ($file, group $group)"
+            echo "ok   plant '$name' ($file, group $group${san:+, under ASan+UBSan})"
             echo "       natural:  $natural"
             echo "       reversed: $reversed"
             echo "       shuffled: $shuffled"
