@@ -1,7 +1,7 @@
 /* CUDA kernels on the CPU: what a file of kernels/ (.cu) needs from nvcc when g++ compiles it
  * instead. The build force-includes this header (-include) into each kernel source after
  * kernels/emu/rewrite.pl has made three mechanical edits:
- *   k<<<grid, block, smem, st>>>(args)   ->  sl_emu_launch("k", k, grid, block, smem, st)(args)
+ *   k<<<grid, block, smem, st>>>(args)   ->  sl_emu_launch(sl_emu_kernel_name<k>(), k, grid, ...)(args)
  *   extern __shared__ T name[];          ->  T *name = (T *)sl_emu_dynamic_smem();
  *   __shared__ T a[N];                   ->  the same, then SL_EMU_SHARED_REGISTER(a);
  * The CUDA headers' own host code gives dim3, int4, float2 and __nv_bfloat16 arithmetic.
@@ -110,6 +110,24 @@ template <class... P> struct sl_emu_launcher {
             [](void *c) { (*static_cast<decltype(body) *>(c))(); }, &body);
     }
 };
+
+/* The kernel's name with its template arguments ("attn_fwd_kernel<64>"), from how g++ spells
+ * this function's own template argument. */
+template <auto F> const char *sl_emu_kernel_name(void)
+{
+    static char name[160];
+    if (!name[0]) {
+        const char *p = strstr(__PRETTY_FUNCTION__, "F = ");
+        p = p ? p + 4 : __PRETTY_FUNCTION__;
+        size_t n = strlen(p);
+        if (n && p[n - 1] == ']')
+            n--;
+        if (n >= sizeof(name))
+            n = sizeof(name) - 1;
+        memcpy(name, p, n);
+    }
+    return name;
+}
 
 template <class... P>
 sl_emu_launcher<P...> sl_emu_launch(const char *name, void (*fn)(P...), dim3 grid, dim3 block,
