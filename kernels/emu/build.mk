@@ -1,6 +1,7 @@
 # kernels/emu/: the CUDA kernels compiled by g++ and run on the CPU (kernels/emu/emu.h), and
 # $(BUILD)/emu/test_kernels, tests/gpu/test_kernels.c linked against them instead of the CUDA
-# libraries. Needs only the CUDA headers ($(CUDA_HOME)/include), not nvcc or a GPU.
+# libraries ($(BUILD)/emu/test_emu checks the emulation itself). Needs only the CUDA headers
+# ($(CUDA_HOME)/include), not nvcc or a GPU.
 #   make test-gpu-emu   every kernel group but gemm (cuBLASLt) and embedding (CUB), in the
 #                       natural order and again in the strict orders (tests/gpu/run_emu.sh)
 #   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels, each of
@@ -28,6 +29,10 @@ $(EMU_DIR)/src/%.cc: $(EMU_SRC)/kernels/%.cu kernels/emu/rewrite.pl
 	@mkdir -p $(@D)
 	$(Q)perl kernels/emu/rewrite.pl $< > $@.tmp && mv $@.tmp $@
 
+$(EMU_DIR)/src/test_emu.cc: tests/gpu/test_emu.cu kernels/emu/rewrite.pl
+	@mkdir -p $(@D)
+	$(Q)perl kernels/emu/rewrite.pl $< > $@.tmp && mv $@.tmp $@
+
 $(EMU_DIR)/obj/%.o: $(EMU_DIR)/src/%.cc
 	@mkdir -p $(@D)
 	$(Q)$(CXX) $(EMU_CXXFLAGS) $(EMU_KERNEL_FLAGS) -MMD -MP -c $< -o $@
@@ -43,13 +48,18 @@ $(EMU_DIR)/obj/test_kernels.o: $(EMU_SRC)/tests/gpu/test_kernels.c
 $(EMU_DIR)/test_kernels: $(EMU_DIR)/obj/test_kernels.o $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS)
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
+# the emulated exchanges against their definitions (tests/gpu/test_emu.cu)
+$(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o \
+                     $(EMU_DIR)/obj/cudart.o
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
+
 -include $(wildcard $(EMU_DIR)/obj/*.d)
-.SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS))
+.SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS) test_emu)
 
 .PHONY: test-gpu-emu test-gpu-emu-plants
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
-	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels
+	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu
 	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"

@@ -1,8 +1,8 @@
 /* CUDA kernels on the CPU: what a file of kernels/ (.cu) needs from nvcc when g++ compiles it
  * instead. The build force-includes this header (-include) into each kernel source after
  * kernels/emu/rewrite.pl has made three mechanical edits:
- *   k<<<grid, block, smem, st>>>(args)   ->  sl_emu_launch(sl_emu_kernel_name<k>(), k, grid, ...)(args)
- *   extern __shared__ T name[];          ->  T *name = (T *)sl_emu_dynamic_smem();
+ *   k<<<grid, block, smem, st>>>(args)   ->  sl_emu_launch(sl_emu_kernel_name<k>(), k, grid,
+ * ...)(args) extern __shared__ T name[];          ->  T *name = (T *)sl_emu_dynamic_smem();
  *   __shared__ T a[N];                   ->  the same, then SL_EMU_SHARED_REGISTER(a);
  * The CUDA headers' own host code gives dim3, int4, float2 and __nv_bfloat16 arithmetic.
  *
@@ -58,7 +58,7 @@
  * declaration with SL_EMU_SHARED_REGISTER, so that the runtime refills it with 0xff bytes at
  * every block start of the kernel that declares it */
 #define __shared__ static
-#define SL_EMU_SHARED_REGISTER(v)                                                              \
+#define SL_EMU_SHARED_REGISTER(v)                                                                  \
     [[maybe_unused]] static const bool sl_emu_reg_##v = sl_emu_shared_register(&v, sizeof(v))
 
 using std::max;
@@ -166,7 +166,8 @@ template <class T> static inline T sl_emu_from_bits(uint64_t u)
 }
 
 /* Shuffles within segments of `width` lanes (a power of two <= 32), as the CUDA guide
- * defines them: a source outside the caller's segment gives the caller its own value. */
+ * defines them: a source outside the caller's segment gives the caller its own value, but
+ * for __shfl_xor_sync, which may read lanes of an earlier segment. */
 template <class T> static inline T __shfl_sync(unsigned mask, T v, int src, int width = 32)
 {
     const int lane = sl_emu_lane;
@@ -179,8 +180,9 @@ template <class T> static inline T __shfl_xor_sync(unsigned mask, T v, int m, in
 {
     const int lane = sl_emu_lane;
     const int base = lane & ~(width - 1), src = lane ^ m;
-    return sl_emu_from_bits<T>(sl_emu_shfl("__shfl_xor_sync", mask, sl_emu_bits(v),
-                                           src >= base && src < base + width ? src : -1));
+    /* an earlier segment may be read, a later one gives the caller's own value */
+    return sl_emu_from_bits<T>(
+        sl_emu_shfl("__shfl_xor_sync", mask, sl_emu_bits(v), src < base + width ? src : -1));
 }
 
 template <class T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32)

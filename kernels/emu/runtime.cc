@@ -30,14 +30,14 @@ dim3 sl_emu_blockDim, sl_emu_gridDim;
 int sl_emu_lane;
 
 /* ---- limits, as an H100 (sm_90) reports them ------------------------------------------- */
-#define MAX_THREADS      1024        /* per block */
-#define MAX_BLOCK_Z      64          /* blockDim.z */
-#define MAX_GRID_X       2147483647u /* 2^31 - 1 */
-#define MAX_GRID_YZ      65535u
-#define SMEM_DEFAULT     49152       /* dynamic shared memory without the opt-in: 48 KiB */
-#define SMEM_OPTIN_MAX   232448      /* cudaDevAttrMaxSharedMemoryPerBlockOptin: 227 KiB */
-#define FIBER_STACK      (64 << 10)  /* per thread: kernels keep a few KiB of locals */
-#define GUARD            4096        /* an unmapped page below each stack: overflow faults */
+#define MAX_THREADS    1024        /* per block */
+#define MAX_BLOCK_Z    64          /* blockDim.z */
+#define MAX_GRID_X     2147483647u /* 2^31 - 1 */
+#define MAX_GRID_YZ    65535u
+#define SMEM_DEFAULT   49152      /* dynamic shared memory without the opt-in: 48 KiB */
+#define SMEM_OPTIN_MAX 232448     /* cudaDevAttrMaxSharedMemoryPerBlockOptin: 227 KiB */
+#define FIBER_STACK    (64 << 10) /* per thread: kernels keep a few KiB of locals */
+#define GUARD          4096       /* an unmapped page below each stack: overflow faults */
 
 /* ---- fibers ------------------------------------------------------------------------------ */
 
@@ -70,7 +70,7 @@ struct fiber {
     ucontext_t uc;
 #endif
     unsigned char *stack; /* FIBER_STACK bytes */
-    void *fake; /* AddressSanitizer's fake stack while switched out */
+    void *fake;           /* AddressSanitizer's fake stack while switched out */
     uint3 idx;
     int linear, lane, warp, state;
     /* the warp exchange this thread waits at */
@@ -112,8 +112,8 @@ static struct {
     void (*body)(void *);
     void *ctx;
     /* strict order */
-    int strict;       /* SL_CUDA_EMU_STRICT: 0 no, 1 reversed, 2 shuffled, 3 alternating */
-    int mode;         /* of this launch: 0 natural, 1 reversed, 2 shuffled */
+    int strict; /* SL_CUDA_EMU_STRICT: 0 no, 1 reversed, 2 shuffled, 3 alternating */
+    int mode;   /* of this launch: 0 natural, 1 reversed, 2 shuffled */
     uint64_t rng;
     unsigned long long launches;
     /* shared memory */
@@ -142,7 +142,9 @@ static void fatal(const char *fmt, ...)
     char where[160];
     snprintf(where, sizeof(where), "kernel '%s' block (%u,%u,%u)%s", g.kernel ? g.kernel : "?",
              sl_emu_blockIdx.x, sl_emu_blockIdx.y, sl_emu_blockIdx.z,
-             g.mode == 1 ? " [strict: reversed]" : g.mode == 2 ? " [strict: shuffled]" : "");
+             g.mode == 1   ? " [strict: reversed]"
+             : g.mode == 2 ? " [strict: shuffled]"
+                           : "");
     fflush(stdout); /* so that the message follows what the program printed so far */
     sl_cuda_fatal("cuda-emu", msg, where, __FILE__, __LINE__);
 }
@@ -223,8 +225,7 @@ static void fiber_start(fiber *f)
     /* the tops of the stacks are FIBER_STACK + GUARD apart, a multiple of the page size, so
      * they would all fall in one cache set: start each at a different 64-byte offset */
     const size_t color = (size_t)(f->linear & 63) * 64;
-    uint64_t *sp =
-        (uint64_t *)(((uintptr_t)(f->stack + FIBER_STACK - color)) & ~(uintptr_t)15);
+    uint64_t *sp = (uint64_t *)(((uintptr_t)(f->stack + FIBER_STACK - color)) & ~(uintptr_t)15);
     *--sp = 0;
     *--sp = (uint64_t)(uintptr_t)fiber_entry;
     for (int i = 0; i < 6; i++)
@@ -390,8 +391,8 @@ static void do_shfl(fiber *lanes, unsigned mask)
             continue;
         const int s = lanes[l].src;
         if (s >= 0 && !(mask >> s & 1))
-            fatal("%s: lane %d reads lane %d, which is not in the mask 0x%08x", lanes[l].what, l,
-                  s, mask);
+            fatal("%s: lane %d reads lane %d, which is not in the mask 0x%08x", lanes[l].what, l, s,
+                  mask);
         lanes[l].val = s >= 0 ? in[s] : in[l];
     }
 }
@@ -568,17 +569,20 @@ static int check_launch(const char *name, const void *key, dim3 grid, dim3 block
     fflush(stdout); /* a refusal's note below then follows what the program printed */
     if (!threads || threads > MAX_THREADS || block.z > MAX_BLOCK_Z || !grid.x || !grid.y ||
         !grid.z || grid.x > MAX_GRID_X || grid.y > MAX_GRID_YZ || grid.z > MAX_GRID_YZ) {
-        fprintf(stderr, "cuda-emu: launch of '%s': grid (%u,%u,%u) block (%u,%u,%u) is not a "
-                "valid configuration\n", name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
+        fprintf(stderr,
+                "cuda-emu: launch of '%s': grid (%u,%u,%u) block (%u,%u,%u) is not a "
+                "valid configuration\n",
+                name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
         sl_emu_record_error(cudaErrorInvalidConfiguration);
         return -1;
     }
     const int optin = optin_of(key);
     const size_t allowed = optin > SMEM_DEFAULT ? (size_t)optin : SMEM_DEFAULT;
     if (smem > allowed) {
-        fprintf(stderr, "cuda-emu: launch of '%s': %zu bytes of dynamic shared memory, %zu "
-                "allowed (cudaFuncSetAttribute MaxDynamicSharedMemorySize: %d)\n", name, smem,
-                allowed, optin);
+        fprintf(stderr,
+                "cuda-emu: launch of '%s': %zu bytes of dynamic shared memory, %zu "
+                "allowed (cudaFuncSetAttribute MaxDynamicSharedMemorySize: %d)\n",
+                name, smem, allowed, optin);
         sl_emu_record_error(cudaErrorInvalidValue);
         return -1;
     }
@@ -594,9 +598,10 @@ static void strict_init(void)
         return;
     done = 1;
     const char *s = getenv("SL_CUDA_EMU_STRICT"), *seed = getenv("SL_CUDA_EMU_SEED");
-    g.strict = !s || !*s || !strcmp(s, "0") ? 0 : !strcmp(s, "reversed") ? 1
-                                             : !strcmp(s, "shuffled")   ? 2
-                                                                        : 3;
+    g.strict = !s || !*s || !strcmp(s, "0") ? 0
+               : !strcmp(s, "reversed")     ? 1
+               : !strcmp(s, "shuffled")     ? 2
+                                            : 3;
     g.rng = seed ? strtoull(seed, NULL, 10) : 1;
 }
 
@@ -634,8 +639,7 @@ void sl_emu_run_grid(const char *name, const void *key, dim3 grid, dim3 block, s
             std::swap(border[i], border[next_rand() % (i + 1)]);
     }
     for (unsigned long long k = 0; k < nblocks; k++) {
-        const unsigned long long i =
-            g.mode == 1 ? nblocks - 1 - k : g.mode == 2 ? border[k] : k;
+        const unsigned long long i = g.mode == 1 ? nblocks - 1 - k : g.mode == 2 ? border[k] : k;
         sl_emu_blockIdx = make_uint3((unsigned)(i % grid.x), (unsigned)(i / grid.x % grid.y),
                                      (unsigned)(i / ((unsigned long long)grid.x * grid.y)));
         run_block();

@@ -16,6 +16,19 @@ groups=$(grep -o '{ "[a-z_0-9]*", t_' "$here/test_kernels.c" | sed 's/{ "\([a-z_
 passed=0
 failed=0
 start=$SECONDS
+
+echo "== the emulated warp exchanges against their definitions ($dir/test_emu)"
+out=$("$dir/test_emu" 2>&1)
+status=$?
+echo "$out" | grep -v '^  ok '
+line=$(echo "$out" | sed -n 's/^test_emu: \([0-9]*\) passed, \([0-9]*\) failed/\1 \2/p')
+if [ -z "$line" ]; then
+    line="0 1"
+elif [ $status -ne 0 ] && [ "${line#* }" = 0 ]; then
+    line="${line% *} 1"
+fi
+passed=$((passed + ${line% *}))
+failed=$((failed + ${line#* }))
 for order in ${EMU_ORDERS:-natural reversed shuffled}; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"
     for g in $groups; do
