@@ -11,7 +11,9 @@
 # CUDA=0 EMU_ORDERS=natural: once under AddressSanitizer + UndefinedBehaviorSanitizer).
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
                             -e $(CUDA_HOME)/include/cuda_bf16.h && echo 1)
-EMU_KERNELS := util norm activation rope classifier adamw attention attention_cudnn
+# every kernel file but those over cuBLASLt and CUB (kernels/emu/absent.cc stands in for them)
+EMU_ABSENT := gemm embedding
+EMU_KERNELS := $(filter-out $(EMU_ABSENT),$(basename $(notdir $(KERNEL_CU_SRCS))))
 EMU_DIR := $(BUILD)/emu
 EMU_SRC ?= .
 EMU_ORDERS ?= natural reversed shuffled
