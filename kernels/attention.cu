@@ -28,10 +28,14 @@
 
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
+#ifdef SL_CUDA_EMU /* an exchange among the warp's lanes (kernels/emu/emu.h) */
+    sl_emu_mma_m16n8k16_bf16(c, a, b0, b1);
+#else
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
 }
 
 /* Two floats as a bf16 pair: `lo` in the low half (the smaller column index). */
@@ -51,10 +55,14 @@ __device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const 
                                               int k0, int n0, int lane)
 {
     const bf16 *p = tile + (k0 + (lane & 15)) * P + n0;
+#ifdef SL_CUDA_EMU /* an exchange among the warp's lanes (kernels/emu/emu.h) */
+    sl_emu_ldmatrix_x2_trans(b0, b1, p);
+#else
     uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                  : "=r"(b0), "=r"(b1)
                  : "r"(addr));
+#endif
 }
 
 /* A fragment: rows r0..r0+15 of a [rows][P] tile, k slab kk (columns 16kk..16kk+15). */

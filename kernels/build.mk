@@ -22,3 +22,4 @@ $(BUILD)/bench_kernels: $(BUILD)/obj/bench/bench_kernels.o $(KERNEL_CU_OBJS)
 $(KERNEL_CU_OBJS): $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(@D)
 	$(Q)$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+include kernels/emu/build.mk

@@ -54,8 +54,8 @@ const char *sl_cudnn_status_string(int status);
             sl_cuda_fatal("cudnn", sl_cudnn_status_string(s_), #call, __FILE__, __LINE__);         \
     } while (0)
 
-/* ---- device helpers (CUDA translation units only) ----------------------------------- */
-#ifdef __CUDACC__
+/* ---- device helpers (CUDA translation units only; SL_CUDA_EMU: kernels/emu/emu.h) ---- */
+#if defined(__CUDACC__) || defined(SL_CUDA_EMU)
 #include <math.h>
 #include <cuda_bf16.h>
 
@@ -192,6 +192,6 @@ static inline unsigned int grid_for(size_t work)
     return (unsigned int)(b ? b : 1);
 }
 
-#endif /* __CUDACC__ */
+#endif /* __CUDACC__ || SL_CUDA_EMU */
 
 #endif

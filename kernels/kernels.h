@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(SL_CUDA_EMU)
 #include <cuda_bf16.h>
 typedef __nv_bfloat16 sl_bf16;
 #else
