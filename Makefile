@@ -271,6 +271,7 @@ deps:
 test: deps check-deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-unit
+	@$(MAKE) --no-print-directory test-gpu-emu
 	@$(MAKE) --no-print-directory test-cli
 
 test-unit: $(BUILD)/test_unit
@@ -307,6 +308,7 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 all
 	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 test-unit
 	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 test-cli
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=1 CUDA=0 EMU_ORDERS=natural test-gpu-emu
 
 FUZZ_BINS := $(addprefix build-fuzz/,$(FUZZ_TARGETS))
 fuzz:
