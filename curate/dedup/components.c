@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/world.h"
+#include "curate/dedup/dedup.h"
 #include "curate/dedup/shingle.h"
 #include "curate/dedup/shuffle.h"
 #include "curate/dedup/unionfind.h"
@@ -27,19 +28,6 @@ static int owner_of(uint64_t v, int P)
     return (int)(((unsigned __int128)mix(v) * (unsigned)P) >> 64);
 }
 
-static size_t find_index(const uint64_t *v, size_t n, uint64_t x)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static int local_components(struct dd_edge *e, size_t n, struct dd_edge **labels, size_t *nl)
 {
     struct dd_u64s vs = { 0 };
@@ -52,8 +40,8 @@ static int local_components(struct dd_edge *e, size_t n, struct dd_edge **labels
     struct unionfind uf;
     unionfind_init(&uf, vs.n);
     for (size_t i = 0; i < n; i++)
-        unionfind_union(&uf, (uint32_t)find_index(vs.v, vs.n, e[i].u),
-                        (uint32_t)find_index(vs.v, vs.n, e[i].v));
+        unionfind_union(&uf, (uint32_t)dd_lower_bound_u64(vs.v, vs.n, e[i].u),
+                        (uint32_t)dd_lower_bound_u64(vs.v, vs.n, e[i].v));
     struct dd_edge *out = sl_xmalloc(sl_mul_size(vs.n ? vs.n : 1, sizeof(*out)));
     for (size_t i = 0; i < vs.n; i++) {
         out[i].u = vs.v[i];

@@ -56,3 +56,16 @@ int dd_get_key(struct sl_doc *d, const char *key, struct sl_buf *out)
     json_object_put(o);
     return rc;
 }
+
+size_t dd_lower_bound_u64(const uint64_t *v, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}

@@ -12,6 +12,7 @@
 #include "core/file.h"
 #include "core/options.h"
 #include "core/world.h"
+#include "curate/dedup/dedup.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -96,23 +97,11 @@ int dd_fuzzy_read_index(struct dd_fuzzy *z)
 
 /* ---- ids of the index's documents --------------------------------------------------------- */
 
-static int bsearch_u64(const uint64_t *v, size_t n, uint64_t x)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo] == x;
-}
-
 static int collect_id(uint64_t gid, const char *id, size_t len, void *ctx)
 {
     struct dd_old_ids *o = ctx;
-    if (!bsearch_u64(o->want, o->nwant, gid))
+    size_t at = dd_lower_bound_u64(o->want, o->nwant, gid);
+    if (at == o->nwant || o->want[at] != gid)
         return 0;
     if (o->n == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 256;
