@@ -2,10 +2,9 @@
 # $(BUILD)/emu/test_kernels, tests/gpu/test_kernels.c linked against them instead of the CUDA
 # libraries ($(BUILD)/emu/test_emu checks the emulation itself). Needs only the CUDA headers
 # ($(CUDA_HOME)/include), not nvcc or a GPU.
-#   make test-gpu-emu   every kernel group but embedding (CUB), in the natural order and again
-#                       in the strict orders (tests/gpu/run_emu.sh); gemm, which has no kernel of
-#                       its own (cuBLASLt is a CPU GEMM here, kernels/emu/cublaslt.cc), only in
-#                       the natural order
+#   make test-gpu-emu   every kernel group in the natural order and again in the strict orders
+#                       (tests/gpu/run_emu.sh); gemm, which has no kernel of its own (cuBLASLt is
+#                       a CPU GEMM here, kernels/emu/cublaslt.cc), only in the natural order
 #   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels, each of
 #                       which the emulated tests must catch (tests/gpu/t_emu_plants.sh)
 # EMU_SRC=dir takes kernels/*.cu, kernels/*.h and tests/gpu/ from a copy of them in dir.
@@ -13,18 +12,18 @@
 # CUDA=0 EMU_ORDERS=natural: once under AddressSanitizer + UndefinedBehaviorSanitizer).
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
                             -e $(CUDA_HOME)/include/cuda_bf16.h && echo 1)
-# every kernel file but those over CUB (kernels/emu/absent.cc stands in for them)
-EMU_ABSENT := embedding
-EMU_KERNELS := $(filter-out $(EMU_ABSENT),$(basename $(notdir $(KERNEL_CU_SRCS))))
+# every kernel file: cuBLASLt and CUB have stand-ins (kernels/emu/cublaslt.cc, cub.h)
+EMU_KERNELS := $(basename $(notdir $(KERNEL_CU_SRCS)))
 EMU_DIR := $(BUILD)/emu
 EMU_SRC ?= .
 EMU_ORDERS ?= natural reversed shuffled
 EMU_KERNEL_OBJS := $(patsubst %,$(EMU_DIR)/obj/%.o,$(EMU_KERNELS))
-EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/cublaslt.o \
-               $(EMU_DIR)/obj/absent.o
-# no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels
-# (SANITIZE=1 builds it under AddressSanitizer + UndefinedBehaviorSanitizer, as make asan does)
-EMU_CXXFLAGS = $(CXXFLAGS_ALL) -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include
+EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/cublaslt.o
+# no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels; CUB's
+# headers are kernels/emu/include/cub/ (SANITIZE=1 builds it under AddressSanitizer +
+# UndefinedBehaviorSanitizer, as make asan does)
+EMU_CXXFLAGS = $(CXXFLAGS_ALL) -I$(EMU_SRC) -I. -D_GNU_SOURCE -Ikernels/emu/include \
+               -I$(CUDA_HOME)/include
 
 # rewrite.pl's output is a build product, compiled with emu.h force-included; g++ does not
 # know nvcc's #pragma unroll, and the kernels read memory through other types (int4,

@@ -10,8 +10,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=${1:?usage: tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]}
 filter=${2:-}
 
-# the groups that need a library the emulation does not stand in for yet
-declare -A absent=([embedding]="needs CUB (embedding_bwd)")
 # the groups with no kernel of their own, whose result no thread order can change: natural only
 declare -A natural_only=([gemm]="cuBLASLt is a CPU GEMM here (kernels/emu/cublaslt.cc)")
 
@@ -36,10 +34,6 @@ for order in ${EMU_ORDERS:-natural reversed shuffled}; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"
     for g in $groups; do
         [ -n "$filter" ] && [[ $g != *"$filter"* ]] && continue
-        if [ -n "${absent[$g]:-}" ]; then
-            echo "   $g: SKIP: ${absent[$g]}"
-            continue
-        fi
         if [ $order != natural ] && [ -n "${natural_only[$g]:-}" ]; then
             echo "   $g: natural order only: ${natural_only[$g]}"
             continue
