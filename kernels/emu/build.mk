@@ -11,7 +11,11 @@
 # EMU_ORDERS: the thread orders test-gpu-emu runs (make test-gpu-emu BUILD=build-asan SANITIZE=1
 # CUDA=0 EMU_ORDERS=natural: once under AddressSanitizer + UndefinedBehaviorSanitizer).
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
-                            -e $(CUDA_HOME)/include/cuda_bf16.h && echo 1)
+                            -e $(CUDA_HOME)/include/cuda_bf16.h -a \
+                            -e $(CUDA_HOME)/include/cublasLt.h && echo 1)
+# NCCL over MPI (kernels/emu/nccl.cc) and its test (tests/gpu/test_nccl_emu.c, run under
+# mpirun by run_emu.sh): with MPI and nccl.h only
+EMU_NCCL := $(if $(filter 1,$(HAVE_MPI)),$(shell test -e $(CUDA_HOME)/include/nccl.h && echo 1))
 # every kernel file: cuBLASLt and CUB have stand-ins (kernels/emu/cublaslt.cc, cub.h)
 EMU_KERNELS := $(basename $(notdir $(KERNEL_CU_SRCS)))
 EMU_DIR := $(BUILD)/emu
@@ -52,6 +56,20 @@ $(EMU_DIR)/obj/test_kernels.o: $(EMU_SRC)/tests/gpu/test_kernels.c
 $(EMU_DIR)/test_kernels: $(EMU_DIR)/obj/test_kernels.o $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS)
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
+# MPI's C interface only (its C++ bindings do not compile warning-free)
+$(EMU_DIR)/obj/nccl.o: EMU_CXXFLAGS += $(filter -I%,$(MPI_CFLAGS)) -DOMPI_SKIP_MPICXX \
+                                       -DMPICH_SKIP_MPICXX
+
+$(EMU_DIR)/obj/test_nccl_emu.o: tests/gpu/test_nccl_emu.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include $(filter -I%,$(MPI_CFLAGS)) $(CFLAGS_ALL) \
+	  -MMD -MP -c $< -o $@
+
+# the NCCL calls between emulated GPUs, one per MPI rank
+$(EMU_DIR)/test_nccl_emu: $(EMU_DIR)/obj/test_nccl_emu.o $(EMU_DIR)/obj/nccl.o \
+                          $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ $(MPI_LIBS) -lm
+
 # the emulated exchanges against their definitions (tests/gpu/test_emu.cu)
 $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o \
                      $(EMU_DIR)/obj/cudart.o
@@ -63,7 +81,8 @@ $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/
 .PHONY: test-gpu-emu test-gpu-emu-plants
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
-	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu
+	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu \
+	  $(if $(EMU_NCCL),$(EMU_DIR)/test_nccl_emu)
 	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
