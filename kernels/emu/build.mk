@@ -14,8 +14,8 @@ EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
                             -e $(CUDA_HOME)/include/cuda_bf16.h -a \
                             -e $(CUDA_HOME)/include/cublasLt.h && echo 1)
 # NCCL over MPI (kernels/emu/nccl.cc) and its test (tests/gpu/test_nccl_emu.c, run under
-# mpirun by run_emu.sh): with MPI and nccl.h only
-EMU_NCCL := $(if $(filter 1,$(HAVE_MPI)),$(shell test -e $(CUDA_HOME)/include/nccl.h && echo 1))
+# mpirun by run_emu.sh): with MPI and nccl.h only (deferred: MPI is detected after this file)
+EMU_NCCL = $(if $(filter 1,$(HAVE_MPI)),$(shell test -e $(CUDA_HOME)/include/nccl.h && echo 1))
 # every kernel file: cuBLASLt and CUB have stand-ins (kernels/emu/cublaslt.cc, cub.h)
 EMU_KERNELS := $(basename $(notdir $(KERNEL_CU_SRCS)))
 EMU_DIR := $(BUILD)/emu
