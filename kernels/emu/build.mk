@@ -85,7 +85,7 @@ ifeq ($(EMU_HEADERS),1)
 	  $(if $(EMU_NCCL),$(EMU_DIR)/test_nccl_emu)
 	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else
-	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
+	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h, cublasLt.h) in $(CUDA_HOME)/include"
 	@echo "test-gpu-emu: 0 passed, 0 failed"
 endif
 
@@ -93,5 +93,5 @@ test-gpu-emu-plants:
 ifeq ($(EMU_HEADERS),1)
 	@tests/gpu/t_emu_plants.sh
 else
-	@echo "test-gpu-emu-plants: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
+	@echo "test-gpu-emu-plants: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h, cublasLt.h) in $(CUDA_HOME)/include"
 endif
