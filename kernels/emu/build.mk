@@ -2,26 +2,32 @@
 # $(BUILD)/emu/test_kernels, tests/gpu/test_kernels.c linked against them instead of the CUDA
 # libraries ($(BUILD)/emu/test_emu checks the emulation itself). Needs only the CUDA headers
 # ($(CUDA_HOME)/include), not nvcc or a GPU.
-#   make test-gpu-emu   every kernel group but gemm (cuBLASLt) and embedding (CUB), in the
-#                       natural order and again in the strict orders (tests/gpu/run_emu.sh)
+#   make test-gpu-emu   every kernel group in the natural order and again in the strict orders
+#                       (tests/gpu/run_emu.sh); gemm, which has no kernel of its own (cuBLASLt is
+#                       a CPU GEMM here, kernels/emu/cublaslt.cc), only in the natural order
 #   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels, each of
 #                       which the emulated tests must catch (tests/gpu/t_emu_plants.sh)
 # EMU_SRC=dir takes kernels/*.cu, kernels/*.h and tests/gpu/ from a copy of them in dir.
 # EMU_ORDERS: the thread orders test-gpu-emu runs (make test-gpu-emu BUILD=build-asan SANITIZE=1
 # CUDA=0 EMU_ORDERS=natural: once under AddressSanitizer + UndefinedBehaviorSanitizer).
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
-                            -e $(CUDA_HOME)/include/cuda_bf16.h && echo 1)
-# every kernel file but those over cuBLASLt and CUB (kernels/emu/absent.cc stands in for them)
-EMU_ABSENT := gemm embedding
-EMU_KERNELS := $(filter-out $(EMU_ABSENT),$(basename $(notdir $(KERNEL_CU_SRCS))))
+                            -e $(CUDA_HOME)/include/cuda_bf16.h -a \
+                            -e $(CUDA_HOME)/include/cublasLt.h && echo 1)
+# NCCL over MPI (kernels/emu/nccl.cc) and its test (tests/gpu/test_nccl_emu.c, run under
+# mpirun by run_emu.sh): with MPI and nccl.h only (deferred: MPI is detected after this file)
+EMU_NCCL = $(if $(filter 1,$(HAVE_MPI)),$(shell test -e $(CUDA_HOME)/include/nccl.h && echo 1))
+# every kernel file: cuBLASLt and CUB have stand-ins (kernels/emu/cublaslt.cc, cub.h)
+EMU_KERNELS := $(basename $(notdir $(KERNEL_CU_SRCS)))
 EMU_DIR := $(BUILD)/emu
 EMU_SRC ?= .
 EMU_ORDERS ?= natural reversed shuffled
 EMU_KERNEL_OBJS := $(patsubst %,$(EMU_DIR)/obj/%.o,$(EMU_KERNELS))
-EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/absent.o
-# no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels
-# (SANITIZE=1 builds it under AddressSanitizer + UndefinedBehaviorSanitizer, as make asan does)
-EMU_CXXFLAGS = $(CXXFLAGS_ALL) -I$(EMU_SRC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include
+EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/cublaslt.o
+# no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels; CUB's
+# headers are kernels/emu/include/cub/ (SANITIZE=1 builds it under AddressSanitizer +
+# UndefinedBehaviorSanitizer, as make asan does)
+EMU_CXXFLAGS = $(CXXFLAGS_ALL) -I$(EMU_SRC) -I. -D_GNU_SOURCE -Ikernels/emu/include \
+               -I$(CUDA_HOME)/include
 
 # rewrite.pl's output is a build product, compiled with emu.h force-included; g++ does not
 # know nvcc's #pragma unroll, and the kernels read memory through other types (int4,
@@ -50,6 +56,20 @@ $(EMU_DIR)/obj/test_kernels.o: $(EMU_SRC)/tests/gpu/test_kernels.c
 $(EMU_DIR)/test_kernels: $(EMU_DIR)/obj/test_kernels.o $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS)
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
+# MPI's C interface only (its C++ bindings do not compile warning-free)
+$(EMU_DIR)/obj/nccl.o: EMU_CXXFLAGS += $(filter -I%,$(MPI_CFLAGS)) -DOMPI_SKIP_MPICXX \
+                                       -DMPICH_SKIP_MPICXX
+
+$(EMU_DIR)/obj/test_nccl_emu.o: tests/gpu/test_nccl_emu.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -I. -D_GNU_SOURCE -I$(CUDA_HOME)/include $(filter -I%,$(MPI_CFLAGS)) $(CFLAGS_ALL) \
+	  -MMD -MP -c $< -o $@
+
+# the NCCL calls between emulated GPUs, one per MPI rank
+$(EMU_DIR)/test_nccl_emu: $(EMU_DIR)/obj/test_nccl_emu.o $(EMU_DIR)/obj/nccl.o \
+                          $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ $(MPI_LIBS) -lm
+
 # the emulated exchanges against their definitions (tests/gpu/test_emu.cu)
 $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o \
                      $(EMU_DIR)/obj/cudart.o
@@ -61,10 +81,11 @@ $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/
 .PHONY: test-gpu-emu test-gpu-emu-plants
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
-	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu
+	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu \
+	  $(if $(EMU_NCCL),$(EMU_DIR)/test_nccl_emu)
 	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else
-	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
+	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h, cublasLt.h) in $(CUDA_HOME)/include"
 	@echo "test-gpu-emu: 0 passed, 0 failed"
 endif
 
@@ -72,5 +93,5 @@ test-gpu-emu-plants:
 ifeq ($(EMU_HEADERS),1)
 	@tests/gpu/t_emu_plants.sh
 else
-	@echo "test-gpu-emu-plants: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h) in $(CUDA_HOME)/include"
+	@echo "test-gpu-emu-plants: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h, cublasLt.h) in $(CUDA_HOME)/include"
 endif

@@ -93,8 +93,8 @@ static cudaError_t err(cudaError_t e)
 static std::map<uintptr_t, size_t> allocs; /* start -> bytes */
 static size_t allocated;
 
-/* 1 when [p, p + n) lies in one cudaMalloc allocation */
-static int is_device(const void *p, size_t n)
+/* 1 when [p, p + n) lies in one cudaMalloc allocation (emu.h) */
+int sl_emu_is_device(const void *p, size_t n)
 {
     auto it = allocs.upper_bound((uintptr_t)p);
     if (it == allocs.begin())
@@ -155,7 +155,7 @@ extern "C" cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cud
 {
     if (!n)
         return cudaSuccess;
-    const int d_dev = is_device(dst, n), s_dev = is_device(src, n);
+    const int d_dev = sl_emu_is_device(dst, n), s_dev = sl_emu_is_device(src, n);
     int ok = 1;
     switch (kind) {
     case cudaMemcpyHostToDevice:
@@ -188,7 +188,7 @@ extern "C" cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
 
 extern "C" cudaError_t cudaMemset(void *p, int value, size_t n)
 {
-    if (n && !is_device(p, n))
+    if (n && !sl_emu_is_device(p, n))
         return err(cudaErrorInvalidValue);
     memset(p, value, n);
     return cudaSuccess;

@@ -92,6 +92,9 @@ void sl_emu_ldmatrix_x2_trans(uint32_t &r0, uint32_t &r1, const void *row);
 bool sl_emu_shared_register(void *p, size_t bytes);
 /* The dynamic shared memory of the running block (as many bytes as the launch asked for). */
 void *sl_emu_dynamic_smem(void);
+/* 1 when [p, p + n) lies in one cudaMalloc allocation (kernels/emu/cudart.cc): the library
+ * stand-ins refuse host pointers, as the real libraries' kernels would fault on them. */
+int sl_emu_is_device(const void *p, size_t n);
 
 template <class... P> struct sl_emu_launcher {
     const char *name;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make test-gpu-emu: the kernel tests (tests/gpu/test_kernels.c) built over the CUDA emulation
 # (kernels/emu/) and run on the CPU, each group in its own process, in the natural order of
-# blocks and threads, then reversed, then shuffled (SL_CUDA_EMU_STRICT=reversed, shuffled).
+# blocks and threads, then reversed, then shuffled (SL_CUDA_EMU_STRICT=reversed, shuffled);
+# a group that launches no kernel (gemm) only in the natural order. Before them the emulated
+# warp exchanges (tests/gpu/test_emu.cu) and, with MPI, NCCL over MPI under mpirun -np 2 and 3
+# (tests/gpu/test_nccl_emu.c).
 # Ends with one "test-gpu-emu: N passed, N failed" line.
 # Usage: [EMU_ORDERS="natural reversed shuffled"] tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]
 set -uo pipefail
@@ -9,32 +12,54 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=${1:?usage: tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]}
 filter=${2:-}
 
-# the groups that need a library the emulation does not stand in for yet
-declare -A absent=([gemm]="needs cuBLASLt" [embedding]="needs CUB (embedding_bwd)")
+# the groups with no kernel of their own, whose result no thread order can change: natural only
+declare -A natural_only=([gemm]="cuBLASLt is a CPU GEMM here (kernels/emu/cublaslt.cc)")
 
 groups=$(grep -o '{ "[a-z_0-9]*", t_' "$here/test_kernels.c" | sed 's/{ "\([a-z_0-9]*\)".*/\1/')
 passed=0
 failed=0
 start=$SECONDS
 
+# add a program's "NAME: N passed, N failed" line to the totals (one failure when the line is
+# missing, or when the program failed with no failed check)
+tally() { # name output status
+    local line
+    line=$(echo "$2" | sed -n "s/^$1: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p")
+    if [ -z "$line" ]; then
+        line="0 1"
+    elif [ "$3" -ne 0 ] && [ "${line#* }" = 0 ]; then
+        line="${line% *} 1"
+    fi
+    passed=$((passed + ${line% *}))
+    failed=$((failed + ${line#* }))
+}
+
 echo "== the emulated warp exchanges against their definitions ($dir/test_emu)"
 out=$("$dir/test_emu" 2>&1)
 status=$?
 echo "$out" | grep -v '^  ok '
-line=$(echo "$out" | sed -n 's/^test_emu: \([0-9]*\) passed, \([0-9]*\) failed/\1 \2/p')
-if [ -z "$line" ]; then
-    line="0 1"
-elif [ $status -ne 0 ] && [ "${line#* }" = 0 ]; then
-    line="${line% *} 1"
+tally test_emu "$out" $status
+
+# NCCL between emulated GPUs, one per MPI rank (built with MPI and nccl.h only)
+if [ -x "$dir/test_nccl_emu" ] && command -v mpirun > /dev/null && [[ nccl == *"$filter"* ]]; then
+    mpirun=(mpirun --oversubscribe -x "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
+    [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
+    for np in 2 3; do
+        echo "== NCCL over MPI between $np emulated GPUs ($dir/test_nccl_emu)"
+        out=$(timeout 120 "${mpirun[@]}" -np $np "$dir/test_nccl_emu" 2>&1)
+        status=$?
+        echo "$out" | grep -v '^  ok '
+        tally test_nccl_emu "$out" $status
+    done
+elif [ -z "$filter" ]; then
+    echo "== NCCL over MPI: SKIP: needs MPI (mpicc, mpirun) and nccl.h"
 fi
-passed=$((passed + ${line% *}))
-failed=$((failed + ${line#* }))
 for order in ${EMU_ORDERS:-natural reversed shuffled}; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"
     for g in $groups; do
         [ -n "$filter" ] && [[ $g != *"$filter"* ]] && continue
-        if [ -n "${absent[$g]:-}" ]; then
-            echo "   $g: SKIP: ${absent[$g]}"
+        if [ $order != natural ] && [ -n "${natural_only[$g]:-}" ]; then
+            echo "   $g: natural order only: ${natural_only[$g]}"
             continue
         fi
         t0=$SECONDS

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-gpu-emu-plants: bugs of the kinds a first GPU run finds, planted one at a time into
 # a copy of the kernels, built over the CUDA emulation (kernels/emu/) and run with the kernel
-# group that should catch each, in the natural, reversed and shuffled orders. The copy without
+# group that should catch each, in the natural, reversed and shuffled orders (a group that
+# launches no kernel, gemm, in the natural order only). The copy without
 # a plant must pass those groups; each plant must make its group fail in at least one order (failed
 # checks, or the emulation stopping the kernel). A plant whose text is no longer in the source
 # fails too, so the list follows the code. Ends with "t_emu_plants: N caught, N missed".
@@ -27,7 +28,10 @@ plants=(
 "a block of 2048 threads|kernels/util.cu|util|s/sum_f32_kernel<<<1, 1024, 0, st>>>/sum_f32_kernel<<<1, 2048, 0, st>>>/"
 "a vectorised tail reading past the end|kernels/util.cu|util|s/if \(vec && i \+ 8 <= n\) \{\n            float x\[8\], y\[8\];/if (vec) {\n            float x[8], y[8];/|asan"
 "a barrier only lane 0 reaches|kernels/cuda_common.h|util|s/(float block_sum\(float v, float \*smem\)\n\{\n[^\n]*\n[^\n]*\n)(    v = warp_sum\(v\);)/\$1    if (lane == 0)\n        __syncthreads();\n\$2/"
+"a cuBLASLt transpose flag flipped|kernels/gemm.cu|gemm|s/cublasOperation_t opa = key->ta \? CUBLAS_OP_T : CUBLAS_OP_N;/cublasOperation_t opa = key->ta ? CUBLAS_OP_N : CUBLAS_OP_T;/"
 )
+# the groups that launch no kernel of their own (tests/gpu/run_emu.sh): natural order only
+natural_only=" gemm "
 
 build() { # [asan]
     local b=$tmp/build san=()
@@ -91,16 +95,22 @@ for p in "${plants[@]}"; do
         missed=$((missed + 1))
     else
         natural=$(outcome "$group" 0 "$san")
-        reversed=$(outcome "$group" reversed "$san")
-        shuffled=$(outcome "$group" shuffled "$san")
+        reversed=passes
+        shuffled=passes
+        if [[ $natural_only != *" $group "* ]]; then
+            reversed=$(outcome "$group" reversed "$san")
+            shuffled=$(outcome "$group" shuffled "$san")
+        fi
         if [ "$natural$reversed$shuffled" = passespassespasses ]; then
             echo "FAIL plant '$name': group $group passes in every order"
             missed=$((missed + 1))
         else
             echo "ok   plant '$name' ($file, group $group${san:+, under ASan+UBSan})"
             echo "       natural:  $natural"
-            echo "       reversed: $reversed"
-            echo "       shuffled: $shuffled"
+            if [[ $natural_only != *" $group "* ]]; then
+                echo "       reversed: $reversed"
+                echo "       shuffled: $shuffled"
+            fi
             caught=$((caught + 1))
         fi
     fi
