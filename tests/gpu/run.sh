@@ -19,7 +19,7 @@ echo "$out"
 while read -r p f; do
     passed=$((passed + p))
     failed=$((failed + f))
-done < <(echo "$out" | sed -n 's/^ *[A-Za-z_]*: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p')
+done < <(echo "$out" | sed -n 's/^ *[A-Za-z0-9_]*: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p')
 crashed=$(echo "$out" | grep -c '^  CRASH group' || true)
 failed=$((failed + crashed))
 if [ $status -ne 0 ] && [ $failed -eq 0 ]; then
