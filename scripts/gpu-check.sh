@@ -114,13 +114,14 @@ prepare() {
 # LD_LIBRARY_PATH for the carried build: the CUDA libraries the image has wherever it keeps
 # them, and of the carried ones only those the machine lacks (an older copy of a library it
 # has would shadow it for every program started, Python's too)
+known() { ldconfig -p | awk '{ print $1 }' | grep -qxF "$1"; } # SONAME: in the loader's cache
 libpath() {
     local d so need=$G/need
     rm -rf "$need" && mkdir -p "$need"
     LIBPATH=$need
     for so in libcudart.so.13 libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
-        ldconfig -p | grep -q " $so " && continue
-        d=$(find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib /opt -name "$so" 2>/dev/null | head -1)
+        known "$so" && continue
+        d=$(timeout 20 find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib /opt -name "$so" 2>/dev/null | head -1)
         [ -n "$d" ] && LIBPATH="$LIBPATH:$(dirname "$d")"
     done
     for _ in 1 2 3 4; do
@@ -129,7 +130,7 @@ libpath() {
         done
     done
     for so in $LOADED_LIBS; do
-        ldconfig -p | grep -q " $so " || { [ -e "$G/lib/$so" ] && ln -sf "$G/lib/$so" "$need/$so"; }
+        known "$so" || { [ -e "$G/lib/$so" ] && ln -sf "$G/lib/$so" "$need/$so"; }
     done
     export LD_LIBRARY_PATH=$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 }
