@@ -35,8 +35,8 @@ PLAN_MAX=720
 # name call limit_s: what it runs is the function stage_<name> below
 PLAN=${GPU_CHECK_PLAN:-"env 1 15
 kernels 1 80
-trainer 1 225
-grad124m 1 75
+trainer 1 240
+grad124m 1 60
 env 2 15
 bench 2 140
 large 2 80
@@ -136,14 +136,15 @@ libpath() {
 }
 
 stage_env() {
-    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
-    nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/cuda driver api \1/p'
+    local f bad=0
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader ||
+        { echo "env: nvidia-smi found no GPU"; bad=1; }
+    nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/cuda driver api \1/p'
     command -v nvcc >/dev/null && nvcc --version | tail -2 | head -1
     echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
     echo "carried libraries in use: $(ls "$G/need" | tr '\n' ' ')"
     echo "mpirun: $(command -v mpirun || echo absent)  ncu: $(command -v ncu || echo absent)  nsys: $(command -v nsys || echo absent)"
-    local f bad=0
     for f in "$G"/build/* "$G"/llmc/*; do
         [ -e "$f" ] || continue
         if ldd "$f" | grep 'not found'; then echo "  ^ $f"; bad=1; fi
