@@ -23,10 +23,15 @@
 #   git clone https://github.com/karpathy/llm.c /scratch/llm.c
 #   git clone https://github.com/NVIDIA/cudnn-frontend /scratch/cudnn-frontend  # header-only
 #   cd /scratch/llm.c
+#   # llm.c's Makefile stops unless cudnn-frontend/include is in its folder or in $HOME
+#   # (CUDNN_FRONTEND_PATH alone does not pass that test)
+#   ln -s /scratch/cudnn-frontend cudnn-frontend
 #   # CUDA 13 removed cudaMemAdvise(ptr, bytes, advice, int device): the last argument is now a
 #   # struct cudaMemLocation. Patch each call that `grep -rn cudaMemAdvise llmc *.cu` lists:
 #   # cudaCpuDeviceId -> (cudaMemLocation){cudaMemLocationTypeHost, 0}, a device id d ->
-#   # (cudaMemLocation){cudaMemLocationTypeDevice, d}. CUDA 12 needs no patch.
+#   # (cudaMemLocation){cudaMemLocationTypeDevice, d}. CUDA 12 needs no patch. At llm.c
+#   # f1e2ace that is one call, in llmc/cuda_utils.cuh:
+#   sed -i 's/cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)/cudaMemAdviseSetPreferredLocation, (cudaMemLocation){cudaMemLocationTypeHost, 0})/' llmc/cuda_utils.cuh
 #   # Hopper only, cuDNN attention, no NVML (llm.c's GPU utilisation printout reads clocks
 #   # and power through it when nvml.h is found): llmc/mfu.h's `#if __has_include(<nvml.h>)`
 #   # -> `#if 0`, and NVCC_LDFLAGS given whole so that llm.c's `+= -lnvidia-ml` is dropped.
@@ -34,7 +39,6 @@
 #   # toolkit's stubs/ folder has a libcuda.so to link against). No MPI, no NCCL: one GPU.
 #   sed -i 's/^#if __has_include(<nvml.h>)/#if 0/' llmc/mfu.h
 #   make train_gpt2cu USE_CUDNN=1 GPU_COMPUTE_CAPABILITY=90 NO_MULTI_GPU=1 NO_USE_MPI=1 \
-#       CUDNN_FRONTEND_PATH=/scratch/cudnn-frontend/include \
 #       NVCC_LDFLAGS="-lcublas -lcublasLt -lcudnn -lnvrtc -L/usr/local/cuda/lib64/stubs -lcuda"
 #   ldd train_gpt2cu | grep -c nvidia-ml   # 0
 #   # (USE_CUDNN=0 builds llm.c's own attention; then leave LLMC_CUDNN unset)

@@ -97,6 +97,8 @@ prepare() {
     if [ -n "${LLMC_DIR:-}" ] && [ -x "$LLMC_DIR/train_gpt2cu" ]; then
         mkdir -p "$G/llmc" && cp "$LLMC_DIR/train_gpt2cu" "$G/llmc/"
         collect_libs "$G/llmc/train_gpt2cu"
+        # built with cuDNN attention: it links libcudnn (the benchmark's label)
+        ldd "$G/llmc/train_gpt2cu" | grep -q libcudnn && touch "$G/llmc/with-cudnn"
         llmc="llm.c: $LLMC_DIR/train_gpt2cu carried ($(ldd "$G/llmc/train_gpt2cu" | grep -c nvidia-ml) NVML links)"
     else
         llmc="llm.c: absent (LLMC_DIR ${LLMC_DIR:+'$LLMC_DIR' has no train_gpt2cu}${LLMC_DIR:-is not set}): the benchmark will say 'llm.c: not comparable'; bench/train_gpu.sh's header has the recipe"
@@ -119,7 +121,7 @@ libpath() {
     local d so need=$G/need
     rm -rf "$need" && mkdir -p "$need"
     LIBPATH=$need
-    for so in libcudart.so.13 libcublasLt.so.13 libnccl.so.2 libcudnn.so.9; do
+    for so in libcudart.so.13 libcublasLt.so.13 libnvrtc.so.13 libnccl.so.2 libcudnn.so.9; do
         known "$so" && continue
         d=$(timeout 20 find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib /opt -name "$so" 2>/dev/null | head -1)
         [ -n "$d" ] && LIBPATH="$LIBPATH:$(dirname "$d")"
@@ -173,7 +175,7 @@ stage_grad124m() {
 }
 stage_bench() {
     local llmc=()
-    [ -x "$G/llmc/train_gpt2cu" ] && llmc=(LLMC_DIR="$G/llmc" LLMC_CUDNN=1)
+    [ -x "$G/llmc/train_gpt2cu" ] && llmc=(LLMC_DIR="$G/llmc" LLMC_CUDNN=$([ -e "$G/llmc/with-cudnn" ] && echo 1))
     env "${llmc[@]}" SECTIONS=gpt2 B=16 STEPS=40 KEEP="$OUTDIR/bench16" bench/train_gpu.sh "$G/build/sluice"
     env "${llmc[@]}" SECTIONS=gpt2 B=32 STEPS=30 KEEP="$OUTDIR/bench32" bench/train_gpu.sh "$G/build/sluice"
 }
