@@ -123,7 +123,15 @@ libpath() {
     LIBPATH=$need
     for so in libcudart.so.13 libcublasLt.so.13 libnvrtc.so.13 libnccl.so.2 libcudnn.so.9; do
         known "$so" && continue
-        d=$(timeout 20 find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/lib /opt -name "$so" 2>/dev/null | head -1)
+        # the toolkit's folders, then the Python packages' (nvidia-cudnn-cu13, nvidia-nccl-cu13);
+        # a search of the disk only on a machine with a GPU
+        d=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+            /usr/lib/x86_64-linux-gnu /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib \
+            /opt/*/lib/python3*/site-packages/nvidia/*/lib \
+            /usr/local/lib/python3*/dist-packages/nvidia/*/lib 2>/dev/null |
+            while read -r d; do [ -e "$d/$so" ] && echo "$d/$so" && break; done)
+        [ -z "$d" ] && command -v nvidia-smi >/dev/null &&
+            d=$(timeout 20 find /usr /opt -name "$so" 2>/dev/null | head -1)
         [ -n "$d" ] && LIBPATH="$LIBPATH:$(dirname "$d")"
     done
     for _ in 1 2 3 4; do
