@@ -23,13 +23,28 @@
 #   git clone https://github.com/karpathy/llm.c /scratch/llm.c
 #   git clone https://github.com/NVIDIA/cudnn-frontend /scratch/cudnn-frontend  # header-only
 #   cd /scratch/llm.c
+#   # llm.c's Makefile stops unless cudnn-frontend/include is in its folder or in $HOME
+#   # (CUDNN_FRONTEND_PATH alone does not pass that test)
+#   ln -s /scratch/cudnn-frontend cudnn-frontend
 #   # CUDA 13 removed cudaMemAdvise(ptr, bytes, advice, int device): the last argument is now a
 #   # struct cudaMemLocation. Patch each call that `grep -rn cudaMemAdvise llmc *.cu` lists:
 #   # cudaCpuDeviceId -> (cudaMemLocation){cudaMemLocationTypeHost, 0}, a device id d ->
-#   # (cudaMemLocation){cudaMemLocationTypeDevice, d}. CUDA 12 needs no patch.
-#   make train_gpt2cu USE_CUDNN=1 CUDNN_FRONTEND_PATH=/scratch/cudnn-frontend/include
+#   # (cudaMemLocation){cudaMemLocationTypeDevice, d}. CUDA 12 needs no patch. At llm.c
+#   # f1e2ace that is one call, in llmc/cuda_utils.cuh:
+#   sed -i 's/cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)/cudaMemAdviseSetPreferredLocation, (cudaMemLocation){cudaMemLocationTypeHost, 0})/' llmc/cuda_utils.cuh
+#   # Hopper only, cuDNN attention, no NVML (llm.c's GPU utilisation printout reads clocks
+#   # and power through it when nvml.h is found): llmc/mfu.h's `#if __has_include(<nvml.h>)`
+#   # -> `#if 0`, and NVCC_LDFLAGS given whole so that llm.c's `+= -lnvidia-ml` is dropped.
+#   # cudnn-frontend's current main also needs -lnvrtc and -lcuda (the driver's; the CUDA
+#   # toolkit's stubs/ folder has a libcuda.so to link against). No MPI, no NCCL: one GPU.
+#   sed -i 's/^#if __has_include(<nvml.h>)/#if 0/' llmc/mfu.h
+#   make train_gpt2cu USE_CUDNN=1 GPU_COMPUTE_CAPABILITY=90 NO_MULTI_GPU=1 NO_USE_MPI=1 \
+#       NVCC_LDFLAGS="-lcublas -lcublasLt -lcudnn -lnvrtc -L/usr/local/cuda/lib64/stubs -lcuda"
+#   ldd train_gpt2cu | grep -c nvidia-ml   # 0
 #   # (USE_CUDNN=0 builds llm.c's own attention; then leave LLMC_CUDNN unset)
-# then copy /scratch/llm.c to the GPU machine and run LLMC_DIR=/path/llm.c LLMC_CUDNN=1 here.
+# then `LLMC_DIR=/scratch/llm.c scripts/gpu-check.sh --prepare` carries train_gpt2cu to the GPU
+# machine (.gpucheck/llmc), or copy /scratch/llm.c there and run LLMC_DIR=/path/llm.c
+# LLMC_CUDNN=1 here.
 # llm.c's run uses random init (-e d12) on synthetic tokens, so no weights or data are needed.
 set -uo pipefail
 sluice=$(realpath "${1:-build/sluice}")
@@ -60,13 +75,19 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 echo "gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1); peak $PEAK TFLOP/s"
 
-# rate NAME TOKENS_PER_STEP FLOP_PER_TOKEN NOTE, step times in seconds on stdin: tokens/s at
-# the median step time of the steps after the first 10 (the one statistic for every trainer),
-# TFLOP/s/rank and MFU at that rate
+# rate NAME TOKENS_PER_STEP FLOP_PER_TOKEN NOTE [OUT_FLOP LAYERS FULL_LAYERS], step times in
+# seconds on stdin: tokens/s at the median step time of the steps after the first 10 (the one
+# statistic for every trainer), TFLOP/s/rank and MFU at that rate. For a slice of a model
+# (LAYERS of FULL_LAYERS) a second line: the transformer layers' own MFU, their FLOP (all but
+# the output layer's OUT_FLOP per token) over the whole step time, and the output layer's
+# share of the FLOP in the slice and in the whole model (the layers' FLOP scale with their
+# number, the output layer's do not: a slice's MFU leans on that one large GEMM)
 rate() {
     python3 -c '
 import statistics, sys
-name, tokens, flop, note, peak = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+name, tokens, flop, note = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+out, layers, full = (float(x or 0) for x in (sys.argv[5:8] if len(sys.argv) > 8 else (0, 1, 1)))
+peak = float(sys.argv[-1])
 t = [float(x) for x in sys.stdin.read().split()]
 if not t:
     sys.exit(1)
@@ -74,7 +95,32 @@ step = statistics.median(t[10:] if len(t) > 12 else t[len(t) // 2:])
 tok = tokens / step
 tf = flop * tok / 1e12
 print(f"{name:<28} {tok:10.0f} tokens/s  {tf:7.1f} TFLOP/s  MFU {100 * tf / peak:5.1f}%  ({1000 * step:.1f} ms/step{note})")
+if out and layers < full:
+    whole = out + (flop - out) * full / layers
+    print(f"  {int(layers)} of {int(full)} layers: the transformer layers alone MFU {100 * (flop - out) * tok / 1e12 / peak:5.1f}% "
+          f"(the output layer is {100 * out / flop:.1f}% of this slice\x27s FLOP, {100 * out / whole:.1f}% of the whole model\x27s)")
 ' "$@" "$PEAK"
+}
+
+# describe CONFIG overrides...: "LABEL|OUT_FLOP|LAYERS|FULL_LAYERS" of a sluice run, from its
+# --print-config: layers (of the model's), sequence x micro-batch (global batch),
+# recomputation; the output layer's FLOP per token, 6 x hidden x vocab (docs/trainer.md)
+describe() {
+    local cfg=$root/configs/models/$1.yaml
+    shift
+    { sed -n 's/^ *num_layers: *\([0-9]*\).*/full_layers: \1/p' "$cfg"
+      "$sluice" train "$cfg" data=synthetic "$@" --print-config 2>/dev/null; } | python3 -c '
+import re, sys
+k = {}
+for l in sys.stdin:
+    m = re.match(r"\s*(\w+): *([\w.]+)", l)
+    if m and m.group(1) not in k:
+        k[m.group(1)] = m.group(2)
+L, F = int(k["num_layers"]), int(k["full_layers"])
+seq, mb, gb, rc = (k[x] for x in ("seq_len", "micro_batch_size", "global_batch_size", "recompute"))
+out = 6 * int(k["hidden_size"]) * int(k["vocab_size"])
+print(f"[{L} of {F} layers, seq {seq} x {mb} (global {gb}), recompute {rc}]|{out}|{L}|{F}")
+'
 }
 
 # trainer LOG.jsonl steps: the step times of the trainer's train lines; trainer LOG.jsonl
@@ -91,22 +137,25 @@ else:
 ' "$1" "$2"
 }
 
-# summary NAME LOG.jsonl: the rate of a sluice run
+# summary NAME LOG.jsonl [OUT_FLOP LAYERS FULL_LAYERS]: the rate of a sluice run
 summary() {
     local tokens flop loss
     read -r tokens flop loss <<<"$(trainer "$2" last)"
-    trainer "$2" steps | rate "$1" "$tokens" "$flop" ", loss $loss"
+    trainer "$2" steps | rate "$1" "$tokens" "$flop" ", loss $loss" "${@:3}"
 }
 
-# sluice NAME CONFIG overrides...
+# sluice NAME CONFIG overrides...: the row is labelled with its layers, sequence, batch and
+# recomputation (describe)
 run_sluice() {
-    local name=$1 cfg=$2
+    local name=$1 cfg=$2 label out layers full
     shift 2
+    IFS='|' read -r label out layers full <<<"$(describe "$cfg" "$@")"
     "$sluice" train "$root/configs/models/$cfg.yaml" data=synthetic train.device=cuda train.resume=none \
         eval.interval=0 log.peak_tflops="$PEAK" log.file="$work/$name.jsonl" "$@" \
         > "$work/$name.out" 2> "$work/$name.err" || { echo "$name: failed"; tail -5 "$work/$name.err"; return 1; }
     grep -E "GPU memory|attention:" "$work/$name.err" | sed 's/^/  /'
-    summary "$name" "$work/$name.jsonl"
+    echo "$name $label"
+    summary "$name" "$work/$name.jsonl" "$out" "$layers" "$full"
 }
 
 GPT2=(train.seq_len=1024 train.micro_batch_size="$B" train.global_batch_size="$B" train.steps="$STEPS")
@@ -120,13 +169,15 @@ run_sluice "sluice gpt2-124m selective" gpt2-124m "${GPT2[@]}" train.recompute=s
 # at step 0. It validates at step 0 and at the last step whatever -v is; -m 1 makes that one
 # batch, and -v above the step count keeps it out of the timed steps.
 if [ -z "$llmc_why" ]; then
-    python3 - "$work" <<'PY'
-import struct, random, sys
-random.seed(0)
-for name, n in (("train", 20_000_000), ("val", 1_000_000)):
+    # the tokens it reads (STEPS + 2 batches of B x 1024, one for validation), drawn at once
+    python3 - "$work" $((B * 1024 * (STEPS + 2) + 1)) $((B * 1024 + 1)) <<'PY'
+import struct, sys
+import numpy as np
+rng = np.random.default_rng(0)
+for name, n in (("train", int(sys.argv[2])), ("val", int(sys.argv[3]))):
     with open(f"{sys.argv[1]}/llmc_{name}.bin", "wb") as f:
         f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
-        f.write(struct.pack(f"<{n}H", *(random.randrange(50257) for _ in range(n))))
+        rng.integers(0, 50257, n, dtype=np.uint16).tofile(f)
 PY
     (cd "$LLMC_DIR" && ./train_gpt2cu -i "$work/llmc_train.bin" -j "$work/llmc_val.bin" -e d12 \
         -b "$B" -t 1024 -d $((B * 1024)) -x "$STEPS" -v $((STEPS + 1)) -m 1 -s 0 -h 0 -l 6e-4 \
@@ -140,6 +191,7 @@ PY
         # llm.c's "N ms" field per step (CUDA events around each step); its "tok/s" field is
         # an exponential moving average, which the slow first steps pull down
         read -r _ flop _ <<<"$(trainer "$work/sluice gpt2-124m.jsonl" last)"
+        echo "llm.c train_gpt2cu [12 of 12 layers, seq 1024 x $B (global $B), recompute GELU (-r 1)]"
         sed -nE 's/.*\|[[:space:]]*([0-9.]+) ms \|.*/\1/p' "$work/llmc.out" | awk '{ print $1 / 1000 }' |
             rate "llm.c train_gpt2cu$([ "${LLMC_CUDNN:-0}" = 1 ] && echo ' (cuDNN)')" $((B * 1024)) \
                 "$flop" "; our FLOP formula; llm.c -r 1 recomputes GELU" ||

@@ -389,11 +389,19 @@ static void memory_report(struct gt *t, size_t arena_bytes)
     char b[MEM_N][32], tot[32], fr[32], all[32];
     for (int i = 0; i < MEM_N; i++)
         sl_human_bytes((double)t->mem[i], b[i], sizeof(b[i]));
+#ifdef SL_HAVE_NCCL
+    const char *reduce =
+        t->a->grad_reduce == GPU_REDUCE_BF16 ? "reduced in bf16" : "reduced in fp32";
+#else
+    /* one rank and nothing reduced: train.grad_reduce_dtype changes nothing (said here, where
+     * tests/gpu/t_train_gpu.sh reads which reduction ran) */
+    const char *reduce = "not reduced: this build has no NCCL";
+#endif
     sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
-            "accumulation, reduced in %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
+            "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
             "shard), activations %s (recompute %s), workspace %s",
-            b[MEM_PARAMS], b[MEM_GRADS], t->a->grad_reduce == GPU_REDUCE_BF16 ? "bf16" : "fp32",
-            b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute], b[MEM_WORK]);
+            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS],
+            rc_names[t->a->recompute], b[MEM_WORK]);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
             sl_human_bytes((double)free_b, fr, sizeof(fr)),

@@ -276,6 +276,12 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
                 det ? "deterministic" : "non-deterministic", attn_names[a->attention],
                 a->deterministic ? "true" : "false", rc_names[a->recompute], t->W,
                 t->W > 1 ? "s" : "", t->shard_n);
+        if (a->deterministic && !det)
+            sl_warn("train.deterministic=true: cuDNN has no deterministic backward engine for "
+                    "attention at batch %d x %d tokens, %d/%d heads of %d; its backward sums dQ "
+                    "with atomics, so runs are not bit-identical\nhint: train.attention=flash "
+                    "(own kernels, deterministic)",
+                    t->B, t->T, t->H, t->Hkv, t->hd);
     }
     *act_bytes = t->mem[MEM_ACTS];
     return 0;

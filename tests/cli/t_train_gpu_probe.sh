@@ -2,7 +2,7 @@
 # make test-gpu without a GPU (tests/gpu/run.sh, tests/gpu/t_train_gpu.sh): the GPU trainer
 # test SKIPs only on the trainer's exact "no CUDA device" message and fails on any other
 # failure of its probe; the run ends with one "test-gpu: N passed, N failed" line summing the
-# kernel and trainer tests.
+# kernel and trainer tests (every kernel group of test_kernels.c's table).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 GPU_T="$ROOT/tests/gpu/t_train_gpu.sh"
@@ -58,6 +58,24 @@ run "$ROOT/tests/gpu/run.sh" "$T/build"
 case_ "test-gpu: one summary line over the kernel groups and the trainer test"
 expect_rc 1
 expect_eq "$(tail -1 "$T/out")" "test-gpu: 5 passed, 1 failed"
+# every group of test_kernels.c's table is counted, those with digits in their names too
+# (grad_f32 was dropped by a letters-only name pattern)
+groups=$(grep -o '{ "[^"]*", t_[a-z0-9_]* }' "$ROOT/tests/gpu/test_kernels.c" | cut -d'"' -f2)
+{
+    printf '#!/bin/sh\n'
+    i=0
+    for g in $groups; do
+        i=$((i + 1))
+        printf 'echo "== %s"\necho "   %s: %d passed, 0 failed, 0 skipped"\n' "$g" "$g" $((i * 10))
+    done
+} >"$T/build/test_kernels"
+sum=0 i=0
+for g in $groups; do i=$((i + 1)) sum=$((sum + i * 10)); done
+run "$ROOT/tests/gpu/run.sh" "$T/build"
+case_ "test-gpu: every kernel group's count ($(echo $groups | wc -w) groups, grad_f32 among them)"
+expect_rc 0
+expect_out "grad_f32: "
+expect_eq "$(tail -1 "$T/out")" "test-gpu: $sum passed, 0 failed"
 printf '#!/bin/sh\necho "test_kernels: SKIP: no CUDA device (none)"\nexit 0\n' >"$T/build/test_kernels"
 run "$ROOT/tests/gpu/run.sh" "$T/build"
 case_ "test-gpu without a GPU: SKIPs, 0 passed, 0 failed, exit 0"
