@@ -75,7 +75,28 @@ $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/
                      $(EMU_DIR)/obj/cudart.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
+# The CUDA trainer on emulated GPUs: $(EMU_DIR)/libsluice-gpu-emu.so holds train/gpu_*.c,
+# compiled with the C flags of libsluice-gpu.so (CUDA, and NCCL where MPI and nccl.h are; no
+# cuDNN, which the emulation reports absent), over the emulated kernels and stand-ins.
+# `SLUICE_GPU_LIB=$(EMU_DIR)/libsluice-gpu-emu.so sluice train ... train.device=cuda` loads
+# it instead of libsluice-gpu.so (tests/cli/t_train_gpu_emu.sh).
+EMU_TRAIN_OBJS = $(patsubst train/%.c,$(EMU_DIR)/obj/train/%.o,$(filter train/%.c,$(CU_SRCS)))
+EMU_TRAIN_CPPFLAGS = $(filter-out -DSL_HAVE_CUDA -DSL_HAVE_CUDNN -DSL_HAVE_NCCL,$(CPPFLAGS_ALL)) \
+                     -DSL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(EMU_NCCL),-DSL_HAVE_NCCL)
+EMU_PLUGIN := $(EMU_DIR)/libsluice-gpu-emu.so
+
+$(EMU_DIR)/obj/train/%.o: train/%.c $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(EMU_TRAIN_CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# (expanded a second time: EMU_NCCL is known only once MPI has been detected)
+.SECONDEXPANSION:
+$(EMU_PLUGIN): $(EMU_TRAIN_OBJS) $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS) \
+               $$(if $$(EMU_NCCL),$(EMU_DIR)/obj/nccl.o)
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -shared -o $@ $^ $(if $(EMU_NCCL),$(MPI_LIBS)) -ldl -lm -lpthread
+
 -include $(wildcard $(EMU_DIR)/obj/*.d)
+-include $(wildcard $(EMU_DIR)/obj/train/*.d)
 .SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS) test_emu)
 
 .PHONY: test-gpu-emu test-gpu-emu-plants

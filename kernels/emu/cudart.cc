@@ -5,6 +5,9 @@
  * synchronisation cannot show), page-locked memory, unified addressing beyond plain pointers
  * (a kernel given a host pointer works here), several devices, sticky errors, and the
  * real device's memory size (cudaMemGetInfo reports the host's).
+ * Host threads: the last error and the current device are per thread, as in the runtime;
+ * the table of allocations is shared under a lock (the trainer's data thread calls the
+ * runtime while the main thread allocates). Kernels launch from one thread at a time.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +16,13 @@
 #include <unistd.h>
 
 #include <map>
+#include <mutex>
 
 #include "kernels/emu/emu.h"
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
-static cudaError_t last_error = cudaSuccess;
+static thread_local cudaError_t last_error = cudaSuccess;
 
 /* Keep e for cudaGetLastError (the first error since the last call, as the runtime does). */
 cudaError_t sl_emu_record_error(cudaError_t e)
@@ -90,12 +94,14 @@ static cudaError_t err(cudaError_t e)
 
 #define ALLOC_ALIGN 256 /* cudaMalloc's alignment */
 
+static std::mutex allocs_mu; /* guards allocs and allocated */
 static std::map<uintptr_t, size_t> allocs; /* start -> bytes */
 static size_t allocated;
 
 /* 1 when [p, p + n) lies in one cudaMalloc allocation (emu.h) */
 int sl_emu_is_device(const void *p, size_t n)
 {
+    std::lock_guard<std::mutex> lock(allocs_mu);
     auto it = allocs.upper_bound((uintptr_t)p);
     if (it == allocs.begin())
         return 0;
@@ -110,6 +116,7 @@ extern "C" cudaError_t cudaMalloc(void **p, size_t bytes)
     void *m = NULL;
     if (posix_memalign(&m, ALLOC_ALIGN, bytes ? bytes : 1))
         return err(cudaErrorMemoryAllocation);
+    std::lock_guard<std::mutex> lock(allocs_mu);
     allocs[(uintptr_t)m] = bytes ? bytes : 1;
     allocated += bytes;
     *p = m;
@@ -120,11 +127,14 @@ extern "C" cudaError_t cudaFree(void *p)
 {
     if (!p)
         return cudaSuccess;
-    auto it = allocs.find((uintptr_t)p);
-    if (it == allocs.end())
-        return err(cudaErrorInvalidValue);
-    allocated -= it->second;
-    allocs.erase(it);
+    {
+        std::lock_guard<std::mutex> lock(allocs_mu);
+        auto it = allocs.find((uintptr_t)p);
+        if (it == allocs.end())
+            return err(cudaErrorInvalidValue);
+        allocated -= it->second;
+        allocs.erase(it);
+    }
     free(p);
     return cudaSuccess;
 }
@@ -137,6 +147,12 @@ extern "C" cudaError_t cudaMallocHost(void **p, size_t bytes)
     return *p ? cudaSuccess : err(cudaErrorMemoryAllocation);
 }
 
+extern "C" cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
+{
+    (void)flags;
+    return cudaMallocHost(p, bytes);
+}
+
 extern "C" cudaError_t cudaFreeHost(void *p)
 {
     free(p);
@@ -146,6 +162,7 @@ extern "C" cudaError_t cudaFreeHost(void *p)
 extern "C" cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
     const size_t t = (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    std::lock_guard<std::mutex> lock(allocs_mu);
     *total = t;
     *free_bytes = t > allocated ? t - allocated : 0;
     return cudaSuccess;
@@ -202,7 +219,7 @@ extern "C" cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_
 
 /* ---- the device ------------------------------------------------------------------------------ */
 
-static int current_device;
+static thread_local int current_device;
 
 extern "C" cudaError_t cudaGetDeviceCount(int *n)
 {
