@@ -3,7 +3,8 @@
  * a call returns, the last-error slot, and an H100's properties.
  * Not modelled: asynchrony (every stream is the calling thread, so a missing stream wait or
  * synchronisation cannot show), page-locked memory, unified addressing beyond plain pointers
- * (a kernel given a host pointer works here), several devices, sticky errors, and the
+ * (a kernel given a host pointer works here), several devices in one process (each device
+ * number is the same host memory), sticky errors, and the
  * real device's memory size (cudaMemGetInfo reports the host's).
  * Host threads: the last error and the current device are per thread, as in the runtime;
  * the table of allocations is shared under a lock (the trainer's data thread calls the
@@ -221,9 +222,26 @@ extern "C" cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_
 
 static thread_local int current_device;
 
+/* As many devices as the launcher started ranks on this node, so that each rank of
+ * `mpirun -np N` finds one of its own (kernels/emu/nccl.cc: one emulated GPU per process);
+ * SL_CUDA_EMU_DEVICES overrides. They share the host's memory: a rank using another's
+ * device is not told apart. */
+static int device_count(void)
+{
+    static const char *const vars[] = { "SL_CUDA_EMU_DEVICES", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "MPI_LOCALNRANKS" };
+    for (const char *v : vars) {
+        const char *s = getenv(v);
+        int n = s ? atoi(s) : 0;
+        if (n > 0)
+            return n;
+    }
+    return 1;
+}
+
 extern "C" cudaError_t cudaGetDeviceCount(int *n)
 {
-    *n = 1;
+    *n = device_count();
     return cudaSuccess;
 }
 
@@ -235,7 +253,7 @@ extern "C" cudaError_t cudaGetDevice(int *d)
 
 extern "C" cudaError_t cudaSetDevice(int d)
 {
-    if (d != 0)
+    if (d < 0 || d >= device_count())
         return err(cudaErrorInvalidDevice);
     current_device = d;
     return cudaSuccess;
@@ -249,7 +267,7 @@ extern "C" cudaError_t cudaDeviceSynchronize(void)
 /* The limits the launch checks use (kernels/emu/runtime.cc), and an H100 SXM's counts. */
 extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
 {
-    if (d != 0)
+    if (d < 0 || d >= device_count())
         return err(cudaErrorInvalidDevice);
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "CUDA emulation on the CPU (sluice)");
@@ -279,7 +297,7 @@ extern "C" cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
 
 extern "C" cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d)
 {
-    if (d != 0)
+    if (d < 0 || d >= device_count())
         return err(cudaErrorInvalidDevice);
     switch (attr) {
     case cudaDevAttrMaxSharedMemoryPerBlockOptin:
