@@ -312,23 +312,35 @@ static ncclResult_t mpi(const char *fn, int rc)
 
 /* ---- collectives -------------------------------------------------------------------------- */
 
+/* the stream-order check (streams.cc): the collective reads in_bytes at in, writes out_bytes
+ * at out */
+static void note(cudaStream_t st, const char *fn, const void *in, size_t in_bytes, void *out,
+                 size_t out_bytes)
+{
+    const sl_emu_access acc[2] = { { in, in_bytes, 0 }, { out, out_bytes, 1 } };
+    if (in_bytes && out_bytes)
+        sl_emu_stream_work(st, fn, acc, 2);
+    else if (out_bytes)
+        sl_emu_stream_work(st, fn, acc + 1, 1);
+}
+
 extern "C" ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t st)
 {
     const char *fn = "ncclAllReduce";
-    (void)st;
     TRY(check_call(fn, comm, t, count, count));
     TRY(check_op(fn, op));
     const size_t bytes = count * type_size(t);
     TRY(check_buf(fn, "sendbuff", sendbuff, bytes));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes));
+    note(st, fn, sendbuff, bytes, recvbuff, bytes);
     std::vector<char> all(bytes * comm->size);
     if (comm->mpi == MPI_COMM_NULL)
         memcpy(all.data(), sendbuff, bytes);
     else
-        TRY(mpi(fn, MPI_Allgather(sendbuff, (int)bytes, MPI_BYTE, all.data(), (int)bytes,
-                                  MPI_BYTE, comm->mpi)));
+        TRY(mpi(fn, MPI_Allgather(sendbuff, (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE,
+                                  comm->mpi)));
     reduce(recvbuff, all.data(), bytes, count, comm->size, t, op);
     return ncclSuccess;
 }
@@ -340,18 +352,18 @@ extern "C" ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
                                           cudaStream_t st)
 {
     const char *fn = "ncclReduceScatter";
-    (void)st;
     TRY(check_call(fn, comm, t, recvcount, recvcount));
     TRY(check_op(fn, op));
     const size_t bytes = recvcount * type_size(t);
     TRY(check_buf(fn, "sendbuff", sendbuff, bytes * comm->size));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes));
+    note(st, fn, sendbuff, bytes * comm->size, recvbuff, bytes);
     std::vector<char> mine(bytes * comm->size); /* every rank's block for this rank */
     if (comm->mpi == MPI_COMM_NULL)
         memcpy(mine.data(), sendbuff, bytes);
     else
-        TRY(mpi(fn, MPI_Alltoall(sendbuff, (int)bytes, MPI_BYTE, mine.data(), (int)bytes,
-                                 MPI_BYTE, comm->mpi)));
+        TRY(mpi(fn, MPI_Alltoall(sendbuff, (int)bytes, MPI_BYTE, mine.data(), (int)bytes, MPI_BYTE,
+                                 comm->mpi)));
     reduce(recvbuff, mine.data(), bytes, recvcount, comm->size, t, op);
     return ncclSuccess;
 }
@@ -362,11 +374,11 @@ extern "C" ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t t, ncclComm_t comm, cudaStream_t st)
 {
     const char *fn = "ncclAllGather";
-    (void)st;
     TRY(check_call(fn, comm, t, sendcount, sendcount));
     const size_t bytes = sendcount * type_size(t);
     TRY(check_buf(fn, "sendbuff", sendbuff, bytes));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes * comm->size));
+    note(st, fn, sendbuff, bytes, recvbuff, bytes * comm->size);
     std::vector<char> part(static_cast<const char *>(sendbuff),
                            static_cast<const char *>(sendbuff) + bytes);
     if (comm->mpi == MPI_COMM_NULL) {
@@ -382,7 +394,6 @@ extern "C" ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t st)
 {
     const char *fn = "ncclBroadcast";
-    (void)st;
     TRY(check_call(fn, comm, t, count, count));
     if (root < 0 || root >= comm->size)
         return fail(ncclInvalidArgument, "%s: root %d of %d ranks", fn, root, comm->size);
@@ -390,6 +401,8 @@ extern "C" ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
     if (comm->rank == root)
         TRY(check_buf(fn, "sendbuff", sendbuff, bytes));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes));
+    note(st, fn, comm->rank == root ? sendbuff : NULL, comm->rank == root ? bytes : 0, recvbuff,
+         bytes);
     if (comm->rank == root && bytes && sendbuff != recvbuff)
         memmove(recvbuff, sendbuff, bytes);
     if (comm->mpi == MPI_COMM_NULL)
