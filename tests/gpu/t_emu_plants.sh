@@ -39,12 +39,13 @@ plants=(
 # the groups that launch no kernel of their own (tests/gpu/run_emu.sh): natural order only
 natural_only=" gemm trainer "
 
-build() { # [asan]
-    local b=$tmp/build san=()
+build() { # [asan] [GROUP: the trainer's plugin too for trainer or all]
+    local b=$tmp/build san=() targets
     [ "${1:-}" = asan ] && b=$tmp/build-asan san=(SANITIZE=1 CUDA=0)
+    targets=("$b/emu/test_kernels")
+    case ${2:-} in trainer | all) targets+=("$b/emu/libsluice-gpu-emu.so") ;; esac
     make -C "$root" --no-print-directory -j2 BUILD="$b" EMU_SRC="$src" "${san[@]}" \
-        "$b/emu/test_kernels" $([ "${1:-}" = asan ] || echo "$b/emu/libsluice-gpu-emu.so") \
-        > "$tmp/build.log" 2>&1
+        "${targets[@]}" > "$tmp/build.log" 2>&1
 }
 
 # one line on how a group run ended: "passes", "N checks fail", or the emulation's message
@@ -79,7 +80,7 @@ outcome() { # group order [asan]
 
 caught=0
 missed=0
-if ! build; then
+if ! build "" all; then
     tail -20 "$tmp/build.log"
     echo "FAIL the copy without a plant does not build"
     echo "t_emu_plants: 0 caught, 1 missed"
@@ -103,7 +104,7 @@ for p in "${plants[@]}"; do
         cp "$root/$file" "$src/$file"
         continue
     fi
-    if ! build "$san"; then
+    if ! build "$san" "$group"; then
         echo "FAIL plant '$name': the planted copy does not build"
         tail -5 "$tmp/build.log"
         missed=$((missed + 1))
