@@ -278,7 +278,10 @@ test-unit: $(BUILD)/test_unit
 	@echo "== unit tests ($(BUILD))"
 	@SLUICE_TEST_DATA=$(CURDIR)/tests/fixtures $(BUILD)/test_unit
 
-test-cli: $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(BUILD)/test_world
+# with the CUDA headers, the trainer on emulated GPUs too (tests/cli/t_train_gpu_emu.sh; not
+# in the sanitizer build, where it would take minutes)
+test-cli: $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(BUILD)/test_world \
+          $(if $(and $(filter 1,$(EMU_HEADERS)),$(filter 0,$(SANITIZE))),$(EMU_PLUGIN))
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
 	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
 

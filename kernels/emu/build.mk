@@ -5,9 +5,11 @@
 #   make test-gpu-emu   every kernel group in the natural order and again in the strict orders
 #                       (tests/gpu/run_emu.sh); gemm, which has no kernel of its own (cuBLASLt is
 #                       a CPU GEMM here, kernels/emu/cublaslt.cc), only in the natural order
-#   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels, each of
-#                       which the emulated tests must catch (tests/gpu/t_emu_plants.sh)
-# EMU_SRC=dir takes kernels/*.cu, kernels/*.h and tests/gpu/ from a copy of them in dir.
+#   make test-gpu-emu-plants  bugs planted one at a time into a copy of the kernels (and of
+#                       train/gpu_*.c), each of which the emulated tests must catch
+#                       (tests/gpu/t_emu_plants.sh)
+# EMU_SRC=dir takes kernels/*.cu, kernels/*.h, train/gpu_*.c and tests/gpu/ from a copy of
+# them in dir.
 # EMU_ORDERS: the thread orders test-gpu-emu runs (make test-gpu-emu BUILD=build-asan SANITIZE=1
 # CUDA=0 EMU_ORDERS=natural: once under AddressSanitizer + UndefinedBehaviorSanitizer).
 EMU_HEADERS := $(shell test -e $(CUDA_HOME)/include/cuda_runtime_api.h -a \
@@ -22,7 +24,8 @@ EMU_DIR := $(BUILD)/emu
 EMU_SRC ?= .
 EMU_ORDERS ?= natural reversed shuffled
 EMU_KERNEL_OBJS := $(patsubst %,$(EMU_DIR)/obj/%.o,$(EMU_KERNELS))
-EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/cublaslt.o
+EMU_RT_OBJS := $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/streams.o \
+               $(EMU_DIR)/obj/cublaslt.o
 # no SL_HAVE_CUDNN: cuDNN is reported absent, so attention uses the own kernels; CUB's
 # headers are kernels/emu/include/cub/ (SANITIZE=1 builds it under AddressSanitizer +
 # UndefinedBehaviorSanitizer, as make asan does)
@@ -67,15 +70,37 @@ $(EMU_DIR)/obj/test_nccl_emu.o: tests/gpu/test_nccl_emu.c
 
 # the NCCL calls between emulated GPUs, one per MPI rank
 $(EMU_DIR)/test_nccl_emu: $(EMU_DIR)/obj/test_nccl_emu.o $(EMU_DIR)/obj/nccl.o \
-                          $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o
+                          $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o $(EMU_DIR)/obj/cudart.o \
+                          $(EMU_DIR)/obj/streams.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ $(MPI_LIBS) -lm
 
 # the emulated exchanges against their definitions (tests/gpu/test_emu.cu)
 $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o \
-                     $(EMU_DIR)/obj/cudart.o
+                     $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/streams.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
+# The CUDA trainer on emulated GPUs: $(EMU_DIR)/libsluice-gpu-emu.so holds train/gpu_*.c,
+# compiled with the C flags of libsluice-gpu.so (CUDA, and NCCL where MPI and nccl.h are; no
+# cuDNN, which the emulation reports absent), over the emulated kernels and stand-ins.
+# `SLUICE_GPU_LIB=$(EMU_DIR)/libsluice-gpu-emu.so sluice train ... train.device=cuda` loads
+# it instead of libsluice-gpu.so (tests/cli/t_train_gpu_emu.sh).
+EMU_TRAIN_OBJS = $(patsubst train/%.c,$(EMU_DIR)/obj/train/%.o,$(filter train/%.c,$(CU_SRCS)))
+EMU_TRAIN_CPPFLAGS = $(filter-out -DSL_HAVE_CUDA -DSL_HAVE_CUDNN -DSL_HAVE_NCCL,$(CPPFLAGS_ALL)) \
+                     -DSL_HAVE_CUDA -I$(CUDA_HOME)/include $(if $(EMU_NCCL),-DSL_HAVE_NCCL)
+EMU_PLUGIN := $(EMU_DIR)/libsluice-gpu-emu.so
+
+$(EMU_DIR)/obj/train/%.o: $(EMU_SRC)/train/%.c $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(EMU_TRAIN_CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# (expanded a second time: EMU_NCCL is known only once MPI has been detected)
+.SECONDEXPANSION:
+$(EMU_PLUGIN): $(EMU_TRAIN_OBJS) $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS) \
+               $$(if $$(EMU_NCCL),$(EMU_DIR)/obj/nccl.o)
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -shared -o $@ $^ $(if $(EMU_NCCL),$(MPI_LIBS)) -ldl -lm -lpthread
+
 -include $(wildcard $(EMU_DIR)/obj/*.d)
+-include $(wildcard $(EMU_DIR)/obj/train/*.d)
 .SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS) test_emu)
 
 .PHONY: test-gpu-emu test-gpu-emu-plants
@@ -91,7 +116,8 @@ endif
 
 test-gpu-emu-plants:
 ifeq ($(EMU_HEADERS),1)
-	@tests/gpu/t_emu_plants.sh
+	@$(MAKE) --no-print-directory $(BUILD)/sluice
+	@SLUICE=$(CURDIR)/$(BUILD)/sluice tests/gpu/t_emu_plants.sh
 else
 	@echo "test-gpu-emu-plants: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h, cublasLt.h) in $(CUDA_HOME)/include"
 endif

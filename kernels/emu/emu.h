@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include <cuda_runtime_api.h>
 #include <cuda_bf16.h>
@@ -96,6 +97,34 @@ void *sl_emu_dynamic_smem(void);
  * stand-ins refuse host pointers, as the real libraries' kernels would fault on them. */
 int sl_emu_is_device(const void *p, size_t n);
 
+/* ---- the order of work between streams (kernels/emu/streams.cc) ------------------------ */
+
+/* Memory a piece of work touches: `bytes` from p (0: only where p points). */
+struct sl_emu_access {
+    const void *p;
+    size_t bytes;
+    int write;
+};
+/* Work enqueued on st touching acc[0..n): stops the program when an earlier access from
+ * another stream to the same memory, one of the two a write, is not ordered before it. */
+void sl_emu_stream_work(cudaStream_t st, const char *what, const sl_emu_access *acc, int n);
+void sl_emu_stream_record(cudaEvent_t ev, cudaStream_t st); /* cudaEventRecord */
+void sl_emu_stream_wait(cudaStream_t st, cudaEvent_t ev);   /* cudaStreamWaitEvent */
+void sl_emu_host_sync_stream(cudaStream_t st);              /* cudaStreamSynchronize */
+void sl_emu_host_sync_event(cudaEvent_t ev);                /* cudaEventSynchronize */
+void sl_emu_host_sync_all(void); /* cudaDeviceSynchronize, synchronous copies, frees */
+void sl_emu_stream_forget(cudaStream_t st, cudaEvent_t ev); /* destroyed (either may be 0) */
+
+/* a kernel argument that is a pointer: read through a pointer to const, else written */
+template <class A> static inline void sl_emu_note_arg(sl_emu_access *acc, int &n, const A &a)
+{
+    if constexpr (std::is_pointer_v<A>) {
+        if (a)
+            acc[n++] =
+                sl_emu_access{ (const void *)a, 0, !std::is_const_v<std::remove_pointer_t<A>> };
+    }
+}
+
 template <class... P> struct sl_emu_launcher {
     const char *name;
     void (*fn)(P...);
@@ -106,6 +135,10 @@ template <class... P> struct sl_emu_launcher {
     template <class... A> void operator()(A &&...args) const
     {
         void (*f)(P...) = fn;
+        sl_emu_access acc[sizeof...(P) + 1];
+        int n = 0;
+        (sl_emu_note_arg<P>(acc, n, args), ...);
+        sl_emu_stream_work(st, name, acc, n);
         /* each thread calls the kernel with its own copies of the arguments */
         auto body = [&]() { f(args...); };
         sl_emu_run_grid(

@@ -8,7 +8,8 @@
  * group does not deadlock. Reductions combine the ranks' values in rank order, bf16 and fp16
  * through fp32 rounded once, so every rank gets the same bits. Buffers must lie in cudaMalloc
  * memory (ncclInvalidArgument otherwise, as NCCL checks); in-place forms as NCCL defines them.
- * The MPI library is the caller's: MPI must be initialised before ncclCommInitRank.
+ * The MPI library is the caller's: MPI must be initialised before ncclCommInitRank, but for
+ * a communicator of one rank, which needs no MPI (a process started without a launcher).
  * Not modelled: the real library's ring/tree order and its rounding at every step (results
  * may differ from NCCL's in the last bit of bf16/fp16/fp32 sums), asynchrony with respect to
  * the stream (a missing wait on a communication stream cannot show), more than one GPU per
@@ -30,7 +31,7 @@
 #include "kernels/emu/emu.h"
 
 struct ncclComm {
-    MPI_Comm mpi;
+    MPI_Comm mpi; /* MPI_COMM_NULL for one rank without MPI: the collectives are local copies */
     int rank, size;
 };
 
@@ -117,6 +118,10 @@ extern "C" ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
 {
     int inited = 0;
     MPI_Initialized(&inited);
+    if (!inited && comm && nranks == 1 && rank == 0) {
+        *comm = new ncclComm{ MPI_COMM_NULL, 0, 1 };
+        return ncclSuccess;
+    }
     if (!inited)
         return fail(ncclInvalidUsage, "ncclCommInitRank: MPI is not initialised (the emulated "
                                       "NCCL runs over MPI)");
@@ -142,7 +147,8 @@ extern "C" ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     if (!comm)
         return ncclSuccess;
-    MPI_Comm_free(&comm->mpi);
+    if (comm->mpi != MPI_COMM_NULL)
+        MPI_Comm_free(&comm->mpi);
     delete comm;
     return ncclSuccess;
 }
@@ -306,20 +312,35 @@ static ncclResult_t mpi(const char *fn, int rc)
 
 /* ---- collectives -------------------------------------------------------------------------- */
 
+/* the stream-order check (streams.cc): the collective reads in_bytes at in, writes out_bytes
+ * at out */
+static void note(cudaStream_t st, const char *fn, const void *in, size_t in_bytes, void *out,
+                 size_t out_bytes)
+{
+    const sl_emu_access acc[2] = { { in, in_bytes, 0 }, { out, out_bytes, 1 } };
+    if (in_bytes && out_bytes)
+        sl_emu_stream_work(st, fn, acc, 2);
+    else if (out_bytes)
+        sl_emu_stream_work(st, fn, acc + 1, 1);
+}
+
 extern "C" ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                       ncclDataType_t t, ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t st)
 {
     const char *fn = "ncclAllReduce";
-    (void)st;
     TRY(check_call(fn, comm, t, count, count));
     TRY(check_op(fn, op));
     const size_t bytes = count * type_size(t);
     TRY(check_buf(fn, "sendbuff", sendbuff, bytes));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes));
+    note(st, fn, sendbuff, bytes, recvbuff, bytes);
     std::vector<char> all(bytes * comm->size);
-    TRY(mpi(fn, MPI_Allgather(sendbuff, (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE,
-                              comm->mpi)));
+    if (comm->mpi == MPI_COMM_NULL)
+        memcpy(all.data(), sendbuff, bytes);
+    else
+        TRY(mpi(fn, MPI_Allgather(sendbuff, (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE,
+                                  comm->mpi)));
     reduce(recvbuff, all.data(), bytes, count, comm->size, t, op);
     return ncclSuccess;
 }
@@ -331,15 +352,18 @@ extern "C" ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
                                           cudaStream_t st)
 {
     const char *fn = "ncclReduceScatter";
-    (void)st;
     TRY(check_call(fn, comm, t, recvcount, recvcount));
     TRY(check_op(fn, op));
     const size_t bytes = recvcount * type_size(t);
     TRY(check_buf(fn, "sendbuff", sendbuff, bytes * comm->size));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes));
+    note(st, fn, sendbuff, bytes * comm->size, recvbuff, bytes);
     std::vector<char> mine(bytes * comm->size); /* every rank's block for this rank */
-    TRY(mpi(fn, MPI_Alltoall(sendbuff, (int)bytes, MPI_BYTE, mine.data(), (int)bytes, MPI_BYTE,
-                             comm->mpi)));
+    if (comm->mpi == MPI_COMM_NULL)
+        memcpy(mine.data(), sendbuff, bytes);
+    else
+        TRY(mpi(fn, MPI_Alltoall(sendbuff, (int)bytes, MPI_BYTE, mine.data(), (int)bytes, MPI_BYTE,
+                                 comm->mpi)));
     reduce(recvbuff, mine.data(), bytes, recvcount, comm->size, t, op);
     return ncclSuccess;
 }
@@ -350,13 +374,17 @@ extern "C" ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t t, ncclComm_t comm, cudaStream_t st)
 {
     const char *fn = "ncclAllGather";
-    (void)st;
     TRY(check_call(fn, comm, t, sendcount, sendcount));
     const size_t bytes = sendcount * type_size(t);
     TRY(check_buf(fn, "sendbuff", sendbuff, bytes));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes * comm->size));
+    note(st, fn, sendbuff, bytes, recvbuff, bytes * comm->size);
     std::vector<char> part(static_cast<const char *>(sendbuff),
                            static_cast<const char *>(sendbuff) + bytes);
+    if (comm->mpi == MPI_COMM_NULL) {
+        memcpy(recvbuff, part.data(), bytes);
+        return ncclSuccess;
+    }
     TRY(mpi(fn, MPI_Allgather(part.data(), (int)bytes, MPI_BYTE, recvbuff, (int)bytes, MPI_BYTE,
                               comm->mpi)));
     return ncclSuccess;
@@ -366,7 +394,6 @@ extern "C" ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
                                       ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t st)
 {
     const char *fn = "ncclBroadcast";
-    (void)st;
     TRY(check_call(fn, comm, t, count, count));
     if (root < 0 || root >= comm->size)
         return fail(ncclInvalidArgument, "%s: root %d of %d ranks", fn, root, comm->size);
@@ -374,8 +401,12 @@ extern "C" ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
     if (comm->rank == root)
         TRY(check_buf(fn, "sendbuff", sendbuff, bytes));
     TRY(check_buf(fn, "recvbuff", recvbuff, bytes));
+    note(st, fn, comm->rank == root ? sendbuff : NULL, comm->rank == root ? bytes : 0, recvbuff,
+         bytes);
     if (comm->rank == root && bytes && sendbuff != recvbuff)
         memmove(recvbuff, sendbuff, bytes);
+    if (comm->mpi == MPI_COMM_NULL)
+        return ncclSuccess;
     return mpi(fn, MPI_Bcast(recvbuff, (int)bytes, MPI_BYTE, root, comm->mpi));
 }
 
@@ -404,6 +435,8 @@ static ncclResult_t p2p(const char *fn, int send, void *buf, size_t count, ncclD
         return fail(ncclInvalidArgument, "%s: peer %d of %d ranks", fn, peer, comm->size);
     const size_t bytes = count * type_size(t);
     TRY(check_buf(fn, send ? "sendbuff" : "recvbuff", buf, bytes));
+    if (comm->mpi == MPI_COMM_NULL)
+        return fail(ncclInvalidUsage, "%s: a rank's send to itself needs MPI here", fn);
     MPI_Request rq;
     int rc = send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, P2P_TAG, comm->mpi, &rq)
                   : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, P2P_TAG, comm->mpi, &rq);

@@ -412,7 +412,9 @@ static void warp_arrive(int op, const char *what, unsigned mask)
     if (!(mask >> f->lane & 1))
         fatal("%s (thread %d): the calling lane %d is not in the mask 0x%08x", what, f->linear,
               f->lane, mask);
-    for (int l = 0; l < nlanes; l++)
+    /* the first lane to arrive checks for exited lanes: a lane named in the mask cannot exit
+     * while others wait (thread_exit) */
+    for (int l = 0; w->arrived == 0 && l < nlanes; l++)
         if ((mask >> l & 1) && g.f[first + l].state == T_DONE)
             fatal("%s (thread %d): mask 0x%08x names lane %d, which has exited", what, f->linear,
                   mask, l);

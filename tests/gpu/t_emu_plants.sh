@@ -6,6 +6,8 @@
 # a plant must pass those groups; each plant must make its group fail in at least one order (failed
 # checks, or the emulation stopping the kernel). A plant whose text is no longer in the source
 # fails too, so the list follows the code. Ends with "t_emu_plants: N caught, N missed".
+# The group "trainer" plants into train/gpu_*.c instead: the copy's build/emu/libsluice-gpu-emu.so
+# runs one step of tiny-llama under $SLUICE (default build/sluice), which must pass unplanted.
 # Usage: tests/gpu/t_emu_plants.sh [PLANT_NAME]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,8 +15,10 @@ only=${1:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sl-emu-plants.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 src=$tmp/src
-mkdir -p "$src/kernels" "$src/tests/gpu"
+SLUICE=${SLUICE:-$root/build/sluice}
+mkdir -p "$src/kernels" "$src/tests/gpu" "$src/train"
 cp "$root"/kernels/*.cu "$root"/kernels/*.h "$src/kernels/"
+cp "$root"/train/gpu_*.c "$src/train/"
 cp "$root"/tests/gpu/test_kernels.c "$root"/tests/gpu/common.h "$src/tests/gpu/"
 
 # name | file | group | perl substitution (applied once to the whole file) [| asan: build and
@@ -29,22 +33,33 @@ plants=(
 "a vectorised tail reading past the end|kernels/util.cu|util|s/if \(vec && i \+ 8 <= n\) \{\n            float x\[8\], y\[8\];/if (vec) {\n            float x[8], y[8];/|asan"
 "a barrier only lane 0 reaches|kernels/cuda_common.h|util|s/(float block_sum\(float v, float \*smem\)\n\{\n[^\n]*\n[^\n]*\n)(    v = warp_sum\(v\);)/\$1    if (lane == 0)\n        __syncthreads();\n\$2/"
 "a cuBLASLt transpose flag flipped|kernels/gemm.cu|gemm|s/cublasOperation_t opa = key->ta \? CUBLAS_OP_T : CUBLAS_OP_N;/cublasOperation_t opa = key->ta ? CUBLAS_OP_N : CUBLAS_OP_T;/"
+"the ZeRO reduce-scatter not waiting for the gradient|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->comm, t->ev_grad, 0\)\);\n//"
+"the optimizer not waiting for the reduce-scatter|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_comm, 0\)\);\n//"
 )
 # the groups that launch no kernel of their own (tests/gpu/run_emu.sh): natural order only
-natural_only=" gemm "
+natural_only=" gemm trainer "
 
-build() { # [asan]
-    local b=$tmp/build san=()
+build() { # [asan] [GROUP: the trainer's plugin too for trainer or all]
+    local b=$tmp/build san=() targets
     [ "${1:-}" = asan ] && b=$tmp/build-asan san=(SANITIZE=1 CUDA=0)
+    targets=("$b/emu/test_kernels")
+    case ${2:-} in trainer | all) targets+=("$b/emu/libsluice-gpu-emu.so") ;; esac
     make -C "$root" --no-print-directory -j2 BUILD="$b" EMU_SRC="$src" "${san[@]}" \
-        "$b/emu/test_kernels" > "$tmp/build.log" 2>&1
+        "${targets[@]}" > "$tmp/build.log" 2>&1
 }
 
 # one line on how a group run ended: "passes", "N checks fail", or the emulation's message
 outcome() { # group order [asan]
     local out status b=$tmp/build
     [ "${3:-}" = asan ] && b=$tmp/build-asan
-    out=$(SL_CUDA_EMU_STRICT=$2 "$b/emu/test_kernels" --group "$1" 2>&1)
+    if [ "$1" = trainer ]; then
+        out=$(SLUICE_GPU_LIB="$b/emu/libsluice-gpu-emu.so" "$SLUICE" train \
+              "$root/configs/models/tiny-llama.yaml" data=synthetic model.vocab_size=512 \
+              train.seq_len=32 train.micro_batch_size=2 train.global_batch_size=4 train.steps=1 \
+              eval.interval=0 train.device=cuda 2>&1)
+    else
+        out=$(SL_CUDA_EMU_STRICT=$2 "$b/emu/test_kernels" --group "$1" 2>&1)
+    fi
     status=$?
     local f
     f=$(echo "$out" | sed -n "s/^ *$1: [0-9]* passed, \([0-9]*\) failed.*/\1/p")
@@ -59,13 +74,13 @@ outcome() { # group order [asan]
         echo "$out" | grep -m1 -o 'cuda-emu: launch of.*' | sed 's/^cuda-emu: /refused: /' |
             cut -c1-150
     else
-        echo "$out" | grep -m1 -o 'fatal: .*' | sed "s/^fatal: cuda-emu error '\([^']*\)' in \(kernel '[^']*'\).*/stops: \1 (\2)/; s/^fatal: //" | cut -c1-150
+        echo "$out" | grep -m1 -o 'fatal: .*' | sed "s/^fatal: cuda-emu error '\([^']*\)' in \(kernel '[^']*'\).*/stops: \1 (\2)/; s/^fatal: cuda-emu error '\([^']*\)' in stream order.*/stops: \1/; s/^fatal: //" | cut -c1-200
     fi
 }
 
 caught=0
 missed=0
-if ! build; then
+if ! build "" all; then
     tail -20 "$tmp/build.log"
     echo "FAIL the copy without a plant does not build"
     echo "t_emu_plants: 0 caught, 1 missed"
@@ -89,7 +104,7 @@ for p in "${plants[@]}"; do
         cp "$root/$file" "$src/$file"
         continue
     fi
-    if ! build "$san"; then
+    if ! build "$san" "$group"; then
         echo "FAIL plant '$name': the planted copy does not build"
         tail -5 "$tmp/build.log"
         missed=$((missed + 1))
