@@ -19,10 +19,9 @@
 # nats (rounding alone drifts by 0.0007 on average, 0.002 at most, over those 50 steps; a
 # wrong AdamW moment, clip or schedule moves the loss by more). Recomputation changes which
 # kernels rebuild activations, never their inputs or order: the losses must be bit-identical
-# here (the real GPU test allows
-# 0.2% for cuDNN's nondeterministic variants). Two ranks reduce in rank order as one rank
-# accumulates micro-batches, but through bf16 gradient buffers per rank: the first-step
-# tolerances.
+# here (the real GPU test allows 0.2% for cuDNN's nondeterministic variants). Two ranks
+# reduce in rank order as one rank accumulates micro-batches, but through bf16 gradient
+# buffers per rank: the first-step tolerances.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
