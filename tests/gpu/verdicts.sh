@@ -15,7 +15,7 @@ no_nccl() {
 # (train/gpu_model.c), for one of the reasons kernels/attention_cudnn.cu's unsupported_reason
 # gives (read from the source, so the list follows the code). A crash, a cuDNN error while
 # building a plan or any other failure is not a refusal. A build without cuDNN (the
-# attn_cudnn_new of its stub) is said as such.
+# attn_cudnn_new of a build without cudnn.h) is said as such.
 cudnn_refusal() {
     local line reason
     if grep -q '^sluice train: error: train.attention=cudnn: built without cuDNN' "$1"; then
