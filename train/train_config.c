@@ -492,7 +492,7 @@ static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
         o->synthetic = 1;
         return 0;
     }
-    /* random tokens (Megatron's --mock-data) only when data=synthetic says so: no data is an error */
+    /* random tokens (Megatron's --mock-data) only for data=synthetic: no data is an error */
     if (!o->prefix || !o->prefix[strspn(o->prefix, " \t\n")])
         return sl_err_set(SL_ERR_CONFIG,
                           "no training data: data.prefix is %s\nhint: data.prefix=PREFIX (the "
