@@ -47,25 +47,8 @@ SYN=(data=synthetic model.vocab_size=512)
 # compare A.jsonl B.jsonl FIRST_STEP [LOSS_RTOL NORM_RTOL [LAST_STEP]]: the train lines from
 # FIRST_STEP on (to LAST_STEP), within the relative tolerances (exactly when they are 0)
 compare() {
-    python3 - "$1" "$2" "$3" "${4:-$LOSS_RTOL}" "${5:-$NORM_RTOL}" "${6:-0}" <<'PY'
-import json, sys
-a, b, first, lt, nt, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
-def rows(p):
-    return {m["step"]: m for m in map(json.loads, open(p))
-            if m["type"] == "train" and m["step"] >= first and (not last or m["step"] <= last)}
-ra, rb = rows(a), rows(b)
-if sorted(ra) != sorted(rb) or not ra:
-    sys.exit(f"steps differ: {sorted(ra)} vs {sorted(rb)}")
-bad = []
-for s in sorted(ra):
-    for k, tol in (("loss", lt), ("grad_norm", nt)):
-        x, y = ra[s][k], rb[s][k]
-        err = abs(x - y) / max(abs(y), 1e-12)
-        print(f"  step {s} {k}: {x:.6f} vs {y:.6f} (rel {err:.2e}, tolerance {tol:g})")
-        if err > tol:
-            bad.append(f"step {s} {k} {x} vs {y}")
-sys.exit("; ".join(bad) if bad else 0)
-PY
+    python3 "$ROOT/tests/oracle/compare_train_logs.py" "$1" "$2" "$3" \
+        "${4:-$LOSS_RTOL}" "${5:-$NORM_RTOL}" "${6:-0}"
 }
 
 # --- 1. the first step: loss, gradient norm, every tensor's gradient -----------------------

@@ -68,24 +68,8 @@ NO_NCCL=$(no_nccl "$T/err" || true)
 # compare A.jsonl B.jsonl FIRST_STEP: losses and gradient norms of the train lines from
 # FIRST_STEP on, within LOSS_RTOL / NORM_RTOL (relative), or exactly when the tolerances are 0
 compare() {
-    python3 - "$1" "$2" "$3" "${4:-$LOSS_RTOL}" "${5:-$NORM_RTOL}" <<'PY'
-import json, sys
-a, b, first, lt, nt = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-def rows(p):
-    return {m["step"]: m for m in map(json.loads, open(p)) if m["type"] == "train" and m["step"] >= first}
-ra, rb = rows(a), rows(b)
-if sorted(ra) != sorted(rb) or not ra:
-    sys.exit(f"steps differ: {sorted(ra)} vs {sorted(rb)}")
-bad = []
-for s in sorted(ra):
-    for k, tol in (("loss", lt), ("grad_norm", nt)):
-        x, y = ra[s][k], rb[s][k]
-        err = abs(x - y) / max(abs(y), 1e-12)
-        print(f"  step {s} {k}: {x:.6f} vs {y:.6f} (rel {err:.2e}, tolerance {tol:g})")
-        if err > tol:
-            bad.append(f"step {s} {k} {x} vs {y}")
-sys.exit("; ".join(bad) if bad else 0)
-PY
+    python3 "$ROOT/tests/oracle/compare_train_logs.py" "$1" "$2" "$3" \
+        "${4:-$LOSS_RTOL}" "${5:-$NORM_RTOL}"
 }
 
 # --- 1. a few steps against the CPU path ---------------------------------------------
