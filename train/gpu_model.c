@@ -13,14 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Tensor id's weights and gradient: where its bucket is now (t->pb, t->gb). */
 static const sl_bf16 *P(const struct gt *t, int id)
 {
-    return id < 0 ? NULL : t->params + t->doff[id];
+    if (id < 0)
+        return NULL;
+    int k = t->tbk[id];
+    return t->pb[k] + (t->doff[id] - t->bk[k].dev);
 }
 
 static sl_bf16 *G(const struct gt *t, int id)
 {
-    return id < 0 ? NULL : t->grads + t->doff[id];
+    if (id < 0)
+        return NULL;
+    int k = t->tbk[id];
+    return t->gb[k] + (t->doff[id] - t->bk[k].dev);
 }
 
 /* ---- device layout, buckets, the arena ----------------------------------------------- */
@@ -38,6 +45,7 @@ static int plan_buckets(struct gt *t)
     t->nbk = t->L + 2;
     t->bk = sl_xcalloc((size_t)t->nbk, sizeof(*t->bk));
     t->doff = sl_xcalloc((size_t)l->n, sizeof(size_t));
+    t->tbk = sl_xcalloc((size_t)l->n, sizeof(int));
     int *first = sl_xmalloc((size_t)t->nbk * sizeof(int));
     for (int k = 0; k < t->nbk; k++)
         first[k] = -1;
@@ -79,9 +87,17 @@ static int plan_buckets(struct gt *t)
                 l->t[i].offset < t->bk[j].lb)
                 k = j;
         t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
+        t->tbk[i] = k;
     }
     t->dtotal = dev;
     t->shard_n = shard;
+    t->maxb = t->maxl = 0;
+    for (int k = 0; k < t->nbk; k++) {
+        size_t n = t->bk[k].len;
+        t->maxb = n > t->maxb ? n : t->maxb;
+        if (k >= 1 && k <= t->L)
+            t->maxl = n > t->maxl ? n : t->maxl;
+    }
     return 0;
 }
 
@@ -114,6 +130,51 @@ static void *carve(struct carver *c, size_t bytes, int cat)
     return c->base ? c->base + a : NULL;
 }
 
+/* The weights and gradients of the ZeRO stage (docs/trainer.md, "GPU ZeRO stages"):
+ * ZeRO-1 bf16 weights and micro-batch gradient whole and the fp32 step gradient whole;
+ * ZeRO-2 the fp32 gradient of the shard only, with two staging buffers of the largest
+ * bucket; ZeRO-3 also the weights as a bf16 shard, gathered into the outer buckets' buffers
+ * and two layer slots (with their gradients). */
+static void carve_zero(struct gt *t, struct carver *c)
+{
+    size_t b2 = sizeof(sl_bf16), f4 = sizeof(float);
+    t->params = t->grads = t->pshard = NULL;
+    t->main_grad = t->sgrad = NULL;
+    for (int x = 0; x < 2; x++)
+        t->stage[x] = NULL, t->pouter[x] = t->gouter[x] = t->lp[x] = t->lg[x] = NULL;
+    if (t->zero < 3) {
+        t->params = carve(c, t->dtotal * b2, MEM_PARAMS);
+        t->grads = carve(c, t->dtotal * b2, MEM_GRADS);
+    } else {
+        size_t outer[2] = { t->bk[0].len, t->bk[t->L + 1].len };
+        t->pshard = carve(c, t->shard_n * b2, MEM_PARAMS);
+        for (int x = 0; x < 2; x++)
+            t->pouter[x] = carve(c, outer[x] * b2, MEM_PARAMS);
+        for (int x = 0; x < 2; x++)
+            t->lp[x] = carve(c, t->maxl * b2, MEM_PARAMS);
+        for (int x = 0; x < 2; x++)
+            t->gouter[x] = carve(c, outer[x] * b2, MEM_GRADS);
+        for (int x = 0; x < 2; x++)
+            t->lg[x] = carve(c, t->maxl * b2, MEM_GRADS);
+    }
+    if (t->zero < 2) {
+        t->main_grad = carve(c, t->dtotal * f4, MEM_GRADS);
+    } else {
+        t->sgrad = carve(c, t->shard_n * f4, MEM_GRADS);
+        for (int x = 0; x < 2; x++)
+            t->stage[x] = carve(c, t->maxb * f4, MEM_GRADS);
+    }
+    /* where the buckets are: fixed below ZeRO-3, the outer buffers and slots at ZeRO-3 */
+    for (int k = 0; k < t->nbk; k++) {
+        t->pb[k] = t->params ? t->params + t->bk[k].dev : NULL;
+        t->gb[k] = t->grads ? t->grads + t->bk[k].dev : NULL;
+    }
+    if (t->zero == 3) {
+        t->pb[0] = t->pouter[0], t->gb[0] = t->gouter[0];
+        t->pb[t->L + 1] = t->pouter[1], t->gb[t->L + 1] = t->gouter[1];
+    }
+}
+
 /* Lay out every device buffer; with base NULL only count. Returns the arena's size. */
 static size_t plan_memory(struct gt *t, char *base)
 {
@@ -121,9 +182,7 @@ static size_t plan_memory(struct gt *t, char *base)
     memset(t->mem, 0, sizeof(t->mem));
     size_t N = (size_t)t->N, D = (size_t)t->D, b2 = sizeof(sl_bf16), f4 = sizeof(float);
     int rc_mode = (int)t->a->recompute;
-    t->params = carve(&c, t->dtotal * b2, MEM_PARAMS);
-    t->grads = carve(&c, t->dtotal * b2, MEM_GRADS);
-    t->main_grad = carve(&c, t->dtotal * f4, MEM_GRADS);
+    carve_zero(t, &c);
     t->master = carve(&c, t->shard_n * f4, MEM_OPTIM);
     t->m = carve(&c, t->shard_n * f4, MEM_OPTIM);
     t->v = carve(&c, t->shard_n * f4, MEM_OPTIM);
@@ -308,9 +367,11 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
     struct gacts a0 = acts(t, 0);
+    gpu_z3_outer(t);
     embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
     for (int li = 0; li < t->L; li++) {
         struct gacts a = acts(t, li);
+        gpu_z3_layer(t, li, li + 1 < t->L ? li + 1 : -1);
         if (li == 0) {
             layer_fwd(t, 0, &a, a.res, NULL);
         } else {
@@ -352,7 +413,13 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
  * last micro-step reduce-scattered: gpu_bucket_done). */
 void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
 {
-    CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    if (t->zero < 3) {
+        CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    } else {
+        size_t outer[2] = { t->bk[0].len, t->bk[t->L + 1].len };
+        for (int x = 0; x < 2; x++)
+            CUDA_CHECK(cudaMemsetAsync(t->gouter[x], 0, outer[x] * sizeof(sl_bf16), t->st));
+    }
     const struct model_layout *l = &t->l;
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
     GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
@@ -364,6 +431,8 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
     for (int li = t->L - 1; li >= 0; li--) {
         struct gacts a = acts(t, li);
         const struct model_layer_ids *id = &l->layer[li];
+        gpu_z3_layer(t, li, li > 0 ? li - 1 : -1);
+        gpu_z3_grad(t, li);
         if (t->a->recompute == GPU_RECOMPUTE_SELECTIVE) {
             norm_fwd(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
             norm_fwd(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
@@ -397,11 +466,17 @@ static void memory_report(struct gt *t, size_t arena_bytes)
      * tests/gpu/t_train_gpu.sh reads which reduction ran) */
     const char *reduce = "not reduced: this build has no NCCL";
 #endif
-    sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
-            "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
-            "shard), activations %s (recompute %s), workspace %s",
-            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS],
-            rc_names[t->a->recompute], b[MEM_WORK]);
+    static const char *const what[3][2] = {
+        { "bf16, whole", "bf16 micro-batch + fp32 accumulation, whole" },
+        { "bf16, whole", "bf16 micro-batch whole + fp32 shard + 2 fp32 bucket stages" },
+        { "bf16 shard + outer buckets + 2 layer slots",
+          "bf16 outer buckets + 2 layer slots + fp32 shard + 2 fp32 bucket stages" },
+    };
+    sl_info("GPU memory per rank: parameters %s (ZeRO-%d: %s), gradients %s (%s, %s), "
+            "optimizer state %s (fp32 master + AdamW moments, 1/%d shard), activations %s "
+            "(recompute %s), workspace %s",
+            b[MEM_PARAMS], t->zero, what[t->zero - 1][0], b[MEM_GRADS], what[t->zero - 1][1],
+            reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute], b[MEM_WORK]);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
             sl_human_bytes((double)free_b, fr, sizeof(fr)),
@@ -437,6 +512,11 @@ int gpu_setup_model(struct gt *t)
         return rc;
     t->ntensors = t->l.n;
     t->per = sl_xcalloc((size_t)t->L, sizeof(*t->per));
+    t->zero = a->par.zero >= 2 ? a->par.zero : 1;
+    t->pb = sl_xcalloc((size_t)t->nbk, sizeof(*t->pb));
+    t->gb = sl_xcalloc((size_t)t->nbk, sizeof(*t->gb));
+    t->lp_layer[0] = t->lp_layer[1] = -1;
+    t->outer_ok = 0;
 
     static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
     t->attn = attention_new(backends[a->attention]);
@@ -481,6 +561,13 @@ int gpu_setup_model(struct gt *t)
     CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_grad, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_comm, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_stats, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_issue, cudaEventDisableTiming));
+    for (int i = 0; i < 3; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_gathered[i], cudaEventDisableTiming));
+    for (int i = 0; i < 2; i++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_sfree[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventRecord(t->ev_sfree[i], t->comm));
+    }
     for (int i = 0; i < 2; i++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&t->step_done[i], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventRecord(t->step_done[i], t->st));

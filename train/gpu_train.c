@@ -167,9 +167,7 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
 
 static int gpu_params(void *ctx, float *dst)
 {
-    if (!dst) /* a rank other than 0: every rank holds the whole model */
-        return 0;
-    return gpu_params_host(ctx, dst);
+    return gpu_params_host(ctx, dst); /* collective at ZeRO-3; dst NULL off rank 0 */
 }
 
 static int gpu_load(void *ctx, const char *from, uint64_t init_seed)
@@ -209,6 +207,8 @@ static void gpu_release(void *ctx)
     gpu_loader_stop(t);
     if (t->st)
         cudaStreamSynchronize(t->st);
+    if (t->comm)
+        cudaStreamSynchronize(t->comm);
 #ifdef SL_HAVE_NCCL
     if (t->nccl_ok)
         ncclCommDestroy(t->nccl);
@@ -220,8 +220,11 @@ static void gpu_release(void *ctx)
         cudaFreeHost(t->h_stats);
     if (t->h_eval)
         cudaFreeHost(t->h_eval);
-    cudaEvent_t evs[5] = { t->ev_grad, t->ev_comm, t->ev_stats, t->step_done[0], t->step_done[1] };
-    for (int i = 0; i < 5; i++)
+    cudaEvent_t evs[11] = { t->ev_grad,        t->ev_comm,        t->ev_stats,
+                            t->step_done[0],   t->step_done[1],   t->ev_sfree[0],
+                            t->ev_sfree[1],    t->ev_issue,       t->ev_gathered[0],
+                            t->ev_gathered[1], t->ev_gathered[2] };
+    for (int i = 0; i < 11; i++)
         if (evs[i])
             cudaEventDestroy(evs[i]);
     cudaStream_t sts[3] = { t->st, t->comm, t->copy };
@@ -232,6 +235,9 @@ static void gpu_release(void *ctx)
         cudaFree(t->arena);
     model_layout_release(&t->l);
     free(t->doff);
+    free(t->tbk);
+    free(t->pb);
+    free(t->gb);
     free(t->bk);
     free(t->per);
     free(t->eval_sample);
@@ -271,10 +277,10 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
         enum attn_backend be = attention_backend(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);
         int det = attention_is_deterministic(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);
         sl_info("attention: %s, %s backward (train.attention=%s, train.deterministic=%s); "
-                "recompute: %s; ZeRO-1 over %d rank%s (%zu parameters per shard)",
+                "recompute: %s; ZeRO-%d over %d rank%s (%zu parameters per shard)",
                 be == ATTN_CUDNN ? "cuDNN fused flash attention" : "own flash-attention kernels",
                 det ? "deterministic" : "non-deterministic", attn_names[a->attention],
-                a->deterministic ? "true" : "false", rc_names[a->recompute], t->W,
+                a->deterministic ? "true" : "false", rc_names[a->recompute], t->zero, t->W,
                 t->W > 1 ? "s" : "", t->shard_n);
         if (a->deterministic && !det)
             sl_warn("train.deterministic=true: cuDNN has no deterministic backward engine for "

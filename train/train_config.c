@@ -186,17 +186,17 @@ static void def_data_seed(const struct train_opts *o, void *def)
 
 /* ---- the keys that read or print themselves ----------------------------------------------- */
 
-/* optim.zero: the ZeRO stage, 0 or 1 (the GPU trainer is always 1) */
+/* optim.zero: the ZeRO stage, 0 to 3 (the GPU trainer runs 0 and 1 as ZeRO-1) */
 static int read_zero(struct train_opts *o, struct sl_cfg *root)
 {
     long zero = 0;
     int rc = sl_cfg_int(root, "optim.zero", 0, &zero);
     if (rc)
         return rc;
-    if (zero != 0 && zero != 1) {
+    if (zero < 0 || zero > 3) {
         struct sl_cfg *n = sl_cfg_get(root, "optim.zero");
         return sl_err_set(SL_ERR_CONFIG,
-                          "%s: optim.zero: must be 0 or 1 (the ZeRO stage), got %ld\nhint: 1 "
+                          "%s: optim.zero: must be 0, 1, 2 or 3 (the ZeRO stage), got %ld\nhint: 1 "
                           "shards the AdamW moments over the data-parallel ranks",
                           n ? sl_cfg_where(n) : "config", zero);
     }
