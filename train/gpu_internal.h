@@ -12,21 +12,13 @@
 #include "kernels/kernels.h"
 #include "core/rng.h"
 #include "train/checkpoint.h"
+#include "train/gpu_comm.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdio.h>
-#ifdef SL_HAVE_NCCL
-#include <nccl.h>
-#define NCCL_CHECK(call)                                                                           \
-    do {                                                                                           \
-        ncclResult_t r_ = (call);                                                                  \
-        if (r_ != ncclSuccess)                                                                     \
-            sl_cuda_fatal("nccl", ncclGetErrorString(r_), #call, __FILE__, __LINE__);              \
-    } while (0)
-#endif
 
 /* GEMM and attention launchers return -1 for a shape they cannot run: fatal here (the shapes
  * were all checked at start-up, so this is a bug, not bad input). */
@@ -157,10 +149,9 @@ struct gt {
     cudaEvent_t ev_sfree[2];    /* staging x's reduction is done (on t->comm) */
     cudaEvent_t ev_issue;       /* t->st's work so far (a gather waits for it) */
     cudaEvent_t ev_gathered[3]; /* ZeRO-3: layer slot 0, 1, the outer buckets gathered */
-#ifdef SL_HAVE_NCCL
-    ncclComm_t nccl;
-    int nccl_ok;
-#endif
+    struct gcomm *dpc; /* data parallel: every rank (train/gpu_comm.h) */
+    int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
+                        * NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
     float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
@@ -178,8 +169,9 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok);
  * bucket then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered */
 void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
 
-/* gpu_zero.c: NCCL, the ZeRO stages, the optimizer step, state in and out */
-int gpu_setup_nccl(struct gt *t);
+/* gpu_zero.c: the data-parallel communicator, the ZeRO stages, the optimizer step, state in
+ * and out */
+int gpu_setup_comm(struct gt *t);
 /* Bucket k's micro-batch gradient (micro-step m of accum) is complete on t->st: ZeRO-1 adds
  * it to t->main_grad and reduce-scatters it after the last micro-step; ZeRO-2/3 reduce-
  * scatter it now on t->comm and add this rank's slice to t->sgrad. */
