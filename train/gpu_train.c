@@ -124,9 +124,13 @@ static int gpu_evaluate(void *ctx, double *loss)
     int32_t *stage = t->h_eval;
     int rc = 0;
     long n = 0;
-    for (long it = 0; it < a->eval_iters && !rc; it++) {
+    /* at ZeRO-3 every forward gathers weights with the other ranks: a rank whose data failed
+     * runs on (over token 0) so that the collectives still match, and the error is reported
+     * after the loop */
+    int go_on = t->zero == 3;
+    for (long it = 0; it < a->eval_iters && (!rc || go_on); it++) {
         uint64_t base = (uint64_t)it * (uint64_t)a->global_batch;
-        for (long m = 0; m < a->accum && !rc; m++, n++) {
+        for (long m = 0; m < a->accum && (!rc || go_on); m++, n++) {
             uint64_t first = base + (uint64_t)(m * B * t->W + t->rank * B);
             CUDA_CHECK(cudaStreamSynchronize(t->st)); /* the stage is free again */
             for (long b = 0; b < B && !rc; b++) {
@@ -134,8 +138,10 @@ static int gpu_evaluate(void *ctx, double *loss)
                 if (!rc)
                     gpu_fill_tokens(stage, t->eval_sample, b, T, N);
             }
-            if (rc)
+            if (rc && !go_on)
                 break;
+            if (rc)
+                memset(stage, 0, (size_t)(2 * N) * sizeof(int32_t));
             CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(2 * N) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, t->st));
             gpu_model_fwd(t, t->d_tok_eval);
