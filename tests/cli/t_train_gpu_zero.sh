@@ -54,7 +54,7 @@ train() {
     shift 2
     local pre=()
     [ "$np" -gt 1 ] && pre=("${MPIRUN[@]}" -x SLUICE_GPU_LIB -np "$np")
-    run "${pre[@]}" "$SLUICE" train "$LLAMA" "${COMMON[@]}" "$@" log.file="$T/$name.jsonl" \
+    run "${pre[@]}" "$SLUICE" -v train "$LLAMA" "${COMMON[@]}" "$@" log.file="$T/$name.jsonl" \
         train.dump_grads="$T/$name-g" checkpoint.dir="$T/$name-ck"
     cp "$T/err" "$T/$name.err"
 }
@@ -85,9 +85,10 @@ close_weights() {
         "$T/$1-ck/$CK5/model.safetensors" "$T/$2-ck/$CK5/model.safetensors"
 }
 
-# memory NAME NP STAGE: the parameters' and gradients' bytes of the memory line against the
-# sizes of the stage (docs/trainer.md), computed from the shapes: buckets (the tensors before
-# the first layer, each layer, those after the last) padded to a multiple of 64 x NP
+# memory NAME NP STAGE: the parameters' and gradients' bytes allocated (the -v line "GPU
+# memory bytes") against the sizes of the stage (docs/trainer.md), computed from the shapes:
+# buckets (the tensors before the first layer, each layer, those after the last) padded to a
+# multiple of 64 x NP; and the stage named in the memory line
 memory() {
     "$PY" - "$T/$1.err" "$2" "$3" "$T/one-g/grads-step-000001.safetensors" <<'PY'
 import json, re, struct, sys
@@ -112,18 +113,13 @@ outer = ln[0] + ln[10**6]
 want = {1: (2 * total, 2 * total + 4 * total),
         2: (2 * total, 2 * total + 4 * shard + 2 * 4 * maxb),
         3: (2 * shard + 2 * outer + 2 * 2 * maxl, 2 * outer + 2 * 2 * maxl + 4 * shard + 2 * 4 * maxb)}[z]
-def human(v):
-    u = 0
-    units = ["B", "kB", "MB", "GB"]
-    while v >= 1000 and u < 3:
-        v /= 1000
-        u += 1
-    return f"{v:.1f} {units[u]}" if u else f"{v:.0f} B"
 line = next(l for l in open(err) if "GPU memory per rank: " in l)
-got = re.search(r"parameters ([0-9.]+ \w+) \(ZeRO-(\d)", line), re.search(r"gradients ([0-9.]+ \w+) ", line)
-print(f"  ZeRO-{z} at DP={W}: parameters {got[0][1]} (expected {human(want[0])}, {want[0]} B), "
-      f"gradients {got[1][1]} (expected {human(want[1])}, {want[1]} B)")
-sys.exit(0 if (got[0][1], int(got[0][2]), got[1][1]) == (human(want[0]), z, human(want[1])) else 1)
+stage = re.search(r"parameters \S+ \S+ \(ZeRO-(\d)", line)
+exact = next(l for l in open(err) if "GPU memory bytes: " in l)
+got = tuple(int(re.search(name + r" (\d+)", exact).group(1)) for name in ("parameters", "gradients"))
+print(f"  ZeRO-{z} at DP={W}: parameters {got[0]} B, gradients {got[1]} B; expected "
+      f"{want[0]} B, {want[1]} B; the line names ZeRO-{stage.group(1) if stage else '?'}")
+sys.exit(0 if got == want and stage and int(stage.group(1)) == z else 1)
 PY
 }
 
