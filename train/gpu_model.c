@@ -108,8 +108,8 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.ws.gnorm = global_norm_scratch_size();
     in.ws.gemm = GEMM_WORKSPACE_BYTES;
     int rc = gpu_plan_build(p, &in);
-    if (!rc && (p->dtotal != t->dtotal || p->shard_n != t->shard_n ||
-                p->max_bucket != t->maxb || p->max_layer != t->maxl)) {
+    if (!rc && (p->dtotal != t->dtotal || p->shard_n != t->shard_n || p->max_bucket != t->maxb ||
+                p->max_layer != t->maxl)) {
         rc = sl_err_set(SL_ERR_STATE,
                         "the memory plan's layout (%zu, %zu elements) is not the "
                         "trainer's (%zu, %zu)",

@@ -222,10 +222,9 @@ static void gpu_release(void *ctx)
         cudaFreeHost(t->h_stats);
     if (t->h_eval)
         cudaFreeHost(t->h_eval);
-    cudaEvent_t evs[11] = { t->ev_grad,        t->ev_comm,        t->ev_stats,
-                            t->step_done[0],   t->step_done[1],   t->ev_sfree[0],
-                            t->ev_sfree[1],    t->ev_issue,       t->ev_gathered[0],
-                            t->ev_gathered[1], t->ev_gathered[2] };
+    cudaEvent_t evs[11] = { t->ev_grad,        t->ev_comm,        t->ev_stats,      t->step_done[0],
+                            t->step_done[1],   t->ev_sfree[0],    t->ev_sfree[1],   t->ev_issue,
+                            t->ev_gathered[0], t->ev_gathered[1], t->ev_gathered[2] };
     for (int i = 0; i < 11; i++)
         if (evs[i])
             cudaEventDestroy(evs[i]);

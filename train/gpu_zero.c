@@ -72,8 +72,7 @@ static void bucket_done_z1(struct gt *t, int k, long m)
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
     CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
     if (t->a->grad_reduce == GPU_REDUCE_BF16) {
-        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16,
-                             t->comm);
+        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16, t->comm);
         cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
     } else {
         gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
@@ -277,8 +276,9 @@ void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed)
         if (!cnt)
             continue;
         size_t s0 = t->bk[k].shard;
-        adamw_update_f32(param_slice(t, k), gpu_grad_slice(t, k), t->master + s0, t->m + s0, t->v + s0,
-                         (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp, t->st);
+        adamw_update_f32(param_slice(t, k), gpu_grad_slice(t, k), t->master + s0, t->m + s0,
+                         t->v + s0, (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp,
+                         t->st);
     }
     gather_params(t, 0);
 }
