@@ -165,8 +165,9 @@ int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams
 void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
                   size_t *n_layout);
 void gpu_model_fwd(struct gt *t, const int32_t *tok);
-/* micro-step m of the step's accum: gradients of the micro-batch into t->grads (bf16), each
- * bucket then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered */
+/* micro-step m of the step's accum: gradients of the micro-batch into the bf16 buckets
+ * (t->gb), each handed to gpu_bucket_done as soon as it is complete (ZeRO-3: each layer's
+ * weights gathered first, gpu_z3_layer) */
 void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
 
 /* gpu_zero.c: the data-parallel communicator, the ZeRO stages, the optimizer step, state in

@@ -1,6 +1,7 @@
-/* The CUDA trainer's model: the device layout of the parameters (buckets padded for
- * ZeRO-1), every device buffer carved from one arena (with the memory report), and the
- * forward and backward passes over the kernels of kernels/, with recomputation.
+/* The CUDA trainer's model: the device layout of the parameters (buckets padded for the
+ * ZeRO shards), every device buffer carved from one arena (with the memory report), and the
+ * forward and backward passes over the kernels of kernels/, with recomputation; at ZeRO-3
+ * each bucket's weights and gradient are where gpu_zero.c gathered or bound them.
  */
 #include "train/gpu_internal.h"
 #include "train/gpu_plan.h"
