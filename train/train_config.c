@@ -671,8 +671,8 @@ static void print_section(const struct train_opts *o, const char *section, FILE 
 }
 
 /* The GPU trainer's memory per rank for every pipeline stage (train/gpu_plan.h): what the
- * arena allocates with the configured ZeRO stage and recomputation, per category; the
- * largest stage's in bytes (as the trainer logs them at -v), and its total at ZeRO-1, 2, 3. */
+ * arena allocates with the configured ZeRO stage and recomputation, per category, and in
+ * bytes as the trainer logs them at -v; the largest stage, and its total at ZeRO-1, 2, 3. */
 static void print_gpu_memory(const struct train_opts *o, long accum, FILE *f)
 {
     const struct parallel_config *p = &o->par;
@@ -696,16 +696,18 @@ static void print_gpu_memory(const struct train_opts *o, long accum, FILE *f)
             sl_human_bytes((double)r[st].cat[c], b[c], sizeof(b[c]));
         fprintf(f,
                 "  #   stage %d: parameters %s, gradients %s, optimizer %s, activations %s "
-                "(%ld micro-batch%s), workspace %s = %s\n",
+                "(%ld micro-batch%s), workspace %s = %s\n"
+                "  #     bytes: parameters %zu, gradients %zu, optimizer %zu, activations %zu, "
+                "workspace %zu, arena %zu\n",
                 st, b[0], b[1], b[2], b[3], r[st].sets, r[st].sets == 1 ? "" : "es", b[4],
-                sl_human_bytes((double)r[st].total, tot, sizeof(tot)));
+                sl_human_bytes((double)r[st].total, tot, sizeof(tot)), r[st].cat[GPU_PLAN_PARAMS],
+                r[st].cat[GPU_PLAN_GRADS], r[st].cat[GPU_PLAN_OPTIM], r[st].cat[GPU_PLAN_ACTS],
+                r[st].cat[GPU_PLAN_WORK], r[st].total);
     }
-    const struct parallel_gpu_rank *m = &r[best];
-    fprintf(f,
-            "  # GPU largest: stage %d, %llu parameters; bytes: parameters %zu, gradients %zu, "
-            "optimizer %zu, activations %zu, workspace %zu, arena %zu\n",
-            best, (unsigned long long)m->params, m->cat[GPU_PLAN_PARAMS], m->cat[GPU_PLAN_GRADS],
-            m->cat[GPU_PLAN_OPTIM], m->cat[GPU_PLAN_ACTS], m->cat[GPU_PLAN_WORK], m->total);
+    char big[32];
+    fprintf(f, "  # GPU largest: stage %d, %llu parameters, %s\n", best,
+            (unsigned long long)r[best].params,
+            sl_human_bytes((double)r[best].total, big, sizeof(big)));
     char z[3][32];
     size_t zb[3];
     for (int s = 1; s <= 3; s++) {

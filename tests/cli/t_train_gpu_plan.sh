@@ -3,14 +3,14 @@
 # trainer allocates (train/gpu_plan.h), and the estimates of the large configurations are the
 # specification's.
 #  1. Every layout the emulated trainer runs (build/emu/libsluice-gpu-emu.so): one step with
-#     -v, whose "GPU memory bytes" line (rank 0) must equal --print-config's "GPU largest"
-#     bytes, category for category and the arena, exactly. The emulated kernels' workspace
+#     -v, whose "GPU memory bytes" line (rank 0) must equal the bytes --print-config gives
+#     for stage 0 (rank 0's), category for category and the arena, exactly. The emulated kernels' workspace
 #     sizes are the own kernels', which --print-config counts (no cuDNN in the emulation). A
 #     layout is one line of LAYOUTS: ranks, model, recomputation, extra keys (as ZeRO-2/3,
 #     tensor and pipeline parallelism arrive on the GPU path, add their lines).
 #  2. The configurations of configs/parallel/ (Llama 3 8B on 8 GPUs, 70B on 64, 405B on 576,
-#     and the 1F1B seeds), at every recomputation mode: every stage's estimate, the largest
-#     stage's bytes and the totals at ZeRO-1/2/3 against tests/oracle/gpu_memory.py, which
+#     and the 1F1B seeds), at every recomputation mode: every stage's estimate and bytes, the
+#     largest stage and the totals at ZeRO-1/2/3 against tests/oracle/gpu_memory.py, which
 #     derives them from the specification (not from the C code).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -57,7 +57,7 @@ else
         run "$SLUICE" train "$cfg" "${keys[@]}" parallel.data="$np" --print-config
         case_ "$layout: --print-config"
         expect_rc 0
-        est=$(bytes_of "# GPU largest: " "$T/out")
+        est=$(bytes_of "#     bytes: " "$T/out")
         case_ "$layout: the estimate is the allocation"
         if [ -n "$alloc" ] && [ "$alloc" = "$est" ]; then
             ok
