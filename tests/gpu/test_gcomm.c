@@ -106,12 +106,13 @@ static const char *tname(enum gcomm_type t)
 
 static void t_all_reduce(const struct tc *g, unsigned *seed)
 {
-    static const size_t counts[] = { 1031, 1 };
+    /* the last count grows the staging memory past what the earlier ones allocated */
+    static const size_t counts[] = { 1031, 1, 65537 };
     char what[96];
     for (int t = 0; t < 2; t++)
         for (int op = 0; op < 2; op++)
             for (int in_place = 0; in_place < 2; in_place++)
-                for (int k = 0; k < 2; k++) {
+                for (int k = 0; k < 3; k++) {
                     size_t n = counts[k], es = tsize(t);
                     unsigned s = (*seed)++;
                     void *h = inputs(rank, 0, n, t, s);
