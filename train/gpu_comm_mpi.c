@@ -51,7 +51,7 @@ struct stage {
 /* A send or receive of the open group: its request, and for a receive where the bytes go. */
 struct pending {
     void *req;
-    int stage; /* index into mc->p2p */
+    int stage; /* index into m->p2p */
     void *dst; /* device buffer of a receive, NULL for a send */
     size_t bytes;
     cudaStream_t st;
