@@ -28,6 +28,7 @@ LAYOUTS=(
     "1 llama none"
     "1 llama selective"
     "1 llama full"
+    "1 llama selective train.global_batch_size=8 eval.iters=3"
     "2 llama none"
     "2 gpt selective"
 )
