@@ -17,11 +17,8 @@ int gpu_setup_comm(struct gt *t)
     t->reduce = 1;
 #else
     t->reduce = t->W > 1;
-    if (t->W > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED, "this build has no NCCL: the GPU trainer runs "
-                                              "one rank only\nhint: install NCCL and rebuild");
 #endif
-    return gcomm_open(&t->dpc, GCOMM_NCCL, t->w);
+    return gcomm_open(&t->dpc, t->comm_be, t->w);
 }
 
 /* Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add it to

@@ -303,6 +303,7 @@ static const char *const device_names[] = { "auto", "cpu", "cuda", NULL };
 static const char *const attention_names[] = { "auto", "cudnn", "flash", NULL };
 static const char *const recompute_names[] = { "none", "selective", "full", NULL };
 static const char *const reduce_names[] = { "fp32", "bf16", NULL };
+static const char *const comm_names[] = { "auto", "nccl", "mpi", NULL };
 static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
 
 /* In the order they are read (train_config_load); --print-config shows each section in
@@ -359,6 +360,8 @@ const struct train_key train_keys[] = {
              "GPU: the dtype of the gradient reduce-scatter"),
     K_BOOL("train.deterministic", TP_TRAIN, deterministic, 0,
            "GPU: cuDNN's deterministic attention backward"),
+    K_CHOICE("train.comm", TP_TRAIN, comm, "auto", comm_names,
+             "GPU ranks talk over: auto, nccl or mpi (host-staged)"),
     K_STR_SET("train.dump_grads", TP_TRAIN, dump_grads, "",
               "a directory for the gradient of step 1"),
     K_RANGE("optim.lr", TP_OPTIM, lr.lr, 6e-4, 0, INFINITY, 0, 1, "peak learning rate"),
