@@ -150,6 +150,7 @@ struct gt {
     cudaEvent_t ev_issue;       /* t->st's work so far (a gather waits for it) */
     cudaEvent_t ev_gathered[3]; /* ZeRO-3: layer slot 0, 1, the outer buckets gathered */
     struct gcomm *dpc; /* data parallel: every rank (train/gpu_comm.h) */
+    enum gcomm_backend comm_be; /* the backend of train.comm (gpu_train.c setup_device) */
     int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
                         * NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */

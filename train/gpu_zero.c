@@ -19,11 +19,8 @@ int gpu_setup_comm(struct gt *t)
     t->reduce = 1;
 #else
     t->reduce = t->W > 1;
-    if (t->W > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED, "this build has no NCCL: the GPU trainer runs "
-                                              "one rank only\nhint: install NCCL and rebuild");
 #endif
-    return gcomm_open(&t->dpc, GCOMM_NCCL, t->w);
+    return gcomm_open(&t->dpc, t->comm_be, t->w);
 }
 
 /* ---- the collectives over the data-parallel ranks -------------------------------------- */
