@@ -3,7 +3,8 @@
  * ranks (each rank takes its slice of every micro-batch, Megatron's sampler order; the
  * gradient slab is summed with one all-reduce per step, or with ZeRO-1 reduce-scattered so
  * that each rank updates its piece of every tensor, whose moments it alone keeps, and the
- * parameters all-gathered), and the model split over ranks (train/parallel.h): tensor and
+ * parameters all-gathered; ZeRO-2 and -3 shard the gradient and the weights too, in
+ * train/cpu_zero.c), and the model split over ranks (train/parallel.h): tensor and
  * sequence parallel inside the model, pipeline stages run in the 1F1B schedule or, with
  * virtual stages, Megatron-Core's interleaved one. Also the debug dump for the test oracles
  * (debug.dump_dir).

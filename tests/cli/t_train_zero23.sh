@@ -80,9 +80,10 @@ against() {
     expect_rc 0
 }
 
-# DP=2, one micro-batch a step: ZeRO-2 and -3 are ZeRO-1 bit for bit; checkpoints at 2 and 4
+# DP=2, one micro-batch a step: ZeRO-2 and -3 are ZeRO-1 bit for bit (the validation loss at
+# step 5 too: ZeRO-3 gathers every layer for it); checkpoints at 2 and 4
 reference llama
-CK=(checkpoint.interval=2)
+CK=(checkpoint.interval=2 eval.interval=5 eval.iters=1)
 layout llama dp2z1 2 4 optim.zero=1 "${CK[@]}"
 layout llama dp2z2 2 4 optim.zero=2 "${CK[@]}"
 memory llama dp2z2 2 2
@@ -90,6 +91,10 @@ layout llama dp2z3 2 4 optim.zero=3 "${CK[@]}"
 memory llama dp2z3 3 2
 against llama dp2z2 dp2z1 0
 against llama dp2z3 dp2z1 0
+case_ "llama dp2z2, dp2z3: the validation loss = ZeRO-1's, bit for bit"
+v1=$(grep '"valid"' "$T/llama-dp2z1.jsonl")
+[ -n "$v1" ] && [ "$v1" = "$(grep '"valid"' "$T/llama-dp2z2.jsonl")" ] &&
+    [ "$v1" = "$(grep '"valid"' "$T/llama-dp2z3.jsonl")" ] && ok || fail "validation: '$v1'"
 # DP=4, two micro-batches a step: summed in another order than ZeRO-1's
 layout llama dp4z1 4 1 optim.zero=1
 layout llama dp4z2 4 1 optim.zero=2
