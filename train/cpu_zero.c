@@ -181,11 +181,16 @@ int zero_setup(struct cpu_trainer *t)
         float **p;
         size_t n;
     } part[] = {
-        { &t->params, z3 ? 0 : total },       { &t->grads, z2 ? 0 : total },
-        { &t->m, mn },                        { &t->v, mn },
-        { &t->gshard, z2 ? mn : 0 },          { &t->pshard, z3 ? mn : 0 },
-        { &t->lgrad, z2 ? t->max_layer : 0 }, { &t->lparam, z3 ? t->max_layer : 0 },
-        { &t->ograd, z2 ? t->outer : 0 },     { &t->oparam, z3 ? t->outer : 0 },
+        { &t->params, z3 ? 0 : total },
+        { &t->grads, z2 ? 0 : total },
+        { &t->m, mn },
+        { &t->v, mn },
+        { &t->gshard, z2 ? mn : 0 },
+        { &t->pshard, z3 ? mn : 0 },
+        { &t->lgrad, z2 ? t->max_layer : 0 },
+        { &t->lparam, z3 ? t->max_layer : 0 },
+        { &t->ograd, z2 ? t->outer : 0 },
+        { &t->oparam, z3 ? t->outer : 0 },
     };
     size_t nparts = sizeof(part) / sizeof(part[0]), slab = 0;
     for (size_t k = 0; k < nparts; k++)
@@ -257,8 +262,9 @@ int zero_whole(struct cpu_trainer *t, int grads, float **out)
     int64_t bad = rc != 0; /* every rank of the group takes part, or none */
     sl_world_allreduce_i64(&t->dpg, &bad, 1, SL_MAX);
     if (bad)
-        return rc ? rc : sl_err_set(SL_ERR_NOMEM, "another rank could not gather the %s",
-                                    grads ? "gradient" : "parameters");
+        return rc ? rc
+                  : sl_err_set(SL_ERR_NOMEM, "another rank could not gather the %s",
+                               grads ? "gradient" : "parameters");
     memset(x, 0, total * sizeof(float));
     for (int i = 0; i < t->l->n; i++) {
         size_t lo, n;

@@ -530,7 +530,9 @@ static void log_parallel(const struct trainer *t, size_t act_bytes)
         sl_info("optim.zero=%d: ZeRO-%d over %d data-parallel ranks: rank 0 keeps the AdamW "
                 "moments%s of %llu of its %llu parameters",
                 o->par.zero, o->par.zero, o->par.dp,
-                o->par.zero == 3 ? ", gradient and weights" : o->par.zero == 2 ? " and gradient" : "",
+                o->par.zero == 3   ? ", gradient and weights"
+                : o->par.zero == 2 ? " and gradient"
+                                   : "",
                 (unsigned long long)moments, (unsigned long long)params);
 }
 

@@ -367,7 +367,8 @@ static double cpu_zero23_bytes(const struct parallel_config *p, const struct mod
         size_t layer, outer;
         model_layout_buckets(&sh.l, &layer, &outer);
         double piece = (double)sh.l.params / p->dp, work = (double)(layer + outer);
-        double f = p->zero == 3 ? 4.0 * piece + 2.0 * work : (double)sh.l.total + 3.0 * piece + work;
+        double f =
+            p->zero == 3 ? 4.0 * piece + 2.0 * work : (double)sh.l.total + 3.0 * piece + work;
         if (4.0 * f > most)
             most = 4.0 * f;
         model_shard_release(&sh);
@@ -424,8 +425,8 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
         model_shard_release(&sh);
     }
     model_layout_release(&fl);
-    double cpu = p->zero >= 2 && p->dp > 1 && m->params
-                     ? cpu_zero23_bytes(p, mc, stage) / (double)m->params
-                     : p->zero ? 8.0 + 8.0 / p->dp : 16.0;
+    double cpu = p->zero ? 8.0 + 8.0 / p->dp : 16.0;
+    if (p->zero >= 2 && p->dp > 1 && m->params)
+        cpu = cpu_zero23_bytes(p, mc, stage) / (double)m->params;
     m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : cpu) * (double)m->params;
 }
