@@ -49,34 +49,6 @@ float *gpu_grad_slice(const struct gt *t, int k)
     return t->main_grad + b->dev + (size_t)t->rank * (b->len / (size_t)t->W);
 }
 
-/* ZeRO-1. Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add
- * it to the fp32 step gradient t->main_grad (written on the first micro-step), once per
- * bucket and micro-step, so that micro-batches are summed in fp32 whatever their number.
- * After the last micro-step, reduce-scatter the bucket on the communication stream (sum over
- * ranks; each rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the
- * default), or cast once to bf16, reduced in bf16 (half the traffic) and the slice widened
- * back. */
-static void bucket_done_z1(struct gt *t, int k, long m)
-{
-    const struct gbucket *b = &t->bk[k];
-    grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
-    if (m != t->a->accum - 1 || !t->reduce)
-        return;
-    size_t cnt = b->len / (size_t)t->W;
-    size_t mine = b->dev + (size_t)t->rank * cnt;
-    if (t->a->grad_reduce == GPU_REDUCE_BF16)
-        cast_f32_to_bf16(t->grads + b->dev, t->main_grad + b->dev, b->len, t->st);
-    CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
-    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
-    if (t->a->grad_reduce == GPU_REDUCE_BF16) {
-        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16, t->comm);
-        cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
-    } else {
-        gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
-                             t->comm);
-    }
-}
-
 /* ZeRO-2/3. Every micro-step, bucket k's bf16 gradient (t->gb[k]) is widened on t->st into a
  * staging buffer (copied as it is with train.grad_reduce_dtype=bf16), which frees the
  * gradient buffer for the next micro-batch or layer; the communication stream then
@@ -109,6 +81,34 @@ static void bucket_done_z23(struct gt *t, int k, long m)
         add_f32(dst, dst, t->stage[x] + off, cnt, t->comm);
     }
     CUDA_CHECK(cudaEventRecord(t->ev_sfree[x], t->comm));
+}
+
+/* ZeRO-1. Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add
+ * it to the fp32 step gradient t->main_grad (written on the first micro-step), once per
+ * bucket and micro-step, so that micro-batches are summed in fp32 whatever their number.
+ * After the last micro-step, reduce-scatter the bucket on the communication stream (sum over
+ * ranks; each rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the
+ * default), or cast once to bf16, reduced in bf16 (half the traffic) and the slice widened
+ * back. */
+static void bucket_done_z1(struct gt *t, int k, long m)
+{
+    const struct gbucket *b = &t->bk[k];
+    grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
+    if (m != t->a->accum - 1 || !t->reduce)
+        return;
+    size_t cnt = b->len / (size_t)t->W;
+    size_t mine = b->dev + (size_t)t->rank * cnt;
+    if (t->a->grad_reduce == GPU_REDUCE_BF16)
+        cast_f32_to_bf16(t->grads + b->dev, t->main_grad + b->dev, b->len, t->st);
+    CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
+    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
+    if (t->a->grad_reduce == GPU_REDUCE_BF16) {
+        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16, t->comm);
+        cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
+    } else {
+        gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
+                             t->comm);
+    }
 }
 
 void gpu_bucket_done(struct gt *t, int k, long m)
