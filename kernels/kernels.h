@@ -191,6 +191,9 @@ void fill_bf16(sl_bf16 *dst, float value, size_t n, cudaStream_t st);
 void copy_bf16(sl_bf16 *dst, const sl_bf16 *src, size_t n, cudaStream_t st);
 /* out = a + b, rounded once; out may equal a or b. */
 void add_bf16(sl_bf16 *out, const sl_bf16 *a, const sl_bf16 *b, size_t n, cudaStream_t st);
+/* out = a + b in fp32; out may equal a or b (ZeRO-2/3: a micro-batch's reduced gradient slice
+ * added to the step's). */
+void add_f32(float *out, const float *a, const float *b, size_t n, cudaStream_t st);
 /* out[0] = scale * sum of in[0..n), one block in a fixed order (deterministic); for the mean
  * loss over the per-token losses. */
 void sum_f32(float *out, const float *in, size_t n, float scale, cudaStream_t st);

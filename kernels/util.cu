@@ -133,6 +133,13 @@ __global__ void add_bf16_kernel(bf16 *out, const bf16 *a, const bf16 *b, size_t 
     }
 }
 
+__global__ void add_f32_kernel(float *out, const float *a, const float *b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
 extern "C" void cast_f32_to_bf16(sl_bf16 *dst, const float *src, size_t n, cudaStream_t st)
 {
     if (!n)
@@ -181,6 +188,14 @@ extern "C" void add_bf16(sl_bf16 *out, const sl_bf16 *a, const sl_bf16 *b, size_
         return;
     bool vec = is_aligned16(out) && is_aligned16(a) && is_aligned16(b);
     add_bf16_kernel<<<grid_for((n + 7) / 8), 256, 0, st>>>(out, a, b, n, vec);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void add_f32(float *out, const float *a, const float *b, size_t n, cudaStream_t st)
+{
+    if (!n)
+        return;
+    add_f32_kernel<<<grid_for(n), 256, 0, st>>>(out, a, b, n);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -43,7 +43,8 @@
 struct gbucket {
     size_t la, lb;   /* layout range [la, lb) */
     size_t dev, len; /* device range [dev, dev + len) */
-    size_t shard;    /* this rank's slice starts here in the master/m/v storage */
+    size_t shard;    /* this rank's slice starts here in the master/m/v storage (and, at
+                      * ZeRO-2/3, in the shard gradient; at ZeRO-3 in the bf16 shard) */
 };
 
 /* Activations of one layer (shared buffers where recomputation rebuilds them). */
@@ -97,13 +98,33 @@ struct gt {
     struct gbucket *bk;
     int nbk;
     size_t dtotal, shard_n;
+    size_t maxb, maxl; /* the largest bucket, the largest layer bucket (device elements) */
+    int zero;          /* the ZeRO stage: 1, 2 or 3 (optim.zero 0 and 1 are ZeRO-1) */
+    int *tbk;          /* [l.n] the bucket of each tensor */
+    /* where bucket k's bf16 weights and micro-batch gradient are now: t->params + dev and
+     * t->grads + dev below ZeRO-3; at ZeRO-3 the outer buffers, or the layer slot that
+     * holds the layer (set by gpu_z3_layer, gpu_z3_grad) */
+    sl_bf16 **pb, **gb;
     /* the arena */
     void *arena;
     size_t mem[MEM_N];
-    sl_bf16 *params;
-    sl_bf16 *grads;   /* [dtotal] one micro-batch's gradient (bf16, zeroed per micro-batch) */
-    float *main_grad; /* [dtotal] the step's gradient, summed over micro-batches in fp32;
-                       * after the reduce-scatter each rank's slices hold the sum over ranks */
+    sl_bf16 *params;  /* [dtotal] bf16 working weights, whole (ZeRO-1/2; NULL at ZeRO-3) */
+    sl_bf16 *grads;   /* [dtotal] one micro-batch's gradient (bf16, zeroed per micro-batch;
+                       * ZeRO-1/2; NULL at ZeRO-3) */
+    float *main_grad; /* [dtotal] ZeRO-1: the step's gradient, summed over micro-batches in
+                       * fp32; after the reduce-scatter each rank's slices hold the sum over
+                       * ranks (NULL at ZeRO-2/3) */
+    float *sgrad;     /* [shard_n] ZeRO-2/3: the fp32 gradient of this rank's slices, reduced
+                       * over ranks per micro-batch and summed over micro-batches */
+    float *stage[2];  /* [maxb] ZeRO-2/3: fp32 (or bf16) staging of one bucket's reduction,
+                       * two so that a bucket's cast need not wait for the previous reduce */
+    int sslot;        /* the staging buffer the next bucket takes */
+    /* ZeRO-3: the bf16 shard, the outer buckets (0 and L + 1) gathered for the step with
+     * their whole gradients, and two layer slots of maxl weights and gradients */
+    sl_bf16 *pshard, *pouter[2], *gouter[2], *lp[2], *lg[2];
+    int lp_layer[2]; /* the layer slot x holds (gathered or being gathered), -1: none */
+    int lp_cur;      /* the slot of the layer in use */
+    int outer_ok;    /* pouter holds the current weights */
     float *master, *m, *v;
     struct adamw_tensor *d_tensors;
     int ntensors;
@@ -125,6 +146,9 @@ struct gt {
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
+    cudaEvent_t ev_sfree[2];    /* staging x's reduction is done (on t->comm) */
+    cudaEvent_t ev_issue;       /* t->st's work so far (a gather waits for it) */
+    cudaEvent_t ev_gathered[3]; /* ZeRO-3: layer slot 0, 1, the outer buckets gathered */
     struct gcomm *dpc; /* data parallel: every rank (train/gpu_comm.h) */
     enum gcomm_backend comm_be; /* the backend of train.comm (gpu_train.c setup_device) */
     int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
@@ -142,19 +166,33 @@ int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams
 void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
                   size_t *n_layout);
 void gpu_model_fwd(struct gt *t, const int32_t *tok);
-/* micro-step m of the step's accum: gradients of the micro-batch into t->grads (bf16), each
- * bucket then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered */
+/* micro-step m of the step's accum: gradients of the micro-batch into the bf16 buckets
+ * (t->gb), each handed to gpu_bucket_done as soon as it is complete (ZeRO-3: each layer's
+ * weights gathered first, gpu_z3_layer) */
 void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
 
-/* gpu_zero.c: the data-parallel communicator, ZeRO-1 optimizer step, state in and out */
+/* gpu_zero.c: the data-parallel communicator, the ZeRO stages, the optimizer step, state in
+ * and out */
 int gpu_setup_comm(struct gt *t);
+/* Bucket k's micro-batch gradient (micro-step m of accum) is complete on t->st: ZeRO-1 adds
+ * it to t->main_grad and reduce-scatters it after the last micro-step; ZeRO-2/3 reduce-
+ * scatter it now on t->comm and add this rank's slice to t->sgrad. */
 void gpu_bucket_done(struct gt *t, int k, long m);
+/* This rank's fp32 gradient of bucket k's slice (after the reduction). */
+float *gpu_grad_slice(const struct gt *t, int k);
+/* ZeRO-3 (no-ops below): the outer buckets gathered for the step; layer li's weights
+ * resident for use on t->st, with layer `next` (-1: none) prefetched on t->comm; layer li's
+ * gradient slot zeroed and bound. */
+void gpu_z3_outer(struct gt *t);
+void gpu_z3_layer(struct gt *t, int li, int next);
+void gpu_z3_grad(struct gt *t, int li);
 void gpu_reduce_stats(struct gt *t);
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);
 int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed);
 int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
-/* The bf16 working weights (whole on every rank) widened exactly to fp32 into dst, laid
- * out by t->l (the backend's params_host). */
+/* The bf16 working weights widened exactly to fp32 into dst, laid out by t->l (the
+ * backend's params_host). Collective at ZeRO-3 (the weights are gathered a bucket at a
+ * time): every rank calls it, dst NULL except on rank 0. */
 int gpu_params_host(struct gt *t, float *dst);
 int gpu_gather_grads(struct gt *t, float *host); /* collective: the full fp32 gradient */
 

@@ -1,6 +1,7 @@
-/* The CUDA trainer's model: the device layout of the parameters (buckets padded for
- * ZeRO-1), every device buffer carved from one arena (with the memory report), and the
- * forward and backward passes over the kernels of kernels/, with recomputation.
+/* The CUDA trainer's model: the device layout of the parameters (buckets padded for the
+ * ZeRO shards), every device buffer carved from one arena (with the memory report), and the
+ * forward and backward passes over the kernels of kernels/, with recomputation; at ZeRO-3
+ * each bucket's weights and gradient are where gpu_zero.c gathered or bound them.
  */
 #include "train/gpu_internal.h"
 #include "train/gpu_plan.h"
@@ -15,14 +16,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Tensor id's weights and gradient: where its bucket is now (t->pb, t->gb). */
 static const sl_bf16 *P(const struct gt *t, int id)
 {
-    return id < 0 ? NULL : t->params + t->doff[id];
+    if (id < 0)
+        return NULL;
+    int k = t->tbk[id];
+    return t->pb[k] + (t->doff[id] - t->bk[k].dev);
 }
 
 static sl_bf16 *G(const struct gt *t, int id)
 {
-    return id < 0 ? NULL : t->grads + t->doff[id];
+    if (id < 0)
+        return NULL;
+    int k = t->tbk[id];
+    return t->gb[k] + (t->doff[id] - t->bk[k].dev);
 }
 
 /* ---- device layout, buckets, the arena ----------------------------------------------- */
@@ -33,6 +41,7 @@ static int plan_buckets(struct gt *t)
     t->nbk = t->L + 2;
     t->bk = sl_xcalloc((size_t)t->nbk, sizeof(*t->bk));
     t->doff = sl_xcalloc((size_t)l->n, sizeof(size_t));
+    t->tbk = sl_xcalloc((size_t)l->n, sizeof(int));
     struct gpu_plan_bucket *pb = sl_xcalloc((size_t)t->nbk, sizeof(*pb));
     int rc = gpu_plan_buckets(l, t->L, t->W, pb, &t->dtotal, &t->shard_n);
     for (int k = 0; !rc && k < t->nbk; k++)
@@ -47,6 +56,14 @@ static int plan_buckets(struct gt *t)
                 l->t[i].offset < t->bk[j].lb)
                 k = j;
         t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
+        t->tbk[i] = k;
+    }
+    t->maxb = t->maxl = 0;
+    for (int k = 0; k < t->nbk; k++) {
+        size_t n = t->bk[k].len;
+        t->maxb = n > t->maxb ? n : t->maxb;
+        if (k >= 1 && k <= t->L)
+            t->maxl = n > t->maxl ? n : t->maxl;
     }
     return 0;
 }
@@ -78,7 +95,7 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.accum = t->a->accum;
     in.eval_iters = t->a->eval_iters;
     in.recompute = t->a->recompute;
-    in.zero = 1; /* the GPU trainer shards the optimizer state whatever optim.zero says */
+    in.zero = t->zero; /* 1, 2 or 3: optim.zero 0 is 1 here */
     in.dp = t->W;
     in.tp = 1;
     in.sets = 1;
@@ -92,7 +109,8 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.ws.gnorm = global_norm_scratch_size();
     in.ws.gemm = GEMM_WORKSPACE_BYTES;
     int rc = gpu_plan_build(p, &in);
-    if (!rc && (p->dtotal != t->dtotal || p->shard_n != t->shard_n)) {
+    if (!rc && (p->dtotal != t->dtotal || p->shard_n != t->shard_n || p->max_bucket != t->maxb ||
+                p->max_layer != t->maxl)) {
         rc = sl_err_set(SL_ERR_STATE,
                         "the memory plan's layout (%zu, %zu elements) is not the "
                         "trainer's (%zu, %zu)",
@@ -122,9 +140,7 @@ static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
 #define S(id, field)                                                                               \
     case id:                                                                                       \
         return (void **)&t->field
-        S(GB_PARAMS, params);
-        S(GB_GRADS, grads);
-        S(GB_MAIN_GRAD, main_grad);
+        S(GB_GRADS, grads); /* GB_PARAMS, GB_MAIN_GRAD and ZeRO-2/3's: carve_zero */
         S(GB_MASTER, master);
         S(GB_M, m);
         S(GB_V, v);
@@ -160,6 +176,58 @@ static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
     }
 }
 
+/* The buffers of the ZeRO stage (docs/trainer.md, "ZeRO-2 and ZeRO-3"): the bf16 weights
+ * whole (ZeRO-1/2) or the shard (ZeRO-3), the fp32 gradient whole (ZeRO-1) or the shard
+ * (ZeRO-2/3), and the pairs the plan lists as one buffer (two staging buffers of the
+ * largest bucket; the outer buckets, bucket 0 then L + 1; two layer slots of the largest
+ * layer). Returns 0 for a buffer that is not one of them. */
+static int carve_zero(struct gt *t, const struct gpu_plan_buf *b, char *at)
+{
+    sl_bf16 *h = (sl_bf16 *)at;
+    switch (b->id) {
+    case GB_PARAMS:
+        *(t->zero == 3 ? &t->pshard : &t->params) = h;
+        return 1;
+    case GB_MAIN_GRAD:
+        *(t->zero >= 2 ? &t->sgrad : &t->main_grad) = (float *)at;
+        return 1;
+    case GB_STAGING:
+        t->stage[0] = (float *)at;
+        t->stage[1] = t->stage[0] + t->maxb;
+        return 1;
+    case GB_P_OUTER:
+    case GB_G_OUTER: {
+        sl_bf16 **o = b->id == GB_P_OUTER ? t->pouter : t->gouter;
+        o[0] = h;
+        o[1] = h + t->bk[0].len;
+        return 1;
+    }
+    case GB_P_LAYERS:
+    case GB_G_LAYERS: {
+        sl_bf16 **o = b->id == GB_P_LAYERS ? t->lp : t->lg;
+        o[0] = h;
+        o[1] = h + t->maxl;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Where each bucket's weights and gradient are: fixed below ZeRO-3; at ZeRO-3 the outer
+ * buckets' buffers, the layers bound to their slot when used (gpu_z3_layer, gpu_z3_grad). */
+static void bind_buckets(struct gt *t)
+{
+    for (int k = 0; k < t->nbk; k++) {
+        t->pb[k] = t->params ? t->params + t->bk[k].dev : NULL;
+        t->gb[k] = t->grads ? t->grads + t->bk[k].dev : NULL;
+    }
+    if (t->zero == 3) {
+        t->pb[0] = t->pouter[0], t->gb[0] = t->gouter[0];
+        t->pb[t->L + 1] = t->pouter[1], t->gb[t->L + 1] = t->gouter[1];
+    }
+}
+
 /* Point every buffer of the plan into the arena at base; the bytes per category. */
 static void carve_arena(struct gt *t, const struct gpu_plan *p, char *base)
 {
@@ -171,12 +239,15 @@ static void carve_arena(struct gt *t, const struct gpu_plan *p, char *base)
     memset(&t->shared, 0, sizeof(t->shared));
     memset(t->per, 0, (size_t)t->L * sizeof(*t->per));
     for (int i = 0; i < p->n; i++) {
+        if (carve_zero(t, &p->b[i], base + p->b[i].offset))
+            continue;
         void **s = slot_of(t, &p->b[i]);
         if (s)
             *s = base + p->b[i].offset;
     }
     for (int c = 0; c < MEM_N; c++)
         t->mem[c] = p->cat[c];
+    bind_buckets(t);
 }
 
 static struct gacts acts(const struct gt *t, int li)
@@ -294,9 +365,11 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
     struct gacts a0 = acts(t, 0);
+    gpu_z3_outer(t);
     embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
     for (int li = 0; li < t->L; li++) {
         struct gacts a = acts(t, li);
+        gpu_z3_layer(t, li, li + 1 < t->L ? li + 1 : -1);
         if (li == 0) {
             layer_fwd(t, 0, &a, a.res, NULL);
         } else {
@@ -338,7 +411,13 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
  * last micro-step reduce-scattered: gpu_bucket_done). */
 void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
 {
-    CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    if (t->zero < 3) {
+        CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    } else {
+        size_t outer[2] = { t->bk[0].len, t->bk[t->L + 1].len };
+        for (int x = 0; x < 2; x++)
+            CUDA_CHECK(cudaMemsetAsync(t->gouter[x], 0, outer[x] * sizeof(sl_bf16), t->st));
+    }
     const struct model_layout *l = &t->l;
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
     GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
@@ -350,6 +429,8 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
     for (int li = t->L - 1; li >= 0; li--) {
         struct gacts a = acts(t, li);
         const struct model_layer_ids *id = &l->layer[li];
+        gpu_z3_layer(t, li, li > 0 ? li - 1 : -1);
+        gpu_z3_grad(t, li);
         if (t->a->recompute == GPU_RECOMPUTE_SELECTIVE) {
             norm_fwd(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
             norm_fwd(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
@@ -380,11 +461,17 @@ static void memory_report(struct gt *t, size_t arena_bytes)
     const char *reduce = !t->reduce ? "not reduced: this build has no NCCL"
                          : t->a->grad_reduce == GPU_REDUCE_BF16 ? "reduced in bf16"
                                                                 : "reduced in fp32";
-    sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
-            "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
-            "shard), activations %s (recompute %s), workspace %s",
-            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS],
-            rc_names[t->a->recompute], b[MEM_WORK]);
+    static const char *const what[3][2] = {
+        { "bf16, whole", "bf16 micro-batch + fp32 accumulation, whole" },
+        { "bf16, whole", "bf16 micro-batch whole + fp32 shard + 2 fp32 bucket stages" },
+        { "bf16 shard + outer buckets + 2 layer slots",
+          "bf16 outer buckets + 2 layer slots + fp32 shard + 2 fp32 bucket stages" },
+    };
+    sl_info("GPU memory per rank: parameters %s (ZeRO-%d: %s), gradients %s (%s, %s), "
+            "optimizer state %s (fp32 master + AdamW moments, 1/%d shard), activations %s "
+            "(recompute %s), workspace %s",
+            b[MEM_PARAMS], t->zero, what[t->zero - 1][0], b[MEM_GRADS], what[t->zero - 1][1],
+            reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute], b[MEM_WORK]);
     /* the same in bytes (-v), as `sluice train --print-config` prints its estimate */
     sl_debug("GPU memory bytes: parameters %zu, gradients %zu, optimizer %zu, activations %zu, "
              "workspace %zu, arena %zu",
@@ -425,6 +512,11 @@ int gpu_setup_model(struct gt *t)
         return rc;
     t->ntensors = t->l.n;
     t->per = sl_xcalloc((size_t)t->L, sizeof(*t->per));
+    t->zero = a->par.zero >= 2 ? a->par.zero : 1;
+    t->pb = sl_xcalloc((size_t)t->nbk, sizeof(*t->pb));
+    t->gb = sl_xcalloc((size_t)t->nbk, sizeof(*t->gb));
+    t->lp_layer[0] = t->lp_layer[1] = -1;
+    t->outer_ok = 0;
 
     static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
     t->attn = attention_new(backends[a->attention]);
@@ -474,6 +566,13 @@ int gpu_setup_model(struct gt *t)
     CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_grad, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_comm, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_stats, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_issue, cudaEventDisableTiming));
+    for (int i = 0; i < 3; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_gathered[i], cudaEventDisableTiming));
+    for (int i = 0; i < 2; i++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&t->ev_sfree[i], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventRecord(t->ev_sfree[i], t->comm));
+    }
     for (int i = 0; i < 2; i++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&t->step_done[i], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventRecord(t->step_done[i], t->st));

@@ -124,9 +124,13 @@ static int gpu_evaluate(void *ctx, double *loss)
     int32_t *stage = t->h_eval;
     int rc = 0;
     long n = 0;
-    for (long it = 0; it < a->eval_iters && !rc; it++) {
+    /* at ZeRO-3 every forward gathers weights with the other ranks: a rank whose data failed
+     * runs on (over token 0) so that the collectives still match, and the error is reported
+     * after the loop */
+    int go_on = t->zero == 3;
+    for (long it = 0; it < a->eval_iters && (!rc || go_on); it++) {
         uint64_t base = (uint64_t)it * (uint64_t)a->global_batch;
-        for (long m = 0; m < a->accum && !rc; m++, n++) {
+        for (long m = 0; m < a->accum && (!rc || go_on); m++, n++) {
             uint64_t first = base + (uint64_t)(m * B * t->W + t->rank * B);
             CUDA_CHECK(cudaStreamSynchronize(t->st)); /* the stage is free again */
             for (long b = 0; b < B && !rc; b++) {
@@ -134,8 +138,10 @@ static int gpu_evaluate(void *ctx, double *loss)
                 if (!rc)
                     gpu_fill_tokens(stage, t->eval_sample, b, T, N);
             }
-            if (rc)
+            if (rc && !go_on)
                 break;
+            if (rc)
+                memset(stage, 0, (size_t)(2 * N) * sizeof(int32_t));
             CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(2 * N) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, t->st));
             gpu_model_fwd(t, t->d_tok_eval);
@@ -166,9 +172,7 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
 
 static int gpu_params(void *ctx, float *dst)
 {
-    if (!dst) /* a rank other than 0: every rank holds the whole model */
-        return 0;
-    return gpu_params_host(ctx, dst);
+    return gpu_params_host(ctx, dst); /* collective at ZeRO-3; dst NULL off rank 0 */
 }
 
 static int gpu_load(void *ctx, const char *from, uint64_t init_seed)
@@ -266,6 +270,8 @@ static void gpu_release(void *ctx)
     gpu_loader_stop(t);
     if (t->st)
         cudaStreamSynchronize(t->st);
+    if (t->comm)
+        cudaStreamSynchronize(t->comm);
     gcomm_close(t->dpc);
     gemm_free(t->gemm);
     if (t->attn)
@@ -274,8 +280,10 @@ static void gpu_release(void *ctx)
         cudaFreeHost(t->h_stats);
     if (t->h_eval)
         cudaFreeHost(t->h_eval);
-    cudaEvent_t evs[5] = { t->ev_grad, t->ev_comm, t->ev_stats, t->step_done[0], t->step_done[1] };
-    for (int i = 0; i < 5; i++)
+    cudaEvent_t evs[11] = { t->ev_grad,        t->ev_comm,        t->ev_stats,      t->step_done[0],
+                            t->step_done[1],   t->ev_sfree[0],    t->ev_sfree[1],   t->ev_issue,
+                            t->ev_gathered[0], t->ev_gathered[1], t->ev_gathered[2] };
+    for (int i = 0; i < 11; i++)
         if (evs[i])
             cudaEventDestroy(evs[i]);
     cudaStream_t sts[3] = { t->st, t->comm, t->copy };
@@ -286,6 +294,9 @@ static void gpu_release(void *ctx)
         cudaFree(t->arena);
     model_layout_release(&t->l);
     free(t->doff);
+    free(t->tbk);
+    free(t->pb);
+    free(t->gb);
     free(t->bk);
     free(t->per);
     free(t->eval_sample);
@@ -326,10 +337,10 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
         enum attn_backend be = attention_backend(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);
         int det = attention_is_deterministic(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);
         sl_info("attention: %s, %s backward (train.attention=%s, train.deterministic=%s); "
-                "recompute: %s; ZeRO-1 over %d rank%s (%zu parameters per shard)",
+                "recompute: %s; ZeRO-%d over %d rank%s (%zu parameters per shard)",
                 be == ATTN_CUDNN ? "cuDNN fused flash attention" : "own flash-attention kernels",
                 det ? "deterministic" : "non-deterministic", attn_names[a->attention],
-                a->deterministic ? "true" : "false", rc_names[a->recompute], t->W,
+                a->deterministic ? "true" : "false", rc_names[a->recompute], t->zero, t->W,
                 t->W > 1 ? "s" : "", t->shard_n);
         if (a->deterministic && !det)
             sl_warn("train.deterministic=true: cuDNN has no deterministic backward engine for "

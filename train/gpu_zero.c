@@ -1,5 +1,7 @@
-/* The CUDA trainer's data parallelism, ZeRO-1 over the communicator of train/gpu_comm.h: per-bucket reduce-scatter of the gradient, the global norm, the sharded AdamW step
- * and the parameter all-gather; the sharded state in and out of checkpoints.
+/* The CUDA trainer's data parallelism over the communicator of train/gpu_comm.h, ZeRO-1, 2
+ * and 3: per-bucket reduce-scatter of the gradient, the global norm, the sharded AdamW step
+ * and the parameter all-gather (ZeRO-3: where each bucket is used); the sharded state in and
+ * out of checkpoints.
  */
 #include "train/gpu_internal.h"
 
@@ -21,17 +23,76 @@ int gpu_setup_comm(struct gt *t)
     return gcomm_open(&t->dpc, t->comm_be, t->w);
 }
 
-/* Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add it to
- * the fp32 step gradient t->main_grad (written on the first micro-step), once per bucket and
- * micro-step, so that micro-batches are summed in fp32 whatever their number. After the last
- * micro-step, reduce-scatter the bucket on the communication stream (sum over ranks; each
- * rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the default), or
- * cast once to bf16, reduced in bf16 (half the traffic) and the slice widened back. */
-void gpu_bucket_done(struct gt *t, int k, long m)
+/* ---- the collectives over the data-parallel ranks -------------------------------------- */
+
+/* Reduce-scatter (sum) count x W elements of send into count elements of recv, or all-gather
+ * count elements of send into count x W of recv, on stream s (one rank: a copy). */
+static void dp_reduce_scatter(struct gt *t, const void *send, void *recv, size_t count, int bf16,
+                              cudaStream_t s)
+{
+    gcomm_reduce_scatter(t->dpc, send, recv, count, bf16 ? GCOMM_BF16 : GCOMM_F32, s);
+}
+
+static void dp_all_gather_bf16(struct gt *t, const sl_bf16 *send, sl_bf16 *recv, size_t count,
+                               cudaStream_t s)
+{
+    gcomm_all_gather(t->dpc, send, recv, count, GCOMM_BF16, s);
+}
+
+/* ---- the gradient: ZeRO-1, ZeRO-2/3 ------------------------------------------------------ */
+
+float *gpu_grad_slice(const struct gt *t, int k)
 {
     const struct gbucket *b = &t->bk[k];
-    if (!b->len)
-        return;
+    if (t->zero >= 2)
+        return t->sgrad + b->shard;
+    return t->main_grad + b->dev + (size_t)t->rank * (b->len / (size_t)t->W);
+}
+
+/* ZeRO-2/3. Every micro-step, bucket k's bf16 gradient (t->gb[k]) is widened on t->st into a
+ * staging buffer (copied as it is with train.grad_reduce_dtype=bf16), which frees the
+ * gradient buffer for the next micro-batch or layer; the communication stream then
+ * reduce-scatters the staging buffer and adds this rank's slice to the fp32 shard gradient
+ * (written on the first micro-step): sum over ranks per micro-batch, then over micro-batches
+ * (DeepSpeed's ZeRO-2 order). Two staging buffers alternate: a bucket's widening waits only
+ * for the reduction two buckets back, and the backward of the next bucket runs meanwhile. */
+static void bucket_done_z23(struct gt *t, int k, long m)
+{
+    const struct gbucket *b = &t->bk[k];
+    size_t cnt = b->len / (size_t)t->W, off = (size_t)t->rank * cnt;
+    int x = t->sslot;
+    t->sslot ^= 1;
+    float *dst = t->sgrad + b->shard;
+    CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_sfree[x], 0));
+    if (t->a->grad_reduce == GPU_REDUCE_BF16)
+        copy_bf16((sl_bf16 *)t->stage[x], t->gb[k], b->len, t->st);
+    else
+        grad_accumulate_f32(t->stage[x], t->gb[k], b->len, 1, t->st);
+    CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
+    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
+    if (t->a->grad_reduce == GPU_REDUCE_BF16) {
+        sl_bf16 *h = (sl_bf16 *)t->stage[x];
+        dp_reduce_scatter(t, h, h + off, cnt, 1, t->comm);
+        grad_accumulate_f32(dst, h + off, cnt, m == 0, t->comm);
+    } else if (m == 0) {
+        dp_reduce_scatter(t, t->stage[x], dst, cnt, 0, t->comm);
+    } else {
+        dp_reduce_scatter(t, t->stage[x], t->stage[x] + off, cnt, 0, t->comm);
+        add_f32(dst, dst, t->stage[x] + off, cnt, t->comm);
+    }
+    CUDA_CHECK(cudaEventRecord(t->ev_sfree[x], t->comm));
+}
+
+/* ZeRO-1. Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add
+ * it to the fp32 step gradient t->main_grad (written on the first micro-step), once per
+ * bucket and micro-step, so that micro-batches are summed in fp32 whatever their number.
+ * After the last micro-step, reduce-scatter the bucket on the communication stream (sum over
+ * ranks; each rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the
+ * default), or cast once to bf16, reduced in bf16 (half the traffic) and the slice widened
+ * back. */
+static void bucket_done_z1(struct gt *t, int k, long m)
+{
+    const struct gbucket *b = &t->bk[k];
     grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
     if (m != t->a->accum - 1 || !t->reduce)
         return;
@@ -42,13 +103,86 @@ void gpu_bucket_done(struct gt *t, int k, long m)
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
     CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
     if (t->a->grad_reduce == GPU_REDUCE_BF16) {
-        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16,
-                             t->comm);
+        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16, t->comm);
         cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
     } else {
         gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
                              t->comm);
     }
+}
+
+void gpu_bucket_done(struct gt *t, int k, long m)
+{
+    if (!t->bk[k].len)
+        return;
+    if (t->zero >= 2)
+        bucket_done_z23(t, k, m);
+    else
+        bucket_done_z1(t, k, m);
+}
+
+/* ---- ZeRO-3: the weights gathered where they are used -------------------------------- */
+
+/* All-gather bucket k's bf16 shard into dst on the communication stream, after everything
+ * t->st has been given so far (the optimizer step that wrote the shard, the last use of
+ * dst); *ev (when not NULL) is recorded when it is done. */
+static void z3_gather(struct gt *t, int k, sl_bf16 *dst, const cudaEvent_t *ev)
+{
+    const struct gbucket *b = &t->bk[k];
+    CUDA_CHECK(cudaEventRecord(t->ev_issue, t->st));
+    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_issue, 0));
+    if (b->len)
+        dp_all_gather_bf16(t, t->pshard + b->shard, dst, b->len / (size_t)t->W, t->comm);
+    if (ev)
+        CUDA_CHECK(cudaEventRecord(*ev, t->comm));
+}
+
+void gpu_z3_outer(struct gt *t)
+{
+    if (t->zero < 3 || t->outer_ok)
+        return;
+    z3_gather(t, 0, t->pouter[0], NULL);
+    z3_gather(t, t->L + 1, t->pouter[1], &t->ev_gathered[2]);
+    CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_gathered[2], 0));
+    t->outer_ok = 1;
+}
+
+static int z3_slot_of(const struct gt *t, int li)
+{
+    return t->lp_layer[0] == li ? 0 : t->lp_layer[1] == li ? 1 : -1;
+}
+
+/* A layer still in a slot (the last layer of the forward, which the backward takes first;
+ * a prefetched one) is not gathered again; the optimizer step empties the slots. */
+void gpu_z3_layer(struct gt *t, int li, int next)
+{
+    if (t->zero < 3)
+        return;
+    int x = z3_slot_of(t, li);
+    if (x < 0) {
+        x = t->lp_layer[0] == -1 ? 0 : t->lp_layer[1] == -1 ? 1 : 1 - t->lp_cur;
+        t->lp_layer[x] = li;
+        z3_gather(t, 1 + li, t->lp[x], &t->ev_gathered[x]);
+    }
+    CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_gathered[x], 0));
+    t->lp_cur = x;
+    t->pb[1 + li] = t->lp[x];
+    if (next >= 0 && z3_slot_of(t, next) < 0) {
+        /* the other slot; its last use is already on t->st, which the gather waits for */
+        t->lp_layer[1 - x] = next;
+        z3_gather(t, 1 + next, t->lp[1 - x], &t->ev_gathered[1 - x]);
+    }
+}
+
+/* Layer li's gradient into the slot of its parity: the layer two back used it last, and its
+ * widening into a staging buffer is already on t->st. */
+void gpu_z3_grad(struct gt *t, int li)
+{
+    if (t->zero < 3)
+        return;
+    sl_bf16 *g = t->lg[li & 1];
+    CUDA_CHECK(cudaMemsetAsync(g, 0, t->bk[1 + li].len * sizeof(sl_bf16), t->st));
+    t->gb[1 + li] = g;
 }
 
 /* ---- optimizer ----------------------------------------------------------------------- */
@@ -66,7 +200,7 @@ void gpu_reduce_stats(struct gt *t)
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (!cnt)
             continue;
-        global_norm_sq_f32(t->d_stats, t->gn_scratch, t->main_grad + d0, cnt, !first, t->st);
+        global_norm_sq_f32(t->d_stats, t->gn_scratch, gpu_grad_slice(t, k), cnt, !first, t->st);
         first = 0;
     }
     if (first)
@@ -79,14 +213,30 @@ void gpu_reduce_stats(struct gt *t)
     CUDA_CHECK(cudaEventRecord(t->ev_stats, t->st));
 }
 
-/* Cast this rank's master slices to the bf16 working copy and all-gather the parameters. */
+/* This rank's bf16 weights of bucket k's slice (written by the optimizer step). */
+static sl_bf16 *param_slice(const struct gt *t, int k)
+{
+    const struct gbucket *b = &t->bk[k];
+    if (t->zero == 3)
+        return t->pshard + b->shard;
+    return t->params + b->dev + (size_t)t->rank * (b->len / (size_t)t->W);
+}
+
+/* Cast this rank's master slices to the bf16 working copy (cast) and all-gather the
+ * parameters: below ZeRO-3 now, at ZeRO-3 where each bucket is used (the slots and the
+ * outer buckets are stale from here on). */
 static void gather_params(struct gt *t, int cast)
 {
     for (int k = 0; cast && k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (cnt)
-            cast_f32_to_bf16(t->params + d0, t->master + t->bk[k].shard, cnt, t->st);
+            cast_f32_to_bf16(param_slice(t, k), t->master + t->bk[k].shard, cnt, t->st);
+    }
+    if (t->zero == 3) {
+        t->lp_layer[0] = t->lp_layer[1] = -1;
+        t->outer_ok = 0;
+        return;
     }
     if (!t->reduce)
         return;
@@ -123,8 +273,9 @@ void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed)
         if (!cnt)
             continue;
         size_t s0 = t->bk[k].shard;
-        adamw_update_f32(t->params + d0, t->main_grad + d0, t->master + s0, t->m + s0, t->v + s0,
-                         (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp, t->st);
+        adamw_update_f32(param_slice(t, k), gpu_grad_slice(t, k), t->master + s0, t->m + s0,
+                         t->v + s0, (int64_t)cnt, (int64_t)d0, t->d_tensors, t->ntensors, &hp,
+                         t->st);
     }
     gather_params(t, 0);
 }
@@ -192,7 +343,8 @@ int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
     /* a pageable cudaMemcpy may return before its DMA is done, and our streams do not wait
      * for the legacy stream */
     CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaMemsetAsync(t->params, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    if (t->params)
+        CUDA_CHECK(cudaMemsetAsync(t->params, 0, t->dtotal * sizeof(sl_bf16), t->st));
     gather_params(t, 1);
     CUDA_CHECK(cudaStreamSynchronize(t->st));
     return 0;
@@ -203,7 +355,45 @@ int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
 struct model_fill {
     struct gt *t;
     uint16_t *bits; /* the largest tensor's bf16 bits */
+    uint16_t *all;  /* ZeRO-3: every weight's bf16 bits, laid out by t->l (z3_host_bits) */
 };
+
+/* ZeRO-3, collective: every bucket gathered in turn into a staging buffer (the step is over:
+ * they are free) and, on rank 0, copied into bits[l.total] (NULL elsewhere). */
+static void z3_host_bits(struct gt *t, uint16_t *bits)
+{
+    CUDA_CHECK(cudaStreamSynchronize(t->st));
+    CUDA_CHECK(cudaStreamSynchronize(t->comm));
+    sl_bf16 *buf = (sl_bf16 *)t->stage[0];
+    for (int k = 0; k < t->nbk; k++) {
+        const struct gbucket *b = &t->bk[k];
+        if (!b->len)
+            continue;
+        z3_gather(t, k, buf, NULL);
+        CUDA_CHECK(cudaStreamSynchronize(t->comm));
+        if (bits)
+            CUDA_CHECK(cudaMemcpy(bits + b->la, buf, (b->lb - b->la) * sizeof(uint16_t),
+                                  cudaMemcpyDeviceToHost));
+    }
+}
+
+/* z3_host_bits into a new buffer on rank 0 (NULL elsewhere); rc on failure to allocate */
+static int z3_host_alloc(struct gt *t, uint16_t **bits)
+{
+    *bits = NULL;
+    int rc = 0;
+    if (t->rank == 0 && !(*bits = malloc(t->l.total * sizeof(uint16_t) + 1)))
+        rc = sl_err_set(SL_ERR_NOMEM,
+                        "cannot allocate %zu MiB of host memory for the gathered weights",
+                        t->l.total * sizeof(uint16_t) >> 20);
+    if ((rc = gpu_all_ok(t, rc))) {
+        free(*bits);
+        *bits = NULL;
+        return rc;
+    }
+    z3_host_bits(t, *bits);
+    return 0;
+}
 
 static int fill_model(void *arg, size_t i, void *buf, size_t nbytes)
 {
@@ -213,20 +403,37 @@ static int fill_model(void *arg, size_t i, void *buf, size_t nbytes)
     if (nbytes != mt->numel * sizeof(float))
         return sl_err_set(SL_ERR_STATE, "checkpoint: tensor '%s' has %zu bytes, expected %zu",
                           mt->name, nbytes, mt->numel * sizeof(float));
-    CUDA_CHECK(cudaMemcpy(f->bits, t->params + t->doff[i], mt->numel * sizeof(uint16_t),
-                          cudaMemcpyDeviceToHost));
+    const uint16_t *bits = f->all ? f->all + mt->offset : f->bits;
+    if (!f->all)
+        CUDA_CHECK(cudaMemcpy(f->bits, t->params + t->doff[i], mt->numel * sizeof(uint16_t),
+                              cudaMemcpyDeviceToHost));
     uint32_t *out = buf;
     for (size_t k = 0; k < mt->numel; k++)
-        out[k] = (uint32_t)f->bits[k] << 16;
+        out[k] = (uint32_t)bits[k] << 16;
     return 0;
 }
 
 int gpu_params_host(struct gt *t, float *dst)
 {
+    if (t->zero == 3) {
+        uint16_t *all;
+        int rc = z3_host_alloc(t, &all);
+        if (rc || !dst) {
+            free(all);
+            return rc;
+        }
+        uint32_t *out = (uint32_t *)dst;
+        for (size_t i = 0; i < t->l.total; i++)
+            out[i] = (uint32_t)all[i] << 16;
+        free(all);
+        return 0;
+    }
+    if (!dst) /* a rank other than 0: every rank holds the whole model */
+        return 0;
     size_t most = 0;
     for (int i = 0; i < t->l.n; i++)
         most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
-    struct model_fill f = { t, malloc((most + 1) * sizeof(uint16_t)) };
+    struct model_fill f = { t, malloc((most + 1) * sizeof(uint16_t)), NULL };
     if (!f.bits)
         return sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
                           most * sizeof(uint16_t) >> 20);
@@ -262,7 +469,8 @@ static int fill_shard(void *arg, size_t i, void *buf, size_t nbytes)
 
 /* Every rank writes its optimizer shard, rank 0 also model.safetensors, one tensor at a time:
  * host memory is the largest tensor (fp32, and its bf16 bits for the model), never the model
- * or the shard (for Llama-3-8B on one rank: 3 GB instead of about 144 GB). */
+ * or the shard (for Llama-3-8B on one rank: 3 GB instead of about 144 GB). At ZeRO-3 rank 0
+ * holds the gathered bf16 weights (2 bytes a parameter) while writing the model. */
 int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
 {
     const struct train_opts *a = t->a;
@@ -285,11 +493,14 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
     rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard, &f);
     free(r);
     free(f.bucket);
+    uint16_t *all = NULL;
+    if (t->zero == 3 && (rc = gpu_all_ok(t, rc)) == 0)
+        rc = z3_host_alloc(t, &all);
     if (!rc && t->rank == 0) {
         size_t most = 0;
         for (int i = 0; i < t->l.n; i++)
             most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
-        struct model_fill mf = { t, malloc((most + 1) * sizeof(uint16_t)) };
+        struct model_fill mf = { t, malloc((most + 1) * sizeof(uint16_t)), all };
         if (!mf.bits)
             rc = sl_err_set(SL_ERR_NOMEM,
                             "cannot allocate %zu MiB of host memory for the "
@@ -299,6 +510,7 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
             rc = ckpt_write_model_fill(a->ckpt_dir, step, &t->l, fill_model, &mf);
         free(mf.bits);
     }
+    free(all);
     if ((rc = gpu_all_ok(t, rc))) {
         if (t->rank == 0)
             ckpt_abort(a->ckpt_dir, step);
@@ -320,7 +532,7 @@ int gpu_gather_grads(struct gt *t, float *host)
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (nl)
-            CUDA_CHECK(cudaMemcpy(host + l0, t->main_grad + d0, nl * sizeof(float),
+            CUDA_CHECK(cudaMemcpy(host + l0, gpu_grad_slice(t, k), nl * sizeof(float),
                                   cudaMemcpyDeviceToHost));
     }
     return sl_world_allreduce_f32(t->w, host, t->l.total, SL_SUM);

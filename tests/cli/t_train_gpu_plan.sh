@@ -31,6 +31,8 @@ LAYOUTS=(
     "1 llama selective train.global_batch_size=8 eval.iters=3"
     "2 llama none"
     "2 gpt selective"
+    "2 llama none optim.zero=2"
+    "2 gpt selective optim.zero=3"
 )
 PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
 bytes_of() { sed -n "s/.*$1.*\(parameters [0-9]*, gradients [0-9]*, optimizer [0-9]*, activations [0-9]*, workspace [0-9]*, arena [0-9]*\).*/\1/p" "$2" | head -1; }

@@ -7,7 +7,9 @@
 # checks, or the emulation stopping the kernel). A plant whose text is no longer in the source
 # fails too, so the list follows the code. Ends with "t_emu_plants: N caught, N missed".
 # The group "trainer" plants into train/gpu_*.c instead: the copy's build/emu/libsluice-gpu-emu.so
-# runs one step of tiny-llama under $SLUICE (default build/sluice), which must pass unplanted.
+# runs one step of tiny-llama under $SLUICE (default build/sluice), which must pass unplanted;
+# at ZeRO-3, whose reduction and gathers move data on the communication stream even on one
+# rank (ZeRO-1's one-rank reduce-scatter is in place: nothing for a missing wait to race with).
 # Usage: tests/gpu/t_emu_plants.sh [PLANT_NAME]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +37,8 @@ plants=(
 "a cuBLASLt transpose flag flipped|kernels/gemm.cu|gemm|s/cublasOperation_t opa = key->ta \? CUBLAS_OP_T : CUBLAS_OP_N;/cublasOperation_t opa = key->ta ? CUBLAS_OP_N : CUBLAS_OP_T;/"
 "the ZeRO reduce-scatter not waiting for the gradient|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->comm, t->ev_grad, 0\)\);\n//"
 "the optimizer not waiting for the reduce-scatter|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_comm, 0\)\);\n//"
+"a staging buffer reused before its reduction is done|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_sfree\[x\], 0\)\);\n//"
+"a layer's weights used before their gather is done|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_gathered\[x\], 0\)\);\n//"
 )
 # the groups that launch no kernel of their own (tests/gpu/run_emu.sh): natural order only
 natural_only=" gemm trainer "
@@ -56,7 +60,7 @@ outcome() { # group order [asan]
         out=$(SLUICE_GPU_LIB="$b/emu/libsluice-gpu-emu.so" "$SLUICE" train \
               "$root/configs/models/tiny-llama.yaml" data=synthetic model.vocab_size=512 \
               train.seq_len=32 train.micro_batch_size=2 train.global_batch_size=4 train.steps=1 \
-              eval.interval=0 train.device=cuda 2>&1)
+              eval.interval=0 train.device=cuda optim.zero=3 2>&1)
     else
         out=$(SL_CUDA_EMU_STRICT=$2 "$b/emu/test_kernels" --group "$1" 2>&1)
     fi

@@ -178,6 +178,14 @@ static void t_util(void)
                 ref[i] = rbf(bf2f(ha[off + i]) + bf2f(hb[off + i]));
             check(nm("add_bf16 n=%zu off=%d", n, off), ref, got, n, TOL_EXACT);
 
+            float *hx = rand_f32(n + 1, 2.0f), *hy = rand_f32(n + 1, 2.0f);
+            float *dx = (float *)to_dev(hx, (n + 1) * 4), *dy = (float *)to_dev(hy, (n + 1) * 4);
+            add_f32(dx + off, dx + off, dy + off, n, 0); /* in place, as the trainer calls it */
+            got = get_f32(dx + off, n);
+            for (size_t i = 0; i < n; i++)
+                ref[i] = (double)(hx[off + i] + hy[off + i]);
+            check(nm("add_f32 n=%zu off=%d", n, off), ref, got, n, TOL_EXACT);
+
             fill_bf16(db + off, 0.3f, n, 0);
             got = get_bf16(db + off, n);
             for (size_t i = 0; i < n; i++)
