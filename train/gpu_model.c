@@ -54,7 +54,7 @@ static int plan_buckets(struct gt *t)
         if (first[k] < 0)
             first[k] = i;
     }
-    size_t unit = (size_t)t->W * 64, dev = 0, shard = 0;
+    size_t unit = (size_t)t->DP * 64, dev = 0, shard = 0;
     for (int k = 0; k < t->nbk; k++) {
         struct gbucket *b = &t->bk[k];
         b->la = first[k] < 0 ? 0 : l->t[first[k]].offset;
@@ -69,7 +69,7 @@ static int plan_buckets(struct gt *t)
         b->len = (b->lb - b->la + unit - 1) / unit * unit;
         b->shard = shard;
         dev += b->len;
-        shard += b->len / (size_t)t->W;
+        shard += b->len / (size_t)t->DP;
     }
     free(first);
     for (int i = 0; i < l->n; i++) {
@@ -91,8 +91,8 @@ void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t
                   size_t *n_layout)
 {
     const struct gbucket *b = &t->bk[k];
-    size_t cnt = b->len / (size_t)t->W;
-    size_t off = (size_t)t->rank * cnt;
+    size_t cnt = b->len / (size_t)t->DP;
+    size_t off = (size_t)t->dpr * cnt;
     *dev0 = b->dev + off;
     *count = cnt;
     *lay0 = b->la + off;
@@ -119,7 +119,8 @@ static size_t plan_memory(struct gt *t, char *base)
 {
     struct carver c = { base, 0, t->mem };
     memset(t->mem, 0, sizeof(t->mem));
-    size_t N = (size_t)t->N, D = (size_t)t->D, b2 = sizeof(sl_bf16), f4 = sizeof(float);
+    size_t N = (size_t)t->N, R = (size_t)t->R, D = (size_t)t->D, b2 = sizeof(sl_bf16);
+    size_t f4 = sizeof(float);
     int rc_mode = (int)t->a->recompute;
     t->params = carve(&c, t->dtotal * b2, MEM_PARAMS);
     t->grads = carve(&c, t->dtotal * b2, MEM_GRADS);
@@ -141,34 +142,43 @@ static size_t plan_memory(struct gt *t, char *base)
             t->shared.f = carve(&c, (bytes), MEM_ACTS);                                            \
         }                                                                                          \
     } while (0)
-    size_t mean_bytes = t->a->mc.norm == MODEL_RMSNORM ? 0 : N * f4;
-    FIELD(res, GPU_RECOMPUTE_FULL, N * D * b2);
+    /* the residual stream, the norms' statistics: R rows (N / tp with SP) */
+    size_t mean_bytes = t->a->mc.norm == MODEL_RMSNORM ? 0 : R * f4;
+    FIELD(res, GPU_RECOMPUTE_FULL, R * D * b2);
     FIELD(ln1, GPU_RECOMPUTE_NONE, N * D * b2);
     FIELD(m1, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
-    FIELD(r1, GPU_RECOMPUTE_SELECTIVE, N * f4);
+    FIELD(r1, GPU_RECOMPUTE_SELECTIVE, R * f4);
     FIELD(qkv, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QKV * b2);
     FIELD(atty, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QD * b2);
     FIELD(lse, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->H * f4);
-    FIELD(mid, GPU_RECOMPUTE_SELECTIVE, N * D * b2);
+    FIELD(mid, GPU_RECOMPUTE_SELECTIVE, R * D * b2);
     FIELD(ln2, GPU_RECOMPUTE_NONE, N * D * b2);
     FIELD(m2, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
-    FIELD(r2, GPU_RECOMPUTE_SELECTIVE, N * f4);
+    FIELD(r2, GPU_RECOMPUTE_SELECTIVE, R * f4);
     FIELD(fc, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->FC * b2);
     FIELD(act, GPU_RECOMPUTE_NONE, N * (size_t)t->F * b2);
 #undef FIELD
-    t->res_final = carve(&c, N * D * b2, MEM_ACTS);
+    t->res_final = carve(&c, R * D * b2, MEM_ACTS);
     t->nf = carve(&c, N * D * b2, MEM_ACTS);
-    t->nfm = carve(&c, N * f4, MEM_ACTS);
-    t->nfr = carve(&c, N * f4, MEM_ACTS);
+    t->nfm = carve(&c, R * f4, MEM_ACTS);
+    t->nfr = carve(&c, R * f4, MEM_ACTS);
     t->tmp = carve(&c, N * D * b2, MEM_ACTS);
     t->logits = carve(&c, N * (size_t)t->Vp * b2, MEM_ACTS);
     t->losses = carve(&c, N * f4, MEM_ACTS);
-    t->dres = carve(&c, N * D * b2, MEM_ACTS);
+    t->dres = carve(&c, R * D * b2, MEM_ACTS);
     t->dn = carve(&c, N * D * b2, MEM_ACTS);
     t->dqkv = carve(&c, N * (size_t)t->QKV * b2, MEM_ACTS);
     t->datty = carve(&c, N * (size_t)t->QD * b2, MEM_ACTS);
     t->dfc = carve(&c, N * (size_t)t->FC * b2, MEM_ACTS);
     t->dact = carve(&c, N * (size_t)t->F * b2, MEM_ACTS);
+    int sp = t->sp, tp = t->tp > 1;
+    t->nloc = sp ? carve(&c, R * D * b2, MEM_ACTS) : NULL;
+    t->dfull = sp ? carve(&c, N * D * b2, MEM_ACTS) : NULL;
+    t->part = sp ? carve(&c, N * D * b2, MEM_ACTS) : NULL;
+    t->ids = tp ? carve(&c, N * sizeof(int32_t), MEM_WORK) : NULL;
+    t->xmx = tp ? carve(&c, N * f4, MEM_WORK) : NULL;
+    t->xse = tp ? carve(&c, N * f4, MEM_WORK) : NULL;
+    t->xtl = tp ? carve(&c, N * f4, MEM_WORK) : NULL;
     /* workspace */
     size_t half = (size_t)t->hd / 2;
     t->rope_cos = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
@@ -221,9 +231,9 @@ static void norm_fwd(struct gt *t, sl_bf16 *out, float *mean, float *rstd, sl_bf
                      const sl_bf16 *x, const sl_bf16 *r, int wid, int bid)
 {
     if (t->a->mc.norm == MODEL_RMSNORM)
-        rmsnorm_fwd(out, rstd, resid_out, x, r, P(t, wid), t->N, t->D, t->a->mc.norm_eps, t->st);
+        rmsnorm_fwd(out, rstd, resid_out, x, r, P(t, wid), t->R, t->D, t->a->mc.norm_eps, t->st);
     else
-        layernorm_fwd(out, mean, rstd, resid_out, x, r, P(t, wid), P(t, bid), t->N, t->D,
+        layernorm_fwd(out, mean, rstd, resid_out, x, r, P(t, wid), P(t, bid), t->R, t->D,
                       t->a->mc.norm_eps, t->st);
 }
 
@@ -231,11 +241,31 @@ static void norm_bwd(struct gt *t, const sl_bf16 *dresid, const sl_bf16 *dout, c
                      int wid, int bid, const float *mean, const float *rstd)
 {
     if (t->a->mc.norm == MODEL_RMSNORM)
-        rmsnorm_bwd(t->dres, G(t, wid), t->norm_scratch, dresid, dout, h, P(t, wid), rstd, t->N,
+        rmsnorm_bwd(t->dres, G(t, wid), t->norm_scratch, dresid, dout, h, P(t, wid), rstd, t->R,
                     t->D, t->st);
     else
         layernorm_bwd(t->dres, G(t, wid), G(t, bid), t->norm_scratch, dresid, dout, h, P(t, wid),
-                      mean, rstd, t->N, t->D, t->st);
+                      mean, rstd, t->R, t->D, t->st);
+}
+
+/* A norm whose output feeds a column-parallel layer: over the R rows held, into out (N
+ * rows) directly, or with SP into t->nloc and all-gathered into out. */
+static void norm_full(struct gt *t, sl_bf16 *out, float *mean, float *rstd, sl_bf16 *resid_out,
+                      const sl_bf16 *x, const sl_bf16 *r, int wid, int bid)
+{
+    norm_fwd(t, t->sp ? t->nloc : out, mean, rstd, resid_out, x, r, wid, bid);
+    gpu_tp_gather_rows(t, out);
+}
+
+/* A row-parallel layer: y[R, D] = the sum over the tensor-parallel ranks of x W^T, the bias
+ * added once (by rank 0, before the reduction: the sum of rank 0's biased part and the
+ * others' parts). */
+static void row_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid, int IC)
+{
+    sl_bf16 *out = t->sp ? t->part : y;
+    GEMM_CHECK(linear_fwd(t->gemm, out, NULL, x, P(t, wid), t->tpr == 0 ? P(t, bid) : NULL, t->N,
+                          IC, t->D, 0, t->st));
+    gpu_tp_row_out(t, y, out);
 }
 
 static void lin_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid, int IC, int OC)
@@ -291,14 +321,14 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
                       const sl_bf16 *r)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
-    norm_fwd(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
+    norm_full(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
     lin_fwd(t, a->qkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
     ATTN_CHECK(attention_fwd(t->attn, a->atty, a->lse, a->qkv, t->B, t->T, t->H, t->Hkv, t->hd,
                              t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
-    lin_fwd(t, t->tmp, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD, t->D);
-    norm_fwd(t, a->ln2, a->m2, a->r2, a->mid, a->res, t->tmp, id->mlp_norm_w, id->mlp_norm_b);
+    row_fwd(t, t->tmp, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
+    norm_full(t, a->ln2, a->m2, a->r2, a->mid, a->res, t->tmp, id->mlp_norm_w, id->mlp_norm_b);
     lin_fwd(t, a->fc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
     act_fwd(t, a->act, a->fc);
 }
@@ -308,7 +338,7 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
     struct gacts a0 = acts(t, 0);
-    embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
+    gpu_tp_embed_fwd(t, a0.res, tok);
     for (int li = 0; li < t->L; li++) {
         struct gacts a = acts(t, li);
         if (li == 0) {
@@ -317,10 +347,10 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
             struct gacts p = acts(t, li - 1);
             layer_fwd(t, li, &a, p.mid, t->tmp);
         }
-        lin_fwd(t, t->tmp, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F, t->D);
+        row_fwd(t, t->tmp, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F);
     }
     struct gacts last = acts(t, t->L - 1);
-    norm_fwd(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
+    norm_full(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
              l->final_norm_b);
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
     lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
@@ -331,19 +361,22 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
 static void layer_bwd(struct gt *t, int li, const struct gacts *a)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
-    /* t->dres: the gradient of the layer output (and, through the skip, of a->mid) */
-    lin_bwd(t, t->dact, t->dres, a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
+    /* t->dres: the gradient of the layer output (and, through the skip, of a->mid); the
+     * row-parallel layers take it over all N rows, the column-parallel ones give the sum of
+     * their input gradients over the group (SP: this rank's rows) */
+    lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
     act_bwd(t, t->dfc, t->dact, a->fc);
-    lin_bwd(t, t->dn, t->dfc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
-    norm_bwd(t, t->dres, t->dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
+    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
+    norm_bwd(t, t->dres, dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
     /* t->dres: the gradient of a->mid (and, through the skip, of a->res) */
-    lin_bwd(t, t->datty, t->dres, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD, t->D);
+    lin_bwd(t, t->datty, gpu_tp_full_dres(t), a->atty, id->attn_proj_w, id->attn_proj_b, t->QD,
+            t->D);
     ATTN_CHECK(attention_bwd(t->attn, t->dqkv, t->datty, a->qkv, a->atty, a->lse, t->B, t->T, t->H,
                              t->Hkv, t->hd, t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_bwd(t->dqkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
-    lin_bwd(t, t->dn, t->dqkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
-    norm_bwd(t, t->dres, t->dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
+    dn = gpu_tp_col_bwd(t, t->dn, t->dqkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    norm_bwd(t, t->dres, dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
 
 /* Backward of the last gpu_model_fwd, after the classifier turned the logits into their
@@ -355,27 +388,25 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
     CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
     const struct model_layout *l = &t->l;
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-    GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
-                               0, t->st));
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, t->logits, t->nf, t->N, t->D, t->Vp, 1,
-                                 t->st));
-    norm_bwd(t, NULL, t->dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
+    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->logits, t->nf, head, -1, t->D, t->Vp);
+    norm_bwd(t, NULL, dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
+    gpu_tp_norm_grads(t, t->L + 1);
     gpu_bucket_done(t, t->L + 1, m);
     for (int li = t->L - 1; li >= 0; li--) {
         struct gacts a = acts(t, li);
         const struct model_layer_ids *id = &l->layer[li];
         if (t->a->recompute == GPU_RECOMPUTE_SELECTIVE) {
-            norm_fwd(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
-            norm_fwd(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
+            norm_full(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
+            norm_full(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
             act_fwd(t, a.act, a.fc);
         } else if (t->a->recompute == GPU_RECOMPUTE_FULL) {
             layer_fwd(t, li, &a, a.res, NULL);
         }
         layer_bwd(t, li, &a);
+        gpu_tp_norm_grads(t, 1 + li);
         gpu_bucket_done(t, 1 + li, m);
     }
-    embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres, tok,
-                  t->B, t->T, t->D, t->V, t->st);
+    gpu_tp_embed_bwd(t, tok);
     gpu_bucket_done(t, 0, m);
 }
 
@@ -400,7 +431,7 @@ static void memory_report(struct gt *t, size_t arena_bytes)
     sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
             "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
             "shard), activations %s (recompute %s), workspace %s",
-            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS],
+            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->DP, b[MEM_ACTS],
             rc_names[t->a->recompute], b[MEM_WORK]);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
@@ -411,7 +442,7 @@ static void memory_report(struct gt *t, size_t arena_bytes)
 int gpu_setup_model(struct gt *t)
 {
     const struct train_opts *a = t->a;
-    const struct model_config *c = &a->mc;
+    const struct model_config *c = &t->sh.local; /* this rank's part (gpu_tp_layout) */
     t->B = (int)a->micro_batch;
     t->T = (int)a->seq_len;
     t->N = t->B * t->T;
@@ -431,7 +462,6 @@ int gpu_setup_model(struct gt *t)
         return sl_err_set(SL_ERR_CONFIG, "the GPU trainer needs at least one layer");
     if (t->D > 8192)
         return sl_err_set(SL_ERR_CONFIG, "hidden size %d: the GPU norms support up to 8192", t->D);
-    model_layout_init(&t->l, c);
     int rc = plan_buckets(t);
     if (rc)
         return rc;

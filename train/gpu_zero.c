@@ -17,12 +17,12 @@ int gpu_setup_nccl(struct gt *t)
 #ifdef SL_HAVE_NCCL
     ncclUniqueId id;
     memset(&id, 0, sizeof(id));
-    if (t->rank == 0)
+    if (t->dpg.rank == 0)
         NCCL_CHECK(ncclGetUniqueId(&id));
-    int rc = sl_world_bcast(t->w, &id, sizeof(id), 0);
+    int rc = sl_world_bcast(&t->dpg, &id, sizeof(id), 0);
     if (rc)
         return rc;
-    NCCL_CHECK(ncclCommInitRank(&t->nccl, t->W, id, t->rank));
+    NCCL_CHECK(ncclCommInitRank(&t->nccl, t->DP, id, t->dpr));
     t->nccl_ok = 1;
     return 0;
 #else
@@ -48,8 +48,8 @@ void gpu_bucket_done(struct gt *t, int k, long m)
     if (m != t->a->accum - 1)
         return;
 #ifdef SL_HAVE_NCCL
-    size_t cnt = b->len / (size_t)t->W;
-    size_t mine = b->dev + (size_t)t->rank * cnt;
+    size_t cnt = b->len / (size_t)t->DP;
+    size_t mine = b->dev + (size_t)t->dpr * cnt;
     if (t->a->grad_reduce == GPU_REDUCE_BF16)
         cast_f32_to_bf16(t->grads + b->dev, t->main_grad + b->dev, b->len, t->st);
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
@@ -75,7 +75,7 @@ void gpu_reduce_stats(struct gt *t)
     CUDA_CHECK(cudaEventRecord(t->ev_comm, t->comm));
     CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_comm, 0));
     int first = 1;
-    for (int k = 0; k < t->nbk; k++) {
+    for (int k = 0; t->tp == 1 && k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (!cnt)
@@ -83,12 +83,19 @@ void gpu_reduce_stats(struct gt *t)
         global_norm_sq_f32(t->d_stats, t->gn_scratch, t->main_grad + d0, cnt, !first, t->st);
         first = 0;
     }
-    if (first)
+    if (t->tp > 1)
+        gpu_tp_norm_sq(t); /* each tensor once: its owner's */
+    else if (first)
         fill_f32(t->d_stats, 0.0f, 1, t->st);
 #ifdef SL_HAVE_NCCL
     NCCL_CHECK(ncclAllReduce(t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), ncclFloat, ncclSum,
                              t->nccl, t->st));
 #endif
+    /* and over the tensor-parallel group: the sums over the world (every rank of a group
+     * has the same losses: read_stats divides by the world size) */
+    if (t->tp > 1)
+        gcomm_all_reduce(t->tpc, t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), GCOMM_F32,
+                         GCOMM_SUM, t->st);
     CUDA_CHECK(cudaMemcpyAsync(t->h_stats, t->d_stats, (size_t)(1 + t->a->accum) * sizeof(float),
                                cudaMemcpyDeviceToHost, t->st));
     CUDA_CHECK(cudaEventRecord(t->ev_stats, t->st));
@@ -179,7 +186,9 @@ int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
     int rc = 0;
     for (int p = 0; p < 3 && !rc; p++) {
         memset(host, 0, n * sizeof(float)); /* the padding of every slice stays 0 */
-        if (from) {
+        if (t->tp > 1) {
+            rc = gpu_tp_read_part(t, from, parts[p], init_seed, r, (size_t)t->nbk, dst);
+        } else if (from) {
             rc = ckpt_read_ranges(from, &t->l, parts[p], r, (size_t)t->nbk, dst);
         } else if (p == 0) {
             float *slab = malloc(t->l.total * sizeof(float));
@@ -297,10 +306,17 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
         if (nl)
             f.bucket[nf++] = k;
     }
-    rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard, &f);
+    if (t->tp > 1)
+        rc = gpu_tp_write_shard(t, step);
+    else
+        rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard,
+                                   &f);
     free(r);
     free(f.bucket);
-    if (!rc && t->rank == 0) {
+    if (t->tp > 1) {
+        if (!(rc = gpu_all_ok(t, rc)))
+            rc = gpu_tp_write_model(t, step);
+    } else if (!rc && t->rank == 0) {
         size_t most = 0;
         for (int i = 0; i < t->l.n; i++)
             most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
@@ -330,13 +346,22 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
 int gpu_gather_grads(struct gt *t, float *host)
 {
     CUDA_CHECK(cudaStreamSynchronize(t->st));
-    memset(host, 0, t->l.total * sizeof(float));
+    /* this rank's layout, summed over its data-parallel group; with tensor parallel then
+     * gathered to the full model's on rank 0 */
+    float *local = t->tp > 1 ? sl_xmalloc((t->l.total + 1) * sizeof(float)) : host;
+    memset(local, 0, t->l.total * sizeof(float));
     for (int k = 0; k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (nl)
-            CUDA_CHECK(cudaMemcpy(host + l0, t->main_grad + d0, nl * sizeof(float),
+            CUDA_CHECK(cudaMemcpy(local + l0, t->main_grad + d0, nl * sizeof(float),
                                   cudaMemcpyDeviceToHost));
     }
-    return sl_world_allreduce_f32(t->w, host, t->l.total, SL_SUM);
+    int rc = sl_world_allreduce_f32(&t->dpg, local, t->l.total, SL_SUM);
+    if (t->tp > 1) {
+        if (!rc)
+            rc = gpu_tp_gather_full(t, local, t->rank == 0 ? host : NULL);
+        free(local);
+    }
+    return rc;
 }
