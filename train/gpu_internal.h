@@ -126,13 +126,14 @@ struct gt {
     sl_bf16 *res_final, *nf, *tmp, *logits;
     float *nfm, *nfr, *losses;
     sl_bf16 *dres, *dn, *dqkv, *datty, *dfc, *dact;
-    /* tensor parallel: a norm's own rows [R, D] before the all-gather and the gathered
-     * gradient of the residual stream [N, D] (SP), a row-parallel layer's partial output
-     * [N, D] before its reduce-scatter (SP), the local vocabulary ids [N] and the
-     * vocab-parallel cross-entropy's statistics [N] each */
-    sl_bf16 *nloc, *dfull, *part;
+    /* sequence parallel (train/gpu_plan.h): [N, D] a norm's output all-gathered for a
+     * column-parallel GEMM, or the residual stream's gradient gathered for a row-parallel
+     * one; [R, D] a row-parallel output reduce-scattered, or a column-parallel input
+     * gradient. Tensor parallel: the local vocabulary ids [N], the cross-entropy's max, sum
+     * of exponentials and target logit [3 N]. */
+    sl_bf16 *sp_gather, *sp_scatter;
     int32_t *ids;
-    float *xmx, *xse, *xtl;
+    float *xmx;
     float *rope_cos, *rope_sin;
     void *gemm_ws, *attn_ws, *norm_scratch, *emb_scratch, *gn_scratch;
     size_t attn_ws_bytes, emb_scratch_bytes;
@@ -185,18 +186,23 @@ int gpu_tp_layout(struct gt *t);  /* sh, fl, tp/DP ranks, R: before the device l
 int gpu_tp_groups(struct gt *t);  /* tpg, dpg and the tensor-parallel communicator */
 int gpu_tp_open(struct gt *t, enum gcomm_backend be); /* the communicator, its stream */
 void gpu_tp_release(struct gt *t);
-/* a column-parallel layer's input: the norm's rows t->nloc gathered into full [N, D] (SP) */
-void gpu_tp_gather_rows(struct gt *t, sl_bf16 *full);
-/* a row-parallel layer's output: the partial sums over ranks in part [N, D] (SP: t->part)
- * summed into y [R, D] (all-reduce, in place; SP: reduce-scatter) */
-void gpu_tp_row_out(struct gt *t, sl_bf16 *y, sl_bf16 *part);
-/* the gradient of the residual stream over all N rows: t->dres, or gathered into t->dfull */
+/* a column-parallel layer's input over all N rows: rows itself, or with SP the rank's rows
+ * [R, D] all-gathered into full [N, D] */
+const sl_bf16 *gpu_tp_gather_rows(struct gt *t, const sl_bf16 *rows, sl_bf16 *full);
+/* a row-parallel layer's output from the partial sums over the group in part [N, D]: the
+ * rows [R, D] summed: part itself (all-reduced in place), or with SP reduce-scattered into
+ * t->sp_scatter */
+const sl_bf16 *gpu_tp_row_out(struct gt *t, sl_bf16 *part);
+/* the gradient of the residual stream over all N rows: t->dres, or gathered into
+ * t->sp_gather */
 const sl_bf16 *gpu_tp_full_dres(struct gt *t);
 /* a column-parallel layer's backward: dx = dy W (partial over ranks), summed over the group
- * (SP: reduce-scattered into t->nloc) on the tensor-parallel stream while dW += dy^T x and
- * db run; returns the rows [R, D] of the summed dx */
+ * (SP: reduce-scattered into t->sp_scatter) on the tensor-parallel stream while dW += dy^T x
+ * and db run; with SP and x_rows the input x is the rank's rows, all-gathered (into
+ * t->sp_gather) on that stream while dx is computed (Megatron's overlaps). Returns the rows
+ * [R, D] of the summed dx. */
 const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x,
-                              int wid, int bid, int IC, int OC);
+                              int x_rows, int wid, int bid, int IC, int OC);
 void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok);
 void gpu_tp_embed_bwd(struct gt *t, const int32_t *tok);
 /* the loss and the logits' gradient: classifier_fwd_bwd, or vocab-parallel over the group */

@@ -3,6 +3,7 @@
  * forward and backward passes over the kernels of kernels/, with recomputation.
  */
 #include "train/gpu_internal.h"
+#include "train/gpu_plan.h"
 
 #include "core/alloc.h"
 #include "core/err.h"
@@ -10,6 +11,7 @@
 #include "core/progress.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,53 +27,19 @@ static sl_bf16 *G(const struct gt *t, int id)
 
 /* ---- device layout, buckets, the arena ----------------------------------------------- */
 
-static int bucket_of(const struct gt *t, const struct model_tensor *mt, int seen_layer)
-{
-    if (mt->layer >= 0)
-        return 1 + mt->layer;
-    return seen_layer ? t->L + 1 : 0;
-}
-
 static int plan_buckets(struct gt *t)
 {
     const struct model_layout *l = &t->l;
     t->nbk = t->L + 2;
     t->bk = sl_xcalloc((size_t)t->nbk, sizeof(*t->bk));
     t->doff = sl_xcalloc((size_t)l->n, sizeof(size_t));
-    int *first = sl_xmalloc((size_t)t->nbk * sizeof(int));
-    for (int k = 0; k < t->nbk; k++)
-        first[k] = -1;
-    int seen = 0, prev = 0;
-    for (int i = 0; i < l->n; i++) {
-        int k = bucket_of(t, &l->t[i], seen);
-        seen |= l->t[i].layer >= 0;
-        if (k < prev) {
-            free(first);
-            return sl_err_set(SL_ERR_STATE, "the parameter table is not in layer order ('%s')",
-                              l->t[i].name);
-        }
-        prev = k;
-        if (first[k] < 0)
-            first[k] = i;
-    }
-    size_t unit = (size_t)t->DP * 64, dev = 0, shard = 0;
-    for (int k = 0; k < t->nbk; k++) {
-        struct gbucket *b = &t->bk[k];
-        b->la = first[k] < 0 ? 0 : l->t[first[k]].offset;
-        size_t end = l->total;
-        for (int j = k + 1; j < t->nbk; j++)
-            if (first[j] >= 0) {
-                end = l->t[first[j]].offset;
-                break;
-            }
-        b->lb = first[k] < 0 ? b->la : end;
-        b->dev = dev;
-        b->len = (b->lb - b->la + unit - 1) / unit * unit;
-        b->shard = shard;
-        dev += b->len;
-        shard += b->len / (size_t)t->DP;
-    }
-    free(first);
+    struct gpu_plan_bucket *pb = sl_xcalloc((size_t)t->nbk, sizeof(*pb));
+    int rc = gpu_plan_buckets(l, t->L, t->DP, pb, &t->dtotal, &t->shard_n);
+    for (int k = 0; !rc && k < t->nbk; k++)
+        t->bk[k] = (struct gbucket){ pb[k].la, pb[k].lb, pb[k].dev, pb[k].len, pb[k].shard };
+    free(pb);
+    if (rc)
+        return rc;
     for (int i = 0; i < l->n; i++) {
         int k = -1;
         for (int j = 0; j < t->nbk; j++)
@@ -80,8 +48,6 @@ static int plan_buckets(struct gt *t)
                 k = j;
         t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
     }
-    t->dtotal = dev;
-    t->shard_n = shard;
     return 0;
 }
 
@@ -100,107 +66,122 @@ void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t
     *n_layout = off >= real ? 0 : (real - off < cnt ? real - off : cnt);
 }
 
-struct carver {
-    char *base;
-    size_t off;
-    size_t *mem;
-};
-
-static void *carve(struct carver *c, size_t bytes, int cat)
+/* The arena's buffers for this rank (train/gpu_plan.h), with the kernels' own sizes. */
+static int plan_memory(struct gt *t, struct gpu_plan *p)
 {
-    size_t a = (c->off + 255) & ~(size_t)255;
-    c->off = a + bytes;
-    c->mem[cat] += bytes;
-    return c->base ? c->base + a : NULL;
-}
-
-/* Lay out every device buffer; with base NULL only count. Returns the arena's size. */
-static size_t plan_memory(struct gt *t, char *base)
-{
-    struct carver c = { base, 0, t->mem };
-    memset(t->mem, 0, sizeof(t->mem));
-    size_t N = (size_t)t->N, R = (size_t)t->R, D = (size_t)t->D, b2 = sizeof(sl_bf16);
-    size_t f4 = sizeof(float);
-    int rc_mode = (int)t->a->recompute;
-    t->params = carve(&c, t->dtotal * b2, MEM_PARAMS);
-    t->grads = carve(&c, t->dtotal * b2, MEM_GRADS);
-    t->main_grad = carve(&c, t->dtotal * f4, MEM_GRADS);
-    t->master = carve(&c, t->shard_n * f4, MEM_OPTIM);
-    t->m = carve(&c, t->shard_n * f4, MEM_OPTIM);
-    t->v = carve(&c, t->shard_n * f4, MEM_OPTIM);
-    t->d_tensors = carve(&c, (size_t)t->ntensors * sizeof(struct adamw_tensor), MEM_OPTIM);
-    /* per layer when recompute <= keep, else one shared buffer */
-#define FIELD(f, keep, bytes)                                                                      \
-    do {                                                                                           \
-        if (rc_mode <= (keep)) {                                                                   \
-            t->shared.f = NULL;                                                                    \
-            for (int li = 0; li < t->L; li++)                                                      \
-                t->per[li].f = carve(&c, (bytes), MEM_ACTS);                                       \
-        } else {                                                                                   \
-            for (int li = 0; li < t->L; li++)                                                      \
-                t->per[li].f = NULL;                                                               \
-            t->shared.f = carve(&c, (bytes), MEM_ACTS);                                            \
-        }                                                                                          \
-    } while (0)
-    /* the residual stream, the norms' statistics: R rows (N / tp with SP) */
-    size_t mean_bytes = t->a->mc.norm == MODEL_RMSNORM ? 0 : R * f4;
-    FIELD(res, GPU_RECOMPUTE_FULL, R * D * b2);
-    FIELD(ln1, GPU_RECOMPUTE_NONE, N * D * b2);
-    FIELD(m1, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
-    FIELD(r1, GPU_RECOMPUTE_SELECTIVE, R * f4);
-    FIELD(qkv, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QKV * b2);
-    FIELD(atty, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QD * b2);
-    FIELD(lse, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->H * f4);
-    FIELD(mid, GPU_RECOMPUTE_SELECTIVE, R * D * b2);
-    FIELD(ln2, GPU_RECOMPUTE_NONE, N * D * b2);
-    FIELD(m2, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
-    FIELD(r2, GPU_RECOMPUTE_SELECTIVE, R * f4);
-    FIELD(fc, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->FC * b2);
-    FIELD(act, GPU_RECOMPUTE_NONE, N * (size_t)t->F * b2);
-#undef FIELD
-    t->res_final = carve(&c, R * D * b2, MEM_ACTS);
-    t->nf = carve(&c, N * D * b2, MEM_ACTS);
-    t->nfm = carve(&c, R * f4, MEM_ACTS);
-    t->nfr = carve(&c, R * f4, MEM_ACTS);
-    t->tmp = carve(&c, N * D * b2, MEM_ACTS);
-    t->logits = carve(&c, N * (size_t)t->Vp * b2, MEM_ACTS);
-    t->losses = carve(&c, N * f4, MEM_ACTS);
-    t->dres = carve(&c, R * D * b2, MEM_ACTS);
-    t->dn = carve(&c, N * D * b2, MEM_ACTS);
-    t->dqkv = carve(&c, N * (size_t)t->QKV * b2, MEM_ACTS);
-    t->datty = carve(&c, N * (size_t)t->QD * b2, MEM_ACTS);
-    t->dfc = carve(&c, N * (size_t)t->FC * b2, MEM_ACTS);
-    t->dact = carve(&c, N * (size_t)t->F * b2, MEM_ACTS);
-    int sp = t->sp, tp = t->tp > 1;
-    t->nloc = sp ? carve(&c, R * D * b2, MEM_ACTS) : NULL;
-    t->dfull = sp ? carve(&c, N * D * b2, MEM_ACTS) : NULL;
-    t->part = sp ? carve(&c, N * D * b2, MEM_ACTS) : NULL;
-    t->ids = tp ? carve(&c, N * sizeof(int32_t), MEM_WORK) : NULL;
-    t->xmx = tp ? carve(&c, N * f4, MEM_WORK) : NULL;
-    t->xse = tp ? carve(&c, N * f4, MEM_WORK) : NULL;
-    t->xtl = tp ? carve(&c, N * f4, MEM_WORK) : NULL;
-    /* workspace */
-    size_t half = (size_t)t->hd / 2;
-    t->rope_cos = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
-    t->rope_sin = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
-    t->gemm_ws = carve(&c, GEMM_WORKSPACE_BYTES, MEM_WORK);
-    t->attn_ws = carve(&c, t->attn_ws_bytes, MEM_WORK);
+    struct gpu_plan_in in;
+    memset(&in, 0, sizeof(in));
+    in.mc = t->sh.local; /* the rank's part (tensor parallel) */
+    in.l = &t->l;
+    in.micro_batch = t->B;
+    in.seq_len = t->T;
+    in.accum = t->a->accum;
+    in.eval_iters = t->a->eval_iters;
+    in.recompute = t->a->recompute;
+    in.zero = 1; /* the GPU trainer shards the optimizer state whatever optim.zero says */
+    in.dp = t->DP;
+    in.tp = t->tp;
+    in.sp = t->sp;
+    in.sets = 1;
+    in.ws.attn = t->attn_ws_bytes;
     int widths[3] = { t->D, t->QKV, t->FC };
-    size_t ns = 0;
     for (int i = 0; i < 3; i++) {
         size_t s = norm_bwd_scratch_size(t->N, widths[i]);
-        ns = s > ns ? s : ns;
+        in.ws.norm = s > in.ws.norm ? s : in.ws.norm;
     }
-    t->norm_scratch = carve(&c, ns, MEM_WORK);
-    t->emb_scratch = carve(&c, t->emb_scratch_bytes, MEM_WORK);
-    t->gn_scratch = carve(&c, global_norm_scratch_size(), MEM_WORK);
-    size_t tok = (size_t)t->a->accum * 2 * N * sizeof(int32_t);
-    t->d_tok[0] = carve(&c, tok, MEM_WORK);
-    t->d_tok[1] = carve(&c, tok, MEM_WORK);
-    t->d_tok_eval = carve(&c, 2 * N * sizeof(int32_t), MEM_WORK);
-    t->d_stats = carve(&c, (size_t)(1 + t->a->accum) * f4, MEM_WORK);
-    t->d_eval = carve(&c, (size_t)(t->a->eval_iters * t->a->accum) * f4, MEM_WORK);
-    return c.off;
+    in.ws.embedding = t->emb_scratch_bytes;
+    in.ws.gnorm = global_norm_scratch_size();
+    in.ws.gemm = GEMM_WORKSPACE_BYTES;
+    int rc = gpu_plan_build(p, &in);
+    if (!rc && (p->dtotal != t->dtotal || p->shard_n != t->shard_n)) {
+        rc = sl_err_set(SL_ERR_STATE,
+                        "the memory plan's layout (%zu, %zu elements) is not the "
+                        "trainer's (%zu, %zu)",
+                        p->dtotal, p->shard_n, t->dtotal, t->shard_n);
+        gpu_plan_release(p);
+    }
+    return rc;
+}
+
+/* Where the trainer keeps the pointer to buffer b (NULL: a buffer this trainer has none of). */
+static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
+{
+    static const size_t act_off[] = {
+        offsetof(struct gacts, res), offsetof(struct gacts, ln1), offsetof(struct gacts, m1),
+        offsetof(struct gacts, r1),  offsetof(struct gacts, qkv), offsetof(struct gacts, atty),
+        offsetof(struct gacts, lse), offsetof(struct gacts, mid), offsetof(struct gacts, ln2),
+        offsetof(struct gacts, m2),  offsetof(struct gacts, r2),  offsetof(struct gacts, fc),
+        offsetof(struct gacts, act),
+    };
+    _Static_assert(sizeof(act_off) / sizeof(act_off[0]) == GB_LAYER_LAST - GB_LAYER_FIRST + 1,
+                   "one struct gacts field per per-layer buffer");
+    if (b->id >= GB_LAYER_FIRST && b->id <= GB_LAYER_LAST) {
+        char *a = (char *)(b->layer < 0 ? &t->shared : &t->per[b->layer]);
+        return b->set ? NULL : (void **)(a + act_off[b->id - GB_LAYER_FIRST]);
+    }
+    switch (b->id) {
+#define S(id, field)                                                                               \
+    case id:                                                                                       \
+        return (void **)&t->field
+        S(GB_PARAMS, params);
+        S(GB_GRADS, grads);
+        S(GB_MAIN_GRAD, main_grad);
+        S(GB_MASTER, master);
+        S(GB_M, m);
+        S(GB_V, v);
+        S(GB_TENSORS, d_tensors);
+        S(GB_RES_FINAL, res_final);
+        S(GB_NF, nf);
+        S(GB_NFM, nfm);
+        S(GB_NFR, nfr);
+        S(GB_TMP, tmp);
+        S(GB_LOGITS, logits);
+        S(GB_LOSSES, losses);
+        S(GB_DRES, dres);
+        S(GB_DN, dn);
+        S(GB_DQKV, dqkv);
+        S(GB_DATTY, datty);
+        S(GB_DFC, dfc);
+        S(GB_DACT, dact);
+        S(GB_SP_GATHER, sp_gather);
+        S(GB_SP_SCATTER, sp_scatter);
+        S(GB_TP_IDS, ids);
+        S(GB_XENT_STATS, xmx);
+        S(GB_ROPE_COS, rope_cos);
+        S(GB_ROPE_SIN, rope_sin);
+        S(GB_GEMM_WS, gemm_ws);
+        S(GB_ATTN_WS, attn_ws);
+        S(GB_NORM_SCRATCH, norm_scratch);
+        S(GB_EMB_SCRATCH, emb_scratch);
+        S(GB_GN_SCRATCH, gn_scratch);
+        S(GB_TOK0, d_tok[0]);
+        S(GB_TOK1, d_tok[1]);
+        S(GB_TOK_EVAL, d_tok_eval);
+        S(GB_STATS, d_stats);
+        S(GB_EVAL, d_eval);
+#undef S
+    default:
+        return NULL;
+    }
+}
+
+/* Point every buffer of the plan into the arena at base; the bytes per category. */
+static void carve_arena(struct gt *t, const struct gpu_plan *p, char *base)
+{
+    _Static_assert((int)MEM_PARAMS == GPU_PLAN_PARAMS && (int)MEM_GRADS == GPU_PLAN_GRADS &&
+                       (int)MEM_OPTIM == GPU_PLAN_OPTIM && (int)MEM_ACTS == GPU_PLAN_ACTS &&
+                       (int)MEM_WORK == GPU_PLAN_WORK && (int)MEM_N == GPU_PLAN_NCAT,
+                   "the memory report's categories are the plan's");
+    _Static_assert(sizeof(struct adamw_tensor) == 24, "gpu_plan.c counts 24 bytes a tensor");
+    memset(&t->shared, 0, sizeof(t->shared));
+    memset(t->per, 0, (size_t)t->L * sizeof(*t->per));
+    for (int i = 0; i < p->n; i++) {
+        void **s = slot_of(t, &p->b[i]);
+        if (s)
+            *s = base + p->b[i].offset;
+    }
+    for (int c = 0; c < MEM_N; c++)
+        t->mem[c] = p->cat[c];
 }
 
 static struct gacts acts(const struct gt *t, int li)
@@ -248,24 +229,25 @@ static void norm_bwd(struct gt *t, const sl_bf16 *dresid, const sl_bf16 *dout, c
                       mean, rstd, t->R, t->D, t->st);
 }
 
-/* A norm whose output feeds a column-parallel layer: over the R rows held, into out (N
- * rows) directly, or with SP into t->nloc and all-gathered into out. */
-static void norm_full(struct gt *t, sl_bf16 *out, float *mean, float *rstd, sl_bf16 *resid_out,
-                      const sl_bf16 *x, const sl_bf16 *r, int wid, int bid)
+/* A norm whose output feeds a column-parallel layer: over the R rows held, into out (kept
+ * for the backward). Returns the layer's input over all N rows: out, or with SP out
+ * all-gathered into t->sp_gather. */
+static const sl_bf16 *norm_in(struct gt *t, sl_bf16 *out, float *mean, float *rstd,
+                              sl_bf16 *resid_out, const sl_bf16 *x, const sl_bf16 *r, int wid,
+                              int bid)
 {
-    norm_fwd(t, t->sp ? t->nloc : out, mean, rstd, resid_out, x, r, wid, bid);
-    gpu_tp_gather_rows(t, out);
+    norm_fwd(t, out, mean, rstd, resid_out, x, r, wid, bid);
+    return gpu_tp_gather_rows(t, out, t->sp_gather);
 }
 
-/* A row-parallel layer: y[R, D] = the sum over the tensor-parallel ranks of x W^T, the bias
- * added once (by rank 0, before the reduction: the sum of rank 0's biased part and the
- * others' parts). */
-static void row_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid, int IC)
+/* A row-parallel layer: x W^T into t->tmp [N, D], the bias added once (by tensor-parallel
+ * rank 0, before the reduction: rank 0's biased part plus the others' parts). Returns the
+ * output's rows [R, D], summed over the group (gpu_tp_row_out). */
+static const sl_bf16 *row_fwd(struct gt *t, const sl_bf16 *x, int wid, int bid, int IC)
 {
-    sl_bf16 *out = t->sp ? t->part : y;
-    GEMM_CHECK(linear_fwd(t->gemm, out, NULL, x, P(t, wid), t->tpr == 0 ? P(t, bid) : NULL, t->N,
-                          IC, t->D, 0, t->st));
-    gpu_tp_row_out(t, y, out);
+    GEMM_CHECK(linear_fwd(t->gemm, t->tmp, NULL, x, P(t, wid), t->tpr == 0 ? P(t, bid) : NULL,
+                          t->N, IC, t->D, 0, t->st));
+    return gpu_tp_row_out(t, t->tmp);
 }
 
 static void lin_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid, int IC, int OC)
@@ -316,20 +298,21 @@ static void act_bwd(struct gt *t, sl_bf16 *dfc, const sl_bf16 *dact, const sl_bf
 }
 
 /* Layer li up to the MLP activation. Its input is x + r written to a->res (r != NULL), or
- * x == a->res. The MLP output projection (into t->tmp) is the caller's. */
+ * x == a->res. The MLP output projection (row_fwd) is the caller's. */
 static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16 *x,
                       const sl_bf16 *r)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
-    norm_full(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
-    lin_fwd(t, a->qkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    const sl_bf16 *in = norm_in(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w,
+                                id->attn_norm_b);
+    lin_fwd(t, a->qkv, in, id->qkv_w, id->qkv_b, t->D, t->QKV);
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
     ATTN_CHECK(attention_fwd(t->attn, a->atty, a->lse, a->qkv, t->B, t->T, t->H, t->Hkv, t->hd,
                              t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
-    row_fwd(t, t->tmp, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
-    norm_full(t, a->ln2, a->m2, a->r2, a->mid, a->res, t->tmp, id->mlp_norm_w, id->mlp_norm_b);
-    lin_fwd(t, a->fc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
+    const sl_bf16 *y = row_fwd(t, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
+    in = norm_in(t, a->ln2, a->m2, a->r2, a->mid, a->res, y, id->mlp_norm_w, id->mlp_norm_b);
+    lin_fwd(t, a->fc, in, id->fc_w, id->fc_b, t->D, t->FC);
     act_fwd(t, a->act, a->fc);
 }
 
@@ -339,19 +322,23 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
     const struct model_layout *l = &t->l;
     struct gacts a0 = acts(t, 0);
     gpu_tp_embed_fwd(t, a0.res, tok);
+    const sl_bf16 *y = NULL; /* the MLP output's rows */
     for (int li = 0; li < t->L; li++) {
         struct gacts a = acts(t, li);
         if (li == 0) {
             layer_fwd(t, 0, &a, a.res, NULL);
         } else {
             struct gacts p = acts(t, li - 1);
-            layer_fwd(t, li, &a, p.mid, t->tmp);
+            layer_fwd(t, li, &a, p.mid, y);
         }
-        row_fwd(t, t->tmp, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F);
+        y = row_fwd(t, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F);
     }
     struct gacts last = acts(t, t->L - 1);
-    norm_full(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
+    /* the final norm's output is kept gathered for the output layer's backward; with SP its
+     * rows go through t->dn (free until the backward) */
+    norm_fwd(t, t->sp ? t->dn : t->nf, t->nfm, t->nfr, t->res_final, last.mid, y, l->final_norm_w,
              l->final_norm_b);
+    gpu_tp_gather_rows(t, t->dn, t->nf);
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
     lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
 }
@@ -366,7 +353,8 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
      * their input gradients over the group (SP: this rank's rows) */
     lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
     act_bwd(t, t->dfc, t->dact, a->fc);
-    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
+    const sl_bf16 *dn =
+        gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, 1, id->fc_w, id->fc_b, t->D, t->FC);
     norm_bwd(t, t->dres, dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
     /* t->dres: the gradient of a->mid (and, through the skip, of a->res) */
     lin_bwd(t, t->datty, gpu_tp_full_dres(t), a->atty, id->attn_proj_w, id->attn_proj_b, t->QD,
@@ -375,7 +363,7 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
                              t->Hkv, t->hd, t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_bwd(t->dqkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
-    dn = gpu_tp_col_bwd(t, t->dn, t->dqkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    dn = gpu_tp_col_bwd(t, t->dn, t->dqkv, a->ln1, 1, id->qkv_w, id->qkv_b, t->D, t->QKV);
     norm_bwd(t, t->dres, dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
 
@@ -388,7 +376,7 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
     CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
     const struct model_layout *l = &t->l;
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->logits, t->nf, head, -1, t->D, t->Vp);
+    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->logits, t->nf, 0, head, -1, t->D, t->Vp);
     norm_bwd(t, NULL, dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
     gpu_tp_norm_grads(t, t->L + 1);
     gpu_bucket_done(t, t->L + 1, m);
@@ -396,8 +384,8 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
         struct gacts a = acts(t, li);
         const struct model_layer_ids *id = &l->layer[li];
         if (t->a->recompute == GPU_RECOMPUTE_SELECTIVE) {
-            norm_full(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
-            norm_full(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
+            norm_fwd(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
+            norm_fwd(t, a.ln2, NULL, NULL, NULL, a.mid, NULL, id->mlp_norm_w, id->mlp_norm_b);
             act_fwd(t, a.act, a.fc);
         } else if (t->a->recompute == GPU_RECOMPUTE_FULL) {
             layer_fwd(t, li, &a, a.res, NULL);
@@ -433,6 +421,11 @@ static void memory_report(struct gt *t, size_t arena_bytes)
             "shard), activations %s (recompute %s), workspace %s",
             b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->DP, b[MEM_ACTS],
             rc_names[t->a->recompute], b[MEM_WORK]);
+    /* the same in bytes (-v), as `sluice train --print-config` prints its estimate */
+    sl_debug("GPU memory bytes: parameters %zu, gradients %zu, optimizer %zu, activations %zu, "
+             "workspace %zu, arena %zu",
+             t->mem[MEM_PARAMS], t->mem[MEM_GRADS], t->mem[MEM_OPTIM], t->mem[MEM_ACTS],
+             t->mem[MEM_WORK], arena_bytes);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
             sl_human_bytes((double)free_b, fr, sizeof(fr)),
@@ -485,12 +478,16 @@ int gpu_setup_model(struct gt *t)
                           a->attention == GPU_ATTN_CUDNN ? attn_cudnn_error() : "");
     t->emb_scratch_bytes = embedding_bwd_scratch_size(t->B, t->T, t->V);
 
-    size_t bytes = plan_memory(t, NULL);
+    struct gpu_plan plan;
+    if ((rc = plan_memory(t, &plan)))
+        return rc;
+    size_t bytes = plan.total;
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     cudaError_t e = cudaMalloc(&t->arena, bytes);
     if (e != cudaSuccess) {
         cudaGetLastError();
+        gpu_plan_release(&plan);
         char need[32], fr[32];
         return sl_err_set(SL_ERR_NOMEM,
                           "cannot allocate %s of GPU memory (%s free)\nhint: lower "
@@ -498,7 +495,8 @@ int gpu_setup_model(struct gt *t)
                           sl_human_bytes((double)bytes, need, sizeof(need)),
                           sl_human_bytes((double)free_b, fr, sizeof(fr)));
     }
-    plan_memory(t, t->arena);
+    carve_arena(t, &plan, t->arena);
+    gpu_plan_release(&plan);
     CUDA_CHECK(cudaMemset(t->arena, 0, bytes));
     memory_report(t, bytes);
 

@@ -98,28 +98,29 @@ void gpu_tp_release(struct gt *t)
 
 /* ---- Megatron's f and g -------------------------------------------------------------- */
 
-void gpu_tp_gather_rows(struct gt *t, sl_bf16 *full)
+const sl_bf16 *gpu_tp_gather_rows(struct gt *t, const sl_bf16 *rows, sl_bf16 *full)
 {
-    if (t->sp)
-        gcomm_all_gather(t->tpc, t->nloc, full, (size_t)t->R * t->D, GCOMM_BF16, t->st);
+    if (!t->sp)
+        return rows;
+    gcomm_all_gather(t->tpc, rows, full, (size_t)t->R * t->D, GCOMM_BF16, t->st);
+    return full;
 }
 
-void gpu_tp_row_out(struct gt *t, sl_bf16 *y, sl_bf16 *part)
+const sl_bf16 *gpu_tp_row_out(struct gt *t, sl_bf16 *part)
 {
     if (t->tp == 1)
-        return;
-    if (t->sp)
-        gcomm_reduce_scatter(t->tpc, part, y, (size_t)t->R * t->D, GCOMM_BF16, t->st);
-    else
-        gcomm_all_reduce(t->tpc, y, y, (size_t)t->N * t->D, GCOMM_BF16, GCOMM_SUM, t->st);
+        return part;
+    if (!t->sp) {
+        gcomm_all_reduce(t->tpc, part, part, (size_t)t->N * t->D, GCOMM_BF16, GCOMM_SUM, t->st);
+        return part;
+    }
+    gcomm_reduce_scatter(t->tpc, part, t->sp_scatter, (size_t)t->R * t->D, GCOMM_BF16, t->st);
+    return t->sp_scatter;
 }
 
 const sl_bf16 *gpu_tp_full_dres(struct gt *t)
 {
-    if (!t->sp)
-        return t->dres;
-    gcomm_all_gather(t->tpc, t->dres, t->dfull, (size_t)t->R * t->D, GCOMM_BF16, t->st);
-    return t->dfull;
+    return gpu_tp_gather_rows(t, t->dres, t->sp_gather);
 }
 
 static const sl_bf16 *P(const struct gt *t, int id)
@@ -133,17 +134,30 @@ static sl_bf16 *G(const struct gt *t, int id)
 }
 
 const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x,
-                              int wid, int bid, int IC, int OC)
+                              int x_rows, int wid, int bid, int IC, int OC)
 {
+    if (t->sp && x_rows) {
+        /* the input's rows gathered on the tensor-parallel stream while dx is computed
+         * (t->sp_gather's last reader, the previous row-parallel layer's backward, is
+         * before the event) */
+        CUDA_CHECK(cudaEventRecord(t->ev_tp, t->st));
+        CUDA_CHECK(cudaStreamWaitEvent(t->tpst, t->ev_tp, 0));
+        gcomm_all_gather(t->tpc, x, t->sp_gather, (size_t)t->R * IC, GCOMM_BF16, t->tpst);
+        CUDA_CHECK(cudaEventRecord(t->ev_tpdone, t->tpst));
+        x = t->sp_gather;
+    }
     GEMM_CHECK(linear_bwd_data(t->gemm, dx, NULL, dy, P(t, wid), NULL, t->N, IC, OC, 0, t->st));
+    if (t->sp && x_rows)
+        CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_tpdone, 0));
     const sl_bf16 *out = dx;
     if (t->tp > 1) {
         /* the sum over ranks on the tensor-parallel stream, while dW and db run */
         CUDA_CHECK(cudaEventRecord(t->ev_tp, t->st));
         CUDA_CHECK(cudaStreamWaitEvent(t->tpst, t->ev_tp, 0));
         if (t->sp) {
-            gcomm_reduce_scatter(t->tpc, dx, t->nloc, (size_t)t->R * IC, GCOMM_BF16, t->tpst);
-            out = t->nloc;
+            gcomm_reduce_scatter(t->tpc, dx, t->sp_scatter, (size_t)t->R * IC, GCOMM_BF16,
+                                 t->tpst);
+            out = t->sp_scatter;
         } else {
             gcomm_all_reduce(t->tpc, dx, dx, (size_t)t->N * IC, GCOMM_BF16, GCOMM_SUM, t->tpst);
         }
@@ -168,10 +182,13 @@ void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok)
     }
     /* the rows of this rank's ids, zeros for the others, summed over the group (exact:
      * one rank's row and zeros), then the positions of the rows held */
-    sl_bf16 *e = t->sp ? t->part : x0;
+    sl_bf16 *e = t->sp ? t->tmp : x0;
     embedding_local_ids(t->ids, tok, t->v0, t->Vp, t->N, t->st);
     embedding_fwd_vp(e, t->ids, P(t, l->embed), t->N, t->D, t->st);
-    gpu_tp_row_out(t, x0, e);
+    if (t->sp)
+        gcomm_reduce_scatter(t->tpc, e, x0, (size_t)t->R * t->D, GCOMM_BF16, t->st);
+    else
+        gcomm_all_reduce(t->tpc, x0, x0, (size_t)t->N * t->D, GCOMM_BF16, GCOMM_SUM, t->st);
     if (l->pos >= 0)
         embedding_pos_add(x0, P(t, l->pos), t->row0, t->R, t->T, t->D, t->st);
 }
@@ -200,14 +217,15 @@ void gpu_tp_classifier(struct gt *t, const int32_t *targets, float dloss, int wr
         return;
     }
     size_t N = (size_t)t->N;
-    classifier_vp_partial(t->xmx, t->xse, t->xtl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 0,
+    float *mx = t->xmx, *se = mx + N, *tl = se + N;
+    classifier_vp_partial(mx, se, tl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 0,
                           t->st);
-    gcomm_all_reduce(t->tpc, t->xmx, t->xmx, N, GCOMM_F32, GCOMM_MAX, t->st);
-    gcomm_all_reduce(t->tpc, t->xtl, t->xtl, N, GCOMM_F32, GCOMM_SUM, t->st);
-    classifier_vp_partial(t->xmx, t->xse, t->xtl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 1,
+    gcomm_all_reduce(t->tpc, mx, mx, N, GCOMM_F32, GCOMM_MAX, t->st);
+    gcomm_all_reduce(t->tpc, tl, tl, N, GCOMM_F32, GCOMM_SUM, t->st);
+    classifier_vp_partial(mx, se, tl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 1,
                           t->st);
-    gcomm_all_reduce(t->tpc, t->xse, t->xse, N, GCOMM_F32, GCOMM_SUM, t->st);
-    classifier_vp_finish(t->losses, t->logits, targets, t->xmx, t->xse, t->xtl, t->v0, t->N, t->V,
+    gcomm_all_reduce(t->tpc, se, se, N, GCOMM_F32, GCOMM_SUM, t->st);
+    classifier_vp_finish(t->losses, t->logits, targets, mx, se, tl, t->v0, t->N, t->V,
                          t->Vp, dloss, write_dlogits, t->st);
 }
 

@@ -2,9 +2,9 @@
 # Tensor and sequence parallel on the CUDA trainer, on emulated GPUs
 # (build/emu/libsluice-gpu-emu.so, NCCL over MPI, one emulated GPU per rank), each layout
 # against one rank of the same GPU path, 5 steps:
-#  - TP=2 (tiny-llama: GQA, RoPE, RMSNorm, SwiGLU, untied output layer), TP=2 + SP
-#    (tiny-gpt: LayerNorm, biases, learned positions, tied embeddings), DP 2 x TP 2
-#    (tiny-llama, mpirun -np 4);
+#  - TP=2 (tiny-llama: GQA, RoPE, RMSNorm, SwiGLU, untied output layer), TP=2 + SP with
+#    selective recomputation (tiny-gpt: LayerNorm, biases, learned positions, tied
+#    embeddings), DP 2 x TP 2 (tiny-llama, mpirun -np 4);
 #  - the loss and gradient norm of every step, every tensor's gradient of step 1
 #    (train.dump_grads, gathered to full tensors), the weights after step 5 (the step-5
 #    checkpoint's model.safetensors, gathered to full tensors);
@@ -108,8 +108,9 @@ expect_err "tensor parallel over 2 ranks: 2 of 4 heads"
 expect_file "$T/tp2/step-00000005/optimizer-00001-of-00002.safetensors"
 check tp2 llama1
 
-train tp2sp 2 "$GPT" 2 5 parallel.tensor=2 parallel.sequence=true train.dump_grads="$T/tp2sp/g"
-case_ "tiny-gpt, mpirun -np 2 parallel.tensor=2 parallel.sequence=true"
+train tp2sp 2 "$GPT" 2 5 parallel.tensor=2 parallel.sequence=true train.recompute=selective \
+    train.dump_grads="$T/tp2sp/g"
+case_ "tiny-gpt, mpirun -np 2 parallel.tensor=2 parallel.sequence=true (recompute selective)"
 expect_rc 0
 expect_err "tensor parallel over 2 ranks with sequence parallel"
 check tp2sp gpt1
