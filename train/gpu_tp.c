@@ -7,10 +7,11 @@
  * each replicated tensor once, and the gathers that turn a rank's part into the full model
  * (checkpoints, train.dump_grads, the weights for evaluation tasks).
  *
- * Every collective runs on the compute stream, except the one Megatron overlaps without
- * splitting a GEMM: the summed (SP: reduce-scattered) input gradient of a column-parallel
- * layer, on t->tpst while the weight gradient's GEMM runs (Megatron's asynchronous
- * tensor-parallel all-reduce / reduce-scatter in the linear layers' backward).
+ * Every collective runs on the compute stream, except the two Megatron overlaps without
+ * splitting a GEMM, in a column-parallel layer's backward, on t->tpst: with SP the input's
+ * all-gather while the input gradient's GEMM runs, and the input gradient's all-reduce (SP:
+ * reduce-scatter) while the weight gradient's GEMM runs (Megatron's asynchronous
+ * tensor-parallel communication in the linear layers' backward).
  */
 #include "train/gpu_internal.h"
 

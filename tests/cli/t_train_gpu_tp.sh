@@ -9,7 +9,8 @@
 #    (train.dump_grads, gathered to full tensors), the weights after step 5 (the step-5
 #    checkpoint's model.safetensors, gathered to full tensors);
 #  - the reshard round trip: the TP=2 checkpoint resumes at one rank on the CPU and on the
-#    emulated GPU, and a one-rank checkpoint resumes at TP=2, each against the one-rank run.
+#    emulated GPU, the DP 2 x TP 2 one at one rank on the CPU, and a one-rank checkpoint
+#    resumes at TP=2, each against the one-rank run.
 # SKIP where the plugin is not built or mpirun is missing.
 #
 # Tolerances: the GPU path keeps activations, weights and gradients in bf16, and TP changes
@@ -96,8 +97,8 @@ expect_rc 0
 train gpt1 1 "$GPT" 2 5 train.dump_grads="$T/gpt1/g"
 case_ "one rank, tiny-gpt: 5 steps"
 expect_rc 0
-train llama1a 1 "$LLAMA" 4 5 train.dump_grads="$T/llama1a/g"
-case_ "one rank, tiny-llama, 2 micro-batches a step: 5 steps"
+train llama1a 1 "$LLAMA" 4 7 train.dump_grads="$T/llama1a/g"
+case_ "one rank, tiny-llama, 2 micro-batches a step: 7 steps"
 expect_rc 0
 
 # --- TP=2, TP=2 + SP, DP 2 x TP 2 ---------------------------------------------------------
@@ -132,6 +133,15 @@ for dev in cpu cuda; do
     expect_err "resumed from"
     compare "$T/from-tp2-$dev.jsonl" "$T/llama1.jsonl" 6 7 && ok || fail "see above"
 done
+# the DP 2 x TP 2 checkpoint (4 optimizer shards: ZeRO-1 slices of each rank's part, as
+# ranges of the full layout) at one rank on the CPU
+mkdir -p "$T/from-dp2tp2" && cp -r "$T/dp2tp2/step-00000005" "$T/from-dp2tp2/"
+run "$SLUICE" train "$LLAMA" "${BASE[@]}" train.global_batch_size=4 train.steps=7 train.device=cpu \
+    checkpoint.dir="$T/from-dp2tp2" log.file="$T/from-dp2tp2.jsonl"
+case_ "the DP 2 x TP 2 checkpoint resumes at one rank on the CPU: steps 6-7 = the one-rank run"
+expect_rc 0
+expect_err "resumed from"
+compare "$T/from-dp2tp2.jsonl" "$T/llama1a.jsonl" 6 7 && ok || fail "see above"
 # and back: the one-rank checkpoint of step 5 at TP=2
 mkdir -p "$T/to-tp2" && cp -r "$T/llama1/step-00000005" "$T/to-tp2/"
 train to-tp2 2 "$LLAMA" 2 7 parallel.tensor=2
