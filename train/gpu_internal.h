@@ -178,7 +178,9 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
 /* The bf16 working weights (whole on every rank) widened exactly to fp32 into dst, laid
  * out by t->l (the backend's params_host). */
 int gpu_params_host(struct gt *t, float *dst);
-int gpu_gather_grads(struct gt *t, float *host); /* collective: the full fp32 gradient */
+/* collective: the full model's fp32 gradient (laid out by t->fl) in host, on every rank, or
+ * with tensor parallel on world rank 0 only */
+int gpu_gather_grads(struct gt *t, float *host);
 
 /* gpu_tp.c: tensor and sequence parallel (Megatron's f, g and their sequence-parallel
  * forms), the vocab-parallel embedding and cross-entropy, the layout of the rank */

@@ -285,11 +285,11 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
                 a->deterministic ? "true" : "false", rc_names[a->recompute], t->DP,
                 t->DP > 1 ? "s" : "", t->shard_n);
         if (t->tp > 1)
-            sl_info("tensor parallel over %d ranks%s: %d of %d heads, %d of %d FFN columns, "
-                    "vocabulary rows %d-%d of %d per rank 0 (Megatron's column/row-parallel "
-                    "layers, vocab-parallel embedding and cross-entropy)",
-                    t->tp, t->sp ? " with sequence parallel" : "", t->H, a->mc.n_heads, t->F,
-                    a->mc.d_ff, t->v0, t->v0 + t->Vp - 1, a->mc.padded_vocab_size);
+            sl_info("tensor parallel over %d ranks%s: %d of %d heads (%d of %d KV heads), %d of "
+                    "%d FFN columns and %d of %d vocabulary rows a rank (column- and "
+                    "row-parallel layers, vocab-parallel embedding and cross-entropy)",
+                    t->tp, t->sp ? " with sequence parallel" : "", t->H, a->mc.n_heads, t->Hkv,
+                    a->mc.n_kv_heads, t->F, a->mc.d_ff, t->Vp, a->mc.padded_vocab_size);
         if (a->deterministic && !det)
             sl_warn("train.deterministic=true: cuDNN has no deterministic backward engine for "
                     "attention at batch %d x %d tokens, %d/%d heads of %d; its backward sums dQ "
