@@ -119,8 +119,7 @@ extern "C" void classifier_fwd_bwd(float *losses, sl_bf16 *logits, const int32_t
 
 /* The block's reduction of v (max or sum), in a fixed order: warps by shuffles, then thread
  * 0 over the warps in order. Every thread gets the result. */
-template <int MAX>
-__device__ float vp_block_reduce(float v, float *sm)
+template <int MAX> __device__ float vp_block_reduce(float v, float *sm)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll

@@ -281,8 +281,8 @@ __global__ void embedding_fwd_vp_kernel(bf16 *out, const int32_t *ids, const bf1
     }
 }
 
-extern "C" void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16 *wte, int N,
-                                 int C, cudaStream_t st)
+extern "C" void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16 *wte, int N, int C,
+                                 cudaStream_t st)
 {
     size_t units = (size_t)N * C;
     if (!units)

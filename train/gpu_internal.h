@@ -102,8 +102,8 @@ struct gt {
     int R, row0;            /* rows of the residual stream held: [row0, row0 + R) of N */
     int v0;                 /* first vocabulary row held */
     struct sl_world tpg, dpg;
-    struct gcomm *tpc;       /* over tpg (tensor-parallel collectives) */
-    cudaStream_t tpst;       /* their stream where they overlap a GEMM */
+    struct gcomm *tpc; /* over tpg (tensor-parallel collectives) */
+    cudaStream_t tpst; /* their stream where they overlap a GEMM */
     cudaEvent_t ev_tp, ev_tpdone;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
     float attn_scale;
@@ -148,9 +148,9 @@ struct gt {
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
-    struct gcomm *dpc; /* data parallel: over dpg (train/gpu_comm.h) */
-    int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
-                        * NCCL, where one rank reduces too, as it always has) */
+    struct gcomm *dpc;        /* data parallel: over dpg (train/gpu_comm.h) */
+    int reduce;               /* the gradient goes through dpc (more than one rank, or a build with
+                               * NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
     float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
@@ -184,8 +184,8 @@ int gpu_gather_grads(struct gt *t, float *host);
 
 /* gpu_tp.c: tensor and sequence parallel (Megatron's f, g and their sequence-parallel
  * forms), the vocab-parallel embedding and cross-entropy, the layout of the rank */
-int gpu_tp_layout(struct gt *t);  /* sh, fl, tp/DP ranks, R: before the device layout */
-int gpu_tp_groups(struct gt *t);  /* tpg, dpg and the tensor-parallel communicator */
+int gpu_tp_layout(struct gt *t); /* sh, fl, tp/DP ranks, R: before the device layout */
+int gpu_tp_groups(struct gt *t); /* tpg, dpg and the tensor-parallel communicator */
 int gpu_tp_open(struct gt *t, enum gcomm_backend be); /* the communicator, its stream */
 void gpu_tp_release(struct gt *t);
 /* a column-parallel layer's input over all N rows: rows itself, or with SP the rank's rows

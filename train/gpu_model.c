@@ -245,8 +245,8 @@ static const sl_bf16 *norm_in(struct gt *t, sl_bf16 *out, float *mean, float *rs
  * output's rows [R, D], summed over the group (gpu_tp_row_out). */
 static const sl_bf16 *row_fwd(struct gt *t, const sl_bf16 *x, int wid, int bid, int IC)
 {
-    GEMM_CHECK(linear_fwd(t->gemm, t->tmp, NULL, x, P(t, wid), t->tpr == 0 ? P(t, bid) : NULL,
-                          t->N, IC, t->D, 0, t->st));
+    GEMM_CHECK(linear_fwd(t->gemm, t->tmp, NULL, x, P(t, wid), t->tpr == 0 ? P(t, bid) : NULL, t->N,
+                          IC, t->D, 0, t->st));
     return gpu_tp_row_out(t, t->tmp);
 }
 
@@ -303,8 +303,8 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
                       const sl_bf16 *r)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
-    const sl_bf16 *in = norm_in(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w,
-                                id->attn_norm_b);
+    const sl_bf16 *in =
+        norm_in(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
     lin_fwd(t, a->qkv, in, id->qkv_w, id->qkv_b, t->D, t->QKV);
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);

@@ -156,8 +156,7 @@ const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, cons
         CUDA_CHECK(cudaEventRecord(t->ev_tp, t->st));
         CUDA_CHECK(cudaStreamWaitEvent(t->tpst, t->ev_tp, 0));
         if (t->sp) {
-            gcomm_reduce_scatter(t->tpc, dx, t->sp_scatter, (size_t)t->R * IC, GCOMM_BF16,
-                                 t->tpst);
+            gcomm_reduce_scatter(t->tpc, dx, t->sp_scatter, (size_t)t->R * IC, GCOMM_BF16, t->tpst);
             out = t->sp_scatter;
         } else {
             gcomm_all_reduce(t->tpc, dx, dx, (size_t)t->N * IC, GCOMM_BF16, GCOMM_SUM, t->tpst);
@@ -219,15 +218,13 @@ void gpu_tp_classifier(struct gt *t, const int32_t *targets, float dloss, int wr
     }
     size_t N = (size_t)t->N;
     float *mx = t->xmx, *se = mx + N, *tl = se + N;
-    classifier_vp_partial(mx, se, tl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 0,
-                          t->st);
+    classifier_vp_partial(mx, se, tl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 0, t->st);
     gcomm_all_reduce(t->tpc, mx, mx, N, GCOMM_F32, GCOMM_MAX, t->st);
     gcomm_all_reduce(t->tpc, tl, tl, N, GCOMM_F32, GCOMM_SUM, t->st);
-    classifier_vp_partial(mx, se, tl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 1,
-                          t->st);
+    classifier_vp_partial(mx, se, tl, t->logits, targets, t->v0, t->N, t->V, t->Vp, 1, t->st);
     gcomm_all_reduce(t->tpc, se, se, N, GCOMM_F32, GCOMM_SUM, t->st);
-    classifier_vp_finish(t->losses, t->logits, targets, mx, se, tl, t->v0, t->N, t->V,
-                         t->Vp, dloss, write_dlogits, t->st);
+    classifier_vp_finish(t->losses, t->logits, targets, mx, se, tl, t->v0, t->N, t->V, t->Vp, dloss,
+                         write_dlogits, t->st);
 }
 
 /* ---- gradients ----------------------------------------------------------------------- */
@@ -311,7 +308,8 @@ int gpu_tp_read_part(struct gt *t, const char *from, enum ckpt_part part, uint64
     if (!from && part != CKPT_PARAMS)
         return 0; /* fresh moments: zeros */
     size_t n = t->fl.total;
-    float *full = malloc((n + 1) * sizeof(float)), *local = malloc((t->l.total + 1) * sizeof(float));
+    float *full = malloc((n + 1) * sizeof(float)),
+          *local = malloc((t->l.total + 1) * sizeof(float));
     int rc = 0;
     if (!full || !local) {
         rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory to load the model",
@@ -401,12 +399,11 @@ static void shard_ranges_full(struct gt *t, struct tp_ranges *rs)
                 if (x->col >= 0) { /* a column split: each row its own range */
                     for (int64_t row = 0; row < sr->nrows; row++)
                         map_piece(t, rs, i, lt->offset + (size_t)(sr->lrow + row) * lc, lc,
-                                  ft->offset + (size_t)(sr->frow + row) * fc + (size_t)x->col,
-                                  s0, s1, shard);
+                                  ft->offset + (size_t)(sr->frow + row) * fc + (size_t)x->col, s0,
+                                  s1, shard);
                 } else {
-                    map_piece(t, rs, i, lt->offset + (size_t)sr->lrow * lc,
-                              (size_t)sr->nrows * lc, ft->offset + (size_t)sr->frow * fc, s0, s1,
-                              shard);
+                    map_piece(t, rs, i, lt->offset + (size_t)sr->lrow * lc, (size_t)sr->nrows * lc,
+                              ft->offset + (size_t)sr->frow * fc, s0, s1, shard);
                 }
             }
         }
@@ -426,8 +423,8 @@ static int fill_range(void *arg, size_t i, void *buf, size_t nbytes)
     if (nbytes != r->n * sizeof(float))
         return sl_err_set(SL_ERR_STATE, "checkpoint: range at %zu has %zu bytes, expected %zu",
                           r->first, nbytes, r->n * sizeof(float));
-    CUDA_CHECK(cudaMemcpy(buf, src[i % 3] + r->src, r->real * sizeof(float),
-                          cudaMemcpyDeviceToHost));
+    CUDA_CHECK(
+        cudaMemcpy(buf, src[i % 3] + r->src, r->real * sizeof(float), cudaMemcpyDeviceToHost));
     memset((float *)buf + r->real, 0, (r->n - r->real) * sizeof(float));
     return 0;
 }

@@ -91,7 +91,9 @@ check() {
 }
 
 # --- the one-rank references ------------------------------------------------------------
-train llama1 1 "$LLAMA" 2 7 train.dump_grads="$T/llama1/g"
+# (and the validation loss after step 5: the vocab-parallel cross-entropy without backward)
+VAL=(eval.interval=5 eval.iters=1)
+train llama1 1 "$LLAMA" 2 7 "${VAL[@]}" train.dump_grads="$T/llama1/g"
 case_ "one rank, tiny-llama: 7 steps"
 expect_rc 0
 train gpt1 1 "$GPT" 2 5 train.dump_grads="$T/gpt1/g"
@@ -102,12 +104,21 @@ case_ "one rank, tiny-llama, 2 micro-batches a step: 7 steps"
 expect_rc 0
 
 # --- TP=2, TP=2 + SP, DP 2 x TP 2 ---------------------------------------------------------
-train tp2 2 "$LLAMA" 2 5 parallel.tensor=2 train.dump_grads="$T/tp2/g"
+train tp2 2 "$LLAMA" 2 5 parallel.tensor=2 "${VAL[@]}" train.dump_grads="$T/tp2/g"
 case_ "tiny-llama, mpirun -np 2 parallel.tensor=2 on emulated GPUs"
 expect_rc 0
 expect_err "tensor parallel over 2 ranks: 2 of 4 heads"
 expect_file "$T/tp2/step-00000005/optimizer-00001-of-00002.safetensors"
 check tp2 llama1
+case_ "tp2: the validation loss after step 5 = one rank's (within $LOSS_RTOL)"
+python3 - "$T/tp2.jsonl" "$T/llama1.jsonl" "$LOSS_RTOL" <<'PY' && ok || fail "see above"
+import json, sys
+def val(p):
+    return [m["val_loss"] for m in map(json.loads, open(p)) if m["type"] == "valid" and m["step"] == 5]
+a, b, tol = val(sys.argv[1]), val(sys.argv[2]), float(sys.argv[3])
+print(f"  val_loss {a} vs {b}")
+sys.exit(0 if len(a) == len(b) == 1 and abs(a[0] - b[0]) <= tol * abs(b[0]) else "differ")
+PY
 
 train tp2sp 2 "$GPT" 2 5 parallel.tensor=2 parallel.sequence=true train.recompute=selective \
     train.dump_grads="$T/tp2sp/g"

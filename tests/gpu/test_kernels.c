@@ -319,12 +319,14 @@ static void t_embedding_vp(void)
     int32_t *dtok = (int32_t *)to_dev(tok, N * 4), *ids = (int32_t *)dalloc(N * 4);
     uint16_t *dwte = (uint16_t *)to_dev(wte, (size_t)V * C * 2);
     uint16_t *dwpe = (uint16_t *)to_dev(wpe, (size_t)T * C * 2);
-    uint16_t *whole = (uint16_t *)dalloc((size_t)N * C * 2), *out = (uint16_t *)dalloc((size_t)N * C * 2);
+    uint16_t *whole = (uint16_t *)dalloc((size_t)N * C * 2),
+             *out = (uint16_t *)dalloc((size_t)N * C * 2);
     embedding_fwd(whole, dtok, dwte, dwpe, B, T, C, V, 0);
     uint16_t *ref = (uint16_t *)host_copy(whole, (size_t)N * C * 2);
     float *sum = (float *)halloc((size_t)N * C * 4);
     memset(sum, 0, (size_t)N * C * 4);
-    uint16_t *dout = rand_bf16((size_t)N * C, 1.0f), *ddout = (uint16_t *)to_dev(dout, (size_t)N * C * 2);
+    uint16_t *dout = rand_bf16((size_t)N * C, 1.0f),
+             *ddout = (uint16_t *)to_dev(dout, (size_t)N * C * 2);
     size_t sb = embedding_bwd_scratch_size(B, T, rows);
     void *scratch = dalloc(sb);
     double *gref = dvec((size_t)V * C);
@@ -1405,13 +1407,20 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } tests[] = {
-    { "util", t_util },           { "global_norm", t_global_norm },
-    { "embedding", t_embedding }, { "norms", t_norms },
-    { "bias", t_bias },           { "activations", t_activations },
-    { "rope", t_rope },           { "classifier", t_classifier },
-    { "adamw", t_adamw },         { "gemm", t_gemm },
-    { "attention", t_attention }, { "gelu_erf", t_gelu_erf },
-    { "grad_f32", t_grad_f32 },   { "classifier_vp", t_classifier_vp },
+    { "util", t_util },
+    { "global_norm", t_global_norm },
+    { "embedding", t_embedding },
+    { "norms", t_norms },
+    { "bias", t_bias },
+    { "activations", t_activations },
+    { "rope", t_rope },
+    { "classifier", t_classifier },
+    { "adamw", t_adamw },
+    { "gemm", t_gemm },
+    { "attention", t_attention },
+    { "gelu_erf", t_gelu_erf },
+    { "grad_f32", t_grad_f32 },
+    { "classifier_vp", t_classifier_vp },
     { "embedding_vp", t_embedding_vp },
 };
 
