@@ -408,14 +408,11 @@ static void memory_report(struct gt *t, size_t arena_bytes)
     char b[MEM_N][32], tot[32], fr[32], all[32];
     for (int i = 0; i < MEM_N; i++)
         sl_human_bytes((double)t->mem[i], b[i], sizeof(b[i]));
-#ifdef SL_HAVE_NCCL
-    const char *reduce =
-        t->a->grad_reduce == GPU_REDUCE_BF16 ? "reduced in bf16" : "reduced in fp32";
-#else
-    /* one rank and nothing reduced: train.grad_reduce_dtype changes nothing (said here, where
-     * tests/gpu/t_train_gpu.sh reads which reduction ran) */
-    const char *reduce = "not reduced: this build has no NCCL";
-#endif
+    /* one rank of a build without NCCL reduces nothing: train.grad_reduce_dtype changes
+     * nothing (said here, where tests/gpu/t_train_gpu.sh reads which reduction ran) */
+    const char *reduce = !t->reduce ? "not reduced: this build has no NCCL"
+                         : t->a->grad_reduce == GPU_REDUCE_BF16 ? "reduced in bf16"
+                                                                : "reduced in fp32";
     sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
             "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
             "shard), activations %s (recompute %s), workspace %s",

@@ -17,15 +17,12 @@ int gpu_setup_comm(struct gt *t)
     t->reduce = 1;
 #else
     t->reduce = t->W > 1;
-    if (t->W > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED, "this build has no NCCL: the GPU trainer runs "
-                                              "one rank only\nhint: install NCCL and rebuild");
 #endif
     /* data parallel over the ranks with the same tensor-parallel coordinate; the
      * tensor-parallel communicator next, with the same backend (every rank opens its
      * communicators in the same order) */
-    int rc = gcomm_open(&t->dpc, GCOMM_NCCL, &t->dpg);
-    return rc ? rc : gpu_tp_open(t, GCOMM_NCCL);
+    int rc = gcomm_open(&t->dpc, t->comm_be, &t->dpg);
+    return rc ? rc : gpu_tp_open(t, t->comm_be);
 }
 
 /* Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add it to

@@ -4,7 +4,8 @@
 # against one rank of the same GPU path, 5 steps:
 #  - TP=2 (tiny-llama: GQA, RoPE, RMSNorm, SwiGLU, untied output layer), TP=2 + SP with
 #    selective recomputation (tiny-gpt: LayerNorm, biases, learned positions, tied
-#    embeddings), DP 2 x TP 2 (tiny-llama, mpirun -np 4);
+#    embeddings), DP 2 x TP 2 (tiny-llama, mpirun -np 4, over the MPI backend of
+#    train/gpu_comm.h: train.comm=mpi; the others over NCCL);
 #  - the loss and gradient norm of every step, every tensor's gradient of step 1
 #    (train.dump_grads, gathered to full tensors), the weights after step 5 (the step-5
 #    checkpoint's model.safetensors, gathered to full tensors);
@@ -127,8 +128,8 @@ expect_rc 0
 expect_err "tensor parallel over 2 ranks with sequence parallel"
 check tp2sp gpt1
 
-train dp2tp2 4 "$LLAMA" 4 5 parallel.tensor=2 train.dump_grads="$T/dp2tp2/g"
-case_ "tiny-llama, mpirun -np 4 parallel.tensor=2: data parallel 2 x tensor parallel 2"
+train dp2tp2 4 "$LLAMA" 4 5 parallel.tensor=2 train.comm=mpi train.dump_grads="$T/dp2tp2/g"
+case_ "tiny-llama, mpirun -np 4: data parallel 2 x tensor parallel 2, train.comm=mpi"
 expect_rc 0
 expect_err "ZeRO-1 over 2 ranks"
 check dp2tp2 llama1a
