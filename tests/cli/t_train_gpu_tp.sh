@@ -115,7 +115,8 @@ case_ "tp2: the validation loss after step 5 = one rank's (within $LOSS_RTOL)"
 python3 - "$T/tp2.jsonl" "$T/llama1.jsonl" "$LOSS_RTOL" <<'PY' && ok || fail "see above"
 import json, sys
 def val(p):
-    return [m["val_loss"] for m in map(json.loads, open(p)) if m["type"] == "valid" and m["step"] == 5]
+    lines = map(json.loads, open(p))
+    return [m["val_loss"] for m in lines if m["type"] == "valid" and m["step"] == 5]
 a, b, tol = val(sys.argv[1]), val(sys.argv[2]), float(sys.argv[3])
 print(f"  val_loss {a} vs {b}")
 sys.exit(0 if len(a) == len(b) == 1 and abs(a[0] - b[0]) <= tol * abs(b[0]) else "differ")
