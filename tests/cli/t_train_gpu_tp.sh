@@ -9,6 +9,7 @@
 #  - the loss and gradient norm of every step, every tensor's gradient of step 1
 #    (train.dump_grads, gathered to full tensors), the weights after step 5 (the step-5
 #    checkpoint's model.safetensors, gathered to full tensors);
+#  - the memory: --print-config's arena for each layout = what its rank 0 allocates;
 #  - the reshard round trip: the TP=2 checkpoint resumes at one rank on the CPU and on the
 #    emulated GPU, the DP 2 x TP 2 one at one rank on the CPU, and a one-rank checkpoint
 #    resumes at TP=2, each against the one-rank run.
@@ -63,14 +64,35 @@ compare() { # A.jsonl B.jsonl FIRST_STEP [LAST_STEP]: losses and norms within th
         "${4:-0}"
 }
 
-# train NAME NP CONFIG GLOBAL_BATCH STEPS ARGS...: a run on emulated GPUs into $T/NAME
+# train NAME NP CONFIG GLOBAL_BATCH STEPS ARGS...: a run on emulated GPUs into $T/NAME (-v:
+# its stderr, kept as $T/NAME.err, gives the arena's bytes)
 train() {
     local name=$1 np=$2 cfg=$3 gb=$4 steps=$5
     shift 5
     local cmd=("$SLUICE")
     [ "$np" -gt 1 ] && cmd=("${GPU[@]}" -np "$np" "$SLUICE")
-    run "${cmd[@]}" train "$cfg" "${BASE[@]}" train.global_batch_size="$gb" train.steps="$steps" \
-        train.device=cuda checkpoint.dir="$T/$name" log.file="$T/$name.jsonl" "$@"
+    run "${cmd[@]}" -v train "$cfg" "${BASE[@]}" train.global_batch_size="$gb" \
+        train.steps="$steps" train.device=cuda checkpoint.dir="$T/$name" \
+        log.file="$T/$name.jsonl" "$@"
+    cp "$T/err" "$T/$name.err"
+}
+
+# estimate NAME CONFIG GLOBAL_BATCH ARGS...: --print-config's ZeRO-1 arena for the layout of
+# run NAME equals the bytes its rank 0 allocated
+estimate() {
+    local name=$1 cfg=$2 gb=$3
+    shift 3
+    run "$SLUICE" train "$cfg" "${BASE[@]}" train.global_batch_size="$gb" train.device=cuda "$@" \
+        --print-config
+    local est got
+    est=$(sed -n 's/.*(arena bytes \([0-9]*\) .*/\1/p' "$T/out" "$T/err" | head -1)
+    got=$(sed -n 's/.*GPU memory bytes: .*arena \([0-9]*\).*/\1/p' "$T/$name.err" | head -1)
+    case_ "$name: --print-config's GPU arena = the allocation ($est bytes)"
+    if [ -z "$est" ] || [ -z "$got" ]; then
+        fail "no arena bytes: estimate '$est', allocation '$got'"
+    else
+        expect_eq "$est" "$got"
+    fi
 }
 
 # check NAME REF: the 5 steps, step 1's gradient and the weights after step 5 of run NAME
@@ -111,6 +133,7 @@ expect_rc 0
 expect_err "tensor parallel over 2 ranks: 2 of 4 heads"
 expect_file "$T/tp2/step-00000005/optimizer-00001-of-00002.safetensors"
 check tp2 llama1
+estimate tp2 "$LLAMA" 2 parallel.tensor=2 "${VAL[@]}"
 case_ "tp2: the validation loss after step 5 = one rank's (within $LOSS_RTOL)"
 python3 - "$T/tp2.jsonl" "$T/llama1.jsonl" "$LOSS_RTOL" <<'PY' && ok || fail "see above"
 import json, sys
@@ -128,12 +151,14 @@ case_ "tiny-gpt, mpirun -np 2 parallel.tensor=2 parallel.sequence=true (recomput
 expect_rc 0
 expect_err "tensor parallel over 2 ranks with sequence parallel"
 check tp2sp gpt1
+estimate tp2sp "$GPT" 2 parallel.tensor=2 parallel.sequence=true train.recompute=selective
 
 train dp2tp2 4 "$LLAMA" 4 5 parallel.tensor=2 train.comm=mpi train.dump_grads="$T/dp2tp2/g"
 case_ "tiny-llama, mpirun -np 4: data parallel 2 x tensor parallel 2, train.comm=mpi"
 expect_rc 0
 expect_err "ZeRO-1 over 2 ranks"
 check dp2tp2 llama1a
+estimate dp2tp2 "$LLAMA" 4 parallel.tensor=2 parallel.data=2
 
 # --- the reshard round trip -----------------------------------------------------------------
 # the TP=2 checkpoint of step 5 at one rank: on the CPU, and on the emulated GPU
