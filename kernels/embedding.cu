@@ -248,3 +248,67 @@ extern "C" void embedding_bwd(sl_bf16 *dwte, sl_bf16 *dwpe, void *scratch, size_
             dwte, dout, s.pos_out, s.uniq, s.counts, s.offsets, s.nruns, C, V);
     CUDA_CHECK_LAUNCH();
 }
+
+/* ---- vocab-parallel: the rank holds rows [v0, v0 + rows) of the token table --------------- */
+
+__global__ void embedding_local_ids_kernel(int32_t *ids, const int32_t *tokens, int v0, int rows,
+                                           int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        int id = tokens[i] - v0;
+        ids[i] = id >= 0 && id < rows ? id : -1;
+    }
+}
+
+extern "C" void embedding_local_ids(int32_t *ids, const int32_t *tokens, int v0, int rows, int n,
+                                    cudaStream_t st)
+{
+    if (n <= 0)
+        return;
+    embedding_local_ids_kernel<<<min((n + 255) / 256, 4096), 256, 0, st>>>(ids, tokens, v0, rows,
+                                                                           n);
+    CUDA_CHECK_LAUNCH();
+}
+
+__global__ void embedding_fwd_vp_kernel(bf16 *out, const int32_t *ids, const bf16 *wte, int C,
+                                        size_t units)
+{
+    for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < units;
+         u += (size_t)gridDim.x * blockDim.x) {
+        size_t n = u / C;
+        int c = (int)(u % C), id = ids[n];
+        out[u] = id >= 0 ? wte[(size_t)id * C + c] : __float2bfloat16(0.0f);
+    }
+}
+
+extern "C" void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16 *wte, int N, int C,
+                                 cudaStream_t st)
+{
+    size_t units = (size_t)N * C;
+    if (!units)
+        return;
+    embedding_fwd_vp_kernel<<<grid_for(units), 256, 0, st>>>(out, ids, wte, C, units);
+    CUDA_CHECK_LAUNCH();
+}
+
+__global__ void embedding_pos_add_kernel(bf16 *x, const bf16 *wpe, int row0, int T, int C,
+                                         size_t units)
+{
+    for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < units;
+         u += (size_t)gridDim.x * blockDim.x) {
+        size_t n = u / C;
+        int c = (int)(u % C);
+        float p = __bfloat162float(wpe[(size_t)((row0 + n) % T) * C + c]);
+        x[u] = __float2bfloat16(__bfloat162float(x[u]) + p);
+    }
+}
+
+extern "C" void embedding_pos_add(sl_bf16 *x, const sl_bf16 *wpe, int row0, int R, int T, int C,
+                                  cudaStream_t st)
+{
+    size_t units = (size_t)R * C;
+    if (!units)
+        return;
+    embedding_pos_add_kernel<<<grid_for(units), 256, 0, st>>>(x, wpe, row0, T, C, units);
+    CUDA_CHECK_LAUNCH();
+}

@@ -47,6 +47,19 @@ void embedding_bwd(sl_bf16 *dwte, sl_bf16 *dwpe, void *scratch, size_t scratch_b
                    const sl_bf16 *dout, const int32_t *tokens, int B, int T, int C, int V,
                    cudaStream_t st);
 
+/* Vocab-parallel embedding (Megatron's VocabParallelEmbedding): the rank holds rows
+ * [v0, v0 + rows) of the token table. ids[i] = tokens[i] - v0 when the rank holds that row,
+ * else -1; embedding_fwd_vp: out[n,:] = wte[ids[n],:], or zeros for -1 (the rows summed over
+ * the ranks give every token's row, exactly); embedding_pos_add: x[n,:] += wpe[(row0 + n) %
+ * T,:] for n < R, rounded to bf16 once (x = the summed token rows: the bits of embedding_fwd).
+ * The backward is embedding_bwd over ids and V = rows (it skips the ids outside [0, V)). */
+void embedding_local_ids(int32_t *ids, const int32_t *tokens, int v0, int rows, int n,
+                         cudaStream_t st);
+void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16 *wte, int N, int C,
+                      cudaStream_t st);
+void embedding_pos_add(sl_bf16 *x, const sl_bf16 *wpe, int row0, int R, int T, int C,
+                       cudaStream_t st);
+
 /* ---- LayerNorm and RMSNorm, fused with the residual add --------------------------- */
 
 /* h = x + r rounded to bf16 and written to resid_out (when r != NULL), else h = x;
@@ -129,6 +142,25 @@ void rope_bwd(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, int B, int 
  * Targets must be < V. */
 void classifier_fwd_bwd(float *losses, sl_bf16 *logits, const int32_t *targets, int N, int V,
                         int Vp, float dloss, int write_dlogits, cudaStream_t st);
+
+/* Vocab-parallel cross-entropy (Megatron's vocab_parallel_cross_entropy): the rank holds
+ * columns [v0, v0 + V) of the vocabulary in logits[N, Vp] (bf16; columns >= V padding);
+ * targets are full-vocabulary ids (negative: ignored). Three steps with reductions over the
+ * tensor-parallel group between them (the caller's):
+ *   phase 0: mx[n] = max of the row's V logits, tlogit[n] = logits[n, targets[n] - v0] when
+ *            the rank holds it, else 0      -> mx all-reduced (max), tlogit (sum);
+ *   phase 1: sumexp[n] = sum over the V columns of exp(logits - mx[n])  -> all-reduced (sum);
+ *   classifier_vp_finish: losses[n] = log(sumexp[n]) + mx[n] - tlogit[n] (0 when ignored) and,
+ *            when write_dlogits, the logits overwritten with
+ *            dloss * (exp(logits - mx) / sumexp - onehot(targets - v0)) (padding 0).
+ * One block per row, fixed reduction order (deterministic). At one rank (v0 0, no
+ * reduction) the same loss and gradient as classifier_fwd_bwd up to fp32 summation order. */
+void classifier_vp_partial(float *mx, float *sumexp, float *tlogit, const sl_bf16 *logits,
+                           const int32_t *targets, int v0, int N, int V, int Vp, int phase,
+                           cudaStream_t st);
+void classifier_vp_finish(float *losses, sl_bf16 *logits, const int32_t *targets, const float *mx,
+                          const float *sumexp, const float *tlogit, int v0, int N, int V, int Vp,
+                          float dloss, int write_dlogits, cudaStream_t st);
 
 /* ---- optimizer -------------------------------------------------------------------- */
 

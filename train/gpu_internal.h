@@ -15,6 +15,8 @@
 #include "train/gpu_comm.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
+#include "train/parallel.h"
+#include "core/world.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -88,9 +90,22 @@ enum { MEM_PARAMS, MEM_GRADS, MEM_OPTIM, MEM_ACTS, MEM_WORK, MEM_N };
 struct gt {
     const struct train_opts *a;
     struct sl_world *w;
-    int rank, W, dev;
+    int rank, W, dev; /* world rank and size */
     struct cudaDeviceProp prop;
-    struct model_layout l;
+    struct model_layout l; /* this rank's local layout (sh.l, borrowed) */
+    /* tensor and sequence parallel (gpu_tp.c): the rank's part of the model, its groups */
+    struct parallel_config par;
+    struct parallel_coord at;
+    struct model_layout fl; /* the full model's layout */
+    struct model_shard sh;  /* the rank's part: heads, KV heads, d_ff and vocabulary rows */
+    int tp, tpr, sp;        /* tensor-parallel size and rank; sequence parallel */
+    int DP, dpr;            /* data-parallel size and rank: the ZeRO-1 shards and the data */
+    int R, row0;            /* rows of the residual stream held: [row0, row0 + R) of N */
+    int v0;                 /* first vocabulary row held */
+    struct sl_world tpg, dpg;
+    struct gcomm *tpc; /* over tpg (tensor-parallel collectives) */
+    cudaStream_t tpst; /* their stream where they overlap a GEMM */
+    cudaEvent_t ev_tp, ev_tpdone;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
     float attn_scale;
     /* device layout */
@@ -132,6 +147,14 @@ struct gt {
     sl_bf16 *res_final, *nf, *tmp, *logits;
     float *nfm, *nfr, *losses;
     sl_bf16 *dres, *dn, *dqkv, *datty, *dfc, *dact;
+    /* sequence parallel (train/gpu_plan.h): [N, D] a norm's output all-gathered for a
+     * column-parallel GEMM, or the residual stream's gradient gathered for a row-parallel
+     * one; [R, D] a row-parallel output reduce-scattered, or a column-parallel input
+     * gradient. Tensor parallel: the local vocabulary ids [N], the cross-entropy's max, sum
+     * of exponentials and target logit [3 N]. */
+    sl_bf16 *sp_gather, *sp_scatter;
+    int32_t *ids;
+    float *xmx;
     float *rope_cos, *rope_sin;
     void *gemm_ws, *attn_ws, *norm_scratch, *emb_scratch, *gn_scratch;
     size_t attn_ws_bytes, emb_scratch_bytes;
@@ -149,7 +172,7 @@ struct gt {
     cudaEvent_t ev_sfree[2];    /* staging x's reduction is done (on t->comm) */
     cudaEvent_t ev_issue;       /* t->st's work so far (a gather waits for it) */
     cudaEvent_t ev_gathered[3]; /* ZeRO-3: layer slot 0, 1, the outer buckets gathered */
-    struct gcomm *dpc; /* data parallel: every rank (train/gpu_comm.h) */
+    struct gcomm *dpc; /* data parallel: over dpg (train/gpu_comm.h) */
     enum gcomm_backend comm_be; /* the backend of train.comm (gpu_train.c setup_device) */
     int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
                         * NCCL, where one rank reduces too, as it always has) */
@@ -194,7 +217,52 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
  * backend's params_host). Collective at ZeRO-3 (the weights are gathered a bucket at a
  * time): every rank calls it, dst NULL except on rank 0. */
 int gpu_params_host(struct gt *t, float *dst);
-int gpu_gather_grads(struct gt *t, float *host); /* collective: the full fp32 gradient */
+/* collective: the full model's fp32 gradient (laid out by t->fl) in host, on every rank, or
+ * with tensor parallel on world rank 0 only */
+int gpu_gather_grads(struct gt *t, float *host);
+
+/* gpu_tp.c: tensor and sequence parallel (Megatron's f, g and their sequence-parallel
+ * forms), the vocab-parallel embedding and cross-entropy, the layout of the rank */
+int gpu_tp_layout(struct gt *t); /* sh, fl, tp/DP ranks, R: before the device layout */
+int gpu_tp_groups(struct gt *t); /* tpg, dpg and the tensor-parallel communicator */
+int gpu_tp_open(struct gt *t, enum gcomm_backend be); /* the communicator, its stream */
+void gpu_tp_release(struct gt *t);
+/* a column-parallel layer's input over all N rows: rows itself, or with SP the rank's rows
+ * [R, D] all-gathered into full [N, D] */
+const sl_bf16 *gpu_tp_gather_rows(struct gt *t, const sl_bf16 *rows, sl_bf16 *full);
+/* a row-parallel layer's output from the partial sums over the group in part [N, D]: the
+ * rows [R, D] summed: part itself (all-reduced in place), or with SP reduce-scattered into
+ * t->sp_scatter */
+const sl_bf16 *gpu_tp_row_out(struct gt *t, sl_bf16 *part);
+/* the gradient of the residual stream over all N rows: t->dres, or gathered into
+ * t->sp_gather */
+const sl_bf16 *gpu_tp_full_dres(struct gt *t);
+/* a column-parallel layer's backward: dx = dy W (partial over ranks), summed over the group
+ * (SP: reduce-scattered into t->sp_scatter) on the tensor-parallel stream while dW += dy^T x
+ * and db run; with SP and x_rows the input x is the rank's rows, all-gathered (into
+ * t->sp_gather) on that stream while dx is computed (Megatron's overlaps). Returns the rows
+ * [R, D] of the summed dx. */
+const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x,
+                              int x_rows, int wid, int bid, int IC, int OC);
+void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok);
+void gpu_tp_embed_bwd(struct gt *t, const int32_t *tok);
+/* the loss and the logits' gradient: classifier_fwd_bwd, or vocab-parallel over the group */
+void gpu_tp_classifier(struct gt *t, const int32_t *targets, float dloss, int write_dlogits);
+/* after a bucket's backward: the norms' micro-batch gradients summed over the group (SP) */
+void gpu_tp_norm_grads(struct gt *t, int k);
+/* the squared gradient norm of this rank's slices, each tensor counted once (owner) */
+void gpu_tp_norm_sq(struct gt *t);
+/* the local layout's host slab (fp32, laid out by t->l) to the full model's on world rank 0
+ * (full: fl.total floats there, NULL elsewhere), from the tensor-parallel group of
+ * data-parallel rank 0. Collective. */
+int gpu_tp_gather_full(struct gt *t, const float *local, float *full);
+/* checkpoints: one part of this rank's ZeRO-1 slices r[k] (local layout ranges) from the full
+ * model's (a checkpoint's, or the fresh initialisation's), into dst[k]; the optimizer shard
+ * as ranges of the full layout; model.safetensors of the full model (collective) */
+int gpu_tp_read_part(struct gt *t, const char *from, enum ckpt_part part, uint64_t seed,
+                     const struct ckpt_range *r, size_t nr, float *const *dst);
+int gpu_tp_write_shard(struct gt *t, long step);
+int gpu_tp_write_model(struct gt *t, long step);
 
 /* gpu_loader.c: the input pipeline */
 void gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N);

@@ -43,7 +43,7 @@ static int plan_buckets(struct gt *t)
     t->doff = sl_xcalloc((size_t)l->n, sizeof(size_t));
     t->tbk = sl_xcalloc((size_t)l->n, sizeof(int));
     struct gpu_plan_bucket *pb = sl_xcalloc((size_t)t->nbk, sizeof(*pb));
-    int rc = gpu_plan_buckets(l, t->L, t->W, pb, &t->dtotal, &t->shard_n);
+    int rc = gpu_plan_buckets(l, t->L, t->DP, pb, &t->dtotal, &t->shard_n);
     for (int k = 0; !rc && k < t->nbk; k++)
         t->bk[k] = (struct gbucket){ pb[k].la, pb[k].lb, pb[k].dev, pb[k].len, pb[k].shard };
     free(pb);
@@ -74,8 +74,8 @@ void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t
                   size_t *n_layout)
 {
     const struct gbucket *b = &t->bk[k];
-    size_t cnt = b->len / (size_t)t->W;
-    size_t off = (size_t)t->rank * cnt;
+    size_t cnt = b->len / (size_t)t->DP;
+    size_t off = (size_t)t->dpr * cnt;
     *dev0 = b->dev + off;
     *count = cnt;
     *lay0 = b->la + off;
@@ -88,7 +88,7 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
 {
     struct gpu_plan_in in;
     memset(&in, 0, sizeof(in));
-    in.mc = t->a->mc;
+    in.mc = t->sh.local; /* the rank's part (tensor parallel) */
     in.l = &t->l;
     in.micro_batch = t->B;
     in.seq_len = t->T;
@@ -96,8 +96,9 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.eval_iters = t->a->eval_iters;
     in.recompute = t->a->recompute;
     in.zero = t->zero; /* 1, 2 or 3: optim.zero 0 is 1 here */
-    in.dp = t->W;
-    in.tp = 1;
+    in.dp = t->DP;
+    in.tp = t->tp;
+    in.sp = t->sp;
     in.sets = 1;
     in.ws.attn = t->attn_ws_bytes;
     int widths[3] = { t->D, t->QKV, t->FC };
@@ -158,6 +159,10 @@ static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
         S(GB_DATTY, datty);
         S(GB_DFC, dfc);
         S(GB_DACT, dact);
+        S(GB_SP_GATHER, sp_gather);
+        S(GB_SP_SCATTER, sp_scatter);
+        S(GB_TP_IDS, ids);
+        S(GB_XENT_STATS, xmx);
         S(GB_ROPE_COS, rope_cos);
         S(GB_ROPE_SIN, rope_sin);
         S(GB_GEMM_WS, gemm_ws);
@@ -278,9 +283,9 @@ static void norm_fwd(struct gt *t, sl_bf16 *out, float *mean, float *rstd, sl_bf
                      const sl_bf16 *x, const sl_bf16 *r, int wid, int bid)
 {
     if (t->a->mc.norm == MODEL_RMSNORM)
-        rmsnorm_fwd(out, rstd, resid_out, x, r, P(t, wid), t->N, t->D, t->a->mc.norm_eps, t->st);
+        rmsnorm_fwd(out, rstd, resid_out, x, r, P(t, wid), t->R, t->D, t->a->mc.norm_eps, t->st);
     else
-        layernorm_fwd(out, mean, rstd, resid_out, x, r, P(t, wid), P(t, bid), t->N, t->D,
+        layernorm_fwd(out, mean, rstd, resid_out, x, r, P(t, wid), P(t, bid), t->R, t->D,
                       t->a->mc.norm_eps, t->st);
 }
 
@@ -288,11 +293,32 @@ static void norm_bwd(struct gt *t, const sl_bf16 *dresid, const sl_bf16 *dout, c
                      int wid, int bid, const float *mean, const float *rstd)
 {
     if (t->a->mc.norm == MODEL_RMSNORM)
-        rmsnorm_bwd(t->dres, G(t, wid), t->norm_scratch, dresid, dout, h, P(t, wid), rstd, t->N,
+        rmsnorm_bwd(t->dres, G(t, wid), t->norm_scratch, dresid, dout, h, P(t, wid), rstd, t->R,
                     t->D, t->st);
     else
         layernorm_bwd(t->dres, G(t, wid), G(t, bid), t->norm_scratch, dresid, dout, h, P(t, wid),
-                      mean, rstd, t->N, t->D, t->st);
+                      mean, rstd, t->R, t->D, t->st);
+}
+
+/* A norm whose output feeds a column-parallel layer: over the R rows held, into out (kept
+ * for the backward). Returns the layer's input over all N rows: out, or with SP out
+ * all-gathered into t->sp_gather. */
+static const sl_bf16 *norm_in(struct gt *t, sl_bf16 *out, float *mean, float *rstd,
+                              sl_bf16 *resid_out, const sl_bf16 *x, const sl_bf16 *r, int wid,
+                              int bid)
+{
+    norm_fwd(t, out, mean, rstd, resid_out, x, r, wid, bid);
+    return gpu_tp_gather_rows(t, out, t->sp_gather);
+}
+
+/* A row-parallel layer: x W^T into t->tmp [N, D], the bias added once (by tensor-parallel
+ * rank 0, before the reduction: rank 0's biased part plus the others' parts). Returns the
+ * output's rows [R, D], summed over the group (gpu_tp_row_out). */
+static const sl_bf16 *row_fwd(struct gt *t, const sl_bf16 *x, int wid, int bid, int IC)
+{
+    GEMM_CHECK(linear_fwd(t->gemm, t->tmp, NULL, x, P(t, wid), t->tpr == 0 ? P(t, bid) : NULL, t->N,
+                          IC, t->D, 0, t->st));
+    return gpu_tp_row_out(t, t->tmp);
 }
 
 static void lin_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid, int IC, int OC)
@@ -343,20 +369,21 @@ static void act_bwd(struct gt *t, sl_bf16 *dfc, const sl_bf16 *dact, const sl_bf
 }
 
 /* Layer li up to the MLP activation. Its input is x + r written to a->res (r != NULL), or
- * x == a->res. The MLP output projection (into t->tmp) is the caller's. */
+ * x == a->res. The MLP output projection (row_fwd) is the caller's. */
 static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16 *x,
                       const sl_bf16 *r)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
-    norm_fwd(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
-    lin_fwd(t, a->qkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    const sl_bf16 *in =
+        norm_in(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
+    lin_fwd(t, a->qkv, in, id->qkv_w, id->qkv_b, t->D, t->QKV);
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
     ATTN_CHECK(attention_fwd(t->attn, a->atty, a->lse, a->qkv, t->B, t->T, t->H, t->Hkv, t->hd,
                              t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
-    lin_fwd(t, t->tmp, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD, t->D);
-    norm_fwd(t, a->ln2, a->m2, a->r2, a->mid, a->res, t->tmp, id->mlp_norm_w, id->mlp_norm_b);
-    lin_fwd(t, a->fc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
+    const sl_bf16 *y = row_fwd(t, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
+    in = norm_in(t, a->ln2, a->m2, a->r2, a->mid, a->res, y, id->mlp_norm_w, id->mlp_norm_b);
+    lin_fwd(t, a->fc, in, id->fc_w, id->fc_b, t->D, t->FC);
     act_fwd(t, a->act, a->fc);
 }
 
@@ -366,7 +393,8 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
     const struct model_layout *l = &t->l;
     struct gacts a0 = acts(t, 0);
     gpu_z3_outer(t);
-    embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
+    gpu_tp_embed_fwd(t, a0.res, tok);
+    const sl_bf16 *y = NULL; /* the MLP output's rows */
     for (int li = 0; li < t->L; li++) {
         struct gacts a = acts(t, li);
         gpu_z3_layer(t, li, li + 1 < t->L ? li + 1 : -1);
@@ -374,13 +402,16 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
             layer_fwd(t, 0, &a, a.res, NULL);
         } else {
             struct gacts p = acts(t, li - 1);
-            layer_fwd(t, li, &a, p.mid, t->tmp);
+            layer_fwd(t, li, &a, p.mid, y);
         }
-        lin_fwd(t, t->tmp, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F, t->D);
+        y = row_fwd(t, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F);
     }
     struct gacts last = acts(t, t->L - 1);
-    norm_fwd(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
+    /* the final norm's output is kept gathered for the output layer's backward; with SP its
+     * rows go through t->dn (free until the backward) */
+    norm_fwd(t, t->sp ? t->dn : t->nf, t->nfm, t->nfr, t->res_final, last.mid, y, l->final_norm_w,
              l->final_norm_b);
+    gpu_tp_gather_rows(t, t->dn, t->nf);
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
     lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
 }
@@ -390,19 +421,23 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok)
 static void layer_bwd(struct gt *t, int li, const struct gacts *a)
 {
     const struct model_layer_ids *id = &t->l.layer[li];
-    /* t->dres: the gradient of the layer output (and, through the skip, of a->mid) */
-    lin_bwd(t, t->dact, t->dres, a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
+    /* t->dres: the gradient of the layer output (and, through the skip, of a->mid); the
+     * row-parallel layers take it over all N rows, the column-parallel ones give the sum of
+     * their input gradients over the group (SP: this rank's rows) */
+    lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
     act_bwd(t, t->dfc, t->dact, a->fc);
-    lin_bwd(t, t->dn, t->dfc, a->ln2, id->fc_w, id->fc_b, t->D, t->FC);
-    norm_bwd(t, t->dres, t->dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
+    const sl_bf16 *dn =
+        gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, 1, id->fc_w, id->fc_b, t->D, t->FC);
+    norm_bwd(t, t->dres, dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
     /* t->dres: the gradient of a->mid (and, through the skip, of a->res) */
-    lin_bwd(t, t->datty, t->dres, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD, t->D);
+    lin_bwd(t, t->datty, gpu_tp_full_dres(t), a->atty, id->attn_proj_w, id->attn_proj_b, t->QD,
+            t->D);
     ATTN_CHECK(attention_bwd(t->attn, t->dqkv, t->datty, a->qkv, a->atty, a->lse, t->B, t->T, t->H,
                              t->Hkv, t->hd, t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     if (t->a->mc.pos == MODEL_POS_ROPE)
         rope_bwd(t->dqkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
-    lin_bwd(t, t->dn, t->dqkv, a->ln1, id->qkv_w, id->qkv_b, t->D, t->QKV);
-    norm_bwd(t, t->dres, t->dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
+    dn = gpu_tp_col_bwd(t, t->dn, t->dqkv, a->ln1, 1, id->qkv_w, id->qkv_b, t->D, t->QKV);
+    norm_bwd(t, t->dres, dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
 
 /* Backward of the last gpu_model_fwd, after the classifier turned the logits into their
@@ -420,11 +455,9 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
     }
     const struct model_layout *l = &t->l;
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-    GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
-                               0, t->st));
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, t->logits, t->nf, t->N, t->D, t->Vp, 1,
-                                 t->st));
-    norm_bwd(t, NULL, t->dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
+    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->logits, t->nf, 0, head, -1, t->D, t->Vp);
+    norm_bwd(t, NULL, dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
+    gpu_tp_norm_grads(t, t->L + 1);
     gpu_bucket_done(t, t->L + 1, m);
     for (int li = t->L - 1; li >= 0; li--) {
         struct gacts a = acts(t, li);
@@ -439,10 +472,10 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
             layer_fwd(t, li, &a, a.res, NULL);
         }
         layer_bwd(t, li, &a);
+        gpu_tp_norm_grads(t, 1 + li);
         gpu_bucket_done(t, 1 + li, m);
     }
-    embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres, tok,
-                  t->B, t->T, t->D, t->V, t->st);
+    gpu_tp_embed_bwd(t, tok);
     gpu_bucket_done(t, 0, m);
 }
 
@@ -471,7 +504,7 @@ static void memory_report(struct gt *t, size_t arena_bytes)
             "optimizer state %s (fp32 master + AdamW moments, 1/%d shard), activations %s "
             "(recompute %s), workspace %s",
             b[MEM_PARAMS], t->zero, what[t->zero - 1][0], b[MEM_GRADS], what[t->zero - 1][1],
-            reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS], rc_names[t->a->recompute], b[MEM_WORK]);
+            reduce, b[MEM_OPTIM], t->DP, b[MEM_ACTS], rc_names[t->a->recompute], b[MEM_WORK]);
     /* the same in bytes (-v), as `sluice train --print-config` prints its estimate */
     sl_debug("GPU memory bytes: parameters %zu, gradients %zu, optimizer %zu, activations %zu, "
              "workspace %zu, arena %zu",
@@ -486,7 +519,7 @@ static void memory_report(struct gt *t, size_t arena_bytes)
 int gpu_setup_model(struct gt *t)
 {
     const struct train_opts *a = t->a;
-    const struct model_config *c = &a->mc;
+    const struct model_config *c = &t->sh.local; /* this rank's part (gpu_tp_layout) */
     t->B = (int)a->micro_batch;
     t->T = (int)a->seq_len;
     t->N = t->B * t->T;
@@ -506,13 +539,18 @@ int gpu_setup_model(struct gt *t)
         return sl_err_set(SL_ERR_CONFIG, "the GPU trainer needs at least one layer");
     if (t->D > 8192)
         return sl_err_set(SL_ERR_CONFIG, "hidden size %d: the GPU norms support up to 8192", t->D);
-    model_layout_init(&t->l, c);
     int rc = plan_buckets(t);
     if (rc)
         return rc;
     t->ntensors = t->l.n;
     t->per = sl_xcalloc((size_t)t->L, sizeof(*t->per));
     t->zero = a->par.zero >= 2 ? a->par.zero : 1;
+    if (t->zero > 1 && t->tp > 1)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "optim.zero=%d with parallel.tensor=%d: the GPU path shards gradients "
+                          "and weights over data parallel without tensor parallel only\nhint: "
+                          "optim.zero=1 (the optimizer state stays sharded), or train.device=cpu",
+                          t->zero, t->tp);
     t->pb = sl_xcalloc((size_t)t->nbk, sizeof(*t->pb));
     t->gb = sl_xcalloc((size_t)t->nbk, sizeof(*t->gb));
     t->lp_layer[0] = t->lp_layer[1] = -1;

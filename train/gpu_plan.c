@@ -234,6 +234,10 @@ static void add_work(struct gpu_plan *p, const struct gpu_plan_in *in)
     add(p, GB_TOK_EVAL, -1, 0, "tokens (validation)", 2 * N * sizeof(int32_t), GPU_PLAN_WORK);
     add(p, GB_STATS, -1, 0, "step statistics", (1 + accum) * f4, GPU_PLAN_WORK);
     add(p, GB_EVAL, -1, 0, "validation losses", (size_t)in->eval_iters * accum * f4, GPU_PLAN_WORK);
+    if (in->tp > 1) { /* the vocab-parallel embedding's ids, the cross-entropy's statistics */
+        add(p, GB_TP_IDS, -1, 0, "local vocabulary ids", N * sizeof(int32_t), GPU_PLAN_WORK);
+        add(p, GB_XENT_STATS, -1, 0, "cross-entropy max, sum, target", 3 * N * f4, GPU_PLAN_WORK);
+    }
 }
 
 int gpu_plan_build(struct gpu_plan *p, const struct gpu_plan_in *in)

@@ -40,8 +40,10 @@
  * the residual stream (res, ln1/ln2 and their statistics, mid, the final norm's input and
  * statistics, dres) hold N / tp rows, and two shared buffers are added: the all-gathered
  * norm output the column-parallel GEMMs read (N x D) and the reduce-scattered output of a
- * row-parallel GEMM (N / tp x D). [This TP/SP part is the plan the GPU implementation of
- * tensor parallelism carves against; until it does, it is an estimate only.]
+ * row-parallel GEMM (N / tp x D) (train/gpu_tp.c: the first also holds the gathered
+ * gradient of the residual stream, the second the reduce-scattered input gradient of a
+ * column-parallel layer in the backward); with tensor parallelism two workspace buffers
+ * (the tokens' local vocabulary ids, the vocab-parallel cross-entropy's statistics).
  *
  * Kernel-dependent sizes are inputs (struct gpu_plan_in's ws): the trainer takes them from
  * the kernels (kernels/kernels.h, attention.h, gemm.h); gpu_plan_own_kernels fills them for
@@ -132,6 +134,9 @@ enum gpu_plan_id {
     GB_TOK_EVAL,
     GB_STATS,
     GB_EVAL,
+    GB_TP_IDS,     /* tensor parallel: the tokens' ids in the rank's vocabulary rows [N] */
+    GB_XENT_STATS, /* tensor parallel: the vocab-parallel cross-entropy's max, sum, target
+                    * logit [3 N] fp32 */
     GB_N
 };
 

@@ -67,7 +67,7 @@ static int gpu_step(void *ctx, struct train_step *s)
     struct gt *t = ctx;
     const struct train_opts *a = t->a;
     long T = a->seq_len;
-    float scale = (float)(1.0 / ((double)a->micro_batch * T * a->accum * t->W));
+    float scale = (float)(1.0 / ((double)a->micro_batch * T * a->accum * t->DP));
     int rc;
     if (!t->ld.started && (rc = gpu_loader_start(t, s->step - 1, s->consumed_samples))) {
         sl_error("%s", sl_err_msg());
@@ -81,7 +81,7 @@ static int gpu_step(void *ctx, struct train_step *s)
     for (long m = 0; m < a->accum; m++) {
         const int32_t *tok = t->d_tok[slot] + (size_t)m * 2 * t->N;
         gpu_model_fwd(t, tok);
-        classifier_fwd_bwd(t->losses, t->logits, tok + t->N, t->N, t->V, t->Vp, scale, 1, t->st);
+        gpu_tp_classifier(t, tok + t->N, scale, 1);
         sum_f32(t->d_stats + 1 + m, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
         gpu_model_bwd(t, tok, m);
     }
@@ -89,10 +89,10 @@ static int gpu_step(void *ctx, struct train_step *s)
     gpu_reduce_stats(t);
     if (s->dump_grads) {
         if (!t->dump_host)
-            t->dump_host = sl_xmalloc(t->l.total * sizeof(float));
+            t->dump_host = sl_xmalloc(t->fl.total * sizeof(float));
         rc = gpu_gather_grads(t, t->dump_host);
         if (!rc && t->rank == 0)
-            rc = train_dump_grads(s->dump_grads, &a->mc, &t->l, t->dump_host);
+            rc = train_dump_grads(s->dump_grads, &a->mc, &t->fl, t->dump_host);
         if ((rc = gpu_all_ok(t, rc)))
             return rc;
     }
@@ -131,7 +131,7 @@ static int gpu_evaluate(void *ctx, double *loss)
     for (long it = 0; it < a->eval_iters && (!rc || go_on); it++) {
         uint64_t base = (uint64_t)it * (uint64_t)a->global_batch;
         for (long m = 0; m < a->accum && (!rc || go_on); m++, n++) {
-            uint64_t first = base + (uint64_t)(m * B * t->W + t->rank * B);
+            uint64_t first = base + (uint64_t)(m * B * t->DP + t->dpr * B);
             CUDA_CHECK(cudaStreamSynchronize(t->st)); /* the stage is free again */
             for (long b = 0; b < B && !rc; b++) {
                 rc = data_loader_sample(t->data, DATA_VALID, first + (uint64_t)b, t->eval_sample);
@@ -145,8 +145,7 @@ static int gpu_evaluate(void *ctx, double *loss)
             CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(2 * N) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, t->st));
             gpu_model_fwd(t, t->d_tok_eval);
-            classifier_fwd_bwd(t->losses, t->logits, t->d_tok_eval + N, t->N, t->V, t->Vp, 1.0f, 0,
-                               t->st);
+            gpu_tp_classifier(t, t->d_tok_eval + N, 1.0f, 0);
             sum_f32(t->d_eval + n, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
         }
     }
@@ -154,6 +153,8 @@ static int gpu_evaluate(void *ctx, double *loss)
         return rc;
     if (t->reduce)
         gcomm_all_reduce(t->dpc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
+    if (t->tp > 1) /* the same losses on every rank of the group: divided by the world below */
+        gcomm_all_reduce(t->tpc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
     float *h = t->h_stats + 1 + a->accum;
     CUDA_CHECK(
         cudaMemcpyAsync(h, t->d_eval, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, t->st));
@@ -170,9 +171,21 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
     return gpu_save_checkpoint(ctx, st);
 }
 
+/* The full model's weights on world rank 0 (dst NULL elsewhere): its own, or gathered from
+ * its tensor-parallel group. */
 static int gpu_params(void *ctx, float *dst)
 {
-    return gpu_params_host(ctx, dst); /* collective at ZeRO-3; dst NULL off rank 0 */
+    struct gt *t = ctx;
+    if (t->tp == 1)
+        return gpu_params_host(t, dst); /* collective at ZeRO-3; dst NULL off rank 0 */
+    float *local = malloc((t->l.total + 1) * sizeof(float));
+    int rc = local ? gpu_params_host(t, local)
+                   : sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB for the weights",
+                                t->l.total * sizeof(float) >> 20);
+    if (!(rc = gpu_all_ok(t, rc)))
+        rc = gpu_tp_gather_full(t, local, dst);
+    free(local);
+    return rc;
 }
 
 static int gpu_load(void *ctx, const char *from, uint64_t init_seed)
@@ -292,7 +305,7 @@ static void gpu_release(void *ctx)
             cudaStreamDestroy(sts[i]);
     if (t->arena)
         cudaFree(t->arena);
-    model_layout_release(&t->l);
+    gpu_tp_release(t);
     free(t->doff);
     free(t->tbk);
     free(t->pb);
@@ -331,7 +344,8 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
         sl_info("training on the GPU: %s (sm_%d%d, %.0f GiB) x %d rank%s, %s", t->prop.name,
                 t->prop.major, t->prop.minor, (double)t->prop.totalGlobalMem / (1u << 30), t->W,
                 t->W > 1 ? "s" : "", where);
-    if ((rc = gpu_all_ok(t, gpu_setup_comm(t))) || (rc = gpu_all_ok(t, gpu_setup_model(t))))
+    if ((rc = gpu_all_ok(t, gpu_tp_layout(t))) || (rc = gpu_all_ok(t, gpu_tp_groups(t))) ||
+        (rc = gpu_all_ok(t, gpu_setup_comm(t))) || (rc = gpu_all_ok(t, gpu_setup_model(t))))
         return rc;
     if (t->rank == 0) {
         enum attn_backend be = attention_backend(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);
@@ -340,8 +354,14 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
                 "recompute: %s; ZeRO-%d over %d rank%s (%zu parameters per shard)",
                 be == ATTN_CUDNN ? "cuDNN fused flash attention" : "own flash-attention kernels",
                 det ? "deterministic" : "non-deterministic", attn_names[a->attention],
-                a->deterministic ? "true" : "false", rc_names[a->recompute], t->zero, t->W,
-                t->W > 1 ? "s" : "", t->shard_n);
+                a->deterministic ? "true" : "false", rc_names[a->recompute], t->zero, t->DP,
+                t->DP > 1 ? "s" : "", t->shard_n);
+        if (t->tp > 1)
+            sl_info("tensor parallel over %d ranks%s: %d of %d heads (%d of %d KV heads), %d of "
+                    "%d FFN columns and %d of %d vocabulary rows a rank (column- and "
+                    "row-parallel layers, vocab-parallel embedding and cross-entropy)",
+                    t->tp, t->sp ? " with sequence parallel" : "", t->H, a->mc.n_heads, t->Hkv,
+                    a->mc.n_kv_heads, t->F, a->mc.d_ff, t->Vp, a->mc.padded_vocab_size);
         if (a->deterministic && !det)
             sl_warn("train.deterministic=true: cuDNN has no deterministic backward engine for "
                     "attention at batch %d x %d tokens, %d/%d heads of %d; its backward sums dQ "

@@ -20,7 +20,11 @@ int gpu_setup_comm(struct gt *t)
 #else
     t->reduce = t->W > 1;
 #endif
-    return gcomm_open(&t->dpc, t->comm_be, t->w);
+    /* data parallel over the ranks with the same tensor-parallel coordinate; the
+     * tensor-parallel communicator next, with the same backend (every rank opens its
+     * communicators in the same order) */
+    int rc = gcomm_open(&t->dpc, t->comm_be, &t->dpg);
+    return rc ? rc : gpu_tp_open(t, t->comm_be);
 }
 
 /* ---- the collectives over the data-parallel ranks -------------------------------------- */
@@ -46,7 +50,7 @@ float *gpu_grad_slice(const struct gt *t, int k)
     const struct gbucket *b = &t->bk[k];
     if (t->zero >= 2)
         return t->sgrad + b->shard;
-    return t->main_grad + b->dev + (size_t)t->rank * (b->len / (size_t)t->W);
+    return t->main_grad + b->dev + (size_t)t->dpr * (b->len / (size_t)t->DP);
 }
 
 /* ZeRO-2/3. Every micro-step, bucket k's bf16 gradient (t->gb[k]) is widened on t->st into a
@@ -59,7 +63,7 @@ float *gpu_grad_slice(const struct gt *t, int k)
 static void bucket_done_z23(struct gt *t, int k, long m)
 {
     const struct gbucket *b = &t->bk[k];
-    size_t cnt = b->len / (size_t)t->W, off = (size_t)t->rank * cnt;
+    size_t cnt = b->len / (size_t)t->DP, off = (size_t)t->dpr * cnt;
     int x = t->sslot;
     t->sslot ^= 1;
     float *dst = t->sgrad + b->shard;
@@ -96,8 +100,8 @@ static void bucket_done_z1(struct gt *t, int k, long m)
     grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
     if (m != t->a->accum - 1 || !t->reduce)
         return;
-    size_t cnt = b->len / (size_t)t->W;
-    size_t mine = b->dev + (size_t)t->rank * cnt;
+    size_t cnt = b->len / (size_t)t->DP;
+    size_t mine = b->dev + (size_t)t->dpr * cnt;
     if (t->a->grad_reduce == GPU_REDUCE_BF16)
         cast_f32_to_bf16(t->grads + b->dev, t->main_grad + b->dev, b->len, t->st);
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
@@ -132,7 +136,7 @@ static void z3_gather(struct gt *t, int k, sl_bf16 *dst, const cudaEvent_t *ev)
     CUDA_CHECK(cudaEventRecord(t->ev_issue, t->st));
     CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_issue, 0));
     if (b->len)
-        dp_all_gather_bf16(t, t->pshard + b->shard, dst, b->len / (size_t)t->W, t->comm);
+        dp_all_gather_bf16(t, t->pshard + b->shard, dst, b->len / (size_t)t->DP, t->comm);
     if (ev)
         CUDA_CHECK(cudaEventRecord(*ev, t->comm));
 }
@@ -195,7 +199,7 @@ void gpu_reduce_stats(struct gt *t)
     CUDA_CHECK(cudaEventRecord(t->ev_comm, t->comm));
     CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_comm, 0));
     int first = 1;
-    for (int k = 0; k < t->nbk; k++) {
+    for (int k = 0; t->tp == 1 && k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (!cnt)
@@ -203,10 +207,17 @@ void gpu_reduce_stats(struct gt *t)
         global_norm_sq_f32(t->d_stats, t->gn_scratch, gpu_grad_slice(t, k), cnt, !first, t->st);
         first = 0;
     }
-    if (first)
+    if (t->tp > 1)
+        gpu_tp_norm_sq(t); /* each tensor once: its owner's */
+    else if (first)
         fill_f32(t->d_stats, 0.0f, 1, t->st);
     if (t->reduce)
         gcomm_all_reduce(t->dpc, t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), GCOMM_F32,
+                         GCOMM_SUM, t->st);
+    /* and over the tensor-parallel group: the sums over the world (every rank of a group
+     * has the same losses: read_stats divides by the world size) */
+    if (t->tp > 1)
+        gcomm_all_reduce(t->tpc, t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), GCOMM_F32,
                          GCOMM_SUM, t->st);
     CUDA_CHECK(cudaMemcpyAsync(t->h_stats, t->d_stats, (size_t)(1 + t->a->accum) * sizeof(float),
                                cudaMemcpyDeviceToHost, t->st));
@@ -219,7 +230,7 @@ static sl_bf16 *param_slice(const struct gt *t, int k)
     const struct gbucket *b = &t->bk[k];
     if (t->zero == 3)
         return t->pshard + b->shard;
-    return t->params + b->dev + (size_t)t->rank * (b->len / (size_t)t->W);
+    return t->params + b->dev + (size_t)t->dpr * (b->len / (size_t)t->DP);
 }
 
 /* Cast this rank's master slices to the bf16 working copy (cast) and all-gather the
@@ -315,7 +326,9 @@ int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
     int rc = 0;
     for (int p = 0; p < 3 && !rc; p++) {
         memset(host, 0, n * sizeof(float)); /* the padding of every slice stays 0 */
-        if (from) {
+        if (t->tp > 1) {
+            rc = gpu_tp_read_part(t, from, parts[p], init_seed, r, (size_t)t->nbk, dst);
+        } else if (from) {
             rc = ckpt_read_ranges(from, &t->l, parts[p], r, (size_t)t->nbk, dst);
         } else if (p == 0) {
             float *slab = malloc(t->l.total * sizeof(float));
@@ -490,13 +503,20 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
         if (nl)
             f.bucket[nf++] = k;
     }
-    rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard, &f);
+    if (t->tp > 1)
+        rc = gpu_tp_write_shard(t, step);
+    else
+        rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard,
+                                   &f);
     free(r);
     free(f.bucket);
     uint16_t *all = NULL;
     if (t->zero == 3 && (rc = gpu_all_ok(t, rc)) == 0)
         rc = z3_host_alloc(t, &all);
-    if (!rc && t->rank == 0) {
+    if (t->tp > 1) {
+        if (!(rc = gpu_all_ok(t, rc)))
+            rc = gpu_tp_write_model(t, step);
+    } else if (!rc && t->rank == 0) {
         size_t most = 0;
         for (int i = 0; i < t->l.n; i++)
             most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
@@ -527,13 +547,22 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
 int gpu_gather_grads(struct gt *t, float *host)
 {
     CUDA_CHECK(cudaStreamSynchronize(t->st));
-    memset(host, 0, t->l.total * sizeof(float));
+    /* this rank's layout, summed over its data-parallel group; with tensor parallel then
+     * gathered to the full model's on rank 0 */
+    float *local = t->tp > 1 ? sl_xmalloc((t->l.total + 1) * sizeof(float)) : host;
+    memset(local, 0, t->l.total * sizeof(float));
     for (int k = 0; k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (nl)
-            CUDA_CHECK(cudaMemcpy(host + l0, gpu_grad_slice(t, k), nl * sizeof(float),
+            CUDA_CHECK(cudaMemcpy(local + l0, gpu_grad_slice(t, k), nl * sizeof(float),
                                   cudaMemcpyDeviceToHost));
     }
-    return sl_world_allreduce_f32(t->w, host, t->l.total, SL_SUM);
+    int rc = sl_world_allreduce_f32(&t->dpg, local, t->l.total, SL_SUM);
+    if (t->tp > 1) {
+        if (!rc)
+            rc = gpu_tp_gather_full(t, local, t->rank == 0 ? host : NULL);
+        free(local);
+    }
+    return rc;
 }

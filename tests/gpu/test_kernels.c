@@ -314,6 +314,66 @@ static void t_embedding(void)
     }
 }
 
+/* The vocab-parallel embedding: each part's rows (zeros for the others' tokens) summed,
+ * then the positions added, equal embedding_fwd bit for bit; the backward over the local ids
+ * gives each part its rows of the whole table's gradient. */
+static void t_embedding_vp(void)
+{
+    const int B = 2, T = 16, C = 24, V = 96, P = 2, rows = V / P, N = B * T, row0 = 5;
+    int32_t *tok = (int32_t *)halloc(N * 4);
+    for (int i = 0; i < N; i++)
+        tok[i] = (i % 5 == 0) ? rows - 1 : (int32_t)(rnd_u64() % V);
+    uint16_t *wte = rand_bf16((size_t)V * C, 1.0f), *wpe = rand_bf16((size_t)T * C, 1.0f);
+    int32_t *dtok = (int32_t *)to_dev(tok, N * 4), *ids = (int32_t *)dalloc(N * 4);
+    uint16_t *dwte = (uint16_t *)to_dev(wte, (size_t)V * C * 2);
+    uint16_t *dwpe = (uint16_t *)to_dev(wpe, (size_t)T * C * 2);
+    uint16_t *whole = (uint16_t *)dalloc((size_t)N * C * 2),
+             *out = (uint16_t *)dalloc((size_t)N * C * 2);
+    embedding_fwd(whole, dtok, dwte, dwpe, B, T, C, V, 0);
+    uint16_t *ref = (uint16_t *)host_copy(whole, (size_t)N * C * 2);
+    float *sum = (float *)halloc((size_t)N * C * 4);
+    memset(sum, 0, (size_t)N * C * 4);
+    uint16_t *dout = rand_bf16((size_t)N * C, 1.0f),
+             *ddout = (uint16_t *)to_dev(dout, (size_t)N * C * 2);
+    size_t sb = embedding_bwd_scratch_size(B, T, rows);
+    void *scratch = dalloc(sb);
+    double *gref = dvec((size_t)V * C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+            gref[(size_t)tok[n] * C + c] += bf2f(dout[(size_t)n * C + c]);
+    float *grad = (float *)halloc((size_t)V * C * 4);
+    for (int p = 0; p < P; p++) {
+        embedding_local_ids(ids, dtok, p * rows, rows, N, 0);
+        poison(out, (size_t)N * C * 2);
+        embedding_fwd_vp(out, ids, dwte + (size_t)p * rows * C, N, C, 0);
+        float *o = get_bf16(out, (size_t)N * C);
+        for (size_t i = 0; i < (size_t)N * C; i++)
+            sum[i] += o[i]; /* one part is zero: exact */
+        uint16_t *dg = (uint16_t *)dalloc((size_t)rows * C * 2);
+        CUDA_CHECK(cudaMemset(dg, 0, (size_t)rows * C * 2));
+        embedding_bwd(dg, NULL, scratch, sb, ddout, ids, B, T, C, rows, 0);
+        memcpy(grad + (size_t)p * rows * C, get_bf16(dg, (size_t)rows * C), (size_t)rows * C * 4);
+    }
+    uint16_t *hs = (uint16_t *)halloc((size_t)N * C * 2);
+    for (size_t i = 0; i < (size_t)N * C; i++) {
+        uint32_t b;
+        memcpy(&b, &sum[i], 4);
+        hs[i] = (uint16_t)(b >> 16); /* a sum of bf16 and zeros: exactly a bf16 */
+    }
+    upload(out, hs, (size_t)N * C * 2);
+    embedding_pos_add(out, dwpe, 0, N, T, C, 0);
+    check_bits("embedding_fwd_vp + pos_add = embedding_fwd", ref, host_copy(out, (size_t)N * C * 2),
+               (size_t)N * C * 2);
+    /* rows [row0, row0 + R) of a sequence-parallel rank: positions from row0 */
+    const int R = 9;
+    upload(out, hs + (size_t)row0 * C, (size_t)R * C * 2);
+    embedding_pos_add(out, dwpe, row0, R, T, C, 0);
+    check_bits("embedding_pos_add from row0", ref + (size_t)row0 * C,
+               host_copy(out, (size_t)R * C * 2), (size_t)R * C * 2);
+    check("embedding_bwd over local ids: each part's rows", gref, grad, (size_t)V * C, TOL_BF16);
+    free_all();
+}
+
 /* ---- norms ---------------------------------------------------------------------------------- */
 
 static void t_norms(void)
@@ -639,6 +699,93 @@ static void t_classifier(void)
                 if (g[(size_t)r * Vp + c] != 0.0f)
                     zero_ok = 0;
         result(zero_ok, nm("classifier padding/ignored rows zero %s", sh), "");
+        free_all();
+    }
+}
+
+/* The vocab-parallel classifier: the vocabulary split over `parts` emulated ranks, their
+ * statistics reduced here as the tensor-parallel group does (max, then sums), against the
+ * whole row's softmax cross-entropy. */
+static void t_classifier_vp(void)
+{
+    static const int cases[][4] = { /* N, V, Vp, parts */
+                                    { 6, 1000, 1024, 2 },
+                                    { 5, 509, 512, 4 },
+                                    { 3, 13, 16, 2 }
+    };
+    for (int ci = 0; ci < 3; ci++) {
+        const int N = cases[ci][0], V = cases[ci][1], Vp = cases[ci][2], P = cases[ci][3];
+        const int rows = Vp / P; /* every part's columns (the last one's padded) */
+        uint16_t *lg = rand_bf16((size_t)N * Vp, 2.0f);
+        int32_t *tg = (int32_t *)halloc(N * 4);
+        for (int i = 0; i < N; i++)
+            tg[i] = (int32_t)(rnd_u64() % V);
+        tg[0] = V - 1;
+        tg[1] = -1;
+        tg[2] = rows; /* the first column of the second part (rows < V in every case) */
+        int32_t *dt = (int32_t *)to_dev(tg, N * 4);
+        const float dloss = 1.0f / N;
+        float *mx = (float *)halloc((size_t)N * 4), *se = (float *)halloc((size_t)N * 4);
+        float *tl = (float *)halloc((size_t)N * 4);
+        for (int i = 0; i < N; i++)
+            mx[i] = -INFINITY, se[i] = 0.0f, tl[i] = 0.0f;
+        uint16_t **dl = (uint16_t **)halloc((size_t)P * sizeof(*dl));
+        float *dmx = (float *)dalloc(N * 4), *dse = (float *)dalloc(N * 4);
+        float *dtl = (float *)dalloc(N * 4), *losses = (float *)dalloc(N * 4);
+        for (int p = 0; p < P; p++) { /* phase 0 on every part, reduced */
+            uint16_t *part = (uint16_t *)halloc((size_t)N * rows * 2);
+            int v0 = p * rows, pv = V - v0 < rows ? V - v0 : rows;
+            for (int r = 0; r < N; r++)
+                memcpy(part + (size_t)r * rows, lg + (size_t)r * Vp + v0, (size_t)rows * 2);
+            dl[p] = (uint16_t *)to_dev(part, (size_t)N * rows * 2);
+            classifier_vp_partial(dmx, dse, dtl, dl[p], dt, v0, N, pv, rows, 0, 0);
+            float *m = get_f32(dmx, N), *t = get_f32(dtl, N);
+            for (int r = 0; r < N; r++) {
+                mx[r] = m[r] > mx[r] ? m[r] : mx[r];
+                tl[r] += t[r];
+            }
+        }
+        upload(dmx, mx, (size_t)N * 4);
+        for (int p = 0; p < P; p++) {
+            int v0 = p * rows, pv = V - v0 < rows ? V - v0 : rows;
+            classifier_vp_partial(dmx, dse, dtl, dl[p], dt, v0, N, pv, rows, 1, 0);
+            float *s = get_f32(dse, N);
+            for (int r = 0; r < N; r++)
+                se[r] += s[r];
+        }
+        upload(dse, se, (size_t)N * 4);
+        upload(dtl, tl, (size_t)N * 4);
+        double *lref = dvec(N), *gref = dvec((size_t)N * Vp);
+        for (int r = 0; r < N; r++) {
+            const uint16_t *x = lg + (size_t)r * Vp;
+            double m = -INFINITY, z = 0;
+            for (int c = 0; c < V; c++)
+                m = bf2f(x[c]) > m ? bf2f(x[c]) : m;
+            for (int c = 0; c < V; c++)
+                z += exp(bf2f(x[c]) - m);
+            double lse = m + log(z);
+            lref[r] = tg[r] >= 0 ? lse - bf2f(x[tg[r]]) : 0.0;
+            for (int c = 0; c < Vp; c++)
+                gref[(size_t)r * Vp + c] =
+                    (tg[r] >= 0 && c < V) ? (exp(bf2f(x[c]) - lse) - (c == tg[r])) * dloss : 0.0;
+        }
+        char sh[64];
+        snprintf(sh, sizeof(sh), "N=%d V=%d Vp=%d parts=%d", N, V, Vp, P);
+        float *g = (float *)halloc((size_t)N * Vp * 4), *lo = NULL;
+        for (int p = 0; p < P; p++) {
+            int v0 = p * rows, pv = V - v0 < rows ? V - v0 : rows;
+            poison(losses, N * 4);
+            classifier_vp_finish(losses, dl[p], dt, dmx, dse, dtl, v0, N, pv, rows, dloss, 1, 0);
+            float *l = get_f32(losses, N), *gp = get_bf16(dl[p], (size_t)N * rows);
+            if (p == 0)
+                lo = l;
+            else if (memcmp(l, lo, (size_t)N * 4) != 0)
+                result(0, nm("classifier_vp losses equal on every part %s", sh), "");
+            for (int r = 0; r < N; r++)
+                memcpy(g + (size_t)r * Vp + v0, gp + (size_t)r * rows, (size_t)rows * 4);
+        }
+        check(nm("classifier_vp losses %s", sh), lref, lo, N, TOL_F32);
+        check(nm("classifier_vp dlogits %s", sh), gref, g, (size_t)N * Vp, TOL_BF16);
         free_all();
     }
 }
@@ -1268,13 +1415,21 @@ static const struct {
     const char *name;
     void (*fn)(void);
 } tests[] = {
-    { "util", t_util },           { "global_norm", t_global_norm },
-    { "embedding", t_embedding }, { "norms", t_norms },
-    { "bias", t_bias },           { "activations", t_activations },
-    { "rope", t_rope },           { "classifier", t_classifier },
-    { "adamw", t_adamw },         { "gemm", t_gemm },
-    { "attention", t_attention }, { "gelu_erf", t_gelu_erf },
+    { "util", t_util },
+    { "global_norm", t_global_norm },
+    { "embedding", t_embedding },
+    { "norms", t_norms },
+    { "bias", t_bias },
+    { "activations", t_activations },
+    { "rope", t_rope },
+    { "classifier", t_classifier },
+    { "adamw", t_adamw },
+    { "gemm", t_gemm },
+    { "attention", t_attention },
+    { "gelu_erf", t_gelu_erf },
     { "grad_f32", t_grad_f32 },
+    { "classifier_vp", t_classifier_vp },
+    { "embedding_vp", t_embedding_vp },
 };
 
 /* Run one group in a fresh process (and CUDA context), so that a crash or a sticky CUDA error
