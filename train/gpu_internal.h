@@ -12,21 +12,13 @@
 #include "kernels/kernels.h"
 #include "core/rng.h"
 #include "train/checkpoint.h"
+#include "train/gpu_comm.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdio.h>
-#ifdef SL_HAVE_NCCL
-#include <nccl.h>
-#define NCCL_CHECK(call)                                                                           \
-    do {                                                                                           \
-        ncclResult_t r_ = (call);                                                                  \
-        if (r_ != ncclSuccess)                                                                     \
-            sl_cuda_fatal("nccl", ncclGetErrorString(r_), #call, __FILE__, __LINE__);              \
-    } while (0)
-#endif
 
 /* GEMM and attention launchers return -1 for a shape they cannot run: fatal here (the shapes
  * were all checked at start-up, so this is a bug, not bad input). */
@@ -133,10 +125,9 @@ struct gt {
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
-#ifdef SL_HAVE_NCCL
-    ncclComm_t nccl;
-    int nccl_ok;
-#endif
+    struct gcomm *dpc; /* data parallel: every rank (train/gpu_comm.h) */
+    int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
+                        * NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
     float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
@@ -154,8 +145,8 @@ void gpu_model_fwd(struct gt *t, const int32_t *tok);
  * bucket then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered */
 void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
 
-/* gpu_zero.c: NCCL, ZeRO-1 optimizer step, state in and out */
-int gpu_setup_nccl(struct gt *t);
+/* gpu_zero.c: the data-parallel communicator, ZeRO-1 optimizer step, state in and out */
+int gpu_setup_comm(struct gt *t);
 void gpu_bucket_done(struct gt *t, int k, long m);
 void gpu_reduce_stats(struct gt *t);
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);

@@ -146,9 +146,8 @@ static int gpu_evaluate(void *ctx, double *loss)
     }
     if ((rc = gpu_all_ok(t, rc)))
         return rc;
-#ifdef SL_HAVE_NCCL
-    NCCL_CHECK(ncclAllReduce(t->d_eval, t->d_eval, (size_t)n, ncclFloat, ncclSum, t->nccl, t->st));
-#endif
+    if (t->reduce)
+        gcomm_all_reduce(t->dpc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
     float *h = t->h_stats + 1 + a->accum;
     CUDA_CHECK(
         cudaMemcpyAsync(h, t->d_eval, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, t->st));
@@ -209,10 +208,7 @@ static void gpu_release(void *ctx)
     gpu_loader_stop(t);
     if (t->st)
         cudaStreamSynchronize(t->st);
-#ifdef SL_HAVE_NCCL
-    if (t->nccl_ok)
-        ncclCommDestroy(t->nccl);
-#endif
+    gcomm_close(t->dpc);
     gemm_free(t->gemm);
     if (t->attn)
         attention_free(t->attn);
@@ -265,7 +261,7 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
         sl_info("training on the GPU: %s (sm_%d%d, %.0f GiB) x %d rank%s, one per GPU",
                 t->prop.name, t->prop.major, t->prop.minor,
                 (double)t->prop.totalGlobalMem / (1u << 30), t->W, t->W > 1 ? "s" : "");
-    if ((rc = gpu_all_ok(t, gpu_setup_nccl(t))) || (rc = gpu_all_ok(t, gpu_setup_model(t))))
+    if ((rc = gpu_all_ok(t, gpu_setup_comm(t))) || (rc = gpu_all_ok(t, gpu_setup_model(t))))
         return rc;
     if (t->rank == 0) {
         enum attn_backend be = attention_backend(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);

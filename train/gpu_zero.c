@@ -1,5 +1,4 @@
-/* The CUDA trainer's data parallelism, ZeRO-1 over NCCL: the communicator (bootstrapped over
- * MPI), per-bucket reduce-scatter of the gradient, the global norm, the sharded AdamW step
+/* The CUDA trainer's data parallelism, ZeRO-1 over the communicator of train/gpu_comm.h: per-bucket reduce-scatter of the gradient, the global norm, the sharded AdamW step
  * and the parameter all-gather; the sharded state in and out of checkpoints.
  */
 #include "train/gpu_internal.h"
@@ -12,25 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gpu_setup_nccl(struct gt *t)
+int gpu_setup_comm(struct gt *t)
 {
 #ifdef SL_HAVE_NCCL
-    ncclUniqueId id;
-    memset(&id, 0, sizeof(id));
-    if (t->rank == 0)
-        NCCL_CHECK(ncclGetUniqueId(&id));
-    int rc = sl_world_bcast(t->w, &id, sizeof(id), 0);
-    if (rc)
-        return rc;
-    NCCL_CHECK(ncclCommInitRank(&t->nccl, t->W, id, t->rank));
-    t->nccl_ok = 1;
-    return 0;
+    t->reduce = 1;
 #else
+    t->reduce = t->W > 1;
     if (t->W > 1)
         return sl_err_set(SL_ERR_UNSUPPORTED, "this build has no NCCL: the GPU trainer runs "
                                               "one rank only\nhint: install NCCL and rebuild");
-    return 0;
 #endif
+    return gcomm_open(&t->dpc, GCOMM_NCCL, t->w);
 }
 
 /* Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add it to
@@ -45,9 +36,8 @@ void gpu_bucket_done(struct gt *t, int k, long m)
     if (!b->len)
         return;
     grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
-    if (m != t->a->accum - 1)
+    if (m != t->a->accum - 1 || !t->reduce)
         return;
-#ifdef SL_HAVE_NCCL
     size_t cnt = b->len / (size_t)t->W;
     size_t mine = b->dev + (size_t)t->rank * cnt;
     if (t->a->grad_reduce == GPU_REDUCE_BF16)
@@ -55,14 +45,13 @@ void gpu_bucket_done(struct gt *t, int k, long m)
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
     CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
     if (t->a->grad_reduce == GPU_REDUCE_BF16) {
-        NCCL_CHECK(ncclReduceScatter(t->grads + b->dev, t->grads + mine, cnt, ncclBfloat16, ncclSum,
-                                     t->nccl, t->comm));
+        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16,
+                             t->comm);
         cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
     } else {
-        NCCL_CHECK(ncclReduceScatter(t->main_grad + b->dev, t->main_grad + mine, cnt, ncclFloat,
-                                     ncclSum, t->nccl, t->comm));
+        gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
+                             t->comm);
     }
-#endif
 }
 
 /* ---- optimizer ----------------------------------------------------------------------- */
@@ -85,10 +74,9 @@ void gpu_reduce_stats(struct gt *t)
     }
     if (first)
         fill_f32(t->d_stats, 0.0f, 1, t->st);
-#ifdef SL_HAVE_NCCL
-    NCCL_CHECK(ncclAllReduce(t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), ncclFloat, ncclSum,
-                             t->nccl, t->st));
-#endif
+    if (t->reduce)
+        gcomm_all_reduce(t->dpc, t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), GCOMM_F32,
+                         GCOMM_SUM, t->st);
     CUDA_CHECK(cudaMemcpyAsync(t->h_stats, t->d_stats, (size_t)(1 + t->a->accum) * sizeof(float),
                                cudaMemcpyDeviceToHost, t->st));
     CUDA_CHECK(cudaEventRecord(t->ev_stats, t->st));
@@ -103,17 +91,17 @@ static void gather_params(struct gt *t, int cast)
         if (cnt)
             cast_f32_to_bf16(t->params + d0, t->master + t->bk[k].shard, cnt, t->st);
     }
-#ifdef SL_HAVE_NCCL
-    NCCL_CHECK(ncclGroupStart());
+    if (!t->reduce)
+        return;
+    gcomm_group_begin(t->dpc);
     for (int k = 0; k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
         if (cnt)
-            NCCL_CHECK(ncclAllGather(t->params + d0, t->params + t->bk[k].dev, cnt, ncclBfloat16,
-                                     t->nccl, t->st));
+            gcomm_all_gather(t->dpc, t->params + d0, t->params + t->bk[k].dev, cnt, GCOMM_BF16,
+                             t->st);
     }
-    NCCL_CHECK(ncclGroupEnd());
-#endif
+    gcomm_group_end(t->dpc);
 }
 
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed)
