@@ -285,11 +285,11 @@ static int choose_device(struct trainer *t, int threads)
 {
     char why[256] = "";
     const struct train_backend *gpu = NULL;
-    int split = t->o.par.tp * t->o.par.pp > 1; /* model parallelism: the CPU path only */
+    int split = t->o.par.tp > 1; /* tensor parallelism: the CPU path only */
     if (split && t->o.device == TRAIN_DEVICE_CUDA) {
         if (t->w->rank == 0)
-            sl_error("train.device=cuda: parallel.tensor and parallel.pipeline run on the CPU "
-                     "path only\nhint: train.device=cpu, or data parallel on the GPU");
+            sl_error("train.device=cuda: parallel.tensor runs on the CPU path only\nhint: "
+                     "train.device=cpu, or data and pipeline parallel on the GPU");
         return 1;
     }
     if (t->o.device != TRAIN_DEVICE_CPU && !split)

@@ -15,6 +15,8 @@
 #include "train/gpu_comm.h"
 #include "train/gpu_train.h"
 #include "train/model.h"
+#include "train/parallel.h"
+#include "core/world.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -61,6 +63,13 @@ struct gacts {
     sl_bf16 *act;   /* [N, F] */
 };
 
+/* The outputs of the last virtual pipeline stage for one micro-batch in flight (final norm,
+ * logits: the logits' gradient after the classifier). */
+struct gslot {
+    sl_bf16 *res_final, *nf, *logits;
+    float *nfm, *nfr;
+};
+
 /* The input pipeline: a thread fills pinned buffers (two steps deep) from the data loader. */
 struct gloader {
     pthread_t th;
@@ -88,6 +97,22 @@ struct gt {
     const struct train_opts *a;
     struct sl_world *w;
     int rank, W, dev;
+    /* model parallelism (train/parallel.h): the layout, this rank's place in it and its shard
+     * of the model (t->l is sh.l, the local layout; fl the full model's); dW, drank: the
+     * data-parallel group's size and this rank's place in it (W, rank without model
+     * parallelism) */
+    struct parallel_config par;
+    struct parallel_coord at;
+    struct model_layout fl;
+    struct model_shard sh;
+    int dW, drank;
+    int nchunks, nslots; /* model chunks (virtual stages); activation sets per chunk */
+    /* groups: data parallel (same tensor and pipeline coordinates), the pipeline's stages,
+     * the two pipeline ends holding a tied embedding */
+    struct sl_world dpg, ppg, embg;
+    struct gcomm *ppc, *embc; /* over ppg and embg (NULL: no pipeline / nothing tied) */
+    sl_bf16 *xout, *dxout, *dxin; /* [N, D] activation and gradient out, gradient in */
+    struct gslot *slot;           /* [nslots] (the last stage's) */
     struct cudaDeviceProp prop;
     struct model_layout l;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
@@ -107,9 +132,9 @@ struct gt {
     float *master, *m, *v;
     struct adamw_tensor *d_tensors;
     int ntensors;
-    struct gacts *per, shared;
-    sl_bf16 *res_final, *nf, *tmp, *logits;
-    float *nfm, *nfr, *losses;
+    struct gacts *per, shared; /* per: [nslots x L] */
+    sl_bf16 *tmp;
+    float *losses;
     sl_bf16 *dres, *dn, *dqkv, *datty, *dfc, *dact;
     float *rope_cos, *rope_sin;
     void *gemm_ws, *attn_ws, *norm_scratch, *emb_scratch, *gn_scratch;
@@ -137,17 +162,32 @@ struct gt {
 int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank, or 0 */
 
 /* gpu_model.c: device layout, the arena, forward and backward */
+int gpu_local_layout(struct gt *t); /* par, at, fl, sh, t->l, dW, drank from the options */
 int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams, tables */
 void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
                   size_t *n_layout);
-void gpu_model_fwd(struct gt *t, const int32_t *tok);
-/* micro-step m of the step's accum: gradients of the micro-batch into t->grads (bf16), each
- * bucket then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered */
-void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
+/* chunk c is the first / last virtual pipeline stage */
+int gpu_first_virtual(const struct gt *t, int c);
+int gpu_last_virtual(const struct gt *t, int c);
+/* the activation buffer a received forward input of chunk c, slot s goes to */
+sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s);
+/* Forward of tokens tok[N] (targets at tok + N) through chunk c in activation slot s: from
+ * the embedding (first virtual stage) or the input received in gpu_chunk_input, to the
+ * logits in t->slot[s] (last virtual stage) or the output in t->xout. */
+void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok);
+/* Backward of micro-step m (of accum) through chunk c, slot s, after the classifier turned
+ * the logits into their gradient (last virtual stage) or with the output's gradient received
+ * in t->dxin: the chunk's gradients of the micro-batch into t->grads (bf16), each bucket
+ * then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered; the
+ * input's gradient in t->dxout (not on the first virtual stage). */
+void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m);
 
 /* gpu_zero.c: the data-parallel communicator, ZeRO-1 optimizer step, state in and out */
 int gpu_setup_comm(struct gt *t);
 void gpu_bucket_done(struct gt *t, int k, long m);
+/* After the step's backward, with a tied embedding on two pipeline ends: their gradients
+ * summed over embc, then the embedding's bucket reduce-scattered (gpu_bucket_done leaves it) */
+void gpu_tied_reduce(struct gt *t);
 void gpu_reduce_stats(struct gt *t);
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);
 int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed);

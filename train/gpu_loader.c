@@ -115,8 +115,8 @@ int gpu_loader_start(struct gt *t, long step0, uint64_t consumed0)
     L->B = a->micro_batch;
     L->T = a->seq_len;
     L->accum = a->accum;
-    L->W = t->W;
-    L->rank = t->rank;
+    L->W = t->dW; /* every stage of a replica reads its samples */
+    L->rank = t->drank;
     L->global = a->global_batch;
     size_t bytes = (size_t)a->accum * 2 * (size_t)t->N * sizeof(int32_t);
     for (int i = 0; i < 2; i++) {

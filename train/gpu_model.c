@@ -54,7 +54,7 @@ static int plan_buckets(struct gt *t)
         if (first[k] < 0)
             first[k] = i;
     }
-    size_t unit = (size_t)t->W * 64, dev = 0, shard = 0;
+    size_t unit = (size_t)t->dW * 64, dev = 0, shard = 0;
     for (int k = 0; k < t->nbk; k++) {
         struct gbucket *b = &t->bk[k];
         b->la = first[k] < 0 ? 0 : l->t[first[k]].offset;
@@ -69,16 +69,22 @@ static int plan_buckets(struct gt *t)
         b->len = (b->lb - b->la + unit - 1) / unit * unit;
         b->shard = shard;
         dev += b->len;
-        shard += b->len / (size_t)t->W;
+        shard += b->len / (size_t)t->dW;
     }
     free(first);
+    size_t end = 0; /* of the tensor before: the AdamW table's offsets must not decrease */
     for (int i = 0; i < l->n; i++) {
+        if (!l->t[i].numel) { /* a tensor the stage does not use */
+            t->doff[i] = end;
+            continue;
+        }
         int k = -1;
         for (int j = 0; j < t->nbk; j++)
             if (t->bk[j].lb > t->bk[j].la && l->t[i].offset >= t->bk[j].la &&
                 l->t[i].offset < t->bk[j].lb)
                 k = j;
         t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
+        end = t->doff[i] + l->t[i].numel;
     }
     t->dtotal = dev;
     t->shard_n = shard;
@@ -91,8 +97,8 @@ void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t
                   size_t *n_layout)
 {
     const struct gbucket *b = &t->bk[k];
-    size_t cnt = b->len / (size_t)t->W;
-    size_t off = (size_t)t->rank * cnt;
+    size_t cnt = b->len / (size_t)t->dW;
+    size_t off = (size_t)t->drank * cnt;
     *dev0 = b->dev + off;
     *count = cnt;
     *lay0 = b->la + off;
@@ -133,10 +139,10 @@ static size_t plan_memory(struct gt *t, char *base)
     do {                                                                                           \
         if (rc_mode <= (keep)) {                                                                   \
             t->shared.f = NULL;                                                                    \
-            for (int li = 0; li < t->L; li++)                                                      \
+            for (int li = 0; li < t->nslots * t->L; li++)                                          \
                 t->per[li].f = carve(&c, (bytes), MEM_ACTS);                                       \
         } else {                                                                                   \
-            for (int li = 0; li < t->L; li++)                                                      \
+            for (int li = 0; li < t->nslots * t->L; li++)                                          \
                 t->per[li].f = NULL;                                                               \
             t->shared.f = carve(&c, (bytes), MEM_ACTS);                                            \
         }                                                                                          \
@@ -156,12 +162,21 @@ static size_t plan_memory(struct gt *t, char *base)
     FIELD(fc, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->FC * b2);
     FIELD(act, GPU_RECOMPUTE_NONE, N * (size_t)t->F * b2);
 #undef FIELD
-    t->res_final = carve(&c, N * D * b2, MEM_ACTS);
-    t->nf = carve(&c, N * D * b2, MEM_ACTS);
-    t->nfm = carve(&c, N * f4, MEM_ACTS);
-    t->nfr = carve(&c, N * f4, MEM_ACTS);
+    /* the last stage's outputs, per micro-batch in flight; the pipeline's transfer buffers */
+    for (int s = 0; s < t->nslots; s++) {
+        struct gslot *g = &t->slot[s];
+        size_t last = t->sh.last_stage;
+        g->res_final = carve(&c, last * N * D * b2, MEM_ACTS);
+        g->nf = carve(&c, last * N * D * b2, MEM_ACTS);
+        g->nfm = carve(&c, last * N * f4, MEM_ACTS);
+        g->nfr = carve(&c, last * N * f4, MEM_ACTS);
+        g->logits = carve(&c, last * N * (size_t)t->Vp * b2, MEM_ACTS);
+    }
+    size_t xfer = t->par.pp > 1 ? N * D * b2 : 0;
+    t->xout = carve(&c, xfer, MEM_ACTS);
+    t->dxout = carve(&c, xfer, MEM_ACTS);
+    t->dxin = carve(&c, xfer, MEM_ACTS);
     t->tmp = carve(&c, N * D * b2, MEM_ACTS);
-    t->logits = carve(&c, N * (size_t)t->Vp * b2, MEM_ACTS);
     t->losses = carve(&c, N * f4, MEM_ACTS);
     t->dres = carve(&c, N * D * b2, MEM_ACTS);
     t->dn = carve(&c, N * D * b2, MEM_ACTS);
@@ -193,9 +208,9 @@ static size_t plan_memory(struct gt *t, char *base)
     return c.off;
 }
 
-static struct gacts acts(const struct gt *t, int li)
+static struct gacts acts(const struct gt *t, int slot, int li)
 {
-    const struct gacts *p = &t->per[li], *s = &t->shared;
+    const struct gacts *p = &t->per[slot * t->L + li], *s = &t->shared;
     struct gacts a;
 #define PICK(f) a.f = p->f ? p->f : s->f
     PICK(res);
@@ -303,27 +318,49 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
     act_fwd(t, a->act, a->fc);
 }
 
-/* Forward to the logits of tokens tok[N] (targets follow at tok + N). */
-void gpu_model_fwd(struct gt *t, const int32_t *tok)
+int gpu_first_virtual(const struct gt *t, int c)
+{
+    return t->sh.first_stage && c == 0;
+}
+
+int gpu_last_virtual(const struct gt *t, int c)
+{
+    return t->sh.last_stage && c == t->nchunks - 1;
+}
+
+sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s)
+{
+    return acts(t, s, t->sh.chunk_local[c]).res;
+}
+
+void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
-    struct gacts a0 = acts(t, 0);
-    embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
-    for (int li = 0; li < t->L; li++) {
-        struct gacts a = acts(t, li);
-        if (li == 0) {
-            layer_fwd(t, 0, &a, a.res, NULL);
+    int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
+    struct gacts a0 = acts(t, s, l0);
+    if (gpu_first_virtual(t, c))
+        embedding_fwd(a0.res, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
+    for (int li = l0; li < l1; li++) {
+        struct gacts a = acts(t, s, li);
+        if (li == l0) {
+            layer_fwd(t, li, &a, a.res, NULL);
         } else {
-            struct gacts p = acts(t, li - 1);
+            struct gacts p = acts(t, s, li - 1);
             layer_fwd(t, li, &a, p.mid, t->tmp);
         }
         lin_fwd(t, t->tmp, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F, t->D);
     }
-    struct gacts last = acts(t, t->L - 1);
-    norm_fwd(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
+    struct gacts last = acts(t, s, l1 - 1);
+    if (!gpu_last_virtual(t, c)) {
+        /* the next layer's input, as its norm would round it: bf16(mid + mlp output) */
+        add_bf16(t->xout, last.mid, t->tmp, (size_t)t->N * t->D, t->st);
+        return;
+    }
+    struct gslot *g = &t->slot[s];
+    norm_fwd(t, g->nf, g->nfm, g->nfr, g->res_final, last.mid, t->tmp, l->final_norm_w,
              l->final_norm_b);
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-    lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
+    lin_fwd(t, g->logits, g->nf, head, -1, t->D, t->Vp);
 }
 
 /* Backward of layer li from the gradient of its output in t->dres; leaves the gradient of
@@ -346,23 +383,40 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
     norm_bwd(t, t->dres, t->dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
 
-/* Backward of the last gpu_model_fwd, after the classifier turned the logits into their
- * gradient: the micro-batch's gradient into t->grads (zeroed first: the kernels add into it),
- * and each bucket, as soon as it is complete, summed into the fp32 t->main_grad (and on the
- * last micro-step reduce-scattered: gpu_bucket_done). */
-void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
+static void zero_bucket(struct gt *t, int k)
 {
-    CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
+    if (t->bk[k].len)
+        CUDA_CHECK(cudaMemsetAsync(t->grads + t->bk[k].dev, 0, t->bk[k].len * sizeof(sl_bf16),
+                                   t->st));
+}
+
+void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
+{
     const struct model_layout *l = &t->l;
-    int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-    GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
-                               0, t->st));
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, t->logits, t->nf, t->N, t->D, t->Vp, 1,
-                                 t->st));
-    norm_bwd(t, NULL, t->dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
-    gpu_bucket_done(t, t->L + 1, m);
-    for (int li = t->L - 1; li >= 0; li--) {
-        struct gacts a = acts(t, li);
+    int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
+    int first = gpu_first_virtual(t, c), last = gpu_last_virtual(t, c);
+    /* the embedding's bucket: the first stage's, or the tied output layer's on the last */
+    int embed = first || (last && t->a->mc.tied_embeddings);
+    for (int k = 1 + l0; k <= l1; k++) /* the kernels add into the gradient: zero it first */
+        zero_bucket(t, k);
+    if (embed)
+        zero_bucket(t, 0);
+    if (last) {
+        struct gslot *g = &t->slot[s];
+        zero_bucket(t, t->L + 1);
+        int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
+        GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, g->logits, P(t, head), NULL, t->N, t->D,
+                                   t->Vp, 0, t->st));
+        GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, g->logits, g->nf, t->N, t->D,
+                                     t->Vp, 1, t->st));
+        norm_bwd(t, NULL, t->dn, g->res_final, l->final_norm_w, l->final_norm_b, g->nfm, g->nfr);
+        gpu_bucket_done(t, t->L + 1, m);
+    } else {
+        CUDA_CHECK(cudaMemcpyAsync(t->dres, t->dxin, (size_t)t->N * t->D * sizeof(sl_bf16),
+                                   cudaMemcpyDeviceToDevice, t->st));
+    }
+    for (int li = l1 - 1; li >= l0; li--) {
+        struct gacts a = acts(t, s, li);
         const struct model_layer_ids *id = &l->layer[li];
         if (t->a->recompute == GPU_RECOMPUTE_SELECTIVE) {
             norm_fwd(t, a.ln1, NULL, NULL, NULL, a.res, NULL, id->attn_norm_w, id->attn_norm_b);
@@ -374,9 +428,14 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
         layer_bwd(t, li, &a);
         gpu_bucket_done(t, 1 + li, m);
     }
-    embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres, tok,
-                  t->B, t->T, t->D, t->V, t->st);
-    gpu_bucket_done(t, 0, m);
+    if (first)
+        embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres,
+                      tok, t->B, t->T, t->D, t->V, t->st);
+    else
+        CUDA_CHECK(cudaMemcpyAsync(t->dxout, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
+                                   cudaMemcpyDeviceToDevice, t->st));
+    if (embed)
+        gpu_bucket_done(t, 0, m);
 }
 
 static void memory_report(struct gt *t, size_t arena_bytes)
@@ -400,7 +459,7 @@ static void memory_report(struct gt *t, size_t arena_bytes)
     sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
             "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
             "shard), activations %s (recompute %s), workspace %s",
-            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->W, b[MEM_ACTS],
+            b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->dW, b[MEM_ACTS],
             rc_names[t->a->recompute], b[MEM_WORK]);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
@@ -408,10 +467,33 @@ static void memory_report(struct gt *t, size_t arena_bytes)
             sl_human_bytes((double)total_b, all, sizeof(all)));
 }
 
+/* The rank's part of the model (train/parallel.h model_shard): its layers (by pipeline stage
+ * and virtual stage), and the tensors its stage uses; the whole model without model
+ * parallelism. */
+int gpu_local_layout(struct gt *t)
+{
+    const struct train_opts *a = t->a;
+    t->par = a->par;
+    if (t->par.tp < 1) /* a caller that did not fill in parallel.*: data parallel only */
+        t->par = (struct parallel_config){ .tp = 1, .pp = 1, .dp = t->W, .world = t->W };
+    if (t->par.tp > 1)
+        return sl_err_set(SL_ERR_UNSUPPORTED, "parallel.tensor: the GPU trainer has no tensor "
+                                              "parallelism\nhint: train.device=cpu");
+    parallel_coord_of(&t->par, t->rank, &t->at);
+    t->dW = t->par.dp;
+    t->drank = t->at.dp;
+    model_layout_init(&t->fl, &a->mc);
+    model_shard_init(&t->sh, &t->par, &t->at, &a->mc, &t->fl);
+    t->l = t->sh.l; /* borrowed: the shard owns it */
+    t->nchunks = t->sh.nchunks;
+    t->nslots = (int)parallel_cpu_slots(&t->par, a->accum);
+    return 0;
+}
+
 int gpu_setup_model(struct gt *t)
 {
     const struct train_opts *a = t->a;
-    const struct model_config *c = &a->mc;
+    const struct model_config *c = &t->sh.local;
     t->B = (int)a->micro_batch;
     t->T = (int)a->seq_len;
     t->N = t->B * t->T;
@@ -431,12 +513,12 @@ int gpu_setup_model(struct gt *t)
         return sl_err_set(SL_ERR_CONFIG, "the GPU trainer needs at least one layer");
     if (t->D > 8192)
         return sl_err_set(SL_ERR_CONFIG, "hidden size %d: the GPU norms support up to 8192", t->D);
-    model_layout_init(&t->l, c);
     int rc = plan_buckets(t);
     if (rc)
         return rc;
     t->ntensors = t->l.n;
-    t->per = sl_xcalloc((size_t)t->L, sizeof(*t->per));
+    t->per = sl_xcalloc((size_t)(t->nslots * t->L), sizeof(*t->per));
+    t->slot = sl_xcalloc((size_t)t->nslots, sizeof(*t->slot));
 
     static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
     t->attn = attention_new(backends[a->attention]);

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/world.h"
 #include "train/gpu_internal.h"
+#include "train/schedule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,8 +59,78 @@ static void read_stats(struct gt *t, double *loss, double *norm)
     double s = 0.0;
     for (long a = 0; a < t->a->accum; a++)
         s += t->h_stats[1 + a];
-    *loss = s / (double)(t->a->accum * t->W);
+    *loss = s / (double)(t->a->accum * t->dW);
     *norm = sqrt((double)t->h_stats[0]);
+}
+
+/* One step's (or one validation micro-batch's) run through the pipeline schedule
+ * (train/schedule.h): the tokens of the step, the loss scale; validation: where its loss
+ * goes. */
+struct grun {
+    struct gt *t;
+    const int32_t *tok; /* accum x [tokens N | targets N] (validation: one micro-batch) */
+    float scale;
+    float *eval_loss; /* NULL: training */
+};
+
+static const int32_t *run_tokens(const struct grun *r, long a)
+{
+    return r->tok + (r->eval_loss ? 0 : (size_t)a * 2 * r->t->N);
+}
+
+static int run_forward(void *ctx, int c, long a)
+{
+    struct grun *r = ctx;
+    struct gt *t = r->t;
+    const int32_t *tok = run_tokens(r, a);
+    int s = (int)(a % t->nslots);
+    gpu_chunk_fwd(t, c, s, tok);
+    if (!gpu_last_virtual(t, c))
+        return 0;
+    float *loss = r->eval_loss ? r->eval_loss : t->d_stats + 1 + a;
+    classifier_fwd_bwd(t->losses, t->slot[s].logits, tok + t->N, t->N, t->V, t->Vp,
+                       r->eval_loss ? 1.0f : r->scale, !r->eval_loss, t->st);
+    sum_f32(loss, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
+    return 0;
+}
+
+static int run_backward(void *ctx, int c, long a)
+{
+    struct grun *r = ctx;
+    struct gt *t = r->t;
+    gpu_chunk_bwd(t, c, (int)(a % t->nslots), run_tokens(r, a), a);
+    return 0;
+}
+
+/* The sends and receives of one block together on the pipeline's communicator (a forward's
+ * output to the next stage, a backward's input gradient to the previous one), ordered on the
+ * compute stream: the buffers are the stream's. */
+static int run_exchange(void *ctx, const struct pp_work *const *send, int nsend,
+                        const struct pp_work *const *recv, int nrecv)
+{
+    struct grun *r = ctx;
+    struct gt *t = r->t;
+    int pp = t->par.pp, next = (t->at.pp + 1) % pp, prev = (t->at.pp + pp - 1) % pp;
+    size_t n = (size_t)t->N * t->D;
+    gcomm_group_begin(t->ppc);
+    for (int i = 0; i < nsend; i++)
+        gcomm_send(t->ppc, send[i]->fwd ? t->xout : t->dxout, n, GCOMM_BF16,
+                   send[i]->fwd ? next : prev, t->st);
+    for (int i = 0; i < nrecv; i++) {
+        const struct pp_work *w = recv[i];
+        if (w->fwd)
+            gcomm_recv(t->ppc, gpu_chunk_input(t, w->chunk, (int)(w->micro % t->nslots)), n,
+                       GCOMM_BF16, prev, t->st);
+        else
+            gcomm_recv(t->ppc, t->dxin, n, GCOMM_BF16, next, t->st);
+    }
+    gcomm_group_end(t->ppc);
+    return 0;
+}
+
+static struct pp_sched gpu_sched(const struct gt *t)
+{
+    return (struct pp_sched){ t->par.pp, t->at.pp, t->nchunks, t->a->accum };
 }
 
 static int gpu_step(void *ctx, struct train_step *s)
@@ -67,7 +138,7 @@ static int gpu_step(void *ctx, struct train_step *s)
     struct gt *t = ctx;
     const struct train_opts *a = t->a;
     long T = a->seq_len;
-    float scale = (float)(1.0 / ((double)a->micro_batch * T * a->accum * t->W));
+    float scale = (float)(1.0 / ((double)a->micro_batch * T * a->accum * t->dW));
     int rc;
     if (!t->ld.started && (rc = gpu_loader_start(t, s->step - 1, s->consumed_samples))) {
         sl_error("%s", sl_err_msg());
@@ -78,21 +149,23 @@ static int gpu_step(void *ctx, struct train_step *s)
         sl_error("%s", sl_err_msg());
         sl_world_abort(t->w, 1);
     }
-    for (long m = 0; m < a->accum; m++) {
-        const int32_t *tok = t->d_tok[slot] + (size_t)m * 2 * t->N;
-        gpu_model_fwd(t, tok);
-        classifier_fwd_bwd(t->losses, t->logits, tok + t->N, t->N, t->V, t->Vp, scale, 1, t->st);
-        sum_f32(t->d_stats + 1 + m, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
-        gpu_model_bwd(t, tok, m);
-    }
+    if (!t->sh.last_stage) /* the losses: the last stage's, summed over the pipeline */
+        fill_f32(t->d_stats + 1, 0.0f, (size_t)a->accum, t->st);
+    /* the micro-batches through the schedule: 1F1B, interleaved with virtual stages; without
+     * a pipeline forward and backward per micro-batch */
+    struct grun run = { t, t->d_tok[slot], scale, NULL };
+    struct pp_ops ops = { &run, run_forward, run_backward, run_exchange, NULL };
+    struct pp_sched sc = gpu_sched(t);
+    pp_sched_run(&sc, &ops);
+    gpu_tied_reduce(t);
     CUDA_CHECK(cudaEventRecord(t->step_done[slot], t->st));
     gpu_reduce_stats(t);
     if (s->dump_grads) {
         if (!t->dump_host)
-            t->dump_host = sl_xmalloc(t->l.total * sizeof(float));
+            t->dump_host = sl_xmalloc(t->fl.total * sizeof(float));
         rc = gpu_gather_grads(t, t->dump_host);
         if (!rc && t->rank == 0)
-            rc = train_dump_grads(s->dump_grads, &a->mc, &t->l, t->dump_host);
+            rc = train_dump_grads(s->dump_grads, &a->mc, &t->fl, t->dump_host);
         if ((rc = gpu_all_ok(t, rc)))
             return rc;
     }
@@ -127,7 +200,7 @@ static int gpu_evaluate(void *ctx, double *loss)
     for (long it = 0; it < a->eval_iters && !rc; it++) {
         uint64_t base = (uint64_t)it * (uint64_t)a->global_batch;
         for (long m = 0; m < a->accum && !rc; m++, n++) {
-            uint64_t first = base + (uint64_t)(m * B * t->W + t->rank * B);
+            uint64_t first = base + (uint64_t)(m * B * t->dW + t->drank * B);
             CUDA_CHECK(cudaStreamSynchronize(t->st)); /* the stage is free again */
             for (long b = 0; b < B && !rc; b++) {
                 rc = data_loader_sample(t->data, DATA_VALID, first + (uint64_t)b, t->eval_sample);
@@ -138,16 +211,20 @@ static int gpu_evaluate(void *ctx, double *loss)
                 break;
             CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(2 * N) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, t->st));
-            gpu_model_fwd(t, t->d_tok_eval);
-            classifier_fwd_bwd(t->losses, t->logits, t->d_tok_eval + N, t->N, t->V, t->Vp, 1.0f, 0,
-                               t->st);
-            sum_f32(t->d_eval + n, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
+            struct grun run = { t, t->d_tok_eval, 1.0f, t->d_eval + n };
+            struct pp_ops ops = { &run, run_forward, run_backward, run_exchange, NULL };
+            struct pp_sched sc = gpu_sched(t);
+            if (!t->sh.last_stage)
+                fill_f32(t->d_eval + n, 0.0f, 1, t->st);
+            pp_sched_forward(&sc, &ops, 0);
         }
     }
     if ((rc = gpu_all_ok(t, rc)))
         return rc;
     if (t->reduce)
         gcomm_all_reduce(t->dpc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
+    if (t->ppc && n)
+        gcomm_all_reduce(t->ppc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
     float *h = t->h_stats + 1 + a->accum;
     CUDA_CHECK(
         cudaMemcpyAsync(h, t->d_eval, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, t->st));
@@ -155,7 +232,7 @@ static int gpu_evaluate(void *ctx, double *loss)
     double sum = 0.0;
     for (long i = 0; i < n; i++)
         sum += h[i];
-    *loss = sum / ((double)n * t->W);
+    *loss = sum / ((double)n * t->dW);
     return 0;
 }
 
@@ -166,9 +243,7 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
 
 static int gpu_params(void *ctx, float *dst)
 {
-    if (!dst) /* a rank other than 0: every rank holds the whole model */
-        return 0;
-    return gpu_params_host(ctx, dst);
+    return gpu_params_host(ctx, dst); /* collective with a pipeline */
 }
 
 static int gpu_load(void *ctx, const char *from, uint64_t init_seed)
@@ -208,7 +283,12 @@ static void gpu_release(void *ctx)
     gpu_loader_stop(t);
     if (t->st)
         cudaStreamSynchronize(t->st);
+    gcomm_close(t->embc);
+    gcomm_close(t->ppc);
     gcomm_close(t->dpc);
+    sl_world_group_free(&t->dpg);
+    sl_world_group_free(&t->ppg);
+    sl_world_group_free(&t->embg);
     gemm_free(t->gemm);
     if (t->attn)
         attention_free(t->attn);
@@ -226,7 +306,9 @@ static void gpu_release(void *ctx)
             cudaStreamDestroy(sts[i]);
     if (t->arena)
         cudaFree(t->arena);
-    model_layout_release(&t->l);
+    model_shard_release(&t->sh); /* and t->l, its layout */
+    model_layout_release(&t->fl);
+    free(t->slot);
     free(t->doff);
     free(t->bk);
     free(t->per);
@@ -261,7 +343,8 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
         sl_info("training on the GPU: %s (sm_%d%d, %.0f GiB) x %d rank%s, one per GPU",
                 t->prop.name, t->prop.major, t->prop.minor,
                 (double)t->prop.totalGlobalMem / (1u << 30), t->W, t->W > 1 ? "s" : "");
-    if ((rc = gpu_all_ok(t, gpu_setup_comm(t))) || (rc = gpu_all_ok(t, gpu_setup_model(t))))
+    if ((rc = gpu_all_ok(t, gpu_local_layout(t))) || (rc = gpu_all_ok(t, gpu_setup_comm(t))) ||
+        (rc = gpu_all_ok(t, gpu_setup_model(t))))
         return rc;
     if (t->rank == 0) {
         enum attn_backend be = attention_backend(t->attn, t->B, t->T, t->H, t->Hkv, t->hd);
@@ -270,8 +353,8 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
                 "recompute: %s; ZeRO-1 over %d rank%s (%zu parameters per shard)",
                 be == ATTN_CUDNN ? "cuDNN fused flash attention" : "own flash-attention kernels",
                 det ? "deterministic" : "non-deterministic", attn_names[a->attention],
-                a->deterministic ? "true" : "false", rc_names[a->recompute], t->W,
-                t->W > 1 ? "s" : "", t->shard_n);
+                a->deterministic ? "true" : "false", rc_names[a->recompute], t->dW,
+                t->dW > 1 ? "s" : "", t->shard_n);
         if (a->deterministic && !det)
             sl_warn("train.deterministic=true: cuDNN has no deterministic backward engine for "
                     "attention at batch %d x %d tokens, %d/%d heads of %d; its backward sums dQ "
