@@ -612,8 +612,8 @@ static int run_exchange(void *ctx, const struct pp_work *const *send, int nsend,
             rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(t->cm[k]), n, next,
                                     &t->sends[2 * k]);
         else
-            rc = sl_world_isend_f32(g, cpu_model_stage_din(t->cm[k]), n, prev,
-                                    &t->sends[2 * k + 1]);
+            rc =
+                sl_world_isend_f32(g, cpu_model_stage_din(t->cm[k]), n, prev, &t->sends[2 * k + 1]);
     }
     for (int i = 0; i < nrecv && !rc; i++)
         rc = recv[i]->fwd ? sl_world_recv_f32(&t->ppg, t->xbuf, n, prev)

@@ -110,7 +110,7 @@ struct gt {
     /* groups: data parallel (same tensor and pipeline coordinates), the pipeline's stages,
      * the two pipeline ends holding a tied embedding */
     struct sl_world dpg, ppg, embg;
-    struct gcomm *ppc, *embc; /* over ppg and embg (NULL: no pipeline / nothing tied) */
+    struct gcomm *ppc, *embc;     /* over ppg and embg (NULL: no pipeline / nothing tied) */
     sl_bf16 *xout, *dxout, *dxin; /* [N, D] activation and gradient out, gradient in */
     struct gslot *slot;           /* [nslots] (the last stage's) */
     struct cudaDeviceProp prop;
@@ -150,9 +150,9 @@ struct gt {
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
-    struct gcomm *dpc; /* data parallel: every rank (train/gpu_comm.h) */
-    int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
-                        * NCCL, where one rank reduces too, as it always has) */
+    struct gcomm *dpc;        /* data parallel: every rank (train/gpu_comm.h) */
+    int reduce;               /* the gradient goes through dpc (more than one rank, or a build with
+                               * NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
     float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
@@ -163,7 +163,7 @@ int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank
 
 /* gpu_model.c: device layout, the arena, forward and backward */
 int gpu_local_layout(struct gt *t); /* par, at, fl, sh, t->l, dW, drank from the options */
-int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams, tables */
+int gpu_setup_model(struct gt *t);  /* layout, buckets, attention, arena, streams, tables */
 void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
                   size_t *n_layout);
 /* chunk c is the first / last virtual pipeline stage */

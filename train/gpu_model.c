@@ -386,8 +386,8 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
 static void zero_bucket(struct gt *t, int k)
 {
     if (t->bk[k].len)
-        CUDA_CHECK(cudaMemsetAsync(t->grads + t->bk[k].dev, 0, t->bk[k].len * sizeof(sl_bf16),
-                                   t->st));
+        CUDA_CHECK(
+            cudaMemsetAsync(t->grads + t->bk[k].dev, 0, t->bk[k].len * sizeof(sl_bf16), t->st));
 }
 
 void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
@@ -407,8 +407,8 @@ void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
         int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
         GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, g->logits, P(t, head), NULL, t->N, t->D,
                                    t->Vp, 0, t->st));
-        GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, g->logits, g->nf, t->N, t->D,
-                                     t->Vp, 1, t->st));
+        GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, g->logits, g->nf, t->N, t->D, t->Vp,
+                                     1, t->st));
         norm_bwd(t, NULL, t->dn, g->res_final, l->final_norm_w, l->final_norm_b, g->nfm, g->nfr);
         gpu_bucket_done(t, t->L + 1, m);
     } else {

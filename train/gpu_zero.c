@@ -56,8 +56,7 @@ static void reduce_bucket(struct gt *t, int k)
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
     CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
     if (t->a->grad_reduce == GPU_REDUCE_BF16) {
-        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16,
-                             t->comm);
+        gcomm_reduce_scatter(t->dpc, t->grads + b->dev, t->grads + mine, cnt, GCOMM_BF16, t->comm);
         cast_bf16_to_f32(t->main_grad + mine, t->grads + mine, cnt, t->comm);
     } else {
         gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
@@ -337,10 +336,10 @@ int gpu_params_host(struct gt *t, float *dst)
         return dst ? widen_params(t, dst, 0) : 0;
     /* every stage's tensors, zeros elsewhere, summed over the pipeline: exact */
     float *full = calloc(t->fl.total + 1, sizeof(float));
-    int rc = full ? widen_params(t, full, 1)
-                  : sl_err_set(SL_ERR_NOMEM,
-                               "cannot allocate %zu MiB of host memory for the weights",
-                               t->fl.total * sizeof(float) >> 20);
+    int rc =
+        full ? widen_params(t, full, 1)
+             : sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
+                          t->fl.total * sizeof(float) >> 20);
     if ((rc = gpu_all_ok(t, rc)) == 0)
         rc = sl_world_allreduce_f32(&t->ppg, full, t->fl.total, SL_SUM);
     if (!rc && dst)
@@ -445,8 +444,8 @@ int gpu_gather_grads(struct gt *t, float *host)
     size_t np;
     struct spiece *pc = shard_pieces(t, 1, &np);
     for (size_t j = 0; j < np; j++)
-        CUDA_CHECK(cudaMemcpy(host + pc[j].full, t->main_grad + pc[j].dev,
-                              pc[j].n * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(host + pc[j].full, t->main_grad + pc[j].dev, pc[j].n * sizeof(float),
+                              cudaMemcpyDeviceToHost));
     free(pc);
     return sl_world_allreduce_f32(t->w, host, t->fl.total, SL_SUM);
 }

@@ -52,13 +52,23 @@ static int rec_exchange(void *ctx, const struct pp_work *const *send, int nsend,
     int pp = s->pp;
     for (int i = 0; i < nsend && r->n < MAXT; i++) {
         int v = virt(s, send[i]->chunk);
-        r->x[r->n++] = (struct xfer){ 1, (s->stage + (send[i]->fwd ? 1 : pp - 1)) % pp,
-                                      send[i]->fwd, v, send[i]->micro, r->groups, 0 };
+        r->x[r->n++] = (struct xfer){ 1,
+                                      (s->stage + (send[i]->fwd ? 1 : pp - 1)) % pp,
+                                      send[i]->fwd,
+                                      v,
+                                      send[i]->micro,
+                                      r->groups,
+                                      0 };
     }
     for (int i = 0; i < nrecv && r->n < MAXT; i++) {
         int v = virt(s, recv[i]->chunk) + (recv[i]->fwd ? -1 : 1);
-        r->x[r->n++] = (struct xfer){ 0, (s->stage + (recv[i]->fwd ? pp - 1 : 1)) % pp,
-                                      recv[i]->fwd, v, recv[i]->micro, r->groups, 0 };
+        r->x[r->n++] = (struct xfer){ 0,
+                                      (s->stage + (recv[i]->fwd ? pp - 1 : 1)) % pp,
+                                      recv[i]->fwd,
+                                      v,
+                                      recv[i]->micro,
+                                      r->groups,
+                                      0 };
     }
     r->groups++;
     return 0;
@@ -123,8 +133,8 @@ static int simulate(struct stage_rec *st, int pp)
                 for (int i = 0; i < st[a].n; i++)
                     fprintf(stderr, "stage %d group %d/%d: %s %c v%d m%ld peer %d%s\n", a,
                             st[a].x[i].group, cur[a], st[a].x[i].send ? "send" : "recv",
-                            st[a].x[i].fwd ? 'f' : 'b', st[a].x[i].from_virtual,
-                            st[a].x[i].micro, st[a].x[i].peer, st[a].x[i].done ? " done" : "");
+                            st[a].x[i].fwd ? 'f' : 'b', st[a].x[i].from_virtual, st[a].x[i].micro,
+                            st[a].x[i].peer, st[a].x[i].done ? " done" : "");
             rc = -1;
             break;
         }
@@ -155,8 +165,7 @@ static void check_layout(int pp, int chunks, long accum)
                 order_ok &= !fdone[i] && (w[k].chunk == 0 || fdone[i - accum]);
                 fdone[i] = 1;
             } else {
-                order_ok &= fdone[i] && !bdone[i] &&
-                            (w[k].chunk == chunks - 1 || bdone[i + accum]);
+                order_ok &= fdone[i] && !bdone[i] && (w[k].chunk == chunks - 1 || bdone[i + accum]);
                 bdone[i] = 1;
             }
         }
