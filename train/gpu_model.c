@@ -3,6 +3,7 @@
  * forward and backward passes over the kernels of kernels/, with recomputation.
  */
 #include "train/gpu_internal.h"
+#include "train/gpu_plan.h"
 
 #include "core/alloc.h"
 #include "core/err.h"
@@ -10,6 +11,7 @@
 #include "core/progress.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,53 +27,19 @@ static sl_bf16 *G(const struct gt *t, int id)
 
 /* ---- device layout, buckets, the arena ----------------------------------------------- */
 
-static int bucket_of(const struct gt *t, const struct model_tensor *mt, int seen_layer)
-{
-    if (mt->layer >= 0)
-        return 1 + mt->layer;
-    return seen_layer ? t->L + 1 : 0;
-}
-
 static int plan_buckets(struct gt *t)
 {
     const struct model_layout *l = &t->l;
     t->nbk = t->L + 2;
     t->bk = sl_xcalloc((size_t)t->nbk, sizeof(*t->bk));
     t->doff = sl_xcalloc((size_t)l->n, sizeof(size_t));
-    int *first = sl_xmalloc((size_t)t->nbk * sizeof(int));
-    for (int k = 0; k < t->nbk; k++)
-        first[k] = -1;
-    int seen = 0, prev = 0;
-    for (int i = 0; i < l->n; i++) {
-        int k = bucket_of(t, &l->t[i], seen);
-        seen |= l->t[i].layer >= 0;
-        if (k < prev) {
-            free(first);
-            return sl_err_set(SL_ERR_STATE, "the parameter table is not in layer order ('%s')",
-                              l->t[i].name);
-        }
-        prev = k;
-        if (first[k] < 0)
-            first[k] = i;
-    }
-    size_t unit = (size_t)t->dW * 64, dev = 0, shard = 0;
-    for (int k = 0; k < t->nbk; k++) {
-        struct gbucket *b = &t->bk[k];
-        b->la = first[k] < 0 ? 0 : l->t[first[k]].offset;
-        size_t end = l->total;
-        for (int j = k + 1; j < t->nbk; j++)
-            if (first[j] >= 0) {
-                end = l->t[first[j]].offset;
-                break;
-            }
-        b->lb = first[k] < 0 ? b->la : end;
-        b->dev = dev;
-        b->len = (b->lb - b->la + unit - 1) / unit * unit;
-        b->shard = shard;
-        dev += b->len;
-        shard += b->len / (size_t)t->dW;
-    }
-    free(first);
+    struct gpu_plan_bucket *pb = sl_xcalloc((size_t)t->nbk, sizeof(*pb));
+    int rc = gpu_plan_buckets(l, t->L, t->dW, pb, &t->dtotal, &t->shard_n);
+    for (int k = 0; !rc && k < t->nbk; k++)
+        t->bk[k] = (struct gbucket){ pb[k].la, pb[k].lb, pb[k].dev, pb[k].len, pb[k].shard };
+    free(pb);
+    if (rc)
+        return rc;
     size_t end = 0; /* of the tensor before: the AdamW table's offsets must not decrease */
     for (int i = 0; i < l->n; i++) {
         if (!l->t[i].numel) { /* a tensor the stage does not use */
@@ -86,8 +54,6 @@ static int plan_buckets(struct gt *t)
         t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
         end = t->doff[i] + l->t[i].numel;
     }
-    t->dtotal = dev;
-    t->shard_n = shard;
     return 0;
 }
 
@@ -106,106 +72,122 @@ void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t
     *n_layout = off >= real ? 0 : (real - off < cnt ? real - off : cnt);
 }
 
-struct carver {
-    char *base;
-    size_t off;
-    size_t *mem;
-};
-
-static void *carve(struct carver *c, size_t bytes, int cat)
+/* The arena's buffers for this rank (train/gpu_plan.h), with the kernels' own sizes. */
+static int plan_memory(struct gt *t, struct gpu_plan *p)
 {
-    size_t a = (c->off + 255) & ~(size_t)255;
-    c->off = a + bytes;
-    c->mem[cat] += bytes;
-    return c->base ? c->base + a : NULL;
-}
-
-/* Lay out every device buffer; with base NULL only count. Returns the arena's size. */
-static size_t plan_memory(struct gt *t, char *base)
-{
-    struct carver c = { base, 0, t->mem };
-    memset(t->mem, 0, sizeof(t->mem));
-    size_t N = (size_t)t->N, D = (size_t)t->D, b2 = sizeof(sl_bf16), f4 = sizeof(float);
-    int rc_mode = (int)t->a->recompute;
-    t->params = carve(&c, t->dtotal * b2, MEM_PARAMS);
-    t->grads = carve(&c, t->dtotal * b2, MEM_GRADS);
-    t->main_grad = carve(&c, t->dtotal * f4, MEM_GRADS);
-    t->master = carve(&c, t->shard_n * f4, MEM_OPTIM);
-    t->m = carve(&c, t->shard_n * f4, MEM_OPTIM);
-    t->v = carve(&c, t->shard_n * f4, MEM_OPTIM);
-    t->d_tensors = carve(&c, (size_t)t->ntensors * sizeof(struct adamw_tensor), MEM_OPTIM);
-    /* per layer when recompute <= keep, else one shared buffer */
-#define FIELD(f, keep, bytes)                                                                      \
-    do {                                                                                           \
-        if (rc_mode <= (keep)) {                                                                   \
-            t->shared.f = NULL;                                                                    \
-            for (int li = 0; li < t->nslots * t->L; li++)                                          \
-                t->per[li].f = carve(&c, (bytes), MEM_ACTS);                                       \
-        } else {                                                                                   \
-            for (int li = 0; li < t->nslots * t->L; li++)                                          \
-                t->per[li].f = NULL;                                                               \
-            t->shared.f = carve(&c, (bytes), MEM_ACTS);                                            \
-        }                                                                                          \
-    } while (0)
-    size_t mean_bytes = t->a->mc.norm == MODEL_RMSNORM ? 0 : N * f4;
-    FIELD(res, GPU_RECOMPUTE_FULL, N * D * b2);
-    FIELD(ln1, GPU_RECOMPUTE_NONE, N * D * b2);
-    FIELD(m1, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
-    FIELD(r1, GPU_RECOMPUTE_SELECTIVE, N * f4);
-    FIELD(qkv, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QKV * b2);
-    FIELD(atty, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->QD * b2);
-    FIELD(lse, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->H * f4);
-    FIELD(mid, GPU_RECOMPUTE_SELECTIVE, N * D * b2);
-    FIELD(ln2, GPU_RECOMPUTE_NONE, N * D * b2);
-    FIELD(m2, GPU_RECOMPUTE_SELECTIVE, mean_bytes);
-    FIELD(r2, GPU_RECOMPUTE_SELECTIVE, N * f4);
-    FIELD(fc, GPU_RECOMPUTE_SELECTIVE, N * (size_t)t->FC * b2);
-    FIELD(act, GPU_RECOMPUTE_NONE, N * (size_t)t->F * b2);
-#undef FIELD
-    /* the last stage's outputs, per micro-batch in flight; the pipeline's transfer buffers */
-    for (int s = 0; s < t->nslots; s++) {
-        struct gslot *g = &t->slot[s];
-        size_t last = t->sh.last_stage;
-        g->res_final = carve(&c, last * N * D * b2, MEM_ACTS);
-        g->nf = carve(&c, last * N * D * b2, MEM_ACTS);
-        g->nfm = carve(&c, last * N * f4, MEM_ACTS);
-        g->nfr = carve(&c, last * N * f4, MEM_ACTS);
-        g->logits = carve(&c, last * N * (size_t)t->Vp * b2, MEM_ACTS);
-    }
-    size_t xfer = t->par.pp > 1 ? N * D * b2 : 0;
-    t->xout = carve(&c, xfer, MEM_ACTS);
-    t->dxout = carve(&c, xfer, MEM_ACTS);
-    t->dxin = carve(&c, xfer, MEM_ACTS);
-    t->tmp = carve(&c, N * D * b2, MEM_ACTS);
-    t->losses = carve(&c, N * f4, MEM_ACTS);
-    t->dres = carve(&c, N * D * b2, MEM_ACTS);
-    t->dn = carve(&c, N * D * b2, MEM_ACTS);
-    t->dqkv = carve(&c, N * (size_t)t->QKV * b2, MEM_ACTS);
-    t->datty = carve(&c, N * (size_t)t->QD * b2, MEM_ACTS);
-    t->dfc = carve(&c, N * (size_t)t->FC * b2, MEM_ACTS);
-    t->dact = carve(&c, N * (size_t)t->F * b2, MEM_ACTS);
-    /* workspace */
-    size_t half = (size_t)t->hd / 2;
-    t->rope_cos = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
-    t->rope_sin = carve(&c, (size_t)t->T * half * f4, MEM_WORK);
-    t->gemm_ws = carve(&c, GEMM_WORKSPACE_BYTES, MEM_WORK);
-    t->attn_ws = carve(&c, t->attn_ws_bytes, MEM_WORK);
+    struct gpu_plan_in in;
+    memset(&in, 0, sizeof(in));
+    in.mc = t->sh.local;
+    in.l = &t->l;
+    in.micro_batch = t->B;
+    in.seq_len = t->T;
+    in.accum = t->a->accum;
+    in.eval_iters = t->a->eval_iters;
+    in.recompute = t->a->recompute;
+    in.zero = 1; /* the GPU trainer shards the optimizer state whatever optim.zero says */
+    in.dp = t->dW;
+    in.tp = 1;
+    in.sets = t->nslots;
+    in.pipeline = t->par.pp > 1;
+    in.no_head = !t->sh.last_stage;
+    in.ws.attn = t->attn_ws_bytes;
     int widths[3] = { t->D, t->QKV, t->FC };
-    size_t ns = 0;
     for (int i = 0; i < 3; i++) {
         size_t s = norm_bwd_scratch_size(t->N, widths[i]);
-        ns = s > ns ? s : ns;
+        in.ws.norm = s > in.ws.norm ? s : in.ws.norm;
     }
-    t->norm_scratch = carve(&c, ns, MEM_WORK);
-    t->emb_scratch = carve(&c, t->emb_scratch_bytes, MEM_WORK);
-    t->gn_scratch = carve(&c, global_norm_scratch_size(), MEM_WORK);
-    size_t tok = (size_t)t->a->accum * 2 * N * sizeof(int32_t);
-    t->d_tok[0] = carve(&c, tok, MEM_WORK);
-    t->d_tok[1] = carve(&c, tok, MEM_WORK);
-    t->d_tok_eval = carve(&c, 2 * N * sizeof(int32_t), MEM_WORK);
-    t->d_stats = carve(&c, (size_t)(1 + t->a->accum) * f4, MEM_WORK);
-    t->d_eval = carve(&c, (size_t)(t->a->eval_iters * t->a->accum) * f4, MEM_WORK);
-    return c.off;
+    in.ws.embedding = t->emb_scratch_bytes;
+    in.ws.gnorm = global_norm_scratch_size();
+    in.ws.gemm = GEMM_WORKSPACE_BYTES;
+    int rc = gpu_plan_build(p, &in);
+    if (!rc && (p->dtotal != t->dtotal || p->shard_n != t->shard_n)) {
+        rc = sl_err_set(SL_ERR_STATE,
+                        "the memory plan's layout (%zu, %zu elements) is not the "
+                        "trainer's (%zu, %zu)",
+                        p->dtotal, p->shard_n, t->dtotal, t->shard_n);
+        gpu_plan_release(p);
+    }
+    return rc;
+}
+
+/* Where the trainer keeps the pointer to buffer b (NULL: a buffer this trainer has none of). */
+static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
+{
+    static const size_t act_off[] = {
+        offsetof(struct gacts, res), offsetof(struct gacts, ln1), offsetof(struct gacts, m1),
+        offsetof(struct gacts, r1),  offsetof(struct gacts, qkv), offsetof(struct gacts, atty),
+        offsetof(struct gacts, lse), offsetof(struct gacts, mid), offsetof(struct gacts, ln2),
+        offsetof(struct gacts, m2),  offsetof(struct gacts, r2),  offsetof(struct gacts, fc),
+        offsetof(struct gacts, act),
+    };
+    _Static_assert(sizeof(act_off) / sizeof(act_off[0]) == GB_LAYER_LAST - GB_LAYER_FIRST + 1,
+                   "one struct gacts field per per-layer buffer");
+    if (b->id >= GB_LAYER_FIRST && b->id <= GB_LAYER_LAST) {
+        char *a = (char *)(b->layer < 0 ? &t->shared : &t->per[b->set * t->L + b->layer]);
+        return (void **)(a + act_off[b->id - GB_LAYER_FIRST]);
+    }
+    switch (b->id) {
+#define S(id, field)                                                                               \
+    case id:                                                                                       \
+        return (void **)&t->field
+        S(GB_PARAMS, params);
+        S(GB_GRADS, grads);
+        S(GB_MAIN_GRAD, main_grad);
+        S(GB_MASTER, master);
+        S(GB_M, m);
+        S(GB_V, v);
+        S(GB_TENSORS, d_tensors);
+        S(GB_RES_FINAL, slot[b->set].res_final);
+        S(GB_NF, slot[b->set].nf);
+        S(GB_NFM, slot[b->set].nfm);
+        S(GB_NFR, slot[b->set].nfr);
+        S(GB_TMP, tmp);
+        S(GB_LOGITS, slot[b->set].logits);
+        S(GB_XOUT, xout);
+        S(GB_DXOUT, dxout);
+        S(GB_DXIN, dxin);
+        S(GB_LOSSES, losses);
+        S(GB_DRES, dres);
+        S(GB_DN, dn);
+        S(GB_DQKV, dqkv);
+        S(GB_DATTY, datty);
+        S(GB_DFC, dfc);
+        S(GB_DACT, dact);
+        S(GB_ROPE_COS, rope_cos);
+        S(GB_ROPE_SIN, rope_sin);
+        S(GB_GEMM_WS, gemm_ws);
+        S(GB_ATTN_WS, attn_ws);
+        S(GB_NORM_SCRATCH, norm_scratch);
+        S(GB_EMB_SCRATCH, emb_scratch);
+        S(GB_GN_SCRATCH, gn_scratch);
+        S(GB_TOK0, d_tok[0]);
+        S(GB_TOK1, d_tok[1]);
+        S(GB_TOK_EVAL, d_tok_eval);
+        S(GB_STATS, d_stats);
+        S(GB_EVAL, d_eval);
+#undef S
+    default:
+        return NULL;
+    }
+}
+
+/* Point every buffer of the plan into the arena at base; the bytes per category. */
+static void carve_arena(struct gt *t, const struct gpu_plan *p, char *base)
+{
+    _Static_assert((int)MEM_PARAMS == GPU_PLAN_PARAMS && (int)MEM_GRADS == GPU_PLAN_GRADS &&
+                       (int)MEM_OPTIM == GPU_PLAN_OPTIM && (int)MEM_ACTS == GPU_PLAN_ACTS &&
+                       (int)MEM_WORK == GPU_PLAN_WORK && (int)MEM_N == GPU_PLAN_NCAT,
+                   "the memory report's categories are the plan's");
+    _Static_assert(sizeof(struct adamw_tensor) == 24, "gpu_plan.c counts 24 bytes a tensor");
+    memset(&t->shared, 0, sizeof(t->shared));
+    memset(t->per, 0, (size_t)(t->nslots * t->L) * sizeof(*t->per));
+    for (int i = 0; i < p->n; i++) {
+        void **s = slot_of(t, &p->b[i]);
+        if (s)
+            *s = base + p->b[i].offset;
+    }
+    for (int c = 0; c < MEM_N; c++)
+        t->mem[c] = p->cat[c];
 }
 
 static struct gacts acts(const struct gt *t, int slot, int li)
@@ -461,6 +443,11 @@ static void memory_report(struct gt *t, size_t arena_bytes)
             "shard), activations %s (recompute %s), workspace %s",
             b[MEM_PARAMS], b[MEM_GRADS], reduce, b[MEM_OPTIM], t->dW, b[MEM_ACTS],
             rc_names[t->a->recompute], b[MEM_WORK]);
+    /* the same in bytes (-v), as `sluice train --print-config` prints its estimate */
+    sl_debug("GPU memory bytes: parameters %zu, gradients %zu, optimizer %zu, activations %zu, "
+             "workspace %zu, arena %zu",
+             t->mem[MEM_PARAMS], t->mem[MEM_GRADS], t->mem[MEM_OPTIM], t->mem[MEM_ACTS],
+             t->mem[MEM_WORK], arena_bytes);
     sl_info("GPU memory: %s in one arena; %s free of %s on the device after allocating",
             sl_human_bytes((double)arena_bytes, tot, sizeof(tot)),
             sl_human_bytes((double)free_b, fr, sizeof(fr)),
@@ -537,12 +524,16 @@ int gpu_setup_model(struct gt *t)
                           a->attention == GPU_ATTN_CUDNN ? attn_cudnn_error() : "");
     t->emb_scratch_bytes = embedding_bwd_scratch_size(t->B, t->T, t->V);
 
-    size_t bytes = plan_memory(t, NULL);
+    struct gpu_plan plan;
+    if ((rc = plan_memory(t, &plan)))
+        return rc;
+    size_t bytes = plan.total;
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     cudaError_t e = cudaMalloc(&t->arena, bytes);
     if (e != cudaSuccess) {
         cudaGetLastError();
+        gpu_plan_release(&plan);
         char need[32], fr[32];
         return sl_err_set(SL_ERR_NOMEM,
                           "cannot allocate %s of GPU memory (%s free)\nhint: lower "
@@ -550,7 +541,8 @@ int gpu_setup_model(struct gt *t)
                           sl_human_bytes((double)bytes, need, sizeof(need)),
                           sl_human_bytes((double)free_b, fr, sizeof(fr)));
     }
-    plan_memory(t, t->arena);
+    carve_arena(t, &plan, t->arena);
+    gpu_plan_release(&plan);
     CUDA_CHECK(cudaMemset(t->arena, 0, bytes));
     memory_report(t, bytes);
 

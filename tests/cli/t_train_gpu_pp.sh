@@ -4,9 +4,9 @@
 # 1F1B and PP=2 x 2 virtual stages (interleaved), 4-layer tiny-llama and tiny-gpt, seq 32,
 # micro-batch 2, 4 micro-batches a step, vocabulary 512 (synthetic), each against one rank of
 # the GPU path: the loss and gradient norm of every step, every tensor's gradient after step 1
-# (train.dump_grads) and the weights after 5 steps (model.safetensors of the step-5
-# checkpoints); and the reshard round trip: the PP=2 checkpoint resumed at one rank on the
-# CPU, and a CPU checkpoint resumed at PP=2 on the GPU.
+# (train.dump_grads), the weights after 5 steps (model.safetensors of the step-5
+# checkpoints) and the validation loss; and the reshard round trip: the PP=2 checkpoint
+# resumed at one rank on the CPU, and a CPU checkpoint resumed at PP=2 on the GPU.
 #
 # Tolerances. A pipeline reorders the micro-batches' work, never the arithmetic of one: each
 # stage runs the same kernels on the same bf16 inputs (the stage boundary sends the next
@@ -47,9 +47,10 @@ LOSS_RTOL=1e-4
 WEIGHT_RTOL=2e-2
 CMP=("$PY" "$ROOT/tests/oracle/grad_compare.py")
 # 7 steps of schedule throughout, so that the resumed runs of part 3 follow it
+# (and a validation at step 5, through the pipeline's forward-only schedule)
 COMMON=(data=synthetic model.vocab_size=512 model.num_layers=4 train.seq_len=32
-        train.micro_batch_size=2 train.global_batch_size=8 eval.interval=0 optim.decay_steps=7
-        checkpoint.interval=5 checkpoint.keep_last=0)
+        train.micro_batch_size=2 train.global_batch_size=8 eval.interval=5 eval.iters=1
+        optim.decay_steps=7 checkpoint.interval=5 checkpoint.keep_last=0)
 
 compare() {
     python3 "$ROOT/tests/oracle/compare_train_logs.py" "$@"
@@ -82,6 +83,13 @@ for model in llama gpt; do
             case_ "$model $lay: the losses of 5 steps = one rank's (bit-identical)"
             compare "$T/$model-$lay.jsonl" "$T/$model-ref.jsonl" 1 0 "$NORM_RTOL" && ok ||
                 fail "see above"
+            case_ "$model $lay: the validation loss = one rank's (bit-identical)"
+            v=$(grep '"valid"' "$T/$model-$lay.jsonl" || true)
+            if [ -n "$v" ] && [ "$v" = "$(grep '"valid"' "$T/$model-ref.jsonl")" ]; then
+                ok
+            else
+                fail "validation: '$v' vs '$(grep '"valid"' "$T/$model-ref.jsonl" || true)'"
+            fi
             case_ "$model $lay: every tensor's gradient = one rank's (bit-identical)"
             run "${CMP[@]}" --rtol 0 "$g" "$r"
             expect_rc 0
