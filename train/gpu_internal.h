@@ -150,12 +150,12 @@ struct gt {
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
-    struct gcomm *dpc;        /* data parallel: every rank (train/gpu_comm.h) */
+    struct gcomm *dpc;        /* data parallel: over dpg (train/gpu_comm.h) */
     int reduce;               /* the gradient goes through dpc (more than one rank, or a build with
                                * NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
-    float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
+    float *dump_host; /* [fl.total] train.dump_grads staging (allocated when dumping) */
 };
 
 /* gpu_train.c */
