@@ -148,6 +148,22 @@ int sl_world_isend_f32(const struct sl_world *w, const float *v, size_t n, int p
     return mpi->isend_f32(w, v, n, peer, req);
 }
 
+int sl_world_isend(const struct sl_world *w, const void *buf, size_t n, int peer, void **req)
+{
+    *req = NULL;
+    if (!w->mpi)
+        return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
+    return mpi->isend(w, buf, n, peer, req);
+}
+
+int sl_world_irecv(const struct sl_world *w, void *buf, size_t n, int peer, void **req)
+{
+    *req = NULL;
+    if (!w->mpi)
+        return sl_err_set(SL_ERR_MPI, "point to point transfer without MPI");
+    return mpi->irecv(w, buf, n, peer, req);
+}
+
 int sl_world_wait(void **req)
 {
     if (!*req)
@@ -167,6 +183,25 @@ int sl_world_allgather_f32(const struct sl_world *w, const float *mine, float *a
         return mpi->allgather_f32(w, mine, all, n);
     if (all != mine)
         memmove(all, mine, n * sizeof(float));
+    return 0;
+}
+
+int sl_world_alltoall(const struct sl_world *w, const void *send, void *recv, size_t count,
+                      size_t width)
+{
+    if (MANY(w))
+        return mpi->alltoall(w, send, recv, count, width);
+    memmove(recv, send, count * width);
+    return 0;
+}
+
+int sl_world_allgather(const struct sl_world *w, const void *mine, void *all, size_t count,
+                       size_t width)
+{
+    if (MANY(w))
+        return mpi->allgather(w, mine, all, count, width);
+    if (all != mine)
+        memmove(all, mine, count * width);
     return 0;
 }
 

@@ -49,6 +49,23 @@ int sl_world_recv_f32(const struct sl_world *w, float *v, size_t n, int peer);
  * sl_world_wait completes it (a NULL *req is a no-op). v must stay valid until then. */
 int sl_world_isend_f32(const struct sl_world *w, const float *v, size_t n, int peer, void **req);
 int sl_world_wait(void **req);
+/* Non-blocking transfers of n bytes (any n: messages of at most 1 GiB each, in order) to or
+ * from rank `peer` of w, tag 0 like the f32 ones; *req as for sl_world_isend_f32 (completed
+ * by sl_world_wait; buf untouched by the caller until then). Under MPI only (SL_ERR_MPI
+ * otherwise: a world of one rank has no peer). */
+int sl_world_isend(const struct sl_world *w, const void *buf, size_t n, int peer, void **req);
+int sl_world_irecv(const struct sl_world *w, void *buf, size_t n, int peer, void **req);
+
+/* Typed blocks of `count` elements of `width` bytes (1, 2, 4 or 8; count below 2^31), for
+ * callers that move raw bits (bf16 as 2-byte words, fp32 as 4):
+ * every rank's block d of send[size * count] to rank d, which receives it as block r (the
+ * sender's rank) of recv[size * count] (MPI_Alltoall; send and recv do not overlap). */
+int sl_world_alltoall(const struct sl_world *w, const void *send, void *recv, size_t count,
+                      size_t width);
+/* mine[count] from every rank into all[size * count] in rank order (MPI_Allgather); in place
+ * when mine == all + rank * count * width. */
+int sl_world_allgather(const struct sl_world *w, const void *mine, void *all, size_t count,
+                       size_t width);
 
 /* mine[n] from every rank into all[size * n] in rank order (MPI_Allgather). */
 int sl_world_allgather_f32(const struct sl_world *w, const float *mine, float *all, size_t n);

@@ -118,22 +118,103 @@ static int recv_f32(const struct sl_world *w, float *v, size_t n, int peer)
     return 0;
 }
 
+/* A pending transfer (sl_world_wait frees it): one MPI request per message. */
+struct mreq {
+    int n;
+    MPI_Request r[];
+};
+
+/* Messages of the non-blocking byte transfers: 1 GiB, within MPI's int count. */
+#define MSG_MAX ((size_t)1 << 30)
+
 static int isend_f32(const struct sl_world *w, const float *v, size_t n, int peer, void **req)
 {
     if (n > (size_t)INT32_MAX)
         return sl_err_set(SL_ERR_MPI, "send of %zu floats: too large", n);
-    MPI_Request *r = sl_xmalloc(sizeof(*r));
-    int rc = mpi_check(MPI_Isend(v, (int)n, MPI_FLOAT, peer, 0, COMM(w), r), "MPI_Isend");
+    struct mreq *q = sl_xmalloc(sizeof(*q) + sizeof(MPI_Request));
+    q->n = 1;
+    int rc = mpi_check(MPI_Isend(v, (int)n, MPI_FLOAT, peer, 0, COMM(w), q->r), "MPI_Isend");
     if (rc)
-        free(r);
+        free(q);
     else
-        *req = r;
+        *req = q;
     return rc;
+}
+
+/* n bytes as messages of at most MSG_MAX, sent (send set) or received in order */
+static int ibytes(const struct sl_world *w, void *buf, size_t n, int peer, int send, void **req)
+{
+    int msgs = (int)((n + MSG_MAX - 1) / MSG_MAX);
+    struct mreq *q = sl_xmalloc(sizeof(*q) + (size_t)(msgs ? msgs : 1) * sizeof(MPI_Request));
+    q->n = 0;
+    int rc = 0;
+    for (size_t off = 0; off < n && !rc; off += MSG_MAX) {
+        int len = (int)(n - off < MSG_MAX ? n - off : MSG_MAX);
+        char *p = (char *)buf + off;
+        rc = send ? mpi_check(MPI_Isend(p, len, MPI_BYTE, peer, 0, COMM(w), &q->r[q->n]),
+                              "MPI_Isend")
+                  : mpi_check(MPI_Irecv(p, len, MPI_BYTE, peer, 0, COMM(w), &q->r[q->n]),
+                              "MPI_Irecv");
+        if (!rc)
+            q->n++;
+    }
+    if (rc) { /* the receives posted are cancelled (buf is the caller's again) */
+        for (int i = 0; i < q->n; i++) {
+            if (!send)
+                MPI_Cancel(&q->r[i]);
+            MPI_Request_free(&q->r[i]);
+        }
+        free(q);
+        return rc;
+    }
+    *req = q;
+    return 0;
+}
+
+static int isend(const struct sl_world *w, const void *buf, size_t n, int peer, void **req)
+{
+    return ibytes(w, (void *)buf, n, peer, 1, req);
+}
+
+static int irecv(const struct sl_world *w, void *buf, size_t n, int peer, void **req)
+{
+    return ibytes(w, buf, n, peer, 0, req);
 }
 
 static int wait_req(void *req)
 {
-    return mpi_check(MPI_Wait((MPI_Request *)req, MPI_STATUS_IGNORE), "MPI_Wait");
+    struct mreq *q = req;
+    if (!q->n)
+        return 0;
+    return mpi_check(MPI_Waitall(q->n, q->r, MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+
+static MPI_Datatype width_type(size_t width)
+{
+    return width == 8 ? MPI_UINT64_T : width == 4 ? MPI_UINT32_T : width == 2 ? MPI_UINT16_T
+                                                                             : MPI_BYTE;
+}
+
+static int alltoall(const struct sl_world *w, const void *send, void *recv, size_t count,
+                    size_t width)
+{
+    if (count > (size_t)INT32_MAX)
+        return sl_err_set(SL_ERR_MPI, "all-to-all of %zu elements per rank: too large", count);
+    MPI_Datatype t = width_type(width);
+    return mpi_check(MPI_Alltoall(send, (int)count, t, recv, (int)count, t, COMM(w)),
+                     "MPI_Alltoall");
+}
+
+static int allgather(const struct sl_world *w, const void *mine, void *all, size_t count,
+                     size_t width)
+{
+    if (count > (size_t)INT32_MAX)
+        return sl_err_set(SL_ERR_MPI, "all-gather of %zu elements per rank: too large", count);
+    MPI_Datatype t = width_type(width);
+    const char *at = (const char *)all + (size_t)w->rank * count * width;
+    return mpi_check(MPI_Allgather(mine == at ? MPI_IN_PLACE : mine, (int)count, t, all,
+                                   (int)count, t, COMM(w)),
+                     "MPI_Allgather");
 }
 
 static int allgather_f32(const struct sl_world *w, const float *mine, float *all, size_t n)
@@ -338,6 +419,10 @@ const struct sl_mpi sl_mpi_impl = {
     .recv_f32 = recv_f32,
     .isend_f32 = isend_f32,
     .wait = wait_req,
+    .isend = isend,
+    .irecv = irecv,
+    .alltoall = alltoall,
+    .allgather = allgather,
     .allgather_f32 = allgather_f32,
     .reduce_scatter_f32 = reduce_scatter_f32,
     .reduce_scatterv_f32 = reduce_scatterv_f32,

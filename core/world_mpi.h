@@ -25,6 +25,12 @@ struct sl_mpi {
     int (*recv_f32)(const struct sl_world *w, float *v, size_t n, int peer);
     int (*isend_f32)(const struct sl_world *w, const float *v, size_t n, int peer, void **req);
     int (*wait)(void *req);
+    int (*isend)(const struct sl_world *w, const void *buf, size_t n, int peer, void **req);
+    int (*irecv)(const struct sl_world *w, void *buf, size_t n, int peer, void **req);
+    int (*alltoall)(const struct sl_world *w, const void *send, void *recv, size_t count,
+                    size_t width);
+    int (*allgather)(const struct sl_world *w, const void *mine, void *all, size_t count,
+                     size_t width);
     int (*allgather_f32)(const struct sl_world *w, const float *mine, float *all, size_t n);
     int (*reduce_scatter_f32)(const struct sl_world *w, const float *all, float *mine, size_t n);
     int (*reduce_scatterv_f32)(const struct sl_world *w, float *all, const size_t *bounds);

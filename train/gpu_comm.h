@@ -6,7 +6,11 @@
  *  - MPI (GCOMM_MPI): host-staged through pinned memory (train/gpu_comm_mpi.c): the calling
  *    thread waits for the stream to reach the operation, the data travels through MPI, and
  *    the result is copied back on the stream. No overlap with compute, but any number of
- *    ranks may share one GPU, and no NCCL is needed.
+ *    ranks may share one GPU, and no NCCL is needed. Reductions run on the host, folding the
+ *    ranks in order in fp32 (bf16 widened, and rounded once to nearest even at the end):
+ *    every rank gets the same bits, those of the emulated NCCL; real NCCL's ring adds in
+ *    another order and rounds bf16 at every hop, so the results can differ from NCCL's in
+ *    the last bits (bf16), or by fp32 rounding (fp32 over three or more ranks).
  * A group of one rank needs neither: every operation is a device copy (or nothing, in place).
  *
  * Counts are in elements; buffers are device pointers. In place as NCCL allows it:

@@ -36,6 +36,9 @@ struct gcomm {
     void *priv;   /* the backend's */
 };
 
+/* The MPI backend's table (train/gpu_comm_mpi.c). */
+extern const struct gcomm_ops gcomm_mpi_ops;
+
 /* Bytes of one element of type t. */
 size_t gcomm_type_size(enum gcomm_type t);
 

@@ -150,9 +150,10 @@ struct gt {
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
-    struct gcomm *dpc;        /* data parallel: over dpg (train/gpu_comm.h) */
-    int reduce;               /* the gradient goes through dpc (more than one rank, or a build with
-                               * NCCL, where one rank reduces too, as it always has) */
+    struct gcomm *dpc;          /* data parallel: over dpg (train/gpu_comm.h) */
+    enum gcomm_backend comm_be; /* the backend of train.comm (gpu_train.c setup_device) */
+    int reduce;                 /* the gradient goes through dpc (more than one rank, or a build
+                                 * with NCCL, where one rank reduces too, as it always has) */
     struct data_loader *data; /* borrowed from the driver */
     struct gloader ld;
     float *dump_host; /* [fl.total] train.dump_grads staging (allocated when dumping) */

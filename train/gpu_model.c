@@ -424,20 +424,24 @@ static void memory_report(struct gt *t, size_t arena_bytes)
 {
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if (t->rank != 0)
+    if (t->rank != 0) {
+        /* a pipeline's other stages (-v): against the estimate's lines of their stage */
+        if (t->par.pp > 1 && t->at.tp == 0 && t->at.dp == 0)
+            sl_debug("GPU memory bytes of stage %d: parameters %zu, gradients %zu, optimizer "
+                     "%zu, activations %zu, workspace %zu, arena %zu",
+                     t->at.pp, t->mem[MEM_PARAMS], t->mem[MEM_GRADS], t->mem[MEM_OPTIM],
+                     t->mem[MEM_ACTS], t->mem[MEM_WORK], arena_bytes);
         return;
+    }
     static const char *const rc_names[] = { "none", "selective", "full" };
     char b[MEM_N][32], tot[32], fr[32], all[32];
     for (int i = 0; i < MEM_N; i++)
         sl_human_bytes((double)t->mem[i], b[i], sizeof(b[i]));
-#ifdef SL_HAVE_NCCL
-    const char *reduce =
-        t->a->grad_reduce == GPU_REDUCE_BF16 ? "reduced in bf16" : "reduced in fp32";
-#else
-    /* one rank and nothing reduced: train.grad_reduce_dtype changes nothing (said here, where
-     * tests/gpu/t_train_gpu.sh reads which reduction ran) */
-    const char *reduce = "not reduced: this build has no NCCL";
-#endif
+    /* one rank of a build without NCCL reduces nothing: train.grad_reduce_dtype changes
+     * nothing (said here, where tests/gpu/t_train_gpu.sh reads which reduction ran) */
+    const char *reduce = !t->reduce ? "not reduced: this build has no NCCL"
+                         : t->a->grad_reduce == GPU_REDUCE_BF16 ? "reduced in bf16"
+                                                                : "reduced in fp32";
     sl_info("GPU memory per rank: parameters %s (bf16), gradients %s (bf16 micro-batch + fp32 "
             "accumulation, %s), optimizer state %s (fp32 master + AdamW moments, 1/%d "
             "shard), activations %s (recompute %s), workspace %s",
@@ -473,7 +477,11 @@ int gpu_local_layout(struct gt *t)
     model_shard_init(&t->sh, &t->par, &t->at, &a->mc, &t->fl);
     t->l = t->sh.l; /* borrowed: the shard owns it */
     t->nchunks = t->sh.nchunks;
-    t->nslots = (int)parallel_cpu_slots(&t->par, a->accum);
+    /* activation sets: 1F1B keeps pp - stage micro-batches in flight (stage_sets of
+     * train/parallel.c, the estimate); the interleaved schedule's count is the CPU path's */
+    long k = t->par.pp - t->at.pp;
+    t->nslots = t->nchunks > 1 ? (int)parallel_cpu_slots(&t->par, a->accum)
+                               : (int)(k < a->accum ? k : a->accum);
     return 0;
 }
 

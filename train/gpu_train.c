@@ -253,23 +253,81 @@ static int gpu_load(void *ctx, const char *from, uint64_t init_seed)
 
 /* ---- set-up -------------------------------------------------------------------------- */
 
-static int setup_device(struct gt *t)
+#ifdef SL_HAVE_NCCL
+#define HAVE_NCCL 1
+#else
+#define HAVE_NCCL 0
+#endif
+
+/* The backend the ranks talk over (train.comm), the same on every rank: `shared` when some
+ * rank's local rank has no GPU of its own (ranks on its node >= GPUs there); *why says how it
+ * was chosen. auto: NCCL where this build has it and no GPU is shared, else MPI. */
+static int choose_comm(struct gt *t, int shared, long per_node, int count, char *why, size_t n)
+{
+    const char *share = "";
+    char buf[96];
+    if (shared) {
+        snprintf(buf, sizeof(buf), "%ld ranks on a node of %d GPU%s", per_node, count,
+                 count > 1 ? "s" : "");
+        share = buf;
+    }
+    switch (t->a->comm) {
+    case GPU_COMM_NCCL:
+        if (shared)
+            return sl_err_set(SL_ERR_STATE,
+                              "train.comm=nccl: %s: NCCL needs a GPU of its own for each "
+                              "rank\nhint: train.comm=mpi lets ranks share a GPU (host-staged), "
+                              "or start one rank per GPU (mpirun -np <GPUs per node> ..., srun "
+                              "--ntasks-per-node=<GPUs>)",
+                              share);
+        if (!HAVE_NCCL && t->W > 1)
+            return sl_err_set(SL_ERR_UNSUPPORTED, "train.comm=nccl: this build has no NCCL\n"
+                                                  "hint: train.comm=mpi, or install NCCL and "
+                                                  "rebuild");
+        t->comm_be = GCOMM_NCCL;
+        snprintf(why, n, "train.comm=nccl");
+        return 0;
+    case GPU_COMM_MPI:
+        t->comm_be = GCOMM_MPI;
+        snprintf(why, n, "train.comm=mpi");
+        return 0;
+    default:
+        t->comm_be = HAVE_NCCL && !shared ? GCOMM_NCCL : GCOMM_MPI;
+        snprintf(why, n, "train.comm=auto: %s",
+                 !HAVE_NCCL ? "this build has no NCCL"
+                 : shared   ? share
+                            : "every rank has a GPU of its own");
+        return 0;
+    }
+}
+
+/* This rank's GPU and the backend (collective): local rank r takes GPU r mod GPUs (several
+ * ranks share one only with the MPI backend; NCCL refuses). *where: how the ranks are placed
+ * and talk, for the log. */
+static int setup_device(struct gt *t, char *where, size_t n)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count < 1)
+    int lr = local_rank(), none = e != cudaSuccess || count < 1;
+    /* over every rank: some rank has no device; some rank shares one; the most ranks a node */
+    int64_t v[3] = { none, !none && lr >= count, lr + 1 };
+    int rc = sl_world_allreduce_i64(t->w, v, 3, SL_MAX);
+    if (rc)
+        return rc;
+    if (none)
         return sl_err_set(SL_ERR_STATE,
                           "no CUDA device (%s)\nhint: train.device=auto falls back "
                           "to the CPU",
                           e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-    int lr = local_rank();
-    if (lr >= count)
-        return sl_err_set(SL_ERR_STATE,
-                          "local rank %d has no GPU of its own (%d on this node)\nhint: start "
-                          "one rank per GPU (mpirun -np <GPUs per node> ..., srun "
-                          "--ntasks-per-node=<GPUs>)",
-                          lr, count);
-    t->dev = lr;
+    if (v[0])
+        return sl_err_set(SL_ERR_STATE, "another rank found no CUDA device");
+    char reason[96];
+    if ((rc = choose_comm(t, v[1] != 0, (long)v[2], count, reason, sizeof(reason))))
+        return rc;
+    snprintf(where, n, "%s; communication: %s (%s)",
+             v[1] ? "several on a GPU (local rank r on GPU r mod GPUs)" : "one per GPU",
+             t->comm_be == GCOMM_MPI ? "MPI, host-staged" : "NCCL", reason);
+    t->dev = lr % count;
     CUDA_CHECK(cudaSetDevice(t->dev));
     CUDA_CHECK(cudaGetDeviceProperties(&t->prop, t->dev));
     return 0;
@@ -336,13 +394,14 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
                                          "hint: train.device=cpu (train.dump_grads works on both)");
     static const char *const attn_names[] = { "auto", "cudnn", "flash" };
     static const char *const rc_names[] = { "none", "selective", "full" };
-    int rc = gpu_all_ok(t, setup_device(t));
+    char where[256];
+    int rc = gpu_all_ok(t, setup_device(t, where, sizeof(where)));
     if (rc)
         return rc;
     if (t->rank == 0)
-        sl_info("training on the GPU: %s (sm_%d%d, %.0f GiB) x %d rank%s, one per GPU",
-                t->prop.name, t->prop.major, t->prop.minor,
-                (double)t->prop.totalGlobalMem / (1u << 30), t->W, t->W > 1 ? "s" : "");
+        sl_info("training on the GPU: %s (sm_%d%d, %.0f GiB) x %d rank%s, %s", t->prop.name,
+                t->prop.major, t->prop.minor, (double)t->prop.totalGlobalMem / (1u << 30), t->W,
+                t->W > 1 ? "s" : "", where);
     if ((rc = gpu_all_ok(t, gpu_local_layout(t))) || (rc = gpu_all_ok(t, gpu_setup_comm(t))) ||
         (rc = gpu_all_ok(t, gpu_setup_model(t))))
         return rc;

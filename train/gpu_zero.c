@@ -21,9 +21,6 @@ int gpu_setup_comm(struct gt *t)
     t->reduce = 1;
 #else
     t->reduce = t->W > 1;
-    if (t->W > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED, "this build has no NCCL: the GPU trainer runs "
-                                              "one rank only\nhint: install NCCL and rebuild");
 #endif
     const struct parallel_config *p = &t->par;
     const struct parallel_coord *c = &t->at;
@@ -33,11 +30,11 @@ int gpu_setup_comm(struct gt *t)
         (rc = sl_world_split(t->w, c->tp + p->tp * c->dp, c->pp, &t->ppg)) ||
         (rc = sl_world_split(t->w, tied ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)))
         return rc;
-    if ((rc = gcomm_open(&t->dpc, GCOMM_NCCL, &t->dpg)))
+    if ((rc = gcomm_open(&t->dpc, t->comm_be, &t->dpg)))
         return rc;
-    if (p->pp > 1 && (rc = gcomm_open(&t->ppc, GCOMM_NCCL, &t->ppg)))
+    if (p->pp > 1 && (rc = gcomm_open(&t->ppc, t->comm_be, &t->ppg)))
         return rc;
-    if (tied && (rc = gcomm_open(&t->embc, GCOMM_NCCL, &t->embg)))
+    if (tied && (rc = gcomm_open(&t->embc, t->comm_be, &t->embg)))
         return rc;
     return 0;
 }

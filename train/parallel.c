@@ -348,16 +348,96 @@ long parallel_cpu_slots(const struct parallel_config *p, long accum)
     return most < accum ? most : accum;
 }
 
+/* Activation sets pipeline stage st keeps (parallel_gpu_estimate). */
+static long stage_sets(const struct parallel_config *p, int st, long accum)
+{
+    if (p->pp == 1)
+        return 1;
+    if (p->vp > 1)
+        return parallel_cpu_slots(p, accum);
+    long k = p->pp - st;
+    return k < accum ? k : accum;
+}
+
+int parallel_gpu_estimate(const struct parallel_config *p, const struct model_config *mc,
+                          const struct parallel_gpu_opts *o, struct parallel_gpu_rank *out)
+{
+    struct model_layout fl;
+    model_layout_init(&fl, mc);
+    int best = 0, rc = 0;
+    for (int st = 0; st < p->pp && !rc; st++) {
+        struct model_shard sh;
+        struct parallel_coord at = { 0, 0, st };
+        model_shard_init(&sh, p, &at, mc, &fl);
+        struct gpu_plan_in in;
+        memset(&in, 0, sizeof(in));
+        in.mc = sh.local;
+        if (!sh.last_stage)
+            in.mc.padded_vocab_size = 0; /* the logits are the last stage's */
+        in.l = &sh.l;
+        in.micro_batch = o->micro_batch;
+        in.seq_len = o->seq_len;
+        in.accum = o->accum;
+        in.eval_iters = o->eval_iters;
+        in.recompute = o->recompute;
+        in.zero = o->zero < 1 ? 1 : o->zero;
+        in.dp = p->dp;
+        in.tp = p->tp;
+        in.sp = p->sp;
+        in.sets = stage_sets(p, st, o->accum);
+        in.pipeline = p->pp > 1;
+        in.no_head = !sh.last_stage;
+        gpu_plan_own_kernels(&in, &in.ws);
+        struct gpu_plan plan;
+        if (!(rc = gpu_plan_build(&plan, &in))) {
+            struct parallel_gpu_rank *r = &out[st];
+            r->stage = st;
+            r->sets = in.sets;
+            r->params = sh.l.params;
+            memcpy(r->cat, plan.cat, sizeof(r->cat));
+            r->total = plan.total;
+            if (r->total > out[best].total)
+                best = st;
+            gpu_plan_release(&plan);
+        }
+        model_shard_release(&sh);
+    }
+    model_layout_release(&fl);
+    return rc ? rc : best;
+}
+
+/* parallel_memory_estimate's GPU side: the arena of the largest stage (or of `stage`),
+ * ZeRO-1 at least, no recomputation, without the validation buffers. */
+static void gpu_memory(const struct parallel_config *p, const struct model_config *mc,
+                       long micro_batch, long seq_len, long accum, int stage,
+                       struct parallel_memory *m)
+{
+    struct parallel_gpu_opts o = { micro_batch, seq_len, accum, 0, 0, p->zero };
+    struct parallel_gpu_rank *r = sl_xcalloc((size_t)p->pp, sizeof(*r));
+    int best = parallel_gpu_estimate(p, mc, &o, r);
+    if (best >= 0) {
+        const struct parallel_gpu_rank *b = &r[stage >= 0 && stage < p->pp ? stage : best];
+        m->params = b->params;
+        m->weights_bytes =
+            (double)(b->cat[GPU_PLAN_PARAMS] + b->cat[GPU_PLAN_GRADS] + b->cat[GPU_PLAN_OPTIM]);
+        m->act_bytes = (double)b->cat[GPU_PLAN_ACTS];
+    }
+    free(r);
+}
+
 void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
                               long micro_batch, long seq_len, long accum, int gpu, int stage,
                               struct parallel_memory *m)
 {
     memset(m, 0, sizeof(*m));
+    if (gpu) {
+        gpu_memory(p, mc, micro_batch, seq_len, accum, stage, m);
+        return;
+    }
     struct model_layout fl;
     model_layout_init(&fl, mc);
     long slots = parallel_cpu_slots(p, accum);
-    double s = (double)seq_len, b = (double)micro_batch, h = mc->d_model, a = mc->n_heads;
-    double t = p->tp;
+    double s = (double)seq_len, b = (double)micro_batch;
     /* the largest stage: its tensor-parallel rank 0 holds the replicated tensors too */
     for (int st = 0; st < p->pp; st++) {
         if (stage >= 0 && st != stage)
@@ -368,28 +448,12 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
         uint64_t n = sh.l.params;
         if (n > m->params)
             m->params = n;
-        double act;
-        if (gpu) {
-            /* Korthikanti et al., 16-bit: per layer s b h 34 / t with SP, s b h (10 + 24 / t)
-             * with TP alone; their 5 a s / h term (the s x s attention scores) is not kept by
-             * the GPU trainer's fused attention; stage st keeps pp - st micro-batches */
-            double layer = p->sp ? s * b * h / t * 34.0 : s * b * h * (10.0 + 24.0 / t);
-            (void)a;
-            if (sh.nchunks > 1) { /* interleaved: warm-up forwards of one chunk each, + 1 */
-                long f = 2 * (p->pp - st - 1) + (long)(sh.nchunks - 1) * p->pp + 1;
-                f = f < accum * sh.nchunks ? f : accum * sh.nchunks;
-                act = layer * sh.local.n_layers / sh.nchunks * (double)f;
-            } else {
-                act = layer * sh.local.n_layers * (double)(p->pp - st < accum ? p->pp - st : accum);
-            }
-        } else {
-            act = 0.0;
-            for (int k = 0; k < sh.nchunks; k++) {
-                struct model_config cc = sh.local;
-                cc.n_layers = sh.chunk_n[k];
-                act += 4.0 * (double)slots *
-                       cpu_act_floats(p, &cc, sh.last_stage && k == sh.nchunks - 1, b, s);
-            }
+        double act = 0.0;
+        for (int k = 0; k < sh.nchunks; k++) {
+            struct model_config cc = sh.local;
+            cc.n_layers = sh.chunk_n[k];
+            act += 4.0 * (double)slots *
+                   cpu_act_floats(p, &cc, sh.last_stage && k == sh.nchunks - 1, b, s);
         }
         if (act > m->act_bytes)
             m->act_bytes = act;
@@ -397,5 +461,5 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
     }
     model_layout_release(&fl);
     double cpu = p->zero ? 8.0 + 8.0 / p->dp : 16.0;
-    m->weights_bytes = (gpu ? 4.0 + 12.0 / p->dp : cpu) * (double)m->params;
+    m->weights_bytes = cpu * (double)m->params;
 }

@@ -14,6 +14,7 @@
 #ifndef SL_TRAIN_PARALLEL_H
 #define SL_TRAIN_PARALLEL_H
 
+#include "train/gpu_plan.h"
 #include "train/model.h"
 
 #include <stddef.h>
@@ -111,13 +112,11 @@ long parallel_cpu_slots(const struct parallel_config *p, long accum);
 /* Memory per rank, in bytes, of the rank with the most: parameters (of the tensors its
  * stage uses: model_shard_init gives the others no room); weights + gradients + optimizer
  * state at 16 bytes a parameter on the CPU path (fp32 weights, gradients, two AdamW moments;
- * 8 + 8 / DP with p->zero, the moments of 1 / DP of every tensor) and 4 + 12 / DP on the GPU
- * (bf16 weights and gradients, fp32 master and moments sharded by ZeRO-1); activations of
- * the micro-batches a stage keeps (1F1B: up to pp - stage, at most the accumulation steps;
- * the CPU path allocates min(pp, accum) sets): on the CPU the fp32 slab of train/cpu_model.c
- * (which keeps the s x s attention probabilities), on the GPU Korthikanti et al.'s 16-bit
- * count without the attention scores (fused attention): s b h 34 / t per layer with TP + SP,
- * s b h (10 + 24 / t) with TP alone.
+ * 8 + 8 / DP with p->zero, the moments of 1 / DP of every tensor); activations of the
+ * micro-batches a stage keeps (the CPU path allocates min(pp, accum) sets): the fp32 slab of
+ * train/cpu_model.c (which keeps the s x s attention probabilities). With gpu set, the GPU
+ * trainer's arena (parallel_gpu_estimate, no recomputation): weights_bytes its parameters,
+ * gradients and optimizer state, act_bytes its activations.
  * stage >= 0: that pipeline stage's ranks only; -1: the largest of every stage. */
 struct parallel_memory {
     uint64_t params;      /* local parameters of the largest shard */
@@ -127,5 +126,28 @@ struct parallel_memory {
 void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
                               long micro_batch, long seq_len, long accum, int gpu, int stage,
                               struct parallel_memory *m);
+
+/* The GPU trainer's memory per rank: the arena of train/gpu_plan.h (what the trainer
+ * allocates, buffer for buffer) for the rank of every pipeline stage that holds the most
+ * (tensor-parallel rank 0: the first vocabulary rows), with the own kernels' workspace sizes
+ * (gpu_plan_own_kernels; cuDNN's may differ, said there). Activation sets a stage keeps:
+ * 1 without pipeline parallelism; with 1F1B stage s keeps min(pp - s, accum); interleaved,
+ * every chunk keeps parallel_cpu_slots sets. Only the last stage holds the logits. */
+struct parallel_gpu_opts {
+    long micro_batch, seq_len, accum, eval_iters;
+    int recompute; /* enum gpu_recompute */
+    int zero;      /* ZeRO stage (0 counts as 1: the GPU trainer always shards the optimizer) */
+};
+struct parallel_gpu_rank {
+    int stage;                 /* pipeline stage */
+    long sets;                 /* activation sets kept */
+    uint64_t params;           /* parameters the rank holds (model_shard's local layout) */
+    size_t cat[GPU_PLAN_NCAT]; /* bytes per category (enum gpu_plan_cat) */
+    size_t total;              /* the arena's bytes */
+};
+/* One entry per pipeline stage into out[p->pp] (caller's array); returns the index of the
+ * largest (the first of equals), or a negative enum sl_err (gpu_plan_build's). */
+int parallel_gpu_estimate(const struct parallel_config *p, const struct model_config *mc,
+                          const struct parallel_gpu_opts *o, struct parallel_gpu_rank *out);
 
 #endif

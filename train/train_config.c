@@ -303,6 +303,7 @@ static const char *const device_names[] = { "auto", "cpu", "cuda", NULL };
 static const char *const attention_names[] = { "auto", "cudnn", "flash", NULL };
 static const char *const recompute_names[] = { "none", "selective", "full", NULL };
 static const char *const reduce_names[] = { "fp32", "bf16", NULL };
+static const char *const comm_names[] = { "auto", "nccl", "mpi", NULL };
 static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
 
 /* In the order they are read (train_config_load); --print-config shows each section in
@@ -359,6 +360,8 @@ const struct train_key train_keys[] = {
              "GPU: the dtype of the gradient reduce-scatter"),
     K_BOOL("train.deterministic", TP_TRAIN, deterministic, 0,
            "GPU: cuDNN's deterministic attention backward"),
+    K_CHOICE("train.comm", TP_TRAIN, comm, "auto", comm_names,
+             "GPU ranks talk over: auto, nccl or mpi (host-staged)"),
     K_STR_SET("train.dump_grads", TP_TRAIN, dump_grads, "",
               "a directory for the gradient of step 1"),
     K_RANGE("optim.lr", TP_OPTIM, lr.lr, 6e-4, 0, INFINITY, 0, 1, "peak learning rate"),
@@ -670,25 +673,75 @@ static void print_section(const struct train_opts *o, const char *section, FILE 
                 print_key(o, k, f);
 }
 
+/* The GPU trainer's memory per rank for every pipeline stage (train/gpu_plan.h): what the
+ * arena allocates with the configured ZeRO stage and recomputation, per category, and in
+ * bytes as the trainer logs them at -v; the largest stage, and its total at ZeRO-1, 2, 3. */
+static void print_gpu_memory(const struct train_opts *o, long accum, FILE *f)
+{
+    const struct parallel_config *p = &o->par;
+    static const char *const rc_names[] = { "none", "selective", "full" };
+    struct parallel_gpu_opts g = { o->micro_batch, o->seq_len,   accum,
+                                   o->eval_iters,  o->recompute, p->zero };
+    struct parallel_gpu_rank *r = sl_xcalloc((size_t)p->pp, sizeof(*r));
+    int best = parallel_gpu_estimate(p, &o->mc, &g, r);
+    if (best < 0) {
+        fprintf(f, "  # GPU: no estimate: %s\n", sl_err_msg());
+        free(r);
+        return;
+    }
+    int zero = p->zero < 1 ? 1 : p->zero;
+    fprintf(f,
+            "  # GPU per rank (bf16, ZeRO-%d over %d, recompute %s; the arena of tensor rank 0):\n",
+            zero, p->dp, rc_names[o->recompute]);
+    for (int st = 0; st < p->pp; st++) {
+        char b[GPU_PLAN_NCAT][32], tot[32];
+        for (int c = 0; c < GPU_PLAN_NCAT; c++)
+            sl_human_bytes((double)r[st].cat[c], b[c], sizeof(b[c]));
+        fprintf(f,
+                "  #   stage %d: parameters %s, gradients %s, optimizer %s, activations %s "
+                "(%ld micro-batch%s), workspace %s = %s\n"
+                "  #     bytes: parameters %zu, gradients %zu, optimizer %zu, activations %zu, "
+                "workspace %zu, arena %zu\n",
+                st, b[0], b[1], b[2], b[3], r[st].sets, r[st].sets == 1 ? "" : "es", b[4],
+                sl_human_bytes((double)r[st].total, tot, sizeof(tot)), r[st].cat[GPU_PLAN_PARAMS],
+                r[st].cat[GPU_PLAN_GRADS], r[st].cat[GPU_PLAN_OPTIM], r[st].cat[GPU_PLAN_ACTS],
+                r[st].cat[GPU_PLAN_WORK], r[st].total);
+    }
+    char big[32];
+    fprintf(f, "  # GPU largest: stage %d, %llu parameters, %s\n", best,
+            (unsigned long long)r[best].params,
+            sl_human_bytes((double)r[best].total, big, sizeof(big)));
+    char z[3][32];
+    size_t zb[3];
+    for (int s = 1; s <= 3; s++) {
+        struct parallel_gpu_opts gz = g;
+        gz.zero = s;
+        int bz = parallel_gpu_estimate(p, &o->mc, &gz, r);
+        zb[s - 1] = bz < 0 ? 0 : r[bz].total;
+        sl_human_bytes((double)zb[s - 1], z[s - 1], sizeof(z[s - 1]));
+    }
+    fprintf(f, "  # GPU per rank at ZeRO-1 / 2 / 3: %s / %s / %s (arena bytes %zu / %zu / %zu)\n",
+            z[0], z[1], z[2], zb[0], zb[1], zb[2]);
+    free(r);
+}
+
 /* parallel.*, and the memory per rank it implies (train/parallel.h) as comments */
 static void print_parallel(const struct train_opts *o, FILE *f)
 {
-    struct parallel_memory cpu, gpu;
+    struct parallel_memory cpu;
     long accum = o->global_batch / (o->micro_batch * o->par.dp);
     parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 0, -1, &cpu);
-    parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 1, -1, &gpu);
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32];
     fprintf(f,
             "parallel:\n  tensor: %d\n  pipeline: %d\n  virtual_stages: %d\n  sequence: %s\n"
             "  # data parallel: %d "
             "(%d ranks / (tensor x pipeline))\n"
             "  # per rank: %llu parameters; CPU fp32: %s weights + gradients + AdamW%s, %s "
-            "activations; GPU bf16 + ZeRO-1: %s + %s activations\n",
+            "activations\n",
             o->par.tp, o->par.pp, o->par.vp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
             (unsigned long long)cpu.params, sl_human_bytes(cpu.weights_bytes, a, sizeof(a)),
-            o->par.zero ? " (ZeRO-1)" : "", sl_human_bytes(cpu.act_bytes, b, sizeof(b)),
-            sl_human_bytes(gpu.weights_bytes, c, sizeof(c)),
-            sl_human_bytes(gpu.act_bytes, d, sizeof(d)));
+            o->par.zero ? " (ZeRO-1)" : "", sl_human_bytes(cpu.act_bytes, b, sizeof(b)));
+    print_gpu_memory(o, accum, f);
 }
 
 void train_config_print(const struct train_opts *o, FILE *f)

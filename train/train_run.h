@@ -24,6 +24,8 @@ enum gpu_attention { GPU_ATTN_AUTO, GPU_ATTN_CUDNN, GPU_ATTN_FLASH };
 enum gpu_recompute { GPU_RECOMPUTE_NONE, GPU_RECOMPUTE_SELECTIVE, GPU_RECOMPUTE_FULL };
 /* the dtype of the GPU gradient reduce-scatter (train.grad_reduce_dtype) */
 enum gpu_grad_reduce { GPU_REDUCE_FP32, GPU_REDUCE_BF16 };
+/* the GPU ranks' communication backend (train.comm; train/gpu_comm.h) */
+enum gpu_comm_choice { GPU_COMM_AUTO, GPU_COMM_NCCL, GPU_COMM_MPI };
 
 /* Every key of `sluice train` (docs/trainer.md), parsed and checked. */
 struct train_opts {
@@ -63,6 +65,7 @@ struct train_opts {
     int device;             /* enum train_device */
     int attention, recompute, grad_reduce; /* enum gpu_attention, gpu_recompute, gpu_grad_reduce */
     int deterministic;                     /* train.deterministic */
+    int comm;                              /* enum gpu_comm_choice */
     int zero_off;                          /* optim.zero=0 given (the GPU shards anyway) */
     char *config_json, *optim_json;        /* for checkpoint.json (owned) */
 };

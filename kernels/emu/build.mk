@@ -99,6 +99,19 @@ $(EMU_PLUGIN): $(EMU_TRAIN_OBJS) $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS) \
                $$(if $$(EMU_NCCL),$(EMU_DIR)/obj/nccl.o)
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -shared -o $@ $^ $(if $(EMU_NCCL),$(MPI_LIBS)) -ldl -lm -lpthread
 
+# The GPU trainer's communicator (train/gpu_comm.h) between emulated GPUs, both backends
+# (tests/gpu/test_gcomm.c, run under mpirun by run_emu.sh): with MPI; its NCCL backend where
+# nccl.h is too. The world (core/world.c) from libsluice.a, its MPI side linked in.
+$(EMU_DIR)/obj/test_gcomm.o: tests/gpu/test_gcomm.c $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(EMU_TRAIN_CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(EMU_DIR)/test_gcomm: $(EMU_DIR)/obj/test_gcomm.o $(EMU_DIR)/obj/train/gpu_comm.o \
+                       $(EMU_DIR)/obj/train/gpu_comm_mpi.o $(EMU_DIR)/obj/util.o $(EMU_RT_OBJS) \
+                       $$(if $$(EMU_NCCL),$(EMU_DIR)/obj/nccl.o) $$(MPI_OBJ) $(BUILD)/libsluice.a
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $(filter %.o,$^) $(BUILD)/libsluice.a $(LDLIBS_ALL) \
+	  $(MPI_LIBS) -lm
+
 -include $(wildcard $(EMU_DIR)/obj/*.d)
 -include $(wildcard $(EMU_DIR)/obj/train/*.d)
 .SECONDARY: $(patsubst %,$(EMU_DIR)/src/%.cc,$(EMU_KERNELS) test_emu)
@@ -107,7 +120,7 @@ $(EMU_PLUGIN): $(EMU_TRAIN_OBJS) $(EMU_KERNEL_OBJS) $(EMU_RT_OBJS) \
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
 	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu \
-	  $(if $(EMU_NCCL),$(EMU_DIR)/test_nccl_emu)
+	  $(if $(EMU_NCCL),$(EMU_DIR)/test_nccl_emu) $(if $(filter 1,$(HAVE_MPI)),$(EMU_DIR)/test_gcomm)
 	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else
 	@echo "test-gpu-emu: SKIP: no CUDA headers (cuda_runtime_api.h, cuda_bf16.h, cublasLt.h) in $(CUDA_HOME)/include"

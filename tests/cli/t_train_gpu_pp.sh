@@ -5,8 +5,9 @@
 # micro-batch 2, 4 micro-batches a step, vocabulary 512 (synthetic), each against one rank of
 # the GPU path: the loss and gradient norm of every step, every tensor's gradient after step 1
 # (train.dump_grads), the weights after 5 steps (model.safetensors of the step-5
-# checkpoints) and the validation loss; and the reshard round trip: the PP=2 checkpoint
-# resumed at one rank on the CPU, and a CPU checkpoint resumed at PP=2 on the GPU.
+# checkpoints) and the validation loss; each stage's arena against --print-config's estimate
+# of it; and the reshard round trip: the PP=2 checkpoint resumed at one rank on the CPU, and
+# a CPU checkpoint resumed at PP=2 on the GPU.
 #
 # Tolerances. A pipeline reorders the micro-batches' work, never the arithmetic of one: each
 # stage runs the same kernels on the same bf16 inputs (the stage boundary sends the next
@@ -60,11 +61,36 @@ compare() {
 train() {
     local name=$1 model=$2 np=$3
     shift 3
-    run "${MPIRUN[@]}" -x SLUICE_GPU_LIB -np "$np" "$SLUICE" train \
+    run "${MPIRUN[@]}" -x SLUICE_GPU_LIB -np "$np" "$SLUICE" -v train \
         "$ROOT/configs/models/tiny-$model.yaml" "${COMMON[@]}" train.steps=5 train.device=cuda \
         train.dump_grads="$T/$name" log.file="$T/$name.jsonl" checkpoint.dir="$T/$name-ck" "$@"
     case_ "$name: trains"
     expect_rc 0
+    cp "$T/err" "$T/$name.err"
+}
+
+# same_memory NAME MODEL KEY=VALUE...: each stage's arena (the -v line of its first rank)
+# = the estimate --print-config prints for that stage (train/gpu_plan.c builds both)
+same_memory() {
+    local name=$1 model=$2
+    shift 2
+    run "$SLUICE" train "$ROOT/configs/models/tiny-$model.yaml" "${COMMON[@]}" "$@" --print-config
+    for st in 0 1; do
+        local alloc est
+        if [ $st = 0 ]; then
+            alloc=$(sed -n 's/.*GPU memory bytes: //p' "$T/$name.err" | head -1)
+        else
+            alloc=$(sed -n "s/.*GPU memory bytes of stage $st: //p" "$T/$name.err" | head -1)
+        fi
+        est=$(awk -v s="stage $st:" 'index($0, s) { getline; sub(/.*bytes: /, ""); print; exit }' \
+            "$T/out")
+        case_ "$name: stage $st's arena = the estimate of --print-config"
+        if [ -n "$alloc" ] && [ "$alloc" = "$est" ]; then
+            ok
+        else
+            fail "allocated '$alloc', estimated '$est'"
+        fi
+    done
 }
 
 # --- 1 and 2: PP=2 (1F1B) and PP=2 x 2 virtual stages against one rank ------------------------
@@ -72,8 +98,10 @@ for model in llama gpt; do
     train "$model-ref" $model 1
     train "$model-pp2" $model 2 parallel.pipeline=2
     expect_err "parallel: tensor 1 x pipeline 2 x data 1"
+    same_memory "$model-pp2" $model parallel.pipeline=2
     train "$model-vpp2" $model 2 parallel.pipeline=2 parallel.virtual_stages=2
     expect_err "pipeline 2 (2 interleaved virtual stages each)"
+    same_memory "$model-vpp2" $model parallel.pipeline=2 parallel.virtual_stages=2
     for lay in pp2 vpp2; do
         g="$T/$model-$lay/grads-step-000001.safetensors"
         r="$T/$model-ref/grads-step-000001.safetensors"

@@ -4,7 +4,8 @@
 # blocks and threads, then reversed, then shuffled (SL_CUDA_EMU_STRICT=reversed, shuffled);
 # a group that launches no kernel (gemm) only in the natural order. Before them the emulated
 # warp exchanges (tests/gpu/test_emu.cu) and, with MPI, NCCL over MPI under mpirun -np 2 and 3
-# (tests/gpu/test_nccl_emu.c).
+# (tests/gpu/test_nccl_emu.c), and the trainer's communicator with both backends under
+# mpirun -np 2 and 3 (tests/gpu/test_gcomm.c).
 # Ends with one "test-gpu-emu: N passed, N failed" line.
 # Usage: [EMU_ORDERS="natural reversed shuffled"] tests/gpu/run_emu.sh EMU_BUILD_DIR [GROUP_SUBSTRING]
 set -uo pipefail
@@ -53,6 +54,20 @@ if [ -x "$dir/test_nccl_emu" ] && command -v mpirun > /dev/null && [[ nccl == *"
     done
 elif [ -z "$filter" ]; then
     echo "== NCCL over MPI: SKIP: needs MPI (mpicc, mpirun) and nccl.h"
+fi
+# the trainer's communicator, NCCL and MPI backends, between emulated GPUs (built with MPI)
+if [ -x "$dir/test_gcomm" ] && command -v mpirun > /dev/null && [[ gcomm == *"$filter"* ]]; then
+    mpirun=(mpirun --oversubscribe -x "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
+    [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
+    for np in 2 3; do
+        echo "== the GPU communicator (train/gpu_comm.h) between $np emulated GPUs ($dir/test_gcomm)"
+        out=$(timeout 120 "${mpirun[@]}" -np $np "$dir/test_gcomm" 2>&1)
+        status=$?
+        echo "$out" | grep -v '^  ok '
+        tally test_gcomm "$out" $status
+    done
+elif [ -z "$filter" ]; then
+    echo "== the GPU communicator: SKIP: needs MPI (mpicc, mpirun)"
 fi
 for order in ${EMU_ORDERS:-natural reversed shuffled}; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"

@@ -1,6 +1,7 @@
 /* The MPI world's collectives under real mpirun (run by tests/cli/t_mpi.sh with -np 1..4):
  * allreduce, bcast, allgather, gather, alltoallv with uneven sizes, counter reduction, the
- * size-balanced assignment, groups, and the in-place collectives on blocks of uneven size.
+ * size-balanced assignment, groups, the in-place collectives on blocks of uneven size, and
+ * the typed all-to-all / all-gather and non-blocking byte transfers.
  * Prints "ok" on rank 0 or the first failure. */
 #include "core/buf.h"
 #include "core/counters.h"
@@ -215,6 +216,41 @@ static void check_uneven_blocks(struct sl_world *W)
             FAIL("gatherv_f32 element %d: %g", i, full[i]);
 }
 
+/* typed all-to-all and all-gather (2-byte words), non-blocking byte transfers in a ring */
+static void check_typed(struct sl_world *W)
+{
+    int R = W->size, r = W->rank;
+    uint16_t send[4 * 3], recv[4 * 3];
+    for (int d = 0; d < R; d++)
+        for (int i = 0; i < 3; i++)
+            send[d * 3 + i] = (uint16_t)(1000 * r + 10 * d + i);
+    if (sl_world_alltoall(W, send, recv, 3, sizeof(uint16_t)))
+        FAIL("alltoall: %s", sl_err_msg());
+    for (int s = 0; s < R; s++)
+        for (int i = 0; i < 3; i++)
+            if (recv[s * 3 + i] != (uint16_t)(1000 * s + 10 * r + i))
+                FAIL("alltoall block from %d element %d: %u", s, i, recv[s * 3 + i]);
+    uint16_t all[4 * 3];
+    for (int i = 0; i < 3; i++)
+        all[r * 3 + i] = (uint16_t)(7 * r + i); /* in place */
+    if (sl_world_allgather(W, all + r * 3, all, 3, sizeof(uint16_t)))
+        FAIL("allgather: %s", sl_err_msg());
+    for (int s = 0; s < R; s++)
+        for (int i = 0; i < 3; i++)
+            if (all[s * 3 + i] != (uint16_t)(7 * s + i))
+                FAIL("allgather block %d element %d: %u", s, i, all[s * 3 + i]);
+    if (R < 2 || !W->mpi)
+        return;
+    char out[5] = { 'a', 'b', 'c', 'd', (char)('0' + r) }, in[5] = { 0 };
+    void *sq = NULL, *rq = NULL;
+    if (sl_world_irecv(W, in, sizeof(in), (r + R - 1) % R, &rq) ||
+        sl_world_isend(W, out, sizeof(out), (r + 1) % R, &sq) || sl_world_wait(&rq) ||
+        sl_world_wait(&sq))
+        FAIL("isend/irecv: %s", sl_err_msg());
+    if (memcmp(in, "abcd", 4) || in[4] != (char)('0' + (r + R - 1) % R) || sq || rq)
+        FAIL("isend/irecv ring data");
+}
+
 int main(int argc, char **argv)
 {
     struct sl_world w;
@@ -226,6 +262,7 @@ int main(int argc, char **argv)
     check_counters(&w);
     check_groups(&w);
     check_uneven_blocks(&w);
+    check_typed(&w);
     sl_world_barrier(&w);
     if (w.rank == 0)
         printf("ok %d ranks\n", w.size);
