@@ -6,8 +6,9 @@
 # the GPU path: the loss and gradient norm of every step, every tensor's gradient after step 1
 # (train.dump_grads), the weights after 5 steps (model.safetensors of the step-5
 # checkpoints) and the validation loss; each stage's arena against --print-config's estimate
-# of it; and the reshard round trip: the PP=2 checkpoint resumed at one rank on the CPU, and
-# a CPU checkpoint resumed at PP=2 on the GPU.
+# of it; the interleaved layout over the host-staged MPI backend too (train.comm=mpi); and the
+# reshard round trip: the PP=2 checkpoint resumed at one rank on the CPU, and a CPU
+# checkpoint resumed at PP=2 on the GPU.
 #
 # Tolerances. A pipeline reorders the micro-batches' work, never the arithmetic of one: each
 # stage runs the same kernels on the same bf16 inputs (the stage boundary sends the next
@@ -141,6 +142,19 @@ for model in llama gpt; do
         fi
     done
 done
+
+# --- 2b. the host-staged MPI backend (train.comm=mpi: what several ranks on one GPU use) ------
+train llama-vpp2-mpi llama 2 parallel.pipeline=2 parallel.virtual_stages=2 train.comm=mpi
+expect_err "communication: MPI, host-staged"
+case_ "llama vpp2 over MPI: losses, every gradient and the weights after 5 steps = one rank's"
+compare "$T/llama-vpp2-mpi.jsonl" "$T/llama-ref.jsonl" 1 0 "$NORM_RTOL" && ok || fail "see above"
+run "${CMP[@]}" --rtol 0 "$T/llama-vpp2-mpi/grads-step-000001.safetensors" \
+    "$T/llama-ref/grads-step-000001.safetensors"
+expect_rc 0
+run "${CMP[@]}" --rtol 0 --meta "$T/llama-ref/grads-step-000001.safetensors" \
+    "$T/llama-vpp2-mpi-ck/step-00000005/model.safetensors" \
+    "$T/llama-ref-ck/step-00000005/model.safetensors"
+expect_rc 0
 
 # --- 3. reshard: the PP=2 GPU checkpoint on one CPU rank, a CPU checkpoint at PP=2 on the GPU --
 # resume MODEL DIR STEPS DEVICE NP KEY=VALUE...: resume the checkpoint in DIR to STEPS
