@@ -63,11 +63,11 @@ struct gacts {
     sl_bf16 *act;   /* [N, F] */
 };
 
-/* The outputs of the last virtual pipeline stage for one micro-batch in flight (final norm,
- * logits: the logits' gradient after the classifier). */
+/* What the last virtual pipeline stage keeps of a micro-batch in flight: the gradient of its
+ * last layer's output, computed by the forward (the loss's backward through the output
+ * layer and final norm runs right after the loss, so that no set of logits waits). */
 struct gslot {
-    sl_bf16 *res_final, *nf, *logits;
-    float *nfm, *nfr;
+    sl_bf16 *dhead; /* [N, D] */
 };
 
 /* The input pipeline: a thread fills pinned buffers (two steps deep) from the data loader. */
@@ -112,7 +112,7 @@ struct gt {
     struct sl_world dpg, ppg, embg;
     struct gcomm *ppc, *embc;     /* over ppg and embg (NULL: no pipeline / nothing tied) */
     sl_bf16 *xout, *dxout, *dxin; /* [N, D] activation and gradient out, gradient in */
-    struct gslot *slot;           /* [nslots] (the last stage's) */
+    struct gslot *slot;           /* [nslots] (a pipeline's last stage) */
     struct cudaDeviceProp prop;
     struct model_layout l;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
@@ -133,8 +133,8 @@ struct gt {
     struct adamw_tensor *d_tensors;
     int ntensors;
     struct gacts *per, shared; /* per: [nslots x L] */
-    sl_bf16 *tmp;
-    float *losses;
+    sl_bf16 *res_final, *nf, *tmp, *logits;
+    float *nfm, *nfr, *losses;
     sl_bf16 *dres, *dn, *dqkv, *datty, *dfc, *dact;
     float *rope_cos, *rope_sin;
     void *gemm_ws, *attn_ws, *norm_scratch, *emb_scratch, *gn_scratch;
@@ -154,7 +154,7 @@ struct gt {
     enum gcomm_backend comm_be; /* the backend of train.comm (gpu_train.c setup_device) */
     int reduce;                 /* the gradient goes through dpc (more than one rank, or a build
                                  * with NCCL, where one rank reduces too, as it always has) */
-    struct data_loader *data; /* borrowed from the driver */
+    struct data_loader *data;   /* borrowed from the driver */
     struct gloader ld;
     float *dump_host; /* [fl.total] train.dump_grads staging (allocated when dumping) */
 };
@@ -174,11 +174,16 @@ int gpu_last_virtual(const struct gt *t, int c);
 sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s);
 /* Forward of tokens tok[N] (targets at tok + N) through chunk c in activation slot s: from
  * the embedding (first virtual stage) or the input received in gpu_chunk_input, to the
- * logits in t->slot[s] (last virtual stage) or the output in t->xout. */
+ * logits in t->logits (last virtual stage) or the output in t->xout. */
 void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok);
-/* Backward of micro-step m (of accum) through chunk c, slot s, after the classifier turned
- * the logits into their gradient (last virtual stage) or with the output's gradient received
- * in t->dxin: the chunk's gradients of the micro-batch into t->grads (bf16), each bucket
+/* After the classifier turned the logits of micro-step m (slot s) into their gradient: the
+ * backward through the output layer and the final norm, their buckets' gradients summed
+ * (gpu_bucket_done), the gradient of the last layer's output kept for the chunk's backward
+ * (t->slot[s].dhead; t->dres without a pipeline, whose backward follows at once). */
+void gpu_head_bwd(struct gt *t, int s, long m);
+/* Backward of micro-step m (of accum) through chunk c, slot s, from the gradient
+ * gpu_head_bwd kept (last virtual stage) or the output's gradient received in t->dxin: the
+ * chunk's gradients of the micro-batch into t->grads (bf16), each bucket
  * then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered; the
  * input's gradient in t->dxout (not on the first virtual stage). */
 void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m);

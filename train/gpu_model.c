@@ -137,15 +137,16 @@ static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
         S(GB_M, m);
         S(GB_V, v);
         S(GB_TENSORS, d_tensors);
-        S(GB_RES_FINAL, slot[b->set].res_final);
-        S(GB_NF, slot[b->set].nf);
-        S(GB_NFM, slot[b->set].nfm);
-        S(GB_NFR, slot[b->set].nfr);
+        S(GB_RES_FINAL, res_final);
+        S(GB_NF, nf);
+        S(GB_NFM, nfm);
+        S(GB_NFR, nfr);
         S(GB_TMP, tmp);
-        S(GB_LOGITS, slot[b->set].logits);
+        S(GB_LOGITS, logits);
         S(GB_XOUT, xout);
         S(GB_DXOUT, dxout);
         S(GB_DXIN, dxin);
+        S(GB_DHEAD, slot[b->set].dhead);
         S(GB_LOSSES, losses);
         S(GB_DRES, dres);
         S(GB_DN, dn);
@@ -338,11 +339,10 @@ void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok)
         add_bf16(t->xout, last.mid, t->tmp, (size_t)t->N * t->D, t->st);
         return;
     }
-    struct gslot *g = &t->slot[s];
-    norm_fwd(t, g->nf, g->nfm, g->nfr, g->res_final, last.mid, t->tmp, l->final_norm_w,
+    norm_fwd(t, t->nf, t->nfm, t->nfr, t->res_final, last.mid, t->tmp, l->final_norm_w,
              l->final_norm_b);
     int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-    lin_fwd(t, g->logits, g->nf, head, -1, t->D, t->Vp);
+    lin_fwd(t, t->logits, t->nf, head, -1, t->D, t->Vp);
 }
 
 /* Backward of layer li from the gradient of its output in t->dres; leaves the gradient of
@@ -372,31 +372,40 @@ static void zero_bucket(struct gt *t, int k)
             cudaMemsetAsync(t->grads + t->bk[k].dev, 0, t->bk[k].len * sizeof(sl_bf16), t->st));
 }
 
+void gpu_head_bwd(struct gt *t, int s, long m)
+{
+    const struct model_layout *l = &t->l;
+    int tied = t->a->mc.tied_embeddings, head = tied ? l->embed : l->lm_head;
+    zero_bucket(t, t->L + 1); /* the kernels add into the gradient: zero it first */
+    if (tied)
+        zero_bucket(t, 0); /* the output layer's share first, the embedding's after */
+    GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, t->logits, P(t, head), NULL, t->N, t->D, t->Vp,
+                               0, t->st));
+    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, t->logits, t->nf, t->N, t->D, t->Vp, 1,
+                                 t->st));
+    norm_bwd(t, NULL, t->dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
+    gpu_bucket_done(t, t->L + 1, m);
+    if (t->par.pp == 1)
+        return; /* the backward follows at once from t->dres */
+    if (tied)   /* the last stage's copy: the output layer's use only */
+        gpu_bucket_done(t, 0, m);
+    CUDA_CHECK(cudaMemcpyAsync(t->slot[s].dhead, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
+                               cudaMemcpyDeviceToDevice, t->st));
+}
+
 void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
 {
     const struct model_layout *l = &t->l;
     int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
     int first = gpu_first_virtual(t, c), last = gpu_last_virtual(t, c);
-    /* the embedding's bucket: the first stage's, or the tied output layer's on the last */
-    int embed = first || (last && t->a->mc.tied_embeddings);
     for (int k = 1 + l0; k <= l1; k++) /* the kernels add into the gradient: zero it first */
         zero_bucket(t, k);
-    if (embed)
+    if (first && !(last && t->a->mc.tied_embeddings)) /* (else gpu_head_bwd zeroed it) */
         zero_bucket(t, 0);
-    if (last) {
-        struct gslot *g = &t->slot[s];
-        zero_bucket(t, t->L + 1);
-        int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
-        GEMM_CHECK(linear_bwd_data(t->gemm, t->dn, NULL, g->logits, P(t, head), NULL, t->N, t->D,
-                                   t->Vp, 0, t->st));
-        GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, head), NULL, g->logits, g->nf, t->N, t->D, t->Vp,
-                                     1, t->st));
-        norm_bwd(t, NULL, t->dn, g->res_final, l->final_norm_w, l->final_norm_b, g->nfm, g->nfr);
-        gpu_bucket_done(t, t->L + 1, m);
-    } else {
-        CUDA_CHECK(cudaMemcpyAsync(t->dres, t->dxin, (size_t)t->N * t->D * sizeof(sl_bf16),
+    const sl_bf16 *dout = last ? (t->par.pp > 1 ? t->slot[s].dhead : NULL) : t->dxin;
+    if (dout)
+        CUDA_CHECK(cudaMemcpyAsync(t->dres, dout, (size_t)t->N * t->D * sizeof(sl_bf16),
                                    cudaMemcpyDeviceToDevice, t->st));
-    }
     for (int li = l1 - 1; li >= l0; li--) {
         struct gacts a = acts(t, s, li);
         const struct model_layer_ids *id = &l->layer[li];
@@ -416,7 +425,7 @@ void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
     else
         CUDA_CHECK(cudaMemcpyAsync(t->dxout, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
                                    cudaMemcpyDeviceToDevice, t->st));
-    if (embed)
+    if (first)
         gpu_bucket_done(t, 0, m);
 }
 

@@ -88,9 +88,11 @@ static int run_forward(void *ctx, int c, long a)
     if (!gpu_last_virtual(t, c))
         return 0;
     float *loss = r->eval_loss ? r->eval_loss : t->d_stats + 1 + a;
-    classifier_fwd_bwd(t->losses, t->slot[s].logits, tok + t->N, t->N, t->V, t->Vp,
+    classifier_fwd_bwd(t->losses, t->logits, tok + t->N, t->N, t->V, t->Vp,
                        r->eval_loss ? 1.0f : r->scale, !r->eval_loss, t->st);
     sum_f32(loss, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
+    if (!r->eval_loss)
+        gpu_head_bwd(t, s, a);
     return 0;
 }
 
