@@ -9,4 +9,5 @@ LIB_SRCS += train/model.c train/cpu_ops.c train/cpu_model.c train/optim.c train/
 CU_SRCS += train/gpu_plan.c train/gpu_train.c train/gpu_model.c train/gpu_zero.c train/gpu_loader.c train/gpu_comm.c
 # the host-staged MPI backend of train/gpu_comm.h
 CU_SRCS += train/gpu_comm_mpi.c
+LIB_SRCS += train/cpu_zero.c
 FUZZ_TARGETS += fuzz_safetensors fuzz_tbevents

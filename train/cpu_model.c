@@ -185,7 +185,7 @@ int cpu_model_new_par(struct cpu_model **out, const struct model_config *c,
     if (par)
         m->par = *par;
     else
-        m->par = (struct cpu_model_par){ NULL, 0, 0, 1, 1 };
+        m->par = (struct cpu_model_par){ .first_stage = 1, .last_stage = 1 };
     m->tp = tp;
     m->rank = par && par->tp ? par->tp->rank : 0;
     if (tp == 1)
@@ -244,14 +244,18 @@ void cpu_model_free(struct cpu_model *m)
     free(m);
 }
 
-static const float *P(const float *params, const struct model_layout *l, int id)
+static const float *P(const struct cpu_model *m, const float *params, int id)
 {
-    return id < 0 ? NULL : params + l->t[id].offset;
+    if (id < 0)
+        return NULL;
+    return m->par.hooks ? m->par.hooks->param[id] : params + m->l->t[id].offset;
 }
 
-static float *G(float *grads, const struct model_layout *l, int id)
+static float *G(const struct cpu_model *m, float *grads, int id)
 {
-    return id < 0 ? NULL : grads + l->t[id].offset;
+    if (id < 0)
+        return NULL;
+    return m->par.hooks ? m->par.hooks->grad[id] : grads + m->l->t[id].offset;
 }
 
 /* ---- tensor-parallel communication (Megatron's f, g and their sequence-parallel forms) -- */
@@ -319,6 +323,14 @@ static const float *full_dres(struct cpu_model *m)
     return m->dfull;
 }
 
+/* The trainer's need (after 0) or done (after 1) call for local layer li (ZeRO-2, -3). */
+static void layer_hook(struct cpu_model *m, int li, int backward, int after)
+{
+    const struct cpu_model_hooks *h = m->par.hooks;
+    if (h)
+        note(m, (after ? h->done : h->need)(h->ctx, m->par.layer0 + li, backward));
+}
+
 static void add_rows(float *y, const float *x, size_t n)
 {
 #pragma omp parallel for schedule(static) if ((double)n >= 2097152.0)
@@ -331,7 +343,7 @@ static void embed_fwd(struct cpu_model *m, const float *params, const int32_t *t
     const struct model_config *c = &m->c;
     const struct model_layout *l = m->l;
     int N = m->N, T = m->T, D = c->d_model;
-    const float *wte = P(params, l, l->embed), *wpe = P(params, l, l->pos);
+    const float *wte = P(m, params, l->embed), *wpe = P(m, params, l->pos);
     if (m->tp == 1) {
 #pragma omp parallel for schedule(static) if ((double)N * D >= 2097152.0)
         for (int n = 0; n < N; n++) {
@@ -378,10 +390,10 @@ static float head_fwd(struct cpu_model *m, const float *params, const int32_t *t
     const struct model_layout *l = m->l;
     int N = m->N, D = c->d_model, rms = c->norm == MODEL_RMSNORM;
     float *nf_mine = m->par.sp ? m->nloc : m->nf;
-    cpu_norm_fwd(nf_mine, m->nfm, m->nfr, m->res_out, P(params, l, l->final_norm_w),
-                 P(params, l, l->final_norm_b), m->R, D, c->norm_eps, rms);
+    cpu_norm_fwd(nf_mine, m->nfm, m->nfr, m->res_out, P(m, params, l->final_norm_w),
+                 P(m, params, l->final_norm_b), m->R, D, c->norm_eps, rms);
     gather_rows(m, m->nf, nf_mine);
-    const float *head = c->tied_embeddings ? P(params, l, l->embed) : P(params, l, l->lm_head);
+    const float *head = c->tied_embeddings ? P(m, params, l->embed) : P(m, params, l->lm_head);
     cpu_linear_fwd(m->logits, m->nf, head, NULL, N, D, m->V);
     if (m->tp == 1) {
         cpu_xent_fwd(m->losses, m->lse, m->logits, targets, N, m->V);
@@ -431,29 +443,31 @@ float cpu_model_forward_stage(struct cpu_model *m, const float *params, const in
         const struct model_layer_ids *id = &l->layer[li];
         float *next = li + 1 < c->n_layers ? m->la[li + 1].res : m->res_out;
         float *n1 = m->par.sp ? m->nloc : a->n1;
-        cpu_norm_fwd(n1, a->n1m, a->n1r, a->res, P(params, l, id->attn_norm_w),
-                     P(params, l, id->attn_norm_b), R, D, c->norm_eps, rms);
+        layer_hook(m, li, 0, 0);
+        cpu_norm_fwd(n1, a->n1m, a->n1r, a->res, P(m, params, id->attn_norm_w),
+                     P(m, params, id->attn_norm_b), R, D, c->norm_eps, rms);
         gather_rows(m, a->n1, n1);
-        cpu_linear_fwd(a->qkv, a->n1, P(params, l, id->qkv_w), P(params, l, id->qkv_b), N, D, qkv);
+        cpu_linear_fwd(a->qkv, a->n1, P(m, params, id->qkv_w), P(m, params, id->qkv_b), N, D, qkv);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(a->qkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
                      c->head_dim, 0);
         cpu_attention_fwd(a->atty, a->att, a->qkv, m->B, T, c->n_heads, c->n_kv_heads, c->head_dim);
-        row_parallel_fwd(m, a->mid, a->atty, P(params, l, id->attn_proj_w),
-                         P(params, l, id->attn_proj_b), qd);
+        row_parallel_fwd(m, a->mid, a->atty, P(m, params, id->attn_proj_w),
+                         P(m, params, id->attn_proj_b), qd);
         add_rows(a->mid, a->res, RD);
         float *n2 = m->par.sp ? m->nloc : a->n2;
-        cpu_norm_fwd(n2, a->n2m, a->n2r, a->mid, P(params, l, id->mlp_norm_w),
-                     P(params, l, id->mlp_norm_b), R, D, c->norm_eps, rms);
+        cpu_norm_fwd(n2, a->n2m, a->n2r, a->mid, P(m, params, id->mlp_norm_w),
+                     P(m, params, id->mlp_norm_b), R, D, c->norm_eps, rms);
         gather_rows(m, a->n2, n2);
-        cpu_linear_fwd(a->fc, a->n2, P(params, l, id->fc_w), P(params, l, id->fc_b), N, D, fc);
+        cpu_linear_fwd(a->fc, a->n2, P(m, params, id->fc_w), P(m, params, id->fc_b), N, D, fc);
         if (c->act == MODEL_SWIGLU)
             cpu_swiglu_fwd(a->act, a->fc, N, F);
         else
             cpu_gelu_fwd(a->act, a->fc, (size_t)N * F, c->act == MODEL_GELU_TANH);
-        row_parallel_fwd(m, next, a->act, P(params, l, id->mlp_proj_w),
-                         P(params, l, id->mlp_proj_b), F);
+        row_parallel_fwd(m, next, a->act, P(m, params, id->mlp_proj_w),
+                         P(m, params, id->mlp_proj_b), F);
         add_rows(next, a->mid, RD);
+        layer_hook(m, li, 0, 1);
     }
     return m->par.last_stage ? head_fwd(m, params, targets) : 0.0f;
 }
@@ -476,45 +490,47 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
 
     if (m->par.last_stage) {
         cpu_xent_bwd(m->logits, m->lse, m->tp > 1 ? m->ltargets : targets, N, m->V, dloss_scale);
-        cpu_linear_bwd(m->dn, G(grads, l, head_id), NULL, m->logits, m->nf, P(params, l, head_id),
+        cpu_linear_bwd(m->dn, G(m, grads, head_id), NULL, m->logits, m->nf, P(m, params, head_id),
                        N, D, m->V, m->head_t);
         const float *dn = col_parallel_dx(m, m->dn);
         memset(m->dres, 0, (size_t)R * D * sizeof(float));
-        cpu_norm_bwd(m->dres, G(grads, l, l->final_norm_w), G(grads, l, l->final_norm_b), dn,
-                     m->res_out, m->nfm, m->nfr, P(params, l, l->final_norm_w), R, D, rms);
+        cpu_norm_bwd(m->dres, G(m, grads, l->final_norm_w), G(m, grads, l->final_norm_b), dn,
+                     m->res_out, m->nfm, m->nfr, P(m, params, l->final_norm_w), R, D, rms);
     } else {
         memcpy(m->dres, dout, (size_t)R * D * sizeof(float));
     }
     for (int li = c->n_layers - 1; li >= 0; li--) {
         struct cpu_layer_acts *a = &m->la[li];
         const struct model_layer_ids *id = &l->layer[li];
+        layer_hook(m, li, 1, 0);
         /* MLP: dres holds the gradient of the layer output (= of mid via the skip) */
         const float *dy = full_dres(m);
-        cpu_linear_bwd(m->dact, G(grads, l, id->mlp_proj_w), G(grads, l, id->mlp_proj_b), dy,
-                       a->act, P(params, l, id->mlp_proj_w), N, F, D, NULL);
+        cpu_linear_bwd(m->dact, G(m, grads, id->mlp_proj_w), G(m, grads, id->mlp_proj_b), dy,
+                       a->act, P(m, params, id->mlp_proj_w), N, F, D, NULL);
         if (c->act == MODEL_SWIGLU)
             cpu_swiglu_bwd(m->dfc, m->dact, a->fc, N, F);
         else
             cpu_gelu_bwd(m->dfc, m->dact, a->fc, (size_t)N * F, c->act == MODEL_GELU_TANH);
-        cpu_linear_bwd(m->dn, G(grads, l, id->fc_w), G(grads, l, id->fc_b), m->dfc, a->n2,
-                       P(params, l, id->fc_w), N, D, fc, NULL);
+        cpu_linear_bwd(m->dn, G(m, grads, id->fc_w), G(m, grads, id->fc_b), m->dfc, a->n2,
+                       P(m, params, id->fc_w), N, D, fc, NULL);
         const float *dn = col_parallel_dx(m, m->dn);
-        cpu_norm_bwd(m->dres, G(grads, l, id->mlp_norm_w), G(grads, l, id->mlp_norm_b), dn, a->mid,
-                     a->n2m, a->n2r, P(params, l, id->mlp_norm_w), R, D, rms);
+        cpu_norm_bwd(m->dres, G(m, grads, id->mlp_norm_w), G(m, grads, id->mlp_norm_b), dn, a->mid,
+                     a->n2m, a->n2r, P(m, params, id->mlp_norm_w), R, D, rms);
         /* attention: dres now holds the gradient of mid (= of res via the skip) */
         dy = full_dres(m);
-        cpu_linear_bwd(m->datty, G(grads, l, id->attn_proj_w), G(grads, l, id->attn_proj_b), dy,
-                       a->atty, P(params, l, id->attn_proj_w), N, qd, D, NULL);
+        cpu_linear_bwd(m->datty, G(m, grads, id->attn_proj_w), G(m, grads, id->attn_proj_b), dy,
+                       a->atty, P(m, params, id->attn_proj_w), N, qd, D, NULL);
         cpu_attention_bwd(m->dqkv, m->datty, a->qkv, a->att, m->B, T, c->n_heads, c->n_kv_heads,
                           c->head_dim, m->att_scratch);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(m->dqkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
                      c->head_dim, 1);
-        cpu_linear_bwd(m->dn, G(grads, l, id->qkv_w), G(grads, l, id->qkv_b), m->dqkv, a->n1,
-                       P(params, l, id->qkv_w), N, D, qkv, NULL);
+        cpu_linear_bwd(m->dn, G(m, grads, id->qkv_w), G(m, grads, id->qkv_b), m->dqkv, a->n1,
+                       P(m, params, id->qkv_w), N, D, qkv, NULL);
         dn = col_parallel_dx(m, m->dn);
-        cpu_norm_bwd(m->dres, G(grads, l, id->attn_norm_w), G(grads, l, id->attn_norm_b), dn,
-                     a->res, a->n1m, a->n1r, P(params, l, id->attn_norm_w), R, D, rms);
+        cpu_norm_bwd(m->dres, G(m, grads, id->attn_norm_w), G(m, grads, id->attn_norm_b), dn,
+                     a->res, a->n1m, a->n1r, P(m, params, id->attn_norm_w), R, D, rms);
+        layer_hook(m, li, 1, 1);
     }
     if (!m->par.first_stage)
         return;
@@ -522,7 +538,7 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
      * vocab-parallel: the rows of this rank's ids, from every token's gradient (gathered
      * with SP), so that the position embedding's gradient is complete on every rank too */
     const float *dx = full_dres(m);
-    float *dwte = G(grads, l, l->embed), *dwpe = G(grads, l, l->pos);
+    float *dwte = G(m, grads, l->embed), *dwpe = G(m, grads, l->pos);
     int v0 = m->tp > 1 ? m->par.vocab_start : 0, rows = c->padded_vocab_size;
 #pragma omp parallel for schedule(static) if ((double)N * D >= 2097152.0)
     for (int i0 = 0; i0 < D; i0 += 32) {

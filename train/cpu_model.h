@@ -16,10 +16,29 @@
 struct cpu_model;
 struct sl_world;
 
+/* Where the tensors live when the trainer shards them over data parallel (ZeRO-2 and -3):
+ * instead of params + offset and grads + offset, tensor i of the layout (the slab's ids) is
+ * read at param[i] and its gradient added at grad[i]. A layer's entries need be valid only
+ * between the trainer's need and done calls for it, which the model makes around the
+ * layer's forward (backward 0) and its backward (backward 1), passing the layer's index in
+ * the slab's layout (cpu_model_par.layer0 + its index in this model); the tensors outside
+ * the layers (embeddings, final norm, output layer) stay valid for the whole pass. A
+ * nonzero return is an error, kept for cpu_model_error (the pass goes on, its result
+ * meaningless, as after a failed collective). */
+struct cpu_model_hooks {
+    void *ctx;
+    const float **param; /* [layout's n] */
+    float **grad;        /* [layout's n] */
+    int (*need)(void *ctx, int layer, int backward);
+    int (*done)(void *ctx, int layer, int backward);
+};
+
 /* A rank's part of a model-parallel run (train/parallel.h): the model's config and layout
  * are then the rank's local ones (its heads, KV heads, d_ff and vocabulary rows, its
  * stage's layers). */
 struct cpu_model_par {
+    const struct cpu_model_hooks *hooks; /* NULL: params and grads are slabs */
+    int layer0; /* the slab layout's index of this model's first layer (for the hooks) */
     const struct sl_world *tp;   /* the tensor-parallel group, NULL without TP */
     int sp;                      /* sequence parallel: the residual stream, norms and their
                                   * inputs are split into tp blocks of B*T/tp token rows */

@@ -3,12 +3,13 @@
  * ranks (each rank takes its slice of every micro-batch, Megatron's sampler order; the
  * gradient slab is summed with one all-reduce per step, or with ZeRO-1 reduce-scattered so
  * that each rank updates its piece of every tensor, whose moments it alone keeps, and the
- * parameters all-gathered), and the model split over ranks (train/parallel.h): tensor and
+ * parameters all-gathered; ZeRO-2 and -3 shard the gradient and the weights too, in
+ * train/cpu_zero.c), and the model split over ranks (train/parallel.h): tensor and
  * sequence parallel inside the model, pipeline stages run in the 1F1B schedule or, with
  * virtual stages, Megatron-Core's interleaved one. Also the debug dump for the test oracles
  * (debug.dump_dir).
  */
-#include "train/train_run.h"
+#include "train/cpu_internal.h"
 
 #include "core/alloc.h"
 #include "core/err.h"
@@ -24,44 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct cpu_trainer {
-    const struct train_opts *o;
-    struct sl_world *w;
-    struct parallel_config par;
-    struct parallel_coord at;
-    int parallel; /* tensor or pipeline parallel */
-    /* groups: tensor parallel, data parallel, pipeline (the stages of one replica), the
-     * replica's model-parallel ranks (tp x pp), and the two ends of the pipeline (the tied
-     * embedding's copies) */
-    struct sl_world tpg, dpg, ppg, mpg, embg;
-    struct sl_world ppb;    /* with virtual stages: the pipeline again, for the gradients (the
-                             * activations use ppg; both flow both ways between two stages) */
-    struct model_layout fl; /* the full model's */
-    struct model_shard sh;  /* this rank's part; sh.l is the slab's layout */
-    const struct model_layout *l;
-    float *slab; /* params | grads | m | v: one allocation */
-    float *params, *grads, *m, *v;
-    /* ZeRO-1 (optim.zero, data parallel > 1): tensor i is cut into dp pieces, [zb[i (dp + 1)
-     * + k], zb[i (dp + 1) + k + 1]) of its elements for data-parallel rank k; m and v hold
-     * this rank's pieces only, tensor i's at zoff[i] (zn floats in all) */
-    int zero;
-    size_t *zb, *zoff, zn;
-    int nslots;  /* models per chunk: one per micro-batch in flight (pipeline: up to pp) */
-    int nchunks; /* model chunks: the virtual pipeline stages of this rank (1 without) */
-    int ntok;    /* token slots: nslots, or with virtual stages every micro-batch of a step */
-    struct model_layout cl[PARALLEL_MAX_VP]; /* chunk c's view of the slab's layout */
-    struct model_config cc[PARALLEL_MAX_VP]; /* and its config (its layers) */
-    struct cpu_model **cm;                   /* [chunk * nslots + slot] */
-    float *xbuf, *gbuf; /* [rows, d] a received activation, a received gradient */
-    void **sends; /* per model: the pending send of its output [0] and input gradient [1] */
-    struct data_loader *data;
-    uint32_t *sample;          /* seq_len + 1 */
-    int32_t *tokens, *targets; /* per slot */
-    uint32_t *dump_samples;    /* accum * B * (seq_len + 1), when dumping */
-    float *dump_logits;        /* B * seq_len * vocab, when dumping */
-    long dump_micro;           /* micro-step being filled */
-};
 
 static int fill_batch(struct cpu_trainer *t, enum data_split split, uint64_t first, int slot)
 {
@@ -131,8 +94,7 @@ static void cpu_release(void *ctx)
     sl_world_group_free(&t->embg);
     sl_world_group_free(&t->ppb);
     free(t->slab);
-    free(t->zb);
-    free(t->zoff);
+    zero_release(t);
     free(t->sample);
     free(t->tokens);
     free(t->targets);
@@ -157,76 +119,6 @@ static int make_groups(struct cpu_trainer *t)
     return 0;
 }
 
-/* ZeRO-1's pieces: tensor i's n elements cut at n k / dp for data-parallel rank k */
-static void zero_layout(struct cpu_trainer *t)
-{
-    int D = t->par.dp, n = t->l->n;
-    t->zb = sl_xcalloc((size_t)n * (size_t)(D + 1), sizeof(size_t));
-    t->zoff = sl_xcalloc((size_t)n + 1, sizeof(size_t));
-    size_t pos = 0;
-    for (int i = 0; i < n; i++) {
-        size_t *b = t->zb + (size_t)i * (size_t)(D + 1);
-        uint64_t numel = t->l->t[i].numel;
-        for (int k = 0; k <= D; k++)
-            b[k] = (size_t)(numel * (uint64_t)k / (uint64_t)D);
-        t->zoff[i] = pos;
-        pos += b[t->at.dp + 1] - b[t->at.dp];
-    }
-    t->zoff[n] = t->zn = pos;
-}
-
-static const size_t *zero_bounds(const struct cpu_trainer *t, int i)
-{
-    return t->zb + (size_t)i * (size_t)(t->par.dp + 1);
-}
-
-/* The elements of tensor i this rank reduces and updates: [*lo, *lo + *n) of the tensor,
- * its piece under ZeRO-1, else all of it. */
-static void zero_piece(const struct cpu_trainer *t, int i, size_t *lo, size_t *n)
-{
-    if (!t->zero) {
-        *lo = 0;
-        *n = t->l->t[i].numel;
-        return;
-    }
-    const size_t *b = zero_bounds(t, i);
-    *lo = b[t->at.dp];
-    *n = b[t->at.dp + 1] - b[t->at.dp];
-}
-
-/* ZeRO-1: every rank's pieces of x (a slab: parameters or gradients) to every rank of the
- * data-parallel group. */
-static int zero_allgather(struct cpu_trainer *t, float *x)
-{
-    int rc = 0;
-    for (int i = 0; i < t->l->n && !rc; i++)
-        if (t->l->t[i].numel)
-            rc = sl_world_allgatherv_f32(&t->dpg, x + t->l->t[i].offset, zero_bounds(t, i));
-    return rc;
-}
-
-/* ZeRO-1: a moment's pieces (m or v) gathered into full, laid out as the slab, on the
- * data-parallel group's rank 0 (full: NULL on the others; the gaps are left alone). */
-static int zero_gather_moment(struct cpu_trainer *t, const float *piece, float *full)
-{
-    int rc = 0;
-    for (int i = 0; i < t->l->n && !rc; i++)
-        if (t->l->t[i].numel)
-            rc = sl_world_gatherv_f32(&t->dpg, piece + t->zoff[i],
-                                      full ? full + t->l->t[i].offset : NULL, zero_bounds(t, i), 0);
-    return rc;
-}
-
-/* ZeRO-1: this rank's pieces of a moment laid out as the slab (full) into piece. */
-static void zero_keep(struct cpu_trainer *t, const float *full, float *piece)
-{
-    for (int i = 0; i < t->l->n; i++) {
-        size_t lo, n;
-        zero_piece(t, i, &lo, &n);
-        memcpy(piece + t->zoff[i], full + t->l->t[i].offset + lo, n * sizeof(float));
-    }
-}
-
 static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
                      struct data_loader *data, size_t *act_bytes)
 {
@@ -246,26 +138,11 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     model_layout_init(&t->fl, &o->mc);
     model_shard_init(&t->sh, &t->par, &t->at, &o->mc, &t->fl);
     t->l = &t->sh.l;
-    size_t total = t->l->total;
-    t->zero = t->par.zero && t->par.dp > 1;
-    size_t mn = total; /* floats of each moment */
-    if (t->zero) {
-        zero_layout(t);
-        mn = (t->zn + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
-    }
-    size_t slab = 2 * total + 2 * mn;
-    t->slab = aligned_alloc(64, sl_mul_size(slab, sizeof(float)));
-    if (!t->slab)
-        return sl_err_set(SL_ERR_NOMEM,
-                          "cannot allocate %.1f GiB for parameters, gradients and AdamW state",
-                          (double)slab * sizeof(float) / (1u << 30));
-    memset(t->slab, 0, slab * sizeof(float));
-    t->params = t->slab;
-    t->grads = t->slab + total;
-    t->m = t->slab + 2 * total;
-    t->v = t->m + mn;
-    t->nslots = (int)parallel_cpu_slots(&t->par, o->accum);
+    t->zero = t->par.dp > 1 ? t->par.zero : 0;
     t->nchunks = t->sh.nchunks;
+    if ((rc = zero_setup(t)))
+        return rc;
+    t->nslots = (int)parallel_cpu_slots(&t->par, o->accum);
     t->ntok = t->nchunks > 1 ? (int)o->accum : t->nslots;
     t->cm = sl_xcalloc((size_t)(t->nslots * t->nchunks), sizeof(*t->cm));
     t->sends = sl_xcalloc(2 * (size_t)(t->nslots * t->nchunks), sizeof(void *));
@@ -284,6 +161,8 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
             .vocab_start = t->sh.vocab_start,
             .first_stage = t->sh.first_stage && c == 0,
             .last_stage = t->sh.last_stage && c == t->nchunks - 1,
+            .hooks = t->zero >= 2 ? &t->hooks : NULL,
+            .layer0 = t->sh.chunk_local[c],
         };
         for (int i = 0; i < t->nslots; i++) {
             struct cpu_model **cm = &t->cm[c * t->nslots + i];
@@ -301,6 +180,12 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     size_t ntok = (size_t)t->ntok * (size_t)(o->micro_batch * o->seq_len);
     t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
     t->targets = sl_xmalloc(ntok * sizeof(int32_t));
+    if (o->dump_dir && t->zero >= 2)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "debug.dump_dir needs optim.zero 0 or 1 (ZeRO-%d keeps no whole "
+                          "gradient)\nhint: train.dump_grads writes the gathered gradient of "
+                          "any ZeRO stage",
+                          t->zero);
     if (o->dump_dir && t->parallel)
         return sl_err_set(SL_ERR_CONFIG,
                           "debug.dump_dir needs parallel.tensor = parallel.pipeline = 1\n"
@@ -354,24 +239,28 @@ static int gather_full(struct cpu_trainer *t, const float *local, float *full)
 static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
 {
     struct cpu_trainer *t = ctx;
-    /* the moments laid out as the slab: the slab's own, or under ZeRO-1 a buffer of which
-     * this rank keeps its pieces */
-    size_t ln = t->l->total;
-    float *mv = NULL, *m = t->m, *v = t->v;
-    if (from && t->zero) {
-        if (!(mv = aligned_alloc(64, sl_mul_size(2 * ln, sizeof(float)))))
-            return sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to load the AdamW state",
-                              2.0 * ln * sizeof(float) / (1u << 30));
-        memset(mv, 0, 2 * ln * sizeof(float));
-        m = mv;
-        v = mv + ln;
+    /* the moments (and under ZeRO-3 the parameters) laid out as the slab: the slab's own,
+     * or under ZeRO a buffer of which this rank keeps its pieces */
+    size_t ln = t->l->total, nb = (from && t->zero ? 2 : 0) + (t->zero == 3);
+    float *mv = NULL, *m = t->m, *v = t->v, *params = t->params;
+    if (nb) {
+        if (!(mv = aligned_alloc(64, sl_mul_size(nb * ln, sizeof(float)))))
+            return sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to load the model",
+                              (double)nb * ln * sizeof(float) / (1u << 30));
+        memset(mv, 0, nb * ln * sizeof(float));
+        if (t->zero == 3)
+            params = mv + (nb - 1) * ln;
+        if (from) {
+            m = mv;
+            v = mv + ln;
+        }
     }
     int rc = 0;
     if (!t->parallel) {
         if (from)
-            rc = ckpt_load(from, &t->fl, t->params, m, v);
+            rc = ckpt_load(from, &t->fl, params, m, v);
         else
-            model_init_params(&t->o->mc, &t->fl, t->params, init_seed);
+            model_init_params(&t->o->mc, &t->fl, params, init_seed);
     } else {
         /* the full model, then this rank's part: the same weights as a run that never split */
         size_t n = t->fl.total;
@@ -392,13 +281,15 @@ static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
             model_init_params(&t->o->mc, &t->fl, full, init_seed);
         }
         if (!rc)
-            model_shard_slice(&t->sh, &t->fl, full, t->params);
+            model_shard_slice(&t->sh, &t->fl, full, params);
         free(full);
     }
-    if (!rc && mv) {
+    if (!rc && from && t->zero) {
         zero_keep(t, m, t->m);
         zero_keep(t, v, t->v);
     }
+    if (!rc && t->zero == 3)
+        zero_keep(t, params, t->pshard);
     free(mv);
     return rc;
 }
@@ -407,14 +298,19 @@ static int cpu_load(void *ctx, const char *from, uint64_t init_seed)
 static int cpu_params_host(void *ctx, float *dst)
 {
     struct cpu_trainer *t = ctx;
-    return gather_full(t, t->params, dst);
+    float *params = t->params;
+    int rc = t->zero == 3 ? zero_whole(t, 0, &params) : 0;
+    if (!rc)
+        rc = gather_full(t, params, dst);
+    if (params != t->params)
+        free(params);
+    return rc;
 }
 
 static void cpu_state(void *ctx, size_t *bytes, uint64_t *moments, uint64_t *params)
 {
     struct cpu_trainer *t = ctx;
-    size_t mn = t->zero ? (t->zn + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN : t->l->total;
-    *bytes = (2 * t->l->total + 2 * mn) * sizeof(float);
+    *bytes = t->slab_floats * sizeof(float);
     *moments = t->zero ? t->zn : t->l->params;
     *params = t->l->params;
 }
@@ -538,9 +434,15 @@ static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
     const float *dout = t->sh.last_stage && c == t->nchunks - 1 ? NULL : t->gbuf;
     if ((rc = sl_world_wait(&t->sends[2 * k + 1])))
         return rc;
+    if (t->zero >= 2)
+        zero_outer_begin(t, c);
     cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, tok), slot_targets(t, tok),
                              scale, dout);
-    return cpu_model_error(cm);
+    if ((rc = cpu_model_error(cm)))
+        return rc;
+    if (t->zero >= 2 && (rc = zero_outer_end(t, c)))
+        return rc;
+    return 0;
 }
 
 static int wait_sends(struct cpu_trainer *t)
@@ -656,7 +558,7 @@ static double sumsq(const float *x, size_t n)
 }
 
 /* The global gradient norm: each tensor counted once, by its owner in replica 0 (under
- * ZeRO-1 by its owners' pieces in every replica). */
+ * ZeRO by its owners' pieces in every replica). */
 static double global_norm(struct cpu_trainer *t)
 {
     if (!t->parallel && !t->zero)
@@ -667,21 +569,24 @@ static double global_norm(struct cpu_trainer *t)
             if (t->sh.t[i].owner) {
                 size_t lo, n;
                 zero_piece(t, i, &lo, &n);
-                ss += sumsq(t->grads + t->l->t[i].offset + lo, n);
+                ss += sumsq(zero_grad_piece(t, i), n);
             }
     sl_world_allreduce_f64(t->w, &ss, 1, SL_SUM);
     return sqrt(ss);
 }
 
 /* Sum the gradients that are partial per rank: over data parallel (the whole slab, or under
- * ZeRO-1 each tensor reduce-scattered: a rank gets the sum of its pieces only), over the
+ * ZeRO-1 each tensor reduce-scattered: a rank gets the sum of its pieces only; ZeRO-2 and
+ * -3 did that per micro-batch as the backward went, cpu_zero.c), over the
  * tensor-parallel group for the norms under sequence parallelism (each rank saw its token
  * rows), and between the pipeline's ends for a tied embedding. A tensor's pieces are the
  * same on the ranks of those groups (same length, same data-parallel rank). */
 static int reduce_grads(struct cpu_trainer *t)
 {
     int rc = 0;
-    if (t->zero) {
+    if (t->zero >= 2) {
+        /* reduced already */
+    } else if (t->zero) {
         for (int i = 0; i < t->l->n && !rc; i++)
             if (t->l->t[i].numel)
                 rc = sl_world_reduce_scatterv_f32(&t->dpg, t->grads + t->l->t[i].offset,
@@ -694,19 +599,18 @@ static int reduce_grads(struct cpu_trainer *t)
         size_t lo, n;
         zero_piece(t, i, &lo, &n);
         if (t->sh.t[i].full >= 0 && (x->kind == MODEL_T_NORM_W || x->kind == MODEL_T_NORM_B))
-            rc = sl_world_allreduce_f32(&t->tpg, t->grads + x->offset + lo, n, SL_SUM);
+            rc = sl_world_allreduce_f32(&t->tpg, zero_grad_piece(t, i), n, SL_SUM);
     }
     if (!rc && t->embg.size > 1) {
-        const struct model_tensor *x = &t->l->t[t->l->embed];
         size_t lo, n;
         zero_piece(t, t->l->embed, &lo, &n);
-        rc = sl_world_allreduce_f32(&t->embg, t->grads + x->offset + lo, n, SL_SUM);
+        rc = sl_world_allreduce_f32(&t->embg, zero_grad_piece(t, t->l->embed), n, SL_SUM);
     }
     return rc;
 }
 
-/* Clip and update: the whole slab, or under ZeRO-1 this rank's pieces (with their moments),
- * then the parameters all-gathered over data parallel. */
+/* Clip and update: the whole slab, or under ZeRO this rank's pieces (with their moments),
+ * then the parameters all-gathered over data parallel (ZeRO-3: they stay sharded). */
 static int update(struct cpu_trainer *t, const struct train_step *s)
 {
     const struct train_opts *o = t->o;
@@ -718,12 +622,12 @@ static int update(struct cpu_trainer *t, const struct train_step *s)
     for (int i = 0; i < t->l->n; i++) {
         size_t lo, n;
         zero_piece(t, i, &lo, &n);
-        size_t off = t->l->t[i].offset + lo;
-        grad_clip(t->grads + off, n, s->norm, o->clip);
-        adamw_step_range(&o->adam, t->l->t[i].decay, t->params + off, t->grads + off,
-                         t->m + t->zoff[i], t->v + t->zoff[i], n, s->lr, s->adam_step);
+        float *g = zero_grad_piece(t, i);
+        grad_clip(g, n, s->norm, o->clip);
+        adamw_step_range(&o->adam, t->l->t[i].decay, zero_param_piece(t, i), g, t->m + t->zoff[i],
+                         t->v + t->zoff[i], n, s->lr, s->adam_step);
     }
-    return zero_allgather(t, t->params);
+    return t->zero == 3 ? 0 : zero_allgather(t, t->params);
 }
 
 static int cpu_step(void *ctx, struct train_step *s)
@@ -732,11 +636,15 @@ static int cpu_step(void *ctx, struct train_step *s)
     const struct train_opts *o = t->o;
     long B = o->micro_batch, T = o->seq_len, DP = t->par.dp;
     float scale = (float)(1.0 / ((double)B * T * o->accum * DP));
-    size_t total = t->l->total;
     int dumping = o->dump_dir && s->step <= o->dump_steps;
-    memset(t->grads, 0, total * sizeof(float));
+    int rc = 0;
+    if (t->zero >= 2)
+        rc = zero_step_begin(t, 0);
+    else
+        memset(t->grads, 0, t->l->total * sizeof(float));
     double loss_sum = 0.0;
-    int rc = run_micro_batches(t, s, scale, &loss_sum);
+    if (!rc)
+        rc = run_micro_batches(t, s, scale, &loss_sum);
     if ((rc = all_ok(t, rc)))
         return rc;
     if ((rc = reduce_grads(t)))
@@ -748,10 +656,16 @@ static int cpu_step(void *ctx, struct train_step *s)
     s->loss = loss_sum / (double)(o->accum * DP);
     s->norm = global_norm(t);
     s->have_stats = 1;
-    /* the dumps hold the whole gradient: ZeRO-1 reduced pieces only */
-    if (t->zero && (s->dump_grads || (dumping && s->step == 1)) &&
+    /* the dumps hold the whole gradient: ZeRO-1 reduced pieces only, ZeRO-2 and -3 kept
+     * nothing else (a buffer for the dump) */
+    float *grads = t->grads;
+    if (t->zero == 1 && (s->dump_grads || (dumping && s->step == 1)) &&
         (rc = zero_allgather(t, t->grads)))
         return rc;
+    if (t->zero >= 2 && s->dump_grads && (rc = zero_whole(t, 1, &grads))) {
+        free(grads);
+        return rc;
+    }
     rc = dumping ? dump_step(t, s->step, s->loss, s->lr, s->norm) : 0;
     if (rc) {
         char why[512];
@@ -764,11 +678,13 @@ static int cpu_step(void *ctx, struct train_step *s)
             !(full = aligned_alloc(64, sl_mul_size(t->fl.total, sizeof(float)))))
             rc = sl_err_set(SL_ERR_NOMEM, "no memory to gather the gradient");
         if (!rc)
-            rc = gather_full(t, t->grads, full);
+            rc = gather_full(t, grads, full);
         if (!rc && t->w->rank == 0)
-            rc = train_dump_grads(s->dump_grads, &o->mc, &t->fl, full ? full : t->grads);
+            rc = train_dump_grads(s->dump_grads, &o->mc, &t->fl, full ? full : grads);
         free(full);
     }
+    if (grads != t->grads)
+        free(grads);
     if ((rc = all_ok(t, rc)))
         return rc;
     s->applied = 0;
@@ -785,7 +701,7 @@ static int cpu_evaluate(void *ctx, double *loss)
     struct cpu_trainer *t = ctx;
     double sum = 0.0;
     long n = 0;
-    int rc = 0;
+    int rc = t->zero == 3 ? zero_step_begin(t, 1) : 0; /* the updated outer tensors */
     for (long it = 0; it < t->o->eval_iters && !rc; it++) {
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
@@ -816,9 +732,12 @@ static int cpu_save(void *ctx, const struct ckpt_state *st)
     struct cpu_trainer *t = ctx;
     const struct train_opts *o = t->o;
     int rc = 0;
-    /* the moments laid out as the slab: under ZeRO-1 gathered to data-parallel rank 0 */
+    /* the moments laid out as the slab: under ZeRO gathered to data-parallel rank 0; the
+     * parameters under ZeRO-3 all-gathered */
     size_t ln = t->l->total;
-    float *mv = NULL, *m = t->m, *v = t->v;
+    float *mv = NULL, *m = t->m, *v = t->v, *params = t->params, *full = NULL;
+    if (t->zero == 3 && (rc = all_ok(t, zero_whole(t, 0, &params))))
+        goto out;
     if (t->zero) {
         if (t->at.dp == 0 && !(mv = aligned_alloc(64, sl_mul_size(2 * ln, sizeof(float)))))
             rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to gather the AdamW state",
@@ -829,31 +748,26 @@ static int cpu_save(void *ctx, const struct ckpt_state *st)
             rc = zero_gather_moment(t, t->m, mv);
         if (!rc)
             rc = zero_gather_moment(t, t->v, mv ? mv + ln : NULL);
-        if ((rc = all_ok(t, rc))) {
-            free(mv);
-            return rc;
-        }
+        if ((rc = all_ok(t, rc)))
+            goto out;
         m = mv;
         v = mv ? mv + ln : NULL;
     }
     if (!t->parallel) {
         if (t->w->rank == 0)
-            rc = ckpt_save(o->ckpt_dir, &o->mc, t->l, t->params, m, v, st, o->config_json,
+            rc = ckpt_save(o->ckpt_dir, &o->mc, t->l, params, m, v, st, o->config_json,
                            o->optim_json);
-        free(mv);
-        return all_ok(t, rc);
+        rc = all_ok(t, rc);
+        goto out;
     }
     /* gathered to full tensors: a checkpoint is the same for every layout */
     size_t n = t->fl.total;
-    float *full = NULL;
     if (t->w->rank == 0 && !(full = aligned_alloc(64, sl_mul_size(3 * n, sizeof(float)))))
         rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %.1f GiB to gather the checkpoint",
                         3.0 * n * sizeof(float) / (1u << 30));
-    if ((rc = all_ok(t, rc))) {
-        free(mv);
-        return rc;
-    }
-    rc = gather_full(t, t->params, full);
+    if ((rc = all_ok(t, rc)))
+        goto out;
+    rc = gather_full(t, params, full);
     if (!rc)
         rc = gather_full(t, m, full ? full + n : NULL);
     if (!rc)
@@ -861,9 +775,13 @@ static int cpu_save(void *ctx, const struct ckpt_state *st)
     if (!rc && t->w->rank == 0)
         rc = ckpt_save(o->ckpt_dir, &o->mc, &t->fl, full, full + n, full + 2 * n, st,
                        o->config_json, o->optim_json);
+    rc = all_ok(t, rc);
+out:
     free(full);
     free(mv);
-    return all_ok(t, rc);
+    if (params != t->params)
+        free(params);
+    return rc;
 }
 
 const struct train_backend train_backend_cpu = {

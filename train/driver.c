@@ -527,9 +527,13 @@ static void log_parallel(const struct trainer *t, size_t act_bytes)
             sl_human_bytes((double)act_bytes, c, sizeof(c)),
             e.act_bytes > 0 ? (double)act_bytes / e.act_bytes : 0.0);
     if (o->par.zero && o->par.dp > 1)
-        sl_info("optim.zero=1: ZeRO-1 over %d data-parallel ranks: rank 0 keeps the AdamW "
-                "moments of %llu of its %llu parameters",
-                o->par.dp, (unsigned long long)moments, (unsigned long long)params);
+        sl_info("optim.zero=%d: ZeRO-%d over %d data-parallel ranks: rank 0 keeps the AdamW "
+                "moments%s of %llu of its %llu parameters",
+                o->par.zero, o->par.zero, o->par.dp,
+                o->par.zero == 3   ? ", gradient and weights"
+                : o->par.zero == 2 ? " and gradient"
+                                   : "",
+                (unsigned long long)moments, (unsigned long long)params);
 }
 
 /* The CPU path's memory, estimated before anything is allocated, against what this host

@@ -247,6 +247,27 @@ void model_layout_release(struct model_layout *l)
     memset(l, 0, sizeof(*l));
 }
 
+void model_layer_span(const struct model_layout *l, int li, int *first, int *end)
+{
+    *first = l->layer[li].attn_norm_w;
+    *end = li + 1 < l->n_layers ? l->layer[li + 1].attn_norm_w : l->final_norm_w;
+}
+
+void model_layout_buckets(const struct model_layout *l, size_t *max_layer, size_t *outer)
+{
+    *max_layer = *outer = 0;
+    for (int li = 0; li < l->n_layers; li++) {
+        int a, b;
+        model_layer_span(l, li, &a, &b);
+        size_t n = l->t[b].offset - l->t[a].offset;
+        if (n > *max_layer)
+            *max_layer = n;
+    }
+    for (int i = 0; i < l->n; i++)
+        if (l->t[i].layer < 0)
+            *outer += (l->t[i].numel + MODEL_ALIGN - 1) / MODEL_ALIGN * MODEL_ALIGN;
+}
+
 int model_layout_find(const struct model_layout *l, const char *name)
 {
     /* a layer's tensors are contiguous from its attn_norm.weight: look only there (a

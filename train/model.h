@@ -98,6 +98,13 @@ int model_fc_dim(const struct model_config *c);
 /* Build the tensor table for c. Caller releases with model_layout_release. */
 void model_layout_init(struct model_layout *l, const struct model_config *c);
 void model_layout_release(struct model_layout *l);
+/* Layer li's tensors: the table's [*first, *end), contiguous in the slab from
+ * t[*first].offset to t[*end].offset (the final norm follows the last layer). */
+void model_layer_span(const struct model_layout *l, int li, int *first, int *end);
+/* The buckets of ZeRO-2 and -3: the floats of the largest layer's run of the slab, and of
+ * the tensors outside the layers (embeddings, final norm, output layer), each of those
+ * rounded up to MODEL_ALIGN. */
+void model_layout_buckets(const struct model_layout *l, size_t *max_layer, size_t *outer);
 /* Index of a tensor by name, or -1. */
 int model_layout_find(const struct model_layout *l, const char *name);
 

@@ -425,6 +425,35 @@ static void gpu_memory(const struct parallel_config *p, const struct model_confi
     free(r);
 }
 
+/* ZeRO-2 and -3 on the CPU path, bytes of the largest stage (stage -1) or of `stage`: the
+ * pieces (gradient, moments, ZeRO-3 parameters) at 1 / dp of the shard, the whole fp32
+ * parameters (ZeRO-2), and the working buffers of one layer and of the tensors outside the
+ * layers: the gradient's, ZeRO-3 the gathered parameters' too (train/cpu_zero.c). */
+static double cpu_zero23_bytes(const struct parallel_config *p, const struct model_config *mc,
+                               int stage)
+{
+    struct model_layout fl;
+    model_layout_init(&fl, mc);
+    double most = 0.0;
+    for (int st = 0; st < p->pp; st++) {
+        if (stage >= 0 && st != stage)
+            continue;
+        struct model_shard sh;
+        struct parallel_coord at = { 0, 0, st };
+        model_shard_init(&sh, p, &at, mc, &fl);
+        size_t layer, outer;
+        model_layout_buckets(&sh.l, &layer, &outer);
+        double piece = (double)sh.l.params / p->dp, work = (double)(layer + outer);
+        double f =
+            p->zero == 3 ? 4.0 * piece + 2.0 * work : (double)sh.l.total + 3.0 * piece + work;
+        if (4.0 * f > most)
+            most = 4.0 * f;
+        model_shard_release(&sh);
+    }
+    model_layout_release(&fl);
+    return most;
+}
+
 void parallel_memory_estimate(const struct parallel_config *p, const struct model_config *mc,
                               long micro_batch, long seq_len, long accum, int gpu, int stage,
                               struct parallel_memory *m)
@@ -461,5 +490,7 @@ void parallel_memory_estimate(const struct parallel_config *p, const struct mode
     }
     model_layout_release(&fl);
     double cpu = p->zero ? 8.0 + 8.0 / p->dp : 16.0;
+    if (p->zero >= 2 && p->dp > 1 && m->params)
+        cpu = cpu_zero23_bytes(p, mc, stage) / (double)m->params;
     m->weights_bytes = cpu * (double)m->params;
 }

@@ -186,18 +186,20 @@ static void def_data_seed(const struct train_opts *o, void *def)
 
 /* ---- the keys that read or print themselves ----------------------------------------------- */
 
-/* optim.zero: the ZeRO stage, 0 or 1 (the GPU trainer is always 1) */
+/* optim.zero: the ZeRO stage, 0 to 3 (the GPU trainer shards at least the moments: it
+ * takes 0 as 1) */
 static int read_zero(struct train_opts *o, struct sl_cfg *root)
 {
     long zero = 0;
     int rc = sl_cfg_int(root, "optim.zero", 0, &zero);
     if (rc)
         return rc;
-    if (zero != 0 && zero != 1) {
+    if (zero < 0 || zero > 3) {
         struct sl_cfg *n = sl_cfg_get(root, "optim.zero");
         return sl_err_set(SL_ERR_CONFIG,
-                          "%s: optim.zero: must be 0 or 1 (the ZeRO stage), got %ld\nhint: 1 "
-                          "shards the AdamW moments over the data-parallel ranks",
+                          "%s: optim.zero: must be 0, 1, 2 or 3 (the ZeRO stage), got %ld\nhint: "
+                          "1 shards the AdamW moments over the data-parallel ranks, 2 the "
+                          "gradients too, 3 the parameters too",
                           n ? sl_cfg_where(n) : "config", zero);
     }
     o->par.zero = (int)zero;
@@ -385,7 +387,7 @@ const struct train_key train_keys[] = {
     K_RANGE("optim.eps", TP_OPTIM, adam.eps, 1e-8, 0, INFINITY, 1, 1, "AdamW's epsilon"),
     K_RANGE("optim.clip_grad", TP_OPTIM, clip, 1.0, 0, INFINITY, 0, 1,
             "clip by global norm (0: off)"),
-    K_OWN("optim.zero", TP_OPTIM, read_zero, print_zero, "the ZeRO stage of the CPU path, 0 or 1"),
+    K_OWN("optim.zero", TP_OPTIM, read_zero, print_zero, "the ZeRO stage: 0, 1, 2 or 3"),
     { .path = "data.seed", .type = TK_U64, .phase = TP_LATE, .off = TK_OFF(uint64_t, data_seed),
       .def = def_data_seed, .print_rank = 1, .help = "Megatron's --seed for the shuffles" },
     { .path = "eval.tasks", .type = TK_OWN, .phase = TP_LATE, .read = read_tasks,
@@ -731,7 +733,9 @@ static void print_parallel(const struct train_opts *o, FILE *f)
     struct parallel_memory cpu;
     long accum = o->global_batch / (o->micro_batch * o->par.dp);
     parallel_memory_estimate(&o->par, &o->mc, o->micro_batch, o->seq_len, accum, 0, -1, &cpu);
-    char a[32], b[32];
+    char a[32], b[32], z[16] = "";
+    if (o->par.zero)
+        snprintf(z, sizeof(z), " (ZeRO-%d)", o->par.zero);
     fprintf(f,
             "parallel:\n  tensor: %d\n  pipeline: %d\n  virtual_stages: %d\n  sequence: %s\n"
             "  # data parallel: %d "
@@ -740,7 +744,7 @@ static void print_parallel(const struct train_opts *o, FILE *f)
             "activations\n",
             o->par.tp, o->par.pp, o->par.vp, o->par.sp ? "true" : "false", o->par.dp, o->par.world,
             (unsigned long long)cpu.params, sl_human_bytes(cpu.weights_bytes, a, sizeof(a)),
-            o->par.zero ? " (ZeRO-1)" : "", sl_human_bytes(cpu.act_bytes, b, sizeof(b)));
+            z, sl_human_bytes(cpu.act_bytes, b, sizeof(b)));
     print_gpu_memory(o, accum, f);
 }
 

@@ -2,9 +2,10 @@
 # eval.tasks under model parallelism on the CPU path: the weights are gathered from the
 # model-parallel group to rank 0, which scores the zero-shot tasks with the code of `sluice
 # eval`. Under TP=2 and PP=2 (tiny-gpt: tied embeddings, whose first-stage copy counts) and
-# DP=2 with ZeRO-1, the scores logged in log.file at every evaluation equal one rank's:
-# accuracies exactly, LAMBADA's perplexity within the fp32 tolerance of
-# tests/cli/parallel_lib.sh (the split runs' weights differ from one rank's by a few ulp).
+# DP=2 with ZeRO-1 and ZeRO-3 (whose sharded weights are all-gathered first), the scores
+# logged in log.file at every evaluation equal one rank's: accuracies exactly, LAMBADA's
+# perplexity within the fp32 tolerance of tests/cli/parallel_lib.sh (the split runs'
+# weights differ from one rank's by a few ulp).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/parallel_lib.sh"
@@ -68,7 +69,8 @@ PY
 }
 
 tasks one 1 train.micro_batch_size=2
-for l in "tp2 2 parallel.tensor=2" "pp2 2 parallel.pipeline=2" "dp2z 2 optim.zero=1"; do
+for l in "tp2 2 parallel.tensor=2" "pp2 2 parallel.pipeline=2" "dp2z 2 optim.zero=1" \
+    "dp2z3 2 optim.zero=3"; do
     set -- $l
     tasks "$@" train.micro_batch_size=2
     case_ "$1: the task scores = one rank's (accuracy exactly, perplexity rtol $RTOL)"

@@ -15,10 +15,10 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/parallel_lib.sh"
 
 LLAMA="$ROOT/configs/models/tiny-llama.yaml"
-case_ "optim.zero is a ZeRO stage, 0 or 1"
-run "$SLUICE" train "$LLAMA" "${PCOMMON[@]}" optim.zero=2 --print-config
+case_ "optim.zero is a ZeRO stage, 0 to 3 (2 and 3: t_train_zero23.sh)"
+run "$SLUICE" train "$LLAMA" "${PCOMMON[@]}" optim.zero=-1 --print-config
 expect_rc 2
-expect_err "optim.zero: must be 0 or 1 (the ZeRO stage), got 2"
+expect_err "optim.zero: must be 0, 1, 2 or 3 (the ZeRO stage), got -1"
 case_ "--print-config: the CPU memory per rank with ZeRO-1 is 8 + 8 / DP bytes a parameter"
 run "$SLUICE" train "$LLAMA" "${PCOMMON[@]}" train.micro_batch_size=2 parallel.data=2 --print-config
 expect_rc 0
