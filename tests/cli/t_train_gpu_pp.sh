@@ -26,7 +26,7 @@
 # (measured 4.7e-4), the weights after 5 steps within WEIGHT_RTOL = 2e-2 relative L2 per
 # tensor (measured 8.9e-3, on the biases, which start at zero so that 5 AdamW steps are all
 # there is of them; 1.5e-3 on the matrices), the k bias reported only (grad_compare.py says
-# why). The test costs about 190 s on 2 cores.
+# why). The test costs about 60 s on 2 idle cores (120 s beside other builds).
 # SKIP where the plugin is not built or mpirun is missing.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
