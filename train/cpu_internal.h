@@ -57,7 +57,7 @@ struct cpu_trainer {
     struct model_layout cl[PARALLEL_MAX_VP]; /* chunk c's view of the slab's layout */
     struct model_config cc[PARALLEL_MAX_VP]; /* and its config (its layers) */
     struct cpu_model **cm;                   /* [chunk * nslots + slot] */
-    float *xbuf;                             /* [rows, d] a received activation or gradient */
+    float *xbuf, *gbuf; /* [rows, d] a received activation, a received gradient */
     void **sends; /* per model: the pending send of its output [0] and input gradient [1] */
     struct data_loader *data;
     uint32_t *sample;          /* seq_len + 1 */

@@ -19,6 +19,7 @@
 #include "dataset/loader.h"
 #include "train/cpu_model.h"
 #include "train/safetensors.h"
+#include "train/schedule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,6 +84,7 @@ static void cpu_release(void *ctx)
     free(t->cm);
     free(t->sends);
     free(t->xbuf);
+    free(t->gbuf);
     model_shard_release(&t->sh);
     model_layout_release(&t->fl);
     sl_world_group_free(&t->tpg);
@@ -173,6 +175,7 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     }
     size_t rows = (size_t)cpu_model_rows(t->cm[0]) * (size_t)o->mc.d_model;
     t->xbuf = sl_xmalloc(rows * sizeof(float));
+    t->gbuf = sl_xmalloc(rows * sizeof(float));
     t->sample = sl_xmalloc((size_t)(o->seq_len + 1) * sizeof(uint32_t));
     size_t ntok = (size_t)t->ntok * (size_t)(o->micro_batch * o->seq_len);
     t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
@@ -401,45 +404,34 @@ static size_t stage_floats(const struct cpu_trainer *t)
     return (size_t)cpu_model_rows(t->cm[0]) * (size_t)t->o->mc.d_model;
 }
 
+/* The model of micro-batch a in chunk c (slot a % nslots) and its tokens' slot. */
+static int model_of(const struct cpu_trainer *t, int c, long a, int *tok)
+{
+    *tok = (int)(a % t->ntok);
+    return c * t->nslots + (int)(a % t->nslots);
+}
+
 /* Forward of micro-batch a through chunk c of this stage (its activations in model slot
- * a % nslots, its tokens in slot a % ntok): the previous virtual stage's output received
- * first, this one's sent on. Returns the loss on the last virtual stage. */
+ * a % nslots, its tokens in slot a % ntok), its input received in xbuf unless the chunk is
+ * the first virtual stage. Returns the loss on the last virtual stage. */
 static int stage_forward(struct cpu_trainer *t, int c, long a, float *loss)
 {
-    int k = c * t->nslots + (int)(a % t->nslots), tok = (int)(a % t->ntok), rc = 0;
-    int pp = t->par.pp, first = t->sh.first_stage && c == 0;
-    int last = t->sh.last_stage && c == t->nchunks - 1;
+    int tok, k = model_of(t, c, a, &tok), rc;
     struct cpu_model *cm = t->cm[k];
-    const float *x_in = NULL;
-    if (!first) {
-        if ((rc = sl_world_recv_f32(&t->ppg, t->xbuf, stage_floats(t), (t->at.pp + pp - 1) % pp)))
-            return rc;
-        x_in = t->xbuf;
-    }
+    const float *x_in = t->sh.first_stage && c == 0 ? NULL : t->xbuf;
     if ((rc = sl_world_wait(&t->sends[2 * k]))) /* the model's previous output went out */
         return rc;
     *loss = cpu_model_forward_stage(cm, t->params, slot_tokens(t, tok), slot_targets(t, tok), x_in);
-    if ((rc = cpu_model_error(cm)))
-        return rc;
-    if (!last)
-        rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(cm), stage_floats(t),
-                                (t->at.pp + 1) % pp, &t->sends[2 * k]);
-    return rc;
+    return cpu_model_error(cm);
 }
 
+/* Backward of micro-batch a through chunk c, the gradient of its output in gbuf unless the
+ * chunk is the last virtual stage. */
 static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
 {
-    int k = c * t->nslots + (int)(a % t->nslots), tok = (int)(a % t->ntok), rc = 0;
-    int pp = t->par.pp, first = t->sh.first_stage && c == 0;
-    int last = t->sh.last_stage && c == t->nchunks - 1;
-    struct sl_world *g = t->nchunks > 1 ? &t->ppb : &t->ppg;
+    int tok, k = model_of(t, c, a, &tok), rc;
     struct cpu_model *cm = t->cm[k];
-    const float *dout = NULL;
-    if (!last) {
-        if ((rc = sl_world_recv_f32(g, t->xbuf, stage_floats(t), (t->at.pp + 1) % pp)))
-            return rc;
-        dout = t->xbuf;
-    }
+    const float *dout = t->sh.last_stage && c == t->nchunks - 1 ? NULL : t->gbuf;
     if ((rc = sl_world_wait(&t->sends[2 * k + 1])))
         return rc;
     if (t->zero >= 2)
@@ -450,10 +442,7 @@ static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
         return rc;
     if (t->zero >= 2 && (rc = zero_outer_end(t, c)))
         return rc;
-    if (!first)
-        rc = sl_world_isend_f32(g, cpu_model_stage_din(cm), stage_floats(t),
-                                (t->at.pp + pp - 1) % pp, &t->sends[2 * k + 1]);
-    return rc;
+    return 0;
 }
 
 static int wait_sends(struct cpu_trainer *t)
@@ -466,16 +455,28 @@ static int wait_sends(struct cpu_trainer *t)
     return rc;
 }
 
+/* One step's (or one validation micro-batch's) run through the schedule of train/schedule.h:
+ * the step, the loss scale, whether it dumps, the loss summed. */
+struct cpu_run {
+    struct cpu_trainer *t;
+    const struct train_step *s; /* NULL: validation */
+    float scale;
+    int dumping;
+    double loss_sum;
+};
+
 /* Forward of micro-batch a through chunk c, its samples read first (on chunk 0). */
-static int forward_one(struct cpu_trainer *t, const struct train_step *s, int c, long a,
-                       int dumping, double *loss_sum)
+static int run_forward(void *ctx, int c, long a)
 {
+    struct cpu_run *r = ctx;
+    struct cpu_trainer *t = r->t;
     const struct train_opts *o = t->o;
+    const struct train_step *s = r->s;
     int rc = 0;
-    if (c == 0) {
+    if (c == 0 && s) {
         t->dump_micro = a;
         uint32_t *keep = t->dump_samples;
-        if (!dumping)
+        if (!r->dumping)
             t->dump_samples = NULL;
         rc = fill_batch(t, DATA_TRAIN, slice_start(t, s->consumed_samples, a), (int)(a % t->ntok));
         t->dump_samples = keep;
@@ -483,68 +484,69 @@ static int forward_one(struct cpu_trainer *t, const struct train_step *s, int c,
     float loss = 0.0f;
     if (!rc)
         rc = stage_forward(t, c, a, &loss);
-    *loss_sum += loss;
-    if (!rc && dumping && t->dump_logits && a == 0 && s->step == 1)
+    r->loss_sum += loss;
+    if (!rc && r->dumping && t->dump_logits && a == 0 && s->step == 1)
         memcpy(t->dump_logits, cpu_model_logits(t->cm[0]),
                (size_t)(o->micro_batch * o->seq_len) * (size_t)o->mc.vocab_size * sizeof(float));
     return rc;
 }
 
-/* The interleaved schedule (Megatron-Core's forward_backward_pipelining_with_interleaving):
- * of the accum x chunks forwards, virtual micro-batch k runs chunk (k mod pp vp) / pp on
- * micro-batch (k / pp vp) pp + k mod pp (its backward: the chunks in reverse order); stage s
- * runs 2 (pp - s - 1) + (vp - 1) pp warm-up forwards (all of them when accum = pp), then
- * one forward and one backward alternately, then the remaining backwards. */
-static int run_interleaved(struct cpu_trainer *t, const struct train_step *s, float scale,
-                           int dumping, double *loss_sum)
+static int run_backward(void *ctx, int c, long a)
 {
-    long m = t->o->accum, v = t->nchunks, pp = t->par.pp, total = m * v;
-    long warm = m == pp ? total : 2 * (pp - t->at.pp - 1) + (v - 1) * pp;
-    if (warm > total)
-        warm = total;
-#define CHUNK(k, fwd) ((fwd) ? (int)((k) % (pp * v) / pp) : (int)(v - 1 - (k) % (pp * v) / pp))
-#define MICRO(k)      ((k) / (pp * v) * pp + (k) % pp)
-    int rc = 0;
-    for (long k = 0; k < warm && !rc; k++)
-        rc = forward_one(t, s, CHUNK(k, 1), MICRO(k), dumping, loss_sum);
-    for (long k = 0; k < total - warm && !rc; k++) {
-        rc = forward_one(t, s, CHUNK(k + warm, 1), MICRO(k + warm), dumping, loss_sum);
-        if (!rc)
-            rc = stage_backward(t, CHUNK(k, 0), MICRO(k), scale);
+    struct cpu_run *r = ctx;
+    return stage_backward(r->t, c, a, r->scale);
+}
+
+/* A forward's output goes to the next stage over ppg, a backward's input gradient to the
+ * previous one (with virtual stages over ppb: both flow both ways between two stages); the
+ * receives, blocking, into xbuf (a forward's input) and gbuf (a backward's). */
+static int run_exchange(void *ctx, const struct pp_work *const *send, int nsend,
+                        const struct pp_work *const *recv, int nrecv)
+{
+    struct cpu_run *r = ctx;
+    struct cpu_trainer *t = r->t;
+    int pp = t->par.pp, next = (t->at.pp + 1) % pp, prev = (t->at.pp + pp - 1) % pp, rc = 0;
+    struct sl_world *g = t->nchunks > 1 ? &t->ppb : &t->ppg;
+    size_t n = stage_floats(t);
+    for (int i = 0; i < nsend && !rc; i++) {
+        int tok, k = model_of(t, send[i]->chunk, send[i]->micro, &tok);
+        if (send[i]->fwd)
+            rc = sl_world_isend_f32(&t->ppg, cpu_model_stage_out(t->cm[k]), n, next,
+                                    &t->sends[2 * k]);
+        else
+            rc =
+                sl_world_isend_f32(g, cpu_model_stage_din(t->cm[k]), n, prev, &t->sends[2 * k + 1]);
     }
-    for (long k = total - warm; k < total && !rc; k++)
-        rc = stage_backward(t, CHUNK(k, 0), MICRO(k), scale);
-#undef CHUNK
-#undef MICRO
+    for (int i = 0; i < nrecv && !rc; i++)
+        rc = recv[i]->fwd ? sl_world_recv_f32(&t->ppg, t->xbuf, n, prev)
+                          : sl_world_recv_f32(g, t->gbuf, n, next);
     return rc;
 }
 
-/* One step's micro-batches through the 1F1B schedule (Narayanan et al.): stage s runs
- * pp - s - 1 warm-up forwards, then one forward and one backward alternately, then the
- * remaining backwards. Without pipeline parallelism: forward, backward per micro-batch.
- * With virtual stages: the interleaved schedule. */
+static int run_finish(void *ctx)
+{
+    struct cpu_run *r = ctx;
+    return wait_sends(r->t);
+}
+
+static struct pp_sched cpu_sched(const struct cpu_trainer *t)
+{
+    return (struct pp_sched){ t->par.pp, t->at.pp, t->nchunks, t->o->accum };
+}
+
+/* One step's micro-batches through the pipeline schedule (train/schedule.h): 1F1B, or with
+ * virtual stages the interleaved one; without pipeline parallelism forward, backward per
+ * micro-batch. */
 static int run_micro_batches(struct cpu_trainer *t, const struct train_step *s, float scale,
                              double *loss_sum)
 {
     const struct train_opts *o = t->o;
-    long m = o->accum, warm = t->par.pp - t->at.pp - 1;
-    int dumping = o->dump_dir && s->step <= o->dump_steps;
-    if (warm > m)
-        warm = m;
-    long fwd = 0, bwd = 0;
-    int rc = 0;
-    if (t->nchunks > 1)
-        rc = run_interleaved(t, s, scale, dumping, loss_sum);
-    else
-        while (!rc && bwd < m) {
-            int forward = fwd < m && (fwd < warm || fwd - bwd <= warm);
-            if (forward)
-                rc = forward_one(t, s, 0, fwd++, dumping, loss_sum);
-            else
-                rc = stage_backward(t, 0, bwd++, scale);
-        }
-    int r = wait_sends(t);
-    return rc ? rc : r;
+    struct cpu_run r = { t, s, scale, o->dump_dir && s->step <= o->dump_steps, 0.0 };
+    struct pp_ops ops = { &r, run_forward, run_backward, run_exchange, run_finish };
+    struct pp_sched sc = cpu_sched(t);
+    int rc = pp_sched_run(&sc, &ops);
+    *loss_sum += r.loss_sum;
+    return rc;
 }
 
 static double sumsq(const float *x, size_t n)
@@ -704,16 +706,16 @@ static int cpu_evaluate(void *ctx, double *loss)
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
             rc = fill_batch(t, DATA_VALID, slice_start(t, base, a), 0);
-            for (int c = 0; c < t->nchunks && !rc; c++) { /* the virtual stages in turn */
-                float l = 0.0f;
-                rc = stage_forward(t, c, 0, &l);
-                sum += l;
-            }
+            struct cpu_run r = { t, NULL, 0.0f, 0, 0.0 };
+            struct pp_ops ops = { &r, run_forward, run_backward, run_exchange, run_finish };
+            struct pp_sched sc = cpu_sched(t);
+            if (!rc) /* the virtual stages in turn */
+                rc = pp_sched_forward(&sc, &ops, 0);
+            sum += r.loss_sum;
             n++;
         }
     }
-    int r = wait_sends(t);
-    rc = all_ok(t, rc ? rc : r);
+    rc = all_ok(t, rc);
     if (rc)
         return rc;
     if (!t->sh.last_stage || t->at.tp != 0)

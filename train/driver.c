@@ -285,11 +285,13 @@ static int choose_device(struct trainer *t, int threads)
 {
     char why[256] = "";
     const struct train_backend *gpu = NULL;
-    int split = t->o.par.pp > 1; /* pipeline parallel: the CPU path only */
+    /* tensor and pipeline parallel together: the CPU path only */
+    int split = t->o.par.tp > 1 && t->o.par.pp > 1;
     if (split && t->o.device == TRAIN_DEVICE_CUDA) {
         if (t->w->rank == 0)
-            sl_error("train.device=cuda: parallel.pipeline runs on the CPU path only\nhint: "
-                     "train.device=cpu, or tensor and data parallel on the GPU");
+            sl_error("train.device=cuda: parallel.tensor with parallel.pipeline runs on the CPU "
+                     "path only\nhint: train.device=cpu, or one of them (with data parallel) on "
+                     "the GPU");
         return 1;
     }
     if (t->o.device != TRAIN_DEVICE_CPU && !split)
@@ -309,9 +311,9 @@ static int choose_device(struct trainer *t, int threads)
     if (have || t->w->rank != 0)
         return 0;
     if (split && t->o.device != TRAIN_DEVICE_CPU)
-        sl_info("pipeline parallelism (parallel.pipeline = %d) runs on the CPU path: training on "
-                "the CPU (%d threads x %d ranks)",
-                t->o.par.pp, threads, t->w->size);
+        sl_info("tensor and pipeline parallelism together (parallel.tensor x parallel.pipeline "
+                "= %d x %d) run on the CPU path: training on the CPU (%d threads x %d ranks)",
+                t->o.par.tp, t->o.par.pp, threads, t->w->size);
     else if (t->o.device == TRAIN_DEVICE_CPU)
         sl_info("train.device=cpu: training on the CPU (%d threads x %d ranks)", threads,
                 t->w->size);

@@ -64,6 +64,13 @@ struct gacts {
     sl_bf16 *act;   /* [N, F] */
 };
 
+/* What the last virtual pipeline stage keeps of a micro-batch in flight: the gradient of its
+ * last layer's output, computed by the forward (the loss's backward through the output
+ * layer and final norm runs right after the loss, so that no set of logits waits). */
+struct gslot {
+    sl_bf16 *dhead; /* [N, D] */
+};
+
 /* The input pipeline: a thread fills pinned buffers (two steps deep) from the data loader. */
 struct gloader {
     pthread_t th;
@@ -91,6 +98,14 @@ struct gt {
     const struct train_opts *a;
     struct sl_world *w;
     int rank, W, dev; /* world rank and size */
+    /* pipeline parallel (gpu_tp_layout, gpu_setup_comm): model chunks (virtual stages),
+     * activation sets per chunk; groups: the pipeline's stages, the two pipeline ends holding
+     * a tied embedding */
+    int nchunks, nslots;
+    struct sl_world ppg, embg;
+    struct gcomm *ppc, *embc;     /* over ppg and embg (NULL: no pipeline / nothing tied) */
+    sl_bf16 *xout, *dxout, *dxin; /* [N, D] activation and gradient out, gradient in */
+    struct gslot *slot;           /* [nslots] (a pipeline's last stage) */
     struct cudaDeviceProp prop;
     struct model_layout l; /* this rank's local layout (sh.l, borrowed) */
     /* tensor and sequence parallel (gpu_tp.c): the rank's part of the model, its groups */
@@ -143,7 +158,7 @@ struct gt {
     float *master, *m, *v;
     struct adamw_tensor *d_tensors;
     int ntensors;
-    struct gacts *per, shared;
+    struct gacts *per, shared; /* per: [nslots x L] */
     sl_bf16 *res_final, *nf, *tmp, *logits;
     float *nfm, *nfr, *losses;
     sl_bf16 *dres, *dn, *dqkv, *datty, *dfc, *dact;
@@ -172,13 +187,13 @@ struct gt {
     cudaEvent_t ev_sfree[2];    /* staging x's reduction is done (on t->comm) */
     cudaEvent_t ev_issue;       /* t->st's work so far (a gather waits for it) */
     cudaEvent_t ev_gathered[3]; /* ZeRO-3: layer slot 0, 1, the outer buckets gathered */
-    struct gcomm *dpc; /* data parallel: over dpg (train/gpu_comm.h) */
+    struct gcomm *dpc;          /* data parallel: over dpg (train/gpu_comm.h) */
     enum gcomm_backend comm_be; /* the backend of train.comm (gpu_train.c setup_device) */
-    int reduce;        /* the gradient goes through dpc (more than one rank, or a build with
-                        * NCCL, where one rank reduces too, as it always has) */
-    struct data_loader *data; /* borrowed from the driver */
+    int reduce;                 /* the gradient goes through dpc (more than one rank, or a build
+                                 * with NCCL, where one rank reduces too, as it always has) */
+    struct data_loader *data;   /* borrowed from the driver */
     struct gloader ld;
-    float *dump_host; /* [l.total] train.dump_grads staging (allocated when dumping) */
+    float *dump_host; /* [fl.total] train.dump_grads staging (allocated when dumping) */
 };
 
 /* gpu_train.c */
@@ -188,11 +203,26 @@ int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank
 int gpu_setup_model(struct gt *t); /* layout, buckets, attention, arena, streams, tables */
 void gpu_slice_of(const struct gt *t, int k, size_t *dev0, size_t *count, size_t *lay0,
                   size_t *n_layout);
-void gpu_model_fwd(struct gt *t, const int32_t *tok);
-/* micro-step m of the step's accum: gradients of the micro-batch into the bf16 buckets
- * (t->gb), each handed to gpu_bucket_done as soon as it is complete (ZeRO-3: each layer's
- * weights gathered first, gpu_z3_layer) */
-void gpu_model_bwd(struct gt *t, const int32_t *tok, long m);
+/* chunk c is the first / last virtual pipeline stage */
+int gpu_first_virtual(const struct gt *t, int c);
+int gpu_last_virtual(const struct gt *t, int c);
+/* the activation buffer a received forward input of chunk c, slot s goes to */
+sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s);
+/* Forward of tokens tok[N] (targets at tok + N) through chunk c in activation slot s: from
+ * the embedding (first virtual stage) or the input received in gpu_chunk_input, to the
+ * logits in t->logits (last virtual stage) or the output in t->xout. */
+void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok);
+/* After the classifier turned the logits of micro-step m (slot s) into their gradient: the
+ * backward through the output layer and the final norm, their buckets' gradients summed
+ * (gpu_bucket_done), the gradient of the last layer's output kept for the chunk's backward
+ * (t->slot[s].dhead; t->dres without a pipeline, whose backward follows at once). */
+void gpu_head_bwd(struct gt *t, int s, long m);
+/* Backward of micro-step m (of accum) through chunk c, slot s, from the gradient
+ * gpu_head_bwd kept (last virtual stage) or the output's gradient received in t->dxin: the
+ * chunk's gradients of the micro-batch into t->grads (bf16), each bucket
+ * then summed into t->main_grad (fp32) and, on the last micro-step, reduce-scattered; the
+ * input's gradient in t->dxout (not on the first virtual stage). */
+void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m);
 
 /* gpu_zero.c: the data-parallel communicator, the ZeRO stages, the optimizer step, state in
  * and out */
@@ -209,6 +239,9 @@ float *gpu_grad_slice(const struct gt *t, int k);
 void gpu_z3_outer(struct gt *t);
 void gpu_z3_layer(struct gt *t, int li, int next);
 void gpu_z3_grad(struct gt *t, int li);
+/* After the step's backward, with a tied embedding on two pipeline ends: their gradients
+ * summed over embc, then the embedding's bucket reduce-scattered (gpu_bucket_done leaves it) */
+void gpu_tied_reduce(struct gt *t);
 void gpu_reduce_stats(struct gt *t);
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);
 int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed);

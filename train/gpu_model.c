@@ -49,7 +49,12 @@ static int plan_buckets(struct gt *t)
     free(pb);
     if (rc)
         return rc;
+    size_t end = 0; /* of the tensor before: the AdamW table's offsets must not decrease */
     for (int i = 0; i < l->n; i++) {
+        if (!l->t[i].numel) { /* a tensor the stage does not use */
+            t->doff[i] = end;
+            continue;
+        }
         int k = -1;
         for (int j = 0; j < t->nbk; j++)
             if (t->bk[j].lb > t->bk[j].la && l->t[i].offset >= t->bk[j].la &&
@@ -57,6 +62,7 @@ static int plan_buckets(struct gt *t)
                 k = j;
         t->doff[i] = t->bk[k].dev + (l->t[i].offset - t->bk[k].la);
         t->tbk[i] = k;
+        end = t->doff[i] + l->t[i].numel;
     }
     t->maxb = t->maxl = 0;
     for (int k = 0; k < t->nbk; k++) {
@@ -99,7 +105,9 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.dp = t->DP;
     in.tp = t->tp;
     in.sp = t->sp;
-    in.sets = 1;
+    in.sets = t->nslots;
+    in.pipeline = t->par.pp > 1;
+    in.no_head = !t->sh.last_stage;
     in.ws.attn = t->attn_ws_bytes;
     int widths[3] = { t->D, t->QKV, t->FC };
     for (int i = 0; i < 3; i++) {
@@ -134,8 +142,8 @@ static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
     _Static_assert(sizeof(act_off) / sizeof(act_off[0]) == GB_LAYER_LAST - GB_LAYER_FIRST + 1,
                    "one struct gacts field per per-layer buffer");
     if (b->id >= GB_LAYER_FIRST && b->id <= GB_LAYER_LAST) {
-        char *a = (char *)(b->layer < 0 ? &t->shared : &t->per[b->layer]);
-        return b->set ? NULL : (void **)(a + act_off[b->id - GB_LAYER_FIRST]);
+        char *a = (char *)(b->layer < 0 ? &t->shared : &t->per[b->set * t->L + b->layer]);
+        return (void **)(a + act_off[b->id - GB_LAYER_FIRST]);
     }
     switch (b->id) {
 #define S(id, field)                                                                               \
@@ -152,6 +160,10 @@ static void **slot_of(struct gt *t, const struct gpu_plan_buf *b)
         S(GB_NFR, nfr);
         S(GB_TMP, tmp);
         S(GB_LOGITS, logits);
+        S(GB_XOUT, xout);
+        S(GB_DXOUT, dxout);
+        S(GB_DXIN, dxin);
+        S(GB_DHEAD, slot[b->set].dhead);
         S(GB_LOSSES, losses);
         S(GB_DRES, dres);
         S(GB_DN, dn);
@@ -242,7 +254,7 @@ static void carve_arena(struct gt *t, const struct gpu_plan *p, char *base)
                    "the memory report's categories are the plan's");
     _Static_assert(sizeof(struct adamw_tensor) == 24, "gpu_plan.c counts 24 bytes a tensor");
     memset(&t->shared, 0, sizeof(t->shared));
-    memset(t->per, 0, (size_t)t->L * sizeof(*t->per));
+    memset(t->per, 0, (size_t)(t->nslots * t->L) * sizeof(*t->per));
     for (int i = 0; i < p->n; i++) {
         if (carve_zero(t, &p->b[i], base + p->b[i].offset))
             continue;
@@ -255,9 +267,9 @@ static void carve_arena(struct gt *t, const struct gpu_plan *p, char *base)
     bind_buckets(t);
 }
 
-static struct gacts acts(const struct gt *t, int li)
+static struct gacts acts(const struct gt *t, int slot, int li)
 {
-    const struct gacts *p = &t->per[li], *s = &t->shared;
+    const struct gacts *p = &t->per[slot * t->L + li], *s = &t->shared;
     struct gacts a;
 #define PICK(f) a.f = p->f ? p->f : s->f
     PICK(res);
@@ -387,26 +399,47 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
     act_fwd(t, a->act, a->fc);
 }
 
-/* Forward to the logits of tokens tok[N] (targets follow at tok + N). */
-void gpu_model_fwd(struct gt *t, const int32_t *tok)
+int gpu_first_virtual(const struct gt *t, int c)
+{
+    return t->sh.first_stage && c == 0;
+}
+
+int gpu_last_virtual(const struct gt *t, int c)
+{
+    return t->sh.last_stage && c == t->nchunks - 1;
+}
+
+sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s)
+{
+    return acts(t, s, t->sh.chunk_local[c]).res;
+}
+
+void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
-    struct gacts a0 = acts(t, 0);
+    int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
+    struct gacts a0 = acts(t, s, l0);
     gpu_z3_outer(t);
-    gpu_tp_embed_fwd(t, a0.res, tok);
+    if (gpu_first_virtual(t, c))
+        gpu_tp_embed_fwd(t, a0.res, tok);
     const sl_bf16 *y = NULL; /* the MLP output's rows */
-    for (int li = 0; li < t->L; li++) {
-        struct gacts a = acts(t, li);
+    for (int li = l0; li < l1; li++) {
+        struct gacts a = acts(t, s, li);
         gpu_z3_layer(t, li, li + 1 < t->L ? li + 1 : -1);
-        if (li == 0) {
-            layer_fwd(t, 0, &a, a.res, NULL);
+        if (li == l0) {
+            layer_fwd(t, li, &a, a.res, NULL);
         } else {
-            struct gacts p = acts(t, li - 1);
+            struct gacts p = acts(t, s, li - 1);
             layer_fwd(t, li, &a, p.mid, y);
         }
         y = row_fwd(t, a.act, l->layer[li].mlp_proj_w, l->layer[li].mlp_proj_b, t->F);
     }
-    struct gacts last = acts(t, t->L - 1);
+    struct gacts last = acts(t, s, l1 - 1);
+    if (!gpu_last_virtual(t, c)) {
+        /* the next layer's input, as its norm would round it: bf16(mid + mlp output) */
+        add_bf16(t->xout, last.mid, y, (size_t)t->N * t->D, t->st);
+        return;
+    }
     /* the final norm's output is kept gathered for the output layer's backward; with SP its
      * rows go through t->dn (free until the backward) */
     norm_fwd(t, t->sp ? t->dn : t->nf, t->nfm, t->nfr, t->res_final, last.mid, y, l->final_norm_w,
@@ -440,27 +473,48 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
     norm_bwd(t, t->dres, dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
 
-/* Backward of the last gpu_model_fwd, after the classifier turned the logits into their
- * gradient: the micro-batch's gradient into t->grads (zeroed first: the kernels add into it),
- * and each bucket, as soon as it is complete, summed into the fp32 t->main_grad (and on the
- * last micro-step reduce-scattered: gpu_bucket_done). */
-void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
+static void zero_bucket(struct gt *t, int k)
 {
-    if (t->zero < 3) {
-        CUDA_CHECK(cudaMemsetAsync(t->grads, 0, t->dtotal * sizeof(sl_bf16), t->st));
-    } else {
-        size_t outer[2] = { t->bk[0].len, t->bk[t->L + 1].len };
-        for (int x = 0; x < 2; x++)
-            CUDA_CHECK(cudaMemsetAsync(t->gouter[x], 0, outer[x] * sizeof(sl_bf16), t->st));
-    }
+    if (t->zero == 3 && k >= 1 && k <= t->L)
+        return; /* a layer's gradient slot: gpu_z3_grad zeroes it */
+    if (t->bk[k].len)
+        CUDA_CHECK(cudaMemsetAsync(t->gb[k], 0, t->bk[k].len * sizeof(sl_bf16), t->st));
+}
+
+void gpu_head_bwd(struct gt *t, int s, long m)
+{
     const struct model_layout *l = &t->l;
-    int head = t->a->mc.tied_embeddings ? l->embed : l->lm_head;
+    int tied = t->a->mc.tied_embeddings, head = tied ? l->embed : l->lm_head;
+    zero_bucket(t, t->L + 1); /* the kernels add into the gradient: zero it first */
+    if (tied)
+        zero_bucket(t, 0); /* the output layer's share first, the embedding's after */
     const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->logits, t->nf, 0, head, -1, t->D, t->Vp);
     norm_bwd(t, NULL, dn, t->res_final, l->final_norm_w, l->final_norm_b, t->nfm, t->nfr);
     gpu_tp_norm_grads(t, t->L + 1);
     gpu_bucket_done(t, t->L + 1, m);
-    for (int li = t->L - 1; li >= 0; li--) {
-        struct gacts a = acts(t, li);
+    if (t->par.pp == 1)
+        return; /* the backward follows at once from t->dres */
+    if (tied)   /* the last stage's copy: the output layer's use only */
+        gpu_bucket_done(t, 0, m);
+    CUDA_CHECK(cudaMemcpyAsync(t->slot[s].dhead, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
+                               cudaMemcpyDeviceToDevice, t->st));
+}
+
+void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
+{
+    const struct model_layout *l = &t->l;
+    int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
+    int first = gpu_first_virtual(t, c), last = gpu_last_virtual(t, c);
+    for (int k = 1 + l0; k <= l1; k++) /* the kernels add into the gradient: zero it first */
+        zero_bucket(t, k);
+    if (first && !(last && t->a->mc.tied_embeddings)) /* (else gpu_head_bwd zeroed it) */
+        zero_bucket(t, 0);
+    const sl_bf16 *dout = last ? (t->par.pp > 1 ? t->slot[s].dhead : NULL) : t->dxin;
+    if (dout)
+        CUDA_CHECK(cudaMemcpyAsync(t->dres, dout, (size_t)t->N * t->D * sizeof(sl_bf16),
+                                   cudaMemcpyDeviceToDevice, t->st));
+    for (int li = l1 - 1; li >= l0; li--) {
+        struct gacts a = acts(t, s, li);
         const struct model_layer_ids *id = &l->layer[li];
         gpu_z3_layer(t, li, li > 0 ? li - 1 : -1);
         gpu_z3_grad(t, li);
@@ -475,16 +529,28 @@ void gpu_model_bwd(struct gt *t, const int32_t *tok, long m)
         gpu_tp_norm_grads(t, 1 + li);
         gpu_bucket_done(t, 1 + li, m);
     }
-    gpu_tp_embed_bwd(t, tok);
-    gpu_bucket_done(t, 0, m);
+    if (first) {
+        gpu_tp_embed_bwd(t, tok);
+        gpu_bucket_done(t, 0, m);
+    } else {
+        CUDA_CHECK(cudaMemcpyAsync(t->dxout, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
+                                   cudaMemcpyDeviceToDevice, t->st));
+    }
 }
 
 static void memory_report(struct gt *t, size_t arena_bytes)
 {
     size_t free_b = 0, total_b = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    if (t->rank != 0)
+    if (t->rank != 0) {
+        /* a pipeline's other stages (-v): against the estimate's lines of their stage */
+        if (t->par.pp > 1 && t->at.tp == 0 && t->at.dp == 0)
+            sl_debug("GPU memory bytes of stage %d: parameters %zu, gradients %zu, optimizer "
+                     "%zu, activations %zu, workspace %zu, arena %zu",
+                     t->at.pp, t->mem[MEM_PARAMS], t->mem[MEM_GRADS], t->mem[MEM_OPTIM],
+                     t->mem[MEM_ACTS], t->mem[MEM_WORK], arena_bytes);
         return;
+    }
     static const char *const rc_names[] = { "none", "selective", "full" };
     char b[MEM_N][32], tot[32], fr[32], all[32];
     for (int i = 0; i < MEM_N; i++)
@@ -516,6 +582,9 @@ static void memory_report(struct gt *t, size_t arena_bytes)
             sl_human_bytes((double)total_b, all, sizeof(all)));
 }
 
+/* The rank's part of the model (train/parallel.h model_shard): its layers (by pipeline stage
+ * and virtual stage), and the tensors its stage uses; the whole model without model
+ * parallelism. */
 int gpu_setup_model(struct gt *t)
 {
     const struct train_opts *a = t->a;
@@ -543,14 +612,17 @@ int gpu_setup_model(struct gt *t)
     if (rc)
         return rc;
     t->ntensors = t->l.n;
-    t->per = sl_xcalloc((size_t)t->L, sizeof(*t->per));
+    t->per = sl_xcalloc((size_t)(t->nslots * t->L), sizeof(*t->per));
+    t->slot = sl_xcalloc((size_t)t->nslots, sizeof(*t->slot));
     t->zero = a->par.zero >= 2 ? a->par.zero : 1;
-    if (t->zero > 1 && t->tp > 1)
+    if (t->zero > 1 && (t->tp > 1 || t->par.pp > 1))
         return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "optim.zero=%d with parallel.tensor=%d: the GPU path shards gradients "
-                          "and weights over data parallel without tensor parallel only\nhint: "
-                          "optim.zero=1 (the optimizer state stays sharded), or train.device=cpu",
-                          t->zero, t->tp);
+                          "optim.zero=%d with parallel.%s=%d: the GPU path shards gradients "
+                          "and weights over data parallel without tensor or pipeline parallel "
+                          "only\nhint: optim.zero=1 (the optimizer state stays sharded), or "
+                          "train.device=cpu",
+                          t->zero, t->tp > 1 ? "tensor" : "pipeline",
+                          t->tp > 1 ? t->tp : t->par.pp);
     t->pb = sl_xcalloc((size_t)t->nbk, sizeof(*t->pb));
     t->gb = sl_xcalloc((size_t)t->nbk, sizeof(*t->gb));
     t->lp_layer[0] = t->lp_layer[1] = -1;

@@ -196,12 +196,16 @@ static void add_acts(struct gpu_plan *p, const struct gpu_plan_in *in)
     add_layer_field(p, in, GB_R2, "ln2 rstd", SEL, R * f4);
     add_layer_field(p, in, GB_FC, "fc", SEL, N * FC * b2);
     add_layer_field(p, in, GB_ACT, "mlp act", NONE, N * F * b2);
-    add(p, GB_RES_FINAL, -1, 0, "final residual", R * D * b2, GPU_PLAN_ACTS);
-    add(p, GB_NF, -1, 0, "final norm out", N * D * b2, GPU_PLAN_ACTS);
-    add(p, GB_NFM, -1, 0, "final norm mean", R * f4, GPU_PLAN_ACTS);
-    add(p, GB_NFR, -1, 0, "final norm rstd", R * f4, GPU_PLAN_ACTS);
+    /* the final norm's and the logits: on the stage that runs the loss only */
+    if (!in->no_head) {
+        add(p, GB_RES_FINAL, -1, 0, "final residual", R * D * b2, GPU_PLAN_ACTS);
+        add(p, GB_NF, -1, 0, "final norm out", N * D * b2, GPU_PLAN_ACTS);
+        add(p, GB_NFM, -1, 0, "final norm mean", R * f4, GPU_PLAN_ACTS);
+        add(p, GB_NFR, -1, 0, "final norm rstd", R * f4, GPU_PLAN_ACTS);
+    }
     add(p, GB_TMP, -1, 0, "gemm out", N * D * b2, GPU_PLAN_ACTS);
-    add(p, GB_LOGITS, -1, 0, "logits", N * Vp * b2, GPU_PLAN_ACTS);
+    if (!in->no_head)
+        add(p, GB_LOGITS, -1, 0, "logits", N * Vp * b2, GPU_PLAN_ACTS);
     add(p, GB_LOSSES, -1, 0, "losses", N * f4, GPU_PLAN_ACTS);
     add(p, GB_DRES, -1, 0, "d res", R * D * b2, GPU_PLAN_ACTS);
     add(p, GB_DN, -1, 0, "d norm out", N * D * b2, GPU_PLAN_ACTS);
@@ -212,6 +216,15 @@ static void add_acts(struct gpu_plan *p, const struct gpu_plan_in *in)
     if (R != N) {
         add(p, GB_SP_GATHER, -1, 0, "sp gathered norm out", N * D * b2, GPU_PLAN_ACTS);
         add(p, GB_SP_SCATTER, -1, 0, "sp scattered gemm out", R * D * b2, GPU_PLAN_ACTS);
+    }
+    if (in->pipeline) { /* the stage boundary's activation out, its gradient out and in */
+        add(p, GB_XOUT, -1, 0, "pipeline activation out", N * D * b2, GPU_PLAN_ACTS);
+        add(p, GB_DXOUT, -1, 0, "pipeline gradient out", N * D * b2, GPU_PLAN_ACTS);
+        add(p, GB_DXIN, -1, 0, "pipeline gradient in", N * D * b2, GPU_PLAN_ACTS);
+        /* the last stage: each set's gradient of the last layer's output, from the loss's
+         * backward right after its forward to the chunk's backward */
+        for (long s = 0; !in->no_head && s < in->sets; s++)
+            add(p, GB_DHEAD, -1, (int)s, "head gradient", N * D * b2, GPU_PLAN_ACTS);
     }
 }
 

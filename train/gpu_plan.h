@@ -33,7 +33,11 @@
  *   kept with full:       res (the layer's input; the rest rebuilt)
  * then the buffers used once per micro-batch (final norm, logits, losses, the backward's
  * gradients). `sets` is the micro-batches whose activations a rank keeps at once: 1 without
- * pipeline parallelism; a pipeline stage keeps one set per micro-batch in flight.
+ * pipeline parallelism; a pipeline stage keeps one set per micro-batch in flight, three
+ * [N, D] bf16 buffers for the stage boundary (activation out, gradient out, gradient in; the
+ * activation in lands in the first layer's kept input), and only the last stage the final
+ * norm and logits (once: the loss's backward through them runs right after its forward)
+ * and per set the [N, D] gradient of the last layer's output it leaves.
  *
  * Tensor parallelism: the shapes are the rank's (model_shard's local config: heads, KV
  * heads, d_ff and vocabulary rows divided by tp). With sequence parallelism the buffers of
@@ -121,6 +125,10 @@ enum gpu_plan_id {
     GB_DACT,
     GB_SP_GATHER,  /* sequence parallel: the all-gathered norm output [N, D] */
     GB_SP_SCATTER, /* sequence parallel: a reduce-scattered GEMM output [N / tp, D] */
+    GB_XOUT,       /* pipeline: the stage's output activation, sent on [N, D] */
+    GB_DXOUT,      /* pipeline: the gradient of the stage's input, sent back [N, D] */
+    GB_DXIN,       /* pipeline: the gradient of the stage's output, received [N, D] */
+    GB_DHEAD,      /* pipeline, last stage: a set's gradient of the last layer's output */
     /* workspace */
     GB_ROPE_COS,
     GB_ROPE_SIN,
@@ -146,7 +154,7 @@ enum gpu_plan_id {
 struct gpu_plan_buf {
     enum gpu_plan_id id;
     int layer; /* per-layer activation: its layer; -1: shared by the layers, or not one */
-    int set;   /* per-layer activation: its activation set (0 .. sets - 1); else 0 */
+    int set;   /* per-layer activation, head gradient: its set (0 .. sets - 1); else 0 */
     const char *name;
     size_t bytes;
     enum gpu_plan_cat cat;
@@ -179,6 +187,8 @@ struct gpu_plan_in {
     int dp;        /* data-parallel ranks */
     int tp, sp;    /* tensor-parallel ranks, sequence parallel */
     long sets;     /* activation sets kept (>= 1) */
+    int pipeline;  /* pipeline parallel: the stage boundary's transfer buffers */
+    int no_head;   /* a pipeline stage before the last: no final norm, logits */
     struct gpu_plan_ws ws;
 };
 

@@ -29,9 +29,12 @@ int gpu_tp_layout(struct gt *t)
     t->par = a->par;
     if (t->par.tp < 1) /* a caller that did not fill in parallel.*: data parallel only */
         t->par = (struct parallel_config){ .tp = 1, .pp = 1, .dp = t->W, .world = t->W };
-    if (t->par.pp > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED, "parallel.pipeline: the GPU trainer runs tensor and "
-                                              "data parallel only\nhint: train.device=cpu");
+    if (t->par.pp > 1 && t->par.tp > 1)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "parallel.tensor=%d with parallel.pipeline=%d: the GPU trainer runs "
+                          "tensor or pipeline parallel, not both together\nhint: one of them "
+                          "(with data parallel), or train.device=cpu",
+                          t->par.tp, t->par.pp);
     parallel_coord_of(&t->par, t->rank, &t->at);
     t->tp = t->par.tp;
     t->tpr = t->at.tp;
@@ -40,8 +43,14 @@ int gpu_tp_layout(struct gt *t)
     t->dpr = t->at.dp;
     model_layout_init(&t->fl, &a->mc);
     model_shard_init(&t->sh, &t->par, &t->at, &a->mc, &t->fl);
-    t->l = t->sh.l;
+    t->l = t->sh.l; /* borrowed: the shard owns it */
     t->v0 = t->sh.vocab_start;
+    t->nchunks = t->sh.nchunks;
+    /* activation sets: 1F1B keeps pp - stage micro-batches in flight (stage_sets of
+     * train/parallel.c, the estimate); the interleaved schedule's count is the CPU path's */
+    long k = t->par.pp - t->at.pp;
+    t->nslots = t->nchunks > 1 ? (int)parallel_cpu_slots(&t->par, a->accum)
+                               : (int)(k < a->accum ? k : a->accum);
     int N = (int)(a->micro_batch * a->seq_len);
     if (t->sp && N % t->tp)
         return sl_err_set(SL_ERR_CONFIG,
@@ -55,14 +64,18 @@ int gpu_tp_layout(struct gt *t)
 }
 
 /* Groups as train/cpu_train.c makes them: tensor parallel (same dp and pp), data parallel
- * (same tp and pp). Every rank splits and opens in the same order. */
+ * (same tp and pp), the pipeline (same tp and dp), the two pipeline ends holding a tied
+ * embedding. Every rank splits and opens in the same order. */
 int gpu_tp_groups(struct gt *t)
 {
     const struct parallel_config *p = &t->par;
     const struct parallel_coord *c = &t->at;
+    int tied = t->a->mc.tied_embeddings && p->pp > 1 && (c->pp == 0 || c->pp == p->pp - 1);
     int rc;
     if ((rc = sl_world_split(t->w, c->dp + p->dp * c->pp, c->tp, &t->tpg)) ||
-        (rc = sl_world_split(t->w, c->tp + p->tp * c->pp, c->dp, &t->dpg)))
+        (rc = sl_world_split(t->w, c->tp + p->tp * c->pp, c->dp, &t->dpg)) ||
+        (rc = sl_world_split(t->w, c->tp + p->tp * c->dp, c->pp, &t->ppg)) ||
+        (rc = sl_world_split(t->w, tied ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)))
         return rc;
     return 0;
 }
@@ -95,6 +108,8 @@ void gpu_tp_release(struct gt *t)
     memset(&t->l, 0, sizeof(t->l));
     sl_world_group_free(&t->tpg);
     sl_world_group_free(&t->dpg);
+    sl_world_group_free(&t->ppg);
+    sl_world_group_free(&t->embg);
 }
 
 /* ---- Megatron's f and g -------------------------------------------------------------- */

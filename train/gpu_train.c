@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/world.h"
 #include "train/gpu_internal.h"
+#include "train/schedule.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,8 +59,81 @@ static void read_stats(struct gt *t, double *loss, double *norm)
     double s = 0.0;
     for (long a = 0; a < t->a->accum; a++)
         s += t->h_stats[1 + a];
-    *loss = s / (double)(t->a->accum * t->W);
+    /* summed over data parallel, and over tensor parallel (every rank of a group has the same
+     * losses) or the pipeline (only the last stage has them) */
+    *loss = s / (double)(t->a->accum * t->DP * t->tp);
     *norm = sqrt((double)t->h_stats[0]);
+}
+
+/* One step's (or one validation micro-batch's) run through the pipeline schedule
+ * (train/schedule.h): the tokens of the step, the loss scale; validation: where its loss
+ * goes. */
+struct grun {
+    struct gt *t;
+    const int32_t *tok; /* accum x [tokens N | targets N] (validation: one micro-batch) */
+    float scale;
+    float *eval_loss; /* NULL: training */
+};
+
+static const int32_t *run_tokens(const struct grun *r, long a)
+{
+    return r->tok + (r->eval_loss ? 0 : (size_t)a * 2 * r->t->N);
+}
+
+static int run_forward(void *ctx, int c, long a)
+{
+    struct grun *r = ctx;
+    struct gt *t = r->t;
+    const int32_t *tok = run_tokens(r, a);
+    int s = (int)(a % t->nslots);
+    gpu_chunk_fwd(t, c, s, tok);
+    if (!gpu_last_virtual(t, c))
+        return 0;
+    float *loss = r->eval_loss ? r->eval_loss : t->d_stats + 1 + a;
+    gpu_tp_classifier(t, tok + t->N, r->eval_loss ? 1.0f : r->scale, !r->eval_loss);
+    sum_f32(loss, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
+    if (!r->eval_loss)
+        gpu_head_bwd(t, s, a);
+    return 0;
+}
+
+static int run_backward(void *ctx, int c, long a)
+{
+    struct grun *r = ctx;
+    struct gt *t = r->t;
+    gpu_chunk_bwd(t, c, (int)(a % t->nslots), run_tokens(r, a), a);
+    return 0;
+}
+
+/* The sends and receives of one block together on the pipeline's communicator (a forward's
+ * output to the next stage, a backward's input gradient to the previous one), ordered on the
+ * compute stream: the buffers are the stream's. */
+static int run_exchange(void *ctx, const struct pp_work *const *send, int nsend,
+                        const struct pp_work *const *recv, int nrecv)
+{
+    struct grun *r = ctx;
+    struct gt *t = r->t;
+    int pp = t->par.pp, next = (t->at.pp + 1) % pp, prev = (t->at.pp + pp - 1) % pp;
+    size_t n = (size_t)t->N * t->D;
+    gcomm_group_begin(t->ppc);
+    for (int i = 0; i < nsend; i++)
+        gcomm_send(t->ppc, send[i]->fwd ? t->xout : t->dxout, n, GCOMM_BF16,
+                   send[i]->fwd ? next : prev, t->st);
+    for (int i = 0; i < nrecv; i++) {
+        const struct pp_work *w = recv[i];
+        if (w->fwd)
+            gcomm_recv(t->ppc, gpu_chunk_input(t, w->chunk, (int)(w->micro % t->nslots)), n,
+                       GCOMM_BF16, prev, t->st);
+        else
+            gcomm_recv(t->ppc, t->dxin, n, GCOMM_BF16, next, t->st);
+    }
+    gcomm_group_end(t->ppc);
+    return 0;
+}
+
+static struct pp_sched gpu_sched(const struct gt *t)
+{
+    return (struct pp_sched){ t->par.pp, t->at.pp, t->nchunks, t->a->accum };
 }
 
 static int gpu_step(void *ctx, struct train_step *s)
@@ -78,13 +152,15 @@ static int gpu_step(void *ctx, struct train_step *s)
         sl_error("%s", sl_err_msg());
         sl_world_abort(t->w, 1);
     }
-    for (long m = 0; m < a->accum; m++) {
-        const int32_t *tok = t->d_tok[slot] + (size_t)m * 2 * t->N;
-        gpu_model_fwd(t, tok);
-        gpu_tp_classifier(t, tok + t->N, scale, 1);
-        sum_f32(t->d_stats + 1 + m, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
-        gpu_model_bwd(t, tok, m);
-    }
+    if (!t->sh.last_stage) /* the losses: the last stage's, summed over the pipeline */
+        fill_f32(t->d_stats + 1, 0.0f, (size_t)a->accum, t->st);
+    /* the micro-batches through the schedule: 1F1B, interleaved with virtual stages; without
+     * a pipeline forward and backward per micro-batch */
+    struct grun run = { t, t->d_tok[slot], scale, NULL };
+    struct pp_ops ops = { &run, run_forward, run_backward, run_exchange, NULL };
+    struct pp_sched sc = gpu_sched(t);
+    pp_sched_run(&sc, &ops);
+    gpu_tied_reduce(t);
     CUDA_CHECK(cudaEventRecord(t->step_done[slot], t->st));
     gpu_reduce_stats(t);
     if (s->dump_grads) {
@@ -144,17 +220,22 @@ static int gpu_evaluate(void *ctx, double *loss)
                 memset(stage, 0, (size_t)(2 * N) * sizeof(int32_t));
             CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(2 * N) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, t->st));
-            gpu_model_fwd(t, t->d_tok_eval);
-            gpu_tp_classifier(t, t->d_tok_eval + N, 1.0f, 0);
-            sum_f32(t->d_eval + n, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
+            struct grun run = { t, t->d_tok_eval, 1.0f, t->d_eval + n };
+            struct pp_ops ops = { &run, run_forward, run_backward, run_exchange, NULL };
+            struct pp_sched sc = gpu_sched(t);
+            if (!t->sh.last_stage)
+                fill_f32(t->d_eval + n, 0.0f, 1, t->st);
+            pp_sched_forward(&sc, &ops, 0);
         }
     }
     if ((rc = gpu_all_ok(t, rc)))
         return rc;
     if (t->reduce)
         gcomm_all_reduce(t->dpc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
-    if (t->tp > 1) /* the same losses on every rank of the group: divided by the world below */
+    if (t->tp > 1) /* the same losses on every rank of the group: divided below */
         gcomm_all_reduce(t->tpc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
+    if (t->ppc && n) /* the losses, which only the last stage has */
+        gcomm_all_reduce(t->ppc, t->d_eval, t->d_eval, (size_t)n, GCOMM_F32, GCOMM_SUM, t->st);
     float *h = t->h_stats + 1 + a->accum;
     CUDA_CHECK(
         cudaMemcpyAsync(h, t->d_eval, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost, t->st));
@@ -162,7 +243,7 @@ static int gpu_evaluate(void *ctx, double *loss)
     double sum = 0.0;
     for (long i = 0; i < n; i++)
         sum += h[i];
-    *loss = sum / ((double)n * t->W);
+    *loss = sum / ((double)n * t->DP * t->tp);
     return 0;
 }
 
@@ -285,6 +366,8 @@ static void gpu_release(void *ctx)
         cudaStreamSynchronize(t->st);
     if (t->comm)
         cudaStreamSynchronize(t->comm);
+    gcomm_close(t->embc);
+    gcomm_close(t->ppc);
     gcomm_close(t->dpc);
     gemm_free(t->gemm);
     if (t->attn)
@@ -305,7 +388,8 @@ static void gpu_release(void *ctx)
             cudaStreamDestroy(sts[i]);
     if (t->arena)
         cudaFree(t->arena);
-    gpu_tp_release(t);
+    gpu_tp_release(t); /* and the shard, its layout t->l, the groups */
+    free(t->slot);
     free(t->doff);
     free(t->tbk);
     free(t->pb);

@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The groups (as train/cpu_train.c makes them) and their communicators, opened in the same
+ * order on every rank: data parallel (the ranks of the same tensor and pipeline coordinates:
+ * the gradient's reduce-scatter, the parameters' all-gather), the pipeline's stages of one
+ * replica, and its two ends when they hold a tied embedding. */
 int gpu_setup_comm(struct gt *t)
 {
 #ifdef SL_HAVE_NCCL
@@ -23,8 +27,14 @@ int gpu_setup_comm(struct gt *t)
     /* data parallel over the ranks with the same tensor-parallel coordinate; the
      * tensor-parallel communicator next, with the same backend (every rank opens its
      * communicators in the same order) */
-    int rc = gcomm_open(&t->dpc, t->comm_be, &t->dpg);
-    return rc ? rc : gpu_tp_open(t, t->comm_be);
+    int rc;
+    if ((rc = gcomm_open(&t->dpc, t->comm_be, &t->dpg)) || (rc = gpu_tp_open(t, t->comm_be)))
+        return rc;
+    if (t->par.pp > 1 && (rc = gcomm_open(&t->ppc, t->comm_be, &t->ppg)))
+        return rc;
+    if (t->embg.size > 1 && (rc = gcomm_open(&t->embc, t->comm_be, &t->embg)))
+        return rc;
+    return 0;
 }
 
 /* ---- the collectives over the data-parallel ranks -------------------------------------- */
@@ -87,19 +97,13 @@ static void bucket_done_z23(struct gt *t, int k, long m)
     CUDA_CHECK(cudaEventRecord(t->ev_sfree[x], t->comm));
 }
 
-/* ZeRO-1. Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add
- * it to the fp32 step gradient t->main_grad (written on the first micro-step), once per
- * bucket and micro-step, so that micro-batches are summed in fp32 whatever their number.
- * After the last micro-step, reduce-scatter the bucket on the communication stream (sum over
- * ranks; each rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the
- * default), or cast once to bf16, reduced in bf16 (half the traffic) and the slice widened
- * back. */
-static void bucket_done_z1(struct gt *t, int k, long m)
+/* Reduce-scatter bucket k's step gradient over data parallel on the communication stream
+ * (sum over ranks; each rank keeps its slice, in place): in fp32
+ * (train.grad_reduce_dtype=fp32, the default), or cast once to bf16, reduced in bf16 (half
+ * the traffic) and the slice widened back. */
+static void reduce_bucket(struct gt *t, int k)
 {
     const struct gbucket *b = &t->bk[k];
-    grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
-    if (m != t->a->accum - 1 || !t->reduce)
-        return;
     size_t cnt = b->len / (size_t)t->DP;
     size_t mine = b->dev + (size_t)t->dpr * cnt;
     if (t->a->grad_reduce == GPU_REDUCE_BF16)
@@ -113,6 +117,38 @@ static void bucket_done_z1(struct gt *t, int k, long m)
         gcomm_reduce_scatter(t->dpc, t->main_grad + b->dev, t->main_grad + mine, cnt, GCOMM_F32,
                              t->comm);
     }
+}
+
+void gpu_tied_reduce(struct gt *t)
+{
+    if (!t->embc || !t->bk[0].len)
+        return;
+    const struct model_tensor *e = &t->l.t[t->l.embed];
+    float *g = t->main_grad + t->doff[t->l.embed];
+    CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
+    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
+    gcomm_all_reduce(t->embc, g, g, e->numel, GCOMM_F32, GCOMM_SUM, t->comm);
+    CUDA_CHECK(cudaEventRecord(t->ev_comm, t->comm));
+    CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_comm, 0));
+    reduce_bucket(t, 0);
+}
+
+/* ZeRO-1. Bucket k's gradient of micro-step m (of accum) is complete in t->grads (bf16): add
+ * it to the fp32 step gradient t->main_grad (written on the first micro-step), once per
+ * bucket and micro-step, so that micro-batches are summed in fp32 whatever their number.
+ * After the last micro-step, reduce-scatter the bucket on the communication stream (sum over
+ * ranks; each rank keeps its slice, in place): in fp32 (train.grad_reduce_dtype=fp32, the
+ * default), or cast once to bf16, reduced in bf16 (half the traffic) and the slice widened
+ * back. */
+static void bucket_done_z1(struct gt *t, int k, long m)
+{
+    const struct gbucket *b = &t->bk[k];
+    grad_accumulate_f32(t->main_grad + b->dev, t->grads + b->dev, b->len, m == 0, t->st);
+    /* the tied embedding's bucket waits for the other end's (gpu_tied_reduce): summing it
+     * here would stop this stage's pipeline until the other end finished its backward */
+    if (m != t->a->accum - 1 || !t->reduce || (k == 0 && t->embc))
+        return;
+    reduce_bucket(t, k);
 }
 
 void gpu_bucket_done(struct gt *t, int k, long m)
@@ -202,7 +238,7 @@ void gpu_reduce_stats(struct gt *t)
     for (int k = 0; t->tp == 1 && k < t->nbk; k++) {
         size_t d0, cnt, l0, nl;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
-        if (!cnt)
+        if (!cnt || (k == 0 && t->embc && !t->sh.first_stage)) /* the tied copy: counted once */
             continue;
         global_norm_sq_f32(t->d_stats, t->gn_scratch, gpu_grad_slice(t, k), cnt, !first, t->st);
         first = 0;
@@ -218,6 +254,9 @@ void gpu_reduce_stats(struct gt *t)
      * has the same losses: read_stats divides by the world size) */
     if (t->tp > 1)
         gcomm_all_reduce(t->tpc, t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), GCOMM_F32,
+                         GCOMM_SUM, t->st);
+    if (t->ppc) /* the stages' norms; the losses, which only the last stage has */
+        gcomm_all_reduce(t->ppc, t->d_stats, t->d_stats, (size_t)(1 + t->a->accum), GCOMM_F32,
                          GCOMM_SUM, t->st);
     CUDA_CHECK(cudaMemcpyAsync(t->h_stats, t->d_stats, (size_t)(1 + t->a->accum) * sizeof(float),
                                cudaMemcpyDeviceToHost, t->st));
@@ -293,15 +332,51 @@ void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed)
 
 /* ---- state: initialisation, resume, checkpoints -------------------------------------- */
 
-/* The ranges of the layout this rank's shard covers (bucket slices; empty ones have n 0). */
-static struct ckpt_range *shard_ranges(struct gt *t)
+/* A piece of this rank's shard: full-layout elements [full, full + n), found at shard in the
+ * master / m / v storage and at dev in the device layout. */
+struct spiece {
+    size_t full, n, shard, dev;
+};
+
+/* The rank's shard as pieces of the full model's layout: each bucket slice cut where the
+ * local tensors start (a tensor with the alignment gap after it), mapped to the full
+ * layout, pieces of one slice merged where they stay contiguous (one piece per slice
+ * without model parallelism, as the slices were written before). owned: only the tensors
+ * whose copy counts (a checkpoint's writers: the tied embedding once), else every tensor the
+ * rank holds (its readers). */
+static struct spiece *shard_pieces(const struct gt *t, int owned, size_t *np)
 {
-    struct ckpt_range *r = sl_xcalloc((size_t)t->nbk, sizeof(*r));
+    const struct model_layout *l = &t->l;
+    size_t n = 0;
+    struct spiece *p = sl_xcalloc((size_t)(l->n + t->nbk) + 1, sizeof(*p));
     for (int k = 0; k < t->nbk; k++) {
-        size_t d0, cnt, l0, nl;
+        size_t d0, cnt, l0, nl, first = n;
         gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
-        r[k].first = l0;
-        r[k].n = nl;
+        for (int i = 0; i < l->n && nl; i++) {
+            const struct tensor_shard *x = &t->sh.t[i];
+            size_t a = l->t[i].offset, b = i + 1 < l->n ? l->t[i + 1].offset : l->total;
+            size_t lo = a > l0 ? a : l0, hi = b < l0 + nl ? b : l0 + nl;
+            if (lo >= hi || x->full < 0 || (owned && !x->owner))
+                continue;
+            struct spiece q = { t->fl.t[x->full].offset + (lo - a), hi - lo,
+                                t->bk[k].shard + (lo - l0), d0 + (lo - l0) };
+            struct spiece *e = n > first ? &p[n - 1] : NULL;
+            if (e && e->full + e->n == q.full && e->shard + e->n == q.shard)
+                e->n += q.n;
+            else
+                p[n++] = q;
+        }
+    }
+    *np = n;
+    return p;
+}
+
+static struct ckpt_range *piece_ranges(const struct spiece *p, size_t n)
+{
+    struct ckpt_range *r = sl_xcalloc(n + 1, sizeof(*r));
+    for (size_t j = 0; j < n; j++) {
+        r[j].first = p[j].full;
+        r[j].n = p[j].n;
     }
     return r;
 }
@@ -317,30 +392,39 @@ int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
         return sl_err_set(SL_ERR_NOMEM,
                           "cannot allocate %zu MiB of host memory for the optimizer shard",
                           n * sizeof(float) >> 20);
-    struct ckpt_range *r = shard_ranges(t);
-    float **dst = sl_xcalloc((size_t)t->nbk, sizeof(float *));
-    for (int k = 0; k < t->nbk; k++)
-        dst[k] = host + t->bk[k].shard;
+    size_t np;
+    struct spiece *pc = shard_pieces(t, 0, &np);
+    struct ckpt_range *r = piece_ranges(pc, np);
+    float **dst = sl_xcalloc(np + 1, sizeof(float *));
+    for (size_t j = 0; j < np; j++)
+        dst[j] = host + pc[j].shard;
+    /* tensor parallel: every bucket's slice as a range of the local layout */
+    struct ckpt_range *rl = sl_xcalloc((size_t)t->nbk, sizeof(*rl));
+    float **dl = sl_xcalloc((size_t)t->nbk, sizeof(float *));
+    for (int k = 0; k < t->nbk; k++) {
+        size_t d0, cnt;
+        gpu_slice_of(t, k, &d0, &cnt, &rl[k].first, &rl[k].n);
+        dl[k] = host + t->bk[k].shard;
+    }
     float *dev[3] = { t->master, t->m, t->v };
     static const enum ckpt_part parts[3] = { CKPT_PARAMS, CKPT_EXP_AVG, CKPT_EXP_AVG_SQ };
     int rc = 0;
     for (int p = 0; p < 3 && !rc; p++) {
         memset(host, 0, n * sizeof(float)); /* the padding of every slice stays 0 */
         if (t->tp > 1) {
-            rc = gpu_tp_read_part(t, from, parts[p], init_seed, r, (size_t)t->nbk, dst);
+            rc = gpu_tp_read_part(t, from, parts[p], init_seed, rl, (size_t)t->nbk, dl);
         } else if (from) {
-            rc = ckpt_read_ranges(from, &t->l, parts[p], r, (size_t)t->nbk, dst);
+            rc = ckpt_read_ranges(from, &t->fl, parts[p], r, np, dst);
         } else if (p == 0) {
-            float *slab = malloc(t->l.total * sizeof(float));
+            float *slab = malloc(t->fl.total * sizeof(float));
             if (!slab) {
                 rc = sl_err_set(SL_ERR_NOMEM,
                                 "cannot allocate %zu MiB of host memory for the initial weights",
-                                t->l.total * sizeof(float) >> 20);
+                                t->fl.total * sizeof(float) >> 20);
             } else {
-                model_init_params(&t->a->mc, &t->l, slab, init_seed);
-                for (int k = 0; k < t->nbk; k++)
-                    if (r[k].n)
-                        memcpy(dst[k], slab + r[k].first, r[k].n * sizeof(float));
+                model_init_params(&t->a->mc, &t->fl, slab, init_seed);
+                for (size_t j = 0; j < np; j++)
+                    memcpy(dst[j], slab + r[j].first, r[j].n * sizeof(float));
                 free(slab);
             }
         } /* fresh moments: zeros */
@@ -350,6 +434,9 @@ int gpu_load_state(struct gt *t, const char *from, uint64_t init_seed)
     }
     free(dst);
     free(r);
+    free(pc);
+    free(rl);
+    free(dl);
     free(host);
     if (rc)
         return rc;
@@ -426,7 +513,9 @@ static int fill_model(void *arg, size_t i, void *buf, size_t nbytes)
     return 0;
 }
 
-int gpu_params_host(struct gt *t, float *dst)
+/* The local tensors widened into dst, laid out by the local layout, or with place by the full
+ * one (the owned ones only). */
+static int widen_params(struct gt *t, float *dst, int place)
 {
     if (t->zero == 3) {
         uint16_t *all;
@@ -452,35 +541,91 @@ int gpu_params_host(struct gt *t, float *dst)
                           most * sizeof(uint16_t) >> 20);
     CUDA_CHECK(cudaStreamSynchronize(t->st));
     int rc = 0;
-    for (int i = 0; i < t->l.n && !rc; i++)
-        rc = fill_model(&f, (size_t)i, dst + t->l.t[i].offset, t->l.t[i].numel * sizeof(float));
+    for (int i = 0; i < t->l.n && !rc; i++) {
+        const struct tensor_shard *x = &t->sh.t[i];
+        if (place && (x->full < 0 || !x->owner))
+            continue;
+        size_t off = place ? t->fl.t[x->full].offset : t->l.t[i].offset;
+        rc = fill_model(&f, (size_t)i, dst + off, t->l.t[i].numel * sizeof(float));
+    }
     free(f.bits);
     return rc;
 }
 
-/* Tensor i of this rank's optimizer shard: for each bucket slice with parameters in order,
- * its master weights, exp_avg and exp_avg_sq (ckpt_write_shard_fill's order). */
+int gpu_params_host(struct gt *t, float *dst)
+{
+    if (t->par.pp == 1)
+        return widen_params(t, dst, 0); /* collective at ZeRO-3; dst NULL off rank 0 */
+    /* every stage's tensors, zeros elsewhere, summed over the pipeline: exact */
+    float *full = calloc(t->fl.total + 1, sizeof(float));
+    int rc =
+        full ? widen_params(t, full, 1)
+             : sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
+                          t->fl.total * sizeof(float) >> 20);
+    if ((rc = gpu_all_ok(t, rc)) == 0)
+        rc = sl_world_allreduce_f32(&t->ppg, full, t->fl.total, SL_SUM);
+    if (!rc && dst)
+        memcpy(dst, full, t->fl.total * sizeof(float));
+    free(full);
+    return rc;
+}
+
+/* Tensor i of this rank's optimizer shard: for each piece in order, its master weights,
+ * exp_avg and exp_avg_sq (ckpt_write_shard_fill's order). */
 struct shard_fill {
     struct gt *t;
-    int *bucket; /* file tensor / 3 -> bucket */
+    const struct spiece *p;
 };
 
 static int fill_shard(void *arg, size_t i, void *buf, size_t nbytes)
 {
     struct shard_fill *f = arg;
     struct gt *t = f->t;
-    int k = f->bucket[i / 3];
+    const struct spiece *p = &f->p[i / 3];
     const float *src[3] = { t->master, t->m, t->v };
-    size_t d0, cnt, l0, nl;
-    gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
-    if (nbytes != nl * sizeof(float))
-        return sl_err_set(SL_ERR_STATE, "checkpoint: shard slice %d has %zu bytes, expected %zu", k,
-                          nbytes, nl * sizeof(float));
-    CUDA_CHECK(cudaMemcpy(buf, src[i % 3] + t->bk[k].shard, nbytes, cudaMemcpyDeviceToHost));
+    if (nbytes != p->n * sizeof(float))
+        return sl_err_set(SL_ERR_STATE, "checkpoint: shard piece %zu has %zu bytes, expected %zu",
+                          i / 3, nbytes, p->n * sizeof(float));
+    CUDA_CHECK(cudaMemcpy(buf, src[i % 3] + p->shard, nbytes, cudaMemcpyDeviceToHost));
     return 0;
 }
 
-/* Every rank writes its optimizer shard, rank 0 also model.safetensors, one tensor at a time:
+/* model.safetensors by rank 0: one tensor at a time from its own weights, or with a pipeline
+ * gathered from every stage (the full model in host memory). Collective. */
+static int write_model(struct gt *t, long step, uint16_t *all)
+{
+    const struct train_opts *a = t->a;
+    int rc = 0;
+    if (t->par.pp > 1) {
+        float *full = t->rank == 0 ? malloc(t->fl.total * sizeof(float) + 1) : NULL;
+        if (t->rank == 0 && !full)
+            rc = sl_err_set(SL_ERR_NOMEM,
+                            "cannot allocate %zu MiB of host memory for the checkpoint",
+                            t->fl.total * sizeof(float) >> 20);
+        if ((rc = gpu_all_ok(t, rc)) == 0)
+            rc = gpu_params_host(t, full);
+        if (!rc && t->rank == 0)
+            rc = ckpt_write_model(a->ckpt_dir, step, &t->fl, full);
+        free(full);
+        return rc;
+    }
+    if (t->rank != 0)
+        return 0;
+    size_t most = 0;
+    for (int i = 0; i < t->l.n; i++)
+        most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
+    struct model_fill mf = { t, malloc((most + 1) * sizeof(uint16_t)), all };
+    if (!mf.bits)
+        rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the checkpoint",
+                        most * sizeof(uint16_t) >> 20);
+    else
+        rc = ckpt_write_model_fill(a->ckpt_dir, step, &t->l, fill_model, &mf);
+    free(mf.bits);
+    return rc;
+}
+
+/* Every rank writes its optimizer shard (ranges of the full model's layout, so that any
+ * layout reads it), rank 0 also model.safetensors, one tensor at a time without a pipeline:
  * host memory is the largest tensor (fp32, and its bf16 bits for the model), never the model
  * or the shard (for Llama-3-8B on one rank: 3 GB instead of about 144 GB). At ZeRO-3 rank 0
  * holds the gathered bf16 weights (2 bytes a parameter) while writing the model. */
@@ -492,44 +637,21 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
     if ((rc = gpu_all_ok(t, rc)))
         return rc;
     CUDA_CHECK(cudaStreamSynchronize(t->st));
-    struct ckpt_range *r = sl_xcalloc((size_t)t->nbk, sizeof(*r));
-    struct shard_fill f = { t, sl_xcalloc((size_t)t->nbk + 1, sizeof(int)) };
-    int nf = 0;
-    for (int k = 0; k < t->nbk; k++) {
-        size_t d0, cnt, l0, nl;
-        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
-        r[k].first = l0;
-        r[k].n = nl;
-        if (nl)
-            f.bucket[nf++] = k;
-    }
+    size_t np;
+    struct spiece *pc = shard_pieces(t, 1, &np);
+    struct ckpt_range *r = piece_ranges(pc, np);
+    struct shard_fill f = { t, pc };
     if (t->tp > 1)
         rc = gpu_tp_write_shard(t, step);
     else
-        rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, (size_t)t->nbk, fill_shard,
-                                   &f);
+        rc = ckpt_write_shard_fill(a->ckpt_dir, step, t->rank, t->W, r, np, fill_shard, &f);
     free(r);
-    free(f.bucket);
+    free(pc);
     uint16_t *all = NULL;
     if (t->zero == 3 && (rc = gpu_all_ok(t, rc)) == 0)
         rc = z3_host_alloc(t, &all);
-    if (t->tp > 1) {
-        if (!(rc = gpu_all_ok(t, rc)))
-            rc = gpu_tp_write_model(t, step);
-    } else if (!rc && t->rank == 0) {
-        size_t most = 0;
-        for (int i = 0; i < t->l.n; i++)
-            most = t->l.t[i].numel > most ? t->l.t[i].numel : most;
-        struct model_fill mf = { t, malloc((most + 1) * sizeof(uint16_t)), all };
-        if (!mf.bits)
-            rc = sl_err_set(SL_ERR_NOMEM,
-                            "cannot allocate %zu MiB of host memory for the "
-                            "checkpoint",
-                            most * sizeof(uint16_t) >> 20);
-        else
-            rc = ckpt_write_model_fill(a->ckpt_dir, step, &t->l, fill_model, &mf);
-        free(mf.bits);
-    }
+    if ((rc = gpu_all_ok(t, rc)) == 0)
+        rc = t->tp > 1 ? gpu_tp_write_model(t, step) : write_model(t, step, all);
     free(all);
     if ((rc = gpu_all_ok(t, rc))) {
         if (t->rank == 0)
@@ -542,27 +664,39 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
 }
 
 /* The whole fp32 gradient of the step (after the reduce-scatter, before clipping), laid out
- * like the layout, on every rank: each rank's slices, summed over ranks (the other ranks
- * contribute zeros, so the sum is exact). Collective. */
+ * like the full model's layout, on every rank: each rank's pieces (the tied embedding's
+ * once), summed over ranks (the other ranks contribute zeros, so the sum is exact).
+ * Collective. */
 int gpu_gather_grads(struct gt *t, float *host)
 {
     CUDA_CHECK(cudaStreamSynchronize(t->st));
-    /* this rank's layout, summed over its data-parallel group; with tensor parallel then
-     * gathered to the full model's on rank 0 */
-    float *local = t->tp > 1 ? sl_xmalloc((t->l.total + 1) * sizeof(float)) : host;
-    memset(local, 0, t->l.total * sizeof(float));
-    for (int k = 0; k < t->nbk; k++) {
-        size_t d0, cnt, l0, nl;
-        gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
-        if (nl)
-            CUDA_CHECK(cudaMemcpy(local + l0, gpu_grad_slice(t, k), nl * sizeof(float),
-                                  cudaMemcpyDeviceToHost));
-    }
-    int rc = sl_world_allreduce_f32(&t->dpg, local, t->l.total, SL_SUM);
     if (t->tp > 1) {
+        /* this rank's layout, summed over its data-parallel group, then gathered to the full
+         * model's on rank 0 */
+        float *local = sl_xmalloc((t->l.total + 1) * sizeof(float));
+        memset(local, 0, t->l.total * sizeof(float));
+        for (int k = 0; k < t->nbk; k++) {
+            size_t d0, cnt, l0, nl;
+            gpu_slice_of(t, k, &d0, &cnt, &l0, &nl);
+            if (nl)
+                CUDA_CHECK(cudaMemcpy(local + l0, gpu_grad_slice(t, k), nl * sizeof(float),
+                                      cudaMemcpyDeviceToHost));
+        }
+        int rc = sl_world_allreduce_f32(&t->dpg, local, t->l.total, SL_SUM);
         if (!rc)
             rc = gpu_tp_gather_full(t, local, t->rank == 0 ? host : NULL);
         free(local);
+        return rc;
     }
-    return rc;
+    /* each rank's pieces of the full layout, summed over the world */
+    memset(host, 0, t->fl.total * sizeof(float));
+    size_t np;
+    struct spiece *pc = shard_pieces(t, 1, &np);
+    for (size_t j = 0; j < np; j++) {
+        const float *g = t->zero >= 2 ? t->sgrad + pc[j].shard : t->main_grad + pc[j].dev;
+        CUDA_CHECK(
+            cudaMemcpy(host + pc[j].full, g, pc[j].n * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    free(pc);
+    return sl_world_allreduce_f32(t->w, host, t->fl.total, SL_SUM);
 }

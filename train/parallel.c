@@ -385,6 +385,8 @@ int parallel_gpu_estimate(const struct parallel_config *p, const struct model_co
         in.tp = p->tp;
         in.sp = p->sp;
         in.sets = stage_sets(p, st, o->accum);
+        in.pipeline = p->pp > 1;
+        in.no_head = !sh.last_stage;
         gpu_plan_own_kernels(&in, &in.ws);
         struct gpu_plan plan;
         if (!(rc = gpu_plan_build(&plan, &in))) {

@@ -125,12 +125,18 @@ def plan(c, stage, zero):
               (4 * R, 1), (2 * N * FC, 1), (2 * N * Fl, 0)]
     for size, keep in fields:
         bufs += [("a", size)] * (sets * nl if rc <= keep else 1)
-    logits = N * rows if last else 0  # only the last stage computes them
-    bufs += [("a", x) for x in (2 * R * D, 2 * N * D, 4 * R, 4 * R, 2 * N * D, 2 * logits,
-                                4 * N, 2 * R * D, 2 * N * D, 2 * N * QKV, 2 * N * QD,
+    # the final norm and the logits: on the last stage only
+    heads = 1 if last else 0
+    bufs += [("a", x) for x in (2 * R * D, 2 * N * D, 4 * R, 4 * R)] * heads
+    bufs += [("a", 2 * N * D)] + [("a", 2 * N * rows)] * heads
+    bufs += [("a", x) for x in (4 * N, 2 * R * D, 2 * N * D, 2 * N * QKV, 2 * N * QD,
                                 2 * N * FC, 2 * N * Fl)]
     if R != N:
         bufs += [("a", 2 * N * D), ("a", 2 * R * D)]
+    if pp > 1:  # the stage boundary: activation out, gradient out, gradient in (bf16)
+        bufs += [("a", 2 * N * D)] * 3
+        # the last stage: per set, the gradient of the last layer's output (bf16)
+        bufs += [("a", 2 * N * D)] * (sets if last else 0)
     # workspace: RoPE tables, cuBLASLt 32 MiB, the own kernels' scratch, tokens
     nb = min(up(N, 8) // 8, 512)
     norm = max(nb * 2 * w * 4 for w in (D, QKV, FC))
