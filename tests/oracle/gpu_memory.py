@@ -146,6 +146,8 @@ def plan(c, stage, zero):
                                 up(4 * B * Hl * T, 256), norm, emb, 4 * 1024,
                                 acc * 2 * N * 4, acc * 2 * N * 4, 2 * N * 4, (1 + acc) * 4,
                                 ev * acc * 4)]
+    if tp > 1:  # the vocab-parallel embedding's local ids, the cross-entropy's max, sum, target
+        bufs += [("w", 4 * N), ("w", 3 * N * 4)]
     cat = {k: 0 for k in "pgoaw"}
     off = 0
     for k, n in bufs:
