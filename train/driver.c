@@ -518,6 +518,13 @@ static void log_parallel(const struct trainer *t, size_t act_bytes)
     char vs[48] = "";
     if (o->par.vp > 1)
         snprintf(vs, sizeof(vs), " (%d interleaved virtual stages each)", o->par.vp);
+    if (!t->be->state) { /* the GPU backend logs its arena against its own plan */
+        sl_info("parallel: tensor %d x pipeline %d%s x data %d%s (Megatron order, tensor "
+                "fastest); optim.zero=%d",
+                o->par.tp, o->par.pp, vs, o->par.dp, o->par.sp ? ", sequence parallel" : "",
+                o->par.zero);
+        return;
+    }
     sl_info("parallel: tensor %d x pipeline %d%s x data %d%s (Megatron order, tensor fastest); "
             "memory of rank 0: estimate %s weights, gradients and AdamW (%llu parameters) + %s "
             "activations; allocated weights, gradients and AdamW %s (%.3f of the estimate); "
