@@ -22,7 +22,7 @@ mem=$(grep -m1 'GPU memory per rank: ' "$REC" | sed 's/^ *//')
 case_ "recorded memory line (a build with NCCL): no reason"
 expect_eq "$(verdict no_nccl "sluice train: $mem")" "-"
 # the trainer's words for a build without NCCL, read from the source
-nonccl=$(sed -n 's/^ *const char \*reduce = "\(not reduced[^"]*\)";/\1/p' "$ROOT/train/gpu_model.c")
+nonccl=$(grep -o '"not reduced[^"]*"' "$ROOT/train/gpu_model.c" | head -1 | tr -d '"')
 case_ "the trainer's memory line names a build without NCCL"
 expect_eq "${nonccl:+found}" "found" "(no 'not reduced' wording in train/gpu_model.c)"
 case_ "memory line of a build without NCCL: skipped with the reason"
