@@ -15,6 +15,23 @@ MPIRUN=(mpirun --oversubscribe -x SLUICE_PROGRESS_INTERVAL)
 # Open MPI's plugins leak by design (dlopen'ed, unloaded): no leak checks under mpirun
 [ "${SANITIZE:-0}" = 1 ] && MPIRUN+=(-x ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
 have_mpi() { command -v mpirun >/dev/null 2>&1; }
+# The trainer on emulated GPUs (build/emu/libsluice-gpu-emu.so, loaded through
+# SLUICE_GPU_LIB); ends the test with SKIP where the plugin is not built, or, with the
+# argument `mpi`, where mpirun is missing.
+need_gpu_emu() {
+    local plugin="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
+    if [ ! -e "$plugin" ]; then
+        echo "SKIP: no $plugin (make builds it where the CUDA headers are: cuda_runtime_api.h, cuda_bf16.h, cublasLt.h)"
+        finish
+        exit 0
+    fi
+    if [ "${1:-}" = mpi ] && ! have_mpi; then
+        echo "SKIP: mpirun not found"
+        finish
+        exit 0
+    fi
+    export SLUICE_GPU_LIB="$plugin"
+}
 
 # case NAME: start a test case
 case_() { _case="$1"; }

@@ -16,18 +16,7 @@
 # SKIP where the plugin or mpirun is missing; the NCCL half where the plugin has no NCCL.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
-if [ ! -e "$PLUGIN" ]; then
-    echo "SKIP: no $PLUGIN (make builds it where the CUDA headers are: cuda_runtime_api.h, cuda_bf16.h, cublasLt.h)"
-    finish
-    exit 0
-fi
-if ! have_mpi; then
-    echo "SKIP: mpirun not found"
-    finish
-    exit 0
-fi
-export SLUICE_GPU_LIB="$PLUGIN"
+need_gpu_emu mpi
 STAT_RTOL=1e-6
 LLAMA="$ROOT/configs/models/tiny-llama.yaml"
 ARGS=(data=synthetic model.vocab_size=512 train.seq_len=32 train.micro_batch_size=2 eval.interval=0

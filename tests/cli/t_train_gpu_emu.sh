@@ -24,13 +24,7 @@
 # buffers per rank: the first-step tolerances.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
-if [ ! -e "$PLUGIN" ]; then
-    echo "SKIP: no $PLUGIN (make builds it where the CUDA headers are: cuda_runtime_api.h, cuda_bf16.h, cublasLt.h)"
-    finish
-    exit 0
-fi
-export SLUICE_GPU_LIB="$PLUGIN"
+need_gpu_emu
 LOSS_RTOL=0.005
 NORM_RTOL=0.05
 GRAD_RTOL=0.05

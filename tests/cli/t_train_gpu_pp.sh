@@ -30,18 +30,7 @@
 # SKIP where the plugin is not built or mpirun is missing.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
-if [ ! -e "$PLUGIN" ]; then
-    echo "SKIP: no $PLUGIN (make builds it where the CUDA headers are: cuda_runtime_api.h, cuda_bf16.h, cublasLt.h)"
-    finish
-    exit 0
-fi
-if ! have_mpi; then
-    echo "SKIP: mpirun not found"
-    finish
-    exit 0
-fi
-export SLUICE_GPU_LIB="$PLUGIN"
+need_gpu_emu mpi
 NORM_RTOL=1e-6
 TIED_RTOL=5e-3
 TIED_NORM_RTOL=2e-3

@@ -28,18 +28,7 @@
 # full steps, as tests/cli/t_train_tp.sh says).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
-if [ ! -e "$PLUGIN" ]; then
-    echo "SKIP: no $PLUGIN (make builds it where the CUDA headers are: cuda_runtime_api.h, cuda_bf16.h, cublasLt.h)"
-    finish
-    exit 0
-fi
-if ! have_mpi; then
-    echo "SKIP: mpirun not found"
-    finish
-    exit 0
-fi
-export SLUICE_GPU_LIB="$PLUGIN"
+need_gpu_emu mpi
 # one thread per rank: the ranks share the machine's cores
 export OMP_NUM_THREADS=1
 LOSS_RTOL=0.005

@@ -28,18 +28,7 @@
 # missing or doubled reduction, a wrong slice or a stale gathered layer gives 1e-2 or more.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-PLUGIN="${SLUICE_BUILD:-$ROOT/build}/emu/libsluice-gpu-emu.so"
-if [ ! -e "$PLUGIN" ]; then
-    echo "SKIP: no $PLUGIN (make builds it where the CUDA headers are: cuda_runtime_api.h, cuda_bf16.h, cublasLt.h)"
-    finish
-    exit 0
-fi
-if ! have_mpi; then
-    echo "SKIP: mpirun not found"
-    finish
-    exit 0
-fi
-export SLUICE_GPU_LIB="$PLUGIN"
+need_gpu_emu mpi
 FP_RTOL=1e-5
 CMP=("$PY" "$ROOT/tests/oracle/grad_compare.py")
 LLAMA="$ROOT/configs/models/tiny-llama.yaml"
