@@ -212,28 +212,7 @@ static int gather_full(struct cpu_trainer *t, const float *local, float *full)
             memcpy(full, local, t->l->total * sizeof(float));
         return 0;
     }
-    struct sl_buf all = SL_BUF_INIT;
-    uint64_t *counts = sl_xcalloc((size_t)t->mpg.size, sizeof(uint64_t));
-    int rc = sl_world_gather_bytes(&t->mpg, local, t->l->total * sizeof(float), 0, &all, counts);
-    if (!rc && t->mpg.rank == 0 && full) {
-        memset(full, 0, t->fl.total * sizeof(float));
-        size_t off = 0;
-        for (int k = 0; k < t->mpg.size; k++) {
-            struct parallel_coord at = { k % t->par.tp, t->at.dp, k / t->par.tp };
-            struct model_shard s;
-            model_shard_init(&s, &t->par, &at, &t->o->mc, &t->fl);
-            if (counts[k] != s.l.total * sizeof(float))
-                rc = sl_err_set(SL_ERR_STATE, "gather: rank %d sent %llu bytes, expected %zu", k,
-                                (unsigned long long)counts[k], s.l.total * sizeof(float));
-            else
-                model_shard_place(&s, &t->fl, (const float *)(all.data + off), full, 0);
-            off += counts[k];
-            model_shard_release(&s);
-        }
-    }
-    free(counts);
-    sl_buf_release(&all);
-    return rc;
+    return parallel_gather_full(&t->mpg, &t->par, &t->o->mc, &t->fl, local, t->l->total, full);
 }
 
 static int cpu_load(void *ctx, const char *from, uint64_t init_seed)

@@ -294,28 +294,7 @@ int gpu_tp_gather_full(struct gt *t, const float *local, float *full)
 {
     if (t->dpr != 0) /* the other replicas hold the same */
         return 0;
-    struct sl_buf all = SL_BUF_INIT;
-    uint64_t *counts = sl_xcalloc((size_t)t->tpg.size, sizeof(uint64_t));
-    int rc = sl_world_gather_bytes(&t->tpg, local, t->l.total * sizeof(float), 0, &all, counts);
-    if (!rc && t->tpg.rank == 0 && full) {
-        memset(full, 0, t->fl.total * sizeof(float));
-        size_t off = 0;
-        for (int k = 0; k < t->tpg.size && !rc; k++) {
-            struct parallel_coord at = { k, 0, 0 };
-            struct model_shard s;
-            model_shard_init(&s, &t->par, &at, &t->a->mc, &t->fl);
-            if (counts[k] != s.l.total * sizeof(float))
-                rc = sl_err_set(SL_ERR_STATE, "gather: rank %d sent %llu bytes, expected %zu", k,
-                                (unsigned long long)counts[k], s.l.total * sizeof(float));
-            else
-                model_shard_place(&s, &t->fl, (const float *)(all.data + off), full, 0);
-            off += counts[k];
-            model_shard_release(&s);
-        }
-    }
-    free(counts);
-    sl_buf_release(&all);
-    return rc;
+    return parallel_gather_full(&t->tpg, &t->par, &t->a->mc, &t->fl, local, t->l.total, full);
 }
 
 /* ---- checkpoints of a tensor-parallel layout ------------------------------------------- */

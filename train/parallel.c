@@ -3,8 +3,10 @@
 #include "train/parallel.h"
 
 #include "core/alloc.h"
+#include "core/buf.h"
 #include "core/config.h"
 #include "core/err.h"
+#include "core/world.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +300,34 @@ void model_shard_place(const struct model_shard *s, const struct model_layout *f
                        const float *local, float *full, int all)
 {
     copy(s, fl, full, (float *)local, 0, all);
+}
+
+int parallel_gather_full(const struct sl_world *group, const struct parallel_config *p,
+                         const struct model_config *mc, const struct model_layout *fl,
+                         const float *local, size_t local_n, float *full)
+{
+    struct sl_buf all = SL_BUF_INIT;
+    uint64_t *counts = sl_xcalloc((size_t)group->size, sizeof(uint64_t));
+    int rc = sl_world_gather_bytes(group, local, local_n * sizeof(float), 0, &all, counts);
+    if (!rc && group->rank == 0 && full) {
+        memset(full, 0, fl->total * sizeof(float));
+        size_t off = 0;
+        for (int k = 0; k < group->size && !rc; k++) {
+            struct parallel_coord at = { k % p->tp, 0, k / p->tp };
+            struct model_shard s;
+            model_shard_init(&s, p, &at, mc, fl);
+            if (counts[k] != s.l.total * sizeof(float))
+                rc = sl_err_set(SL_ERR_STATE, "gather: rank %d sent %llu bytes, expected %zu", k,
+                                (unsigned long long)counts[k], s.l.total * sizeof(float));
+            else
+                model_shard_place(&s, fl, (const float *)(all.data + off), full, 0);
+            off += counts[k];
+            model_shard_release(&s);
+        }
+    }
+    free(counts);
+    sl_buf_release(&all);
+    return rc;
 }
 
 /* Floats of the CPU model's activation slab (train/cpu_model.c) for one micro-batch of

@@ -9,7 +9,8 @@
  * projection by its rows (SwiGLU's gate and up rows alike), the attention and MLP output
  * projections by their columns, and the embedding / output layer by vocabulary rows. Pipeline
  * parallel gives each stage a contiguous run of layers, or with virtual stages (interleaved)
- * vp runs, stage s holding virtual stages s, s + pp, ... No code here knows about MPI.
+ * vp runs, stage s holding virtual stages s, s + pp, ... No code here knows about MPI: the one
+ * collective (parallel_gather_full) goes through core/world.h.
  */
 #ifndef SL_TRAIN_PARALLEL_H
 #define SL_TRAIN_PARALLEL_H
@@ -21,6 +22,7 @@
 #include <stdint.h>
 
 struct sl_cfg;
+struct sl_world;
 
 struct parallel_config {
     int tp, pp, dp; /* group sizes: world = tp * pp * dp */
@@ -103,6 +105,14 @@ void model_shard_slice(const struct model_shard *s, const struct model_layout *f
                        const float *full, float *local);
 void model_shard_place(const struct model_shard *s, const struct model_layout *fl,
                        const float *local, float *full, int all);
+
+/* The full model (laid out by fl) on rank 0 of `group`, the model-parallel ranks of one
+ * replica in Megatron order (group rank k at tensor rank k % tp, pipeline stage k / tp), from
+ * each rank's local slab (its shard's l.total floats); full may be NULL off rank 0. Checks
+ * that every rank sent its shard's size. Collective over group. */
+int parallel_gather_full(const struct sl_world *group, const struct parallel_config *p,
+                         const struct model_config *mc, const struct model_layout *fl,
+                         const float *local, size_t local_n, float *full);
 
 /* Activation sets the CPU path allocates per model chunk: min(pp, accum) micro-batches in
  * flight with 1F1B; with virtual stages the most micro-batches a chunk of any stage has in
