@@ -497,7 +497,8 @@ static int load_data_opts(struct train_opts *o, struct sl_cfg *root)
         o->synthetic = 1;
         return 0;
     }
-    /* random tokens (Megatron's --mock-data) only for data=synthetic: no data is an error */
+    /* data=synthetic (above) is the one way to train on random tokens, as Megatron's
+     * random-token option is; a config that names no data stops here */
     if (!o->prefix || !o->prefix[strspn(o->prefix, " \t\n")])
         return sl_err_set(SL_ERR_CONFIG,
                           "no training data: data.prefix is %s\nhint: data.prefix=PREFIX (the "
