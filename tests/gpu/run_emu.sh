@@ -41,34 +41,27 @@ status=$?
 echo "$out" | grep -v '^  ok '
 tally test_emu "$out" $status
 
-# NCCL between emulated GPUs, one per MPI rank (built with MPI and nccl.h only)
-if [ -x "$dir/test_nccl_emu" ] && command -v mpirun > /dev/null && [[ nccl == *"$filter"* ]]; then
-    mpirun=(mpirun --oversubscribe -x "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
-    [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
-    for np in 2 3; do
-        echo "== NCCL over MPI between $np emulated GPUs ($dir/test_nccl_emu)"
-        out=$(timeout 120 "${mpirun[@]}" -np $np "$dir/test_nccl_emu" 2>&1)
-        status=$?
-        echo "$out" | grep -v '^  ok '
-        tally test_nccl_emu "$out" $status
-    done
-elif [ -z "$filter" ]; then
-    echo "== NCCL over MPI: SKIP: needs MPI (mpicc, mpirun) and nccl.h"
-fi
-# the trainer's communicator, NCCL and MPI backends, between emulated GPUs (built with MPI)
-if [ -x "$dir/test_gcomm" ] && command -v mpirun > /dev/null && [[ gcomm == *"$filter"* ]]; then
-    mpirun=(mpirun --oversubscribe -x "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
-    [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
-    for np in 2 3; do
-        echo "== the GPU communicator (train/gpu_comm.h) between $np emulated GPUs ($dir/test_gcomm)"
-        out=$(timeout 120 "${mpirun[@]}" -np $np "$dir/test_gcomm" 2>&1)
-        status=$?
-        echo "$out" | grep -v '^  ok '
-        tally test_gcomm "$out" $status
-    done
-elif [ -z "$filter" ]; then
-    echo "== the GPU communicator: SKIP: needs MPI (mpicc, mpirun)"
-fi
+# mpi_test NAME GROUP TITLE NEEDS: $dir/NAME (run when GROUP matches the filter) under mpirun at 2 and 3 ranks (one emulated GPU each),
+# or a SKIP line saying it NEEDS, where it is not built or mpirun is missing
+mpi_test() {
+    if [ -x "$dir/$1" ] && command -v mpirun > /dev/null && [[ $2 == *"$filter"* ]]; then
+        local mpirun=(mpirun --oversubscribe -x "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
+        [ "$(id -u)" -eq 0 ] && mpirun+=(--allow-run-as-root)
+        for np in 2 3; do
+            echo "== $3 between $np emulated GPUs ($dir/$1)"
+            out=$(timeout 120 "${mpirun[@]}" -np $np "$dir/$1" 2>&1)
+            status=$?
+            echo "$out" | grep -v '^  ok '
+            tally "$1" "$out" $status
+        done
+    elif [ -z "$filter" ]; then
+        echo "== $3: SKIP: needs $4"
+    fi
+}
+# NCCL between emulated GPUs (built with MPI and nccl.h only)
+mpi_test test_nccl_emu nccl "NCCL over MPI" "MPI (mpicc, mpirun) and nccl.h"
+# the trainer's communicator, NCCL and MPI backends (built with MPI)
+mpi_test test_gcomm gcomm "the GPU communicator (train/gpu_comm.h)" "MPI (mpicc, mpirun)"
 for order in ${EMU_ORDERS:-natural reversed shuffled}; do
     echo "== GPU kernel tests on the CPU emulation, $order order ($dir)"
     for g in $groups; do
