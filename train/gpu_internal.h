@@ -196,6 +196,24 @@ struct gt {
     float *dump_host; /* [fl.total] train.dump_grads staging (allocated when dumping) */
 };
 
+/* Tensor id's weights and micro-batch gradient where its bucket is now (t->pb, t->gb: at
+ * ZeRO-3 the gathered slots); NULL for id -1 (a tensor the model does not have). */
+static inline const sl_bf16 *gpu_param(const struct gt *t, int id)
+{
+    if (id < 0)
+        return NULL;
+    int k = t->tbk[id];
+    return t->pb[k] + (t->doff[id] - t->bk[k].dev);
+}
+
+static inline sl_bf16 *gpu_grad(const struct gt *t, int id)
+{
+    if (id < 0)
+        return NULL;
+    int k = t->tbk[id];
+    return t->gb[k] + (t->doff[id] - t->bk[k].dev);
+}
+
 /* gpu_train.c */
 int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank, or 0 */
 

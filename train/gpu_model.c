@@ -16,22 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tensor id's weights and gradient: where its bucket is now (t->pb, t->gb). */
-static const sl_bf16 *P(const struct gt *t, int id)
-{
-    if (id < 0)
-        return NULL;
-    int k = t->tbk[id];
-    return t->pb[k] + (t->doff[id] - t->bk[k].dev);
-}
-
-static sl_bf16 *G(const struct gt *t, int id)
-{
-    if (id < 0)
-        return NULL;
-    int k = t->tbk[id];
-    return t->gb[k] + (t->doff[id] - t->bk[k].dev);
-}
+#define P gpu_param /* tensor id's weights and gradient (gpu_internal.h) */
+#define G gpu_grad
 
 /* ---- device layout, buckets, the arena ----------------------------------------------- */
 

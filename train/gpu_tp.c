@@ -139,23 +139,8 @@ const sl_bf16 *gpu_tp_full_dres(struct gt *t)
     return gpu_tp_gather_rows(t, t->dres, t->sp_gather);
 }
 
-/* tensor id's weights and micro-batch gradient where its bucket is (gpu_model.c's P and G:
- * at ZeRO-3 the gathered slots) */
-static const sl_bf16 *P(const struct gt *t, int id)
-{
-    if (id < 0)
-        return NULL;
-    int k = t->tbk[id];
-    return t->pb[k] + (t->doff[id] - t->bk[k].dev);
-}
-
-static sl_bf16 *G(const struct gt *t, int id)
-{
-    if (id < 0)
-        return NULL;
-    int k = t->tbk[id];
-    return t->gb[k] + (t->doff[id] - t->bk[k].dev);
-}
+#define P gpu_param /* tensor id's weights and gradient (gpu_internal.h) */
+#define G gpu_grad
 
 const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x,
                               int x_rows, int wid, int bid, int IC, int OC)
