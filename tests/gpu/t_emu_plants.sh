@@ -36,7 +36,7 @@ plants=(
 "a barrier only lane 0 reaches|kernels/cuda_common.h|util|s/(float block_sum\(float v, float \*smem\)\n\{\n[^\n]*\n[^\n]*\n)(    v = warp_sum\(v\);)/\$1    if (lane == 0)\n        __syncthreads();\n\$2/"
 "a cuBLASLt transpose flag flipped|kernels/gemm.cu|gemm|s/cublasOperation_t opa = key->ta \? CUBLAS_OP_T : CUBLAS_OP_N;/cublasOperation_t opa = key->ta ? CUBLAS_OP_N : CUBLAS_OP_T;/"
 "the ZeRO reduce-scatter not waiting for the gradient|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->comm, t->ev_grad, 0\)\);\n//"
-"the optimizer not waiting for the reduce-scatter|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_comm, 0\)\);\n//"
+"the optimizer not waiting for the reduce-scatter|train/gpu_zero.c|trainer|s/(void gpu_reduce_stats\(struct gt \*t\)\n\{\n    CUDA_CHECK\(cudaEventRecord\(t->ev_comm, t->comm\)\);\n)    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_comm, 0\)\);\n/\1/"
 "a staging buffer reused before its reduction is done|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_sfree\[x\], 0\)\);\n//"
 "a layer's weights used before their gather is done|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_gathered\[x\], 0\)\);\n//"
 )
