@@ -67,8 +67,8 @@ sl_redis_conf() {
         return 1
     fi
     # requirepass for clients, masterauth for a replica's link to its master; protected
-    # mode stays on (it refuses outside clients only on a server without a password, and
-    # guards against one started without this file)
+    # mode stays on (it refuses outside clients only on a server with neither a password
+    # nor a bind line: a guard should both be lost)
     # printf is a builtin: the password is on no process's command line
     (umask 077 && printf '%s\n' "bind $addr" "port $port" "protected-mode yes" \
         "requirepass $SLUICE_REDIS_PASSWORD" "masterauth $SLUICE_REDIS_PASSWORD" \

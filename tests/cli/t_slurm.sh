@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # configs/slurm/*.sub: syntax and shellcheck, then (when Debian's slurmctld and slurmd are
 # installed and start) both scripts submitted with sbatch to a one-node cluster started
-# here in a temporary directory: curation with a Redis Cluster on the bundled examples,
-# and a few CPU training steps on synthetic data.
+# here in a temporary directory: curation with a private Redis Cluster of two servers on
+# the bundled examples (password, bind address, slots over both, the password nowhere it
+# should not be), and the CPU try-out of docs/slurm.md as the page writes it.
 # sanitizer build: skip (starts Slurm daemons; the commands it runs are tested under the sanitizers elsewhere)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -156,16 +157,24 @@ echo "ok curate.sub: commands per server $c0, $c1"
 leaks=$(grep -rlFf "$p/pw" "$T" | grep -vx "$p/pw" || true)
 expect_eq "$leaks" "" "(files holding the password)"
 
-case_ "train.sub: a few CPU steps on synthetic data"
-run sbatch --parsable --nodes=1 --ntasks-per-node=1 --cpus-per-task=1 --gpus-per-node=0 --time=10 \
-    --output="$T/train.log" \
-    --export=ALL,SLUICE="$SLUICE",CONFIG=configs/models/tiny-gpt.yaml,DATA=synthetic,CKPT="$T/ckpt",SRUN_MPI=none \
-    configs/slurm/train.sub train.steps=3 train.global_batch_size=8 train.micro_batch_size=8 eval.interval=0
+case_ "train.sub: the CPU try-out of docs/slurm.md, as written there"
+# the block after the marker, run in a directory with the paths it names (configs/, and
+# build/sluice, the script's default), without this test's SLUICE in its environment
+tryout=$(awk '/^<!-- tests\/cli\/t_slurm.sh runs the next block/ { f = 1; next }
+              f && /^```sh/ { g = 1; next } g && /^```/ { exit } g { print }' "$ROOT/docs/slurm.md")
+if grep -q 'configs/slurm/train.sub' <<<"$tryout"; then ok; else fail "no try-out block in docs/slurm.md"; fi
+mkdir -p "$T/tryout/build"
+ln -s "$ROOT/configs" "$T/tryout/configs"
+ln -s "$SLUICE" "$T/tryout/build/sluice"
+run env -C "$T/tryout" -u SLUICE bash -euo pipefail -c "$tryout"
 expect_rc 0
-job=$(cat "$T/out")
-state=$(wait_job "$job")
-if [ "$state" != COMPLETED ]; then fail "train job $job: $state"; tail -30 "$T/train.log" >&2; fi
-if grep -q 'step 3/3' "$T/train.log"; then ok; else fail "no 'step 3/3' in the job log"; tail -20 "$T/train.log" >&2; fi
-expect_file "$T/ckpt/step-00000003/model.safetensors"
+job=$(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$T/out")
+state=$(wait_job "${job:-0}")
+log=$T/tryout/sluice-train-$job.out
+if [ -n "$job" ] && [ "$state" = COMPLETED ]; then ok; else fail "try-out job '$job': $state"; tail -30 "$log" >&2; fi
+steps=$(sed -n 's/.* train\.steps=\([0-9]*\).*/\1/p' <<<"$tryout")
+if grep -q "step $steps/$steps " "$log"; then ok; else fail "no 'step $steps/$steps' in the job log"; tail -20 "$log" >&2; fi
+if grep -q "micro 8 x 2 ranks" "$log"; then ok; else fail "the try-out did not train on 2 ranks"; fi
+expect_file "$(printf '%s/tryout/checkpoints/sluice-train/step-%08d/model.safetensors' "$T" "$steps")"
 
 finish
