@@ -92,6 +92,7 @@ for n in 1 2 3; do
     start_servers "$T/rc$n" $((n * (1 + replicas)))
     run sl_redis_form "$replicas" "${hosts[@]}"
     expect_rc 0
+    cat "$T/out" "$T/err" >"$T/form$n.log" # (searched for the password at the end)
     # a replica is in sync only if it authenticated with masterauth
     if [ $replicas -gt 0 ]; then
         for _ in $(seq 300); do
@@ -109,6 +110,7 @@ for n in 1 2 3; do
     # connection authenticates
     run "$SLUICE" dedup fuzzy --backend redis --redis "${hosts[0]}" --out "$T/red$n" "$T/gen"
     expect_rc 0
+    cat "$T/out" "$T/err" >"$T/red$n.log"
     [ $replicas = 0 ] || expect_no_err "no synced replica"
     for f in "$T/mem"/duplicates.jsonl "$T/mem"/clusters.jsonl "$T/mem"/part-*.jsonl.zst; do
         if cmp -s "$f" "$T/red$n/${f##*/}"; then ok; else fail "${f##*/} differs from the memory backend's"; fi
