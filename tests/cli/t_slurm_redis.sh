@@ -6,6 +6,7 @@
 # right, a wrong and no password, the password nowhere else (outputs, logs, command lines),
 # and the address on the route to a peer where it is not the first of `hostname -I`
 # (a network namespace made here).
+# sanitizer build: skip (shell functions and Redis servers; sluice's AUTH paths run under the sanitizers in t_dedup_redis.sh)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/redis_cluster.sh" # rc_free_base
