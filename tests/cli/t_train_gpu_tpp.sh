@@ -10,10 +10,11 @@
 #    step 3 (model.safetensors of the step-3 checkpoint, gathered likewise);
 #  - against the CPU path's same layout: the loss and gradient norm of 4 steps;
 #  - each stage's arena = --print-config's estimate of it;
-#  - checkpoints: the step-3 checkpoint resumed at the same layout gives step 4 and the
-#    step-4 model.safetensors bit for bit (the optimizer shards, ranges of the full layout
-#    from 8 ranks, read back exactly), and resumed at one rank on the GPU and on the CPU,
-#    step 4 = the one-rank run's.
+#  - checkpoints: the step-3 checkpoint resumed at the same layout, over the host-staged MPI
+#    backend (train.comm=mpi), gives step 4 and the step-4 model.safetensors bit for bit
+#    (the optimizer shards, ranges of the full layout from 8 ranks, read back exactly; the
+#    MPI backend folds the ranks in rank order, as the emulated NCCL does), and resumed at
+#    one rank on the GPU and on the CPU, step 4 = the one-rank run's.
 # SKIP where the plugin is not built or mpirun is missing.
 #
 # Tolerances: those of t_train_gpu_tp.sh, argued there (bf16 partial sums over the tensor-
@@ -132,8 +133,9 @@ case_ "l3: losses and gradient norms of 4 steps = the CPU path's same layout (bf
 compare "$T/l3.jsonl" "$T/l3-cpu.jsonl" 1 "$LOSS_RTOL" "$NORM_RTOL" && ok || fail "see above"
 
 # --- checkpoints -------------------------------------------------------------------------------
-resume l3-again l3 8 cuda "${L3[@]}"
-case_ "the step-3 checkpoint at the same layout: step 4 = the run that never stopped (bit for bit)"
+resume l3-again l3 8 cuda "${L3[@]}" train.comm=mpi
+expect_err "communication: MPI, host-staged"
+case_ "the step-3 checkpoint at the same layout over MPI: step 4 = the run that never stopped (bit for bit)"
 compare "$T/l3-again.jsonl" "$T/l3.jsonl" 4 0 0 && ok || fail "see above"
 case_ "... and its step-4 model.safetensors, byte for byte"
 cmp "$T/l3-again/step-00000004/model.safetensors" "$T/l3/step-00000004/model.safetensors" && ok ||
