@@ -9,6 +9,13 @@
 #    step 1 (train.dump_grads, gathered from the model-parallel group), the weights after
 #    step 3 (model.safetensors of the step-3 checkpoint, gathered likewise);
 #  - against the CPU path's same layout: the loss and gradient norm of 4 steps;
+#  - tiny-llama (4 layers, untied output layer, GQA, RoPE) at TP 2 x PP 2 x 2 virtual stages
+#    (interleaved) with SP and selective recomputation, 4 ranks, against TP 2 with SP alone,
+#    2 ranks: bit for bit (a pipeline reorders the micro-batches' work, never the arithmetic
+#    of one, as t_train_gpu_pp.sh argues; the gradient norm sums its squares stage by stage,
+#    within NORM_EXACT = 1e-6): the losses, the validation loss, every gradient of step 1,
+#    model.safetensors after step 3 byte for byte (what the stage boundary's SP rows and the
+#    gathers of the model-parallel group must get exactly right);
 #  - each stage's arena = --print-config's estimate of it;
 #  - checkpoints: the step-3 checkpoint resumed at the same layout, over the host-staged MPI
 #    backend (train.comm=mpi), gives step 4 and the step-4 model.safetensors bit for bit
@@ -23,8 +30,9 @@
 # 5% (NORM_RTOL), every gradient 5e-2 relative L2 (GRAD_RTOL), the weights 1e-2 (W_RTOL),
 # the biases 0.1 (B_RTOL), GPT's k bias reported only. Measured: losses 2e-5, norms 2e-4,
 # gradients 1.1e-2, weights 3e-3, biases 7.4e-2. Against the CPU path (fp32) the
-# tolerances of the first step of t_train_gpu_emu.sh, for every step. The test costs about
-# 150 s on 2 idle cores (8 emulated ranks), more beside other builds.
+# tolerances of the first step of t_train_gpu_emu.sh, for every step. The test costs 83 s
+# of CPU (user time; 8, 4 and 2 emulated ranks), 311 s of wall time on 2 cores beside other
+# builds (load average 20).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_gpu_emu mpi
@@ -35,7 +43,10 @@ NORM_RTOL=0.05
 GRAD_RTOL=0.05
 W_RTOL=0.01
 B_RTOL=0.1
+NORM_EXACT=1e-6
 GPT="$ROOT/configs/models/tiny-gpt.yaml"
+LLAMA="$ROOT/configs/models/tiny-llama.yaml"
+CFG=$GPT
 CMP=("$PY" "$ROOT/tests/oracle/grad_compare.py")
 GPU=("${MPIRUN[@]}" -x SLUICE_GPU_LIB -x OMP_NUM_THREADS)
 # a vocabulary of 512 (256 rows a tensor-parallel rank), the schedule of 4 steps throughout
@@ -50,13 +61,14 @@ compare() { # A.jsonl B.jsonl FIRST LOSS_RTOL NORM_RTOL [LAST]
     python3 "$ROOT/tests/oracle/compare_train_logs.py" "$@"
 }
 
-# train NAME NP DEVICE ARGS...: a run into $T/NAME (-v: its stderr, kept as $T/NAME.err)
+# train NAME NP DEVICE ARGS...: a run of $CFG into $T/NAME (-v: its stderr, kept as
+# $T/NAME.err)
 train() {
     local name=$1 np=$2 dev=$3
     shift 3
     local cmd=("$SLUICE")
     [ "$np" -gt 1 ] && cmd=("${GPU[@]}" -np "$np" "$SLUICE")
-    run "${cmd[@]}" -v train "$GPT" "${BASE[@]}" train.device="$dev" checkpoint.dir="$T/$name" \
+    run "${cmd[@]}" -v train "$CFG" "${BASE[@]}" train.device="$dev" checkpoint.dir="$T/$name" \
         log.file="$T/$name.jsonl" "$@"
     cp "$T/err" "$T/$name.err"
 }
@@ -131,6 +143,31 @@ case_ "the CPU path at the same layout: 4 steps"
 expect_rc 0
 case_ "l3: losses and gradient norms of 4 steps = the CPU path's same layout (bf16 tolerance)"
 compare "$T/l3.jsonl" "$T/l3-cpu.jsonl" 1 "$LOSS_RTOL" "$NORM_RTOL" && ok || fail "see above"
+
+# --- tiny-llama: interleaved TP x PP against TP alone, bit for bit --------------------------------
+CFG=$LLAMA
+LL=(model.num_layers=4 train.steps=3 parallel.tensor=2 parallel.sequence=true)
+train llama-tp 2 cuda "${LL[@]}" train.dump_grads="$T/llama-tp/g"
+case_ "tiny-llama, mpirun -np 2: TP 2 with SP"
+expect_rc 0
+train llama-tpp 4 cuda "${LL[@]}" parallel.pipeline=2 parallel.virtual_stages=2 \
+    train.recompute=selective train.dump_grads="$T/llama-tpp/g"
+case_ "tiny-llama, mpirun -np 4: TP 2 x PP 2 x 2 virtual stages with SP"
+expect_rc 0
+expect_err "parallel: tensor 2 x pipeline 2 (2 interleaved virtual stages each) x data 1"
+case_ "llama-tpp: the losses of 3 steps = TP 2's (bit for bit; norms within $NORM_EXACT)"
+compare "$T/llama-tpp.jsonl" "$T/llama-tp.jsonl" 1 0 "$NORM_EXACT" && ok || fail "see above"
+case_ "llama-tpp: the validation loss = TP 2's (bit for bit)"
+v=$(grep '"valid"' "$T/llama-tpp.jsonl" || true)
+expect_eq "$v" "$(grep '"valid"' "$T/llama-tp.jsonl" || true)"
+[ -n "$v" ] && ok || fail "no validation line"
+case_ "llama-tpp: every gradient of step 1 = TP 2's (bit for bit)"
+"${CMP[@]}" --rtol 0 "$T/llama-tpp/g/grads-step-000001.safetensors" \
+    "$T/llama-tp/g/grads-step-000001.safetensors" | tail -1 && ok || fail "see above"
+case_ "llama-tpp: model.safetensors after step 3 = TP 2's, byte for byte"
+cmp "$T/llama-tpp/step-00000003/model.safetensors" "$T/llama-tp/step-00000003/model.safetensors" &&
+    ok || fail "the weights differ"
+CFG=$GPT
 
 # --- checkpoints -------------------------------------------------------------------------------
 resume l3-again l3 8 cuda "${L3[@]}" train.comm=mpi
