@@ -285,16 +285,7 @@ static int choose_device(struct trainer *t, int threads)
 {
     char why[256] = "";
     const struct train_backend *gpu = NULL;
-    /* tensor and pipeline parallel together: the CPU path only */
-    int split = t->o.par.tp > 1 && t->o.par.pp > 1;
-    if (split && t->o.device == TRAIN_DEVICE_CUDA) {
-        if (t->w->rank == 0)
-            sl_error("train.device=cuda: parallel.tensor with parallel.pipeline runs on the CPU "
-                     "path only\nhint: train.device=cpu, or one of them (with data parallel) on "
-                     "the GPU");
-        return 1;
-    }
-    if (t->o.device != TRAIN_DEVICE_CPU && !split)
+    if (t->o.device != TRAIN_DEVICE_CPU)
         gpu = gpu_train_backend(why, sizeof(why));
     int64_t have = gpu != NULL;
     sl_world_allreduce_i64(t->w, &have, 1, SL_MIN);
@@ -310,11 +301,7 @@ static int choose_device(struct trainer *t, int threads)
     }
     if (have || t->w->rank != 0)
         return 0;
-    if (split && t->o.device != TRAIN_DEVICE_CPU)
-        sl_info("tensor and pipeline parallelism together (parallel.tensor x parallel.pipeline "
-                "= %d x %d) run on the CPU path: training on the CPU (%d threads x %d ranks)",
-                t->o.par.tp, t->o.par.pp, threads, t->w->size);
-    else if (t->o.device == TRAIN_DEVICE_CPU)
+    if (t->o.device == TRAIN_DEVICE_CPU)
         sl_info("train.device=cpu: training on the CPU (%d threads x %d ranks)", threads,
                 t->w->size);
     else if (gpu_present())

@@ -118,8 +118,9 @@ struct gt {
     int R, row0;            /* rows of the residual stream held: [row0, row0 + R) of N */
     int v0;                 /* first vocabulary row held */
     struct sl_world tpg, dpg;
-    struct gcomm *tpc; /* over tpg (tensor-parallel collectives) */
-    cudaStream_t tpst; /* their stream where they overlap a GEMM */
+    struct sl_world mpg; /* the model-parallel ranks of the replica (tensor x pipeline) */
+    struct gcomm *tpc;   /* over tpg (tensor-parallel collectives) */
+    cudaStream_t tpst;   /* their stream where they overlap a GEMM */
     cudaEvent_t ev_tp, ev_tpdone;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
     float attn_scale;
@@ -304,9 +305,12 @@ void gpu_tp_norm_grads(struct gt *t, int k);
 /* the squared gradient norm of this rank's slices, each tensor counted once (owner) */
 void gpu_tp_norm_sq(struct gt *t);
 /* the local layout's host slab (fp32, laid out by t->l) to the full model's on world rank 0
- * (full: fl.total floats there, NULL elsewhere), from the tensor-parallel group of
- * data-parallel rank 0. Collective. */
+ * (full: fl.total floats there, NULL elsewhere), from the model-parallel ranks (tensor x
+ * pipeline) of data-parallel rank 0. Collective. */
 int gpu_tp_gather_full(struct gt *t, const float *local, float *full);
+/* the full model's weights (fp32, from the bf16 working weights) on world rank 0 (full NULL
+ * elsewhere), gathered as gpu_tp_gather_full does. Collective. */
+int gpu_tp_params_full(struct gt *t, float *full);
 /* checkpoints: one part of this rank's ZeRO-1 slices r[k] (local layout ranges) from the full
  * model's (a checkpoint's, or the fresh initialisation's), into dst[k]; the optimizer shard
  * as ranges of the full layout; model.safetensors of the full model (collective) */

@@ -423,7 +423,7 @@ void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok)
     struct gacts last = acts(t, s, l1 - 1);
     if (!gpu_last_virtual(t, c)) {
         /* the next layer's input, as its norm would round it: bf16(mid + mlp output) */
-        add_bf16(t->xout, last.mid, y, (size_t)t->N * t->D, t->st);
+        add_bf16(t->xout, last.mid, y, (size_t)t->R * t->D, t->st);
         return;
     }
     /* the final norm's output is kept gathered for the output layer's backward; with SP its
@@ -482,7 +482,7 @@ void gpu_head_bwd(struct gt *t, int s, long m)
         return; /* the backward follows at once from t->dres */
     if (tied)   /* the last stage's copy: the output layer's use only */
         gpu_bucket_done(t, 0, m);
-    CUDA_CHECK(cudaMemcpyAsync(t->slot[s].dhead, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
+    CUDA_CHECK(cudaMemcpyAsync(t->slot[s].dhead, t->dres, (size_t)t->R * t->D * sizeof(sl_bf16),
                                cudaMemcpyDeviceToDevice, t->st));
 }
 
@@ -497,7 +497,7 @@ void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
         zero_bucket(t, 0);
     const sl_bf16 *dout = last ? (t->par.pp > 1 ? t->slot[s].dhead : NULL) : t->dxin;
     if (dout)
-        CUDA_CHECK(cudaMemcpyAsync(t->dres, dout, (size_t)t->N * t->D * sizeof(sl_bf16),
+        CUDA_CHECK(cudaMemcpyAsync(t->dres, dout, (size_t)t->R * t->D * sizeof(sl_bf16),
                                    cudaMemcpyDeviceToDevice, t->st));
     for (int li = l1 - 1; li >= l0; li--) {
         struct gacts a = acts(t, s, li);
@@ -519,7 +519,7 @@ void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
         gpu_tp_embed_bwd(t, tok);
         gpu_bucket_done(t, 0, m);
     } else {
-        CUDA_CHECK(cudaMemcpyAsync(t->dxout, t->dres, (size_t)t->N * t->D * sizeof(sl_bf16),
+        CUDA_CHECK(cudaMemcpyAsync(t->dxout, t->dres, (size_t)t->R * t->D * sizeof(sl_bf16),
                                    cudaMemcpyDeviceToDevice, t->st));
     }
 }

@@ -217,14 +217,15 @@ static void add_acts(struct gpu_plan *p, const struct gpu_plan_in *in)
         add(p, GB_SP_GATHER, -1, 0, "sp gathered norm out", N * D * b2, GPU_PLAN_ACTS);
         add(p, GB_SP_SCATTER, -1, 0, "sp scattered gemm out", R * D * b2, GPU_PLAN_ACTS);
     }
-    if (in->pipeline) { /* the stage boundary's activation out, its gradient out and in */
-        add(p, GB_XOUT, -1, 0, "pipeline activation out", N * D * b2, GPU_PLAN_ACTS);
-        add(p, GB_DXOUT, -1, 0, "pipeline gradient out", N * D * b2, GPU_PLAN_ACTS);
-        add(p, GB_DXIN, -1, 0, "pipeline gradient in", N * D * b2, GPU_PLAN_ACTS);
+    if (in->pipeline) { /* the stage boundary's activation out, its gradient out and in:
+                         * the residual stream's rows (SP: the rank's) */
+        add(p, GB_XOUT, -1, 0, "pipeline activation out", R * D * b2, GPU_PLAN_ACTS);
+        add(p, GB_DXOUT, -1, 0, "pipeline gradient out", R * D * b2, GPU_PLAN_ACTS);
+        add(p, GB_DXIN, -1, 0, "pipeline gradient in", R * D * b2, GPU_PLAN_ACTS);
         /* the last stage: each set's gradient of the last layer's output, from the loss's
          * backward right after its forward to the chunk's backward */
         for (long s = 0; !in->no_head && s < in->sets; s++)
-            add(p, GB_DHEAD, -1, (int)s, "head gradient", N * D * b2, GPU_PLAN_ACTS);
+            add(p, GB_DHEAD, -1, (int)s, "head gradient", R * D * b2, GPU_PLAN_ACTS);
     }
 }
 

@@ -34,10 +34,11 @@
  * then the buffers used once per micro-batch (final norm, logits, losses, the backward's
  * gradients). `sets` is the micro-batches whose activations a rank keeps at once: 1 without
  * pipeline parallelism; a pipeline stage keeps one set per micro-batch in flight, three
- * [N, D] bf16 buffers for the stage boundary (activation out, gradient out, gradient in; the
- * activation in lands in the first layer's kept input), and only the last stage the final
- * norm and logits (once: the loss's backward through them runs right after its forward)
- * and per set the [N, D] gradient of the last layer's output it leaves.
+ * [R, D] bf16 buffers for the stage boundary (the residual stream's rows, with SP R = N / tp:
+ * activation out, gradient out, gradient in; the activation in lands in the first layer's
+ * kept input), and only the last stage the final norm and logits (once: the loss's backward
+ * through them runs right after its forward) and per set the [R, D] gradient of the last
+ * layer's output it leaves.
  *
  * Tensor parallelism: the shapes are the rank's (model_shard's local config: heads, KV
  * heads, d_ff and vocabulary rows divided by tp). With sequence parallelism the buffers of
@@ -125,9 +126,9 @@ enum gpu_plan_id {
     GB_DACT,
     GB_SP_GATHER,  /* sequence parallel: the all-gathered norm output [N, D] */
     GB_SP_SCATTER, /* sequence parallel: a reduce-scattered GEMM output [N / tp, D] */
-    GB_XOUT,       /* pipeline: the stage's output activation, sent on [N, D] */
-    GB_DXOUT,      /* pipeline: the gradient of the stage's input, sent back [N, D] */
-    GB_DXIN,       /* pipeline: the gradient of the stage's output, received [N, D] */
+    GB_XOUT,       /* pipeline: the stage's output activation, sent on [R, D] */
+    GB_DXOUT,      /* pipeline: the gradient of the stage's input, sent back [R, D] */
+    GB_DXIN,       /* pipeline: the gradient of the stage's output, received [R, D] */
     GB_DHEAD,      /* pipeline, last stage: a set's gradient of the last layer's output */
     /* workspace */
     GB_ROPE_COS,

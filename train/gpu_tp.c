@@ -29,12 +29,6 @@ int gpu_tp_layout(struct gt *t)
     t->par = a->par;
     if (t->par.tp < 1) /* a caller that did not fill in parallel.*: data parallel only */
         t->par = (struct parallel_config){ .tp = 1, .pp = 1, .dp = t->W, .world = t->W };
-    if (t->par.pp > 1 && t->par.tp > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "parallel.tensor=%d with parallel.pipeline=%d: the GPU trainer runs "
-                          "tensor or pipeline parallel, not both together\nhint: one of them "
-                          "(with data parallel), or train.device=cpu",
-                          t->par.tp, t->par.pp);
     parallel_coord_of(&t->par, t->rank, &t->at);
     t->tp = t->par.tp;
     t->tpr = t->at.tp;
@@ -65,7 +59,8 @@ int gpu_tp_layout(struct gt *t)
 
 /* Groups as train/cpu_train.c makes them: tensor parallel (same dp and pp), data parallel
  * (same tp and pp), the pipeline (same tp and dp), the two pipeline ends holding a tied
- * embedding. Every rank splits and opens in the same order. */
+ * embedding, and the model-parallel ranks of one replica (same dp; Megatron order, tensor
+ * fastest: what parallel_gather_full takes). Every rank splits and opens in the same order. */
 int gpu_tp_groups(struct gt *t)
 {
     const struct parallel_config *p = &t->par;
@@ -75,7 +70,8 @@ int gpu_tp_groups(struct gt *t)
     if ((rc = sl_world_split(t->w, c->dp + p->dp * c->pp, c->tp, &t->tpg)) ||
         (rc = sl_world_split(t->w, c->tp + p->tp * c->pp, c->dp, &t->dpg)) ||
         (rc = sl_world_split(t->w, c->tp + p->tp * c->dp, c->pp, &t->ppg)) ||
-        (rc = sl_world_split(t->w, tied ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)))
+        (rc = sl_world_split(t->w, tied ? c->tp + p->tp * c->dp : -1, c->pp, &t->embg)) ||
+        (rc = sl_world_split(t->w, c->dp, c->tp + p->tp * c->pp, &t->mpg)))
         return rc;
     return 0;
 }
@@ -110,6 +106,7 @@ void gpu_tp_release(struct gt *t)
     sl_world_group_free(&t->dpg);
     sl_world_group_free(&t->ppg);
     sl_world_group_free(&t->embg);
+    sl_world_group_free(&t->mpg);
 }
 
 /* ---- Megatron's f and g -------------------------------------------------------------- */
@@ -279,7 +276,46 @@ int gpu_tp_gather_full(struct gt *t, const float *local, float *full)
 {
     if (t->dpr != 0) /* the other replicas hold the same */
         return 0;
-    return parallel_gather_full(&t->tpg, &t->par, &t->a->mc, &t->fl, local, t->l.total, full);
+    return parallel_gather_full(&t->mpg, &t->par, &t->a->mc, &t->fl, local, t->l.total, full);
+}
+
+/* The rank's bf16 working weights widened (exactly) into local, laid out by its layout t->l.
+ * Without a pipeline gpu_params_host's (collective at ZeRO-3); with one, gpu_params_host
+ * places whole tensors by the full layout, which a tensor-parallel part is not: each tensor
+ * of the rank's own layout from t->params here (ZeRO-1/2: the weights whole on the device). */
+static int tp_local_params(struct gt *t, float *local)
+{
+    if (t->par.pp == 1)
+        return gpu_params_host(t, local);
+    if (!t->params)
+        return sl_err_set(SL_ERR_UNSUPPORTED,
+                          "optim.zero=3 with tensor and pipeline parallel: no whole weights to "
+                          "gather\nhint: optim.zero=1");
+    uint16_t *bits = malloc(t->dtotal * sizeof(uint16_t) + 1);
+    if (!bits)
+        return sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
+                          t->dtotal * sizeof(uint16_t) >> 20);
+    CUDA_CHECK(cudaStreamSynchronize(t->st));
+    CUDA_CHECK(cudaMemcpy(bits, t->params, t->dtotal * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    uint32_t *out = (uint32_t *)local;
+    memset(local, 0, t->l.total * sizeof(float));
+    for (int i = 0; i < t->l.n; i++)
+        for (size_t k = 0; k < t->l.t[i].numel; k++)
+            out[t->l.t[i].offset + k] = (uint32_t)bits[t->doff[i] + k] << 16;
+    free(bits);
+    return 0;
+}
+
+int gpu_tp_params_full(struct gt *t, float *full)
+{
+    float *local = malloc((t->l.total + 1) * sizeof(float));
+    int rc = local ? tp_local_params(t, local)
+                   : sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB for the weights",
+                                t->l.total * sizeof(float) >> 20);
+    if (!(rc = gpu_all_ok(t, rc)))
+        rc = gpu_tp_gather_full(t, local, full);
+    free(local);
+    return rc;
 }
 
 /* ---- checkpoints of a tensor-parallel layout ------------------------------------------- */
@@ -437,20 +473,15 @@ int gpu_tp_write_shard(struct gt *t, long step)
 /* model.safetensors of the full model, gathered to world rank 0. Collective. */
 int gpu_tp_write_model(struct gt *t, long step)
 {
-    float *local = malloc((t->l.total + 1) * sizeof(float)), *full = NULL;
+    float *full = NULL;
     int rc = 0;
-    if (!local || (t->rank == 0 && !(full = malloc((t->fl.total + 1) * sizeof(float)))))
+    if (t->rank == 0 && !(full = malloc((t->fl.total + 1) * sizeof(float))))
         rc = sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the checkpoint",
-                        (t->l.total + t->fl.total) * sizeof(float) >> 20);
-    if (!rc)
-        rc = gpu_params_host(t, local);
-    if ((rc = gpu_all_ok(t, rc)))
-        goto out;
-    rc = gpu_tp_gather_full(t, local, full);
+                        t->fl.total * sizeof(float) >> 20);
+    if ((rc = gpu_all_ok(t, rc)) == 0)
+        rc = gpu_tp_params_full(t, full);
     if (!rc && t->rank == 0)
         rc = ckpt_write_model(t->a->ckpt_dir, step, &t->fl, full);
-out:
-    free(local);
     free(full);
     return rc;
 }

@@ -114,7 +114,7 @@ static int run_exchange(void *ctx, const struct pp_work *const *send, int nsend,
     struct grun *r = ctx;
     struct gt *t = r->t;
     int pp = t->par.pp, next = (t->at.pp + 1) % pp, prev = (t->at.pp + pp - 1) % pp;
-    size_t n = (size_t)t->N * t->D;
+    size_t n = (size_t)t->R * t->D; /* the residual stream's rows (SP: the rank's) */
     gcomm_group_begin(t->ppc);
     for (int i = 0; i < nsend; i++)
         gcomm_send(t->ppc, send[i]->fwd ? t->xout : t->dxout, n, GCOMM_BF16,
@@ -253,20 +253,13 @@ static int gpu_save(void *ctx, const struct ckpt_state *st)
 }
 
 /* The full model's weights on world rank 0 (dst NULL elsewhere): its own, or gathered from
- * its tensor-parallel group. */
+ * its model-parallel group. */
 static int gpu_params(void *ctx, float *dst)
 {
     struct gt *t = ctx;
     if (t->tp == 1)
         return gpu_params_host(t, dst); /* collective at ZeRO-3; dst NULL off rank 0 */
-    float *local = malloc((t->l.total + 1) * sizeof(float));
-    int rc = local ? gpu_params_host(t, local)
-                   : sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB for the weights",
-                                t->l.total * sizeof(float) >> 20);
-    if (!(rc = gpu_all_ok(t, rc)))
-        rc = gpu_tp_gather_full(t, local, dst);
-    free(local);
-    return rc;
+    return gpu_tp_params_full(t, dst);
 }
 
 static int gpu_load(void *ctx, const char *from, uint64_t init_seed)

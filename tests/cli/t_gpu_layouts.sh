@@ -35,7 +35,8 @@ expect_rc 1
 expect_out "plan: the stages add up to 480 s or more"
 
 # a run with stand-ins: sluice writes a log of 5 steps (another loss for optim.zero=9),
-# refuses parallel.tensor=2 as the trainer does, hangs for train.hang; mpirun runs it once
+# refuses parallel.tensor=3 as the trainer does (4 KV heads), hangs for train.hang; mpirun
+# runs it once
 G="$T/g"
 mkdir -p "$G/build"
 cat >"$G/build/sluice" <<'SH'
@@ -46,7 +47,7 @@ for a in "$@"; do
     case $a in
     log.file=*) log=${a#log.file=} ;;
     optim.zero=9) loss=7.0 ;;
-    parallel.tensor=2) echo "sluice train: error: train.device=cuda: parallel.tensor and parallel.pipeline run on the CPU path only" >&2; exit 1 ;;
+    parallel.tensor=3) echo "sluice train: error: parallel.tensor: 4 key/value heads (model.num_query_groups) do not split over 3 ranks" >&2; exit 1 ;;
     train.hang=1) sleep 30 ;;
     esac
 done
@@ -57,14 +58,14 @@ SH
 printf '#!/bin/sh\nshift 2\nexec "$@"\n' >"$T/mpirun"
 chmod +x "$G/build/sluice" "$T/mpirun"
 run env GPU_CHECK_DIR="$G" GPU_LAYOUTS_MPIRUN="$T/mpirun" \
-    GPU_LAYOUTS=$'same 2 20\nworse 4 20 optim.zero=9\nrefused 2 20 parallel.tensor=2\nhang 2 1 train.hang=1' \
+    GPU_LAYOUTS=$'same 2 20\nworse 4 20 optim.zero=9\nrefused 3 20 parallel.tensor=3\nhang 2 1 train.hang=1' \
     "$GL" --run "$T/out1"
 case_ "--run: a verdict per layout; a FAIL makes it exit 1"
 expect_rc 1
 expect_out "STAGE reference rc=0"
 expect_out "LAYOUT same PASS: 2 ranks, 5 steps against 1 rank: loss within 0.0e+00, grad norm within 0.0e+00"
 expect_out "LAYOUT worse FAIL: 4 ranks against 1 rank: loss within 1.7e-01"
-expect_out "SKIP refused: train.device=cuda: parallel.tensor and parallel.pipeline run on the CPU path only"
+expect_out "SKIP refused: parallel.tensor: 4 key/value heads (model.num_query_groups) do not split over 3 ranks"
 expect_out "LAYOUT hang FAIL: exit 124: cut at its limit of 1 s"
 case_ "--run: the verdicts and an archive of the logs in OUT"
 expect_eq "$(grep -c '^LAYOUT \|^SKIP ' "$T/out1/gpu-layouts.txt")" 4

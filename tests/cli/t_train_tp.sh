@@ -49,18 +49,6 @@ if ! have_mpi; then
     echo "  skip: mpirun not found"
     finish
 fi
-case_ "train.device=cuda with tensor and pipeline parallel together: refused (the CPU path only); auto trains on the CPU"
-run "${MPIRUN[@]}" -np 4 "$SLUICE" train "$LLAMA" data=synthetic train.steps=1 train.seq_len=16 \
-    train.micro_batch_size=1 train.global_batch_size=1 parallel.tensor=2 parallel.pipeline=2 \
-    train.device=cuda
-expect_rc 1
-expect_err "train.device=cuda: parallel.tensor with parallel.pipeline runs on the CPU path only"
-run "${MPIRUN[@]}" -np 4 "$SLUICE" train "$LLAMA" data=synthetic train.steps=1 train.seq_len=16 \
-    train.micro_batch_size=1 train.global_batch_size=1 parallel.tensor=2 parallel.pipeline=2 \
-    train.device=auto
-expect_rc 0
-expect_err "tensor and pipeline parallelism together (parallel.tensor x parallel.pipeline = 2 x 2) run on the CPU path"
-
 for model in gpt llama; do
     reference "$model"
     layout "$model" tp2 2 2 parallel.tensor=2

@@ -133,10 +133,11 @@ def plan(c, stage, zero):
                                 2 * N * FC, 2 * N * Fl)]
     if R != N:
         bufs += [("a", 2 * N * D), ("a", 2 * R * D)]
-    if pp > 1:  # the stage boundary: activation out, gradient out, gradient in (bf16)
-        bufs += [("a", 2 * N * D)] * 3
+    if pp > 1:  # the stage boundary: activation out, gradient out, gradient in (bf16),
+        # the residual stream's rows (with SP the rank's)
+        bufs += [("a", 2 * R * D)] * 3
         # the last stage: per set, the gradient of the last layer's output (bf16)
-        bufs += [("a", 2 * N * D)] * (sets if last else 0)
+        bufs += [("a", 2 * R * D)] * (sets if last else 0)
     # workspace: RoPE tables, cuBLASLt 32 MiB, the own kernels' scratch, tokens
     nb = min(up(N, 8) // 8, 512)
     norm = max(nb * 2 * w * 4 for w in (D, QKV, FC))
