@@ -461,3 +461,12 @@ int sl_pq_writer_open(struct sl_writer **out, const char *path, struct sl_buf *d
     struct sl_writer_format f = { pq_line, pq_finish, pq_release, p };
     return sl_writer_open_format(out, path, dst, &wo, &f);
 }
+
+const struct sl_pq_write_opts *sl_pq_out_opts(struct sl_pq_write_opts *o, const char *format,
+                                              uint64_t rows, long level, const char *text_key)
+{
+    if (!format || strcmp(format, "parquet"))
+        return NULL;
+    *o = (struct sl_pq_write_opts){ .level = (int)level, .row_group_rows = rows, .text_key = text_key };
+    return o;
+}

@@ -66,4 +66,9 @@ struct sl_pq_write_opts {
 int sl_pq_writer_open(struct sl_writer **out, const char *path, struct sl_buf *dst,
                       const struct sl_pq_write_opts *opts);
 
+/* The options of --out-format FORMAT ("jsonl.zst" or "parquet") and --row-group-size: o
+ * filled and returned for "parquet", NULL for JSONL. */
+const struct sl_pq_write_opts *sl_pq_out_opts(struct sl_pq_write_opts *o, const char *format,
+                                              uint64_t rows, long level, const char *text_key);
+
 #endif

@@ -228,8 +228,6 @@ static int check(void *opts, const struct sl_strlist *operands)
         return sl_err_set(SL_ERR_USAGE, "--shards and --shard-size cannot be used together");
     if (o->max_line < 16)
         return sl_err_set(SL_ERR_USAGE, "--max-line is too small");
-    if (!o->row_group_size)
-        return sl_err_set(SL_ERR_USAGE, "--row-group-size must be at least 1");
     if (!o->shards && !o->shard_size)
         o->shard_size = 256u << 20; /* the default (the help says so) of --shard-size alone */
     return 0;
