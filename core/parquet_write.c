@@ -187,10 +187,12 @@ static int put_value(struct pq_writer *p, struct pq_col *c, const char *v, size_
     int64_t i = 0;
     double d = 0;
     enum pq_kind k = v ? classify(v, n, &i, &d) : PQ_K_NULL;
-    int is_str = c->kind == PQ_K_STR || c->kind == PQ_K_NULL || c->kind == PQ_K_JSON;
-    if (k != PQ_K_NULL && !is_str && k != c->kind && !(c->kind == PQ_K_DBL && k == PQ_K_INT)) {
-        p->mismatched++; /* not representable in this column: null */
-        k = PQ_K_NULL;
+    int is_str = c->kind == PQ_K_STR || pq_is_json(c->kind);
+    if (k != PQ_K_NULL && k != c->kind && !pq_is_json(c->kind) &&
+        !(c->kind == PQ_K_DBL && k == PQ_K_INT)) {
+        p->mismatched++; /* a STRING column: its JSON text; another: null */
+        if (!is_str)
+            k = PQ_K_NULL;
     }
     if (n > PQ_MAX_VALUE)
         return sl_err_set(SL_ERR_TOOBIG, "cannot write a value of %zu bytes to parquet '%s' (column '%s')",
@@ -200,7 +202,7 @@ static int put_value(struct pq_writer *p, struct pq_col *c, const char *v, size_
     if (!def)
         return 0;
     c->nvals++;
-    if (is_str && k == PQ_K_STR && c->kind != PQ_K_JSON) {
+    if (k == PQ_K_STR && c->kind == PQ_K_STR) {
         struct sl_json_error e;
         sl_buf_reset(&p->key);
         sl_json_decode_string_valid(v, v, v + n, &p->key, &e);
@@ -304,7 +306,7 @@ static void column_chunk(struct sl_tenc *t, const struct pq_col *c, const struct
 static void json_columns(const struct pq_writer *p, struct sl_buf *b)
 {
     for (size_t c = 0; c < p->ncols; c++) {
-        if (p->cols[c].kind != PQ_K_JSON)
+        if (!pq_is_json(p->cols[c].kind))
             continue;
         sl_buf_putc(b, b->len ? ',' : '[');
         sl_buf_json_str(b, p->cols[c].name, p->cols[c].name_len);
@@ -414,7 +416,7 @@ static int pq_finish(void *state, struct sl_writer *w)
         rc = write_footer(p, w);
     if (!rc && (p->dropped || p->mismatched))
         sl_warn("parquet '%s': %llu member(s) not in the schema dropped%s%s%s, %llu value(s) not of "
-                "their column's type written as null\nhint: the schema is that of the first row "
+                "their column's type written as null (or, in a string column, as their JSON text)\nhint: the schema is that of the first row "
                 "group (docs/formats/parquet-out.md)",
                 p->name, (unsigned long long)p->dropped, p->dropped_first ? " (first: '" : "",
                 p->dropped_first ? p->dropped_first : "", p->dropped_first ? "')" : "",

@@ -8,11 +8,11 @@
  * document without the member, or with null, is a null). A column's type is the JSON type
  * of its values in the first row group: strings -> BYTE_ARRAY STRING; integers that fit
  * 64 bits -> INT64; numbers with a fraction or an exponent, or integers mixed with them
- * -> DOUBLE; true/false -> BOOLEAN; only nulls -> STRING. A column of objects or arrays,
- * of integers beyond 64 bits, or of values of more than one of these types is a "JSON
- * column": a STRING column whose every value is the value's JSON text (a string there
- * keeps its quotes); the footer's key-value metadata "sluice.json_columns" lists these
- * columns (a JSON array of names). In later row groups a value whose type differs from
+ * -> DOUBLE; true/false -> BOOLEAN. A column of objects or arrays, of integers beyond 64
+ * bits, of only nulls, or of values of more than one of these types is a "JSON column": a
+ * STRING column whose every value is the value's JSON text (a string there keeps its
+ * quotes); the footer's key-value metadata "sluice.json_columns" lists these columns (a
+ * JSON array of names). In later row groups a value whose type differs from
  * its column's is written as its JSON text in a STRING column, an integer in a DOUBLE
  * column as its double, and any other mismatch (a string in an INT64 column) as null; a
  * member absent from the schema is dropped. Both are counted and warned of once, when

@@ -13,6 +13,12 @@ struct sl_writer;
 /* A column's type (core/parquet_write.h): PQ_K_NULL only nulls so far (written as STRING),
  * PQ_K_JSON every value's JSON text in a STRING column. */
 enum pq_kind { PQ_K_NULL, PQ_K_STR, PQ_K_INT, PQ_K_DBL, PQ_K_BOOL, PQ_K_JSON };
+/* A JSON column: every value's JSON text (a column of only nulls is one: any later value
+ * keeps its type that way). */
+static inline int pq_is_json(enum pq_kind k)
+{
+    return k == PQ_K_JSON || k == PQ_K_NULL;
+}
 
 /* A value at most: a page's sizes are Thrift i32, and a page holds a value whole, with its
  * levels and length prefix (64 KiB under 2 GiB leaves room for them and zstd's bound). */
