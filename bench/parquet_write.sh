@@ -18,11 +18,16 @@
 #
 # Input: the 697 Common Crawl documents of ../shared/data/jsonl-corpora/dolma repeated
 # REPEAT times (default 30, about 100 MB).
-# Usage: bench/parquet_write.sh [SLUICE] [PYTHON with pyarrow]
+# Usage: bench/parquet_write.sh [SLUICE] [PYTHON with pyarrow; default .venv-bench's or .venv's]
 set -euo pipefail
 sluice=$(realpath "${1:-build/sluice}")
 root=$(cd "$(dirname "$0")/.." && pwd)
-py=${2:-$root/.venv/bin/python}
+py=${2:-}
+if [ -z "$py" ]; then # the peers' venv (bench/run.sh), else the tests' (pyarrow is a test oracle)
+    for p in "$root/.venv-bench/bin/python" "$root/.venv/bin/python"; do
+        if [ -x "$p" ] && "$p" -c "import pyarrow" 2>/dev/null; then py=$p; break; fi
+    done
+fi
 data=${SLUICE_DATA:-$root/../shared/data}
 repeat=${REPEAT:-30}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench-XXXXXX")
