@@ -25,10 +25,10 @@
 struct pages {
     ZSTD_CCtx *cc;
     struct sl_buf body, comp, hdr, tmp;
-    size_t *off;       /* BYTE_ARRAY values' offsets in vals (nvals + 1) */
-    uint32_t *idx;     /* each value's dictionary index */
-    uint32_t *dist;    /* the distinct values, as value numbers, in order of appearance */
-    uint32_t *table;   /* open addressing: 1 + a distinct value's number, 0 empty */
+    size_t *off;     /* BYTE_ARRAY values' offsets in vals (nvals + 1) */
+    uint32_t *idx;   /* each value's dictionary index */
+    uint32_t *dist;  /* the distinct values, as value numbers, in order of appearance */
+    uint32_t *table; /* open addressing: 1 + a distinct value's number, 0 empty */
     size_t cap_vals, cap_table;
 };
 
@@ -260,7 +260,7 @@ static void dict_head(struct sl_tenc *t, const void *arg)
 {
     sl_tenc_field(t, SL_PQ_PH_DICT, SL_TC_STRUCT);
     sl_tenc_begin(t);
-    sl_tenc_i32(t, SL_PQ_DICT_NUM_VALUES, (int32_t)*(const size_t *)arg);
+    sl_tenc_i32(t, SL_PQ_DICT_NUM_VALUES, (int32_t) * (const size_t *)arg);
     sl_tenc_i32(t, SL_PQ_DICT_ENCODING, SL_PQ_PLAIN);
     sl_tenc_end(t);
 }

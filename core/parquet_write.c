@@ -105,7 +105,8 @@ static int row_member(void *ctx, const struct sl_json_member *m)
     if (m->key_escaped) {
         struct sl_json_error e;
         sl_buf_reset(&p->key);
-        if (!sl_json_decode_string_valid(rs->base, m->key - 1, m->key + m->key_len + 1, &p->key, &e))
+        if (!sl_json_decode_string_valid(rs->base, m->key - 1, m->key + m->key_len + 1, &p->key,
+                                         &e))
             return sl_err_set(SL_ERR_FORMAT, "bad key: %s", e.reason);
         key = p->key.data;
         klen = p->key.len;
@@ -195,8 +196,9 @@ static int put_value(struct pq_writer *p, struct pq_col *c, const char *v, size_
             k = PQ_K_NULL;
     }
     if (n > PQ_MAX_VALUE)
-        return sl_err_set(SL_ERR_TOOBIG, "cannot write a value of %zu bytes to parquet '%s' (column '%s')",
-                          n, p->name, c->name);
+        return sl_err_set(SL_ERR_TOOBIG,
+                          "cannot write a value of %zu bytes to parquet '%s' (column '%s')", n,
+                          p->name, c->name);
     char def = k != PQ_K_NULL;
     sl_buf_append(&c->def, &def, 1);
     if (!def)
@@ -365,9 +367,10 @@ static int write_footer(struct pq_writer *p, struct sl_writer *w)
     free(by);
     int rc = sl_tenc_end(&t);
     uint32_t n = (uint32_t)b.len;
-    unsigned char tail[SL_PQ_FOOTER_LEN_BYTES + SL_PQ_MAGIC_LEN] = {
-        (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16), (unsigned char)(n >> 24)
-    };
+    unsigned char tail[SL_PQ_FOOTER_LEN_BYTES + SL_PQ_MAGIC_LEN] = { (unsigned char)n,
+                                                                     (unsigned char)(n >> 8),
+                                                                     (unsigned char)(n >> 16),
+                                                                     (unsigned char)(n >> 24) };
     memcpy(tail + SL_PQ_FOOTER_LEN_BYTES, SL_PQ_MAGIC, SL_PQ_MAGIC_LEN);
     if (!rc)
         rc = sl_writer_emit(w, b.data, b.len);
@@ -415,12 +418,14 @@ static int pq_finish(void *state, struct sl_writer *w)
     if (!rc)
         rc = write_footer(p, w);
     if (!rc && (p->dropped || p->mismatched))
-        sl_warn("parquet '%s': %llu member(s) not in the schema dropped%s%s%s, %llu value(s) not of "
-                "their column's type written as null (or, in a string column, as their JSON text)\nhint: the schema is that of the first row "
-                "group (docs/formats/parquet-out.md)",
-                p->name, (unsigned long long)p->dropped, p->dropped_first ? " (first: '" : "",
-                p->dropped_first ? p->dropped_first : "", p->dropped_first ? "')" : "",
-                (unsigned long long)p->mismatched);
+        sl_warn(
+            "parquet '%s': %llu member(s) not in the schema dropped%s%s%s, %llu value(s) not of "
+            "their column's type written as null (or, in a string column, as their JSON "
+            "text)\nhint: the schema is that of the first row "
+            "group (docs/formats/parquet-out.md)",
+            p->name, (unsigned long long)p->dropped, p->dropped_first ? " (first: '" : "",
+            p->dropped_first ? p->dropped_first : "", p->dropped_first ? "')" : "",
+            (unsigned long long)p->mismatched);
     return rc;
 }
 
@@ -469,6 +474,8 @@ const struct sl_pq_write_opts *sl_pq_out_opts(struct sl_pq_write_opts *o, const 
 {
     if (!format || strcmp(format, "parquet"))
         return NULL;
-    *o = (struct sl_pq_write_opts){ .level = (int)level, .row_group_rows = rows, .text_key = text_key };
+    *o = (struct sl_pq_write_opts){ .level = (int)level,
+                                    .row_group_rows = rows,
+                                    .text_key = text_key };
     return o;
 }

@@ -187,7 +187,7 @@ struct sl_stage_files {
     int level;                 /* zstd level of the shards (0: default) */
     /* the shards as Parquet (core/parquet_write.h: sl_pq_out_opts); NULL: JSONL, zstd */
     const struct sl_pq_write_opts *parquet;
-    int no_writer;             /* process() writes its own files (u->files) */
+    int no_writer; /* process() writes its own files (u->files) */
     /* units of consecutive inputs: unit k is inputs first[k] .. first[k+1]-1 (nunits+1
      * entries); NULL: one unit per input file */
     const size_t *first;

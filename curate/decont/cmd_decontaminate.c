@@ -174,9 +174,9 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                                                        .force = o.force,
                                                        .wait = o.wait },
                                             .level = (int)o.level,
-                                            .parquet = sl_pq_out_opts(&pq, o.out_format,
-                                                                      o.row_group_size, o.level,
-                                                                      o.text_key) },
+                                            .parquet =
+                                                sl_pq_out_opts(&pq, o.out_format, o.row_group_size,
+                                                               o.level, o.text_key) },
                                  .jsonl = { .text_key = o.text_key },
                                  .doc = decont_doc,
                                  .ctx = &x };

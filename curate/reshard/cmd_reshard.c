@@ -42,7 +42,7 @@ struct opts {
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
     const char *out_format;   /* --out-format */
     uint64_t row_group_size;
-    uint64_t nshards;         /* the shards written (for the settings) */
+    uint64_t nshards; /* the shards written (for the settings) */
 };
 
 /* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked

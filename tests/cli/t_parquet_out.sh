@@ -90,6 +90,16 @@ printf '{"text":"a"}\n{"text":"b"}\n{"text":"c","late":1}\n' > "$T/late.jsonl"
 run "$SLUICE" reshard --out "$T/pl" --shards 1 --out-format parquet --row-group-size 2 "$T/late.jsonl"
 expect_rc 0; expect_err "1 member(s) not in the schema dropped (first: 'late')"
 
+case_ "invalid UTF-8: skipped as for JSONL, or with --repair-utf8 written as U+FFFD"
+printf '{"text":"ok"}\n{"text":"bad \xff\xfe byte"}\n' > "$T/bad.jsonl"
+run "$SLUICE" reshard --out "$T/u1" --shards 1 --out-format parquet "$T/bad.jsonl"
+expect_rc 0; expect_err "invalid UTF-8"
+expect_eq "$("$PY" -c "import sys, pyarrow.parquet as pq; print(pq.read_table(sys.argv[1]).column('text').to_pylist())" "$T/u1/part-00000.parquet")" "['ok']"
+run "$SLUICE" reshard --out "$T/u2" --shards 1 --out-format parquet --repair-utf8 "$T/bad.jsonl"
+expect_rc 0
+expect_eq "$("$PY" -c "import sys, pyarrow.parquet as pq; print(ascii(pq.read_table(sys.argv[1]).column('text').to_pylist()))" "$T/u2/part-00000.parquet")" \
+    "$("$PY" -c "print(ascii(['ok', b'bad \\xff\\xfe byte'.decode('utf-8', 'replace')]))")"
+
 case_ "clean: a unit of 0 documents is a Parquet file of 0 rows"
 : > "$T/empty.jsonl"
 run "$SLUICE" clean --out "$T/c0" --out-format parquet "$T/empty.jsonl"
@@ -110,7 +120,7 @@ done
 kill -KILL $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 run "$SLUICE" reshard --out "$T/k" --shards 40 --out-format parquet --row-group-size 8 "$T/big.jsonl"
-expect_rc 0
+expect_rc 0; expect_err "(resumed)"
 expect_no_partials "$T/k"
 diff <(cd "$T/kref" && ls part-*) <(cd "$T/k" && ls part-*) >/dev/null && ok || fail "other shards"
 for f in "$T"/kref/part-*.parquet; do cmp -s "$f" "$T/k/$(basename "$f")" || fail "$(basename "$f") differs"; done

@@ -19,23 +19,23 @@ TEST(thrift_enc_fields)
     struct sl_tenc t;
     sl_tenc_init(&t, &b);
     sl_tenc_begin(&t);
-    sl_tenc_i32(&t, 1, 2);          /* delta 1, I32 (5): 0x15; zigzag(2) = 4 */
-    sl_tenc_i64(&t, 3, -1);         /* delta 2, I64 (6): 0x26; zigzag(-1) = 1 */
-    sl_tenc_string(&t, 20, "ab");   /* delta 17 > 15: type byte 0x08, zigzag(20) = 40 */
-    sl_tenc_bool(&t, 21, 1);        /* delta 1, TRUE (1): 0x11, no value byte */
+    sl_tenc_i32(&t, 1, 2);              /* delta 1, I32 (5): 0x15; zigzag(2) = 4 */
+    sl_tenc_i64(&t, 3, -1);             /* delta 2, I64 (6): 0x26; zigzag(-1) = 1 */
+    sl_tenc_string(&t, 20, "ab");       /* delta 17 > 15: type byte 0x08, zigzag(20) = 40 */
+    sl_tenc_bool(&t, 21, 1);            /* delta 1, TRUE (1): 0x11, no value byte */
     sl_tenc_list(&t, 22, SL_TC_I32, 3); /* 0x19; 3 elements of I32: 0x35 */
     sl_tenc_elem_i32(&t, 0);
-    sl_tenc_elem_i32(&t, -2);       /* zigzag(-2) = 3 */
-    sl_tenc_elem_i32(&t, 300);      /* zigzag(300) = 600: 0xd8 0x04 */
+    sl_tenc_elem_i32(&t, -2);            /* zigzag(-2) = 3 */
+    sl_tenc_elem_i32(&t, 300);           /* zigzag(300) = 600: 0xd8 0x04 */
     sl_tenc_field(&t, 23, SL_TC_STRUCT); /* 0x1c */
     sl_tenc_begin(&t);
-    sl_tenc_i32(&t, 1, 1); /* ids restart inside: 0x15 0x02 */
-    sl_tenc_end(&t);       /* 0x00 */
+    sl_tenc_i32(&t, 1, 1);  /* ids restart inside: 0x15 0x02 */
+    sl_tenc_end(&t);        /* 0x00 */
     sl_tenc_i32(&t, 24, 0); /* delta 1 from 23 again: 0x15 0x00 */
     CHECK_EQ_INT(sl_tenc_end(&t), 0);
-    const unsigned char want[] = { 0x15, 0x04, 0x26, 0x01, 0x08, 0x28, 0x02, 'a', 'b', 0x11,
-                                   0x19, 0x35, 0x00, 0x03, 0xd8, 0x04, 0x1c, 0x15, 0x02, 0x00,
-                                   0x15, 0x00, 0x00 };
+    const unsigned char want[] = { 0x15, 0x04, 0x26, 0x01, 0x08, 0x28, 0x02, 'a',
+                                   'b',  0x11, 0x19, 0x35, 0x00, 0x03, 0xd8, 0x04,
+                                   0x1c, 0x15, 0x02, 0x00, 0x15, 0x00, 0x00 };
     CHECK_EQ_MEM(b.data, b.len, (const char *)want, sizeof(want));
     sl_buf_release(&b);
 }
@@ -81,8 +81,8 @@ static uint32_t le32(const char *p)
 /* PAR1 at both ends and a footer length that fits between them. */
 static int framed(const struct sl_buf *b)
 {
-    return b->len >= 12 && !memcmp(b->data, "PAR1", 4) && !memcmp(b->data + b->len - 4, "PAR1", 4) &&
-           le32(b->data + b->len - 8) + 12 <= b->len;
+    return b->len >= 12 && !memcmp(b->data, "PAR1", 4) &&
+           !memcmp(b->data + b->len - 4, "PAR1", 4) && le32(b->data + b->len - 8) + 12 <= b->len;
 }
 
 TEST(parquet_write_frame_and_pieces)
