@@ -100,6 +100,19 @@ expect_rc 0
 expect_eq "$("$PY" -c "import sys, pyarrow.parquet as pq; print(ascii(pq.read_table(sys.argv[1]).column('text').to_pylist()))" "$T/u2/part-00000.parquet")" \
     "$("$PY" -c "print(ascii(['ok', b'bad \\xff\\xfe byte'.decode('utf-8', 'replace')]))")"
 
+case_ "filter: kept, rejected and language files as Parquet, every document in one of them"
+printf 'filters:\n  - gopher_quality: {min_doc_words: 50}\n' > "$T/f.yaml"
+run "$SLUICE" filter -c "$T/f.yaml" --out "$T/f1" --rejected "$T/f1r" --out-format parquet "$T/in"
+expect_rc 0
+run "$SLUICE" filter -c "$T/f.yaml" --out "$T/f2" --split-by-language --out-format parquet "$T/in"
+expect_rc 0
+expect_eq "$("$PY" - "$T" <<'PY'
+import glob, sys, pyarrow.parquet as pq
+n = lambda pat: sum(pq.read_table(f).num_rows for f in glob.glob(sys.argv[1] + pat))
+print(n("/f1/part-*.parquet") + n("/f1r/part-*.parquet"), n("/f1/part-*.parquet") == n("/f2/lang=*/part-*.parquet") > 0)
+PY
+)" "122 True"
+
 case_ "clean: a unit of 0 documents is a Parquet file of 0 rows"
 : > "$T/empty.jsonl"
 run "$SLUICE" clean --out "$T/c0" --out-format parquet "$T/empty.jsonl"

@@ -77,7 +77,8 @@ filters:
 Y
 same_then_others filter --config "$T/f.yaml" -- "--config $T/g.yaml" \
     "--set filters.gopher_quality.min_doc_words=7" --annotate --split-by-language \
-    "--rejected $T/rej" --repair-utf8 "--text-key body" "--max-line 100" "--level 9"
+    "--rejected $T/rej" --repair-utf8 "--text-key body" "--max-line 100" "--level 9" \
+    "--out-format parquet" "--row-group-size 5"
 
 case_ "dedup exact"
 same_then_others dedup exact -- "--key url" "--norm lower" "--keep longest" "--text-key body" \
