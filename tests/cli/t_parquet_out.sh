@@ -113,6 +113,15 @@ print(n("/f1/part-*.parquet") + n("/f1r/part-*.parquet"), n("/f1/part-*.parquet"
 PY
 )" "122 True"
 
+case_ "dedup exact and fuzzy: the kept documents as Parquet, the same rows as their JSONL shards"
+for m in exact fuzzy; do
+    run "$SLUICE" dedup $m --out "$T/dj$m" "$T/in"
+    expect_rc 0
+    run "$SLUICE" dedup $m --out "$T/dp$m" --out-format parquet --row-group-size 16 "$T/in"
+    expect_rc 0
+    expect_eq "$(check_pair "$T/dj$m" "$T/dp$m" 16)" "ok $(json "$T/dj$m/manifest.json" "m['counts']['documents_out']")"
+done
+
 case_ "clean: a unit of 0 documents is a Parquet file of 0 rows"
 : > "$T/empty.jsonl"
 run "$SLUICE" clean --out "$T/c0" --out-format parquet "$T/empty.jsonl"

@@ -82,14 +82,16 @@ same_then_others filter --config "$T/f.yaml" -- "--config $T/g.yaml" \
 
 case_ "dedup exact"
 same_then_others dedup exact -- "--key url" "--norm lower" "--keep longest" "--text-key body" \
-    "--id-key uid" "--max-line 100" "--level 9" --repair-utf8
+    "--id-key uid" "--max-line 100" "--level 9" --repair-utf8 "--out-format parquet" \
+    "--row-group-size 5"
 
 case_ "dedup fuzzy"
 run "$SLUICE" dedup fuzzy -q --index-out "$T/fidx" --out "$T/fidx_out" "$T/in"
 expect_rc 0
 same_then_others dedup fuzzy -- "--index-in $T/fidx" "--preset nemo" "--ngram words:3" "--bands 10" "--rows 4" \
     "--norm none" "--seed 2" "--hash mersenne" --verify "--threshold 0.5" "--anchors 3" \
-    "--text-key body" "--id-key uid" --pairs "--max-line 100" "--level 9" --repair-utf8
+    "--text-key body" "--id-key uid" --pairs "--max-line 100" "--level 9" --repair-utf8 \
+    "--out-format parquet" "--row-group-size 5"
 
 case_ "reshard"
 same_then_others reshard -- "--shards 3" "--shard-size 1K" "--text-key body" "--max-line 100" \
