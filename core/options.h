@@ -175,6 +175,14 @@ struct sl_strlist {
         SL_OPT_FLAG_(0, "reassign-ids", m.reassign,                                                \
                      "new ids: <output shard>:<position>, after the --id-prefix",                  \
                      .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF)
+/* --out-format and --row-group-size: a document stage's shards as JSONL (zstd) or Parquet
+ * (core/parquet_write.h, whose default row group is SL_PQ_ROW_GROUP_ROWS); in the settings
+ * only when not the default, so that earlier outputs stay valid */
+#define SL_OPT_OUT_FORMAT(fmt, rows)                                                               \
+    SL_OPT_CHOICE(0, "out-format", fmt, "jsonl.zst|parquet", "format of the output shards",        \
+                  .def = "jsonl.zst", .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),               \
+        SL_OPT_UINT64(0, "row-group-size", rows, "N", "rows of a Parquet row group",               \
+                      .def = "1000", .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF)
 #define SL_OPT_FORCE(m)                                                                            \
     SL_OPT_FLAG_(0, "force", m, "replace the outputs of a different earlier run")
 /* Another run holds the output directory (core/dirlock.h): wait instead of refusing. Not a

@@ -53,6 +53,7 @@
 struct sl_world;
 struct sl_dirlock;
 struct sl_writer;
+struct sl_pq_write_opts;
 
 struct sl_stage_cfg {
     const char *stage; /* "reshard" */
@@ -182,9 +183,11 @@ struct sl_stage_unit {
 struct sl_stage_files {
     struct sl_stage_cfg stage; /* stage name, --out, command line, inputs, settings, --force */
     const char *label;         /* progress label (default: the stage name) */
-    const char *ext;           /* shard extension (default ".jsonl.zst") */
+    const char *ext;           /* shard extension (default ".jsonl.zst", or ".parquet") */
     int level;                 /* zstd level of the shards (0: default) */
-    int no_writer;             /* process() writes its own files (u->files) */
+    /* the shards as Parquet (core/parquet_write.h: sl_pq_out_opts); NULL: JSONL, zstd */
+    const struct sl_pq_write_opts *parquet;
+    int no_writer; /* process() writes its own files (u->files) */
     /* units of consecutive inputs: unit k is inputs first[k] .. first[k+1]-1 (nunits+1
      * entries); NULL: one unit per input file */
     const size_t *first;

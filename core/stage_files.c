@@ -5,6 +5,7 @@
 
 #include "core/alloc.h"
 #include "core/err.h"
+#include "core/parquet_write.h"
 #include "core/progress.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -90,7 +91,9 @@ static int run_unit(struct files_run *fr, struct sl_stage_unit *u, int done)
     u->files = NULL;
     u->nfiles = 0;
     struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = job->level };
-    int rc = job->no_writer || done ? 0 : sl_writer_open(&u->w, u->path, &wo);
+    int rc = job->no_writer || done ? 0
+             : job->parquet         ? sl_pq_writer_open(&u->w, u->path, NULL, job->parquet)
+                                    : sl_writer_open(&u->w, u->path, &wo);
     char *what =
         sl_xasprintf("%s: processing '%s'%s", job->stage.stage,
                      u->ninputs ? u->inputs[0].path : u->name, u->ninputs > 1 ? " and more" : "");
@@ -119,7 +122,7 @@ static int run_units(struct files_run *fr, struct sl_world *w, char **names)
 {
     const struct sl_stage_files *job = fr->job;
     const struct sl_inputs *in = job->stage.inputs;
-    const char *ext = job->ext ? job->ext : ".jsonl.zst";
+    const char *ext = job->ext ? job->ext : job->parquet ? ".parquet" : ".jsonl.zst";
     size_t nu = unit_count(job);
     uint64_t *sizes = sl_xcalloc(nu ? nu : 1, sizeof(uint64_t));
     int *owner = sl_xcalloc(nu ? nu : 1, sizeof(int));
@@ -169,7 +172,7 @@ int sl_stage_run_files(struct sl_world *w, const struct sl_stage_files *job,
     if (rc)
         return rc;
     r->resumed = fr.st->resumed;
-    const char *ext = job->ext ? job->ext : ".jsonl.zst";
+    const char *ext = job->ext ? job->ext : job->parquet ? ".parquet" : ".jsonl.zst";
     size_t nu = unit_count(job);
     char **names = sl_xcalloc(nu ? nu : 1, sizeof(char *));
     for (size_t u = 0; u < nu; u++)

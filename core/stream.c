@@ -752,6 +752,8 @@ struct sl_writer {
     ZSTD_CStream *zc;
     bz_stream bz;
     int bz_init;
+    struct sl_writer_format fmt; /* documents into another format (fmt.line set) */
+    struct sl_buf line;          /* its partial line */
 };
 
 static int sink_write(struct sl_writer *w, const void *data, size_t n)
@@ -796,6 +798,9 @@ static int writer_setup(struct sl_writer *w, enum sl_codec codec, int level)
 
 static void writer_free(struct sl_writer *w)
 {
+    if (w->fmt.release)
+        w->fmt.release(w->fmt.state);
+    sl_buf_release(&w->line);
     free(w->ibuf);
     if (w->gz_init)
         deflateEnd(&w->gz);
@@ -839,6 +844,20 @@ int sl_writer_open_buf(struct sl_writer **out, struct sl_buf *dst, const struct 
     }
     w->dst = dst;
     *out = w;
+    return 0;
+}
+
+int sl_writer_open_format(struct sl_writer **out, const char *path, struct sl_buf *dst,
+                          const struct sl_writer_opts *opts, const struct sl_writer_format *fmt)
+{
+    int rc = path ? sl_writer_open(out, path, opts) : sl_writer_open_buf(out, dst, opts);
+    if (rc) {
+        if (fmt->release)
+            fmt->release(fmt->state);
+        return rc;
+    }
+    (*out)->fmt = *fmt;
+    sl_buf_init(&(*out)->line, 0);
     return 0;
 }
 
@@ -903,11 +922,36 @@ static int flush_batch(struct sl_writer *w)
     return rc;
 }
 
+/* A format writer's input: whole lines to fmt.line, the rest kept for the next write. */
+static int format_write(struct sl_writer *w, const char *p, size_t n)
+{
+    int rc = 0;
+    while (!rc && n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t k = nl ? (size_t)(nl - p) : n;
+        if (!nl)
+            return sl_buf_append(&w->line, p, k);
+        if (w->line.len) {
+            rc = sl_buf_append(&w->line, p, k);
+            if (!rc)
+                rc = w->fmt.line(w->fmt.state, w, w->line.data, w->line.len);
+            sl_buf_reset(&w->line);
+        } else {
+            rc = w->fmt.line(w->fmt.state, w, p, k);
+        }
+        p += k + 1;
+        n -= k + 1;
+    }
+    return rc;
+}
+
 int sl_writer_write(struct sl_writer *w, const void *data, size_t n)
 {
     if (!n) /* nothing to write; data may be NULL (an empty sequence's rows) */
         return 0;
     w->bytes_in += n;
+    if (w->fmt.line)
+        return format_write(w, data, n);
     {
         /* gather small writes: one encoder call (or write) per batch, not per document */
         if (w->ilen + n <= WRITE_BATCH) {
@@ -943,7 +987,7 @@ int sl_writer_write(struct sl_writer *w, const void *data, size_t n)
 int sl_writer_copy_fd(struct sl_writer *w, int fd, uint64_t off, uint64_t n, const char *name)
 {
     int rc = 0;
-    if (w->codec == SL_CODEC_NONE && w->is_file && (rc = flush_batch(w)) == 0) {
+    if (w->codec == SL_CODEC_NONE && w->is_file && !w->fmt.line && (rc = flush_batch(w)) == 0) {
         while (n) {
             loff_t in = (loff_t)off;
             size_t want = n > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)n;
@@ -985,6 +1029,14 @@ int sl_writer_copy_fd(struct sl_writer *w, int fd, uint64_t off, uint64_t n, con
     return rc;
 }
 
+int sl_writer_emit(struct sl_writer *w, const void *data, size_t n)
+{
+    if (!n)
+        return 0;
+    int rc = flush_batch(w);
+    return rc ? rc : encode(w, data, n, 0);
+}
+
 uint64_t sl_writer_bytes_in(const struct sl_writer *w)
 {
     return w->bytes_in;
@@ -997,7 +1049,13 @@ uint64_t sl_writer_bytes_out(const struct sl_writer *w)
 
 int sl_writer_commit(struct sl_writer *w)
 {
-    int rc = flush_batch(w);
+    int rc = 0;
+    if (w->fmt.line && w->line.len)
+        rc = w->fmt.line(w->fmt.state, w, w->line.data, w->line.len);
+    if (!rc && w->fmt.finish)
+        rc = w->fmt.finish(w->fmt.state, w);
+    if (!rc)
+        rc = flush_batch(w);
     if (!rc)
         rc = encode(w, "", 0, 1);
     if (w->is_file) {

@@ -117,6 +117,25 @@ int sl_writer_open(struct sl_writer **out, const char *path, const struct sl_wri
 /* Write into a caller-owned buffer (tests, in-memory pipelines). */
 int sl_writer_open_buf(struct sl_writer **out, struct sl_buf *dst, const struct sl_writer_opts *opts);
 
+/* A writer of JSONL documents into another file format (Parquet: core/parquet_write.h):
+ * whatever is written is cut into lines, each whole line (without its '\n'; a last line
+ * without one at commit) goes to line(), and finish() ends the file at commit; both write
+ * the format's bytes with sl_writer_emit. release() frees state (also after an abort).
+ * bytes_in counts the JSONL bytes written; bytes_out the format's bytes. */
+struct sl_writer_format {
+    int (*line)(void *state, struct sl_writer *w, const char *s, size_t n);
+    int (*finish)(void *state, struct sl_writer *w);
+    void (*release)(void *state);
+    void *state;
+};
+/* Open a file (path) or buffer (dst, path NULL) writer of that format; opts->codec is the
+ * codec of the emitted bytes (NONE for a format that compresses its own parts). The
+ * writer owns fmt->state from here on, also on failure. */
+int sl_writer_open_format(struct sl_writer **out, const char *path, struct sl_buf *dst,
+                          const struct sl_writer_opts *opts, const struct sl_writer_format *fmt);
+/* A format's own bytes, past the line cutting (not counted in bytes_in). */
+int sl_writer_emit(struct sl_writer *w, const void *data, size_t n);
+
 int sl_writer_write(struct sl_writer *w, const void *data, size_t n);
 /* Uncompressed bytes written so far. */
 /* Append n bytes of the file fd from offset off (the bytes must be there). A plain file

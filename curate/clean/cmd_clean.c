@@ -7,6 +7,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -32,6 +33,8 @@ struct opts {
     struct sl_clean_opts c;
     int force, wait, keep_mojibake;
     long level;
+    const char *out_format; /* --out-format */
+    uint64_t row_group_size;
 };
 
 /* The options' table: the dispatcher's parser and -h, the settings of the plan (rows
@@ -52,6 +55,7 @@ const struct sl_option cmd_clean_options[] = {
                  .omit = SL_OMIT_DEF),
     SL_OPT_TEXT_KEY(text_key),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
@@ -119,6 +123,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     struct sl_buf settings = SL_BUF_INIT;
     sl_options_settings_json(cmd_clean_options, o, &settings);
     struct clean_run cr = { .o = o };
+    struct sl_pq_write_opts pq;
     struct sl_stage_docs job = { .files = { .stage = { .stage = "clean",
                                                        .out_dir = o->out,
                                                        .argc = argc,
@@ -127,7 +132,10 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                                                        .settings_json = settings.data,
                                                        .force = o->force,
                                                        .wait = o->wait },
-                                            .level = (int)o->level },
+                                            .level = (int)o->level,
+                                            .parquet = sl_pq_out_opts(&pq, o->out_format,
+                                                                      o->row_group_size, o->level,
+                                                                      o->text_key) },
                                  .jsonl = { .text_key = o->text_key, .repair_utf8 = 1 },
                                  .doc = clean_doc,
                                  .end = clean_end,

@@ -9,6 +9,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -34,6 +35,8 @@ struct opts {
     struct sl_decont_opts d;
     int force, wait;
     long level;
+    const char *out_format; /* --out-format */
+    uint64_t row_group_size;
     const char *dset; /* the tasks' n-grams and the settings that cut (JSON), for the plan */
 };
 
@@ -58,6 +61,7 @@ const struct sl_option cmd_decontaminate_options[] = {
                    .def = "10"),
     SL_OPT_TEXT_KEY(text_key),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
@@ -159,6 +163,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     o.dset = dset.data;
     sl_options_settings_json(cmd_decontaminate_options, &o, &settings);
     struct decont_run x = { .dc = dc };
+    struct sl_pq_write_opts pq;
     sl_decont_work_init(&x.dw, dc);
     struct sl_stage_docs job = { .files = { .stage = { .stage = "decontaminate",
                                                        .out_dir = o.out,
@@ -168,7 +173,10 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                                                        .settings_json = settings.data,
                                                        .force = o.force,
                                                        .wait = o.wait },
-                                            .level = (int)o.level },
+                                            .level = (int)o.level,
+                                            .parquet =
+                                                sl_pq_out_opts(&pq, o.out_format, o.row_group_size,
+                                                               o.level, o.text_key) },
                                  .jsonl = { .text_key = o.text_key },
                                  .doc = decont_doc,
                                  .ctx = &x };

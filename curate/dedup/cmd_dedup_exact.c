@@ -10,6 +10,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/stage.h"
 #include "core/world.h"
 #include "curate/dedup/corpus.h"
@@ -38,6 +39,8 @@ struct opts {
     uint64_t max_line;
     long level;
     int force, wait, repair_utf8;
+    const char *out_format; /* --out-format */
+    uint64_t row_group_size;
     const char *mode, *norm_name, *hash; /* for the settings: "exact", --norm's, "xxh3-128" */
     unsigned norm_bits;                  /* --norm, parsed */
 };
@@ -63,6 +66,7 @@ const struct sl_option cmd_dedup_exact_options[] = {
     SL_OPT_ID_KEY(id_key),
     SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_REPAIR_UTF8(repair_utf8),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
@@ -113,7 +117,10 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     size_t nf;
     uint64_t missing_key, groups = 0;
     rc = dd_exact_find(&c, &ec, &fates, &nf, &missing_key);
-    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0 };
+    struct sl_pq_write_opts pq;
+    const struct sl_pq_write_opts *pqo =
+        sl_pq_out_opts(&pq, o->out_format, o->row_group_size, o->level, o->text_key);
+    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0, pqo };
     if (!rc)
         rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
 
@@ -129,7 +136,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     if (!rc) {
         char **names = sl_xcalloc(c.in.n + 1, sizeof(char *));
         for (size_t i = 0; i < c.in.n; i++)
-            names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+            names[i] = sl_stage_shard_name(i, pqo ? ".parquet" : ".jsonl.zst");
         rc = sl_stage_finish(&st, names, c.in.n, &extra, &totals);
         for (size_t i = 0; i < c.in.n; i++)
             free(names[i]);

@@ -12,6 +12,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/stage.h"
 #include "core/world.h"
 #include "curate/dedup/corpus.h"
@@ -49,6 +50,8 @@ struct opts {
     uint64_t seed, max_line;
     double threshold;
     int verify, pairs, force, wait, repair_utf8;
+    const char *out_format; /* --out-format */
+    uint64_t row_group_size;
     /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
     const char *mode, *minhash;
     uint64_t gen;
@@ -112,6 +115,7 @@ const struct sl_option cmd_dedup_fuzzy_options[] = {
                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_REPAIR_UTF8(repair_utf8),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
@@ -143,6 +147,8 @@ struct fuzzy_run {
     struct sl_stage st;
     struct sl_counters extra, totals;
     int begun; /* the stage began */
+    /* what cfg.parquet points to, with --out-format parquet */
+    struct sl_pq_write_opts pq;
 };
 
 /* The settings that make a run's outputs what they are (for resuming and the plan): the
@@ -164,7 +170,7 @@ static int finish(struct fuzzy_run *r)
         size_t n = r->c.in.n;
         char **names = sl_xcalloc(n + 1, sizeof(char *));
         for (size_t i = 0; i < n; i++)
-            names[i] = sl_stage_shard_name(i, ".jsonl.zst");
+            names[i] = sl_stage_shard_name(i, r->cfg.parquet ? ".parquet" : ".jsonl.zst");
         rc = sl_stage_finish(&r->st, names, n, &r->extra, &r->totals);
         for (size_t i = 0; i < n; i++)
             free(names[i]);
@@ -272,6 +278,7 @@ static int fuzzy(const struct opts *o, const struct dd_fuzzy_params *f,
                                    .pairs = o->pairs,
                                    .level = o->level,
                                    .id_key = o->id_key };
+    r.cfg.parquet = sl_pq_out_opts(&r.pq, o->out_format, o->row_group_size, o->level, o->text_key);
     sl_counters_init(&r.extra);
     sl_counters_init(&r.totals);
     int rc = run_begin(&r, operands, argc, argv);

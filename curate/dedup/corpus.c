@@ -423,6 +423,7 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
     struct sl_stage_docs job = { .files = { .stage = { .stage = st->cfg.stage, .inputs = &c->in },
                                             .label = "dedup: writing",
                                             .level = (int)o->level,
+                                            .parquet = o->parquet,
                                             .begun = st,
                                             .read_done = 1 },
                                  .jsonl = { .max_line = c->max_line,

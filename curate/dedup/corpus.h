@@ -25,6 +25,7 @@
 struct sl_world;
 struct sl_doc;
 struct sl_stage;
+struct sl_pq_write_opts;
 
 #define DD_GID_FILE_BITS 20
 #define DD_GID_LINE_BITS 36
@@ -78,6 +79,8 @@ struct dd_apply_opts {
     /* rank 0: pairs to write to OUT/pairs.jsonl (NULL: no file) */
     const struct dd_pair *pairs;
     size_t npairs;
+    /* the shards as Parquet (core/parquet_write.h); NULL: .jsonl.zst */
+    const struct sl_pq_write_opts *parquet;
 };
 
 /* Collective. Each rank passes the fates of its own documents (any order; taken over and

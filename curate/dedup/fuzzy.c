@@ -117,7 +117,8 @@ static int write_outputs(struct dd_fuzzy *z, struct sl_stage *st)
                                 dd_fuzzy_old_id,
                                 &z->oid,
                                 z->cfg->pairs ? (const struct dd_pair *)z->allp.data : NULL,
-                                z->allp.len / sizeof(struct dd_pair) };
+                                z->allp.len / sizeof(struct dd_pair),
+                                z->cfg->parquet };
     struct dd_fate *fates = z->fates;
     z->fates = NULL;
     return dd_corpus_apply(z->c, st, fates, z->nf, &ao, &z->groups);

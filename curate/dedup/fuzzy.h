@@ -34,6 +34,7 @@
 
 struct sl_counters;
 struct sl_stage;
+struct sl_pq_write_opts;
 
 /* What the MinHash and LSH options resolve to (the command applies its preset). */
 struct dd_fuzzy_params {
@@ -58,6 +59,8 @@ struct dd_fuzzy_cfg {
     int pairs;                        /* keep every pair for OUT/pairs.jsonl */
     long level;                       /* zstd level of the output shards */
     const char *id_key;               /* the member --index-out records as a document's id */
+    /* the output shards as Parquet; NULL: .jsonl.zst */
+    const struct sl_pq_write_opts *parquet;
 };
 
 /* Band records of --index-in that this rank owns (memory backend), sorted. */

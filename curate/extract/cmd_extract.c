@@ -11,6 +11,7 @@
 #include "core/inputs.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/progress.h"
 #include "core/sniff.h"
 #include "core/stage.h"
@@ -99,6 +100,8 @@ struct opts {
     const char *out, *format, *text_key, *source;
     uint64_t max_record;
     long level;
+    const char *out_format; /* --out-format */
+    uint64_t row_group_size;
     int force, wait, skip_corrupt, keep_truncated, rm_inputs;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
     uint64_t shard_size;      /* html: input bytes per output shard; 0 for other formats */
@@ -129,6 +132,7 @@ const struct sl_option cmd_extract_options[] = {
                  "keep the readable part of damaged compressed files and go on",
                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_SETTING(SL_OPT_STR, "html_engine", html_engine),
     SL_OPT_FLAG_(0, "rm-inputs", rm_inputs,
                  "delete each downloaded input once its shard is complete"),
@@ -477,6 +481,7 @@ static int extract(const struct opts *o, const struct format *f, const struct sl
     x.eo.keep_truncated = o->keep_truncated;
     x.eo.skip_corrupt = o->skip_corrupt;
     x.eo.on_warn = on_warn;
+    struct sl_pq_write_opts pq;
     size_t *first = sl_xcalloc(in.n + 1, sizeof(size_t));
     char label[64];
     snprintf(label, sizeof(label), "extract %s", f->name);
@@ -490,6 +495,8 @@ static int extract(const struct opts *o, const struct format *f, const struct sl
                                              .wait = o->wait },
                                   .label = label,
                                   .level = (int)o->level,
+                                  .parquet = sl_pq_out_opts(&pq, o->out_format, o->row_group_size,
+                                                            o->level, NULL),
                                   .first = first,
                                   .nunits = group_units(o, &in, first),
                                   .process = extract_unit,

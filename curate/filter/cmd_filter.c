@@ -11,6 +11,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -42,6 +43,8 @@ struct opts {
     int annotate, split_lang, list, force, wait, repair_utf8;
     long level;
     uint64_t max_line;
+    const char *out_format; /* --out-format */
+    uint64_t row_group_size;
     const char *chain; /* the filter chain's settings (JSON), for the plan's */
 };
 
@@ -74,6 +77,7 @@ const struct sl_option cmd_filter_options[] = {
     SL_OPT_TEXT_KEY(text_key),
     SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT, .omit = SL_OMIT_DEF),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
@@ -115,7 +119,15 @@ struct filter_run {
     struct sl_fctx ctx;
     struct sl_filter_result *res;
     struct sl_buf ann, lang;
+    const struct sl_pq_write_opts *pq; /* --out-format parquet: every file as Parquet */
 };
+
+/* One of the unit's own files (a language's, the rejected documents'), in the shards' format. */
+static int open_file(const struct filter_run *fr, struct sl_writer **w, const char *path)
+{
+    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)fr->o->level };
+    return fr->pq ? sl_pq_writer_open(w, path, NULL, fr->pq) : sl_writer_open(w, path, &wo);
+}
 
 /* Count what the filters report whatever they decide: events and their own counts. */
 static void count_results(struct filter_run *fr, const char *path, uint64_t line)
@@ -211,9 +223,8 @@ static int lang_writer(struct filter_run *fr, const char *path, struct sl_writer
         if (mkdir(dir, 0777) != 0 && errno != EEXIST)
             rc = sl_err_set(SL_ERR_IO, "cannot create directory '%s': %s", dir, strerror(errno));
         char *lp = sl_xasprintf("%s/%s", dir, name);
-        struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)fr->o->level };
         if (!rc)
-            rc = sl_writer_open(&l->w, lp, &wo);
+            rc = open_file(fr, &l->w, lp);
         free(lp);
         free(dir);
         if (rc)
@@ -319,9 +330,8 @@ static int filter_begin(void *arg, struct sl_stage_unit *u)
     }
     if (!fr->o->rejected)
         return 0;
-    struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)fr->o->level };
     char *rpath = sl_xasprintf("%s/%s", fr->o->rejected, u->name);
-    int rc = sl_writer_open(&fr->rw, rpath, &wo);
+    int rc = open_file(fr, &fr->rw, rpath);
     free(rpath);
     return rc;
 }
@@ -382,7 +392,9 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     sl_filter_chain_settings(ch, &chain);
     o->chain = chain.data;
     sl_options_settings_json(cmd_filter_options, o, &settings);
+    struct sl_pq_write_opts pq;
     struct filter_run fr = { .ch = ch, .o = o };
+    fr.pq = sl_pq_out_opts(&pq, o->out_format, o->row_group_size, o->level, o->text_key);
     sl_fctx_init(&fr.ctx, &ch->env);
     fr.res = sl_xcalloc(ch->n ? ch->n : 1, sizeof(*fr.res));
     fr.langs = o->split_lang ? sl_xcalloc(MAX_LANGS, sizeof(*fr.langs)) : NULL;
@@ -396,6 +408,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                                                        .force = o->force,
                                                        .wait = o->wait },
                                             .level = (int)o->level,
+                                            .parquet = fr.pq,
                                             .no_writer = o->split_lang },
                                  .jsonl = { .max_line = o->max_line,
                                             .text_key = o->text_key,

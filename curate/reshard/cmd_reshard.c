@@ -11,6 +11,7 @@
 #include "core/jsonl.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/parquet_write.h"
 #include "core/progress.h"
 #include "core/stage.h"
 #include "core/world.h"
@@ -39,7 +40,9 @@ struct opts {
     long level;
     int force, wait, repair_utf8, skip_corrupt;
     struct sl_docid_opts ids; /* --id-prefix, --reassign-ids */
-    uint64_t nshards;         /* the shards written (for the settings) */
+    const char *out_format;   /* --out-format */
+    uint64_t row_group_size;
+    uint64_t nshards; /* the shards written (for the settings) */
 };
 
 /* The options' table: the dispatcher's parser and -h, the settings of the plan (rows marked
@@ -55,6 +58,7 @@ const struct sl_option cmd_reshard_options[] = {
     SL_OPT_TEXT_KEY(text_key),
     SL_OPT_MAX_LINE(max_line),
     SL_OPT_ZSTD_LEVEL(level, .flags = SL_OPTF_OUTPUT),
+    SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_REPAIR_UTF8(repair_utf8),
     SL_OPT_FLAG_(0, "skip-corrupt", skip_corrupt,
                  "keep the readable part of damaged compressed files and go on",
@@ -104,11 +108,12 @@ static void report(const struct opts *o, const struct sl_stage *st, const struct
 /* The manifest: every shard, with pass 1's damaged files and their dropped lines added to
  * the totals; then the summary. 0, or an error. */
 static int finish(struct sl_stage *st, const struct sl_world *w, const struct opts *o,
-                  const struct sl_inputs *in, const struct reshard_measures *m, uint64_t nshards)
+                  const struct sl_inputs *in, const struct reshard_measures *m, uint64_t nshards,
+                  const char *ext)
 {
     char **names = sl_xcalloc(nshards ? nshards : 1, sizeof(char *));
     for (uint64_t k = 0; k < nshards; k++)
-        names[k] = sl_stage_shard_name(k, ".jsonl.zst");
+        names[k] = sl_stage_shard_name(k, ext);
     struct sl_counters extra, totals;
     sl_counters_init(&extra);
     sl_counters_init(&totals);
@@ -180,6 +185,11 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                                   .repair_utf8 = o->repair_utf8,
                                   .skip_corrupt = o->skip_corrupt,
                                   .ids = o->ids };
+    struct sl_pq_write_opts pq = { .level = (int)o->level,
+                                   .row_group_rows = o->row_group_size,
+                                   .text_key = o->text_key };
+    if (!strcmp(o->out_format, "parquet"))
+        rc_cfg.parquet = &pq;
     rc = reshard_measure(w, &in, &rc_cfg, &m);
     /* --skip-corrupt helps with damaged data, not with a file that cannot be read */
     if (rc == SL_ERR_CORRUPT || rc == SL_ERR_TOOBIG) {
@@ -200,7 +210,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     }
     sl_warn_limited_summary();
     if (!rc)
-        rc = finish(&st, w, o, &in, &m, o->nshards);
+        rc = finish(&st, w, o, &in, &m, o->nshards, reshard_shard_ext(&rc_cfg));
     sl_stage_release(&st);
 out:
     sl_buf_release(&settings);

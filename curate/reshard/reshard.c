@@ -9,6 +9,7 @@
 #include "core/inputs.h"
 #include "core/jsonl.h"
 #include "core/log.h"
+#include "core/parquet_write.h"
 #include "core/progress.h"
 #include "core/stage.h"
 #include "core/stream.h"
@@ -179,7 +180,7 @@ static int advance_to(struct out_state *os, uint64_t k)
                 os->pend[keep++] = os->pend[i];
         }
         os->npend = keep;
-        os->name = sl_stage_shard_name(os->next, ".jsonl.zst");
+        os->name = sl_stage_shard_name(os->next, reshard_shard_ext(os->cfg));
         os->done = sl_stage_done(os->st, os->name);
         os->next++; /* the file is opened by the shard's first document (open_current) */
     }
@@ -191,9 +192,12 @@ static int open_current(struct out_state *os)
 {
     int rc = 0;
     if (!os->done && !os->w) {
-        char *path = sl_stage_shard_path(os->st, os->next - 1, ".jsonl.zst");
+        char *path = sl_stage_shard_path(os->st, os->next - 1, reshard_shard_ext(os->cfg));
         struct sl_writer_opts wo = { .codec = SL_CODEC_ZSTD, .level = (int)os->cfg->level };
-        rc = sl_writer_open(&os->w, path, &wo);
+        if (os->cfg->parquet)
+            rc = sl_pq_writer_open(&os->w, path, NULL, os->cfg->parquet);
+        else
+            rc = sl_writer_open(&os->w, path, &wo);
         free(path);
     }
     return rc;
@@ -322,11 +326,11 @@ static int write_file(struct write_pass *p, const struct sl_input *f, uint64_t f
 }
 
 /* Whether shards [k0, k1) are all complete from an earlier run. */
-static int shards_done(struct sl_stage *st, uint64_t k0, uint64_t k1)
+static int shards_done(struct sl_stage *st, const struct reshard_cfg *cfg, uint64_t k0, uint64_t k1)
 {
     int all_done = 1;
     for (uint64_t k = k0; k < k1 && all_done; k++) {
-        char *nm = sl_stage_shard_name(k, ".jsonl.zst");
+        char *nm = sl_stage_shard_name(k, reshard_shard_ext(cfg));
         all_done = sl_stage_done(st, nm);
         free(nm);
     }
@@ -355,7 +359,7 @@ int reshard_write(struct sl_stage *st, const struct sl_world *w, const struct re
     p.s.nshards = nshards;
     p.s.total = total;
     p.s.os = &p.os;
-    int all_done = shards_done(st, k0, k1);
+    int all_done = shards_done(st, cfg, k0, k1);
     sl_doc_init(&p.doc);
     sl_progress_start(&p.prog, "reshard", hi - lo, 1, w->rank == 0);
 
@@ -391,4 +395,9 @@ uint64_t reshard_plan(const struct reshard_cfg *cfg, const struct reshard_measur
         nshards = m->total ? (m->total + cfg->shard_size - 1) / cfg->shard_size : 0;
     *asked = nshards;
     return nshards > m->nlines ? m->nlines : nshards;
+}
+
+const char *reshard_shard_ext(const struct reshard_cfg *cfg)
+{
+    return cfg->parquet ? ".parquet" : ".jsonl.zst";
 }

@@ -9,7 +9,8 @@
  *
  * Call order: reshard_measure (collective), reshard_plan, the stage begun by the caller
  * (with the number of shards in its settings), reshard_write (every rank), then the
- * caller finishes the stage (shards part-NNNNN.jsonl.zst, sl_stage_shard_name) and calls
+ * caller finishes the stage (shards part-NNNNN.jsonl.zst, or .parquet with cfg.parquet:
+ * reshard_shard_ext; sl_stage_shard_name) and calls
  * reshard_measures_release. What the input holds that is worth a warning (a damaged file
  * kept in part, a file named for another compression, skipped lines) is warned of as it is
  * read (core/log.h); errors are 0 or a negative enum sl_err with its message.
@@ -22,6 +23,7 @@
 #include "core/docid.h"
 
 struct sl_inputs;
+struct sl_pq_write_opts;
 struct sl_stage;
 struct sl_world;
 
@@ -34,6 +36,8 @@ struct reshard_cfg {
     int repair_utf8;
     int skip_corrupt; /* keep the readable part of a damaged compressed file */
     struct sl_docid_opts ids;
+    /* the shards as Parquet (core/parquet_write.h; its level is `level`); NULL: .jsonl.zst */
+    const struct sl_pq_write_opts *parquet;
 };
 
 /* Pass 1's results: each file's decompressed size, whether it is damaged, its lines and the
@@ -65,5 +69,8 @@ int reshard_write(struct sl_stage *st, const struct sl_world *w, const struct re
                   const struct sl_inputs *in, const struct reshard_measures *m, uint64_t nshards);
 
 void reshard_measures_release(struct reshard_measures *m);
+
+/* The shards' extension: ".parquet" with cfg->parquet, else ".jsonl.zst". */
+const char *reshard_shard_ext(const struct reshard_cfg *cfg);
 
 #endif

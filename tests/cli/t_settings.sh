@@ -46,11 +46,12 @@ same_then_others() {
 
 case_ "clean"
 same_then_others clean -- --nfkc --remove-urls --uncurl-quotes --no-mojibake --no-entities \
-    "--text-key body" "--level 9"
+    "--text-key body" "--level 9" "--out-format parquet" "--row-group-size 5"
 
 case_ "extract jsonl"
 same_then_others extract --format jsonl -- "--text-key body" "--source web" "--max-record 2K" \
-    --skip-corrupt "--level 9" "--id-prefix p" --reassign-ids --keep-truncated
+    --skip-corrupt "--level 9" "--id-prefix p" --reassign-ids --keep-truncated \
+    "--out-format parquet" "--row-group-size 5"
 
 # html: --shard-size groups pages into shards (for the other formats it is not a setting)
 case_ "extract html"
@@ -76,22 +77,26 @@ filters:
 Y
 same_then_others filter --config "$T/f.yaml" -- "--config $T/g.yaml" \
     "--set filters.gopher_quality.min_doc_words=7" --annotate --split-by-language \
-    "--rejected $T/rej" --repair-utf8 "--text-key body" "--max-line 100" "--level 9"
+    "--rejected $T/rej" --repair-utf8 "--text-key body" "--max-line 100" "--level 9" \
+    "--out-format parquet" "--row-group-size 5"
 
 case_ "dedup exact"
 same_then_others dedup exact -- "--key url" "--norm lower" "--keep longest" "--text-key body" \
-    "--id-key uid" "--max-line 100" "--level 9" --repair-utf8
+    "--id-key uid" "--max-line 100" "--level 9" --repair-utf8 "--out-format parquet" \
+    "--row-group-size 5"
 
 case_ "dedup fuzzy"
 run "$SLUICE" dedup fuzzy -q --index-out "$T/fidx" --out "$T/fidx_out" "$T/in"
 expect_rc 0
 same_then_others dedup fuzzy -- "--index-in $T/fidx" "--preset nemo" "--ngram words:3" "--bands 10" "--rows 4" \
     "--norm none" "--seed 2" "--hash mersenne" --verify "--threshold 0.5" "--anchors 3" \
-    "--text-key body" "--id-key uid" --pairs "--max-line 100" "--level 9" --repair-utf8
+    "--text-key body" "--id-key uid" --pairs "--max-line 100" "--level 9" --repair-utf8 \
+    "--out-format parquet" "--row-group-size 5"
 
 case_ "reshard"
 same_then_others reshard -- "--shards 3" "--shard-size 1K" "--text-key body" "--max-line 100" \
-    "--level 9" --repair-utf8 --skip-corrupt "--id-prefix p" --reassign-ids
+    "--level 9" --repair-utf8 --skip-corrupt "--id-prefix p" --reassign-ids \
+    "--out-format parquet" "--row-group-size 5"
 
 case_ "decontaminate"
 mkdir -p "$T/tasks"
@@ -101,7 +106,7 @@ printf 'tasks:\n  - name: t\n    files: [%s/tasks/t.jsonl]\n    fields: [q]\n' "
 printf 'tasks:\n  - name: u\n    files: [%s/tasks/t.jsonl]\n    fields: [q]\n' "$T" > "$T/tasks2.yaml"
 same_then_others decontaminate --tasks "$T/tasks.yaml" -- "--tasks $T/tasks2.yaml" "--ngram 9" \
     "--min-task-words 3" "--margin 10" "--min-length 5" "--max-splits 2" "--text-key body" \
-    "--level 9"
+    "--level 9" "--out-format parquet" "--row-group-size 5"
 
 # tokenize: its parts folder is the stage directory; a run that stops at the end (the
 # output's name is taken by a directory) keeps it, so the next run can resume it
