@@ -124,7 +124,7 @@ LDLIBS_ALL := $(LDLIBS_BIN) $(LDLIBS_CXX)
 
 ifeq ($(HAVE_MPI),1)
 CPPFLAGS_ALL += -DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))
-MPI_OBJ := $(BUILD)/obj/core/world_mpi.o
+MPI_OBJ := $(BUILD)/obj/core/world_mpi.o $(BUILD)/obj/core/mpi_watch.o
 MPI_LIB := $(BUILD)/libsluice-mpi.so
 endif
 ifeq ($(HAVE_CUDA),1)

@@ -9,7 +9,7 @@
 #   hosts_down       kill every process in the namespaces, delete them (their links go with
 #                    them); set as the EXIT/INT/TERM trap by hosts_up, safe to call twice
 #   on H CMD...      run CMD on host H (h0.., hl) under its hostname
-#   HOSTS_MPIRUN     mpirun from the login node over the hosts: ranks started through
+#   HOSTS_MPIRUN     mpirun over the hosts, to run on the login node (on hl ...): ranks started through
 #                    $T/hosts/agent (Open MPI's rsh agent: `ip netns exec`, no ssh), TCP
 #                    between ranks (btl tcp,self: no shared memory between hosts), the
 #                    daemons' and the ranks' sockets on the test subnet only; add
@@ -92,10 +92,10 @@ EOF
     HOSTS_FILE="$T/hosts/hostfile"
     : >"$HOSTS_FILE"
     for h in "${HOSTS[@]}"; do echo "$h slots=2" >>"$HOSTS_FILE"; done
-    HOSTS_MPIRUN=(on hl mpirun --allow-run-as-root --oversubscribe
+    HOSTS_MPIRUN=(mpirun --allow-run-as-root --oversubscribe
         --mca plm_rsh_agent "$T/hosts/agent" --mca btl tcp,self
         --mca btl_tcp_if_include "$HOSTS_NET.0/24" --mca oob_tcp_if_include "$HOSTS_NET.0/24"
-        -x SLUICE_PROGRESS_INTERVAL -x PATH)
+        -x SLUICE_PROGRESS_INTERVAL -x PATH -x SLUICE_REDIS_PASSWORD)
     [ "${SANITIZE:-0}" = 1 ] && HOSTS_MPIRUN+=(-x ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
     # every host reaches every other
     for h in "${HOSTS[@]}"; do
@@ -140,4 +140,89 @@ hosts_down() {
         ip netns del "$ns" 2>/dev/null || true
     done
     HOSTS_NS=()
+}
+
+# hosts_redis DIR: a Redis Cluster over the hosts: on each host a master on port 7000 and a
+# replica on 7001 bound to the host's address, the replica of host i's master on host i+1
+# (mod N), so that every master's replica lives on another host; the same settings as
+# redis_cluster.sh (no persistence, fail over after 2 s). Sets HOSTS_REDIS (the masters,
+# as seeds for --redis) and exports a password made for this run, as a cluster's job
+# would (SLUICE_REDIS_PASSWORD for sluice, REDISCLI_AUTH for redis-cli). Namespaces have
+# ports of their own: fixed ports do not collide.
+hosts_redis() {
+    local dir=$1 h i n=${#HOSTS[@]} masters=() id
+    command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+        { echo "redis-server/redis-cli not found (Debian redis-server, redis-tools)" >&2; return 1; }
+    SLUICE_REDIS_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+    export SLUICE_REDIS_PASSWORD REDISCLI_AUTH=$SLUICE_REDIS_PASSWORD
+    for h in "${HOSTS[@]}"; do
+        for p in 7000 7001; do
+            mkdir -p "$dir/$h-$p"
+            on "$h" redis-server --bind "$(host_addr "$h")" --port $p --dir "$dir/$h-$p" \
+                --requirepass "$SLUICE_REDIS_PASSWORD" --masterauth "$SLUICE_REDIS_PASSWORD" \
+                --save "" --appendonly no --daemonize yes --repl-diskless-sync-delay 0 \
+                --pidfile "$dir/$h-$p/pid" --logfile "$dir/$h-$p/log" --cluster-enabled yes \
+                --cluster-config-file "$dir/$h-$p/nodes.conf" --cluster-node-timeout 2000 ||
+                return 1
+        done
+        masters+=("$(host_addr "$h"):7000")
+    done
+    for h in "${HOSTS[@]}"; do
+        for p in 7000 7001; do
+            for _ in $(seq 100); do
+                on hl redis-cli -h "$(host_addr "$h")" -p $p ping 2>/dev/null | grep -q PONG && break
+                sleep 0.05
+            done
+        done
+    done
+    on hl redis-cli --cluster create "${masters[@]}" --cluster-yes >"$dir/create.log" 2>&1 ||
+        { cat "$dir/create.log" >&2; return 1; }
+    for ((i = 0; i < n; i++)); do
+        h=${HOSTS[$(((i + 1) % n))]}
+        id=$(on hl redis-cli -h "$(host_addr "${HOSTS[$i]}")" -p 7000 cluster myid)
+        on hl redis-cli --cluster add-node "$(host_addr "$h"):7001" "${masters[0]}" \
+            --cluster-slave --cluster-master-id "$id" >>"$dir/create.log" 2>&1 ||
+            { cat "$dir/create.log" >&2; return 1; }
+    done
+    HOSTS_REDIS=$(IFS=,; echo "${masters[*]}")
+    hosts_redis_wait
+}
+
+# hosts_redis_cli H PORT ARGS...: redis-cli from the login node to host H's node on PORT
+hosts_redis_cli() {
+    local h=$1 p=$2
+    shift 2
+    on hl redis-cli -h "$(host_addr "$h")" -p "$p" "$@" 2>/dev/null | tr -d '\r'
+}
+
+# hosts_redis_wait: up to 60 s, until every reachable node says cluster_state:ok and every
+# replica has finished its sync with its master (link up, offsets equal)
+hosts_redis_wait() {
+    local h p ok why mh mp
+    for _ in $(seq 600); do
+        ok=1
+        for h in "${HOSTS[@]}"; do
+            for p in 7000 7001; do
+                hosts_redis_cli "$h" $p ping | grep -q PONG || continue
+                hosts_redis_cli "$h" $p cluster info | grep -q cluster_state:ok ||
+                    { ok=0; why="$h:$p: cluster not ok"; }
+                local info
+                info=$(hosts_redis_cli "$h" $p info replication)
+                grep -q role:slave <<<"$info" || continue
+                mh=$(sed -n 's/^master_host://p' <<<"$info")
+                mp=$(sed -n 's/^master_port://p' <<<"$info")
+                if ! grep -q master_link_status:up <<<"$info" ||
+                    ! grep -q master_sync_in_progress:0 <<<"$info" ||
+                    [ "$(sed -n 's/^slave_repl_offset://p' <<<"$info")" != \
+                        "$(on hl redis-cli -h "$mh" -p "$mp" info replication 2>/dev/null | tr -d '\r' | sed -n 's/^master_repl_offset://p')" ]; then
+                    ok=0
+                    why="replica $h:$p of $mh:$mp not synced"
+                fi
+            done
+        done
+        [ $ok = 1 ] && return 0
+        sleep 0.1
+    done
+    echo "redis cluster over the hosts not ready: $why" >&2
+    return 1
 }
