@@ -12,8 +12,12 @@
 #   HOSTS_MPIRUN     mpirun over the hosts, to run on the login node (on hl ...): ranks started through
 #                    $T/hosts/agent (Open MPI's rsh agent: `ip netns exec`, no ssh), TCP
 #                    between ranks (btl tcp,self: no shared memory between hosts), the
-#                    daemons' and the ranks' sockets on the test subnet only; add
-#                    --hostfile $HOSTS_FILE (slots=2 on each host) and -np
+#                    daemons' and the ranks' sockets on the test subnet only, and
+#                    TCP keepalive on the daemons' links (idle 10 s, then 2 probes 5 s
+#                    apart, not Open MPI's 300 s + 9 x 20 s) and 5 retransmissions on the
+#                    login node (tcp_retries2: about 12 s, not 15 minutes), so that
+#                    mpirun gives up on a cut-off host's daemon; add --hostfile $HOSTS_FILE (slots=2 on each
+#                    host) and -np
 #   host_addr H      the address of host H;  HOSTS_NET the subnet (10.X.Y.0/24)
 #   host_link H up|down   set host H's end of its link up or down (a cable pulled)
 #   host_kill H      SIGKILL every process on host H (a node crash)
@@ -78,6 +82,10 @@ hosts_up() {
         ip -n "$ns" link set eth0 up
         ip -n "$ns" link set lo up
         eval "HOST_ADDR_$h=$addr"
+        # mpirun, once the job is aborted, waits for every host's daemon; a cut-off one's
+        # link has data in flight, so keepalive never starts and Linux retransmits for
+        # about 15 minutes (tcp_retries2 15): 5 retries on the login node, about 12 s
+        [ "$h" != hl ] || ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=5
         [ "$h" = hl ] || HOSTS+=("$h")
     done
     # the rsh agent Open MPI calls as `agent [ssh options] HOST COMMAND...`: the command
@@ -95,6 +103,8 @@ EOF
     HOSTS_MPIRUN=(mpirun --allow-run-as-root --oversubscribe
         --mca plm_rsh_agent "$T/hosts/agent" --mca btl tcp,self
         --mca btl_tcp_if_include "$HOSTS_NET.0/24" --mca oob_tcp_if_include "$HOSTS_NET.0/24"
+        --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5
+        --mca oob_tcp_keepalive_probes 2
         -x SLUICE_PROGRESS_INTERVAL -x PATH -x SLUICE_REDIS_PASSWORD)
     [ "${SANITIZE:-0}" = 1 ] && HOSTS_MPIRUN+=(-x ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
     # every host reaches every other
@@ -156,24 +166,8 @@ hosts_redis() {
     SLUICE_REDIS_PASSWORD=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
     export SLUICE_REDIS_PASSWORD REDISCLI_AUTH=$SLUICE_REDIS_PASSWORD
     for h in "${HOSTS[@]}"; do
-        for p in 7000 7001; do
-            mkdir -p "$dir/$h-$p"
-            on "$h" redis-server --bind "$(host_addr "$h")" --port $p --dir "$dir/$h-$p" \
-                --requirepass "$SLUICE_REDIS_PASSWORD" --masterauth "$SLUICE_REDIS_PASSWORD" \
-                --save "" --appendonly no --daemonize yes --repl-diskless-sync-delay 0 \
-                --pidfile "$dir/$h-$p/pid" --logfile "$dir/$h-$p/log" --cluster-enabled yes \
-                --cluster-config-file "$dir/$h-$p/nodes.conf" --cluster-node-timeout 2000 ||
-                return 1
-        done
+        hosts_redis_node "$dir" "$h" 7000 && hosts_redis_node "$dir" "$h" 7001 || return 1
         masters+=("$(host_addr "$h"):7000")
-    done
-    for h in "${HOSTS[@]}"; do
-        for p in 7000 7001; do
-            for _ in $(seq 100); do
-                on hl redis-cli -h "$(host_addr "$h")" -p $p ping 2>/dev/null | grep -q PONG && break
-                sleep 0.05
-            done
-        done
     done
     on hl redis-cli --cluster create "${masters[@]}" --cluster-yes >"$dir/create.log" 2>&1 ||
         { cat "$dir/create.log" >&2; return 1; }
@@ -186,6 +180,24 @@ hosts_redis() {
     done
     HOSTS_REDIS=$(IFS=,; echo "${masters[*]}")
     hosts_redis_wait
+}
+
+# hosts_redis_node DIR H PORT: start (or start again, with its nodes.conf: it rejoins) the
+# node of host H on PORT, and wait until it answers
+hosts_redis_node() {
+    local d="$1/$2-$3"
+    mkdir -p "$d"
+    on "$2" redis-server --bind "$(host_addr "$2")" --port "$3" --dir "$d" \
+        --requirepass "$SLUICE_REDIS_PASSWORD" --masterauth "$SLUICE_REDIS_PASSWORD" \
+        --save "" --appendonly no --daemonize yes --repl-diskless-sync-delay 0 \
+        --pidfile "$d/pid" --logfile "$d/log" --cluster-enabled yes \
+        --cluster-config-file "$d/nodes.conf" --cluster-node-timeout 2000 || return 1
+    for _ in $(seq 100); do
+        hosts_redis_cli "$2" "$3" ping | grep -q PONG && return 0
+        sleep 0.05
+    done
+    echo "redis-server on $2:$3 did not start: $(tail -3 "$d/log")" >&2
+    return 1
 }
 
 # hosts_redis_cli H PORT ARGS...: redis-cli from the login node to host H's node on PORT
