@@ -16,7 +16,8 @@
 #                    TCP keepalive on the daemons' links (idle 10 s, then 2 probes 5 s
 #                    apart, not Open MPI's 300 s + 9 x 20 s) and 5 retransmissions on the
 #                    login node (tcp_retries2: about 12 s, not 15 minutes), so that
-#                    mpirun gives up on a cut-off host's daemon; add --hostfile $HOSTS_FILE (slots=2 on each
+#                    mpirun gives up on a cut-off host's daemon), and waiting ranks
+#                    yielding the CPU (the hosts share this machine's cores); add --hostfile $HOSTS_FILE (slots=2 on each
 #                    host) and -np
 #   host_addr H      the address of host H;  HOSTS_NET the subnet (10.X.Y.0/24)
 #   host_link H up|down   set host H's end of its link up or down (a cable pulled)
@@ -104,7 +105,7 @@ EOF
         --mca plm_rsh_agent "$T/hosts/agent" --mca btl tcp,self
         --mca btl_tcp_if_include "$HOSTS_NET.0/24" --mca oob_tcp_if_include "$HOSTS_NET.0/24"
         --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5
-        --mca oob_tcp_keepalive_probes 2
+        --mca oob_tcp_keepalive_probes 2 --mca mpi_yield_when_idle 1
         -x SLUICE_PROGRESS_INTERVAL -x PATH -x SLUICE_REDIS_PASSWORD)
     [ "${SANITIZE:-0}" = 1 ] && HOSTS_MPIRUN+=(-x ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
     # every host reaches every other

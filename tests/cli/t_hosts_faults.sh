@@ -34,22 +34,21 @@ same_as_ref() { # DIR
         cmp -s "$T/ref/$f" "$1/$f" && ok || fail "$f differs from the reference"
     done
 }
-# start OUT: the stage on 6 ranks in the background, paused between batches; returns when
-# it has written to the cluster (the stage is under way)
+# start OUT: the stage on 6 ranks in the background, paused between batches, under the
+# Redis prefix OUT's name; returns when the run holds its lease on the prefix (its ranks
+# are up and the stage is under way)
 start() {
     bgout=$1
-    on hl timeout 120 "${MPI[@]}" -x SLUICE_REDIS_PAUSE_MS "${DEDUP[@]}" --out "$bgout" "$T/in" \
-        >"$bgout.out" 2>"$bgout.err" &
+    on hl timeout 120 "${MPI[@]}" -x SLUICE_REDIS_PAUSE_MS "${DEDUP[@]}" \
+        --redis-prefix "$(basename "$1")" --out "$1" "$T/in" >"$1.out" 2>"$1.err" &
     bgpid=$!
-    t0=$SECONDS
     for _ in $(seq 600); do
-        for h in "${HOSTS[@]}"; do
-            [ "$(hosts_redis_cli "$h" 7000 dbsize || echo 0)" -gt 0 ] 2>/dev/null && return 0
-        done
+        [ "$(on hl redis-cli -c -h "$(host_addr h0)" -p 7000 exists "$(basename "$1"):lock" \
+            2>/dev/null)" = 1 ] && return 0
         kill -0 "$bgpid" 2>/dev/null || break
         sleep 0.1
     done
-    fail "the stage never wrote to the cluster"
+    fail "the stage never took its lease on the cluster"
 }
 # stopped: wait for the background run; its status in $rc, stderr in $T/err, and the
 # seconds from the fault to its end in $stop_s
@@ -61,7 +60,7 @@ stopped() {
 # again OUT: the same command, no pause, after the fault is gone; time in $again_s
 again() {
     local t=$SECONDS
-    run on hl timeout 120 "${MPI[@]}" "${DEDUP[@]}" --out "$1" "$T/in"
+    run on hl timeout 120 "${MPI[@]}" "${DEDUP[@]}" --redis-prefix "$(basename "$1")" --out "$1" "$T/in"
     again_s=$((SECONDS - t))
     expect_rc 0
     same_as_ref "$1"
@@ -138,8 +137,8 @@ hosts_redis_wait && ok || fail "the cluster did not heal"
 case_ "a slow, lossy link"
 if on h2 tc qdisc add dev eth0 root netem delay 40ms 10ms loss 3% 2>"$T/tc.err"; then
     how="netem delay 40 ms +- 10 ms, loss 3%"
-elif on h2 tc qdisc add dev eth0 root tbf rate 256kbit burst 16kbit latency 500ms 2>>"$T/tc.err"; then
-    how="tbf 256 kbit/s, no loss or delay: netem is not in this kernel ($(head -1 "$T/tc.err"))"
+elif on h2 tc qdisc add dev eth0 root tbf rate 1mbit burst 32kbit latency 500ms 2>>"$T/tc.err"; then
+    how="tbf 1 Mbit/s, no loss or delay: netem is not in this kernel ($(head -1 "$T/tc.err"))"
     echo "SKIP: delay and loss: sch_netem missing ($(head -1 "$T/tc.err")); the slow link alone (tbf)"
 else
     how=""
