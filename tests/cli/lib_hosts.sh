@@ -90,12 +90,18 @@ hosts_up() {
         [ "$h" = hl ] || HOSTS+=("$h")
     done
     # the rsh agent Open MPI calls as `agent [ssh options] HOST COMMAND...`: the command
-    # runs in HOST's namespace under its hostname
+    # runs in HOST's namespace under its hostname. The agent itself stays on the login
+    # host, as ssh would; when the command is killed (the node crashed) it stays quiet, as
+    # ssh does until TCP gives up on a crashed node, so that mpirun learns of the loss
+    # from its link to the node's daemon (it names the node), not from its agent's exit
     cat >"$T/hosts/agent" <<EOF
 #!/bin/bash
 while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
 h=\$1; shift
-exec ip netns exec "slh$HOSTS_ID-\$h" unshare --uts bash -c 'hostname "\$0" && eval "\$@"' "\$h" "\$*"
+ip netns exec "slh$HOSTS_ID-\$h" unshare --uts bash -c 'hostname "\$0" && eval "\$@"' "\$h" "\$*"
+s=\$?
+[ \$s -lt 128 ] || sleep 300
+exit \$s
 EOF
     chmod +x "$T/hosts/agent"
     HOSTS_FILE="$T/hosts/hostfile"
