@@ -13,18 +13,18 @@
 
 /* message tags: a heartbeat, and the last word of a rank that ends */
 #define TAG_BEAT 1
-#define TAG_BYE 2
+#define TAG_BYE  2
 /* room for a host name (HOST_NAME_MAX is 64 on Linux) and its terminating NUL */
 #define HOST_LEN 65
 
 struct sl_mpi_watch {
     MPI_Comm comm;
     int rank, size;
-    int peer[2];      /* the neighbours r - 1 and r + 1 (the same rank in a world of 2) */
-    double last[2];   /* when each was last heard from (monotonic seconds) */
-    int gone[2];      /* it said it ends */
+    int peer[2];    /* the neighbours r - 1 and r + 1 (the same rank in a world of 2) */
+    double last[2]; /* when each was last heard from (monotonic seconds) */
+    int gone[2];    /* it said it ends */
     double timeout, interval;
-    char *hosts;      /* size host names of HOST_LEN bytes, in rank order */
+    char *hosts; /* size host names of HOST_LEN bytes, in rank order */
     void (*lost)(const char *msg);
     pthread_t thread;
     pthread_mutex_t mu;
