@@ -78,8 +78,25 @@ if hosts_redis "$T/redis"; then
     keys=0
     for h in "${HOSTS[@]}"; do keys=$((keys + $(hosts_redis_cli "$h" 7000 dbsize))); done
     expect_eq "$keys" 0 "(keys left on the masters)"
+
+    case_ "ranks asleep outside MPI for twice the watchdog's timeout: no rank is taken for lost"
+    # each rank sleeps 4 s after each of its batches, while the ranks done first wait in
+    # the next collective; their watchdog threads still beat
+    run on hl timeout 300 "${HOSTS_MPIRUN[@]}" -x SLUICE_MPI_TIMEOUT=2 -x SLUICE_REDIS_PAUSE_MS=4000 \
+        --hostfile "$HOSTS_FILE" -np 6 "$SLUICE" dedup fuzzy --backend redis --redis "$HOSTS_REDIS" \
+        --out "$T/slow" "$T/one/dedup_exact"
+    expect_rc 0; expect_no_err "is lost"
+    cmp -s "$T/one/dedup_fuzzy/duplicates.jsonl" "$T/slow/duplicates.jsonl" && ok ||
+        fail "duplicates.jsonl differs from the memory backend's"
 else
     fail "cannot start the Redis Cluster over the hosts"
 fi
+
+case_ "SLUICE_MPI_TIMEOUT that is not a number of seconds: refused at the start"
+run on hl timeout 60 "${HOSTS_MPIRUN[@]}" -x SLUICE_MPI_TIMEOUT=soon --hostfile "$HOSTS_FILE" -np 2 \
+    "$SLUICE" reshard --out "$T/bad" "$T/in"
+expect_rc 1
+expect_err "SLUICE_MPI_TIMEOUT='soon' is not a number of seconds from 0 to 86400"
+expect_no_file "$T/bad/manifest.json"
 
 finish
