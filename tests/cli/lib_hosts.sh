@@ -9,16 +9,16 @@
 #   hosts_down       kill every process in the namespaces, delete them (their links go with
 #                    them); set as the EXIT/INT/TERM trap by hosts_up, safe to call twice
 #   on H CMD...      run CMD on host H (h0.., hl) under its hostname
-#   HOSTS_MPIRUN     mpirun over the hosts, to run on the login node (on hl ...): ranks started through
-#                    $T/hosts/agent (Open MPI's rsh agent: `ip netns exec`, no ssh), TCP
-#                    between ranks (btl tcp,self: no shared memory between hosts), the
-#                    daemons' and the ranks' sockets on the test subnet only, and
-#                    TCP keepalive on the daemons' links (idle 10 s, then 2 probes 5 s
-#                    apart, not Open MPI's 300 s + 9 x 20 s) and 5 retransmissions on the
-#                    login node (tcp_retries2: about 12 s, not 15 minutes), so that
-#                    mpirun gives up on a cut-off host's daemon), and waiting ranks
-#                    yielding the CPU (the hosts share this machine's cores); add --hostfile $HOSTS_FILE (slots=2 on each
-#                    host) and -np
+#   HOSTS_MPIRUN     mpirun over the hosts, to run on the login node (on hl ...), with
+#                    --hostfile $HOSTS_FILE (slots=2 on each host) and -np added: ranks
+#                    started through $T/hosts/agent (Open MPI's rsh agent: `ip netns
+#                    exec`, no ssh); TCP between ranks (btl tcp,self: no shared memory
+#                    between hosts); the daemons' and the ranks' sockets on the test subnet
+#                    only; TCP keepalive on the daemons' links (idle 10 s, then 2 probes
+#                    5 s apart, not Open MPI's 300 s + 9 x 20 s) and 5 retransmissions on
+#                    the login node (tcp_retries2: about 12 s, not 15 minutes), so that
+#                    mpirun gives up on a cut-off host's daemon; waiting ranks yield the
+#                    CPU (the hosts share this machine's cores)
 #   host_addr H      the address of host H;  HOSTS_NET the subnet (10.X.Y.0/24)
 #   host_link H up|down   set host H's end of its link up or down (a cable pulled)
 #   host_kill H      SIGKILL every process on host H (a node crash)
@@ -62,7 +62,7 @@ hosts_up() {
     ip netns add "$sw" 2>"$T/netns.err" || _hosts_skip "cannot make a network namespace: $(cat "$T/netns.err")"
     HOSTS_NS=("$sw")
     trap hosts_down EXIT
-    trap 'hosts_down; exit 130' INT TERM
+    trap 'hosts_down; rm -rf "$T"; exit 130' INT TERM
     HOSTS_NET=$(_hosts_subnet) || _hosts_skip "no free 10.x.y.0/24 subnet"
     ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set br0 up &&
         ip -n "$sw" link set lo up || _hosts_skip "cannot make a bridge"

@@ -44,6 +44,10 @@ same_outputs() {
     [ "$n" -gt 10 ] && ok || fail "only $n files compared"
 }
 
+case_ "the world's collectives on 2 ranks on each of 3 hosts"
+run on hl timeout 120 "${HOSTS_MPIRUN[@]}" --hostfile "$HOSTS_FILE" -np 6 "${SLUICE_BUILD:-$(dirname "$SLUICE")}/test_world"
+expect_rc 0; expect_out "ok 6 ranks"
+
 case_ "one rank on one host"
 run "$SLUICE" run "$T/p.yaml" work_dir="$T/one"
 expect_rc 0; expect_out "6 of 6 steps ran"
@@ -54,7 +58,10 @@ start=$SECONDS
 run on hl timeout 300 "${HOSTS_MPIRUN[@]}" --hostfile "$HOSTS_FILE" -np 6 "$SLUICE" run "$T/p.yaml" \
     work_dir="$T/six"
 expect_rc 0; expect_out "6 of 6 steps ran"
-echo "ok pipeline on 3 hosts x 2 ranks: $((SECONDS - start)) s, host h2 sent $(( $(host_tx h2) - tx0 )) bytes over its link"
+sent=$(($(host_tx h2) - tx0))
+echo "ok pipeline on 3 hosts x 2 ranks: $((SECONDS - start)) s, host h2 sent $sent bytes over its link"
+# its ranks' share of the exchanges went over the bridge (about 84 kB)
+[ "$sent" -gt 20000 ] && ok || fail "host h2 sent only $sent bytes over its link"
 same_outputs "$T/one" "$T/six"
 for s in extract clean filter dedup_exact dedup_fuzzy; do
     expect_eq "$(json "$T/six/$s/manifest.json" "m['ranks']")" 6
