@@ -5,6 +5,7 @@
 # dedup fuzzy -> tokenize on 6 ranks over 3 hosts writes the bytes of one rank on one host;
 # fuzzy dedup against a Redis Cluster with a master and a replica on each host (each
 # master's replica on another host) gives the memory backend's answer.
+# sanitizer build: skip (the watchdog and the collectives run under the sanitizers in t_mpi.sh and every other mpirun test; across hosts only the transport differs)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_hosts.sh"
