@@ -60,7 +60,7 @@ run on hl timeout 300 "${HOSTS_MPIRUN[@]}" --hostfile "$HOSTS_FILE" -np 6 "$SLUI
     work_dir="$T/six"
 expect_rc 0; expect_out "6 of 6 steps ran"
 sent=$(($(host_tx h2) - tx0))
-echo "ok pipeline on 3 hosts x 2 ranks: $((SECONDS - start)) s, host h2 sent $sent bytes over its link"
+echo "measured: pipeline on 3 hosts x 2 ranks: $((SECONDS - start)) s, host h2 sent $sent bytes over its link"
 # its ranks' share of the exchanges went over the bridge (about 84 kB)
 [ "$sent" -gt 20000 ] && ok || fail "host h2 sent only $sent bytes over its link"
 same_outputs "$T/one" "$T/six"

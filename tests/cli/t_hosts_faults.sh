@@ -93,7 +93,7 @@ n_left=$(left h2)
 host_link h2 up
 hosts_redis_wait && ok || fail "the cluster did not heal"
 again "$T/cut"
-echo "ok link cut: stopped $stop_s s after the cut ($cut_err); $n_left processes left on the cut-off host; the rerun took $again_s s"
+echo "measured: link cut: stopped $stop_s s after the cut ($cut_err); $n_left processes left on the cut-off host; the rerun took $again_s s"
 
 case_ "every process of a host killed (a node crash): the job stops naming the host; then resumes"
 start "$T/crash"
@@ -109,7 +109,7 @@ hosts_redis_node "$T/redis" h2 7000 && hosts_redis_node "$T/redis" h2 7001 && ok
     fail "h2's servers did not restart"
 hosts_redis_wait && ok || fail "the cluster did not heal"
 again "$T/crash"
-echo "ok node crash: stopped $stop_s s after the kill ($crash_err); the rerun took $again_s s"
+echo "measured: node crash: stopped $stop_s s after the kill ($crash_err); the rerun took $again_s s"
 
 case_ "a host's Redis master killed, its replica on another host: the run goes on or stops naming it"
 hosts_redis_wait
@@ -123,14 +123,14 @@ stopped
 if [ "$rc" -eq 0 ]; then
     ok
     same_as_ref "$T/master"
-    echo "ok master on $victim killed: the run went on through its replica and ended $stop_s s later with the reference's outputs"
+    echo "measured: master on $victim killed: the run went on through its replica and ended $stop_s s later with the reference's outputs"
 else
     [ "$rc" -ne 124 ] && ok || fail "exit 124: it hung"
     expect_err "$(host_addr "$victim"):7000"
     expect_no_file "$T/master/manifest.json"
     hosts_redis_wait && ok || fail "the cluster did not heal"
     again "$T/master"
-    echo "ok master on $victim killed: stopped $stop_s s later ($(grep -m1 error "$T/err")); the rerun took $again_s s"
+    echo "measured: master on $victim killed: stopped $stop_s s later ($(grep -m1 error "$T/err")); the rerun took $again_s s"
 fi
 hosts_redis_node "$T/redis" "$victim" 7000 && ok || fail "$victim's server did not restart"
 hosts_redis_wait && ok || fail "the cluster did not heal"
@@ -150,7 +150,7 @@ if [ -n "$how" ]; then
     run on hl timeout 120 "${MPI[@]}" "${DEDUP[@]}" --out "$T/slow" "$T/in"
     expect_rc 0
     same_as_ref "$T/slow"
-    echo "ok slow link on h2 ($how): the stage ended in $((SECONDS - t)) s with the reference's outputs"
+    echo "measured: slow link on h2 ($how): the stage ended in $((SECONDS - t)) s with the reference's outputs"
     on h2 tc qdisc del dev eth0 root
 fi
 
