@@ -124,7 +124,7 @@ LDLIBS_ALL := $(LDLIBS_BIN) $(LDLIBS_CXX)
 
 ifeq ($(HAVE_MPI),1)
 CPPFLAGS_ALL += -DSL_HAVE_MPI $(filter -I%,$(MPI_CFLAGS))
-MPI_OBJ := $(BUILD)/obj/core/world_mpi.o
+MPI_OBJ := $(BUILD)/obj/core/world_mpi.o $(BUILD)/obj/core/mpi_watch.o
 MPI_LIB := $(BUILD)/libsluice-mpi.so
 endif
 ifeq ($(HAVE_CUDA),1)
@@ -249,7 +249,7 @@ install-files:
 
 .PHONY: install install-files
 
-.PHONY: all FORCE config deps test test-unit test-cli test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
+.PHONY: all FORCE config deps test test-unit test-cli test-hosts test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
         bench clean format check-format check-deps test-gpu bench-kernels
 FORCE:
 
@@ -284,6 +284,12 @@ test-cli: $(BUILD)/sluice $(CXX_LIB) $(MPI_LIB) $(BUILD)/test_world \
           $(if $(and $(filter 1,$(EMU_HEADERS)),$(filter 0,$(SANITIZE))),$(EMU_PLUGIN))
 	@echo "== CLI, MPI and integration tests ($(BUILD))"
 	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) tests/cli/run.sh
+
+# only the runs across hosts (network namespaces: root; skipped otherwise), about 150 s;
+# make test runs them too (docs/multihost.md)
+test-hosts: $(BUILD)/sluice $(MPI_LIB) $(BUILD)/test_world
+	@SLUICE=$(CURDIR)/$(BUILD)/sluice SLUICE_BUILD=$(CURDIR)/$(BUILD) SANITIZE=$(SANITIZE) \
+	    tests/cli/run.sh tests/cli/t_hosts.sh tests/cli/t_hosts_faults.sh
 
 # sluice's index caches against the real megatron-core (SLUICE_MEGATRON_PY: a Python with
 # megatron-core==0.16.1, torch and numpy; skipped without it)

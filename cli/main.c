@@ -63,9 +63,21 @@ static void on_oom(size_t size)
     sl_world_abort(sl_world_get(), 1);
 }
 
+/* the MPI watchdog found a rank lost (core/world.h): say which, and stop the job */
+static void on_lost(const char *what)
+{
+    char msg[1024];
+    int n = snprintf(msg, sizeof(msg), "%s: error: %s\n", sl_log_prog(), what);
+    if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+        /* nothing more can be done */
+    }
+    sl_world_abort(sl_world_get(), 1);
+}
+
 static int run(const struct command *c, int argc, const char **argv)
 {
     struct sl_world *w = sl_world_get();
+    sl_world_on_lost(on_lost);
     int rc = sl_world_init(w, &argc, (char ***)&argv);
     if (rc) {
         fprintf(stderr, "sluice: error: cannot start MPI: %s\n", sl_err_msg());

@@ -47,6 +47,31 @@ static int load_mpi(void)
 #endif
 
 static struct sl_world global_world = { 0, 1, 0 };
+static void (*on_lost)(const char *msg);
+
+void sl_world_on_lost(void (*fn)(const char *msg))
+{
+    on_lost = fn;
+}
+
+/* SLUICE_MPI_TIMEOUT in seconds (core/world.h) */
+static int mpi_timeout(double *out)
+{
+    const char *v = getenv("SLUICE_MPI_TIMEOUT");
+    *out = SL_MPI_TIMEOUT_DEFAULT;
+    if (!v || !*v)
+        return 0;
+    char *end;
+    double t = strtod(v, &end);
+    if (*end || !(t >= 0 && t <= 86400))
+        return sl_err_set(SL_ERR_USAGE,
+                          "SLUICE_MPI_TIMEOUT='%s' is not a number of seconds from 0 to 86400\n"
+                          "hint: the seconds a rank may stay silent before the job stops; 0 "
+                          "turns the watchdog off",
+                          v);
+    *out = t;
+    return 0;
+}
 
 struct sl_world *sl_world_get(void)
 {
@@ -73,9 +98,12 @@ int sl_world_init(struct sl_world *w, int *argc, char ***argv)
     w->mpi = 0;
 #ifdef SL_HAVE_MPI
     if (sl_world_launched()) {
-        int rc = load_mpi();
+        double timeout;
+        int rc = mpi_timeout(&timeout);
         if (!rc)
-            rc = mpi->init(w, argc, argv);
+            rc = load_mpi();
+        if (!rc)
+            rc = mpi->init(w, argc, argv, on_lost ? timeout : 0, on_lost);
         if (rc)
             return rc;
     }

@@ -23,8 +23,19 @@ struct sl_world {
 
 enum sl_reduce_op { SL_SUM, SL_MAX, SL_MIN };
 
-/* Initialise (MPI_Init_thread with FUNNELED when launched under MPI). */
+/* Initialise (MPI_Init_thread when launched under MPI: MULTIPLE with the watchdog, else
+ * FUNNELED). Under MPI with more than one rank a watchdog (core/mpi_watch.h) stops a job
+ * whose host is lost: SLUICE_MPI_TIMEOUT is the number of seconds a rank may stay silent
+ * (SL_MPI_TIMEOUT_DEFAULT when unset; 0 for no watchdog; anything else but a number of
+ * seconds up to 86400 is an SL_ERR_USAGE error). */
 int sl_world_init(struct sl_world *w, int *argc, char ***argv);
+/* The seconds of silence after which a rank is lost: long enough for a loaded host's
+ * thread to be late many times over, short enough that a job on a dead host stops in a
+ * minute instead of hanging for ever. */
+#define SL_MPI_TIMEOUT_DEFAULT 60
+/* What the watchdog calls, from its thread, with a message naming the lost rank and its
+ * host: report it and stop the job (sl_world_abort). Set before sl_world_init. */
+void sl_world_on_lost(void (*fn)(const char *msg));
 void sl_world_finalize(struct sl_world *w);
 /* Stop every rank now: MPI_Abort under MPI with size > 1, exit(code) otherwise. */
 void sl_world_abort(const struct sl_world *w, int code) __attribute__((noreturn));

@@ -4,12 +4,14 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/mpi_watch.h"
 
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
 static MPI_Comm world_comm;
+static struct sl_mpi_watch *watch;
 /* the groups' communicators (split); a group's mpi field is 2 + its index */
 #define MAX_GROUPS 64
 static MPI_Comm group_comm[MAX_GROUPS];
@@ -32,21 +34,29 @@ static MPI_Op mpi_op(enum sl_reduce_op op)
     return op == SL_SUM ? MPI_SUM : op == SL_MAX ? MPI_MAX : MPI_MIN;
 }
 
-static int init(struct sl_world *w, int *argc, char ***argv)
+static int init(struct sl_world *w, int *argc, char ***argv, double timeout,
+                void (*lost)(const char *msg))
 {
-    int provided;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    /* the watchdog's thread talks while the main thread may be in a collective */
+    int want = timeout > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, provided;
+    if (MPI_Init_thread(argc, argv, want, &provided) != MPI_SUCCESS)
         return sl_err_set(SL_ERR_MPI, "MPI_Init_thread failed");
     MPI_Comm_dup(MPI_COMM_WORLD, &world_comm);
     MPI_Comm_set_errhandler(world_comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(world_comm, &w->rank);
     MPI_Comm_size(world_comm, &w->size);
     w->mpi = 1;
-    return 0;
+    if (timeout > 0 && provided < MPI_THREAD_MULTIPLE)
+        return sl_err_set(SL_ERR_MPI,
+                          "the MPI library gives no MPI_THREAD_MULTIPLE, which the watchdog "
+                          "needs\nhint: SLUICE_MPI_TIMEOUT=0 runs without it");
+    return timeout > 0 ? sl_mpi_watch_start(world_comm, timeout, lost, &watch) : 0;
 }
 
 static void finalize(struct sl_world *w)
 {
+    sl_mpi_watch_stop(watch);
+    watch = NULL;
     MPI_Comm_free(&world_comm);
     MPI_Finalize();
     w->mpi = 0;

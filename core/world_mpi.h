@@ -15,7 +15,9 @@
 enum sl_mpi_type { SL_MPI_U64, SL_MPI_I64, SL_MPI_F64, SL_MPI_F32 };
 
 struct sl_mpi {
-    int (*init)(struct sl_world *w, int *argc, char ***argv);
+    /* timeout: the watchdog's (core/mpi_watch.h), 0 for none; lost: what it calls */
+    int (*init)(struct sl_world *w, int *argc, char ***argv, double timeout,
+                void (*lost)(const char *msg));
     void (*finalize)(struct sl_world *w);
     void (*abort)(const struct sl_world *w, int code);
     void *(*comm)(const struct sl_world *w);

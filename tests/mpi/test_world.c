@@ -179,6 +179,9 @@ static void check_groups(struct sl_world *W)
     sl_world_group_free(&none);
 }
 
+/* the most ranks the fixed-size arrays below hold (tests/cli/t_hosts.sh runs 6) */
+#define MAX_RANKS 8
+
 /* blocks of uneven size */
 static void check_uneven_blocks(struct sl_world *W)
 {
@@ -186,7 +189,7 @@ static void check_uneven_blocks(struct sl_world *W)
     /* blocks of uneven size (ZeRO-1's pieces of a tensor: rank k holds [n k / R, n (k + 1) /
      * R), the first ones shorter or empty), in place: reduce-scatter, all-gather, gather */
     enum { N = 11 };
-    size_t bounds[5];
+    size_t bounds[MAX_RANKS + 1];
     for (int k = 0; k <= R; k++)
         bounds[k] = (size_t)N * (size_t)k / (size_t)R;
     float t[N], full[N];
@@ -220,7 +223,7 @@ static void check_uneven_blocks(struct sl_world *W)
 static void check_typed(struct sl_world *W)
 {
     int R = W->size, r = W->rank;
-    uint16_t send[4 * 3], recv[4 * 3];
+    uint16_t send[MAX_RANKS * 3], recv[MAX_RANKS * 3];
     for (int d = 0; d < R; d++)
         for (int i = 0; i < 3; i++)
             send[d * 3 + i] = (uint16_t)(1000 * r + 10 * d + i);
@@ -230,7 +233,7 @@ static void check_typed(struct sl_world *W)
         for (int i = 0; i < 3; i++)
             if (recv[s * 3 + i] != (uint16_t)(1000 * s + 10 * r + i))
                 FAIL("alltoall block from %d element %d: %u", s, i, recv[s * 3 + i]);
-    uint16_t all[4 * 3];
+    uint16_t all[MAX_RANKS * 3];
     for (int i = 0; i < 3; i++)
         all[r * 3 + i] = (uint16_t)(7 * r + i); /* in place */
     if (sl_world_allgather(W, all + r * 3, all, 3, sizeof(uint16_t)))
@@ -256,6 +259,10 @@ int main(int argc, char **argv)
     struct sl_world w;
     if (sl_world_init(&w, &argc, &argv))
         return 1;
+    if (w.size > MAX_RANKS) {
+        fprintf(stderr, "test_world: %d ranks, at most %d\n", w.size, MAX_RANKS);
+        sl_world_abort(&w, 1);
+    }
     check_reduce(&w);
     check_gather(&w);
     check_alltoallv(&w);
