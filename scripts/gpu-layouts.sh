@@ -33,9 +33,9 @@ reference 40"
 LAYOUTS=${GPU_LAYOUTS:-"dp2 2 30
 dp4 4 35
 zero2-dp2 2 30 optim.zero=2
-zero2-dp4 4 35 optim.zero=2
+zero2-dp2-tp2 4 35 optim.zero=2 parallel.tensor=2
 zero3-dp2 2 30 optim.zero=3
-zero3-dp4 4 35 optim.zero=3
+zero3-dp2-pp2 4 35 optim.zero=3 parallel.pipeline=2
 tp2 2 30 parallel.tensor=2
 tp2-sp 2 30 parallel.tensor=2 parallel.sequence=true
 pp2-1f1b 2 30 parallel.pipeline=2

@@ -259,7 +259,8 @@ void gpu_z3_outer(struct gt *t);
 void gpu_z3_layer(struct gt *t, int li, int next);
 void gpu_z3_grad(struct gt *t, int li);
 /* After the step's backward, with a tied embedding on two pipeline ends: their gradients
- * summed over embc, then the embedding's bucket reduce-scattered (gpu_bucket_done leaves it) */
+ * summed over embc, then the embedding's bucket reduce-scattered (gpu_bucket_done leaves it;
+ * at ZeRO-2/3 it has reduced each end's bucket, and the reduced buckets are summed) */
 void gpu_tied_reduce(struct gt *t);
 void gpu_reduce_stats(struct gt *t);
 void gpu_optimizer_step(struct gt *t, double lr, long adam_step, uint64_t seed);

@@ -261,8 +261,8 @@ void gpu_tp_norm_sq(struct gt *t)
             hi = hi < d0 + cnt ? hi : d0 + cnt;
             if (lo >= hi)
                 continue;
-            global_norm_sq_f32(t->d_stats, t->gn_scratch, t->main_grad + lo, hi - lo, !first,
-                               t->st);
+            global_norm_sq_f32(t->d_stats, t->gn_scratch, gpu_grad_slice(t, k) + (lo - d0), hi - lo,
+                               !first, t->st);
             first = 0;
         }
     }

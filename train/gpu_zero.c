@@ -119,10 +119,36 @@ static void reduce_bucket(struct gt *t, int k)
     }
 }
 
+/* ZeRO-2/3: each end has reduce-scattered its bucket 0 over data parallel every micro-step
+ * (bucket_done_z23), into its shard gradient. The two ends' buckets differ (the first
+ * stage's holds the learned positions too, and the padding follows the length), so a
+ * rank's slices do not cover the same elements of the embedding: the bucket's reduced
+ * gradient is all-gathered whole into staging buffer 0 on the communication stream, the
+ * embedding summed over the two ends there, and the rank's slice copied back. fp32 sums in
+ * another order than ZeRO-1's (the micro-batches and ranks of each end, then the ends). */
+static void tied_reduce_z23(struct gt *t)
+{
+    const struct gbucket *b = &t->bk[0];
+    size_t cnt = b->len / (size_t)t->DP, e0 = t->doff[t->l.embed] - b->dev;
+    float *whole = t->stage[0];
+    CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
+    CUDA_CHECK(cudaStreamWaitEvent(t->comm, t->ev_grad, 0));
+    gcomm_all_gather(t->dpc, t->sgrad + b->shard, whole, cnt, GCOMM_F32, t->comm);
+    gcomm_all_reduce(t->embc, whole + e0, whole + e0, t->l.t[t->l.embed].numel, GCOMM_F32,
+                     GCOMM_SUM, t->comm);
+    CUDA_CHECK(cudaMemcpyAsync(t->sgrad + b->shard, whole + (size_t)t->dpr * cnt,
+                               cnt * sizeof(float), cudaMemcpyDeviceToDevice, t->comm));
+    CUDA_CHECK(cudaEventRecord(t->ev_sfree[0], t->comm));
+}
+
 void gpu_tied_reduce(struct gt *t)
 {
     if (!t->embc || !t->bk[0].len)
         return;
+    if (t->zero >= 2) {
+        tied_reduce_z23(t);
+        return;
+    }
     const struct model_tensor *e = &t->l.t[t->l.embed];
     float *g = t->main_grad + t->doff[t->l.embed];
     CUDA_CHECK(cudaEventRecord(t->ev_grad, t->st));
@@ -477,12 +503,13 @@ static void z3_host_bits(struct gt *t, uint16_t *bits)
     }
 }
 
-/* z3_host_bits into a new buffer on rank 0 (NULL elsewhere); rc on failure to allocate */
-static int z3_host_alloc(struct gt *t, uint16_t **bits)
+/* z3_host_bits into a new buffer on the ranks that want it (NULL elsewhere); rc on failure
+ * to allocate */
+static int z3_host_alloc(struct gt *t, int want, uint16_t **bits)
 {
     *bits = NULL;
     int rc = 0;
-    if (t->rank == 0 && !(*bits = malloc(t->l.total * sizeof(uint16_t) + 1)))
+    if (want && !(*bits = malloc(t->l.total * sizeof(uint16_t) + 1)))
         rc = sl_err_set(SL_ERR_NOMEM,
                         "cannot allocate %zu MiB of host memory for the gathered weights",
                         t->l.total * sizeof(uint16_t) >> 20);
@@ -519,14 +546,23 @@ static int widen_params(struct gt *t, float *dst, int place)
 {
     if (t->zero == 3) {
         uint16_t *all;
-        int rc = z3_host_alloc(t, &all);
+        int rc = z3_host_alloc(t, dst != NULL, &all);
         if (rc || !dst) {
             free(all);
             return rc;
         }
         uint32_t *out = (uint32_t *)dst;
-        for (size_t i = 0; i < t->l.total; i++)
+        for (size_t i = 0; !place && i < t->l.total; i++)
             out[i] = (uint32_t)all[i] << 16;
+        for (int i = 0; place && i < t->l.n; i++) { /* a stage's owned tensors */
+            const struct tensor_shard *x = &t->sh.t[i];
+            const struct model_tensor *lt = &t->l.t[i];
+            if (x->full < 0 || !x->owner)
+                continue;
+            uint32_t *o = out + t->fl.t[x->full].offset;
+            for (size_t k = 0; k < lt->numel; k++)
+                o[k] = (uint32_t)all[lt->offset + k] << 16;
+        }
         free(all);
         return 0;
     }
@@ -648,8 +684,9 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st)
     free(r);
     free(pc);
     uint16_t *all = NULL;
-    if (t->zero == 3 && (rc = gpu_all_ok(t, rc)) == 0)
-        rc = z3_host_alloc(t, &all);
+    /* (tensor or pipeline parallel: the model goes through gpu_params_host) */
+    if (t->zero == 3 && t->tp == 1 && t->par.pp == 1 && (rc = gpu_all_ok(t, rc)) == 0)
+        rc = z3_host_alloc(t, t->rank == 0, &all);
     if ((rc = gpu_all_ok(t, rc)) == 0)
         rc = t->tp > 1 ? gpu_tp_write_model(t, step) : write_model(t, step, all);
     free(all);
