@@ -3,6 +3,8 @@
  * core/stage_files.c. */
 #include "core/stage.h"
 
+#include "core/http.h"
+
 #include "core/alloc.h"
 #include "core/atomic.h"
 #include "core/dirlock.h"
@@ -192,8 +194,11 @@ int sl_stage_lock(struct sl_world *w, const char *dir, int wait, int argc, const
 {
     struct sl_buf cmd = SL_BUF_INIT;
     sl_buf_puts(&cmd, "sluice");
-    for (int i = 0; i < argc; i++)
-        sl_buf_printf(&cmd, " %s", argv[i]);
+    for (int i = 0; i < argc; i++) {
+        char *shown = strstr(argv[i], "://") ? sl_url_display(argv[i]) : NULL; /* no token */
+        sl_buf_printf(&cmd, " %s", shown ? shown : argv[i]);
+        free(shown);
+    }
     struct sl_dirlock_opts lo = { .wait = wait, .command = cmd.data, .on_wait = on_lock_wait };
     int rc = sl_dirlock_acquire(out, w, dir, &lo);
     sl_buf_release(&cmd);

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A local server for the object-store tests, on 127.0.0.1: a fault-injecting proxy in front
+of an S3 server (moto), and the Hugging Face hub's URL layout over a local folder. Writes
+its port to PORTFILE, logs one line per request ("METHOD PATH RANGE STATUS") to LOG, exits
+by itself after LIFETIME seconds.
+
+  /datasets/ORG/NAME/resolve/REV/PATH   the file HUB/ORG/NAME/PATH (HEAD, GET, Range);
+                                        401 unless "Authorization: Bearer $HUB_TOKEN"
+                                        or ?token=$HUB_TOKEN (a URL that carries its token)
+  /api/datasets/ORG/NAME/tree/REV[/PATH]?recursive=true[&cursor=K]
+                                        the files under it, as the hub lists them, 2 a page,
+                                        the next page in a Link header (rel="next")
+  .../resolve/REV/evil.jsonl            302 to file:///etc/hostname (a scheme never fetched)
+  anything else                         forwarded to the S3 server at UPSTREAM, headers as
+                                        sent (the signature covers Host), with faults by key:
+     a key with "flaky" in it: its first 2 GETs answer 503 SlowDown
+     a key with "drop" in it: each first GET of a range from byte 0 sends its head and half
+       its body, then closes the connection
+usage: objstore_server.py PORTFILE LOG UPSTREAM HUB [LIFETIME]
+"""
+import http.client
+import http.server
+import json
+import os
+import re
+import sys
+import threading
+import time
+import urllib.parse
+
+PORTFILE, LOG, UPSTREAM, HUB = sys.argv[1:5]
+LIFETIME = float(sys.argv[5]) if len(sys.argv) > 5 else 120
+TOKEN = os.environ.get("HUB_TOKEN", "")
+counts = {}
+lock = threading.Lock()
+PAGE = 2
+
+
+def bump(key):
+    with lock:
+        counts[key] = counts.get(key, 0) + 1
+        return counts[key]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def log(self, status):
+        with lock, open(LOG, "a") as f:
+            f.write("%s %s %s %s\n" % (self.command, self.path, self.headers.get("Range", "-"), status))
+
+    def send(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self.log(status)
+
+    def hub(self, u):
+        if (TOKEN and self.headers.get("Authorization") != "Bearer " + TOKEN
+                and urllib.parse.parse_qs(u.query).get("token") != [TOKEN]):
+            return self.send(401, b'{"error":"Invalid credentials"}')
+        m = re.match(r"^/api/datasets/([^/]+/[^/]+)/tree/([^/]+)(?:/(.*))?$", u.path)
+        if m:
+            base = os.path.join(HUB, m.group(1))
+            sub = (m.group(3) or "").strip("/")
+            files = []
+            for dp, dn, fn in os.walk(os.path.join(base, sub)):
+                dn.sort()
+                for n in sorted(fn):
+                    p = os.path.relpath(os.path.join(dp, n), base)
+                    files.append({"type": "file", "oid": "0", "size": os.path.getsize(os.path.join(dp, n)), "path": p})
+            files.sort(key=lambda e: e["path"])
+            q = urllib.parse.parse_qs(u.query)
+            start = int(q.get("cursor", ["0"])[0])
+            page = files[start:start + PAGE]
+            hdrs = [("Content-Type", "application/json")]
+            if start + PAGE < len(files):
+                nxt = "http://%s%s?recursive=true&cursor=%d" % (self.headers["Host"], u.path, start + PAGE)
+                hdrs.append(("Link", '<%s>; rel="next"' % nxt))
+            return self.send(200, json.dumps(page).encode(), hdrs)
+        m = re.match(r"^/datasets/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$", u.path)
+        if not m:
+            return self.send(404)
+        if m.group(3) == "evil.jsonl":
+            return self.send(302, headers=[("Location", "file:///etc/hostname")])
+        path = os.path.join(HUB, m.group(1), m.group(3))
+        if not os.path.isfile(path):
+            return self.send(404, b"Entry not found")
+        data = open(path, "rb").read()
+        r = re.match(r"bytes=(\d+)-(\d*)$", self.headers.get("Range", ""))
+        if not r:
+            return self.send(200, data, [("ETag", '"v1"')])
+        a = int(r.group(1))
+        b = int(r.group(2)) if r.group(2) else len(data) - 1
+        b = min(b, len(data) - 1)
+        return self.send(206, data[a:b + 1], [("ETag", '"v1"'), ("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))])
+
+    def proxy(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else None
+        key = urllib.parse.urlsplit(self.path).path
+        rng = self.headers.get("Range", "")
+        if self.command == "GET" and "flaky" in key and bump("flaky " + key) <= 2:
+            return self.send(503, b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>")
+        host, port = UPSTREAM.split(":")
+        c = http.client.HTTPConnection(host, int(port), timeout=30)
+        c.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        for k, v in self.headers.items():
+            if k.lower() not in ("connection",):
+                c.putheader(k, v)
+        c.endheaders(body)
+        r = c.getresponse()
+        data = r.read()
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("connection", "transfer-encoding", "content-length", "server", "date"):
+                self.send_header(k, v)
+        # a HEAD's Content-Length is the object's, not its (empty) body's
+        self.send_header("Content-Length", r.getheader("Content-Length", "0") if self.command == "HEAD" else str(len(data)))
+        self.end_headers()
+        if self.command == "HEAD":
+            return self.log(r.status)
+        if ("drop" in key and rng.startswith("bytes=0-") and r.status in (200, 206) and len(data) > 1
+                and bump("drop " + key) == 1):
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.log("%d-dropped" % r.status)
+            return
+        self.wfile.write(data)
+        self.log(r.status)
+
+    def route(self):
+        u = urllib.parse.urlsplit(self.path)
+        if u.path.startswith("/datasets/") or u.path.startswith("/api/"):
+            return self.hub(u)
+        return self.proxy()
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = route
+
+
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+srv.daemon_threads = True
+threading.Thread(target=lambda: (time.sleep(LIFETIME), os._exit(0)), daemon=True).start()
+with open(PORTFILE + ".tmp", "w") as f:
+    f.write(str(srv.server_address[1]))
+os.rename(PORTFILE + ".tmp", PORTFILE)
+srv.serve_forever()
