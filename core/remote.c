@@ -150,7 +150,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ctx)
         const char *sp = memchr(p, ' ', n);
         r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         r->length = r->range_first = -1;
-        r->etag[0] = r->link_next[0] = '\0';
+        r->etag[0] = r->link_next[0] = r->meta_xxh3[0] = '\0';
     } else if (header_is(p, n, "content-length", &v, &vn)) {
         r->length = vn && vn < 20 ? strtoll(v, NULL, 10) : -1;
     } else if (header_is(p, n, "content-range", &v, &vn)) {
@@ -161,6 +161,11 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *ctx)
         if (vn < sizeof(r->etag)) {
             memcpy(r->etag, v, vn);
             r->etag[vn] = '\0';
+        }
+    } else if (header_is(p, n, "x-amz-meta-xxh3", &v, &vn)) {
+        if (vn < sizeof(r->meta_xxh3)) {
+            memcpy(r->meta_xxh3, v, vn);
+            r->meta_xxh3[vn] = '\0';
         }
     } else if (header_is(p, n, "link", &v, &vn)) {
         /* <URL>; rel="next" (one of several, comma separated) */
@@ -281,7 +286,7 @@ static void setup(CURL *h, const struct rm_target *t, const char *url, const cha
 }
 
 /* The message of a refused request. */
-static int refused(const struct rm_target *t, const struct rm_resp *r)
+static int refused(const struct rm_target *t, const struct rm_resp *r, const char *verb)
 {
     char words[512] = "";
     if (t->kind == RM_S3)
@@ -293,10 +298,10 @@ static int refused(const struct rm_target *t, const struct rm_resp *r)
                              "an account that may read it)"
                            : NULL;
     if (t->bucket)
-        return sl_err_set(code, "cannot read '%s' (bucket '%s'): the server answered %ld%s%s%s%s%s",
-                          t->shown, t->bucket, r->status, words[0] ? " (" : "", words,
+        return sl_err_set(code, "cannot %s '%s' (bucket '%s'): the server answered %ld%s%s%s%s%s",
+                          verb, t->shown, t->bucket, r->status, words[0] ? " (" : "", words,
                           words[0] ? ")" : "", hint ? "\n" : "", hint ? hint : "");
-    return sl_err_set(code, "cannot read '%s': the server answered %ld%s%s%s%s%s", t->shown,
+    return sl_err_set(code, "cannot %s '%s': the server answered %ld%s%s%s%s%s", verb, t->shown,
                       r->status, words[0] ? " (" : "", words, words[0] ? ")" : "",
                       hint ? "\n" : "", hint ? hint : "");
 }
@@ -371,7 +376,7 @@ int rm_request(const struct rm_target *t, const char *url, const char *method, u
             break;
         }
         if (c == CURLE_OK && !transient_status(resp->status)) {
-            rc = refused(t, resp);
+            rc = refused(t, resp, "read");
             break;
         }
         if (c != CURLE_OK && !transient_curl(c) && !(ok_status && c == CURLE_PARTIAL_FILE)) {
@@ -384,6 +389,87 @@ int rm_request(const struct rm_target *t, const char *url, const char *method, u
             snprintf(why, sizeof(why), "the server answered %ld", resp->status);
         if (attempt == SL_REMOTE_RETRIES) {
             rc = sl_err_set(SL_ERR_NET, "cannot read '%s'%s%s%s: %s after %d attempts", t->shown,
+                            t->bucket ? " (bucket '" : "", t->bucket ? t->bucket : "",
+                            t->bucket ? "')" : "", why, attempt + 1);
+            break;
+        }
+        sleep_ms(wait);
+        wait = wait * 2 > SL_REMOTE_WAIT_MAX_MS ? SL_REMOTE_WAIT_MAX_MS : wait * 2;
+    }
+    sl_curl.easy_cleanup(h);
+    return rc;
+}
+
+/* A request body sent from memory. */
+struct sendbuf {
+    const char *p;
+    size_t n, off;
+};
+
+static size_t on_read(char *dst, size_t size, size_t nmemb, void *ctx)
+{
+    struct sendbuf *b = ctx;
+    size_t k = size * nmemb < b->n - b->off ? size * nmemb : b->n - b->off;
+    memcpy(dst, b->p + b->off, k);
+    b->off += k;
+    return k;
+}
+
+int rm_send(const struct rm_target *t, const char *url, const char *method, const void *body,
+            size_t n, const char *const *headers, struct rm_resp *resp)
+{
+    int rc = sl_curl_init("writing remote outputs");
+    memset(resp, 0, sizeof(*resp));
+    sl_buf_init(&resp->body, 0);
+    if (rc)
+        return rc;
+    CURL *h = sl_curl.easy_init();
+    if (!h)
+        return sl_err_set(SL_ERR_NOMEM, "cannot start a request for '%s'", t->shown);
+    /* an answer to a write is small: an upload id, an ETag, an error page */
+    struct xfer x = { .resp = resp, .cap = 1u << 20 };
+    long wait = SL_REMOTE_WAIT_MS;
+    for (int attempt = 0;; attempt++) {
+        struct curl_slist *hdrs = NULL;
+        struct sendbuf sb = { body, n, 0 };
+        sl_buf_reset(&resp->body);
+        resp->status = 0;
+        for (size_t i = 0; headers && headers[i]; i++)
+            hdrs = sl_curl.slist_append(hdrs, headers[i]);
+        setup(h, t, url, "GET", &hdrs, &x, NULL);
+        if (!strcmp(method, "PUT")) {
+            sl_curl.easy_setopt(h, CURLOPT_UPLOAD, 1L);
+            sl_curl.easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+            sl_curl.easy_setopt(h, CURLOPT_READDATA, &sb);
+            sl_curl.easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)n);
+        } else if (!strcmp(method, "POST")) {
+            sl_curl.easy_setopt(h, CURLOPT_POST, 1L);
+            sl_curl.easy_setopt(h, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+            sl_curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+        } else {
+            sl_curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        }
+        CURLcode c = sl_curl.easy_perform(h);
+        sl_curl.slist_free_all(hdrs);
+        char why[256];
+        if (c == CURLE_OK && resp->status >= 200 && resp->status < 300) {
+            rc = 0;
+            break;
+        }
+        if (c == CURLE_OK && !transient_status(resp->status)) {
+            rc = refused(t, resp, "write");
+            break;
+        }
+        if (c != CURLE_OK && !transient_curl(c)) {
+            rc = sl_err_set(SL_ERR_NET, "cannot write '%s': %s", t->shown, sl_curl.easy_strerror(c));
+            break;
+        }
+        if (c != CURLE_OK)
+            snprintf(why, sizeof(why), "%s", sl_curl.easy_strerror(c));
+        else
+            snprintf(why, sizeof(why), "the server answered %ld", resp->status);
+        if (attempt == SL_REMOTE_RETRIES) {
+            rc = sl_err_set(SL_ERR_NET, "cannot write '%s'%s%s%s: %s after %d attempts", t->shown,
                             t->bucket ? " (bucket '" : "", t->bucket ? t->bucket : "",
                             t->bucket ? "')" : "", why, attempt + 1);
             break;

@@ -27,6 +27,7 @@ struct rm_resp {
     int64_t range_first;   /* Content-Range's first byte, -1 absent */
     char etag[128];        /* "" absent */
     char link_next[2048];  /* a Link header's rel="next" URL, "" absent */
+    char meta_xxh3[24];    /* S3: x-amz-meta-xxh3, what sluice stores with its outputs */
     struct sl_buf body;    /* a body read into memory (listings, error pages) */
 };
 
@@ -43,6 +44,13 @@ void rm_target_release(struct rm_target *t);
 int rm_request(const struct rm_target *t, const char *url, const char *method, uint64_t off,
                size_t len, void *dst, size_t cap, struct rm_resp *resp);
 
+/* A request with a body from memory (method "PUT", "POST" or "DELETE"; body may be NULL
+ * with n 0), extra header lines (NULL-terminated, may be NULL), the same retries. 0 on a
+ * 2xx answer (resp->body holds its body), else <0 with a message naming t->shown and
+ * resp->status the last answer's status. Release resp->body. */
+int rm_send(const struct rm_target *t, const char *url, const char *method, const void *body,
+            size_t n, const char *const *headers, struct rm_resp *resp);
+
 /* S3 (core/remote_s3.c). */
 /* "http(s)://ENDPOINT/BUCKET/KEY?QUERY" or the AWS virtual-host form; key escaped except
  * '/', query given already escaped ("" or NULL: none). Caller frees. */
@@ -55,6 +63,12 @@ const char *rm_s3_hint(void);
 /* List the objects under prefix of bucket into l (see sl_remote_expand). */
 int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *bucket,
                const char *prefix, const char *const *exts);
+/* Percent-encode s into b as S3 wants keys and query values: every byte but A-Z a-z 0-9
+ * - . _ ~ (and '/' when keep_slash). */
+void rm_s3_escape(struct sl_buf *b, const char *s, int keep_slash);
+/* The text of the first <tag>...</tag> of an XML body, entities decoded, into out: 1 if
+ * found. */
+int rm_s3_xml_text(const char *body, size_t n, const char *tag, struct sl_buf *out);
 /* An S3 error body's <Code> and <Message> as "Code: Message" in out (cap bytes), or "". */
 void rm_s3_error_words(const char *body, size_t n, char *out, size_t cap);
 

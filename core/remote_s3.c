@@ -116,7 +116,7 @@ static void s3_load(void)
 
 /* Percent-encode s as S3 wants a key (every byte but A-Z a-z 0-9 - . _ ~, and '/' when
  * keep_slash), into b. */
-static void escape(struct sl_buf *b, const char *s, int keep_slash)
+void rm_s3_escape(struct sl_buf *b, const char *s, int keep_slash)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
@@ -135,7 +135,7 @@ char *rm_s3_http_url(const char *bucket, const char *key, const char *query)
         sl_buf_printf(&b, "%s/%s%s", s3.endpoint, bucket, key[0] ? "/" : "");
     else
         sl_buf_printf(&b, "https://%s.s3.%s.amazonaws.com/", bucket, s3.region);
-    escape(&b, key, 1);
+    rm_s3_escape(&b, key, 1);
     if (query && query[0])
         sl_buf_printf(&b, "?%s", query);
     return sl_buf_detach(&b, NULL);
@@ -217,6 +217,11 @@ static const char *xml_text(const char *p, const char *end, const char *tag, str
     return z + strlen(close);
 }
 
+int rm_s3_xml_text(const char *body, size_t n, const char *tag, struct sl_buf *out)
+{
+    return body && xml_text(body, body + n, tag, out) != NULL;
+}
+
 void rm_s3_error_words(const char *body, size_t n, char *out, size_t cap)
 {
     out[0] = '\0';
@@ -263,11 +268,11 @@ int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *
          * query string has (libcurl 7.88 signs them as given) */
         if (token.len) {
             sl_buf_puts(&q, "continuation-token=");
-            escape(&q, token.data, 0);
+            rm_s3_escape(&q, token.data, 0);
             sl_buf_putc(&q, '&');
         }
         sl_buf_printf(&q, "list-type=2&max-keys=%d&prefix=", max_keys());
-        escape(&q, prefix, 0);
+        rm_s3_escape(&q, prefix, 0);
         char *url = rm_s3_http_url(bucket, "", q.data);
         struct rm_resp r;
         rc = rm_request(t, url, "GET", 0, 0, NULL, page_max, &r);

@@ -4,6 +4,8 @@
 #include "core/stage.h"
 
 #include "core/http.h"
+#include "core/remote.h"
+#include "core/stage_remote.h"
 
 #include "core/alloc.h"
 #include "core/atomic.h"
@@ -223,8 +225,10 @@ int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stag
     strftime(st->started, sizeof(st->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
 
     int rc = sl_stage_check_inputs(cfg);
+    if (!rc && sl_remote_is_url(cfg->out_dir)) /* s3://: out_dir becomes the spool */
+        rc = sl_stage_remote_begin(st);
     if (!rc)
-        rc = sl_stage_lock(w, cfg->out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
+        rc = sl_stage_lock(w, st->cfg.out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
     if (rc) {
         sl_stage_release(st);
         return rc;
@@ -234,6 +238,8 @@ int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stag
     char msg[SL_ERR_MSG_MAX] = "";
     if (w->rank == 0) {
         int prc = rank0_prepare(st);
+        if (!prc && st->remote)
+            prc = sl_stage_remote_prepared(st);
         status[0] = prc;
         status[1] = st->resumed;
         if (prc)
@@ -269,6 +275,7 @@ void sl_stage_release(struct sl_stage *st)
 {
     sl_dirlock_release(st->lock);
     st->lock = NULL;
+    sl_stage_remote_release(st);
     free(st->meta_dir);
     st->meta_dir = NULL;
 }

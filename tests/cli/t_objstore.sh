@@ -75,6 +75,7 @@ k = iam.create_access_key(UserName="u")["AccessKey"]
 s3 = boto3.client("s3", aws_access_key_id=k["AccessKeyId"], aws_secret_access_key=k["SecretAccessKey"], **kw)
 s3.create_bucket(Bucket="corpora")
 s3.create_bucket(Bucket="corpora-empty")
+s3.create_bucket(Bucket="corpora-out")
 for dp, dn, fn in os.walk(d):
     for n in fn:
         p = os.path.join(dp, n)
@@ -184,8 +185,106 @@ keep
 expect_rc 1
 expect_err "a.jsonl?token=***': the server answered 401"
 
+# objects of the store, for comparison: s3get BUCKET PREFIX DIR (every key under PREFIX)
+s3get() {
+    "$PY" - "$EP" "$KEY_ID" "$KEY_SECRET" "$@" <<'PY'
+import boto3, os, sys
+ep, ak, sk, bucket, prefix, out = sys.argv[1:7]
+s3 = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk, region_name="us-east-1")
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+    for o in page.get("Contents", []):
+        if o["Key"].startswith(prefix):
+            p = os.path.join(out, o["Key"][len(prefix):])
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            s3.download_file(bucket, o["Key"], p)
+PY
+}
+
+case_ "--out s3://: shards, records and the manifest uploaded (the manifest last); shards identical to the local run; the lock deleted, no spool left"
+: >"$T/log"
+export TMPDIR="$T/tmp"
+mkdir -p "$TMPDIR"
+run "$SLUICE" clean -q --out s3://corpora-out/run1 s3://corpora
+keep
+cp "$T/log" "$T/log1"
+expect_rc 0
+s3get corpora-out run1/ "$T/got1"
+for f in "$T"/ref/part-*.jsonl.zst; do
+    cmp -s "$f" "$T/got1/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+done
+expect_eq "$(json "$T/got1/manifest.json" "[(o['path'], o['documents']) for o in m['outputs']]")" \
+    "$(json "$T/ref/manifest.json" "[(o['path'], o['documents']) for o in m['outputs']]")"
+expect_eq "$(json "$T/got1/manifest.json" "[o['bytes'] for o in m['outputs']]")" \
+    "$(json "$T/ref/manifest.json" "[o['bytes'] for o in m['outputs']]")"
+expect_file "$T/got1/.sluice/plan.json"
+expect_file "$T/got1/.sluice/part-00005.jsonl.zst.json"
+expect_no_file "$T/got1/.sluice/lock"
+expect_eq "$(tail -2 "$T/log1" | cut -d' ' -f1-2 | tr '\n' ' ')" "PUT /corpora-out/run1/manifest.json DELETE /corpora-out/run1/.sluice/lock "
+expect_eq "$(ls -A "$TMPDIR")" ""
+
+case_ "--out s3://: a shard over the part size goes up as a multipart upload (2 parts of 5 MiB and the rest)"
+mkdir -p "$T/big"
+"$PY" -c '
+import base64, json, os, random, sys
+random.seed(5)
+with open(sys.argv[1], "w") as f:
+    for k in range(8400):
+        f.write(json.dumps({"id": "big-%d" % k, "text": base64.b64encode(random.randbytes(750)).decode()}) + "\n")
+' "$T/big/big.jsonl"
+run "$SLUICE" clean -q --out "$T/bigref" "$T/big"
+expect_rc 0
+: >"$T/log"
+SLUICE_S3_PART=5242880 run "$SLUICE" clean -q --out s3://corpora-out/big "$T/big"
+keep
+expect_rc 0
+s3get corpora-out big/ "$T/gotbig"
+cmp -s "$T/bigref/part-00000.jsonl.zst" "$T/gotbig/part-00000.jsonl.zst" && ok || fail "multipart object differs: $(grep big/ "$T/log")"
+expect_eq "$(grep -c 'POST /corpora-out/big/part-00000.jsonl.zst?uploads= .* 200' "$T/log")" 1
+expect_eq "$(grep -c 'PUT /corpora-out/big/part-00000.jsonl.zst?partNumber=[12]&uploadId=.* 200' "$T/log")" 2
+expect_eq "$(grep -c 'POST /corpora-out/big/part-00000.jsonl.zst?uploadId=.* 200' "$T/log")" 1
+
+case_ "--out s3://: killed mid-run (held uploading part-00003), resumed: the lock of the dead run taken over, units 0-2 not written again, output identical"
+: >"$T/log"
+echo "run2/part-00003" >"$T/hold"
+"$SLUICE" clean -q --out s3://corpora-out/run2 s3://corpora >"$T/out" 2>"$T/err" &
+victim=$!
+for _ in $(seq 300); do grep -q 'PUT /corpora-out/run2/.sluice/part-00002.jsonl.zst.json' "$T/log" && break; sleep 0.05; done
+kill -9 "$victim"
+wait "$victim" 2>/dev/null || true
+rm -f "$T/hold"
+keep
+s3get corpora-out run2/ "$T/half"
+expect_no_file "$T/half/manifest.json"
+expect_file "$T/half/.sluice/lock"
+: >"$T/log"
+run "$SLUICE" clean -q --out s3://corpora-out/run2 s3://corpora
+keep
+expect_rc 0
+s3get corpora-out run2/ "$T/got2"
+for f in "$T"/ref/part-*.jsonl.zst; do
+    cmp -s "$f" "$T/got2/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+done
+expect_eq "$(grep -c 'PUT /corpora-out/run2/part-0000[012]' "$T/log")" 0
+expect_eq "$(grep -c 'PUT /corpora-out/run2/part-0000[345].jsonl.zst - 200' "$T/log")" 3
+expect_eq "$(json "$T/got2/manifest.json" "m['resumed']")" True
+expect_eq "$(json "$T/got2/manifest.json" "m['counts']['documents_out']")" "$(json "$T/ref/manifest.json" "m['counts']['documents_out']")"
+
+case_ "--out s3://: a lock held by a run of another host refuses the run, naming it and how to clear it"
+"$PY" - "$EP" "$KEY_ID" "$KEY_SECRET" <<'PY'
+import boto3, sys
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name="us-east-1")
+s3.put_object(Bucket="corpora-out", Key="run3/.sluice/lock", Body=b'{"host":"elsewhere","pid":1,"started":"2026-01-01T00:00:00Z","command":"sluice clean"}\n')
+PY
+run "$SLUICE" clean -q --out s3://corpora-out/run3 s3://corpora
+keep
+expect_rc 1
+expect_err "output 's3://corpora-out/run3' is in use by another run: {\"host\":\"elsewhere\""
+expect_err "delete the object 's3://corpora-out/run3/.sluice/lock'"
+unset TMPDIR
+
 case_ "no secret anywhere: not in outputs, manifests, plans, records, messages"
-leaks=$(grep -rlF -e "$KEY_SECRET" -e "$SECRET" -e hf_hubsecret0123456789 "$T/said" "$T"/s3* "$T"/hf* "$T"/url* "$T"/evil 2>/dev/null || true)
+s3get corpora-out "" "$T/store"
+leaks=$(grep -rlF -e "$KEY_SECRET" -e "$SECRET" -e hf_hubsecret0123456789 "$T/said" "$T"/s3* "$T"/hf* "$T"/url* "$T"/evil "$T/store" 2>/dev/null || true)
 expect_eq "$leaks" ""
 
 finish

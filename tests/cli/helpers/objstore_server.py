@@ -16,6 +16,9 @@ by itself after LIFETIME seconds.
      a key with "flaky" in it: its first 2 GETs answer 503 SlowDown
      a key with "drop" in it: each first GET of a range from byte 0 sends its head and half
        its body, then closes the connection
+     a PUT whose path holds the text of the file "hold" beside LOG (when it exists) waits
+       until that file is gone (a run held mid-stage, to be killed there); a request whose
+       body ends early (its client was killed) is not forwarded
 usage: objstore_server.py PORTFILE LOG UPSTREAM HUB [LIFETIME]
 """
 import http.client
@@ -103,8 +106,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.send(206, data[a:b + 1], [("ETag", '"v1"'), ("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))])
 
     def proxy(self):
+        hold = os.path.join(os.path.dirname(LOG), "hold")
+        while self.command == "PUT" and os.path.exists(hold):
+            try:
+                text = open(hold).read().strip()
+            except OSError:
+                break
+            if not text or text not in self.path:
+                break
+            time.sleep(0.05)
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
+        if n and len(body) != n:
+            self.close_connection = True
+            return self.log("cut")
         key = urllib.parse.urlsplit(self.path).path
         rng = self.headers.get("Range", "")
         if self.command == "GET" and "flaky" in key and bump("flaky " + key) <= 2:
@@ -139,9 +154,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def route(self):
         u = urllib.parse.urlsplit(self.path)
-        if u.path.startswith("/datasets/") or u.path.startswith("/api/"):
-            return self.hub(u)
-        return self.proxy()
+        try:
+            if u.path.startswith("/datasets/") or u.path.startswith("/api/"):
+                return self.hub(u)
+            return self.proxy()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # a client that stopped reading (killed, or done)
 
     do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = route
 
