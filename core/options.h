@@ -183,6 +183,13 @@ struct sl_strlist {
     SL_OPT_FLAG_(0, "wait", m,                                                                     \
                  "wait for another run writing in the output directory (default: refuse)",         \
                  .flags = SL_OPTF_NO_KEY)
+/* The endpoint of s3:// inputs and --out (core/remote.h): not a setting, not a pipeline key
+ * (where the bytes are is not what they are). */
+#define SL_OPT_S3_ENDPOINT(m)                                                                      \
+    SL_OPT_STRING(0, "s3-endpoint", m, "URL",                                                      \
+                  "S3-compatible endpoint of s3:// inputs and outputs (default: "                  \
+                  "AWS_ENDPOINT_URL, else AWS)",                                                   \
+                  .flags = SL_OPTF_NO_KEY)
 #define SL_OPT_COMMON                                                                              \
     { SL_OPT_QUIET_, 'q', "quiet", 0, NULL, "only report errors", .choices = NULL },               \
     {                                                                                              \

@@ -33,7 +33,7 @@ mport=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pri
 INITIAL_NO_AUTH_ACTION_COUNT=3 "$MOTO" -H 127.0.0.1 -p "$mport" >"$T/moto.log" 2>&1 &
 pids+=($!)
 mkdir -p "$T/hub/org/corpus/data/sub" "$T/local"
-HUB_TOKEN=hf_hubsecret0123456789 "$PY" "$(dirname "$0")/helpers/objstore_server.py" \
+KEYS_FILE="$T/keys" HUB_TOKEN=hf_hubsecret0123456789 "$PY" "$(dirname "$0")/helpers/objstore_server.py" \
     "$T/port" "$T/log" "127.0.0.1:$mport" "$T/hub" 150 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
@@ -185,20 +185,9 @@ keep
 expect_rc 1
 expect_err "a.jsonl?token=***': the server answered 401"
 
-# objects of the store, for comparison: s3get BUCKET PREFIX DIR (every key under PREFIX)
-s3get() {
-    "$PY" - "$EP" "$KEY_ID" "$KEY_SECRET" "$@" <<'PY'
-import boto3, os, sys
-ep, ak, sk, bucket, prefix, out = sys.argv[1:7]
-s3 = boto3.client("s3", endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk, region_name="us-east-1")
-for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-    for o in page.get("Contents", []):
-        if o["Key"].startswith(prefix):
-            p = os.path.join(out, o["Key"][len(prefix):])
-            os.makedirs(os.path.dirname(p), exist_ok=True)
-            s3.download_file(bucket, o["Key"], p)
-PY
-}
+# objects of the store, for comparison: s3get BUCKET PREFIX DIR (every key under PREFIX), by
+# boto3 in the helper server
+s3get() { curl -sf -o /dev/null "$EP/_test/get?bucket=$1&prefix=$2&out=$3"; }
 
 case_ "--out s3://: shards, records and the manifest uploaded (the manifest last); shards identical to the local run; the lock deleted, no spool left"
 : >"$T/log"
@@ -269,12 +258,20 @@ expect_eq "$(grep -c 'PUT /corpora-out/run2/part-0000[345].jsonl.zst - 200' "$T/
 expect_eq "$(json "$T/got2/manifest.json" "m['resumed']")" True
 expect_eq "$(json "$T/got2/manifest.json" "m['counts']['documents_out']")" "$(json "$T/ref/manifest.json" "m['counts']['documents_out']")"
 
+case_ "reshard from the store to the store, the endpoint given by --s3-endpoint: the shards of the local run"
+run "$SLUICE" reshard -q --shards 2 --out "$T/rsref" "$T/local/data"
+expect_rc 0
+AWS_ENDPOINT_URL= run "$SLUICE" reshard -q --shards 2 --s3-endpoint "$EP" --out s3://corpora-out/rs s3://corpora
+keep
+expect_rc 0
+s3get corpora-out rs/ "$T/gotrs"
+for f in "$T"/rsref/part-*.jsonl.zst; do
+    cmp -s "$f" "$T/gotrs/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+done
+
 case_ "--out s3://: a lock held by a run of another host refuses the run, naming it and how to clear it"
-"$PY" - "$EP" "$KEY_ID" "$KEY_SECRET" <<'PY'
-import boto3, sys
-s3 = boto3.client("s3", endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name="us-east-1")
-s3.put_object(Bucket="corpora-out", Key="run3/.sluice/lock", Body=b'{"host":"elsewhere","pid":1,"started":"2026-01-01T00:00:00Z","command":"sluice clean"}\n')
-PY
+printf '{"host":"elsewhere","pid":1,"started":"2026-01-01T00:00:00Z","command":"sluice clean"}\n' >"$T/lockbody"
+curl -sf -o /dev/null "$EP/_test/put?bucket=corpora-out&key=run3/.sluice/lock&file=$T/lockbody"
 run "$SLUICE" clean -q --out s3://corpora-out/run3 s3://corpora
 keep
 expect_rc 1

@@ -11,6 +11,9 @@ by itself after LIFETIME seconds.
                                         the files under it, as the hub lists them, 2 a page,
                                         the next page in a Link header (rel="next")
   .../resolve/REV/evil.jsonl            302 to file:///etc/hostname (a scheme never fetched)
+  /_test/get?bucket=B&prefix=P&out=DIR  the test's own look at the store (boto3, with the key
+                                        in the file $KEYS_FILE): every object under P into DIR
+  /_test/put?bucket=B&key=K&file=F      ... and a write of F's bytes to K
   anything else                         forwarded to the S3 server at UPSTREAM, headers as
                                         sent (the signature covers Host), with faults by key:
      a key with "flaky" in it: its first 2 GETs answer 503 SlowDown
@@ -152,9 +155,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.log(r.status)
 
+    def test_call(self, u):
+        import boto3  # here, once: a new Python with boto3 for each look costs a second
+        q = {k: v[0] for k, v in urllib.parse.parse_qs(u.query, keep_blank_values=True).items()}
+        ak, sk = open(os.environ["KEYS_FILE"]).read().split()
+        s3 = boto3.client("s3", endpoint_url="http://" + UPSTREAM, aws_access_key_id=ak,
+                          aws_secret_access_key=sk, region_name="us-east-1")
+        if u.path == "/_test/put":
+            s3.put_object(Bucket=q["bucket"], Key=q["key"], Body=open(q["file"], "rb").read())
+            return self.send(200, b"ok\n")
+        n = 0
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=q["bucket"]):
+            for o in page.get("Contents", []):
+                if o["Key"].startswith(q["prefix"]):
+                    p = os.path.join(q["out"], o["Key"][len(q["prefix"]):])
+                    os.makedirs(os.path.dirname(p), exist_ok=True)
+                    s3.download_file(q["bucket"], o["Key"], p)
+                    n += 1
+        return self.send(200, b"%d\n" % n)
+
     def route(self):
         u = urllib.parse.urlsplit(self.path)
         try:
+            if u.path.startswith("/_test/"):
+                return self.test_call(u)
             if u.path.startswith("/datasets/") or u.path.startswith("/api/"):
                 return self.hub(u)
             return self.proxy()
