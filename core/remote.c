@@ -1,15 +1,13 @@
-/* Remote objects over libcurl: targets, one request with retries and resumed bodies, range
- * reads, the sequential source, and the expansion of operands (hf:// and http(s) here,
- * S3 in core/remote_s3.c). */
+/* Remote objects over libcurl: targets, one request with retries and resumed bodies (reads
+ * and writes), range reads, the sequential source, and the expansion of operands (the
+ * listings of S3 in core/remote_s3.c, of the hub in core/remote_hf.c). */
 #include "core/remote.h"
 
 #include "core/alloc.h"
 #include "core/err.h"
-#include "core/hash.h"
 #include "core/remote_internal.h"
 #include "core/stream.h"
 
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,44 +18,6 @@ int sl_remote_is_url(const char *s)
 {
     return !strncasecmp(s, "s3://", 5) || !strncasecmp(s, "hf://", 5) ||
            !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
-}
-
-/* The hub's address (HF_ENDPOINT, as huggingface_hub reads it), without a trailing '/'. */
-static char *hf_endpoint(void)
-{
-    const char *e = getenv("HF_ENDPOINT");
-    char *s = sl_xstrdup(e && *e ? e : "https://huggingface.co");
-    size_t n = strlen(s);
-    while (n && s[n - 1] == '/')
-        s[--n] = '\0';
-    return s;
-}
-
-/* hf://datasets/ORG/NAME[@REV]/PATH into its parts; 0 or SL_ERR_USAGE. */
-static int hf_parse(const char *url, char **repo, char **rev, char **path)
-{
-    const char *p = url + 5;
-    if (strncmp(p, "datasets/", 9) != 0)
-        return sl_err_set(SL_ERR_USAGE,
-                          "cannot read '%s': only datasets are read from the hub\nhint: "
-                          "hf://datasets/ORG/NAME/PATH",
-                          url);
-    p += 9;
-    const char *s1 = strchr(p, '/');
-    const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-    if (!s1 || s1 == p || (s2 ? s2 : s1 + strlen(s1)) == s1 + 1)
-        return sl_err_set(SL_ERR_USAGE,
-                          "cannot read '%s': no dataset named\nhint: hf://datasets/ORG/NAME/PATH",
-                          url);
-    const char *end = s2 ? s2 : s1 + strlen(s1);
-    char *r = sl_xstrndup(p, (size_t)(end - p));
-    char *at = strchr(r, '@');
-    *rev = sl_xstrdup(at ? at + 1 : "main");
-    if (at)
-        *at = '\0';
-    *repo = r;
-    *path = sl_xstrdup(s2 ? s2 + 1 : "");
-    return 0;
 }
 
 int rm_target_init(struct rm_target *t, const char *url)
@@ -73,19 +33,21 @@ int rm_target_init(struct rm_target *t, const char *url)
         t->bucket = slash ? sl_xstrndup(b, (size_t)(slash - b)) : sl_xstrdup(b);
         if (!t->bucket[0]) {
             rm_target_release(t);
-            return sl_err_set(SL_ERR_USAGE, "cannot read '%s': no bucket named\nhint: "
-                                            "s3://BUCKET/KEY or s3://BUCKET/PREFIX/", url);
+            return sl_err_set(SL_ERR_USAGE,
+                              "cannot read '%s': no bucket named\nhint: "
+                              "s3://BUCKET/KEY or s3://BUCKET/PREFIX/",
+                              url);
         }
         t->http = rm_s3_http_url(t->bucket, slash ? slash + 1 : "", NULL);
     } else if (!strncasecmp(url, "hf://", 5)) {
         t->kind = RM_HF;
         char *repo, *rev, *path;
-        int rc = hf_parse(url, &repo, &rev, &path);
+        int rc = rm_hf_parse(url, &repo, &rev, &path);
         if (rc) {
             rm_target_release(t);
             return rc;
         }
-        char *ep = hf_endpoint();
+        char *ep = rm_hf_endpoint();
         t->http = sl_xasprintf("%s/datasets/%s/resolve/%s/%s", ep, repo, rev, path);
         free(ep);
         free(repo);
@@ -226,10 +188,10 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
 
 static int transient_curl(CURLcode c)
 {
-    return c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT ||
-           c == CURLE_PARTIAL_FILE || c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR ||
-           c == CURLE_GOT_NOTHING || c == CURLE_COULDNT_RESOLVE_HOST ||
-           c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM || c == CURLE_SSL_CONNECT_ERROR;
+    return c == CURLE_COULDNT_CONNECT || c == CURLE_OPERATION_TIMEDOUT || c == CURLE_PARTIAL_FILE ||
+           c == CURLE_RECV_ERROR || c == CURLE_SEND_ERROR || c == CURLE_GOT_NOTHING ||
+           c == CURLE_COULDNT_RESOLVE_HOST || c == CURLE_HTTP2 || c == CURLE_HTTP2_STREAM ||
+           c == CURLE_SSL_CONNECT_ERROR;
 }
 
 static int transient_status(long s)
@@ -302,8 +264,8 @@ static int refused(const struct rm_target *t, const struct rm_resp *r, const cha
                           verb, t->shown, t->bucket, r->status, words[0] ? " (" : "", words,
                           words[0] ? ")" : "", hint ? "\n" : "", hint ? hint : "");
     return sl_err_set(code, "cannot %s '%s': the server answered %ld%s%s%s%s%s", verb, t->shown,
-                      r->status, words[0] ? " (" : "", words, words[0] ? ")" : "",
-                      hint ? "\n" : "", hint ? hint : "");
+                      r->status, words[0] ? " (" : "", words, words[0] ? ")" : "", hint ? "\n" : "",
+                      hint ? hint : "");
 }
 
 int rm_request(const struct rm_target *t, const char *url, const char *method, uint64_t off,
@@ -343,28 +305,34 @@ int rm_request(const struct rm_target *t, const char *url, const char *method, u
         if (ok_status && dst && x.ranged && resp->status == 206 &&
             resp->range_first != (int64_t)at) {
             x.got = got_before; /* another range than asked: nothing of it is kept */
-            rc = sl_err_set(SL_ERR_NET, "cannot read '%s': the server answered bytes from %lld "
-                                        "for a request from byte %llu",
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot read '%s': the server answered bytes from %lld "
+                            "for a request from byte %llu",
                             t->shown, (long long)resp->range_first, (unsigned long long)at);
             break;
         }
         if (ok_status && dst && resp->status == 200 && at > 0) {
-            rc = sl_err_set(SL_ERR_NET, "cannot read '%s': the server does not answer range "
-                                        "requests (a whole object for bytes from %llu)",
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot read '%s': the server does not answer range "
+                            "requests (a whole object for bytes from %llu)",
                             t->shown, (unsigned long long)at);
             break;
         }
         if (ok_status && dst && first_etag[0] && resp->etag[0] && strcmp(first_etag, resp->etag)) {
-            rc = sl_err_set(SL_ERR_IO, "remote input '%s' changed while it was read (ETag %s, "
-                                       "then %s)\nhint: run the command again to read it as it "
-                                       "is now", t->shown, first_etag, resp->etag);
+            rc = sl_err_set(SL_ERR_IO,
+                            "remote input '%s' changed while it was read (ETag %s, "
+                            "then %s)\nhint: run the command again to read it as it "
+                            "is now",
+                            t->shown, first_etag, resp->etag);
             break;
         }
         if (ok_status && !first_etag[0])
             snprintf(first_etag, sizeof(first_etag), "%s", resp->etag);
         if (x.overflow || x.misplaced) {
-            rc = sl_err_set(SL_ERR_NET, "cannot read '%s': the answer holds more bytes than "
-                                        "asked (%zu)", t->shown, dst ? len : cap);
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot read '%s': the answer holds more bytes than "
+                            "asked (%zu)",
+                            t->shown, dst ? len : cap);
             break;
         }
         int done = ok_status && (c == CURLE_OK || (c == CURLE_WRITE_ERROR && dst && x.got == len));
@@ -461,7 +429,8 @@ int rm_send(const struct rm_target *t, const char *url, const char *method, cons
             break;
         }
         if (c != CURLE_OK && !transient_curl(c)) {
-            rc = sl_err_set(SL_ERR_NET, "cannot write '%s': %s", t->shown, sl_curl.easy_strerror(c));
+            rc =
+                sl_err_set(SL_ERR_NET, "cannot write '%s': %s", t->shown, sl_curl.easy_strerror(c));
             break;
         }
         if (c != CURLE_OK)
@@ -501,12 +470,16 @@ static int head_size(const struct rm_target *t, uint64_t *size)
         sl_buf_release(&r.body);
         rc = rm_request(t, t->http, "GET", 0, 1, &one, 0, &r);
         if (!rc) /* the HEAD was refused but a read is not: odd, but read on */
-            rc = sl_err_set(SL_ERR_NET, "cannot read '%s': the server refused to tell its "
-                                        "size (%ld) but gives its bytes", t->shown, r.status);
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot read '%s': the server refused to tell its "
+                            "size (%ld) but gives its bytes",
+                            t->shown, r.status);
     }
     if (!rc && r.length < 0)
-        rc = sl_err_set(SL_ERR_NET, "cannot read '%s': the server gives no size for it (no "
-                                    "Content-Length)", t->shown);
+        rc = sl_err_set(SL_ERR_NET,
+                        "cannot read '%s': the server gives no size for it (no "
+                        "Content-Length)",
+                        t->shown);
     if (!rc)
         *size = (uint64_t)r.length;
     sl_buf_release(&r.body);
@@ -547,9 +520,11 @@ int sl_remote_read_at(struct sl_remote *r, uint64_t off, void *buf, size_t len)
     if (len == 0)
         return 0;
     if (off > r->size || len > r->size - off)
-        return sl_err_set(SL_ERR_STATE, "cannot read '%s': bytes %llu..%llu are past its end "
-                                        "(%llu bytes)", r->t.shown, (unsigned long long)off,
-                          (unsigned long long)(off + len), (unsigned long long)r->size);
+        return sl_err_set(SL_ERR_STATE,
+                          "cannot read '%s': bytes %llu..%llu are past its end "
+                          "(%llu bytes)",
+                          r->t.shown, (unsigned long long)off, (unsigned long long)(off + len),
+                          (unsigned long long)r->size);
     struct rm_resp resp;
     r->requests++;
     int rc = rm_request(&r->t, r->t.http, "GET", off, len, buf, 0, &resp);
@@ -670,77 +645,6 @@ void sl_remote_list_release(struct sl_remote_list *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* A listing page is read into memory up to this size: the hub's pages hold 1000 entries of
- * a few hundred bytes, S3's 1000 keys of about 400 bytes of XML. */
-#define LIST_PAGE_MAX (64u << 20)
-
-static int cmp_entry(const void *a, const void *b)
-{
-    return strcmp(((const struct sl_remote_entry *)a)->rel,
-                  ((const struct sl_remote_entry *)b)->rel);
-}
-
-/* The hub's folder `path` of t (hf://datasets/REPO[@REV]/PATH), by its tree API. */
-static int hf_list(struct sl_remote_list *l, const struct rm_target *t, const char *const *exts)
-{
-    char *repo, *rev, *path;
-    int rc = hf_parse(t->url, &repo, &rev, &path);
-    if (rc)
-        return rc;
-    char *ep = hf_endpoint();
-    size_t pl = strlen(path);
-    while (pl && path[pl - 1] == '/')
-        path[--pl] = '\0';
-    char *url = sl_xasprintf("%s/api/datasets/%s/tree/%s%s%s?recursive=true", ep, repo, rev,
-                             pl ? "/" : "", path);
-    size_t first = l->n;
-    while (url && !rc) {
-        struct rm_resp r;
-        rc = rm_request(t, url, "GET", 0, 0, NULL, LIST_PAGE_MAX, &r);
-        struct json_object *a = NULL;
-        if (!rc) {
-            a = json_tokener_parse(r.body.data ? r.body.data : "");
-            if (!a || !json_object_is_type(a, json_type_array))
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot list '%s': the hub's answer is not a "
-                                               "JSON list", t->shown);
-        }
-        for (size_t i = 0; !rc && i < json_object_array_length(a); i++) {
-            struct json_object *o = json_object_array_get_idx(a, i), *ty, *p, *sz;
-            if (!json_object_object_get_ex(o, "type", &ty) ||
-                strcmp(json_object_get_string(ty), "file") ||
-                !json_object_object_get_ex(o, "path", &p) ||
-                !json_object_object_get_ex(o, "size", &sz))
-                continue;
-            const char *fp = json_object_get_string(p);
-            if (pl && (strncmp(fp, path, pl) || fp[pl] != '/'))
-                continue;
-            const char *rel = pl ? fp + pl + 1 : fp;
-            if (!rm_accepted(rel, exts))
-                continue;
-            char *u = sl_xasprintf("hf://datasets/%s%s%s/%s", repo,
-                                   strcmp(rev, "main") ? "@" : "", strcmp(rev, "main") ? rev : "",
-                                   fp);
-            rm_list_push(l, u, rel, (uint64_t)json_object_get_int64(sz));
-            free(u);
-        }
-        json_object_put(a);
-        free(url);
-        url = NULL;
-        /* the next page, on the same hub only: the token goes nowhere else */
-        if (!rc && r.link_next[0] && !strncmp(r.link_next, ep, strlen(ep)))
-            url = sl_xstrdup(r.link_next);
-        sl_buf_release(&r.body);
-    }
-    free(url);
-    if (!rc && l->n > first)
-        qsort(l->v + first, l->n - first, sizeof(*l->v), cmp_entry);
-    free(ep);
-    free(repo);
-    free(rev);
-    free(path);
-    return rc;
-}
-
 static int no_files(const char *shown, const char *const *exts)
 {
     struct sl_buf b = SL_BUF_INIT;
@@ -764,7 +668,7 @@ int sl_remote_expand(struct sl_remote_list *l, const char *operand, const char *
     if (t.kind == RM_S3) {
         key = operand + 5 + strlen(t.bucket);
         key += *key == '/';
-    } else if (t.kind == RM_HF && hf_parse(operand, &repo, &rev, &path) == 0) {
+    } else if (t.kind == RM_HF && rm_hf_parse(operand, &repo, &rev, &path) == 0) {
         key = operand + strlen(operand) - strlen(path);
     }
     free(repo);
@@ -793,7 +697,7 @@ int sl_remote_expand(struct sl_remote_list *l, const char *operand, const char *
             rc = rm_s3_list(l, &t, t.bucket, prefix, exts);
             free(prefix);
         } else {
-            rc = hf_list(l, &t, exts);
+            rc = rm_hf_list(l, &t, exts);
         }
         if (!rc && l->n == before)
             rc = no_files(t.shown, exts);

@@ -33,8 +33,8 @@
 /* Retries after the first attempt, and the waits before them: 0.25 s, doubled, at most
  * 8 s: about 16 s in all before a request is given up, enough for a store's SlowDown
  * burst or a dropped connection, short enough that a dead endpoint is reported soon. */
-#define SL_REMOTE_RETRIES 6
-#define SL_REMOTE_WAIT_MS 250
+#define SL_REMOTE_RETRIES     6
+#define SL_REMOTE_WAIT_MS     250
 #define SL_REMOTE_WAIT_MAX_MS 8000
 
 /* The bytes one sequential read asks for at a time (sl_remote_source): large enough that
@@ -54,9 +54,9 @@ void sl_remote_set_s3_endpoint(const char *url);
 
 /* One object of an expanded operand. */
 struct sl_remote_entry {
-    char *url;  /* as fetched (s3://, hf:// or http(s)://; may carry a token in its query) */
+    char *url;   /* as fetched (s3://, hf:// or http(s)://; may carry a token in its query) */
     char *shown; /* the display form, for plans, manifests and messages */
-    char *rel;  /* relative to the operand's prefix or folder; the base name of an object */
+    char *rel;   /* relative to the operand's prefix or folder; the base name of an object */
     uint64_t size;
 };
 

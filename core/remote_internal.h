@@ -23,12 +23,12 @@ struct rm_target {
 /* What a response said (the final one, after redirects). */
 struct rm_resp {
     long status;
-    int64_t length;        /* Content-Length, -1 absent */
-    int64_t range_first;   /* Content-Range's first byte, -1 absent */
-    char etag[128];        /* "" absent */
-    char link_next[2048];  /* a Link header's rel="next" URL, "" absent */
-    char meta_xxh3[24];    /* S3: x-amz-meta-xxh3, what sluice stores with its outputs */
-    struct sl_buf body;    /* a body read into memory (listings, error pages) */
+    int64_t length;       /* Content-Length, -1 absent */
+    int64_t range_first;  /* Content-Range's first byte, -1 absent */
+    char etag[128];       /* "" absent */
+    char link_next[2048]; /* a Link header's rel="next" URL, "" absent */
+    char meta_xxh3[24];   /* S3: x-amz-meta-xxh3, what sluice stores with its outputs */
+    struct sl_buf body;   /* a body read into memory (listings, error pages) */
 };
 
 /* Resolve url into t (S3 and hf URLs into their http(s) URLs). 0 or SL_ERR_USAGE. */
@@ -71,6 +71,21 @@ void rm_s3_escape(struct sl_buf *b, const char *s, int keep_slash);
 int rm_s3_xml_text(const char *body, size_t n, const char *tag, struct sl_buf *out);
 /* An S3 error body's <Code> and <Message> as "Code: Message" in out (cap bytes), or "". */
 void rm_s3_error_words(const char *body, size_t n, char *out, size_t cap);
+
+/* A listing page is read into memory up to this size: the hub's pages hold 1000 entries of
+ * a few hundred bytes, S3's 1000 keys of about 400 bytes of XML. */
+#define RM_LIST_PAGE_MAX (64u << 20)
+
+/* The hub (core/remote_hf.c). */
+/* HF_ENDPOINT (as huggingface_hub reads it) or https://huggingface.co, without a trailing
+ * '/'. Caller frees. */
+char *rm_hf_endpoint(void);
+/* hf://datasets/ORG/NAME[@REV]/PATH into "ORG/NAME", REV (default main) and PATH (may be
+ * ""); 0 or SL_ERR_USAGE. */
+int rm_hf_parse(const char *url, char **repo, char **rev, char **path);
+/* The folder of t (hf://datasets/REPO[@REV]/PATH) by the tree API, into l (see
+ * sl_remote_expand). */
+int rm_hf_list(struct sl_remote_list *l, const struct rm_target *t, const char *const *exts);
 
 /* Shared by the listings: keep rel when it ends in one of exts (NULL: all) and has no
  * hidden part; append (url, rel, size) to l. */

@@ -89,8 +89,8 @@ static void s3_load(void)
     const char *profile = env("AWS_PROFILE");
     profile = profile ? profile : "default";
     char *cfg = aws_file("AWS_CONFIG_FILE", "config");
-    char *section = strcmp(profile, "default") ? sl_xasprintf("profile %s", profile)
-                                               : sl_xstrdup("default");
+    char *section =
+        strcmp(profile, "default") ? sl_xasprintf("profile %s", profile) : sl_xstrdup("default");
     const char *r = env("AWS_REGION");
     r = r ? r : env("AWS_DEFAULT_REGION");
     s3.region = r ? sl_xstrdup(r) : ini_get(cfg, section, "region");
@@ -192,8 +192,12 @@ static const char *xml_text(const char *p, const char *end, const char *tag, str
             sl_buf_putc(out, *q);
             continue;
         }
-        static const struct { const char *e; char c; } ents[] = {
-            { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' },
+        static const struct {
+            const char *e;
+            char c;
+        } ents[] = {
+            { "&amp;", '&' },  { "&lt;", '<' },    { "&gt;", '>' },
+            { "&quot;", '"' }, { "&apos;", '\'' },
         };
         size_t k, done = 0;
         for (k = 0; k < sizeof(ents) / sizeof(ents[0]) && !done; k++)
@@ -260,8 +264,6 @@ int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *
     struct sl_buf q = SL_BUF_INIT, key = SL_BUF_INIT, size = SL_BUF_INIT, token = SL_BUF_INIT;
     size_t first = l->n;
     int rc = 0, more = 1;
-    /* a listing page is at most this much XML: 1000 keys of about 400 bytes */
-    const size_t page_max = 64u << 20;
     while (more && !rc) {
         sl_buf_reset(&q);
         /* parameters in byte order of their names: the order the signature's canonical
@@ -275,7 +277,7 @@ int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *
         rm_s3_escape(&q, prefix, 0);
         char *url = rm_s3_http_url(bucket, "", q.data);
         struct rm_resp r;
-        rc = rm_request(t, url, "GET", 0, 0, NULL, page_max, &r);
+        rc = rm_request(t, url, "GET", 0, 0, NULL, RM_LIST_PAGE_MAX, &r);
         free(url);
         const char *p = r.body.data, *end = p ? p + r.body.len : NULL;
         more = 0;
@@ -297,8 +299,9 @@ int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *
         if (!rc && r.body.data && xml_text(r.body.data, end, "IsTruncated", &tr) &&
             !strcmp(tr.data, "true")) {
             if (!xml_text(r.body.data, end, "NextContinuationToken", &token) || !token.len)
-                rc = sl_err_set(SL_ERR_FORMAT, "cannot list '%s': the store says the listing "
-                                               "goes on but gives no continuation token",
+                rc = sl_err_set(SL_ERR_FORMAT,
+                                "cannot list '%s': the store says the listing "
+                                "goes on but gives no continuation token",
                                 t->shown);
             more = 1;
         }

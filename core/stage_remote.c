@@ -90,8 +90,8 @@ static int send_object(const struct sl_stage_remote *r, const char *rel, const c
     return rc;
 }
 
-static int put_small(const struct sl_stage_remote *r, const char *rel, const void *data,
-                     size_t n, const char *const *hdrs)
+static int put_small(const struct sl_stage_remote *r, const char *rel, const void *data, size_t n,
+                     const char *const *hdrs)
 {
     struct rm_resp resp;
     int rc = send_object(r, rel, NULL, "PUT", data, n, hdrs, &resp);
@@ -167,8 +167,7 @@ static int take_lock(struct sl_stage *st, struct sl_stage_remote *r)
         rc = sl_err_set(SL_ERR_BUSY,
                         "output '%s' is in use by another run: %s\nhint: wait for it to end; "
                         "if no such run is alive, delete the object '%s/.sluice/lock'",
-                        r->url, holder.len ? holder.data : "(its lock could not be read)",
-                        r->url);
+                        r->url, holder.len ? holder.data : "(its lock could not be read)", r->url);
         sl_buf_release(&holder);
         break;
     }
@@ -222,8 +221,10 @@ int sl_stage_remote_begin(struct sl_stage *st)
         r->url[--n] = '\0';
     st->remote = r;
     if (strncmp(r->url, "s3://", 5) != 0 || !r->url[5])
-        return sl_err_set(SL_ERR_USAGE, "cannot write to '%s': --out may be a directory or "
-                                        "s3://BUCKET/PREFIX", st->cfg.out_dir);
+        return sl_err_set(SL_ERR_USAGE,
+                          "cannot write to '%s': --out may be a directory or "
+                          "s3://BUCKET/PREFIX",
+                          st->cfg.out_dir);
     const char *tmp = getenv("TMPDIR");
     r->spool = sl_xasprintf("%s/sluice-out-%016llx", tmp && *tmp ? tmp : "/tmp",
                             (unsigned long long)sl_hash64(r->url, strlen(r->url), 0));
@@ -321,8 +322,10 @@ static int put_multipart(const struct sl_stage_remote *r, const char *rel, int f
         rm_s3_escape(&q, id.data, 0);
         rc = send_object(r, rel, q.data, "PUT", buf, n, NULL, &resp);
         if (!rc && !resp.etag[0])
-            rc = sl_err_set(SL_ERR_NET, "cannot write '%s/%s': the store gave no ETag for part "
-                                        "%llu", r->url, rel, (unsigned long long)k);
+            rc = sl_err_set(SL_ERR_NET,
+                            "cannot write '%s/%s': the store gave no ETag for part "
+                            "%llu",
+                            r->url, rel, (unsigned long long)k);
         if (!rc) {
             sl_buf_printf(&done, "<Part><PartNumber>%llu</PartNumber><ETag>",
                           (unsigned long long)k);
@@ -343,8 +346,10 @@ static int put_multipart(const struct sl_stage_remote *r, const char *rel, int f
             rc = send_object(r, rel, q.data, "POST", done.data, done.len, xml, &resp);
             /* CompleteMultipartUpload may fail after its 200: the error is in the body */
             if (!rc && resp.body.data && memmem(resp.body.data, resp.body.len, "<Error>", 7))
-                rc = sl_err_set(SL_ERR_NET, "cannot write '%s/%s': the store did not complete "
-                                            "the upload", r->url, rel);
+                rc = sl_err_set(SL_ERR_NET,
+                                "cannot write '%s/%s': the store did not complete "
+                                "the upload",
+                                r->url, rel);
             sl_buf_release(&resp.body);
         }
         if (rc) { /* nothing half-made stays behind, billed */
