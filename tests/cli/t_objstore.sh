@@ -279,6 +279,13 @@ expect_err "output 's3://corpora-out/run3' is in use by another run: {\"host\":\
 expect_err "delete the object 's3://corpora-out/run3/.sluice/lock'"
 unset TMPDIR
 
+case_ "sluice run --dry-run: a stage's URL input shown with its token as ***"
+printf 'name: t\nwork_dir: %s\nclean:\n  in:\n    - "%s"\n' "$T/wd" "$EP/datasets/org/corpus/resolve/main/data/a.jsonl?token=$SECRET" >"$T/p.yaml"
+run "$SLUICE" run --dry-run "$T/p.yaml" stages=[clean]
+keep
+expect_rc 0
+expect_out "a.jsonl?token=***'"
+
 case_ "no secret anywhere: not in outputs, manifests, plans, records, messages"
 s3get corpora-out "" "$T/store"
 leaks=$(grep -rlF -e "$KEY_SECRET" -e "$SECRET" -e hf_hubsecret0123456789 "$T/said" "$T"/s3* "$T"/hf* "$T"/url* "$T"/evil "$T/store" 2>/dev/null || true)
