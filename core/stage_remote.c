@@ -12,6 +12,7 @@
 #include "core/stage.h"
 #include "core/world.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -518,11 +519,34 @@ int sl_stage_remote_gather(struct sl_stage *st, char *const *names, size_t n)
     return 0;
 }
 
+/* The files a stage wrote beside its shards, by itself, at the top of the spool (dedup's
+ * duplicates.jsonl, clusters.jsonl, pairs.jsonl): every regular file there but the
+ * shards (part-*, uploaded with their units), the manifest and hidden files. */
+static int upload_side_files(struct sl_stage *st)
+{
+    DIR *d = opendir(st->remote->spool);
+    struct dirent *e;
+    int rc = 0;
+    while (d && !rc && (e = readdir(d))) {
+        char *p = sl_xasprintf("%s/%s", st->remote->spool, e->d_name);
+        struct stat sb;
+        if (e->d_name[0] != '.' && strncmp(e->d_name, "part-", 5) != 0 &&
+            strcmp(e->d_name, "manifest.json") != 0 && stat(p, &sb) == 0 && S_ISREG(sb.st_mode))
+            rc = upload_file(st, e->d_name, NULL);
+        free(p);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
 int sl_stage_remote_finish(struct sl_stage *st)
 {
     struct sl_buf m = SL_BUF_INIT;
     char *p = sl_xasprintf("%s/manifest.json", st->remote->spool);
-    int rc = sl_read_file(p, &m);
+    int rc = upload_side_files(st);
+    if (!rc)
+        rc = sl_read_file(p, &m);
     free(p);
     if (!rc)
         rc = put_small(st->remote, "manifest.json", m.data, m.len, NULL);

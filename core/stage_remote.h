@@ -8,8 +8,9 @@
  * (one PUT up to SL_STAGE_PART bytes, else a multipart upload of parts of that size,
  * aborted on failure) with its XXH3 in the object's metadata (x-amz-meta-xxh3), then its
  * record (PREFIX/.sluice/<shard>.json); the local file is then replaced by a sparse file
- * of its size (no blocks: the spool holds records, not data). The manifest is uploaded
- * last, when the stage finishes, and the spool removed.
+ * of its size (no blocks: the spool holds records, not data). When the stage finishes,
+ * the files it wrote beside its shards by itself (dedup's duplicates.jsonl, ...: the
+ * spool's top-level files but part-*), then the manifest, last; the spool is removed.
  *
  * Resume: the plan is PREFIX/.sluice/plan.json; a unit counts as done when its record
  * exists and each of its objects exists with the recorded size and XXH3 (a HEAD).

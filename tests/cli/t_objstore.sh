@@ -269,6 +269,20 @@ for f in "$T"/rsref/part-*.jsonl.zst; do
     cmp -s "$f" "$T/gotrs/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
 done
 
+case_ "dedup exact to the store: its shards and duplicates.jsonl as the local run writes them; filter --split-by-language refused"
+run "$SLUICE" dedup exact -q --out "$T/ddref" "$T/local/data"
+expect_rc 0
+run "$SLUICE" dedup exact -q --out s3://corpora-out/dd s3://corpora
+keep
+expect_rc 0
+s3get corpora-out dd/ "$T/gotdd"
+for f in "$T"/ddref/part-*.jsonl.zst "$T/ddref/duplicates.jsonl"; do
+    cmp -s "$f" "$T/gotdd/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+done
+expect_eq "$(json "$T/gotdd/manifest.json" "m['counts']['documents_out']")" "$(json "$T/ddref/manifest.json" "m['counts']['documents_out']")"
+run "$SLUICE" filter -q --config "$ROOT/configs/filters/c4.yaml" --split-by-language --out s3://corpora-out/fl s3://corpora
+expect_err "--split-by-language writes folders of shards, not yet to an object store"
+
 case_ "--out s3://: a lock held by a run of another host refuses the run, naming it and how to clear it"
 printf '{"host":"elsewhere","pid":1,"started":"2026-01-01T00:00:00Z","command":"sluice clean"}\n' >"$T/lockbody"
 curl -sf -o /dev/null "$EP/_test/put?bucket=corpora-out&key=run3/.sluice/lock&file=$T/lockbody"
