@@ -235,11 +235,15 @@ expect_eq "$(grep -c 'POST /corpora-out/big/part-00000.jsonl.zst?uploadId=.* 200
 case_ "--out s3://: killed mid-run (held uploading part-00003), resumed: the lock of the dead run taken over, units 0-2 not written again, output identical"
 : >"$T/log"
 echo "run2/part-00003" >"$T/hold"
-"$SLUICE" clean -q --out s3://corpora-out/run2 s3://corpora >"$T/out" 2>"$T/err" &
-victim=$!
+# in a subshell whose stderr is /dev/null: bash's "Killed" goes there
+( "$SLUICE" clean -q --out s3://corpora-out/run2 s3://corpora >"$T/out" 2>"$T/err" &
+  echo $! >"$T/victim"
+  wait ) 2>/dev/null &
+holder=$!
+for _ in $(seq 100); do [ -s "$T/victim" ] && break; sleep 0.05; done
 for _ in $(seq 300); do grep -q 'PUT /corpora-out/run2/.sluice/part-00002.jsonl.zst.json' "$T/log" && break; sleep 0.05; done
-kill -9 "$victim"
-wait "$victim" 2>/dev/null || true
+kill -9 "$(cat "$T/victim")"
+wait "$holder" || true
 rm -f "$T/hold"
 keep
 s3get corpora-out run2/ "$T/half"
@@ -268,6 +272,19 @@ s3get corpora-out rs/ "$T/gotrs"
 for f in "$T"/rsref/part-*.jsonl.zst; do
     cmp -s "$f" "$T/gotrs/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
 done
+
+if have_mpi; then
+    case_ "mpirun -np 2: the store read and written by two ranks, the shards of the local run"
+    run "${MPIRUN[@]}" -np 2 -x AWS_ENDPOINT_URL -x AWS_REGION -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY \
+        -x AWS_SHARED_CREDENTIALS_FILE -x AWS_CONFIG_FILE -x TMPDIR "$SLUICE" clean -q --out s3://corpora-out/mpi s3://corpora
+    keep
+    expect_rc 0
+    s3get corpora-out mpi/ "$T/gotmpi"
+    for f in "$T"/ref/part-*.jsonl.zst; do
+        cmp -s "$f" "$T/gotmpi/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+    done
+    expect_eq "$(json "$T/gotmpi/manifest.json" "m['ranks']")" 2
+fi
 
 case_ "dedup exact to the store: its shards and duplicates.jsonl as the local run writes them; filter --split-by-language refused"
 run "$SLUICE" dedup exact -q --out "$T/ddref" "$T/local/data"
