@@ -5,7 +5,8 @@ LIB_SRCS += core/err.c core/alloc.c core/buf.c core/utf8.c core/stream.c core/at
             core/stage.c core/stage_record.c core/stage_files.c core/stage_docs.c core/manifest.c \
             core/dirlock.c core/sniff.c core/docid.c core/dl.c core/xxh3_avx2.c core/md5.c \
             core/datadir.c core/file.c core/http.c core/remote.c \
-            core/remote_s3.c core/remote_hf.c core/stage_remote.c
+            core/remote_s3.c core/remote_hf.c core/remote_cache.c \
+            core/stage_remote.c
 PKGS += libzstd zlib yaml-0.1 json-c libxxhash
 LIBS += -lbz2
 # libcurl is loaded when first used (core/http.c: downloads, remote inputs), not linked

@@ -392,13 +392,8 @@ static void input_close(struct sl_source *src)
 int sl_input_source(struct sl_source **out, const struct sl_input *in)
 {
     *out = NULL;
-    if (in->url) { /* a remote object: read in ranges up to its listed size */
-        struct sl_remote *r;
-        int rc = sl_remote_open(&r, in->url, (int64_t)in->size);
-        if (!rc)
-            *out = sl_remote_source(r, in->size);
-        return rc;
-    }
+    if (in->url) /* a remote object: read in ranges up to its listed size */
+        return sl_remote_input_source(out, in->url, in->size);
     int fd = open(in->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return sl_err_set(SL_ERR_IO, "cannot read input '%s': %s", in->path, strerror(errno));

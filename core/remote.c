@@ -510,6 +510,21 @@ uint64_t sl_remote_size(const struct sl_remote *r)
     return r->size;
 }
 
+int sl_remote_etag(struct sl_remote *r, char *etag, size_t cap)
+{
+    struct rm_resp resp;
+    r->requests++;
+    int rc = rm_request(&r->t, r->t.http, "HEAD", 0, 0, NULL, 0, &resp);
+    snprintf(etag, cap, "%s", rc ? "" : resp.etag);
+    sl_buf_release(&resp.body);
+    return rc;
+}
+
+const char *sl_remote_source_name(const struct sl_remote *r)
+{
+    return r->t.shown;
+}
+
 uint64_t sl_remote_requests(const struct sl_remote *r)
 {
     return r->requests;

@@ -91,6 +91,21 @@ int sl_remote_read_at(struct sl_remote *r, uint64_t off, void *buf, size_t len);
 uint64_t sl_remote_requests(const struct sl_remote *r);
 void sl_remote_close(struct sl_remote *r);
 
+/* The object's ETag (a HEAD), "" when the server gives none. 0 or <0 with a message. */
+int sl_remote_etag(struct sl_remote *r, char *etag, size_t cap);
+/* The display form of its URL (valid while r is open). */
+const char *sl_remote_source_name(const struct sl_remote *r);
+
+/* Keep a copy of each remote input read whole in dir (NULL: none, the default), named by
+ * its URL and ETag: a later read of the same version reads the copy (a HEAD asks the
+ * ETag). Entries are written under temporary names and renamed when whole; nothing
+ * removes old ones. */
+void sl_remote_set_cache_dir(const char *dir);
+
+/* How a stage opens a remote input (core/inputs.c): its first `size` bytes, streamed, or
+ * from the cache directory. 0 or <0 with a message naming the object. */
+int sl_remote_input_source(struct sl_source **out, const char *url, uint64_t size);
+
 /* A byte source over an open object's first `size` bytes (read SL_REMOTE_CHUNK at a time,
  * in order); takes ownership of r. Its name is the display URL. */
 struct sl_source *sl_remote_source(struct sl_remote *r, uint64_t size);

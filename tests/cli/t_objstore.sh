@@ -38,6 +38,9 @@ KEYS_FILE="$T/keys" HUB_TOKEN=hf_hubsecret0123456789 "$PY" "$(dirname "$0")/help
 pids+=($!)
 for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
 port=$(cat "$T/port")
+# moto takes seconds to import: wait until it accepts connections (a connection is no
+# request, and counts for nothing against INITIAL_NO_AUTH_ACTION_COUNT)
+for _ in $(seq 300); do (: </dev/tcp/127.0.0.1/"$mport") 2>/dev/null && break; sleep 0.1; done
 EP="http://127.0.0.1:$port"
 
 SECRET=wJalrSecret0123456789abcdefghijklmnopqrst
@@ -126,6 +129,23 @@ run "$SLUICE" clean -q --out "$T/s3none" s3://corpora-empty/
 keep
 expect_rc 1
 expect_err "'s3://corpora-empty/' has no input files"
+
+case_ "--cache-dir: the first run keeps a copy of each object (by URL and ETag), the second reads the copies (a HEAD each, no GET); the same shards"
+: >"$T/log"
+run "$SLUICE" clean -q --cache-dir "$T/cache" --out "$T/cache1" s3://corpora
+keep
+expect_rc 0
+expect_eq "$(ls "$T/cache" | wc -l)" 6
+expect_eq "$(cat "$T"/cache/* | wc -c)" "$(cat "$T"/local/data/[abcdf]* "$T"/local/data/sub/* | wc -c)"
+: >"$T/log"
+run "$SLUICE" clean -q --cache-dir "$T/cache" --out "$T/cache2" s3://corpora
+keep
+expect_rc 0
+for f in "$T"/ref/part-*.jsonl.zst; do
+    cmp -s "$f" "$T/cache2/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+done
+expect_eq "$(grep -c '^GET /corpora/' "$T/log")" 0
+expect_eq "$(grep -c '^HEAD /corpora/' "$T/log")" 6
 
 case_ "wrong credentials: the bucket named, the server's words, a hint, no secret"
 AWS_SECRET_ACCESS_KEY="$SECRET" run "$SLUICE" clean -q --out "$T/s3bad" s3://corpora/a.jsonl
