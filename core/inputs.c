@@ -102,8 +102,8 @@ static int push_remote(struct list *l, const char *op, const char *const *exts)
     struct sl_remote_list rl = { NULL, 0, 0 };
     int rc = sl_remote_expand(&rl, op, exts);
     for (size_t i = 0; !rc && i < rl.n; i++) {
-        struct stat st = { .st_mode = S_IFREG, .st_size = (off_t)rl.v[i].size,
-                           .st_dev = (dev_t)-1 };
+        struct stat st = { .st_mode = S_IFREG, .st_dev = (dev_t)-1 };
+        st.st_size = (off_t)rl.v[i].size;
         st.st_ino = (ino_t)sl_hash64(rl.v[i].url, strlen(rl.v[i].url), 0);
         push(l, rl.v[i].shown, rl.v[i].rel, &st);
         l->v[l->n - 1].url = sl_xstrdup(rl.v[i].url);

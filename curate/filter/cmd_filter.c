@@ -354,8 +354,9 @@ static int check(void *opts, const struct sl_strlist *operands)
     if (operands->n == 0)
         return sl_err_set(SL_ERR_USAGE, "no inputs given");
     if (o->split_lang && o->out && sl_remote_is_url(o->out))
-        return sl_err_set(SL_ERR_USAGE, "--split-by-language writes folders of shards, not yet "
-                                        "to an object store ('%s')\nhint: --out a directory",
+        return sl_err_set(SL_ERR_USAGE,
+                          "--split-by-language writes folders of shards, not yet "
+                          "to an object store ('%s')\nhint: --out a directory",
                           o->out);
     if (o->rejected && o->annotate)
         return sl_err_set(
