@@ -11,3 +11,4 @@ PKGS += libzstd zlib yaml-0.1 json-c libxxhash
 LIBS += -lbz2
 # libcurl is loaded when first used (core/http.c: downloads, remote inputs), not linked
 PKGS_LOADED += libcurl
+FUZZ_TARGETS += fuzz_objstore

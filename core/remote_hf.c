@@ -5,6 +5,7 @@
 #include "core/remote_internal.h"
 
 #include <json-c/json.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,43 @@ static int cmp_entry(const void *a, const void *b)
                   ((const struct sl_remote_entry *)b)->rel);
 }
 
+int rm_hf_list_page(const char *body, size_t n, const char *repo, const char *rev, const char *path,
+                    const char *const *exts, struct sl_remote_list *l)
+{
+    struct json_tokener *tok = json_tokener_new();
+    struct json_object *a =
+        tok && n <= INT32_MAX && body ? json_tokener_parse_ex(tok, body, (int)n) : NULL;
+    json_tokener_free(tok);
+    if (!a || !json_object_is_type(a, json_type_array)) {
+        json_object_put(a);
+        return sl_err_set(SL_ERR_FORMAT, "the hub's answer is not a JSON list");
+    }
+    size_t pl = strlen(path);
+    int main_rev = !strcmp(rev, "main");
+    for (size_t i = 0; i < json_object_array_length(a); i++) {
+        struct json_object *o = json_object_array_get_idx(a, i), *ty, *p, *sz;
+        if (!json_object_object_get_ex(o, "type", &ty) ||
+            strcmp(json_object_get_string(ty), "file") ||
+            !json_object_object_get_ex(o, "path", &p) ||
+            !json_object_is_type(p, json_type_string) ||
+            !json_object_object_get_ex(o, "size", &sz) || !json_object_is_type(sz, json_type_int) ||
+            json_object_get_int64(sz) < 0)
+            continue;
+        const char *fp = json_object_get_string(p);
+        if (pl && (strncmp(fp, path, pl) || fp[pl] != '/'))
+            continue;
+        const char *rel = pl ? fp + pl + 1 : fp;
+        if (!rm_accepted(rel, exts))
+            continue;
+        char *u = sl_xasprintf("hf://datasets/%s%s%s/%s", repo, main_rev ? "" : "@",
+                               main_rev ? "" : rev, fp);
+        rm_list_push(l, u, rel, (uint64_t)json_object_get_int64(sz));
+        free(u);
+    }
+    json_object_put(a);
+    return 0;
+}
+
 /* The hub's folder `path` of t (hf://datasets/REPO[@REV]/PATH), by its tree API. */
 int rm_hf_list(struct sl_remote_list *l, const struct rm_target *t, const char *const *exts)
 {
@@ -69,34 +107,8 @@ int rm_hf_list(struct sl_remote_list *l, const struct rm_target *t, const char *
     while (url && !rc) {
         struct rm_resp r;
         rc = rm_request(t, url, "GET", 0, 0, NULL, RM_LIST_PAGE_MAX, &r);
-        struct json_object *a = NULL;
-        if (!rc) {
-            a = json_tokener_parse(r.body.data ? r.body.data : "");
-            if (!a || !json_object_is_type(a, json_type_array))
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot list '%s': the hub's answer is not a "
-                                "JSON list",
-                                t->shown);
-        }
-        for (size_t i = 0; !rc && i < json_object_array_length(a); i++) {
-            struct json_object *o = json_object_array_get_idx(a, i), *ty, *p, *sz;
-            if (!json_object_object_get_ex(o, "type", &ty) ||
-                strcmp(json_object_get_string(ty), "file") ||
-                !json_object_object_get_ex(o, "path", &p) ||
-                !json_object_object_get_ex(o, "size", &sz))
-                continue;
-            const char *fp = json_object_get_string(p);
-            if (pl && (strncmp(fp, path, pl) || fp[pl] != '/'))
-                continue;
-            const char *rel = pl ? fp + pl + 1 : fp;
-            if (!rm_accepted(rel, exts))
-                continue;
-            char *u = sl_xasprintf("hf://datasets/%s%s%s/%s", repo, strcmp(rev, "main") ? "@" : "",
-                                   strcmp(rev, "main") ? rev : "", fp);
-            rm_list_push(l, u, rel, (uint64_t)json_object_get_int64(sz));
-            free(u);
-        }
-        json_object_put(a);
+        if (!rc && rm_hf_list_page(r.body.data, r.body.len, repo, rev, path, exts, l))
+            rc = sl_err_wrap(SL_ERR_FORMAT, "cannot list '%s': ", t->shown);
         free(url);
         url = NULL;
         /* the next page, on the same hub only: the token goes nowhere else */

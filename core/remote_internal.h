@@ -60,6 +60,11 @@ char *rm_s3_http_url(const char *bucket, const char *key, const char *query);
 void rm_s3_authorise(void *curl, struct curl_slist **hdrs);
 /* The hint for a refused S3 request of bucket. */
 const char *rm_s3_hint(void);
+/* One ListObjectsV2 answer (body[0..n), untrusted): its objects under prefix whose names
+ * are accepted, into l (as s3://bucket/KEY); token gets the continuation token when the
+ * listing goes on, else is emptied. 0, or SL_ERR_FORMAT (it goes on without a token). */
+int rm_s3_list_page(const char *body, size_t n, const char *bucket, const char *prefix,
+                    const char *const *exts, struct sl_remote_list *l, struct sl_buf *token);
 /* List the objects under prefix of bucket into l (see sl_remote_expand). */
 int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *bucket,
                const char *prefix, const char *const *exts);
@@ -83,6 +88,11 @@ char *rm_hf_endpoint(void);
 /* hf://datasets/ORG/NAME[@REV]/PATH into "ORG/NAME", REV (default main) and PATH (may be
  * ""); 0 or SL_ERR_USAGE. */
 int rm_hf_parse(const char *url, char **repo, char **rev, char **path);
+/* One tree API answer (body[0..n), untrusted) for the folder path (no trailing '/') of
+ * REPO at REV: its files with accepted names, into l (as hf:// URLs). 0, or SL_ERR_FORMAT
+ * (not a JSON list). */
+int rm_hf_list_page(const char *body, size_t n, const char *repo, const char *rev, const char *path,
+                    const char *const *exts, struct sl_remote_list *l);
 /* The folder of t (hf://datasets/REPO[@REV]/PATH) by the tree API, into l (see
  * sl_remote_expand). */
 int rm_hf_list(struct sl_remote_list *l, const struct rm_target *t, const char *const *exts);

@@ -258,13 +258,46 @@ static int cmp_rel(const void *a, const void *b)
                   ((const struct sl_remote_entry *)b)->rel);
 }
 
+int rm_s3_list_page(const char *body, size_t n, const char *bucket, const char *prefix,
+                    const char *const *exts, struct sl_remote_list *l, struct sl_buf *token)
+{
+    struct sl_buf key = SL_BUF_INIT, size = SL_BUF_INIT, tr = SL_BUF_INIT;
+    const char *p = body, *end = body ? body + n : NULL;
+    size_t pl = strlen(prefix);
+    int rc = 0;
+    sl_buf_reset(token);
+    while (p && p < end) {
+        const char *c = memmem(p, (size_t)(end - p), "<Contents>", 10), *ce;
+        if (!c || !(ce = memmem(c, (size_t)(end - c), "</Contents>", 11)))
+            break;
+        if (xml_text(c, ce, "Key", &key) && key.data && xml_text(c, ce, "Size", &size) &&
+            size.data && strlen(key.data) == key.len && !strncmp(key.data, prefix, pl) &&
+            rm_accepted(key.data + pl, exts)) {
+            char *u = sl_xasprintf("s3://%s/%s", bucket, key.data);
+            rm_list_push(l, u, key.data + pl, strtoull(size.data, NULL, 10));
+            free(u);
+        }
+        p = ce + 11;
+    }
+    if (body && xml_text(body, end, "IsTruncated", &tr) && tr.data && !strcmp(tr.data, "true") &&
+        (!xml_text(body, end, "NextContinuationToken", token) || !token->len))
+        rc = sl_err_set(SL_ERR_FORMAT, "the store says the listing goes on but gives no "
+                                       "continuation token");
+    else if (!(tr.data && !strcmp(tr.data, "true")))
+        sl_buf_reset(token);
+    sl_buf_release(&key);
+    sl_buf_release(&size);
+    sl_buf_release(&tr);
+    return rc;
+}
+
 int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *bucket,
                const char *prefix, const char *const *exts)
 {
-    struct sl_buf q = SL_BUF_INIT, key = SL_BUF_INIT, size = SL_BUF_INIT, token = SL_BUF_INIT;
+    struct sl_buf q = SL_BUF_INIT, token = SL_BUF_INIT;
     size_t first = l->n;
-    int rc = 0, more = 1;
-    while (more && !rc) {
+    int rc = 0;
+    do {
         sl_buf_reset(&q);
         /* parameters in byte order of their names: the order the signature's canonical
          * query string has (libcurl 7.88 signs them as given) */
@@ -279,40 +312,13 @@ int rm_s3_list(struct sl_remote_list *l, const struct rm_target *t, const char *
         struct rm_resp r;
         rc = rm_request(t, url, "GET", 0, 0, NULL, RM_LIST_PAGE_MAX, &r);
         free(url);
-        const char *p = r.body.data, *end = p ? p + r.body.len : NULL;
-        more = 0;
-        sl_buf_reset(&token);
-        while (!rc && p && p < end) {
-            const char *c = memmem(p, (size_t)(end - p), "<Contents>", 10), *ce;
-            if (!c || !(ce = memmem(c, (size_t)(end - c), "</Contents>", 11)))
-                break;
-            if (xml_text(c, ce, "Key", &key) && xml_text(c, ce, "Size", &size) &&
-                !strncmp(key.data, prefix, strlen(prefix)) &&
-                rm_accepted(key.data + strlen(prefix), exts)) {
-                char *u = sl_xasprintf("s3://%s/%s", bucket, key.data);
-                rm_list_push(l, u, key.data + strlen(prefix), strtoull(size.data, NULL, 10));
-                free(u);
-            }
-            p = ce + 11;
-        }
-        struct sl_buf tr = SL_BUF_INIT;
-        if (!rc && r.body.data && xml_text(r.body.data, end, "IsTruncated", &tr) &&
-            !strcmp(tr.data, "true")) {
-            if (!xml_text(r.body.data, end, "NextContinuationToken", &token) || !token.len)
-                rc = sl_err_set(SL_ERR_FORMAT,
-                                "cannot list '%s': the store says the listing "
-                                "goes on but gives no continuation token",
-                                t->shown);
-            more = 1;
-        }
-        sl_buf_release(&tr);
+        if (!rc && rm_s3_list_page(r.body.data, r.body.len, bucket, prefix, exts, l, &token))
+            rc = sl_err_wrap(SL_ERR_FORMAT, "cannot list '%s': ", t->shown);
         sl_buf_release(&r.body);
-    }
+    } while (!rc && token.len);
     if (!rc && l->n > first)
         qsort(l->v + first, l->n - first, sizeof(*l->v), cmp_rel);
     sl_buf_release(&q);
-    sl_buf_release(&key);
-    sl_buf_release(&size);
     sl_buf_release(&token);
     return rc;
 }
