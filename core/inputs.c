@@ -5,7 +5,9 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/hash.h"
 #include "core/jsonl.h"
+#include "core/remote.h"
 #include "core/stream.h"
 
 #include <dirent.h>
@@ -73,6 +75,7 @@ struct list {
 static void fill(struct sl_input *in, const char *path, const char *rel, const struct stat *st)
 {
     in->path = sl_xstrdup(path);
+    in->url = NULL;
     in->rel = sl_xstrdup(rel);
     in->size = (uint64_t)st->st_size;
     in->mtime = (int64_t)st->st_mtime;
@@ -90,6 +93,23 @@ static void push(struct list *l, const char *path, const char *rel, const struct
         l->v = sl_xrealloc(l->v, l->cap * sizeof(*l->v));
     }
     fill(&l->v[l->n++], path, rel, st);
+}
+
+/* The objects of a remote operand (core/remote.h), as inputs: regular files of no device,
+ * told apart by a hash of their URL (an operand given twice is read once). */
+static int push_remote(struct list *l, const char *op, const char *const *exts)
+{
+    struct sl_remote_list rl = { NULL, 0, 0 };
+    int rc = sl_remote_expand(&rl, op, exts);
+    for (size_t i = 0; !rc && i < rl.n; i++) {
+        struct stat st = { .st_mode = S_IFREG, .st_dev = (dev_t)-1 };
+        st.st_size = (off_t)rl.v[i].size;
+        st.st_ino = (ino_t)sl_hash64(rl.v[i].url, strlen(rl.v[i].url), 0);
+        push(l, rl.v[i].shown, rl.v[i].rel, &st);
+        l->v[l->n - 1].url = sl_xstrdup(rl.v[i].url);
+    }
+    sl_remote_list_release(&rl);
+    return rc;
 }
 
 static int accepted(const char *name, const char *const *exts)
@@ -216,6 +236,10 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
     for (size_t i = 0; i < n && !rc; i++) {
         const char *op = operands[i];
         struct stat st;
+        if (sl_remote_is_url(op)) {
+            rc = push_remote(&l, op, exts);
+            continue;
+        }
         if (stat(op, &st) != 0) {
             rc = sl_err_set(SL_ERR_NOTFOUND, "cannot read input '%s': %s", op, strerror(errno));
             break;
@@ -272,8 +296,7 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
     size_t w = 0;
     for (size_t i = 0; i < l.n; i++) {
         if (drop[i]) {
-            free(l.v[i].path);
-            free(l.v[i].rel);
+            sl_input_release(&l.v[i]);
         } else {
             l.v[w++] = l.v[i];
         }
@@ -308,8 +331,9 @@ int sl_input_from_path(struct sl_input *in, const char *path)
 void sl_input_release(struct sl_input *in)
 {
     free(in->path);
+    free(in->url);
     free(in->rel);
-    in->path = in->rel = NULL;
+    in->path = in->url = in->rel = NULL;
 }
 
 const char *sl_input_kind(const struct sl_input *in)
@@ -368,6 +392,8 @@ static void input_close(struct sl_source *src)
 int sl_input_source(struct sl_source **out, const struct sl_input *in)
 {
     *out = NULL;
+    if (in->url) /* a remote object: read in ranges up to its listed size */
+        return sl_remote_input_source(out, in->url, in->size);
     int fd = open(in->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return sl_err_set(SL_ERR_IO, "cannot read input '%s': %s", in->path, strerror(errno));

@@ -11,6 +11,10 @@
  * given twice (or also inside a directory given) adds nothing. Of the names that lead to
  * one file, the first in walk order is kept: operands in the order given, each directory's
  * entries in byte order of their names, depth first.
+ *
+ * An operand may also be a remote object or prefix (s3://, hf://, http(s)://;
+ * core/remote.h): a prefix or folder stands for its objects with accepted extensions,
+ * sorted by key; each is read in ranges as it is needed, never copied to a local file.
  */
 #ifndef SL_INPUTS_H
 #define SL_INPUTS_H
@@ -19,7 +23,8 @@
 #include <stdint.h>
 
 struct sl_input {
-    char *path;    /* as opened */
+    char *path;    /* as opened; a remote input's display form (core/remote.h) */
+    char *url;     /* a remote input: the URL it is read from (may carry a token); else NULL */
     char *rel;     /* relative to its operand directory, or the base name for a file operand */
     uint64_t size; /* when listed: the bytes a stage reads (the size in its plan) */
     int64_t mtime;

@@ -2,6 +2,8 @@
  * stage's outputs, in the layout of docs/formats/manifest.md. */
 #include "core/manifest.h"
 
+#include "core/http.h"
+
 #include "core/alloc.h"
 #include "core/atomic.h"
 #include "core/counters.h"
@@ -35,7 +37,10 @@ void sl_manifest_begin(struct sl_manifest *m, const struct sl_manifest_head *h)
     for (int i = 0; i < h->argc; i++) {
         if (i)
             sl_buf_puts(b, h->inline_lists ? ", " : ",");
-        put_str(b, h->argv[i]);
+        /* a URL with a token in its query string or user information is shown redacted */
+        char *shown = strstr(h->argv[i], "://") ? sl_url_display(h->argv[i]) : NULL;
+        put_str(b, shown ? shown : h->argv[i]);
+        free(shown);
     }
     sl_buf_printf(b,
                   "],\n  \"started\": \"%s\",\n  \"wall_seconds\": %.3f,\n  \"ranks\": %d,\n"

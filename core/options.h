@@ -191,6 +191,18 @@ struct sl_strlist {
     SL_OPT_FLAG_(0, "wait", m,                                                                     \
                  "wait for another run writing in the output directory (default: refuse)",         \
                  .flags = SL_OPTF_NO_KEY)
+/* The endpoint of s3:// inputs and --out (core/remote.h): not a setting, not a pipeline key
+ * (where the bytes are is not what they are). */
+#define SL_OPT_S3_ENDPOINT(m)                                                                      \
+    SL_OPT_STRING(0, "s3-endpoint", m, "URL",                                                      \
+                  "S3-compatible endpoint of s3:// inputs and outputs (default: "                  \
+                  "AWS_ENDPOINT_URL, else AWS)",                                                   \
+                  .flags = SL_OPTF_NO_KEY)
+/* A copy of remote inputs (core/remote.h, sl_remote_set_cache_dir): not a setting. */
+#define SL_OPT_CACHE_DIR(m)                                                                        \
+    SL_OPT_STRING(0, "cache-dir", m, "DIR",                                                        \
+                  "keep a copy of remote inputs in DIR, by URL and ETag (default: none)",          \
+                  .flags = SL_OPTF_NO_KEY)
 #define SL_OPT_COMMON                                                                              \
     { SL_OPT_QUIET_, 'q', "quiet", 0, NULL, "only report errors", .choices = NULL },               \
     {                                                                                              \

@@ -3,6 +3,10 @@
  * core/stage_files.c. */
 #include "core/stage.h"
 
+#include "core/http.h"
+#include "core/remote.h"
+#include "core/stage_remote.h"
+
 #include "core/alloc.h"
 #include "core/atomic.h"
 #include "core/dirlock.h"
@@ -192,8 +196,11 @@ int sl_stage_lock(struct sl_world *w, const char *dir, int wait, int argc, const
 {
     struct sl_buf cmd = SL_BUF_INIT;
     sl_buf_puts(&cmd, "sluice");
-    for (int i = 0; i < argc; i++)
-        sl_buf_printf(&cmd, " %s", argv[i]);
+    for (int i = 0; i < argc; i++) {
+        char *shown = strstr(argv[i], "://") ? sl_url_display(argv[i]) : NULL; /* no token */
+        sl_buf_printf(&cmd, " %s", shown ? shown : argv[i]);
+        free(shown);
+    }
     struct sl_dirlock_opts lo = { .wait = wait, .command = cmd.data, .on_wait = on_lock_wait };
     int rc = sl_dirlock_acquire(out, w, dir, &lo);
     sl_buf_release(&cmd);
@@ -218,8 +225,10 @@ int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stag
     strftime(st->started, sizeof(st->started), "%Y-%m-%dT%H:%M:%SZ", &tm);
 
     int rc = sl_stage_check_inputs(cfg);
+    if (!rc && sl_remote_is_url(cfg->out_dir)) /* s3://: out_dir becomes the spool */
+        rc = sl_stage_remote_begin(st);
     if (!rc)
-        rc = sl_stage_lock(w, cfg->out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
+        rc = sl_stage_lock(w, st->cfg.out_dir, cfg->wait, cfg->argc, cfg->argv, &st->lock);
     if (rc) {
         sl_stage_release(st);
         return rc;
@@ -229,6 +238,8 @@ int sl_stage_begin(struct sl_stage *st, struct sl_world *w, const struct sl_stag
     char msg[SL_ERR_MSG_MAX] = "";
     if (w->rank == 0) {
         int prc = rank0_prepare(st);
+        if (!prc && st->remote)
+            prc = sl_stage_remote_prepared(st);
         status[0] = prc;
         status[1] = st->resumed;
         if (prc)
@@ -264,6 +275,7 @@ void sl_stage_release(struct sl_stage *st)
 {
     sl_dirlock_release(st->lock);
     st->lock = NULL;
+    sl_stage_remote_release(st);
     free(st->meta_dir);
     st->meta_dir = NULL;
 }

@@ -52,6 +52,7 @@
 
 struct sl_world;
 struct sl_dirlock;
+struct sl_stage_remote;
 struct sl_writer;
 struct sl_pq_write_opts;
 
@@ -80,6 +81,9 @@ struct sl_stage {
     char started[32];
     int resumed;             /* the plan matched an earlier run */
     struct sl_dirlock *lock; /* the directory's lock (NULL where the file system has none) */
+    /* --out s3://BUCKET/PREFIX: the store's side (core/stage_remote.h); out_dir is then
+     * the local spool */
+    struct sl_stage_remote *remote;
 };
 
 /* Collective. Checks the inputs (sl_stage_check_inputs), locks the output directory

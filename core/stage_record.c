@@ -9,6 +9,7 @@
 #include "core/hash.h"
 #include "core/manifest.h"
 #include "core/progress.h"
+#include "core/stage_remote.h"
 #include "core/world.h"
 
 #include <errno.h>
@@ -83,6 +84,8 @@ int sl_stage_done(struct sl_stage *st, const char *name)
 {
     if (!st->resumed)
         return 0;
+    if (st->remote)
+        return sl_stage_remote_done(st, name);
     char *rp = record_path(st, name);
     struct json_object *rec = json_object_from_file(rp), *files = NULL;
     int done = 0;
@@ -156,6 +159,8 @@ int sl_stage_record_files(struct sl_stage *st, const char *name, const struct sl
     }
     sl_buf_puts(&b, "}\n");
     int rc = sl_write_file_atomic(rp, b.data, b.len);
+    if (!rc && st->remote) /* its files, then its record, to the store */
+        rc = sl_stage_remote_record(st, name, b.data, b.len);
     free(rp);
     sl_buf_release(&b);
     return rc;
@@ -275,7 +280,11 @@ int sl_stage_finish(struct sl_stage *st, char *const *names, size_t n,
         sl_counters_init(&total);
         if (extra)
             sl_counters_merge(&total, extra);
-        status = write_manifest(st, names, n, &total);
+        status = st->remote ? sl_stage_remote_gather(st, names, n) : 0;
+        if (!status)
+            status = write_manifest(st, names, n, &total);
+        if (!status && st->remote) /* the manifest last */
+            status = sl_stage_remote_finish(st);
         if (status)
             snprintf(msg, sizeof(msg), "%s", sl_err_msg());
         if (totals && !status) {

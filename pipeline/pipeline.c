@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/datadir.h"
 #include "core/err.h"
+#include "core/http.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -51,10 +52,13 @@ char *pl_shell_line(const struct sl_strlist *argv)
     struct sl_buf b = SL_BUF_INIT;
     sl_buf_puts(&b, "sluice");
     for (size_t i = 0; i < argv->n; i++) {
-        const char *a = argv->v[i];
+        /* a URL with a token in its query string or user information is shown redacted */
+        char *shown = strstr(argv->v[i], "://") ? sl_url_display(argv->v[i]) : NULL;
+        const char *a = shown ? shown : argv->v[i];
         sl_buf_putc(&b, ' ');
         if (!needs_quotes(a)) {
             sl_buf_puts(&b, a);
+            free(shown);
             continue;
         }
         sl_buf_putc(&b, '\'');
@@ -65,6 +69,7 @@ char *pl_shell_line(const struct sl_strlist *argv)
                 sl_buf_putc(&b, *p);
         }
         sl_buf_putc(&b, '\'');
+        free(shown);
     }
     return sl_buf_detach(&b, NULL);
 }

@@ -113,7 +113,8 @@ int pl_step_prepare(const struct pl_step *s);
 void pl_print_keys(FILE *f);
 
 /* The command line as one shell line ("sluice extract --format warc ..."), quoted where
- * needed. Caller frees. */
+ * needed, URLs in their display form (core/http.h: no token). For messages and --dry-run
+ * only: not a command to run. Caller frees. */
 char *pl_shell_line(const struct sl_strlist *argv);
 
 /* Format a URL template: {n}, {n:05d}, {lang}, {total}, {total:05d}. Caller frees *out.

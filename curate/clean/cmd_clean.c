@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/parquet_write.h"
+#include "core/remote.h"
 #include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -29,7 +30,7 @@ const char *const cmd_clean_usage[] = {
 };
 
 struct opts {
-    const char *out, *text_key;
+    const char *out, *text_key, *s3_endpoint, *cache_dir;
     struct sl_clean_opts c;
     int force, wait, keep_mojibake;
     long level;
@@ -58,6 +59,8 @@ const struct sl_option cmd_clean_options[] = {
     SL_OPT_OUT_FORMAT(out_format, row_group_size),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
+    SL_OPT_S3_ENDPOINT(s3_endpoint),
+    SL_OPT_CACHE_DIR(cache_dir),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -117,6 +120,9 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     const struct opts *o = opts;
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
+    if (o->s3_endpoint)
+        sl_remote_set_s3_endpoint(o->s3_endpoint);
+    sl_remote_set_cache_dir(o->cache_dir);
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
     if (rc)
         return rc;

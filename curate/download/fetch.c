@@ -6,6 +6,7 @@
 #include "core/dl.h"
 #include "core/err.h"
 #include "core/file.h"
+#include "core/http.h"
 #include "core/stage.h"
 #include "curate/download/part_meta.h"
 #include "curate/download/resp_head.h"
@@ -21,41 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* libcurl is loaded when a download starts, not linked: with the 30 libraries it brings
- * (TLS, HTTP/2, LDAP, Kerberos, ...) it was a third of the dynamic linking every sluice
- * command paid at start-up, about 10 ms of CPU, though only `sluice download` uses it. */
-static struct {
-    void *lib;
-    CURLcode (*global_init)(long);
-    void (*global_cleanup)(void);
-    CURL *(*easy_init)(void);
-    void (*easy_cleanup)(CURL *);
-    void (*easy_reset)(CURL *);
-    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-    CURLcode (*easy_perform)(CURL *);
-    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-    const char *(*easy_strerror)(CURLcode);
-    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-    void (*slist_free_all)(struct curl_slist *);
-} cu;
-
-/* A row of load_curl's table: each field of cu is the function curl_FIELD. */
-/* clang-format off */
-#define SYM(f) { "curl_" #f, (void **)&cu.f }
-/* clang-format on */
+/* libcurl, loaded when a download starts (core/http.h) */
+#define cu sl_curl
 
 static int load_curl(void)
 {
-    static const char *const names[] = { "libcurl.so.4", "libcurl-gnutls.so.4" };
-    const struct sl_dl_sym syms[] = {
-        SYM(global_init),   SYM(global_cleanup), SYM(easy_init),      SYM(easy_cleanup),
-        SYM(easy_reset),    SYM(easy_setopt),    SYM(easy_perform),   SYM(easy_getinfo),
-        SYM(easy_strerror), SYM(slist_append),   SYM(slist_free_all),
-    };
-#undef SYM
-    return sl_dl_load(&cu.lib, names, sizeof(names) / sizeof(names[0]), syms,
-                      sizeof(syms) / sizeof(syms[0]),
-                      "downloading needs libcurl (Debian package libcurl4)", SL_ERR_NET);
+    return sl_curl_load("downloading");
 }
 
 int fetch_global_init(void)
@@ -126,48 +98,7 @@ int fetch_scheme_ok(const char *url)
 
 char *fetch_url_display(const char *url)
 {
-    size_t n = strlen(url);
-    /* "***" for each value (>= 0 bytes) and for the user information (>= 1 byte): at most
-     * 3 more bytes per input byte */
-    char *out = malloc(4 * n + 8), *o = out;
-    if (!out)
-        return NULL;
-    /* the authority follows "SCHEME://", a scheme being what comes before any of ":/?#" */
-    const char *p = url, *auth = url + strcspn(url, ":/?#");
-    auth = !strncmp(auth, "://", 3) ? auth + 3 : url;
-    size_t auth_n = strcspn(auth, "/?#");
-    const char *at = NULL;
-    for (size_t i = 0; i < auth_n; i++)
-        if (auth[i] == '@')
-            at = auth + i;
-    if (at) {
-        memcpy(o, url, (size_t)(auth - url));
-        o += auth - url;
-        memcpy(o, "***", 3);
-        o += 3;
-        p = at;
-    }
-    size_t k = strcspn(p, "?#");
-    memcpy(o, p, k);
-    o += k;
-    p += k;
-    if (*p == '?') {
-        *o++ = *p++;
-        while (*p && *p != '#') {
-            size_t pn = strcspn(p, "&#"), name = strcspn(p, "=&#");
-            if (name < pn) { /* NAME=VALUE: the name stays */
-                memcpy(o, p, name + 1);
-                o += name + 1;
-            }
-            memcpy(o, "***", 3);
-            o += 3;
-            p += pn;
-            if (*p == '&')
-                *o++ = *p++;
-        }
-    }
-    strcpy(o, p); /* the fragment, never sent */
-    return out;
+    return sl_url_display(url);
 }
 
 void fetch_forget(const char *part_path)

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/parquet_write.h"
+#include "core/remote.h"
 #include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
@@ -362,6 +363,11 @@ static int check(void *opts, const struct sl_strlist *operands)
         return 0;
     if (operands->n == 0)
         return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (o->split_lang && o->out && sl_remote_is_url(o->out))
+        return sl_err_set(SL_ERR_USAGE,
+                          "--split-by-language writes folders of shards, not yet "
+                          "to an object store ('%s')\nhint: --out a directory",
+                          o->out);
     if (o->rejected && o->annotate)
         return sl_err_set(
             SL_ERR_USAGE,

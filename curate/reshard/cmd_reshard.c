@@ -13,6 +13,7 @@
 #include "core/options.h"
 #include "core/parquet_write.h"
 #include "core/progress.h"
+#include "core/remote.h"
 #include "core/stage.h"
 #include "core/world.h"
 
@@ -32,7 +33,7 @@ const char *const cmd_reshard_usage[] = {
 };
 
 struct opts {
-    const char *out;
+    const char *out, *s3_endpoint, *cache_dir;
     uint64_t shards;
     uint64_t shard_size;
     const char *text_key;
@@ -66,6 +67,8 @@ const struct sl_option cmd_reshard_options[] = {
     SL_OPT_DOCIDS(ids),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
+    SL_OPT_S3_ENDPOINT(s3_endpoint),
+    SL_OPT_CACHE_DIR(cache_dir),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -165,6 +168,9 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     struct opts so = *(const struct opts *)opts, *o = &so; /* with the shards planned */
     struct sl_world *w = sl_world_get();
     struct sl_inputs in;
+    if (o->s3_endpoint)
+        sl_remote_set_s3_endpoint(o->s3_endpoint);
+    sl_remote_set_cache_dir(o->cache_dir);
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, sl_jsonl_exts);
     if (rc)
         return rc;

@@ -35,8 +35,8 @@ families=(
     "tokenizer-files:fuzz_hf_tokenizer fuzz_bert_vocab fuzz_bpe_load fuzz_spm_enc fuzz_fasttext fuzz_bpe_cache fuzz_punkt"
     "checkpoint-headers:fuzz_safetensors fuzz_tbevents"
     # the harnesses of no reader family: text transforms, BPE training and encoding, the
-    # Redis reply parser and the download's response heads
-    "other:fuzz_clean fuzz_decont fuzz_pii fuzz_shingle fuzz_bpe_train fuzz_bpe_encode fuzz_redis_reply fuzz_resp_head"
+    # Redis reply parser, the download's response heads and the object stores' listings
+    "other:fuzz_clean fuzz_decont fuzz_pii fuzz_shingle fuzz_bpe_train fuzz_bpe_encode fuzz_redis_reply fuzz_resp_head fuzz_objstore"
 )
 if [ -n "${FAMILIES:-}" ]; then
     keep=()
