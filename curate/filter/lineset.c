@@ -17,6 +17,9 @@
 /* Entries are at most this long (a domain is at most 253 bytes; UT1's longest URL line is
  * about 2 KB): the offset and hash share one 64-bit slot, the length is found at lookup. */
 #define MAX_TEXT ((size_t)UINT32_MAX - 1)
+/* lines hashed (and their slots prefetched) before they are inserted: enough to cover a
+ * memory access with hashing work */
+#define BATCH 16
 
 void sl_lineset_init(struct sl_lineset *s)
 {
@@ -47,10 +50,9 @@ static int same(const char *e, const char *str, size_t n)
     return strnlen(e, n + 1) == n && !memcmp(e, str, n);
 }
 
-/* Insert the NUL-terminated entry at text offset off (n bytes); 1 if it was new. */
-static int insert(struct sl_lineset *s, uint32_t off, size_t n)
+/* Insert the NUL-terminated entry at text offset off (n bytes, hash h); 1 if it was new. */
+static int insert(struct sl_lineset *s, uint32_t off, size_t n, uint64_t h)
 {
-    uint64_t h = sl_hash64(s->text + off, n, 0);
     for (size_t j = h & s->mask;; j = (j + 1) & s->mask) {
         uint64_t v = s->slot[j];
         if (!v) {
@@ -105,6 +107,11 @@ int sl_lineset_load(struct sl_lineset *s, char *text, size_t len)
     s->text[len] = 0;
     s->len = len;
     resize(s, lines);
+    /* the table is far larger than the caches: lines go in by batches, each batch's slots
+     * prefetched while the next hashes are computed (insertion took 2/3 of the load) */
+    uint32_t boff[BATCH], blen[BATCH];
+    uint64_t bh[BATCH];
+    size_t nb = 0;
     char *p = s->text, *end = s->text + len;
     while (p < end) {
         char *a = p, *e = p;
@@ -120,8 +127,18 @@ int sl_lineset_load(struct sl_lineset *s, char *text, size_t len)
         while (e > a && py_space((unsigned char)e[-1]))
             e--;
         *e = 0; /* the terminator, or white space after the entry */
-        insert(s, (uint32_t)(a - s->text), (size_t)(e - a));
+        boff[nb] = (uint32_t)(a - s->text);
+        blen[nb] = (uint32_t)(e - a);
+        bh[nb] = sl_hash64(a, blen[nb], 0);
+        __builtin_prefetch(&s->slot[bh[nb] & s->mask]);
+        if (++nb == BATCH) {
+            for (size_t k = 0; k < nb; k++)
+                insert(s, boff[k], blen[k], bh[k]);
+            nb = 0;
+        }
     }
+    for (size_t k = 0; k < nb; k++)
+        insert(s, boff[k], blen[k], bh[k]);
     return 0;
 }
 
@@ -138,7 +155,7 @@ void sl_lineset_add(struct sl_lineset *s, const char *str, size_t n)
     s->text[off + n] = 0;
     s->len = off + n;
     resize(s, s->n + 1);
-    insert(s, (uint32_t)off, n);
+    insert(s, (uint32_t)off, n, sl_hash64(str, n, 0));
 }
 
 int sl_lineset_has(const struct sl_lineset *s, const char *str, size_t n)

@@ -20,7 +20,7 @@
  * lists are built in (lexicons/url/). Score: 0 kept, 1 to 6 the reason above that dropped
  * the document (a histogram of reasons in `sluice stats`); each drop is also counted as
  * "<filter name>_<reason>" in the manifest. A document without a URL is kept (datatrove
- * stops on it) and counted as the event "no_url".
+ * stops on it), counted as "<filter name>_no_url", and has no score.
  */
 #include "core/alloc.h"
 #include "core/config.h"
@@ -295,7 +295,10 @@ static int udt_apply(struct sl_filter *f, struct sl_fctx *c, struct sl_filter_re
     sl_buf_reset(&u->url);
     if (!c->doc || sl_doc_get_str(c->doc, u->key, &u->url) || !u->url.len) {
         r->score = NAN;
-        r->event = "no_url";
+        u->count.name = "no_url";
+        u->count.n = 1;
+        r->counts = &u->count;
+        r->ncounts = 1;
         return 0;
     }
     const char *s = u->url.data;
