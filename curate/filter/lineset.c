@@ -99,10 +99,14 @@ int sl_lineset_load(struct sl_lineset *s, char *text, size_t len)
         return sl_err_set(SL_ERR_TOOBIG, "list of %zu bytes is over 4 GiB", len);
     }
     sl_lineset_release(s);
-    /* one pass to count lines (the table's size), one to index them */
+    /* one pass to count lines (the table's size), one to index them; a list without \r
+     * (UT1's) is cut with memchr */
+    int cr = memchr(text, '\r', len) != NULL;
     size_t lines = 1;
-    for (size_t i = 0; i < len; i++)
-        lines += text[i] == '\n' || text[i] == '\r';
+    for (const char *q = text, *qe = text + len; (q = memchr(q, '\n', (size_t)(qe - q))); q++)
+        lines++;
+    for (size_t i = 0; cr && i < len; i++)
+        lines += text[i] == '\r';
     s->text = sl_xrealloc(text, len + 1);
     s->text[len] = 0;
     s->len = len;
@@ -115,8 +119,14 @@ int sl_lineset_load(struct sl_lineset *s, char *text, size_t len)
     char *p = s->text, *end = s->text + len;
     while (p < end) {
         char *a = p, *e = p;
-        while (e < end && *e != '\n' && *e != '\r')
-            e++;
+        if (cr) {
+            while (e < end && *e != '\n' && *e != '\r')
+                e++;
+        } else {
+            e = memchr(p, '\n', (size_t)(end - p));
+            if (!e)
+                e = end;
+        }
         p = e < end ? e + 1 : end;
         if (e < end && *e == '\r' && p < end && *p == '\n')
             p++;
