@@ -14,4 +14,4 @@ PKGS_CXX += fasttext
 LIBS_CXX += -lcld2
 $(BUILD)/obj/curate/filter/lexicons.o: $(wildcard curate/filter/lexicons/*.tsv curate/filter/lexicons/*/*)
 FUZZ_TARGETS += fuzz_fasttext
-FUZZ_TARGETS += fuzz_pii
+FUZZ_TARGETS += fuzz_pii fuzz_url
