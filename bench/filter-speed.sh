@@ -30,7 +30,7 @@ docs=$(wc -l < "$work/cc.jsonl")
 
 # Same decisions first: the kept counts of both sides.
 "$sluice" -q filter --config "$root/configs/filters/nemo-en.yaml" --out "$work/o1" "$work/cc.jsonl"
-"$sluice" -q filter --config "$root/configs/filters/fineweb.yaml" --set "filters.0.language.model=$lid" \
+"$sluice" -q filter --config "$root/configs/filters/fineweb.yaml" --set "filters.language.model=$lid" \
     --out "$work/o2" "$work/cc.jsonl"
 kept() { zstdcat "$1"/*.zst | wc -l; }
 echo "kept: nemo-en sluice $(kept "$work/o1"), NeMo Curator $("$py" "$here/filter_peer.py" nemo "$work/cc.jsonl" "$work/p1" 2>"$work/p1.log");" \
@@ -43,7 +43,7 @@ echo "kept: nemo-en sluice $(kept "$work/o1"), NeMo Curator $("$py" "$here/filte
         "$sluice" -q filter --config "$root/configs/filters/nemo-en.yaml" --out "$work/o1" "$work/cc.jsonl" -- \
         "$py" "$here/filter_peer.py" nemo "$work/cc.jsonl" "$work/p1"
     "$py" "$here/filter_speed.py" "FineWeb (datatrove 0.10.0)" "$docs" "$runs" "$cpu" -- \
-        "$sluice" -q filter --config "$root/configs/filters/fineweb.yaml" --set "filters.0.language.model=$lid" \
+        "$sluice" -q filter --config "$root/configs/filters/fineweb.yaml" --set "filters.language.model=$lid" \
         --out "$work/o2" "$work/cc.jsonl" -- \
         "$py" "$here/filter_peer.py" fineweb "$work/cc.jsonl" "$work/p2" "$lid"
     "$py" "$here/filter_speed.py" "FineWeb without language ID (datatrove 0.10.0)" "$docs" "$runs" "$cpu" -- \

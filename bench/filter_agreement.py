@@ -104,7 +104,7 @@ cases = [
     ("c4.yaml", "datatrove", [C4QualityFilter()], config("c4.yaml"), []),
     ("fineweb-heuristics.yaml", "datatrove", fineweb_chain, config("fineweb-heuristics.yaml"), []),
     ("fineweb.yaml", "datatrove", [LanguageFilter(languages=["en"], language_threshold=0.65)] + fineweb_chain,
-     config("fineweb.yaml"), ["--set", "filters.0.language.model=" + lid_model]),
+     config("fineweb.yaml"), ["--set", "filters.language.model=" + lid_model]),
     ("nemo-en.yaml", "nemo-curator", nemo_chain(), config("nemo-en.yaml"), []),
 ]
 print("| check | peer | documents | kept (peer) | kept (sluice) | same decision | agreement |")

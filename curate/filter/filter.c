@@ -305,7 +305,7 @@ const struct sl_filter_kind sl_filter_kinds[] = {
     { "stop_words", "stop words of the document's language (24 mC4 languages)", sl_filter_build_stop_words },
     /* regular expressions, URLs, language, classifier */
     { "regex", "PCRE2 patterns: drop the document or the matching lines", sl_filter_build_regex },
-    { "url", "block/allow lists on the document URL (domains, substrings)", sl_filter_build_url },
+    { "url", "block/allow lists on the document URL; rules: datatrove for URLFilter's", sl_filter_build_url },
     { "language", "language ID (CLD2, or fastText lid.176 / GlotLID)", sl_filter_build_language },
     { "pii", "redact e-mails, IPs, phone numbers, cards, US SSNs, IBANs; edits the text", sl_filter_build_pii },
     { "classifier", "fastText quality classifier: threshold or Pareto sampling", sl_filter_build_classifier },

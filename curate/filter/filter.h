@@ -184,6 +184,8 @@ int sl_filter_build_fineweb_quality(struct sl_filter *, struct sl_cfg *, const s
 int sl_filter_build_nemo(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_regex(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_url(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
+/* `url` with `rules: datatrove` (url_datatrove.c); called by sl_filter_build_url. */
+int sl_filter_build_url_datatrove(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_language(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_classifier(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);
 int sl_filter_build_pii(struct sl_filter *, struct sl_cfg *, const struct sl_filter_env *);

@@ -69,6 +69,9 @@ LEXICON(lex_badwords_th, "curate/filter/lexicons/badwords/th")
 LEXICON(lex_badwords_tlh, "curate/filter/lexicons/badwords/tlh")
 LEXICON(lex_badwords_tr, "curate/filter/lexicons/badwords/tr")
 LEXICON(lex_badwords_zh, "curate/filter/lexicons/badwords/zh")
+LEXICON(lex_url_banned_words_x, "curate/filter/lexicons/url/banned_words.txt")
+LEXICON(lex_url_soft_banned_words_x, "curate/filter/lexicons/url/soft_banned_words.txt")
+LEXICON(lex_url_banned_subwords_x, "curate/filter/lexicons/url/banned_subwords.txt")
 LEXICON(lex_spacy_en_exceptions_x, "curate/filter/lexicons/spacy-en-exceptions.tsv")
 
 struct lexicon {
@@ -130,6 +133,9 @@ static const struct lexicon lexicons[] = {
     { "badwords", "tlh", lex_badwords_tlh_start, lex_badwords_tlh_end },
     { "badwords", "tr", lex_badwords_tr_start, lex_badwords_tr_end },
     { "badwords", "zh", lex_badwords_zh_start, lex_badwords_zh_end },
+    { "url-banned-words", "x", lex_url_banned_words_x_start, lex_url_banned_words_x_end },
+    { "url-soft-banned-words", "x", lex_url_soft_banned_words_x_start, lex_url_soft_banned_words_x_end },
+    { "url-banned-subwords", "x", lex_url_banned_subwords_x_start, lex_url_banned_subwords_x_end },
     { "spacy-en-exceptions", "x", lex_spacy_en_exceptions_x_start, lex_spacy_en_exceptions_x_end },
 };
 
@@ -138,7 +144,7 @@ static const char *const badword_langs[] = { "ar", "cs", "da", "de", "en", "eo",
 
 const char *sl_lexicon(const char *kind, const char *lang, size_t *len)
 {
-    int any_lang = !strcmp(kind, "spacy-en-exceptions");
+    int any_lang = !strcmp(kind, "spacy-en-exceptions") || !strncmp(kind, "url-", 4);
     for (size_t i = 0; i < sizeof(lexicons) / sizeof(lexicons[0]); i++) {
         if (strcmp(lexicons[i].kind, kind) != 0)
             continue;

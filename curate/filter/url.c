@@ -1,7 +1,8 @@
-/* url: block and allow lists on the document's URL member, as datatrove's URLFilter does:
+/* url: block and allow lists on the document's URL member (`rules: lists`, the default):
  * blocked domains (a host matches an entry or is a subdomain of it), blocked substrings of
  * the lower-cased URL, blocked words (the URL split at non-alphanumerics), and allowed
- * domains that always pass. Lists come inline or from files (one entry a line). */
+ * domains that always pass. Lists come inline or from files (one entry a line).
+ * `rules: datatrove` is datatrove's URLFilter exactly (url_datatrove.c). */
 #include "core/alloc.h"
 #include "core/config.h"
 #include "core/doc.h"
@@ -149,6 +150,16 @@ static int read_list(struct sl_cfg *p, const char *key, const struct sl_filter_e
 
 int sl_filter_build_url(struct sl_filter *f, struct sl_cfg *p, const struct sl_filter_env *env)
 {
+    const char *rules;
+    int rc = sl_cfg_str(p, "rules", "lists", &rules);
+    if (rc)
+        return rc;
+    if (!strcmp(rules, "datatrove"))
+        return sl_filter_build_url_datatrove(f, p, env);
+    if (strcmp(rules, "lists"))
+        return sl_err_set(SL_ERR_CONFIG, "%s: unknown url rules '%s'\nhint: lists (block/allow "
+                                         "lists, the default) or datatrove (URLFilter's rules)",
+                          sl_cfg_where(sl_cfg_child(p, "rules")), rules);
     struct uf *u = sl_xcalloc(1, sizeof(*u));
     f->state = u;
     f->apply = uf_apply;
@@ -156,7 +167,7 @@ int sl_filter_build_url(struct sl_filter *f, struct sl_cfg *p, const struct sl_f
     sl_strset_init(&u->block);
     sl_strset_init(&u->allow);
     sl_strset_init(&u->words);
-    int rc = sl_cfg_str(p, "url_key", "url", &u->key);
+    rc = sl_cfg_str(p, "url_key", "url", &u->key);
     if (!rc) rc = read_list(p, "block_domains", env, &u->block, NULL, NULL);
     if (!rc) rc = read_list(p, "allow_domains", env, &u->allow, NULL, NULL);
     if (!rc) rc = read_list(p, "block_words", env, &u->words, NULL, NULL);

@@ -99,6 +99,7 @@ struct score {
     double *v;
     size_t n, cap;
     uint64_t missing; /* documents without a score (NaN, or the filter did not run) */
+    struct tally reasons; /* with --config: documents by the reason it would drop them, or keep */
 };
 
 static void score_add(struct score *s, double v)
@@ -190,8 +191,11 @@ static int score_chain(struct read_run *x, struct sl_jsonl_reader *r, struct sl_
                            (unsigned long long)sl_jsonl_line_no(r));
     for (size_t i = 0; i < ch->n; i++) {
         struct score *s = score_find(&x->st->scores, &x->st->nscores, ch->f[i].name);
-        if (s)
+        if (s) {
             score_add(s, x->res[i].score);
+            const char *why = x->res[i].keep || !x->res[i].reason ? "keep" : x->res[i].reason;
+            tally_add(&s->reasons, why, strlen(why));
+        }
     }
     return 0;
 }
@@ -369,6 +373,30 @@ static void json_scores(struct sl_buf *b, const struct stats *st)
         sl_buf_puts(b, "]}");
     }
     sl_buf_puts(b, st->nscores ? "\n  }" : "}");
+}
+
+/* With --config: per filter, the documents it would keep and drop by reason (first seen
+ * first), as "filter_reasons"; nothing without --config. */
+static void json_reasons(struct sl_buf *b, const struct stats *st)
+{
+    int any = 0;
+    for (size_t i = 0; i < st->nscores; i++) {
+        const struct tally *t = &st->scores[i].reasons;
+        if (!t->len)
+            continue;
+        sl_buf_puts(b, any ? ",\n    " : ",\n  \"filter_reasons\": {\n    ");
+        any = 1;
+        sl_buf_json_str(b, st->scores[i].name, strlen(st->scores[i].name));
+        sl_buf_puts(b, ": {");
+        for (size_t k = 0; k < t->len; k++) {
+            sl_buf_puts(b, k ? ", " : "");
+            sl_buf_json_str(b, t->names[k], strlen(t->names[k]));
+            sl_buf_printf(b, ": %llu", (unsigned long long)t->n[k]);
+        }
+        sl_buf_putc(b, '}');
+    }
+    if (any)
+        sl_buf_puts(b, "\n  }");
 }
 
 /* The funnel of a pipeline run: its steps' documents in and out, from summary.json. */
@@ -611,6 +639,7 @@ static int write_json(const char *path, const struct stats *st, const struct fun
     json_tally(&b, "languages", &st->lang, 0);
     json_tally(&b, "sources", &st->source, 0);
     json_scores(&b, st);
+    json_reasons(&b, st);
     if (f->n)
         json_funnel(&b, f);
     sl_buf_puts(&b, "\n}\n");
@@ -716,6 +745,7 @@ static int run(const void *opts, const struct sl_strlist *rest, int argc, const 
     for (size_t i = 0; i < st.nscores; i++) {
         free(st.scores[i].name);
         free(st.scores[i].v);
+        tally_release(&st.scores[i].reasons);
     }
     free(st.scores);
     tally_release(&st.lang);

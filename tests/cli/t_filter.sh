@@ -123,15 +123,15 @@ if have_mpi; then
 fi
 
 case_ "--set filters.N.KIND.P: N must hold a filter of that kind; filters.KIND.P by name; entries with parameters too"
-run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set filters.1.gopher_quality.min_doc_words=100000 --out "$T/s1" "$IN"
-expect_rc 1; expect_err "filters.1 is 'gopher_repetition', not 'gopher_quality'"; expect_err "is filters.2"
+run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set filters.2.gopher_quality.min_doc_words=100000 --out "$T/s1" "$IN"
+expect_rc 1; expect_err "filters.2 is 'gopher_repetition', not 'gopher_quality'"; expect_err "is filters.3"
 expect_no_file "$T/s1/manifest.json"
 n=0
-for set in filters.2.gopher_quality.min_doc_words=100000 filters.gopher_quality.min_doc_words=100000; do
+for set in filters.3.gopher_quality.min_doc_words=100000 filters.gopher_quality.min_doc_words=100000; do
     n=$((n + 1))
     run "$SLUICE" filter --config "$CFG/fineweb.yaml" --set "$set" --out "$T/s2-$n" "$IN"
     expect_rc 0
-    expect_eq "$(json "$T/s2-$n/manifest.json" "m['settings']['config']['filters'][1:3]")" \
+    expect_eq "$(json "$T/s2-$n/manifest.json" "m['settings']['config']['filters'][2:4]")" \
         "['gopher_repetition', {'gopher_quality': {'min_doc_words': 100000}}]" "($set)"
 done
 # gopher.yaml: both entries have parameters
