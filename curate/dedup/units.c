@@ -12,6 +12,7 @@
 #include "curate/dedup/corpus.h"
 #include "curate/dedup/normalize.h"
 #include "curate/dedup/shuffle.h"
+#include "tokenize/punkt.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@ int dd_unit_key(const struct dd_units_cfg *cfg, const char *s, size_t len, struc
 
 struct scan_ctx {
     const struct dd_units_cfg *cfg;
+    struct punkt_spans sent;
     const char *text;
     uint64_t gid;
     struct sl_buf tmp;
@@ -91,20 +93,48 @@ struct scan_ctx {
     uint64_t units;
 };
 
-static int on_unit(void *vctx, uint32_t index, size_t start, size_t end)
+static void add_rec(struct scan_ctx *s, uint32_t index, const char *key, size_t klen)
 {
-    struct scan_ctx *s = vctx;
-    const char *key;
-    size_t klen;
-    s->units++;
-    if (!dd_unit_key(s->cfg, s->text + start, end - start, &s->tmp, &key, &klen))
-        return 0;
     struct sl_hash128 h = sl_hash128(key, klen, 0);
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 4096;
         s->r = sl_xrealloc(s->r, sl_mul_size(s->cap, sizeof(*s->r)));
     }
     s->r[s->n++] = (struct rec){ h.lo, h.hi, s->gid, index };
+}
+
+static int on_unit(void *vctx, uint32_t index, size_t start, size_t end)
+{
+    struct scan_ctx *s = vctx;
+    const char *key;
+    size_t klen;
+    s->units++;
+    if (dd_unit_key(s->cfg, s->text + start, end - start, &s->tmp, &key, &klen))
+        add_rec(s, index, key, klen);
+    return 0;
+}
+
+void dd_span_sentences(const struct dd_units_cfg *cfg, const char *text, size_t len,
+                       struct punkt_spans *out)
+{
+    out->n = 0;
+    punkt_split(cfg->punkt, text, len, out);
+}
+
+/* span3: each run of DD_SPAN_SENTENCES sentences, normalised */
+static int on_spans(struct scan_ctx *s, size_t len)
+{
+    dd_span_sentences(s->cfg, s->text, len, &s->sent);
+    const struct punkt_span *v = s->sent.v;
+    s->units += s->sent.n;
+    for (size_t i = 0; i + DD_SPAN_SENTENCES <= s->sent.n; i++) {
+        size_t a = v[i].start, b = v[i + DD_SPAN_SENTENCES - 1].end;
+        sl_buf_reset(&s->tmp);
+        int rc = dd_normalize(s->text + a, b - a, DD_NORM_ALL, &s->tmp);
+        if (rc)
+            return rc;
+        add_rec(s, (uint32_t)i, s->tmp.data ? s->tmp.data : "", s->tmp.len);
+    }
     return 0;
 }
 
@@ -114,6 +144,8 @@ static int on_doc(void *vctx, uint64_t gid, struct sl_doc *d)
     size_t len;
     s->text = sl_doc_text(d, &len);
     s->gid = gid;
+    if (s->cfg->unit == DD_UNIT_SPAN3)
+        return on_spans(s, len);
     return dd_units_each(s->text, len, on_unit, s);
 }
 
@@ -247,6 +279,7 @@ int dd_units_find(struct dd_corpus *c, const struct dd_units_cfg *cfg, struct dd
     *nr = 0;
     int rc = dd_corpus_scan(c, "dedup paragraphs: hashing", 1, on_doc, &s);
     sl_buf_release(&s.tmp);
+    punkt_spans_release(&s.sent);
     uint64_t tot[2] = { s.units, s.n };
     if (!rc)
         rc = sl_world_allreduce_u64(w, tot, 2, SL_SUM);

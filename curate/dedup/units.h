@@ -10,6 +10,13 @@
  * order, or earlier in the same document — is removed; the first occurrence stays. With
  * skip_empty, units whose key is empty or all whitespace are kept and never compared.
  *
+ * DD_UNIT_SPAN3 compares spans of DD_SPAN_SENTENCES consecutive sentences instead (the C4
+ * paper's "three-sentence span", as datatrove's sentence dedup reads it): the text is split
+ * into sentences by Punkt (cfg->punkt); span i is sentences i..i+2, its key the text from
+ * the first's start to the last's end normalised with DD_NORM_ALL; a text of fewer
+ * sentences has no span. A span seen earlier removes its sentences, each with the
+ * whitespace up to the next sentence (the last: to the end of the text).
+ *
  * Two indexes, both giving the same answer for any number of ranks:
  *   exact  the 128-bit hashes (XXH3) of the keys are partitioned by value over the ranks,
  *          sorted, and all but the first (by document, then unit) of each equal run
@@ -28,8 +35,13 @@
 struct dd_corpus;
 struct dd_fate;
 struct sl_buf;
+struct punkt;
+struct punkt_spans;
 
-enum dd_unit { DD_UNIT_PARAGRAPH, DD_UNIT_LINE };
+enum dd_unit { DD_UNIT_PARAGRAPH, DD_UNIT_LINE, DD_UNIT_SPAN3 };
+
+/* sentences in a span of DD_UNIT_SPAN3: C4's three */
+#define DD_SPAN_SENTENCES 3
 
 /* most parts of the Bloom filter: the number of parts depends only on the count it is sized
  * for (one part per DD_BLOOM_PART_MIN of it, 1 to DD_BLOOM_PARTS), never on the number of
@@ -46,12 +58,13 @@ struct dd_units_cfg {
     int bloom;         /* the Bloom index instead of the exact one */
     double fp_rate;    /* bloom: the false-positive rate it is sized for, in (0, 1) */
     uint64_t expected; /* bloom: the number of distinct units sized for; 0: every unit counted */
+    struct punkt *punkt; /* DD_UNIT_SPAN3: the sentence splitter (the caller's) */
 };
 
 /* What the search saw (the same on every rank). */
 struct dd_units_stats {
-    uint64_t units;       /* units of every document, compared or not */
-    uint64_t compared;    /* units whose key was indexed */
+    uint64_t units;       /* units of every document, compared or not (span3: sentences) */
+    uint64_t compared;    /* units whose key was indexed (span3: spans) */
     uint64_t bloom_bits;  /* bloom: bits of the whole filter (all parts) */
     unsigned bloom_parts; /* bloom: its parts */
     uint64_t bloom_count; /* bloom: the count it was sized for */
@@ -73,9 +86,14 @@ int dd_units_each(const char *text, size_t len, dd_unit_fn fn, void *ctx);
 int dd_unit_key(const struct dd_units_cfg *cfg, const char *s, size_t len, struct sl_buf *tmp,
                 const char **key, size_t *klen);
 
+/* The sentences of text[0..len) into out (emptied first): DD_UNIT_SPAN3's split. */
+void dd_span_sentences(const struct dd_units_cfg *cfg, const char *text, size_t len,
+                       struct punkt_spans *out);
+
 /* Collective: every document of c split and hashed (progress "dedup paragraphs:
  * hashing"); on rank 0, before the Bloom filter is made, its size is logged. *removed gets
- * this rank's removed units (gid, unit index in .keep), sorted by gid then index. 0, or a
+ * this rank's removed units (gid, unit index in .keep; span3: the span's first
+ * sentence), sorted by gid then index. 0, or a
  * negative enum sl_err with its message (*removed NULL). */
 int dd_units_find(struct dd_corpus *c, const struct dd_units_cfg *cfg, struct dd_fate **removed,
                   size_t *nr, struct dd_units_stats *st);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sluice dedup paragraphs: Dolma's expected output on its deduper test data, paragraph and
-# line (C4) dedup against a brute-force reference (tests/oracle/paragraph_dedup.py), the
+# line (C4) and three-sentence-span dedup against a brute-force reference (tests/oracle/paragraph_dedup.py), the
 # Bloom filter's measured false-positive rate, mpirun -np 1/2 giving the same outputs, a run
 # stopped after some shards resuming to the same outputs, the stage in `sluice run`, and
 # bad options.
@@ -38,7 +38,7 @@ for ix in "--index exact" "--index bloom --expected-count 1000 --false-positive-
     expect_rc 0
     texts "$T/dolma" > "$T/dolma-got"
     cmp -s "$T/dolma-want" "$T/dolma-got" && ok || fail "$ix: output differs from Dolma's"
-    expect_eq "$(count "$T/dolma" paragraphs_removed)" \
+    expect_eq "$(count "$T/dolma" units_removed)" \
         "$(zcat "$D/dolma-expected-dedupe-paragraphs.json.gz" | $PY -c "
 import json, sys
 print(sum(len(json.loads(l)['attributes']['bff_duplicate_paragraph_spans']) for l in sys.stdin))")"
@@ -83,6 +83,31 @@ for args in "--unit paragraph" "--unit paragraph --skip-empty" "--unit line" \
 done
 [ "$(count "$T/b" left_empty)" -gt 0 ] && ok || fail "no document was left empty"
 
+case_ "span3: three-sentence spans against the brute-force reference (NLTK's Punkt)"
+# the same Punkt model for both: sluice's English model, given to NLTK through NLTK_DATA
+mkdir -p "$T/nltk/tokenizers/punkt_tab"
+cp -r "$ROOT/configs/punkt/english" "$T/nltk/tokenizers/punkt_tab/english"
+$PY - "$T/s3.jsonl" <<'PY'
+import json, random, sys
+random.seed(5)
+pool = ["Mr. Smith went to Washington.", "It rained in 1999.", "It rained in 2001!",
+        "Was it warm?", "The U.S. team won.", "Dr. Brown said no.", "They left at 5 p.m. sharp.",
+        "Nobody came.", "THE RIVER ROSE.", "The river rose."]
+pool += ["Unique sentence %d stays." % i for i in range(60)]
+with open(sys.argv[1], "w") as o:
+    for d in range(300):
+        sents = [random.choice(pool[:10] if random.random() < 0.7 else pool) for _ in range(random.randint(1, 9))]
+        text = "".join(s + random.choice([" ", "  ", "\n", " \n"]) for s in sents).rstrip(" ")
+        o.write(json.dumps({"id": "s%d" % d, "text": text}) + "\n")
+PY
+run "$SLUICE" dedup paragraphs --unit span3 --out "$T/s3" "$T/s3.jsonl"
+expect_rc 0
+NLTK_DATA="$T/nltk" $ORACLE brute --unit span3 "$T/s3.jsonl" > "$T/s3-want"
+texts "$T/s3" > "$T/s3-got"
+cmp -s "$T/s3-want" "$T/s3-got" && ok || fail "span3 differs from the reference: $(diff "$T/s3-want" "$T/s3-got" | head -5)"
+[ "$(count "$T/s3" units_removed)" -gt 100 ] && ok || fail "few sentences removed"
+[ "$(count "$T/s3" left_empty)" -gt 0 ] && ok || fail "no document was left empty"
+
 case_ "Bloom filter: measured false-positive rate within the requested one"
 # 200 documents of 1000 distinct lines: every removal is a false positive
 $PY -c "
@@ -93,7 +118,7 @@ for d in range(200):
 for p in 0.01 0.001; do
     run "$SLUICE" dedup paragraphs --index bloom --false-positive-rate $p --out "$T/fp$p" "$T/uniq.jsonl"
     expect_rc 0; expect_err "for 200000 paragraphs at a false-positive rate of $p"
-    fp=$(count "$T/fp$p" paragraphs_removed)
+    fp=$(count "$T/fp$p" units_removed)
     echo "ok bloom p=$p: $fp of 200000 removed"
     $PY -c "import sys; sys.exit(0 if 0 < $fp / 200000 <= $p else 1)" && ok ||
         fail "measured rate $fp/200000 outside (0, $p]"
@@ -102,7 +127,7 @@ done
 run "$SLUICE" dedup paragraphs --index bloom --false-positive-rate 0.01 --expected-count 20000 \
     --out "$T/fpsmall" "$T/uniq.jsonl"
 expect_rc 0
-fp=$(count "$T/fpsmall" paragraphs_removed)
+fp=$(count "$T/fpsmall" units_removed)
 $PY -c "import sys; sys.exit(0 if $fp / 200000 > 0.01 else 1)" && ok ||
     fail "an undersized filter kept its rate: $fp"
 
@@ -119,6 +144,12 @@ if have_mpi; then
                 "$(json "$T/np1-$ix/manifest.json" "json.dumps(m['counts'], sort_keys=True)")"
         done
     done
+    case_ "mpirun -np 2 --unit span3: the outputs of one process"
+    run "${MPIRUN[@]}" -np 2 "$SLUICE" dedup paragraphs --unit span3 --out "$T/np2-s3" "$T/s3.jsonl" "${GEN[@]}"
+    expect_rc 0
+    run "$SLUICE" dedup paragraphs --unit span3 --out "$T/np0-s3" "$T/s3.jsonl" "${GEN[@]}"
+    expect_rc 0
+    same_shards "$T/np0-s3" "$T/np2-s3"
 else
     echo "SKIP: mpirun not found (ranks)"
 fi

@@ -11,9 +11,19 @@
       is in the set of keys seen so far is removed with its newline, otherwise its key is
       added; a document left with only whitespace is dropped. One {"id", "text"} line per
       kept document.
+  paragraph_dedup.py brute --unit span3 FILE...
+      Three-sentence spans: each text split by NLTK's PunktTokenizer('english') (the model
+      found through $NLTK_DATA); span i is sentences i..i+2, its key the text from the
+      first's start to the last's end, lowercased, ASCII punctuation made spaces, digits
+      made 0, whitespace runs made one space and trimmed (sluice's --norm all on ASCII); a
+      span in the set of keys seen so far removes its three sentences, each with the text
+      up to the next sentence's start (the last: to the end), otherwise its key is added.
+      A text of fewer than 3 sentences has no span. Needs ASCII input (the key above is
+      --norm all only there).
 """
 import gzip
 import json
+import string
 import sys
 
 WS = " \t\n\r\v\f"
@@ -63,6 +73,36 @@ def brute(unit, skip_empty, files):
                 print(json.dumps({"id": d["id"], "text": text}, ensure_ascii=False))
 
 
+def span_key(s):
+    s = s.lower()
+    s = "".join(" " if ch in string.punctuation else "0" if ch.isdigit() else ch for ch in s)
+    return " ".join(s.split())
+
+
+def brute_spans(files):
+    from nltk.tokenize.punkt import PunktTokenizer
+    tok = PunktTokenizer("english")
+    seen = set()
+    for path in files:
+        for d in read(path):
+            text = d["text"]
+            sent = list(tok.span_tokenize(text))
+            gone = [False] * len(sent)
+            for i in range(len(sent) - 2):
+                key = span_key(text[sent[i][0]:sent[i + 2][1]])
+                if key in seen:
+                    gone[i] = gone[i + 1] = gone[i + 2] = True
+                else:
+                    seen.add(key)
+            out = text[:sent[0][0]] if sent else text
+            for j, (a, _) in enumerate(sent):
+                e = sent[j + 1][0] if j + 1 < len(sent) else len(text)
+                if not gone[j]:
+                    out += text[a:e]
+            if out.strip(WS):
+                print(json.dumps({"id": d["id"], "text": out}, ensure_ascii=False))
+
+
 def main(argv):
     if argv[0] == "dolma":
         dolma(argv[1], argv[2])
@@ -70,7 +110,10 @@ def main(argv):
         unit = argv[argv.index("--unit") + 1]
         skip = "--skip-empty" in argv
         files = [a for a in argv[1:] if a not in ("--unit", unit, "--skip-empty")]
-        brute(unit, skip, files)
+        if unit == "span3":
+            brute_spans(files)
+        else:
+            brute(unit, skip, files)
 
 
 if __name__ == "__main__":
