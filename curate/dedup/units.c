@@ -41,6 +41,8 @@ void dd_bloom_size(uint64_t n, double p, uint64_t *bits, unsigned *parts, unsign
 int dd_units_each(const char *text, size_t len, dd_unit_fn fn, void *ctx)
 {
     size_t s = 0;
+    if (len == 0) /* an empty text has no units (Dolma skips it) */
+        return 0;
     for (uint32_t i = 0;; i++) {
         const char *nl = memchr(text + s, '\n', len - s);
         size_t e = nl ? (size_t)(nl - text) : len;

@@ -2,7 +2,7 @@
  * engine of `sluice dedup paragraphs` (curate/dedup/cmd_dedup_paragraphs.c).
  *
  * A document's text is cut at every '\n' into units (a text ending in '\n' ends with an
- * empty unit, as Dolma's deduper splits). A unit's key is
+ * empty unit, as Dolma's deduper splits; an empty text has none, as Dolma skips it). A unit's key is
  *   DD_UNIT_PARAGRAPH  its bytes as they are (Dolma's paragraph deduper);
  *   DD_UNIT_LINE       its bytes with ASCII whitespace stripped at both ends, lowercased
  *                      as --norm lower does (C4's line dedup, TFDS c4_utils).

@@ -43,6 +43,8 @@ for ix in "--index exact" "--index bloom --expected-count 1000 --false-positive-
 import json, sys
 print(sum(len(json.loads(l)['attributes']['bff_duplicate_paragraph_spans']) for l in sys.stdin))")"
 done
+# m = -1000 ln 0.001 / (ln 2)^2 = 14377.6 bits, rounded up to 225 words of 64 = 14400;
+# k = round(14400 / 1000 * ln 2) = round(9.98) = 10
 expect_err "Bloom filter of 0.00 MiB (14400 bits in 1 parts over 1 ranks, 10 hashes) for 1000"
 
 # a generated corpus of 3 files: lines from a small pool, in varied case and spacing, some
@@ -65,6 +67,10 @@ for f in range(3):
             text = "\n".join(var(random.choice(pool)) for _ in range(k))
             if random.random() < 0.1:
                 text += "\n"
+            if d % 50 == 7:
+                text = ""
+            if d % 50 == 8:
+                text = "   "
             o.write(json.dumps({"id": "g%d" % n, "text": text}, ensure_ascii=False) + "\n")
             n += 1
 PY

@@ -9,7 +9,8 @@
       The rule by brute force over JSONL files in order: cut each text at every '\n'; a
       unit whose key (paragraph: the bytes; line: stripped of ASCII whitespace, lowercased)
       is in the set of keys seen so far is removed with its newline, otherwise its key is
-      added; a document left with only whitespace is dropped. One {"id", "text"} line per
+      added (an empty text has no units); a document that lost a unit and has only
+      whitespace left is dropped. One {"id", "text"} line per
       kept document.
   paragraph_dedup.py brute --unit span3 FILE...
       Three-sentence spans: each text split by NLTK's PunktTokenizer('english') (the model
@@ -56,20 +57,21 @@ def brute(unit, skip_empty, files):
     seen = set()
     for path in files:
         for d in read(path):
-            pieces = d["text"].split("\n")
+            pieces = d["text"].split("\n") if d["text"] else []
             out = []
+            lost = False
             for i, p in enumerate(pieces):
                 nl = "\n" if i + 1 < len(pieces) else ""
                 key = p if unit == "paragraph" else p.strip(WS).lower()
                 if skip_empty and not p.strip(WS):
                     out.append(p + nl)
                 elif key in seen:
-                    continue
+                    lost = True
                 else:
                     seen.add(key)
                     out.append(p + nl)
             text = "".join(out)
-            if text.strip(WS):
+            if not lost or text.strip(WS):
                 print(json.dumps({"id": d["id"], "text": text}, ensure_ascii=False))
 
 
@@ -99,7 +101,7 @@ def brute_spans(files):
                 e = sent[j + 1][0] if j + 1 < len(sent) else len(text)
                 if not gone[j]:
                     out += text[a:e]
-            if out.strip(WS):
+            if not any(gone) or out.strip(WS):
                 print(json.dumps({"id": d["id"], "text": out}, ensure_ascii=False))
 
 
