@@ -268,6 +268,20 @@ static int to_owners(const struct dd_corpus *c, struct dd_fate **f, size_t *n)
     return 0;
 }
 
+/* Size the Bloom filter and say so on rank 0, before it is made. */
+static void plan_bloom(const struct sl_world *w, const struct dd_units_cfg *cfg,
+                       struct dd_units_stats *st)
+{
+    st->bloom_count = cfg->expected ? cfg->expected : st->compared;
+    dd_bloom_size(st->bloom_count, cfg->fp_rate, &st->bloom_bits, &st->bloom_parts, &st->bloom_k);
+    if (w->rank == 0)
+        sl_info("dedup paragraphs: Bloom filter of %.2f MiB (%llu bits in %u parts over %d ranks, "
+                "%u hashes) for %llu units at a false-positive rate of %g",
+                (double)st->bloom_bits / 8 / 1048576, (unsigned long long)st->bloom_bits,
+                st->bloom_parts, w->size, st->bloom_k, (unsigned long long)st->bloom_count,
+                cfg->fp_rate);
+}
+
 int dd_units_find(struct dd_corpus *c, const struct dd_units_cfg *cfg, struct dd_fate **removed,
                   size_t *nr, struct dd_units_stats *st)
 {
@@ -279,6 +293,8 @@ int dd_units_find(struct dd_corpus *c, const struct dd_units_cfg *cfg, struct dd
     sl_buf_init(&s.tmp, 0);
     *removed = NULL;
     *nr = 0;
+    if (cfg->bloom && cfg->expected) /* known before the hashing pass: said first */
+        plan_bloom(w, cfg, st);
     int rc = dd_corpus_scan(c, "dedup paragraphs: hashing", 1, on_doc, &s);
     sl_buf_release(&s.tmp);
     punkt_spans_release(&s.sent);
@@ -289,17 +305,8 @@ int dd_units_find(struct dd_corpus *c, const struct dd_units_cfg *cfg, struct dd
     if (!rc) {
         st->units = tot[0];
         st->compared = tot[1];
-        if (cfg->bloom) {
-            st->bloom_count = cfg->expected ? cfg->expected : st->compared;
-            dd_bloom_size(st->bloom_count, cfg->fp_rate, &st->bloom_bits, &st->bloom_parts,
-                          &st->bloom_k);
-            if (w->rank == 0)
-                sl_info("dedup paragraphs: Bloom filter of %.2f MiB (%llu bits in %u parts over "
-                        "%d ranks, %u hashes) for %llu paragraphs at a false-positive rate of %g",
-                        (double)st->bloom_bits / 8 / 1048576, (unsigned long long)st->bloom_bits,
-                        st->bloom_parts, w->size, st->bloom_k,
-                        (unsigned long long)st->bloom_count, cfg->fp_rate);
-        }
+        if (cfg->bloom && !cfg->expected)
+            plan_bloom(w, cfg, st);
         dest = sl_xmalloc((s.n + 1) * sizeof(int));
         for (size_t i = 0; i < s.n; i++)
             dest[i] = cfg->bloom ? part_owner(part_of(s.r[i].hi, st->bloom_parts),

@@ -91,7 +91,9 @@ void dd_span_sentences(const struct dd_units_cfg *cfg, const char *text, size_t 
                        struct punkt_spans *out);
 
 /* Collective: every document of c split and hashed (progress "dedup paragraphs:
- * hashing"); on rank 0, before the Bloom filter is made, its size is logged. *removed gets
+ * hashing"); on rank 0 the Bloom filter's size is logged before anything is read when
+ * cfg->expected is given, else after the hashing pass has counted the units, before the
+ * filter is made. *removed gets
  * this rank's removed units (gid, unit index in .keep; span3: the span's first
  * sentence), sorted by gid then index. 0, or a
  * negative enum sl_err with its message (*removed NULL). */

@@ -45,7 +45,7 @@ print(sum(len(json.loads(l)['attributes']['bff_duplicate_paragraph_spans']) for 
 done
 # m = -1000 ln 0.001 / (ln 2)^2 = 14377.6 bits, rounded up to 225 words of 64 = 14400;
 # k = round(14400 / 1000 * ln 2) = round(9.98) = 10
-expect_err "Bloom filter of 0.00 MiB (14400 bits in 1 parts over 1 ranks, 10 hashes) for 1000"
+expect_err "Bloom filter of 0.00 MiB (14400 bits in 1 parts over 1 ranks, 10 hashes) for 1000 units"
 
 # a generated corpus of 3 files: lines from a small pool, in varied case and spacing, some
 # documents wholly repeated (left empty), blank lines
@@ -123,7 +123,7 @@ for d in range(200):
     > "$T/uniq.jsonl"
 for p in 0.01 0.001; do
     run "$SLUICE" dedup paragraphs --index bloom --false-positive-rate $p --out "$T/fp$p" "$T/uniq.jsonl"
-    expect_rc 0; expect_err "for 200000 paragraphs at a false-positive rate of $p"
+    expect_rc 0; expect_err "for 200000 units at a false-positive rate of $p"
     fp=$(count "$T/fp$p" units_removed)
     echo "ok bloom p=$p: $fp of 200000 removed"
     $PY -c "import sys; sys.exit(0 if 0 < $fp / 200000 <= $p else 1)" && ok ||
