@@ -101,6 +101,7 @@ struct cut_run {
     size_t n, k;
     struct sl_buf out;
     const char *text;
+    size_t len;
     uint64_t gid, units, bytes;
 };
 
@@ -116,7 +117,7 @@ static int cut_begin(void *ctx, struct sl_stage_unit *u)
 static int cut_unit(void *ctx, uint32_t index, size_t start, size_t end)
 {
     struct cut_run *a = ctx;
-    int has_nl = a->text[end] == '\n'; /* the text is NUL-terminated past its last unit */
+    int has_nl = end < a->len; /* every unit but the last ends at a '\n' */
     if (a->k < a->n && a->rm[a->k].gid == a->gid && a->rm[a->k].keep == index) {
         a->k++;
         a->units++;
@@ -164,6 +165,7 @@ static int cut_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *d)
         return SL_DOC_KEEP;
     size_t len;
     a->text = sl_doc_text(d, &len);
+    a->len = len;
     sl_buf_reset(&a->out);
     a->units = a->bytes = 0;
     if (a->uc->unit == DD_UNIT_SPAN3)
@@ -177,7 +179,8 @@ static int cut_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *d)
         i++;
     if (i == a->out.len)
         return sl_stage_doc_drop(sd, "left_empty");
-    return sl_doc_set_text(d, a->out.data, a->out.len) ? -1 : SL_DOC_KEEP;
+    int rc = sl_doc_set_text(d, a->out.data, a->out.len);
+    return rc ? rc : SL_DOC_KEEP;
 }
 
 static int cut(struct dd_corpus *c, struct sl_stage *st, const struct dd_units_cfg *uc,
