@@ -1,5 +1,5 @@
 /* sluice dedup: what it says when no mode is named (the modes: cmd_dedup_exact.c,
- * cmd_dedup_fuzzy.c). */
+ * cmd_dedup_fuzzy.c, cmd_dedup_paragraphs.c). */
 #include "curate/commands.h"
 
 #include "core/log.h"
@@ -10,12 +10,14 @@
 const char *const cmd_dedup_usage[] = {
     "sluice dedup exact --out DIR [options] IN...",
     "sluice dedup fuzzy --out DIR [options] IN...",
+    "sluice dedup paragraphs --out DIR [options] IN...",
     "",
     "Remove duplicate documents. 'exact' drops documents whose (optionally normalised)",
     "text, or another member (--key url), has the same 128-bit hash as an earlier one.",
     "'fuzzy' finds near-duplicates with MinHash and LSH (in memory, or in a Redis Cluster)",
-    "and keeps the first document of each connected group. 'sluice dedup exact -h' and",
-    "'sluice dedup fuzzy -h' show their options.",
+    "and keeps the first document of each connected group. 'paragraphs' removes every",
+    "paragraph (or line) of a text already seen earlier in the corpus. 'sluice dedup MODE",
+    "-h' shows a mode's options.",
     NULL,
 };
 
@@ -23,7 +25,8 @@ const char *const cmd_dedup_usage[] = {
 static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
     if (operands->n)
-        sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact' or 'sluice dedup fuzzy'",
+        sl_error("unknown dedup mode '%s'\nhint: use 'sluice dedup exact', 'sluice dedup fuzzy' "
+                 "or 'sluice dedup paragraphs'",
                  operands->v[0]);
     sl_usage_print(stderr, cmd_dedup_usage, NULL);
     return 2;

@@ -214,6 +214,7 @@ TEST(pipeline_keys_from_option_tables)
         { "decontaminate: sluice decontaminate\n", cmd_decontaminate_options },
         { "dedup_exact: sluice dedup exact\n", cmd_dedup_exact_options },
         { "dedup_fuzzy: sluice dedup fuzzy\n", cmd_dedup_fuzzy_options },
+        { "dedup_paragraphs: sluice dedup paragraphs\n", cmd_dedup_paragraphs_options },
         { "reshard: sluice reshard\n", cmd_reshard_options },
         { "tokenizer_train: sluice tokenizer train\n", cmd_tokenizer_train_options },
         { "tokenize: sluice tokenize\n", cmd_tokenize_options },
