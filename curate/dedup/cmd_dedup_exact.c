@@ -113,7 +113,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     size_t nf;
     uint64_t missing_key, groups = 0;
     rc = dd_exact_find(&c, &ec, &fates, &nf, &missing_key);
-    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0 };
+    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0, NULL, NULL };
     if (!rc)
         rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
 

@@ -63,10 +63,12 @@ typedef int (*dd_doc_fn)(void *ctx, uint64_t gid, struct sl_doc *d);
 int dd_corpus_scan(struct dd_corpus *c, const char *label, int check_ids, dd_doc_fn fn, void *ctx);
 
 /* A document's fate: it is in the duplicate group whose kept member is `keep` (keep ==
- * gid: this one is kept). */
+ * gid: this one is kept); `size`: for a kept one, its group's member count (0: unknown). */
 struct dd_fate {
-    uint64_t gid, keep;
+    uint64_t gid, keep, size;
 };
+
+struct dd_rehydrate;
 
 struct dd_apply_opts {
     int clusters;        /* also write clusters.jsonl */
@@ -78,6 +80,11 @@ struct dd_apply_opts {
     /* rank 0: pairs to write to OUT/pairs.jsonl (NULL: no file) */
     const struct dd_pair *pairs;
     size_t npairs;
+    /* member each kept document gets its group's size in (1 outside a group; NULL: none) */
+    const char *size_key;
+    /* write each kept document as many times as this says for its group's size (NULL:
+     * once); the copies beyond the first count as documents_rehydrated */
+    const struct dd_rehydrate *rehydrate;
 };
 
 /* Collective. Each rank passes the fates of its own documents (any order; taken over and

@@ -58,6 +58,12 @@ struct dd_fuzzy_cfg {
     int pairs;                        /* keep every pair for OUT/pairs.jsonl */
     long level;                       /* zstd level of the output shards */
     const char *id_key;               /* the member --index-out records as a document's id */
+    /* each kept document's cluster size (documents of this run and of --index-in joined
+     * to it, itself included) in its member size_key (NULL: not written); rehydrate: write
+     * it as many times as the table says for that size (NULL: once); sizes: either */
+    const char *size_key;
+    const struct dd_rehydrate *rehydrate;
+    int sizes;
 };
 
 /* Band records of --index-in that this rank owns (memory backend), sorted. */
