@@ -53,7 +53,7 @@ struct opts {
     /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
     const char *mode, *minhash, *rehydrate_table;
     uint64_t gen;
-    struct dd_rehydrate rt;    /* --rehydrate's table */
+    struct dd_rehydrate rt;              /* --rehydrate's table */
     char rt_name[DD_REHYDRATE_MAX * 48]; /* it as SIZE:WEIGHT,... (two 20-digit numbers) */
     struct dd_fuzzy_params f; /* what the options resolve to (the preset's defaults applied) */
     enum dd_mh_family fam;

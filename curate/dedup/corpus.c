@@ -400,8 +400,7 @@ static int apply_begin(void *ctx, struct sl_stage_unit *u)
 
 /* A kept document of a group of `size`: its size member set, written as many times as
  * the rehydration table says. */
-static int apply_kept(struct apply_run *a, struct sl_stage_doc *sd, struct sl_doc *d,
-                      uint64_t size)
+static int apply_kept(struct apply_run *a, struct sl_stage_doc *sd, struct sl_doc *d, uint64_t size)
 {
     const struct dd_apply_opts *o = a->o;
     int rc = o->size_key ? sl_doc_set_int(d, o->size_key, (int64_t)size) : 0;

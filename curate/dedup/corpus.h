@@ -91,7 +91,8 @@ struct dd_apply_opts {
  * freed); rank 0 also passes those of older generations. Writes the shards of this rank's
  * files (skipping those sl_stage_done says are complete), records them, and on rank 0
  * writes OUT/duplicates.jsonl (and clusters.jsonl, pairs.jsonl). Counts documents_in, documents_out,
- * duplicates_removed into each shard's record; `groups` (rank 0) gets the group count. */
+ * duplicates_removed (and with o->rehydrate documents_rehydrated) into each shard's record;
+ * `groups` (rank 0) gets the group count. */
 int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fates, size_t n,
                     const struct dd_apply_opts *o, uint64_t *groups);
 

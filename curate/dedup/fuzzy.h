@@ -79,7 +79,7 @@ struct dd_old_ids {
         uint64_t gid;
         char *id; /* raw JSON */
         size_t len;
-    } *v;
+    } * v;
     size_t n, cap;
     const uint64_t *want; /* sorted */
     size_t nwant;

@@ -3,8 +3,8 @@
 
 #include "core/alloc.h"
 #include "core/buf.h"
-#include "core/stream.h"
 #include "core/err.h"
+#include "core/stream.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -32,12 +32,13 @@ static int parse_text(struct dd_rehydrate *t, const char *s, const char *what)
         errno = 0;
         unsigned long long size = strtoull(p, &end, 10);
         unsigned long long w = 0;
-        int ok = end != p && *end == ':' && isdigit((unsigned char)end[1]) && errno == 0;
+        int ok = isdigit((unsigned char)*p) && *end == ':' && isdigit((unsigned char)end[1]) &&
+                 errno == 0;
         if (ok) {
             p = end + 1;
             w = strtoull(p, &end, 10);
-            ok = errno == 0 && (!*end || *end == ',' || *end == '#' ||
-                                isspace((unsigned char)*end));
+            ok =
+                errno == 0 && (!*end || *end == ',' || *end == '#' || isspace((unsigned char)*end));
             p = end;
         }
         int len = 0;
