@@ -120,7 +120,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     struct sl_pq_write_opts pq;
     const struct sl_pq_write_opts *pqo =
         sl_pq_out_opts(&pq, o->out_format, o->row_group_size, o->level, o->text_key);
-    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0, pqo };
+    struct dd_apply_opts ao = { 0, o->level, NULL, NULL, NULL, 0, pqo, NULL, NULL };
     if (!rc)
         rc = dd_corpus_apply(&c, &st, fates, nf, &ao, &groups);
 

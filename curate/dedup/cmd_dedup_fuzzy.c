@@ -18,6 +18,7 @@
 #include "curate/dedup/corpus.h"
 #include "curate/dedup/minhash.h"
 #include "curate/dedup/normalize.h"
+#include "curate/dedup/rehydrate.h"
 #include "curate/dedup/shingle.h"
 
 #include <stdio.h>
@@ -44,17 +45,19 @@ const char *const cmd_dedup_fuzzy_usage[] = {
 
 struct opts {
     const char *out, *preset, *ngram, *norm, *family, *backend, *redis, *redis_prefix;
-    const char *index_in, *index_out, *text_key, *id_key;
+    const char *index_in, *index_out, *text_key, *id_key, *rehydrate_weights;
     long bands, rows, anchors, level, redis_batch;
     double redis_timeout;
     uint64_t seed, max_line;
     double threshold;
-    int verify, pairs, force, wait, repair_utf8;
+    int verify, pairs, force, wait, repair_utf8, cluster_size, rehydrate;
     const char *out_format; /* --out-format */
     uint64_t row_group_size;
     /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
-    const char *mode, *minhash;
+    const char *mode, *minhash, *rehydrate_table;
     uint64_t gen;
+    struct dd_rehydrate rt;              /* --rehydrate's table */
+    char rt_name[DD_REHYDRATE_MAX * 48]; /* it as SIZE:WEIGHT,... (two 20-digit numbers) */
     struct dd_fuzzy_params f; /* what the options resolve to (the preset's defaults applied) */
     enum dd_mh_family fam;
 };
@@ -108,6 +111,18 @@ const struct sl_option cmd_dedup_fuzzy_options[] = {
                   "also dedup against the documents of this saved index",
                   .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
     SL_SETTING(SL_OPT_U64, "index_generation", gen),
+    SL_OPT_GROUP_("Cluster sizes and rehydration"),
+    SL_OPT_FLAG_(0, "cluster-size", cluster_size,
+                 "record each kept document's cluster size in minhash_cluster_size",
+                 .flags = SL_OPTF_OUTPUT, .omit = "false"),
+    SL_OPT_FLAG_(0, "rehydrate", rehydrate,
+                 "write each kept document as many times as FineWeb-2's weights say for "
+                 "its cluster size (" DD_REHYDRATE_FINEWEB2 "; implies --cluster-size)",
+                 .flags = SL_OPTF_OUTPUT, .omit = "false"),
+    SL_OPT_STRING(0, "rehydrate-weights", rehydrate_weights, "SPEC|FILE",
+                  "--rehydrate with these weights: SIZE:WEIGHT,... (the weight of the "
+                  "largest SIZE <= the cluster's)"),
+    SL_SETTING(SL_OPT_STR, "rehydrate_table", rehydrate_table, .omit = "null"),
     SL_OPT_GROUP_("Input and output"),
     SL_OPT_TEXT_KEY(text_key),
     SL_OPT_ID_KEY(id_key),
@@ -159,6 +174,7 @@ static void fuzzy_settings(struct fuzzy_run *r)
     o.minhash = r->o->f.minhash_json;
     o.anchors = (long)r->o->f.anchors;
     o.gen = r->c.gen;
+    o.rehydrate_table = r->o->rehydrate ? r->o->rt_name : NULL;
     sl_options_settings_json(cmd_dedup_fuzzy_options, &o, &r->settings);
 }
 
@@ -277,7 +293,10 @@ static int fuzzy(const struct opts *o, const struct dd_fuzzy_params *f,
                                    .index_out = o->index_out,
                                    .pairs = o->pairs,
                                    .level = o->level,
-                                   .id_key = o->id_key };
+                                   .id_key = o->id_key,
+                                   .size_key = o->cluster_size ? "minhash_cluster_size" : NULL,
+                                   .rehydrate = o->rehydrate ? &o->rt : NULL,
+                                   .sizes = o->cluster_size };
     r.cfg.parquet = sl_pq_out_opts(&r.pq, o->out_format, o->row_group_size, o->level, o->text_key);
     sl_counters_init(&r.extra);
     sl_counters_init(&r.totals);
@@ -341,6 +360,14 @@ static int check(void *opts, const struct sl_strlist *operands)
                         "--verify cannot be used with --index-in: the index keeps band keys, "
                         "not the shingles of the earlier documents\nhint: verify within each "
                         "run, or dedup old and new documents together");
+    if (!rc && o->rehydrate_weights)
+        o->rehydrate = 1;
+    if (!rc && o->rehydrate) {
+        o->cluster_size = 1;
+        rc = dd_rehydrate_parse(&o->rt, o->rehydrate_weights ? o->rehydrate_weights
+                                                             : DD_REHYDRATE_FINEWEB2);
+        dd_rehydrate_name(&o->rt, o->rt_name, sizeof(o->rt_name));
+    }
     if (rc)
         return rc;
     f->bands = (unsigned)bands;

@@ -12,6 +12,7 @@
 #include "core/stage_docs.h"
 #include "core/stream.h"
 #include "core/world.h"
+#include "curate/dedup/rehydrate.h"
 #include "curate/dedup/shuffle.h"
 
 #include <stdio.h>
@@ -382,6 +383,7 @@ static int write_side_files(const char *out_dir, struct member *m, size_t n, int
 /* The output phase's documents on this rank: each one's fate, in gid order. */
 struct apply_run {
     const struct dd_corpus *c;
+    const struct dd_apply_opts *o;
     const struct dd_fate *fates;
     size_t nf, k;
     struct sl_buf members; /* for rank 0: every member of a group read here */
@@ -389,9 +391,31 @@ struct apply_run {
 
 static int apply_begin(void *ctx, struct sl_stage_unit *u)
 {
-    (void)ctx;
+    const struct apply_run *a = ctx;
     sl_counters_add(u->c, "duplicates_removed", 0);
+    if (a->o->rehydrate)
+        sl_counters_add(u->c, "documents_rehydrated", 0);
     return 0;
+}
+
+/* A kept document of a group of `size`: its size member set, written as many times as
+ * the rehydration table says. */
+static int apply_kept(struct apply_run *a, struct sl_stage_doc *sd, struct sl_doc *d, uint64_t size)
+{
+    const struct dd_apply_opts *o = a->o;
+    int rc = o->size_key ? sl_doc_set_int(d, o->size_key, (int64_t)size) : 0;
+    if (rc)
+        return rc;
+    if (!o->rehydrate)
+        return SL_DOC_KEEP;
+    uint64_t times = dd_rehydrate_weight(o->rehydrate, size);
+    for (uint64_t i = 0; i < times; i++) {
+        rc = sl_stage_doc_write(sd, d);
+        if (rc)
+            return rc;
+    }
+    sl_counters_add(sd->u->c, "documents_rehydrated", times - 1);
+    return SL_DOC_WRITTEN;
 }
 
 /* A document kept, or dropped as a duplicate; a member of a group is noted for rank 0. */
@@ -402,12 +426,12 @@ static int apply_doc(void *ctx, struct sl_stage_doc *sd, struct sl_doc *d)
     while (a->k < a->nf && a->fates[a->k].gid < gid)
         a->k++;
     if (a->k == a->nf || a->fates[a->k].gid != gid)
-        return SL_DOC_KEEP;
+        return apply_kept(a, sd, d, 1);
     size_t len;
     const char *id = sl_doc_get_raw(d, a->c->id_key, &len);
     put_member(&a->members, a->fates[a->k].keep, gid, id ? id : "null", id ? len : 4);
     if (a->fates[a->k].keep == gid)
-        return SL_DOC_KEEP;
+        return apply_kept(a, sd, d, a->fates[a->k].size ? a->fates[a->k].size : 1);
     return sl_stage_doc_drop(sd, "duplicates_removed");
 }
 
@@ -417,7 +441,7 @@ int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fa
     const struct sl_world *w = c->w;
     if (nf > 1) /* qsort wants a valid pointer even for nothing */
         qsort(fates, nf, sizeof(*fates), cmp_fate);
-    struct apply_run a = { .c = c, .fates = fates, .nf = nf };
+    struct apply_run a = { .c = c, .o = o, .fates = fates, .nf = nf };
     struct sl_buf idb = SL_BUF_INIT;
     /* this rank's shards; those complete from an earlier run are read for their members */
     struct sl_stage_docs job = { .files = { .stage = { .stage = st->cfg.stage, .inputs = &c->in },

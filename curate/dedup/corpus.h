@@ -64,10 +64,12 @@ typedef int (*dd_doc_fn)(void *ctx, uint64_t gid, struct sl_doc *d);
 int dd_corpus_scan(struct dd_corpus *c, const char *label, int check_ids, dd_doc_fn fn, void *ctx);
 
 /* A document's fate: it is in the duplicate group whose kept member is `keep` (keep ==
- * gid: this one is kept). */
+ * gid: this one is kept); `size`: for a kept one, its group's member count (0: unknown). */
 struct dd_fate {
-    uint64_t gid, keep;
+    uint64_t gid, keep, size;
 };
+
+struct dd_rehydrate;
 
 struct dd_apply_opts {
     int clusters;        /* also write clusters.jsonl */
@@ -81,13 +83,19 @@ struct dd_apply_opts {
     size_t npairs;
     /* the shards as Parquet (core/parquet_write.h); NULL: .jsonl.zst */
     const struct sl_pq_write_opts *parquet;
+    /* member each kept document gets its group's size in (1 outside a group; NULL: none) */
+    const char *size_key;
+    /* write each kept document as many times as this says for its group's size (NULL:
+     * once); the copies beyond the first count as documents_rehydrated */
+    const struct dd_rehydrate *rehydrate;
 };
 
 /* Collective. Each rank passes the fates of its own documents (any order; taken over and
  * freed); rank 0 also passes those of older generations. Writes the shards of this rank's
  * files (skipping those sl_stage_done says are complete), records them, and on rank 0
  * writes OUT/duplicates.jsonl (and clusters.jsonl, pairs.jsonl). Counts documents_in, documents_out,
- * duplicates_removed into each shard's record; `groups` (rank 0) gets the group count. */
+ * duplicates_removed (and with o->rehydrate documents_rehydrated) into each shard's record;
+ * `groups` (rank 0) gets the group count. */
 int dd_corpus_apply(struct dd_corpus *c, struct sl_stage *st, struct dd_fate *fates, size_t n,
                     const struct dd_apply_opts *o, uint64_t *groups);
 

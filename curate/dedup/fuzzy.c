@@ -9,6 +9,7 @@
 #include "core/err.h"
 #include "core/world.h"
 #include "curate/dedup/components.h"
+#include "curate/dedup/shuffle.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,49 @@ static int check_pairs(struct dd_fuzzy *z, struct dd_edge *e, size_t ne)
     return rc;
 }
 
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Each cluster's size (its labels with that root, counted on the rank that reads the root)
+ * into the fates of this rank's kept documents (sorted by gid, on their owners). */
+static int cluster_sizes(struct dd_fuzzy *z, const struct dd_edge *labels, size_t nl)
+{
+    uint64_t *roots = sl_xmalloc((nl + 1) * sizeof(*roots));
+    int *dest = sl_xmalloc((nl + 1) * sizeof(*dest));
+    for (size_t i = 0; i < nl; i++) {
+        roots[i] = labels[i].v;
+        dest[i] = dd_corpus_owner(z->c, labels[i].v);
+    }
+    struct sl_buf got = SL_BUF_INIT;
+    size_t m = 0;
+    int rc = dd_shuffle(z->c->w, roots, nl, sizeof(*roots), dest, &got, &m);
+    free(roots);
+    free(dest);
+    uint64_t *r = (uint64_t *)got.data;
+    if (!rc && m > 1) /* qsort wants a valid pointer even for nothing */
+        qsort(r, m, sizeof(*r), cmp_u64);
+    for (size_t i = 0, j = 0; !rc && i < z->nf; i++) {
+        struct dd_fate *f = &z->fates[i];
+        if (f->gid != f->keep)
+            continue;
+        while (j < m && r[j] < f->gid)
+            j++;
+        size_t k = j;
+        while (k < m && r[k] == f->gid)
+            k++;
+        f->size = k - j;
+        j = k;
+    }
+    sl_buf_release(&got);
+    return rc;
+}
+
 /* Connected components of the pairs: each document's fate (the document its cluster
- * keeps), on the rank that reads it. */
+ * keeps, and for a kept one with cfg->sizes the cluster's size), on the rank that reads
+ * it. */
 static int components(struct dd_fuzzy *z)
 {
     struct dd_edge *labels = NULL;
@@ -81,10 +123,13 @@ static int components(struct dd_fuzzy *z)
                 continue;
             z->fates[z->nf].gid = labels[i].u;
             z->fates[z->nf].keep = labels[i].v;
+            z->fates[z->nf].size = 0;
             z->nf++;
         }
         rc = dd_fates_to_owners(z->c, &z->fates, &z->nf);
     }
+    if (!rc && z->cfg->sizes)
+        rc = cluster_sizes(z, labels, nl);
     free(labels);
     return rc;
 }
@@ -118,7 +163,9 @@ static int write_outputs(struct dd_fuzzy *z, struct sl_stage *st)
                                 &z->oid,
                                 z->cfg->pairs ? (const struct dd_pair *)z->allp.data : NULL,
                                 z->allp.len / sizeof(struct dd_pair),
-                                z->cfg->parquet };
+                                z->cfg->parquet,
+                                z->cfg->size_key,
+                                z->cfg->rehydrate };
     struct dd_fate *fates = z->fates;
     z->fates = NULL;
     return dd_corpus_apply(z->c, st, fates, z->nf, &ao, &z->groups);

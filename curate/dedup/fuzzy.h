@@ -61,6 +61,12 @@ struct dd_fuzzy_cfg {
     const char *id_key;               /* the member --index-out records as a document's id */
     /* the output shards as Parquet; NULL: .jsonl.zst */
     const struct sl_pq_write_opts *parquet;
+    /* each kept document's cluster size (documents of this run and of --index-in joined
+     * to it, itself included) in its member size_key (NULL: not written); rehydrate: write
+     * it as many times as the table says for that size (NULL: once); sizes: either */
+    const char *size_key;
+    const struct dd_rehydrate *rehydrate;
+    int sizes;
 };
 
 /* Band records of --index-in that this rank owns (memory backend), sorted. */
@@ -76,7 +82,7 @@ struct dd_old_ids {
         uint64_t gid;
         char *id; /* raw JSON */
         size_t len;
-    } *v;
+    } * v;
     size_t n, cap;
     const uint64_t *want; /* sorted */
     size_t nwant;

@@ -50,6 +50,15 @@ if have_mpi; then
     cmp_out "$T/mem" "$T/red2"
 fi
 
+case_ "redis backend --rehydrate: the cluster sizes and repeats of memory"
+run "$SLUICE" dedup fuzzy --verify --rehydrate --out "$T/mem-rh" "$T/gen"
+expect_rc 0
+run "$SLUICE" dedup fuzzy --verify --rehydrate --backend redis --redis "$SEEDS" --out "$T/red-rh" "$T/gen"
+expect_rc 0
+cmp_out "$T/mem-rh" "$T/red-rh"
+[ "$(json "$T/red-rh/manifest.json" "m['counts']['documents_rehydrated']")" -gt 0 ] && ok ||
+    fail "no document rehydrated"
+
 case_ "redis incremental: the same removals as memory incremental"
 run "$SLUICE" dedup fuzzy --out "$T/mi-a" --index-out "$T/midx" "$T/gen/part-0.jsonl"
 expect_rc 0
