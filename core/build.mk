@@ -4,6 +4,8 @@ LIB_SRCS += core/err.c core/alloc.c core/buf.c core/utf8.c core/stream.c core/at
             core/log.c core/progress.c core/world.c core/hash.c core/rng.c core/inputs.c \
             core/stage.c core/stage_record.c core/stage_files.c core/stage_docs.c core/manifest.c \
             core/dirlock.c core/sniff.c core/docid.c core/dl.c core/xxh3_avx2.c core/md5.c \
-            core/datadir.c core/file.c
-PKGS += libzstd zlib yaml-0.1 json-c libxxhash
-LIBS += -lbz2
+            core/datadir.c core/file.c core/parquet.c core/parquet_meta.c core/parquet_page.c \
+            core/parquet_rows.c core/inputs_parquet.c
+PKGS += libzstd zlib yaml-0.1 json-c libxxhash liblz4 libbrotlidec
+# libsnappy has no pkg-config file
+LIBS += -lbz2 -lsnappy
