@@ -46,9 +46,10 @@ struct sl_inputs {
 /* The extensions a JSONL stage reads by default. */
 extern const char *const sl_jsonl_exts[];
 
-/* Expand operands (then sl_inputs_split_parquet). `exts` is a NULL-terminated list of accepted name endings (NULL: all
- * files). Errors: a missing operand, a directory with no accepted files (named), an
- * unreadable directory. Files given explicitly are taken whatever their extension. */
+/* Expand operands (then sl_inputs_split_parquet). `exts` is a NULL-terminated list of
+ * accepted name endings (NULL: all files). Errors: a missing operand, a directory with no
+ * accepted files (named), an unreadable directory. Files given explicitly are taken
+ * whatever their extension. */
 int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n,
                      const char *const *exts);
 void sl_inputs_release(struct sl_inputs *in);

@@ -122,10 +122,11 @@ static int open_footer(struct sl_parquet *pq)
     uint32_t flen = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 |
                     (uint32_t)tail[3] << 24;
     if (flen == 0 || flen > size - min || flen > PQ_MAX_FOOTER)
-        return sl_err_set(SL_ERR_CORRUPT,
-                          "cannot read Parquet file '%s': its footer length (%u, at byte %llu) does "
-                          "not fit the file's %llu bytes\nhint: the file is damaged or cut short",
-                          pq->name, flen, (unsigned long long)(size - 8), (unsigned long long)size);
+        return sl_err_set(
+            SL_ERR_CORRUPT,
+            "cannot read Parquet file '%s': its footer length (%u, at byte %llu) does "
+            "not fit the file's %llu bytes\nhint: the file is damaged or cut short",
+            pq->name, flen, (unsigned long long)(size - 8), (unsigned long long)size);
     uint64_t off = size - sizeof(tail) - flen;
     uint8_t *buf = sl_xmalloc(flen);
     rc = pq->pr.read_at(pq->pr.ctx, off, buf, flen);

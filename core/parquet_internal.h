@@ -42,9 +42,9 @@ struct pq_node {
     int nchildren;
     int converted; /* enum sl_pq_converted, or -1 */
     int scale, precision;
-    int logical;    /* the LogicalType union's field id, 0 when none */
-    int time_unit;  /* TIMESTAMP/TIME: 1 ms, 2 us, 3 ns */
-    int utc;        /* TIMESTAMP: adjusted to UTC */
+    int logical;   /* the LogicalType union's field id, 0 when none */
+    int time_unit; /* TIMESTAMP/TIME: 1 ms, 2 us, 3 ns */
+    int utc;       /* TIMESTAMP: adjusted to UTC */
     int int_bits, int_signed;
     /* derived */
     struct pq_node **child;
@@ -103,8 +103,8 @@ struct pq_column {
     uint16_t *def, *rep; /* NULL when the maximum level is 0 */
     size_t n, cap;       /* entries */
     union {
-        int64_t *i;        /* BOOLEAN, INT32, INT64 */
-        double *d;         /* FLOAT, DOUBLE */
+        int64_t *i;         /* BOOLEAN, INT32, INT64 */
+        double *d;          /* FLOAT, DOUBLE */
         struct pq_bytes *b; /* BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY, INT96 */
     } v;
     size_t nv, vcap;

@@ -263,13 +263,27 @@ static void parse_element(struct pq_tin *t, struct pq_node *e)
     e->int_signed = 1;
     while (pq_field(t, &last, &id, &ft)) {
         switch (id) {
-        case SL_PQ_SE_TYPE: e->type = (int)pq_int(t, ft); break;
-        case SL_PQ_SE_TYPE_LENGTH: e->type_length = (int)pq_int(t, ft); break;
-        case SL_PQ_SE_REPETITION: e->repetition = (int)pq_int(t, ft); break;
-        case SL_PQ_SE_NUM_CHILDREN: e->nchildren = (int)pq_int(t, ft); break;
-        case SL_PQ_SE_CONVERTED: e->converted = (int)pq_int(t, ft); break;
-        case SL_PQ_SE_SCALE: e->scale = (int)pq_int(t, ft); break;
-        case SL_PQ_SE_PRECISION: e->precision = (int)pq_int(t, ft); break;
+        case SL_PQ_SE_TYPE:
+            e->type = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_SE_TYPE_LENGTH:
+            e->type_length = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_SE_REPETITION:
+            e->repetition = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_SE_NUM_CHILDREN:
+            e->nchildren = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_SE_CONVERTED:
+            e->converted = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_SE_SCALE:
+            e->scale = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_SE_PRECISION:
+            e->precision = (int)pq_int(t, ft);
+            break;
         case SL_PQ_SE_NAME: {
             if (ft != SL_TC_BINARY) {
                 pq_skip(t, ft);
@@ -287,7 +301,8 @@ static void parse_element(struct pq_tin *t, struct pq_node *e)
             else
                 pq_skip(t, ft);
             break;
-        default: pq_skip(t, ft);
+        default:
+            pq_skip(t, ft);
         }
     }
 }
@@ -310,7 +325,8 @@ static int link_tree(struct pq_meta *m, size_t *i, int def, int rep, int depth)
     if (nd->type >= 0 && depth > 0) {
         if (nd->nchildren > 0 || nd->type > SL_PQ_FIXED_LEN_BYTE_ARRAY)
             return -1;
-        if (nd->type == SL_PQ_FIXED_LEN_BYTE_ARRAY && (nd->type_length <= 0 || nd->type_length > (1 << 24)))
+        if (nd->type == SL_PQ_FIXED_LEN_BYTE_ARRAY &&
+            (nd->type_length <= 0 || nd->type_length > (1 << 24)))
             return -1;
         nd->leaf = (int)m->nleaves;
         m->leaves[m->nleaves++] = nd;
@@ -350,19 +366,33 @@ static int parse_schema(struct pq_tin *t, struct pq_meta *m)
 
 /* ---- row groups ---------------------------------------------------------------------- */
 
-static void parse_colmeta(struct pq_tin *t, struct pq_chunk *c, int64_t *data_off, int64_t *dict_off)
+static void parse_colmeta(struct pq_tin *t, struct pq_chunk *c, int64_t *data_off,
+                          int64_t *dict_off)
 {
     int16_t last = 0, id;
     int ft;
     while (pq_field(t, &last, &id, &ft)) {
         switch (id) {
-        case SL_PQ_CMD_TYPE: c->type = (int)pq_int(t, ft); break;
-        case SL_PQ_CMD_CODEC: c->codec = (int)pq_int(t, ft); break;
-        case SL_PQ_CMD_NUM_VALUES: c->num_values = pq_int(t, ft); break;
-        case SL_PQ_CMD_COMPRESSED_SIZE: c->len = (uint64_t)pq_int(t, ft); break;
-        case SL_PQ_CMD_DATA_PAGE_OFFSET: *data_off = pq_int(t, ft); break;
-        case SL_PQ_CMD_DICT_PAGE_OFFSET: *dict_off = pq_int(t, ft); break;
-        default: pq_skip(t, ft);
+        case SL_PQ_CMD_TYPE:
+            c->type = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_CMD_CODEC:
+            c->codec = (int)pq_int(t, ft);
+            break;
+        case SL_PQ_CMD_NUM_VALUES:
+            c->num_values = pq_int(t, ft);
+            break;
+        case SL_PQ_CMD_COMPRESSED_SIZE:
+            c->len = (uint64_t)pq_int(t, ft);
+            break;
+        case SL_PQ_CMD_DATA_PAGE_OFFSET:
+            *data_off = pq_int(t, ft);
+            break;
+        case SL_PQ_CMD_DICT_PAGE_OFFSET:
+            *dict_off = pq_int(t, ft);
+            break;
+        default:
+            pq_skip(t, ft);
         }
     }
 }

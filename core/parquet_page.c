@@ -76,20 +76,42 @@ static void parse_data_header(struct pq_tin *t, struct page *pg, int v2)
         int64_t v = pq_int(t, ft);
         if (!v2) {
             switch (id) {
-            case SL_PQ_DP_NUM_VALUES: pg->num_values = (int32_t)v; break;
-            case SL_PQ_DP_ENCODING: pg->encoding = (int)v; break;
-            case SL_PQ_DP_DEF_ENCODING: pg->def_enc = (int)v; break;
-            case SL_PQ_DP_REP_ENCODING: pg->rep_enc = (int)v; break;
+            case SL_PQ_DP_NUM_VALUES:
+                pg->num_values = (int32_t)v;
+                break;
+            case SL_PQ_DP_ENCODING:
+                pg->encoding = (int)v;
+                break;
+            case SL_PQ_DP_DEF_ENCODING:
+                pg->def_enc = (int)v;
+                break;
+            case SL_PQ_DP_REP_ENCODING:
+                pg->rep_enc = (int)v;
+                break;
             }
         } else {
             switch (id) {
-            case SL_PQ_DP2_NUM_VALUES: pg->num_values = (int32_t)v; break;
-            case SL_PQ_DP2_NUM_NULLS: pg->num_nulls = (int32_t)v; break;
-            case SL_PQ_DP2_NUM_ROWS: pg->num_rows = (int32_t)v; break;
-            case SL_PQ_DP2_ENCODING: pg->encoding = (int)v; break;
-            case SL_PQ_DP2_DEF_LEN: pg->def_len = (int32_t)v; break;
-            case SL_PQ_DP2_REP_LEN: pg->rep_len = (int32_t)v; break;
-            case SL_PQ_DP2_IS_COMPRESSED: pg->compressed = (int)v; break;
+            case SL_PQ_DP2_NUM_VALUES:
+                pg->num_values = (int32_t)v;
+                break;
+            case SL_PQ_DP2_NUM_NULLS:
+                pg->num_nulls = (int32_t)v;
+                break;
+            case SL_PQ_DP2_NUM_ROWS:
+                pg->num_rows = (int32_t)v;
+                break;
+            case SL_PQ_DP2_ENCODING:
+                pg->encoding = (int)v;
+                break;
+            case SL_PQ_DP2_DEF_LEN:
+                pg->def_len = (int32_t)v;
+                break;
+            case SL_PQ_DP2_REP_LEN:
+                pg->rep_len = (int32_t)v;
+                break;
+            case SL_PQ_DP2_IS_COMPRESSED:
+                pg->compressed = (int)v;
+                break;
             }
         }
     }
@@ -147,8 +169,10 @@ static int hadoop_lz4(const uint8_t *src, size_t n, uint8_t *dst, size_t un)
 {
     size_t o = 0;
     while (n >= 8) {
-        uint32_t ul = (uint32_t)src[0] << 24 | (uint32_t)src[1] << 16 | (uint32_t)src[2] << 8 | src[3];
-        uint32_t cl = (uint32_t)src[4] << 24 | (uint32_t)src[5] << 16 | (uint32_t)src[6] << 8 | src[7];
+        uint32_t ul =
+            (uint32_t)src[0] << 24 | (uint32_t)src[1] << 16 | (uint32_t)src[2] << 8 | src[3];
+        uint32_t cl =
+            (uint32_t)src[4] << 24 | (uint32_t)src[5] << 16 | (uint32_t)src[6] << 8 | src[7];
         src += 8;
         n -= 8;
         if (cl > n || ul > un - o || cl > (uint32_t)INT32_MAX || ul > (uint32_t)INT32_MAX)
@@ -191,7 +215,9 @@ static int decompress(struct dec *d, const uint8_t *src, size_t n, uint8_t *dst,
         return 0;
     case SL_PQ_SNAPPY: {
         size_t len = un;
-        ok = snappy_uncompress((const char *)src, n, (char *)dst, &len) == SNAPPY_OK && len == un ? 0 : -1;
+        ok = snappy_uncompress((const char *)src, n, (char *)dst, &len) == SNAPPY_OK && len == un
+                 ? 0
+                 : -1;
         break;
     }
     case SL_PQ_GZIP:
@@ -211,19 +237,25 @@ static int decompress(struct dec *d, const uint8_t *src, size_t n, uint8_t *dst,
     case SL_PQ_LZ4:
         ok = hadoop_lz4(src, n, dst, un);
         if (ok && n <= INT32_MAX) /* some writers put a plain block under this codec */
-            ok = LZ4_decompress_safe((const char *)src, (char *)dst, (int)n, (int)un) == (int)un ? 0 : -1;
+            ok = LZ4_decompress_safe((const char *)src, (char *)dst, (int)n, (int)un) == (int)un
+                     ? 0
+                     : -1;
         break;
     case SL_PQ_BROTLI: {
         size_t len = un;
-        ok = BrotliDecoderDecompress(n, src, &len, dst) == BROTLI_DECODER_RESULT_SUCCESS && len == un ? 0 : -1;
+        ok =
+            BrotliDecoderDecompress(n, src, &len, dst) == BROTLI_DECODER_RESULT_SUCCESS && len == un
+                ? 0
+                : -1;
         break;
     }
     default:
-        return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "cannot read Parquet file '%s' at byte %llu (row group %zu, column '%s'): "
-                          "its compression (codec %d) is not supported\nhint: write it with "
-                          "zstd, snappy, gzip, lz4 or brotli, or uncompressed",
-                          d->w->name, (unsigned long long)d->off, d->w->rg, d->w->column, d->codec);
+        return sl_err_set(
+            SL_ERR_UNSUPPORTED,
+            "cannot read Parquet file '%s' at byte %llu (row group %zu, column '%s'): "
+            "its compression (codec %d) is not supported\nhint: write it with "
+            "zstd, snappy, gzip, lz4 or brotli, or uncompressed",
+            d->w->name, (unsigned long long)d->off, d->w->rg, d->w->column, d->codec);
     }
     return ok ? bad(d, "the page does not decompress%s", "") : 0;
 }
@@ -254,7 +286,8 @@ static int hybrid(const uint8_t *p, size_t len, int width, uint32_t *out, size_t
             return -1;
         if (h & 1) { /* bit-packed: (h >> 1) groups of 8 values */
             uint64_t groups = h >> 1;
-            if (groups > (uint64_t)(t.end - t.p) || groups * (uint64_t)width > (uint64_t)(t.end - t.p))
+            if (groups > (uint64_t)(t.end - t.p) ||
+                groups * (uint64_t)width > (uint64_t)(t.end - t.p))
                 return -1;
             uint64_t nv = groups * 8;
             for (uint64_t k = 0; k < nv && got < n; k++)
@@ -319,7 +352,8 @@ static int levels_v1(struct dec *d, const uint8_t *p, size_t len, size_t *pos, i
     if (len - *pos < 4)
         return bad(d, "its levels run past the page's end%s", "");
     const uint8_t *q = p + *pos;
-    uint32_t ll = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+    uint32_t ll =
+        (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
     if (ll > len - *pos - 4 || hybrid(q + 4, ll, w, out, n))
         return bad(d, "its levels run past the page's end%s", "");
     *pos += 4 + (size_t)ll;
@@ -488,7 +522,8 @@ static int delta_bytes(struct dec *d, const uint8_t *p, size_t len, size_t k, st
         rc = delta_binary(d, p, len, &pos, suf, k);
     uint64_t total = 0;
     for (size_t j = 0; j < k && !rc; j++) {
-        if (suf[j] < 0 || (uint64_t)suf[j] > len - pos || (pre && (pre[j] < 0 || pre[j] > UINT32_MAX)))
+        if (suf[j] < 0 || (uint64_t)suf[j] > len - pos ||
+            (pre && (pre[j] < 0 || pre[j] > UINT32_MAX)))
             rc = bad(d, "a value's length runs past the page's end%s", "");
         else
             total += (uint64_t)suf[j] + (pre ? (uint64_t)pre[j] : 0);
@@ -569,7 +604,9 @@ static int values(struct dec *d, const uint8_t *p, size_t len, size_t k, int enc
         if (len < 1 || p[0] > 32)
             return bad(d, "its dictionary indices are damaged%s", "");
         uint32_t *ix = sl_xcalloc(k ? k : 1, sizeof(uint32_t));
-        int rc = hybrid(p + 1, len - 1, p[0], ix, k) ? bad(d, "its dictionary indices run past the page's end%s", "") : 0;
+        int rc = hybrid(p + 1, len - 1, p[0], ix, k)
+                     ? bad(d, "its dictionary indices run past the page's end%s", "")
+                     : 0;
         for (size_t j = 0; j < k && !rc; j++) {
             if (ix[j] >= d->dn) {
                 rc = bad(d, "a dictionary index is out of range%s", "");
@@ -589,7 +626,9 @@ static int values(struct dec *d, const uint8_t *p, size_t len, size_t k, int enc
         if (d->type != SL_PQ_BOOLEAN || len < 4 || le32(p) > len - 4)
             return bad(d, "its RLE values are damaged%s", "");
         uint32_t *b = sl_xcalloc(k ? k : 1, sizeof(uint32_t));
-        int rc = hybrid(p + 4, le32(p), 1, b, k) ? bad(d, "its values run past the page's end%s", "") : 0;
+        int rc = hybrid(p + 4, le32(p), 1, b, k)
+                     ? bad(d, "its values run past the page's end%s", "")
+                     : 0;
         for (size_t j = 0; j < k && !rc; j++)
             vi[j] = b[j];
         free(b);
@@ -607,7 +646,8 @@ static int values(struct dec *d, const uint8_t *p, size_t len, size_t k, int enc
     case SL_PQ_DELTA_LENGTH_BYTE_ARRAY:
     case SL_PQ_DELTA_BYTE_ARRAY:
         if (d->type != SL_PQ_BYTE_ARRAY && d->type != SL_PQ_FIXED_LEN_BYTE_ARRAY)
-            return bad(d, "a DELTA byte-array encoding is given for a type it does not apply to%s", "");
+            return bad(d, "a DELTA byte-array encoding is given for a type it does not apply to%s",
+                       "");
         return delta_bytes(d, p, len, k, vb, enc == SL_PQ_DELTA_BYTE_ARRAY);
     case SL_PQ_BYTE_STREAM_SPLIT:
         return stream_split(d, p, len, k, vi, vd, vb);
@@ -737,7 +777,8 @@ static int one_page(struct dec *d, const uint8_t *data, size_t n, size_t *pos, u
     *pos += hdr + clen;
     if (pg.type == SL_PQ_INDEX_PAGE)
         return 0;
-    if (pg.type != SL_PQ_DATA_PAGE && pg.type != SL_PQ_DATA_PAGE_V2 && pg.type != SL_PQ_DICTIONARY_PAGE)
+    if (pg.type != SL_PQ_DATA_PAGE && pg.type != SL_PQ_DATA_PAGE_V2 &&
+        pg.type != SL_PQ_DICTIONARY_PAGE)
         return bad(d, "the page's type is unknown%s", "");
     int v2 = pg.type == SL_PQ_DATA_PAGE_V2;
     size_t lvl = v2 ? (size_t)pg.def_len + (size_t)pg.rep_len : 0;
@@ -767,14 +808,17 @@ int pq_column_decode(struct pq_column *c, const struct pq_node *node, const stru
                      const uint8_t *data, size_t n, uint64_t off, const struct pq_where *w)
 {
     pq_column_release(c);
-    struct dec d = { .c = c, .node = node, .w = w, .off = off, .type = node->type, .codec = ch->codec };
+    struct dec d = {
+        .c = c, .node = node, .w = w, .off = off, .type = node->type, .codec = ch->codec
+    };
     size_t pos = 0;
     int rc = 0;
     while (!rc && pos < n && c->n < (uint64_t)ch->num_values)
         rc = one_page(&d, data, n, &pos, off);
     if (!rc && c->n != (uint64_t)ch->num_values) {
         d.off = off + pos;
-        rc = bad(&d, "the column chunk's pages hold another number of values than its metadata%s", "");
+        rc = bad(&d, "the column chunk's pages hold another number of values than its metadata%s",
+                 "");
     }
     return rc;
 }

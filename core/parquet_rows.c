@@ -17,8 +17,20 @@
 
 /* How a leaf's values are written. */
 enum kind {
-    K_BOOL, K_INT, K_UINT, K_FLOAT, K_STRING, K_BINARY, K_DATE, K_TS, K_TIME, K_DECIMAL,
-    K_INT96, K_UUID, K_F16, K_NULL,
+    K_BOOL,
+    K_INT,
+    K_UINT,
+    K_FLOAT,
+    K_STRING,
+    K_BINARY,
+    K_DATE,
+    K_TS,
+    K_TIME,
+    K_DECIMAL,
+    K_INT96,
+    K_UUID,
+    K_F16,
+    K_NULL,
 };
 
 struct leaf {
@@ -55,14 +67,29 @@ static void put_str(struct sl_buf *o, const uint8_t *p, size_t n)
         run = i + 1;
         char e[7] = { '\\', 0 };
         switch (c) {
-        case '"': e[1] = '"'; break;
-        case '\\': e[1] = '\\'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        default: e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
+        case '"':
+            e[1] = '"';
+            break;
+        case '\\':
+            e[1] = '\\';
+            break;
+        case '\n':
+            e[1] = 'n';
+            break;
+        case '\r':
+            e[1] = 'r';
+            break;
+        case '\t':
+            e[1] = 't';
+            break;
+        case '\b':
+            e[1] = 'b';
+            break;
+        case '\f':
+            e[1] = 'f';
+            break;
+        default:
+            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
         }
         sl_buf_puts(o, e);
     }
@@ -167,7 +194,9 @@ static void put_bytes_value(struct sl_buf *o, const struct pq_node *nd, enum kin
                             const struct pq_bytes *b)
 {
     switch (k) {
-    case K_STRING: put_str(o, b->p, b->len); return;
+    case K_STRING:
+        put_str(o, b->p, b->len);
+        return;
     case K_DECIMAL: {
         if (b->len > 16 || nd->scale < 0 || nd->scale > 38) {
             sl_buf_puts(o, "null");
@@ -202,7 +231,8 @@ static void put_bytes_value(struct sl_buf *o, const struct pq_node *nd, enum kin
         if (b->len == 16) {
             sl_buf_putc(o, '"');
             for (int i = 0; i < 16; i++)
-                sl_buf_printf(o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", b->p[i]);
+                sl_buf_printf(o, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+                              b->p[i]);
             sl_buf_putc(o, '"');
         } else {
             put_base64(o, b->p, b->len);
@@ -214,7 +244,8 @@ static void put_bytes_value(struct sl_buf *o, const struct pq_node *nd, enum kin
         else
             sl_buf_puts(o, "null");
         return;
-    default: put_base64(o, b->p, b->len);
+    default:
+        put_base64(o, b->p, b->len);
     }
 }
 
@@ -226,16 +257,20 @@ static void put_value(struct sl_buf *o, const struct pq_node *nd, struct leaf *l
         put_float(o, l->c.v.d[j], nd->type == SL_PQ_FLOAT);
         return;
     }
-    if (nd->type == SL_PQ_BYTE_ARRAY || nd->type == SL_PQ_FIXED_LEN_BYTE_ARRAY || nd->type == SL_PQ_INT96) {
+    if (nd->type == SL_PQ_BYTE_ARRAY || nd->type == SL_PQ_FIXED_LEN_BYTE_ARRAY ||
+        nd->type == SL_PQ_INT96) {
         put_bytes_value(o, nd, l->kind, &l->c.v.b[j]);
         return;
     }
     v = l->c.v.i[j];
     switch (l->kind) {
-    case K_BOOL: sl_buf_puts(o, v ? "true" : "false"); return;
+    case K_BOOL:
+        sl_buf_puts(o, v ? "true" : "false");
+        return;
     case K_UINT:
-        sl_buf_printf(o, "%llu", nd->type == SL_PQ_INT32 ? (unsigned long long)(uint32_t)v
-                                                         : (unsigned long long)(uint64_t)v);
+        sl_buf_printf(o, "%llu",
+                      nd->type == SL_PQ_INT32 ? (unsigned long long)(uint32_t)v
+                                              : (unsigned long long)(uint64_t)v);
         return;
     case K_DATE: {
         int64_t y;
@@ -244,7 +279,9 @@ static void put_value(struct sl_buf *o, const struct pq_node *nd, struct leaf *l
         sl_buf_printf(o, "\"%04lld-%02d-%02d\"", (long long)y, m, d);
         return;
     }
-    case K_TS: put_ts(o, v, nd->time_unit, nd->utc); return;
+    case K_TS:
+        put_ts(o, v, nd->time_unit, nd->utc);
+        return;
     case K_TIME: {
         int64_t per_s = nd->time_unit == 1 ? 1000 : nd->time_unit == 2 ? 1000000 : 1000000000;
         sl_buf_putc(o, '"');
@@ -252,9 +289,14 @@ static void put_value(struct sl_buf *o, const struct pq_node *nd, struct leaf *l
         sl_buf_putc(o, '"');
         return;
     }
-    case K_DECIMAL: put_decimal(o, v, nd->scale > 38 || nd->scale < 0 ? 0 : nd->scale); return;
-    case K_NULL: sl_buf_puts(o, "null"); return;
-    default: sl_buf_printf(o, "%lld", (long long)v);
+    case K_DECIMAL:
+        put_decimal(o, v, nd->scale > 38 || nd->scale < 0 ? 0 : nd->scale);
+        return;
+    case K_NULL:
+        sl_buf_puts(o, "null");
+        return;
+    default:
+        sl_buf_printf(o, "%lld", (long long)v);
     }
 }
 
@@ -264,16 +306,21 @@ static enum kind leaf_kind(const struct pq_node *nd, int as_text)
     if (lt == SL_PQ_LT_UNKNOWN)
         return K_NULL;
     switch (nd->type) {
-    case SL_PQ_BOOLEAN: return K_BOOL;
+    case SL_PQ_BOOLEAN:
+        return K_BOOL;
     case SL_PQ_FLOAT:
-    case SL_PQ_DOUBLE: return K_FLOAT;
-    case SL_PQ_INT96: return K_INT96;
+    case SL_PQ_DOUBLE:
+        return K_FLOAT;
+    case SL_PQ_INT96:
+        return K_INT96;
     case SL_PQ_INT32:
     case SL_PQ_INT64:
         if (lt == SL_PQ_LT_DATE || ct == SL_PQ_CT_DATE)
             return nd->type == SL_PQ_INT32 ? K_DATE : K_INT;
         if (lt == SL_PQ_LT_TIMESTAMP || lt == SL_PQ_LT_TIME)
-            return nd->time_unit < 1 || nd->time_unit > 3 ? K_INT : lt == SL_PQ_LT_TIME ? K_TIME : K_TS;
+            return nd->time_unit < 1 || nd->time_unit > 3 ? K_INT
+                   : lt == SL_PQ_LT_TIME                  ? K_TIME
+                                                          : K_TS;
         if (lt == SL_PQ_LT_DECIMAL || ct == SL_PQ_CT_DECIMAL)
             return K_DECIMAL;
         if ((lt == SL_PQ_LT_INTEGER && !nd->int_signed) ||
@@ -288,10 +335,10 @@ static enum kind leaf_kind(const struct pq_node *nd, int as_text)
     default: /* FIXED_LEN_BYTE_ARRAY */
         if (as_text)
             return K_STRING;
-        return lt == SL_PQ_LT_UUID                             ? K_UUID
-               : lt == SL_PQ_LT_FLOAT16                        ? K_F16
+        return lt == SL_PQ_LT_UUID                                ? K_UUID
+               : lt == SL_PQ_LT_FLOAT16                           ? K_F16
                : lt == SL_PQ_LT_DECIMAL || ct == SL_PQ_CT_DECIMAL ? K_DECIMAL
-                                                                : K_BINARY;
+                                                                  : K_BINARY;
     }
 }
 
@@ -585,7 +632,8 @@ struct sl_source *sl_parquet_source(struct sl_parquet *pq, size_t first, size_t 
     const struct pq_node *root = &pq->m.nodes[0];
     for (int c = 0; c < root->nchildren; c++) {
         const struct pq_node *ch = root->child[c];
-        if (ch->type >= 0 && ch->name && (!strcmp(ch->name, s->text_key) || !strcmp(ch->name, s->id_key)))
+        if (ch->type >= 0 && ch->name &&
+            (!strcmp(ch->name, s->text_key) || !strcmp(ch->name, s->id_key)))
             s->lv[ch->leaf].kind = leaf_kind(ch, 1);
     }
     return &s->base;
