@@ -7,5 +7,5 @@ LIB_SRCS += core/err.c core/alloc.c core/buf.c core/utf8.c core/stream.c core/at
             core/datadir.c core/file.c core/parquet.c core/parquet_meta.c core/parquet_page.c \
             core/parquet_rows.c core/inputs_parquet.c
 PKGS += libzstd zlib yaml-0.1 json-c libxxhash liblz4 libbrotlidec
-# libsnappy has no pkg-config file
-LIBS += -lbz2 -lsnappy
+# libsnappy (Parquet pages) is loaded when first needed (core/parquet_page.c): its header only
+LIBS += -lbz2

@@ -4,6 +4,7 @@
 #include "core/parquet_internal.h"
 
 #include "core/alloc.h"
+#include "core/dl.h"
 #include "core/err.h"
 
 #include <brotli/decode.h>
@@ -163,6 +164,25 @@ static int parse_page_header(struct pq_tin *t, struct page *pg)
 
 /* ---- codecs -------------------------------------------------------------------------- */
 
+/* libsnappy is C++ (it brings libstdc++): loaded when a snappy page is first read, so that
+ * commands without one do not load the C++ runtime (core/dl.h) */
+typedef snappy_status (*snappy_fn)(const char *in, size_t n, char *out, size_t *outn);
+static snappy_fn snappy_uncompress_fn;
+
+static int load_snappy(struct dec *d)
+{
+    static struct sl_dl_once once = SL_DL_ONCE_INIT;
+    static void *lib;
+    static const char *const names[] = { "libsnappy.so.1", "libsnappy.so" };
+    const struct sl_dl_sym syms[] = { { "snappy_uncompress", (void **)&snappy_uncompress_fn } };
+    char what[512];
+    snprintf(what, sizeof(what),
+             "reading the snappy-compressed Parquet file '%s' needs libsnappy (Debian package "
+             "libsnappy1v5)",
+             d->w->name);
+    return sl_dl_load_once(&once, &lib, names, 2, syms, 1, what, SL_ERR_UNSUPPORTED);
+}
+
 /* The Hadoop framing of LZ4 (codec LZ4): blocks of [4-byte big-endian uncompressed
  * length][4-byte big-endian compressed length][LZ4 block]. */
 static int hadoop_lz4(const uint8_t *src, size_t n, uint8_t *dst, size_t un)
@@ -215,7 +235,10 @@ static int decompress(struct dec *d, const uint8_t *src, size_t n, uint8_t *dst,
         return 0;
     case SL_PQ_SNAPPY: {
         size_t len = un;
-        ok = snappy_uncompress((const char *)src, n, (char *)dst, &len) == SNAPPY_OK && len == un
+        int rc = load_snappy(d);
+        if (rc)
+            return rc;
+        ok = snappy_uncompress_fn((const char *)src, n, (char *)dst, &len) == SNAPPY_OK && len == un
                  ? 0
                  : -1;
         break;
