@@ -49,6 +49,8 @@ struct pq_source {
     struct sl_buf out, key;
     size_t out_pos;
     int bad; /* the levels of the row being assembled disagree */
+    int err; /* a failure after rows that are still to be handed out: given after them */
+    char errmsg[SL_ERR_MSG_MAX];
     const char *text_key, *id_key;
 };
 
@@ -582,10 +584,16 @@ static ssize_t src_read(struct sl_source *src, void *buf, size_t n)
 {
     struct pq_source *s = (struct pq_source *)src;
     if (s->out_pos == s->out.len) {
+        if (s->err)
+            return sl_err_set(s->err, "%s", s->errmsg);
         s->out.len = s->out_pos = 0;
         int rc = render(s);
-        if (rc)
+        if (rc && s->out.len == 0)
             return rc;
+        if (rc) { /* the rows before the damage first */
+            s->err = rc;
+            snprintf(s->errmsg, sizeof(s->errmsg), "%s", sl_err_msg());
+        }
     }
     size_t k = s->out.len - s->out_pos;
     if (k > n)

@@ -139,5 +139,17 @@ run "$SLUICE" reshard -q -n 1 --out "$T/bad4" "$T/zst.parquet"
 expect_rc 1
 expect_err "cannot read Parquet file '$T/zst.parquet' at byte"
 expect_err "(row group 0, column 'text'): the page does not decompress"
+# reshard --skip-corrupt: the row groups before the damaged one are kept (3 of 5, 6 rows)
+cp "$T/pq/rowgroups.parquet" "$T/rg.parquet"
+off=$("$PY" -c "
+import pyarrow.parquet as pq, sys
+c = pq.ParquetFile(sys.argv[1]).metadata.row_group(3).column(0)
+print(c.dictionary_page_offset or c.data_page_offset)" "$T/rg.parquet")
+printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$T/rg.parquet" bs=1 seek="$off" conv=notrunc status=none
+run "$SLUICE" reshard -q -n 1 --skip-corrupt --out "$T/bad5" "$T/rg.parquet"
+expect_rc 0
+expect_err "at byte $off (row group 3, column 'added'): its page header does not parse"
+expect_eq "$(json "$T/bad5/manifest.json" "m['counts']['documents_out']")" 6
+expect_eq "$(json "$T/bad5/manifest.json" "m['counts']['corrupt_files']")" 1
 
 finish
