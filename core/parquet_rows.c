@@ -56,42 +56,47 @@ struct pq_source {
 
 /* ---- values ---------------------------------------------------------------------------- */
 
+/* 8 bytes at a time: whether any is below 0x20, '"' or '\\' (a byte that needs an escape;
+ * the SWAR tests for a byte below n and a zero byte, on 0x01 and 0x80 in every lane) */
+static int needs_escape8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t lt = (w - ones * 0x20) & ~w;
+    uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
+    return ((lt | zq | zb) & high) != 0;
+}
+
 static void put_str(struct sl_buf *o, const uint8_t *p, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
+    sl_buf_reserve(o, n + 2);
     sl_buf_putc(o, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = p[i];
+    size_t run = 0, i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (!needs_escape8(w)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = p[i++];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        sl_buf_append(o, p + run, i - run);
-        run = i + 1;
+        sl_buf_append(o, p + run, i - 1 - run);
+        run = i;
         char e[7] = { '\\', 0 };
         switch (c) {
-        case '"':
-            e[1] = '"';
-            break;
-        case '\\':
-            e[1] = '\\';
-            break;
-        case '\n':
-            e[1] = 'n';
-            break;
-        case '\r':
-            e[1] = 'r';
-            break;
-        case '\t':
-            e[1] = 't';
-            break;
-        case '\b':
-            e[1] = 'b';
-            break;
-        case '\f':
-            e[1] = 'f';
-            break;
-        default:
-            e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
+        case '"': e[1] = '"'; break;
+        case '\\': e[1] = '\\'; break;
+        case '\n': e[1] = 'n'; break;
+        case '\r': e[1] = 'r'; break;
+        case '\t': e[1] = 't'; break;
+        case '\b': e[1] = 'b'; break;
+        case '\f': e[1] = 'f'; break;
+        default: e[1] = 'u', e[2] = '0', e[3] = '0', e[4] = hex[c >> 4], e[5] = hex[c & 15];
         }
         sl_buf_puts(o, e);
     }

@@ -146,7 +146,7 @@ import pyarrow.parquet as pq, sys
 c = pq.ParquetFile(sys.argv[1]).metadata.row_group(3).column(0)
 print(c.dictionary_page_offset or c.data_page_offset)" "$T/rg.parquet")
 printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$T/rg.parquet" bs=1 seek="$off" conv=notrunc status=none
-run "$SLUICE" reshard -q -n 1 --skip-corrupt --out "$T/bad5" "$T/rg.parquet"
+run "$SLUICE" reshard -n 1 --skip-corrupt --out "$T/bad5" "$T/rg.parquet"
 expect_rc 0
 expect_err "at byte $off (row group 3, column 'added'): its page header does not parse"
 expect_eq "$(json "$T/bad5/manifest.json" "m['counts']['documents_out']")" 6
