@@ -225,10 +225,13 @@ static void put_bytes_value(struct sl_buf *o, const struct pq_node *nd, enum kin
             ns = (int64_t)((uint64_t)ns << 8 | b->p[i]);
         for (int i = 11; i >= 8; i--)
             day = day << 8 | b->p[i];
-        /* Julian day 2440588 is 1970-01-01 */
-        int64_t y;
+        /* Julian day 2440588 is 1970-01-01; writers put the nanoseconds of a time before
+         * 1970 below 0 (a day later): brought into the day */
+        const int64_t ns_day = 86400ll * 1000000000ll;
+        int64_t days = day - 2440588 + floordiv(ns, ns_day), y;
+        ns -= floordiv(ns, ns_day) * ns_day;
         int m, d;
-        civil(day - 2440588, &y, &m, &d);
+        civil(days, &y, &m, &d);
         sl_buf_printf(o, "\"%04lld-%02d-%02dT", (long long)y, m, d);
         put_clock(o, ns, 1000000000, 9);
         sl_buf_putc(o, '"');

@@ -136,6 +136,7 @@ def write(src, d):
     for enc in ("DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY"):
         pq.write_table(types, os.path.join(d, f"types-{enc.lower()}.parquet"), use_dictionary=False,
                        column_encoding=columns_for(enc, types), data_page_version="2.0")
+    pq.write_table(types, os.path.join(d, "types-int96.parquet"), use_deprecated_int96_timestamps=True)
     pq.write_table(types.select(["id", "text", "f32", "f64", "i32", "i64"]),
                    os.path.join(d, "types-bss.parquet"), use_dictionary=False,
                    use_byte_stream_split=["f32", "f64"], data_page_version="2.0")
@@ -152,8 +153,9 @@ def write(src, d):
 
 # ---- sluice's rules, from pyarrow's values --------------------------------------------
 
-def expect(v, t):
-    """A pyarrow value of type t as sluice writes it (docs/formats/parquet.md)."""
+def expect(v, t, int96=False):
+    """A pyarrow value of type t as sluice writes it (docs/formats/parquet.md); int96: the
+    column is stored as INT96 (nanoseconds, no zone)."""
     if v is None:
         return None
     if pa.types.is_map(t):
@@ -167,7 +169,9 @@ def expect(v, t):
     if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_large_binary(t):
         return base64.b64encode(v).decode()
     if pa.types.is_timestamp(t):
-        digits = {"ms": 3, "us": 6, "ns": 9}[t.unit]
+        digits = 9 if int96 else {"ms": 3, "us": 6, "ns": 9}[t.unit]
+        if int96:
+            return v.strftime("%Y-%m-%dT%H:%M:%S") + "." + f"{v.microsecond:06d}{getattr(v, 'nanosecond', 0):03d}"
         s = v.strftime("%Y-%m-%dT%H:%M:%S")
         frac = f"{v.microsecond:06d}" + "000"
         return s + "." + frac[:digits] + ("Z" if t.tz else "")
@@ -203,7 +207,10 @@ def same(a, b, t, path):
 
 
 def check(parquet, out):
-    table = pq.read_table(parquet)
+    table = pq.read_table(parquet, coerce_int96_timestamp_unit="ns")
+    schema = pq.ParquetFile(parquet).schema
+    int96 = {schema.column(i).path.split(".")[0] for i in range(len(schema))
+             if schema.column(i).physical_type == "INT96"}
     want = table.to_pylist()
     got = read_jsonl(out)
     if len(got) != len(want):
@@ -216,7 +223,8 @@ def check(parquet, out):
             bad += 1
             continue
         for f in table.schema:
-            if not same(g[f.name], expect(w[f.name], f.type), f.type, f"row {i}: {f.name}"):
+            want_v = expect(w[f.name], f.type, f.name in int96)
+            if not same(g[f.name], want_v, f.type, f"row {i}: {f.name}"):
                 bad += 1
     return 1 if bad else 0
 
