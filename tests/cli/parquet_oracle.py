@@ -4,6 +4,10 @@ own reading of them as the oracle of the documents sluice reads from them.
 
   parquet_oracle.py write SRC.jsonl[.gz] DIR    one file per writer setting, from SRC's rows,
                                                 plus types.parquet (every type and nesting)
+  parquet_oracle.py craft DIR                    files no library here writes, made byte by byte:
+                                                BIT_PACKED definition levels, the Hadoop
+                                                framing of LZ4 (liblz4 through ctypes)
+  parquet_oracle.py check-crafted DIR/craft.json OUT...   their documents against their rows
   parquet_oracle.py check FILE.parquet OUT.jsonl[.zst] [FILE OUT]...
                                                 pyarrow's rows of FILE against OUT's documents,
                                                 field by field (sluice's JSON rules:
@@ -229,9 +233,138 @@ def check(parquet, out):
     return 1 if bad else 0
 
 
+# ---- files made byte by byte (the format's Thrift compact protocol) ---------------------
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _zz(n):
+    return _varint((n << 1) ^ (n >> 63))
+
+
+class _Struct:
+    """A Thrift struct in the compact protocol: fields in increasing id order."""
+    I32, I64, BINARY, LIST, STRUCT = 5, 6, 8, 9, 12
+
+    def __init__(self):
+        self.b, self.last = bytearray(), 0
+
+    def field(self, fid, ftype, payload):
+        d = fid - self.last
+        self.b += bytes([(d << 4) | ftype]) if 0 < d <= 15 else bytes([ftype]) + _zz(fid)
+        self.last = fid
+        self.b += payload
+        return self
+
+    def i32(self, fid, v):
+        return self.field(fid, self.I32, _zz(v))
+
+    def i64(self, fid, v):
+        return self.field(fid, self.I64, _zz(v))
+
+    def bin(self, fid, v):
+        return self.field(fid, self.BINARY, _varint(len(v)) + v)
+
+    def lst(self, fid, etype, items):
+        head = bytes([(len(items) << 4) | etype]) if len(items) < 15 else bytes([0xF0 | etype]) + _varint(len(items))
+        return self.field(fid, self.LIST, head + b"".join(items))
+
+    def sub(self, fid, st):
+        return self.field(fid, self.STRUCT, st.end())
+
+    def end(self):
+        return bytes(self.b) + b"\0"
+
+
+def _bitpacked_msb(levels, width):
+    bits = "".join(format(v, f"0{width}b") for v in levels)
+    bits += "0" * (-len(bits) % 8)
+    return bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8))
+
+
+def _hadoop_lz4(raw):
+    import ctypes
+    lz4 = ctypes.CDLL("liblz4.so.1")
+    cap = lz4.LZ4_compressBound(len(raw))
+    dst = ctypes.create_string_buffer(cap)
+    n = lz4.LZ4_compress_default(raw, dst, len(raw), cap)
+    return struct.pack(">II", len(raw), n) + dst.raw[:n]
+
+
+def craft_file(path, rows, codec):
+    """Two optional columns, text (UTF8) and n (INT32), one row group, v1 pages with
+    BIT_PACKED definition levels; codec 0 (none) or 5 (LZ4, Hadoop framing)."""
+    out = bytearray(b"PAR1")
+    chunks = []
+    for name, typ in (("text", 6), ("n", 1)):
+        vals = [r[name] for r in rows]
+        levels = _bitpacked_msb([v is not None for v in vals], 1)
+        if typ == 6:
+            body = b"".join(struct.pack("<I", len(v.encode())) + v.encode() for v in vals if v is not None)
+        else:
+            body = b"".join(struct.pack("<i", v) for v in vals if v is not None)
+        raw = levels + body
+        comp = _hadoop_lz4(raw) if codec == 5 else raw
+        dph = _Struct().i32(1, len(vals)).i32(2, 0).i32(3, 4).i32(4, 3)
+        ph = _Struct().i32(1, 0).i32(2, len(raw)).i32(3, len(comp)).sub(5, dph).end()
+        off = len(out)
+        out += ph + comp
+        md = (_Struct().i32(1, typ).lst(2, 5, [_zz(0), _zz(4)]).lst(3, 8, [_varint(len(name)) + name.encode()])
+              .i32(4, codec).i64(5, len(vals)).i64(6, len(ph) + len(raw)).i64(7, len(ph) + len(comp))
+              .i64(9, off))
+        chunks.append((off, md, len(ph) + len(comp)))
+    cols = [_Struct().i64(2, off).sub(3, md).end() for off, md, _ in chunks]
+    rg = _Struct().lst(1, 12, cols).i64(2, sum(n for _, _, n in chunks)).i64(3, len(rows)).end()
+    schema = [_Struct().bin(4, b"schema").i32(5, 2).end(),
+              _Struct().i32(1, 6).i32(3, 1).bin(4, b"text").i32(6, 0).end(),
+              _Struct().i32(1, 1).i32(3, 1).bin(4, b"n").end()]
+    fmd = _Struct().i32(1, 1).lst(2, 12, schema).i64(3, len(rows)).lst(4, 12, [rg]).end()
+    out += fmd + struct.pack("<I", len(fmd)) + b"PAR1"
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def craft(d):
+    os.makedirs(d, exist_ok=True)
+    rows = [{"text": "first", "n": 1}, {"text": None, "n": None}, {"text": "caf\u00e9", "n": -7},
+            {"text": "", "n": None}, {"text": "a\nb", "n": 2 ** 31 - 1}, {"text": None, "n": 0},
+            {"text": "seventh", "n": 5}, {"text": "eighth", "n": None}, {"text": "ninth", "n": 9}]
+    craft_file(os.path.join(d, "craft-bitpacked.parquet"), rows, 0)
+    craft_file(os.path.join(d, "craft-lz4hadoop.parquet"), rows, 5)
+    # what they hold, for check-crafted (pyarrow reads BIT_PACKED levels in the other bit
+    # order than the format's Encodings.md gives, so it is no oracle for them)
+    with open(os.path.join(d, "craft.json"), "w") as f:
+        json.dump(rows, f)
+
+
+def check_crafted(want_json, out):
+    """The documents read from a crafted file against the rows it was made of: the rows with
+    a text (a null text is a document without one, skipped as in JSONL), ids assigned."""
+    want = [r for r in json.load(open(want_json)) if r["text"] is not None]
+    got = [{k: v for k, v in d.items() if k != "id"} for d in read_jsonl(out)]
+    if got != want:
+        print(f"{out}: {got} != {want}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "craft":
+        craft(sys.argv[2])
+    elif sys.argv[1] == "check-crafted":
+        a = sys.argv[3:]
+        sys.exit(max(check_crafted(sys.argv[2], o) for o in a))
     elif sys.argv[1] == "check":
         a = sys.argv[2:]
         sys.exit(max(check(a[i], a[i + 1]) for i in range(0, len(a), 2)))

@@ -34,6 +34,16 @@ done
 run "$PY" "$ORACLE" check "${pairs[@]}"
 expect_rc 0
 
+case_ "files made byte by byte: BIT_PACKED levels, LZ4 in the Hadoop framing"
+"$PY" "$ORACLE" craft "$T/craft"
+for n in bitpacked lz4hadoop; do
+    run "$SLUICE" reshard -q -n 1 --out "$T/r/craft-$n" "$T/craft/craft-$n.parquet"
+    expect_rc 0
+done
+run "$PY" "$ORACLE" check-crafted "$T/craft/craft.json" "$T/r/craft-bitpacked/part-00000.jsonl.zst" \
+    "$T/r/craft-lz4hadoop/part-00000.jsonl.zst"
+expect_rc 0
+
 case_ "tokenize: the same .bin/.idx as the rows in JSONL"
 run "$SLUICE" tokenize -q --tokenizer "$GPT2" --out "$T/tok/jsonl" "$T/in/docs.jsonl"
 expect_rc 0
