@@ -19,6 +19,9 @@
 /* a page's size as its header gives it: Parquet writers keep pages near 1 MiB; this
  * bounds what a damaged header can make the reader allocate */
 #define PQ_MAX_PAGE (1u << 30)
+/* values in one page: writers cut pages at 20,000 (pyarrow) to 1M values; this bounds the
+ * level and value arrays a damaged header can ask for */
+#define PQ_MAX_PAGE_VALUES (1u << 26)
 
 struct page {
     int type;
@@ -42,6 +45,7 @@ struct dec {
     struct pq_bytes *db;
     size_t dn;
     int have_dict;
+    uint64_t left; /* values the chunk's metadata gives that no page has held yet */
 };
 
 static int bad(const struct dec *d, const char *fmt, const char *arg)
@@ -720,12 +724,11 @@ static int data_page(struct dec *d, const struct page *pg, int v2, const uint8_t
     struct pq_column *c = d->c;
     const struct pq_node *nd = d->node;
     size_t k = (size_t)pg->num_values;
-    if (k > (size_t)PQ_MAX_PAGE * 8)
-        return bad(d, "the page's value count is too large%s", "");
-    /* a value count far past what the page's bytes could hold (8 values per byte of
-     * levels, at least one bit each) is damage, not a page */
-    if (k > (lvlen + vlen + 1) * 8 * 64)
-        return bad(d, "the page's value count is larger than the page%s", "");
+    /* a page holds at most the values its chunk has left (its metadata's count; a run of
+     * the RLE hybrid makes many values of a few bytes, so the page's size is no bound) */
+    if (k > d->left || k > PQ_MAX_PAGE_VALUES)
+        return bad(d, "the page holds more values than its column chunk%s", "");
+    d->left -= k;
     uint32_t *tmp = sl_xcalloc(k ? k : 1, sizeof(uint32_t));
     grow_entries(c, k, nd->max_def > 0, nd->max_rep > 0);
     int rc = 0;
@@ -831,9 +834,13 @@ int pq_column_decode(struct pq_column *c, const struct pq_node *node, const stru
                      const uint8_t *data, size_t n, uint64_t off, const struct pq_where *w)
 {
     pq_column_release(c);
-    struct dec d = {
-        .c = c, .node = node, .w = w, .off = off, .type = node->type, .codec = ch->codec
-    };
+    struct dec d = { .c = c,
+                     .node = node,
+                     .w = w,
+                     .off = off,
+                     .type = node->type,
+                     .codec = ch->codec,
+                     .left = (uint64_t)ch->num_values };
     size_t pos = 0;
     int rc = 0;
     while (!rc && pos < n && c->n < (uint64_t)ch->num_values)

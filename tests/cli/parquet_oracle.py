@@ -151,6 +151,10 @@ def write(src, d):
     con = duckdb.connect()
     con.execute("CREATE TABLE docs AS SELECT * FROM read_json_auto(?)", [src])
     con.execute(f"COPY docs TO '{os.path.join(d, 'duckdb.parquet')}' (FORMAT parquet)")
+    # pages of 50,000 values of a few bytes each (runs of the RLE hybrid)
+    con.execute("COPY (SELECT 'same text' AS text, 'CC-MAIN-2019-30' AS dump, i::VARCHAR AS id, "
+                "i % 3 = 0 AS flag FROM range(50000) t(i)) "
+                f"TO '{os.path.join(d, 'duckdb-runs.parquet')}' (FORMAT parquet)")
     con.execute(f"COPY docs TO '{os.path.join(d, 'duckdb-v2.parquet')}' "
                 "(FORMAT parquet, PARQUET_VERSION v2, ROW_GROUP_SIZE 4, COMPRESSION zstd)")
 
