@@ -112,6 +112,14 @@ if have_mpi; then
         expect_eq "$(json "$T/np/r$np/manifest.json" "m['counts']['documents_out']")" 10
     done
 fi
+case_ "a stage over the parts of a file resumes: a missing part's shard is written again"
+run "$SLUICE" filter -q --config "$CFG" --out "$T/np/f" "$T/pq/rowgroups.parquet"
+expect_rc 0
+rm "$T/np/f/part-00002.jsonl.zst"
+run "$SLUICE" filter -q --config "$CFG" --out "$T/np/f" "$T/pq/rowgroups.parquet"
+expect_rc 0
+expect_eq "$(json "$T/np/f/manifest.json" "(m['resumed'], m['counts']['documents_in'], m['counts']['resume_redone_units'])")" \
+    "(True, 10, 1)"
 unset SLUICE_PARQUET_UNIT_BYTES
 
 case_ "a damaged or cut file: an error naming the file and a byte offset"
