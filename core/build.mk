@@ -5,7 +5,7 @@ LIB_SRCS += core/err.c core/alloc.c core/buf.c core/utf8.c core/stream.c core/at
             core/stage.c core/stage_record.c core/stage_files.c core/stage_docs.c core/manifest.c \
             core/dirlock.c core/sniff.c core/docid.c core/dl.c core/xxh3_avx2.c core/md5.c \
             core/datadir.c core/file.c core/parquet.c core/parquet_meta.c core/parquet_page.c \
-            core/parquet_rows.c core/inputs_parquet.c
+            core/parquet_rows.c core/parquet_codec.c core/inputs_parquet.c
 PKGS += libzstd zlib yaml-0.1 json-c libxxhash liblz4 libbrotlidec
-# libsnappy (Parquet pages) is loaded when first needed (core/parquet_page.c): its header only
+# libsnappy (Parquet pages) is loaded when first needed (core/parquet_codec.c): its header only
 LIBS += -lbz2

@@ -1,6 +1,7 @@
 /* The Parquet reader's parts (core/parquet.h is the interface): the Thrift compact
- * protocol and the footer (parquet_meta.c), the pages of a column chunk decoded into
- * levels and values (parquet_page.c), and rows assembled into JSON (parquet.c). */
+ * protocol and the footer (parquet_meta.c), the codecs (parquet_codec.c), the pages of a
+ * column chunk decoded into levels and values (parquet_page.c), and rows assembled into
+ * JSON (parquet_rows.c; files and positional reads: parquet.c). */
 #ifndef SL_PARQUET_INTERNAL_H
 #define SL_PARQUET_INTERNAL_H
 
@@ -89,6 +90,14 @@ struct sl_parquet {
     char *name;
     struct pq_meta m;
 };
+
+/* ---- codecs (parquet_codec.c) ------------------------------------------------------ */
+
+/* Decompress src[0..n) in `codec` (enum sl_pq_codec) into exactly un bytes at dst: 0; 1 when
+ * the data does not decompress to that; 2 for a codec not supported; or <0 with a message
+ * when the codec's library does not load (name: the file, for the message). */
+int pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t un,
+                  const char *name);
 
 /* ---- a column chunk decoded --------------------------------------------------------- */
 
