@@ -27,7 +27,8 @@ static void check_line(const char *line, size_t len)
     struct json_object *o = json_tokener_parse_ex(tok, line, (int)len);
     int deep = json_tokener_get_error(tok) == json_tokener_error_depth;
     /* strings keep the file's bytes: json-c stops at a NUL inside one */
-    if ((!o && !deep && !memchr(line, '\0', len)) || (o && !json_object_is_type(o, json_type_object)))
+    if ((!o && !deep && !memchr(line, '\0', len)) ||
+        (o && !json_object_is_type(o, json_type_object)))
         abort(); /* the reader wrote a line that is not a JSON object */
     json_object_put(o);
     json_tokener_free(tok);
