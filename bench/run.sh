@@ -22,6 +22,7 @@ fi
 # name, then the command (run from the repository root)
 benches=(
     "reshard        bench/reshard.sh $sluice"
+    "parquet        bench/parquet.sh $sluice"
     "parquet-write  bench/parquet_write.sh $sluice"
     "tokenize       bench/tokenize.sh $sluice"
     "tokenize-hf    bench/tokenize_hf.sh 3"

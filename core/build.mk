@@ -6,8 +6,10 @@ LIB_SRCS += core/err.c core/alloc.c core/buf.c core/utf8.c core/stream.c core/at
             core/dirlock.c core/sniff.c core/docid.c core/dl.c core/xxh3_avx2.c core/md5.c \
             core/datadir.c core/file.c core/thrift_enc.c core/parquet_write.c core/parquet_pages.c \
             core/http.c core/remote.c core/remote_s3.c core/remote_hf.c core/remote_cache.c \
-            core/stage_remote.c
-PKGS += libzstd zlib yaml-0.1 json-c libxxhash
+            core/stage_remote.c core/parquet.c core/parquet_meta.c core/parquet_page.c \
+            core/parquet_rows.c core/parquet_codec.c core/inputs_parquet.c
+PKGS += libzstd zlib yaml-0.1 json-c libxxhash liblz4 libbrotlidec
+# libsnappy (Parquet pages) is loaded when first needed (core/parquet_codec.c): its header only
 LIBS += -lbz2
 # libcurl is loaded when first used (core/http.c: downloads, remote inputs), not linked
 PKGS_LOADED += libcurl

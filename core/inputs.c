@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 const char *const sl_jsonl_exts[] = { ".jsonl", ".jsonl.zst", ".jsonl.gz", ".json.gz",
-                                      ".jsonl.bz2", ".json.zst", ".ndjson", NULL };
+                                      ".jsonl.bz2", ".json.zst", ".ndjson", ".parquet", NULL };
 
 /* The directories walked so far, by (device, inode): open addressing, grown at half full. */
 struct dirset {
@@ -82,6 +82,8 @@ static void fill(struct sl_input *in, const char *path, const char *rel, const s
     in->mode = (unsigned)st->st_mode;
     in->dev = (uint64_t)st->st_dev;
     in->ino = (uint64_t)st->st_ino;
+    in->rg_first = in->rg_end = 0;
+    in->file_size = in->size;
     if (!S_ISREG(st->st_mode))
         in->size = 0; /* a FIFO's or device's st_size says nothing about what it gives */
 }
@@ -305,7 +307,7 @@ int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n
     free(drop);
     in->v = l.v;
     in->n = w;
-    return 0;
+    return sl_inputs_split_parquet(in);
 }
 
 void sl_inputs_release(struct sl_inputs *in)
@@ -411,12 +413,20 @@ int sl_input_source(struct sl_source **out, const struct sl_input *in)
     return 0;
 }
 
+/* A Parquet input gives its rows as JSONL (sl_input_parquet), any other its bytes. */
+static int open_source(struct sl_source **src, const struct sl_input *in,
+                       const struct sl_jsonl_opts *jo)
+{
+    int rc = sl_input_parquet(src, in, jo ? jo->text_key : NULL, jo ? jo->id_key : NULL);
+    return rc ? (rc < 0 ? rc : 0) : sl_input_source(src, in);
+}
+
 int sl_input_reader(struct sl_reader **out, const struct sl_input *in,
                     const struct sl_reader_opts *opts)
 {
     struct sl_source *src;
     *out = NULL;
-    int rc = sl_input_source(&src, in);
+    int rc = open_source(&src, in, NULL);
     return rc ? rc : sl_reader_open_source(out, src, opts);
 }
 
@@ -425,7 +435,7 @@ int sl_input_jsonl(struct sl_jsonl_reader **out, const struct sl_input *in,
 {
     struct sl_source *src;
     *out = NULL;
-    int rc = sl_input_source(&src, in);
+    int rc = open_source(&src, in, opts);
     return rc ? rc : sl_jsonl_open_source(out, src, opts);
 }
 

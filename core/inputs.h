@@ -30,6 +30,10 @@ struct sl_input {
     int64_t mtime;
     unsigned mode;     /* st_mode: a regular file, or (an operand) a FIFO, device, socket */
     uint64_t dev, ino; /* its identity */
+    /* a part of a Parquet file (sl_inputs_split_parquet): its row groups [rg_first, rg_end)
+     * of the file_size bytes; rg_end 0 for a whole file */
+    size_t rg_first, rg_end;
+    uint64_t file_size;
 };
 
 struct sl_source;
@@ -47,9 +51,10 @@ struct sl_inputs {
 /* The extensions a JSONL stage reads by default. */
 extern const char *const sl_jsonl_exts[];
 
-/* Expand operands. `exts` is a NULL-terminated list of accepted name endings (NULL: all
- * files). Errors: a missing operand, a directory with no accepted files (named), an
- * unreadable directory. Files given explicitly are taken whatever their extension. */
+/* Expand operands (then sl_inputs_split_parquet). `exts` is a NULL-terminated list of
+ * accepted name endings (NULL: all files). Errors: a missing operand, a directory with no
+ * accepted files (named), an unreadable directory. Files given explicitly are taken
+ * whatever their extension. */
 int sl_inputs_expand(struct sl_inputs *in, const char *const *operands, size_t n,
                      const char *const *exts);
 void sl_inputs_release(struct sl_inputs *in);
@@ -77,6 +82,24 @@ int sl_input_jsonl(struct sl_jsonl_reader **out, const struct sl_input *in,
  * <0 when the input cannot be opened or read (the message names it). */
 int sl_input_docs(const struct sl_input *in, const struct sl_jsonl_opts *opts,
                   int (*fn)(void *ctx, struct sl_jsonl_reader *r, struct sl_doc *d), void *ctx);
+
+/* Parquet inputs (core/inputs_parquet.c). A regular file is Parquet when its name ends in
+ * ".parquet" or it begins with "PAR1". sl_input_reader, sl_input_jsonl and sl_input_docs
+ * read a Parquet input's rows as JSONL, one line a row (core/parquet.h). */
+/* 1 with *out the rows of a Parquet input (text_key, id_key: the columns read as text
+ * whatever their annotation; NULL: "text", "id"), 0 when it is not Parquet, <0 when it
+ * cannot be read (the message names it). */
+int sl_input_parquet(struct sl_source **out, const struct sl_input *in, const char *text_key,
+                     const char *id_key);
+/* Split each Parquet file of more than SL_PARQUET_UNIT_BYTES compressed bytes (or the
+ * environment's SLUICE_PARQUET_UNIT_BYTES) into parts of consecutive row groups of about
+ * that size, in order, so that ranks and threads share it: part k of "d/x.parquet" is
+ * named (rel) "d/x@rgF.parquet", F its first row group, and its size is its row groups'
+ * compressed bytes. The split depends on the file alone, never on the number of ranks. A
+ * file whose footer cannot be read stays whole (its reading then fails with the reason).
+ * 0 or <0. */
+#define SL_PARQUET_UNIT_BYTES (256ull << 20)
+int sl_inputs_split_parquet(struct sl_inputs *in);
 
 /* "a FIFO", "a character device", "a socket", "a regular file", ... (for messages). */
 const char *sl_input_kind(const struct sl_input *in);

@@ -288,7 +288,8 @@ char *sl_jsonl_id_stem(const char *path)
     while (path[0] == '.' && path[1] == '/')
         path += 2;
     char *s = sl_xstrdup(path);
-    static const char *const exts[] = { ".zst", ".zstd", ".gz", ".bz2", ".jsonl", ".json", ".ndjson" };
+    static const char *const exts[] = { ".zst", ".zstd", ".gz", ".bz2", ".jsonl", ".json", ".ndjson",
+                                        ".parquet" };
     for (int changed = 1; changed;) {
         changed = 0;
         size_t n = strlen(s);

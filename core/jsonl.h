@@ -111,8 +111,8 @@ uint64_t sl_jsonl_bytes(const struct sl_jsonl_reader *r);
 uint64_t sl_jsonl_bytes_in(const struct sl_jsonl_reader *r);
 struct sl_reader *sl_jsonl_stream(struct sl_jsonl_reader *r);
 
-/* An id prefix for a file: the given (relative) path without .jsonl/.json and compression
- * extensions ("web/part-7.jsonl.zst" -> "web/part-7"). Caller frees. */
+/* An id prefix for a file: the given (relative) path without .jsonl/.json/.parquet and
+ * compression extensions ("web/part-7.jsonl.zst" -> "web/part-7"). Caller frees. */
 char *sl_jsonl_id_stem(const char *path);
 
 #endif

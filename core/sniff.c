@@ -37,6 +37,8 @@ const char *sl_sniff_format(const char *path)
         return "";
     if (n > 262 && !memcmp(buf + 257, "ustar", 5))
         return "tar";
+    if (n >= 4 && !memcmp(buf, "PAR1", 4))
+        return "parquet";
     size_t i = 0;
     if (n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3))
         i = 3;
@@ -78,6 +80,7 @@ const char *sl_sniff_describe(const char *kind)
         { "wiki", "a MediaWiki XML export" },
         { "xml", "XML" },
         { "tar", "a tar archive" },
+        { "parquet", "a Parquet file" },
         { "text", "plain text" },
         { "binary", "binary data" },
     };

@@ -117,9 +117,9 @@ static int add_input(struct punkt_trainer *t, const struct sl_input *in, const c
 static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
     const struct opts *o = opts;
-    static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
-                                        ".json.gz", ".jsonl.bz2", ".txt",
-                                        ".txt.gz",  ".txt.zst",   NULL };
+    static const char *const exts[] = { ".jsonl",     ".jsonl.zst", ".jsonl.gz", ".json.gz",
+                                        ".jsonl.bz2", ".txt",       ".txt.gz",   ".txt.zst",
+                                        ".parquet",   NULL };
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
     if (rc)

@@ -50,7 +50,8 @@
 const char *const cmd_tokenize_usage[] = {
     "sluice tokenize --tokenizer SPEC --out PREFIX [options] IN...",
     "",
-    "Tokenize JSONL documents (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz; files or directories)",
+    "Tokenize JSONL documents (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz) or Parquet rows",
+    "(.parquet; files or directories)",
     "into Megatron-LM token shards PREFIX_<key>_document.bin/.idx, one pair per --json-key,",
     "documents in input order. A document whose key is missing or empty is an empty document",
     "(as Megatron's preprocess_data.py writes it); both are counted in PREFIX.manifest.json.",

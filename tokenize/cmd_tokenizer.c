@@ -1,7 +1,7 @@
-/* sluice tokenizer train (punkt-train: tokenize/cmd_punkt.c): SentencePiece models from JSONL or text, with sentences sampled
- * uniformly by a keyed reservoir (each sentence gets a pseudo-random key from the seed,
- * its file and its position; the sample is the N smallest keys, fed to the trainer in
- * input order), so memory is bounded by the sample and the result depends only on the
+/* sluice tokenizer train (punkt-train: tokenize/cmd_punkt.c): SentencePiece models from JSONL or
+ * text, with sentences sampled uniformly by a keyed reservoir (each sentence gets a pseudo-random
+ * key from the seed, its file and its position; the sample is the N smallest keys, fed to the
+ * trainer in input order), so memory is bounded by the sample and the result depends only on the
  * inputs and the settings; and byte-level BPE (tokenize/bpe_train.h) from streamed
  * pre-token counts, written as tokenizer.json and tiktoken ranks. Rank 0 does the work
  * under mpirun. */
@@ -447,9 +447,9 @@ static int run_byte_bpe(const struct opts *o, const struct sl_inputs *in)
 static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
     const struct opts *o = opts;
-    static const char *const exts[] = { ".jsonl",   ".jsonl.zst", ".jsonl.gz",
-                                        ".json.gz", ".jsonl.bz2", ".txt",
-                                        ".txt.gz",  ".txt.zst",   NULL };
+    static const char *const exts[] = { ".jsonl",     ".jsonl.zst", ".jsonl.gz", ".json.gz",
+                                        ".jsonl.bz2", ".txt",       ".txt.gz",   ".txt.zst",
+                                        ".parquet",   NULL };
     struct sl_inputs in;
     int rc = sl_inputs_expand(&in, (const char *const *)operands->v, operands->n, exts);
     if (rc)

@@ -24,8 +24,9 @@
 const char *const cmd_reshard_usage[] = {
     "sluice reshard --out DIR [--shards N | --shard-size SIZE] [options] IN...",
     "",
-    "Rewrite JSONL inputs (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .jsonl.bz2; files or",
-    "directories) as part-NNNNN.jsonl.zst shards of balanced size, keeping the input order.",
+    "Rewrite JSONL inputs (.jsonl, .jsonl.zst, .jsonl.gz, .json.gz, .jsonl.bz2) or Parquet",
+    "files (.parquet, one document a row; files or directories) as part-NNNNN.jsonl.zst",
+    "shards of balanced size, keeping the input order.",
     "Documents without an id get \"<input path>:<line>\". Lines that are not JSON objects",
     "with a string text are reported and skipped; a damaged compressed file stops the run",
     "unless --skip-corrupt is given. The output is the same for any number of MPI ranks.",

@@ -26,6 +26,7 @@ deadline=${3:-0}
 families=(
     "streams:fuzz_stream"
     "jsonl:fuzz_jsonl"
+    "parquet:fuzz_parquet"
     "warc:fuzz_warc fuzz_http"
     "html:fuzz_html fuzz_html_repeat"
     "wiki-xml:fuzz_wiki_xml fuzz_wikitext"
