@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/err.h"
 #include "core/parquet.h"
+#include "core/remote.h"
 #include "core/stream.h"
 
 #include <fcntl.h>
@@ -19,13 +20,16 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* A regular file named *.parquet or beginning with the magic. */
+/* A regular file named *.parquet or beginning with the magic; a remote object by its name
+ * only (its first bytes would cost a request, and a stage reads it next anyway). */
 static int is_parquet(const struct sl_input *in)
 {
     if (!S_ISREG((mode_t)in->mode))
         return 0;
     if (ends_with(in->path, ".parquet") || in->rg_end)
         return 1;
+    if (in->url)
+        return 0;
     int fd = open(in->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0; /* the ordinary open says why */
@@ -35,11 +39,32 @@ static int is_parquet(const struct sl_input *in)
     return n == (ssize_t)sizeof(head) && sl_parquet_magic(head, sizeof(head));
 }
 
+static int remote_read_at(void *ctx, uint64_t off, void *buf, size_t n)
+{
+    return sl_remote_read_at(ctx, off, buf, n);
+}
+
+static void remote_close(void *ctx)
+{
+    sl_remote_close(ctx);
+}
+
+/* The whole file (a part's file_size, else its listed size), local through pread(2) or
+ * remote by range requests: the footer, then the column chunks of the row groups read. */
 static int open_file(struct sl_parquet **pq, const struct sl_input *in)
 {
     struct sl_pread pr;
-    int rc = sl_pread_file(&pr, in->path, in->file_size ? in->file_size : in->size);
-    return rc ? rc : sl_parquet_open(pq, &pr, in->path);
+    uint64_t size = in->file_size ? in->file_size : in->size;
+    int rc;
+    if (in->url) {
+        struct sl_remote *r;
+        if ((rc = sl_remote_open(&r, in->url, (int64_t)size)))
+            return rc;
+        pr = (struct sl_pread){ sl_remote_size(r), remote_read_at, remote_close, r };
+    } else if ((rc = sl_pread_file(&pr, in->path, size))) {
+        return rc;
+    }
+    return sl_parquet_open(pq, &pr, in->path);
 }
 
 int sl_input_parquet(struct sl_source **out, const struct sl_input *in, const char *text_key,

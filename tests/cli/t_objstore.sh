@@ -118,6 +118,35 @@ expect_eq "$(grep -c 'GET /corpora/flaky-e.jsonl bytes=0-4095 503' "$T/log")" 2
 grep -q 'GET /corpora/drop-d.jsonl bytes=0-4095 206-dropped' "$T/log" && ok || fail "no dropped answer"
 grep -q 'GET /corpora/drop-d.jsonl bytes=[1-9][0-9]*-4095 206' "$T/log" && ok || fail "the dropped range was not resumed from where it stopped: $(grep drop-d "$T/log")"
 
+case_ "a Parquet object read by row groups in ranges: the footer first, then column chunks; the file split into parts as on disk, shards identical to the local file's"
+"$PY" - "$T/local/fw.parquet" "$EP" "$KEY_ID" "$KEY_SECRET" <<'PY'
+import boto3, sys
+import pyarrow as pa, pyarrow.parquet as pq
+path, ep, kid, sec = sys.argv[1:5]
+rows = [{"id": "fw-%d" % i, "text": "row %d: " % i + "caf\u00e9 words and more words " * (i % 17 + 1),
+         "url": "https://example.org/%d" % i, "score": i / 7} for i in range(600)]
+pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=100, compression="zstd")
+s3 = boto3.client("s3", endpoint_url=ep, region_name="us-east-1", aws_access_key_id=kid, aws_secret_access_key=sec)
+s3.create_bucket(Bucket="tables")
+s3.upload_file(path, "tables", "fw.parquet")
+PY
+pqsize=$(stat -c %s "$T/local/fw.parquet")
+SLUICE_PARQUET_UNIT_BYTES=4096 run "$SLUICE" clean -q --out "$T/pqlocal" "$T/local/fw.parquet"
+expect_rc 0
+: >"$T/log"
+SLUICE_PARQUET_UNIT_BYTES=4096 run "$SLUICE" clean -q --out "$T/pqs3" s3://tables/fw.parquet
+keep
+expect_rc 0
+nparts=$(json "$T/pqlocal/manifest.json" "len(m['outputs'])")
+[ "$nparts" -gt 1 ] && ok || fail "the file was not split into parts: $nparts"
+expect_eq "$(json "$T/pqs3/manifest.json" "len(m['outputs'])")" "$nparts"
+for f in "$T"/pqlocal/part-*.jsonl.zst; do
+    cmp -s "$f" "$T/pqs3/$(basename "$f")" && ok || fail "$(basename "$f") differs from the local run"
+done
+expect_eq "$(json "$T/pqs3/manifest.json" "m['counts']['documents_out']")" 600
+grep -q "GET /tables/fw.parquet bytes=$((pqsize - 8))-$((pqsize - 1)) 206" "$T/log" && ok || fail "the footer's length was not read by a range: $(grep fw.parquet "$T/log" | head)"
+grep -q "GET /tables/fw.parquet bytes=0-$((pqsize - 1)) " "$T/log" && fail "the whole object was fetched" || ok
+
 case_ "s3://bucket/key: one object; the same shard as the local file"
 run "$SLUICE" clean -q --out "$T/s3one" s3://corpora/b.jsonl.zst
 keep
