@@ -91,7 +91,14 @@ expect_rc 0
 same_then_others dedup fuzzy -- "--index-in $T/fidx" "--preset nemo" "--ngram words:3" "--bands 10" "--rows 4" \
     "--norm none" "--seed 2" "--hash mersenne" --verify "--threshold 0.5" "--anchors 3" \
     "--text-key body" "--id-key uid" --pairs "--max-line 100" "--level 9" --repair-utf8 \
-    "--out-format parquet" "--row-group-size 5"
+    "--out-format parquet" "--row-group-size 5" --cluster-size --rehydrate \
+    "--rehydrate-weights 1:1,2:3"
+
+case_ "dedup paragraphs"
+mkdir -p "$T/punkt"
+same_then_others dedup paragraphs -- "--unit line" "--lang german" "--punkt $T/punkt" --skip-empty \
+    "--index bloom" "--false-positive-rate 0.01" "--expected-count 1000" "--text-key body" \
+    "--id-key uid" "--max-line 100" "--level 9" --repair-utf8
 
 case_ "reshard"
 same_then_others reshard -- "--shards 3" "--shard-size 1K" "--text-key body" "--max-line 100" \
