@@ -206,6 +206,21 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* After a failed attempt: give up with a message naming the object (and its bucket) when
+ * it was the last, else wait (doubled each time, at most SL_REMOTE_WAIT_MAX_MS) and return
+ * 0 to try again. verb: "read" or "write". */
+static int retry_after(const struct rm_target *t, const char *verb, const char *why,
+                       int attempt, long *wait)
+{
+    if (attempt == SL_REMOTE_RETRIES)
+        return sl_err_set(SL_ERR_NET, "cannot %s '%s'%s%s%s: %s after %d attempts", verb,
+                          t->shown, t->bucket ? " (bucket '" : "", t->bucket ? t->bucket : "",
+                          t->bucket ? "')" : "", why, attempt + 1);
+    sleep_ms(*wait);
+    *wait = *wait * 2 > SL_REMOTE_WAIT_MAX_MS ? SL_REMOTE_WAIT_MAX_MS : *wait * 2;
+    return 0;
+}
+
 /* Set up h for one attempt of a request. */
 static void setup(CURL *h, const struct rm_target *t, const char *url, const char *method,
                   struct curl_slist **hdrs, struct xfer *x, const char *range)
@@ -355,14 +370,8 @@ int rm_request(const struct rm_target *t, const char *url, const char *method, u
             snprintf(why, sizeof(why), "%s", sl_curl.easy_strerror(c));
         else if (transient_status(resp->status))
             snprintf(why, sizeof(why), "the server answered %ld", resp->status);
-        if (attempt == SL_REMOTE_RETRIES) {
-            rc = sl_err_set(SL_ERR_NET, "cannot read '%s'%s%s%s: %s after %d attempts", t->shown,
-                            t->bucket ? " (bucket '" : "", t->bucket ? t->bucket : "",
-                            t->bucket ? "')" : "", why, attempt + 1);
+        if ((rc = retry_after(t, "read", why, attempt, &wait)))
             break;
-        }
-        sleep_ms(wait);
-        wait = wait * 2 > SL_REMOTE_WAIT_MAX_MS ? SL_REMOTE_WAIT_MAX_MS : wait * 2;
     }
     sl_curl.easy_cleanup(h);
     return rc;
@@ -437,14 +446,8 @@ int rm_send(const struct rm_target *t, const char *url, const char *method, cons
             snprintf(why, sizeof(why), "%s", sl_curl.easy_strerror(c));
         else
             snprintf(why, sizeof(why), "the server answered %ld", resp->status);
-        if (attempt == SL_REMOTE_RETRIES) {
-            rc = sl_err_set(SL_ERR_NET, "cannot write '%s'%s%s%s: %s after %d attempts", t->shown,
-                            t->bucket ? " (bucket '" : "", t->bucket ? t->bucket : "",
-                            t->bucket ? "')" : "", why, attempt + 1);
+        if ((rc = retry_after(t, "write", why, attempt, &wait)))
             break;
-        }
-        sleep_ms(wait);
-        wait = wait * 2 > SL_REMOTE_WAIT_MAX_MS ? SL_REMOTE_WAIT_MAX_MS : wait * 2;
     }
     sl_curl.easy_cleanup(h);
     return rc;
