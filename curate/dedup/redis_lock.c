@@ -57,6 +57,23 @@ static void proc_start(long pid, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)strcspn(p + 1, " \n"), p + 1);
 }
 
+/* 1 when pid is a zombie (or dead): it has exited and waits to be reaped, which a rank
+ * whose job ended abruptly can do for long where no init reaps its orphans (a container);
+ * kill(pid, 0) still finds it. */
+static int proc_exited(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0; /* cannot tell: kill(2) decided it runs */
+    size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static void pid_ns(char *out, size_t n)
 {
     ssize_t k = readlink("/proc/self/ns/pid", out, n - 1);
@@ -121,7 +138,7 @@ static int holder_alive(const char *v)
     long p = atol(pid);
     if (strcmp(host, mine) || !strcmp(ns, "-") || strcmp(hns, ns) || p <= 0)
         return -1;
-    if (kill((pid_t)p, 0) && errno == ESRCH)
+    if ((kill((pid_t)p, 0) && errno == ESRCH) || proc_exited(p))
         return 0;
     proc_start(p, now, sizeof(now));
     if (!strcmp(start, "-") || !strcmp(now, "-"))

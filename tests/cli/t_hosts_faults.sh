@@ -58,8 +58,32 @@ stopped() {
     stop_s=$((SECONDS - t_fault))
     cp "$bgout.err" "$T/err"; cp "$bgout.out" "$T/out"
 }
+# drained: the earlier job's ranks are gone from every host before the next run, as a
+# resource manager sees to when a job ends: mpirun can return (a node lost) while ranks on
+# the other hosts are still being killed, and a rank alive still holds the job's Redis
+# lease (the rerun would rightly be refused). Waits up to 30 s, then kills what is left.
+drained() {
+    local h p busy
+    for _ in $(seq 300); do
+        busy=0
+        for h in h0 h1 h2; do
+            for p in $(host_pids "$h"); do
+                [ "$(cat /proc/$p/comm 2>/dev/null)" = sluice ] && busy=1
+            done
+        done
+        [ "$busy" = 0 ] && return 0
+        sleep 0.1
+    done
+    for h in h0 h1 h2; do
+        for p in $(host_pids "$h"); do
+            [ "$(cat /proc/$p/comm 2>/dev/null)" = sluice ] && kill -KILL "$p" 2>/dev/null
+        done
+    done
+    return 0
+}
 # again OUT: the same command, no pause, after the fault is gone; time in $again_s
 again() {
+    drained
     local t=$SECONDS
     run on hl timeout 120 "${MPI[@]}" "${DEDUP[@]}" --redis-prefix "$(basename "$1")" --out "$1" "$T/in"
     again_s=$((SECONDS - t))
