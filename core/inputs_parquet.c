@@ -119,6 +119,7 @@ int sl_inputs_split_parquet(struct sl_inputs *in)
                 struct sl_input *part = &in->v[i + p];
                 *part = whole;
                 part->path = sl_xstrdup(whole.path);
+                part->url = whole.url ? sl_xstrdup(whole.url) : NULL;
                 part->rel = part_name(whole.rel, b[p]);
                 part->rg_first = b[p];
                 part->rg_end = b[p + 1];
@@ -129,6 +130,7 @@ int sl_inputs_split_parquet(struct sl_inputs *in)
             }
             free(whole.path);
             free(whole.rel);
+            free(whole.url);
             in->n += k - 1;
             i += k - 1;
         }
