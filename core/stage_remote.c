@@ -267,7 +267,7 @@ int sl_stage_remote_prepared(struct sl_stage *st)
 
 /* Replace the spool's copy of a file by a sparse file of its size: what the manifest reads
  * (its size), without its blocks. */
-static int placeholder(const char *path, uint64_t size)
+static int sparse_stand_in(const char *path, uint64_t size)
 {
     char *dir = sl_xstrdup(path), *slash = strrchr(dir, '/');
     if (slash) {
@@ -368,7 +368,7 @@ static int put_multipart(const struct sl_stage_remote *r, const char *rel, int f
 }
 
 /* Upload the spool's file rel (with its XXH3 in the metadata, when known), then leave a
- * placeholder of its size. */
+ * sparse stand-in of its size. */
 static int upload_file(struct sl_stage *st, const char *rel, const char *xxh3)
 {
     struct sl_stage_remote *r = st->remote;
@@ -401,7 +401,7 @@ static int upload_file(struct sl_stage *st, const char *rel, const char *xxh3)
     if (fd >= 0)
         close(fd);
     if (!rc)
-        rc = placeholder(path, size);
+        rc = sparse_stand_in(path, size);
     free(path);
     return rc;
 }
@@ -452,7 +452,7 @@ int sl_stage_remote_record(struct sl_stage *st, const char *name, const char *re
     return rc;
 }
 
-/* Is the object of rel there with the size and xxh3 of o? Then leave its placeholder. */
+/* Is the object of rel there with the size and xxh3 of o? Then leave its sparse stand-in. */
 static int object_whole(void *ctx, const char *rel, struct json_object *o)
 {
     struct sl_stage *st = ctx;
@@ -474,7 +474,7 @@ static int object_whole(void *ctx, const char *rel, struct json_object *o)
     sl_err_clear();
     if (!bad) {
         char *path = sl_xasprintf("%s/%s", st->remote->spool, rel);
-        bad = placeholder(path, bytes) != 0;
+        bad = sparse_stand_in(path, bytes) != 0;
         free(path);
     }
     return bad;
