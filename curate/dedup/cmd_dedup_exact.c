@@ -95,17 +95,8 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     o->norm_name = dd_norm_name(norm, nn, sizeof(nn));
     sl_options_settings_json(cmd_dedup_exact_options, o, &settings);
     struct sl_stage st;
-    /* the manifest shows the whole command line: "dedup exact ..." */
-    struct sl_stage_cfg cfg = { .stage = "dedup-exact",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &c.in,
-                                .settings_json = settings.data,
-                                .force = o->force,
-                                .wait = o->wait,
-                                .rereads_inputs = 1 };
-    rc = sl_stage_begin(&st, w, &cfg);
+    rc = dd_corpus_stage_begin(&c, &st, w, "dedup-exact", o->out, argc, argv, settings.data,
+                               o->force, o->wait);
     if (rc) {
         sl_buf_release(&settings);
         dd_corpus_release(&c);

@@ -260,17 +260,8 @@ static int run_begin(struct fuzzy_run *r, const struct sl_strlist *operands, int
     if (o->index_in && dd_fuzzy_read_index(&r->z))
         return fail(1);
     fuzzy_settings(r);
-    /* the manifest shows the whole command line: "dedup fuzzy ..." */
-    struct sl_stage_cfg cfg = { .stage = "dedup-fuzzy",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &r->c.in,
-                                .settings_json = r->settings.data,
-                                .force = o->force,
-                                .wait = o->wait,
-                                .rereads_inputs = 1 };
-    if (sl_stage_begin(&r->st, r->w, &cfg))
+    if (dd_corpus_stage_begin(&r->c, &r->st, r->w, "dedup-fuzzy", o->out, argc, argv,
+                              r->settings.data, o->force, o->wait))
         return fail(1);
     r->begun = 1;
     return 0;

@@ -63,8 +63,8 @@ const struct sl_option cmd_dedup_paragraphs_options[] = {
                   "paragraphs as they are (Dolma), lines stripped and lowercased (C4), or "
                   "three-sentence spans",
                   .def = "paragraph", .flags = SL_OPTF_OUTPUT),
-    SL_OPT_STRING(0, "lang", lang, "LANG", "span3: the Punkt model's language",
-                  .def = "english", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "lang", lang, "LANG", "span3: the Punkt model's language", .def = "english",
+                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_STRING(0, "punkt", punkt, "DIR",
                   "span3: the Punkt model, a punkt_tab directory (instead of --lang's)",
                   .flags = SL_OPTF_OUTPUT | SL_OPTF_PATH),
@@ -72,9 +72,8 @@ const struct sl_option cmd_dedup_paragraphs_options[] = {
                  .flags = SL_OPTF_OUTPUT),
     SL_OPT_CHOICE(0, "index", index, "exact|bloom", "hashes grouped exactly, or a Bloom filter",
                   .def = "exact", .flags = SL_OPTF_OUTPUT),
-    SL_OPT_DOUBLE(0, "false-positive-rate", fp_rate, "P",
-                  "bloom: the rate the filter is sized for", .def = "0.00001",
-                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_DOUBLE(0, "false-positive-rate", fp_rate, "P", "bloom: the rate the filter is sized for",
+                  .def = "0.00001", .flags = SL_OPTF_OUTPUT),
     SL_OPT_UINT64(0, "expected-count", expected, "N",
                   "bloom: distinct paragraphs to size for (default 0: all counted)", .def = "0",
                   .flags = SL_OPTF_OUTPUT),
@@ -214,9 +213,10 @@ static void report(const struct opts *o, const struct sl_stage *st, const struct
 {
     sl_info("dedup paragraphs: %llu of %llu %s removed (%llu bytes), %llu documents left "
             "empty and dropped; %llu of %llu documents kept in '%s'%s",
-            (unsigned long long)sl_counters_get(t, "units_removed"),
-            (unsigned long long)us->units,
-            !strcmp(o->unit, "line") ? "lines" : !strcmp(o->unit, "span3") ? "sentences" : "paragraphs",
+            (unsigned long long)sl_counters_get(t, "units_removed"), (unsigned long long)us->units,
+            !strcmp(o->unit, "line")    ? "lines"
+            : !strcmp(o->unit, "span3") ? "sentences"
+                                        : "paragraphs",
             (unsigned long long)sl_counters_get(t, "bytes_removed"),
             (unsigned long long)sl_counters_get(t, "left_empty"),
             (unsigned long long)sl_counters_get(t, "documents_out"),
@@ -282,16 +282,8 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     struct sl_buf settings = SL_BUF_INIT;
     sl_options_settings_json(cmd_dedup_paragraphs_options, o, &settings);
     struct sl_stage st;
-    struct sl_stage_cfg cfg = { .stage = "dedup-paragraphs",
-                                .out_dir = o->out,
-                                .argc = argc,
-                                .argv = argv,
-                                .inputs = &c.in,
-                                .settings_json = settings.data,
-                                .force = o->force,
-                                .wait = o->wait,
-                                .rereads_inputs = 1 };
-    rc = sl_stage_begin(&st, w, &cfg);
+    rc = dd_corpus_stage_begin(&c, &st, w, "dedup-paragraphs", o->out, argc, argv, settings.data,
+                               o->force, o->wait);
     if (rc) {
         sl_buf_release(&settings);
         dd_corpus_release(&c);

@@ -43,6 +43,23 @@ int dd_corpus_init(struct dd_corpus *c, const struct sl_world *w, const char *co
     return 0;
 }
 
+int dd_corpus_stage_begin(const struct dd_corpus *c, struct sl_stage *st, struct sl_world *w,
+                          const char *stage, const char *out, int argc, const char **argv,
+                          const char *settings, int force, int wait)
+{
+    /* the manifest shows the whole command line: "dedup exact ..." */
+    struct sl_stage_cfg cfg = { .stage = stage,
+                                .out_dir = out,
+                                .argc = argc,
+                                .argv = argv,
+                                .inputs = &c->in,
+                                .settings_json = settings,
+                                .force = force,
+                                .wait = wait,
+                                .rereads_inputs = 1 };
+    return sl_stage_begin(st, w, &cfg);
+}
+
 void dd_corpus_release(struct dd_corpus *c)
 {
     sl_inputs_release(&c->in);

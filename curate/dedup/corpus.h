@@ -51,6 +51,12 @@ int dd_corpus_init(struct dd_corpus *c, const struct sl_world *w, const char *co
                    size_t n);
 void dd_corpus_release(struct dd_corpus *c);
 
+/* Begin the stage (sl_stage_begin) of a dedup mode over the corpus's inputs, which it reads
+ * more than once: stage "dedup-exact", ...; settings the JSON of its settings. */
+int dd_corpus_stage_begin(const struct dd_corpus *c, struct sl_stage *st, struct sl_world *w,
+                          const char *stage, const char *out, int argc, const char **argv,
+                          const char *settings, int force, int wait);
+
 /* Rank that reads the document (documents of an older generation: rank 0). */
 int dd_corpus_owner(const struct dd_corpus *c, uint64_t gid);
 /* "'path' line N" for messages; into out. */
