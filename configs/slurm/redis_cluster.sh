@@ -83,6 +83,25 @@ sl_redis_nodes() {
                  END { print n + 0, s + 0 }'
 }
 
+# sl_redis_synced K HOST:PORT...: wait until the masters among the hosts count K replicas
+# whose first sync has finished (state=online in a master's INFO replication: what a
+# failover needs, and what sluice checks at its start)
+sl_redis_synced() {
+    local want=$1 h online
+    shift
+    for _ in $(seq 300); do
+        online=0
+        for h in "$@"; do
+            online=$((online + $(redis-cli -h "${h%:*}" -p "${h##*:}" info replication 2>/dev/null |
+                tr -d '\r' | grep -c '^slave[0-9]*:.*state=online')))
+        done
+        [ "$online" -ge "$want" ] && return 0
+        sleep 0.2
+    done
+    echo "redis: $online of $want replicas finished their first sync within 60 s" >&2
+    return 1
+}
+
 sl_redis_form() {
     local replicas=$1 h i n lo hi ok
     shift
@@ -91,7 +110,8 @@ sl_redis_form() {
     export REDISCLI_AUTH=$SLUICE_REDIS_PASSWORD
     # a failover is voted by the masters: redis-cli --cluster create wants 3 of them
     if [ $((n / (1 + replicas))) -ge 3 ]; then
-        redis-cli --cluster create "${hosts[@]}" --cluster-replicas "$replicas" --cluster-yes
+        redis-cli --cluster create "${hosts[@]}" --cluster-replicas "$replicas" --cluster-yes || return
+        sl_redis_synced $((n - n / (1 + replicas))) "${hosts[@]}"
         return
     fi
     if [ "$replicas" -gt 0 ]; then
