@@ -10,6 +10,7 @@
 #   make bench        run the benchmarks in bench/ against the peer tools
 #   make test-gpu     build and run the CUDA kernel and GPU trainer tests (SKIP without nvcc or a GPU)
 #   make bench-kernels  time the CUDA kernels (one table)
+#   make bench-scale  how cost grows: every stage at 1x, 4x and 16x an input, 1 and 2 ranks
 #   make install PREFIX=/opt/sluice   build, then install (install-files: install what is built)
 #
 # Knobs: WERROR=1 (CI), CUDA=0 / MPI=0 to build without them, O=-O0 for debugging,
@@ -249,7 +250,7 @@ install-files:
 
 .PHONY: install install-files
 
-.PHONY: all FORCE config deps test test-unit test-cli test-hosts test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
+.PHONY: all FORCE config deps test test-unit test-cli test-hosts test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo bench-scale \
         bench clean format check-format check-deps test-gpu bench-kernels
 FORCE:
 
@@ -348,6 +349,11 @@ demo: deps
 
 bench: all
 	@bench/run.sh $(BUILD)/sluice
+
+# How cost grows with the input: every stage at 1x, 4x and 16x SCALE_MB (256) and 1 and 2
+# ranks (bench/scale.sh; docs/benchmarks.md, "Scaling")
+bench-scale: all
+	@bench/scale.sh $(BUILD)/sluice
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')
