@@ -19,7 +19,9 @@
 #                .jsonl and stderr, the profile's kernel tables); by default they are removed
 #
 # Preparing LLMC_DIR, on a machine with network and the CUDA toolkit of the GPU machine, in a
-# scratch directory outside this repository (never committed here):
+# scratch directory outside this repository (never committed here). `make gpu-bundle
+# LLMC_SRC=/scratch/llm.c CUDNN_FRONTEND=/scratch/cudnn-frontend` does these steps
+# (scripts/gpu-check.sh, build_llmc) in a scratch copy of LLMC_SRC and carries the result:
 #   git clone https://github.com/karpathy/llm.c /scratch/llm.c
 #   git clone https://github.com/NVIDIA/cudnn-frontend /scratch/cudnn-frontend  # header-only
 #   cd /scratch/llm.c
