@@ -236,6 +236,8 @@ stage_env() {
         fi
         echo "cuda library $so: $have"
     done
+    # the gradient comparison and the benchmark's llm.c tokens need numpy
+    echo "python3: $(python3 -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || echo absent)  numpy: $(python3 -c 'import numpy; print(numpy.__version__)' 2>/dev/null || echo absent)  zstd: $(command -v zstd || echo absent)"
     echo "mpirun: $(command -v mpirun || echo absent)  ncu: $(command -v ncu || echo absent)  nsys: $(command -v nsys || echo absent)"
     # every carried binary's ldd, whole, into the logs; here what it lacks and the CUDA ones
     for f in "$G"/build/* "$G"/llmc/*; do
