@@ -6,7 +6,8 @@
 #    equals the CPU path's, tensor by tensor, q/k/v and gate/up apart
 #    (tests/oracle/grad_compare.py, whose tolerance GRAD_RTOL is justified there; the same
 #    comparison runs CPU against CPU in tests/cli/t_train_grads.sh);
-#  - the same per-tensor gradient check on GPT-2 124M (12 layers, seq 1024), one sequence;
+#  - the same per-tensor gradient check on GPT-2 124M (12 layers, seq 1024), one sequence
+#    (TRAIN_GPU_ONLY=g124 runs only this, at G124_MICRO_BATCH sequences, default 1);
 #  - train.grad_reduce_dtype=bf16 and train.deterministic=true run and agree;
 #  - 200 steps of tiny-gpt and of tiny-llama on tinyshakespeare: the same loss curve as the
 #    CPU path within noise;
