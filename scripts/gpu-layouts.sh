@@ -18,7 +18,9 @@
 #                                        verdicts (gpu-layouts.txt) and the logs
 #                                        (gpu-layouts.tgz)
 # On the machine: `scripts/gpu-layouts.sh --run "$OUT"` with .gpucheck carried.
-# GPU_LAYOUTS replaces the list below, GPU_LAYOUTS_MPIRUN the launcher (tests).
+# GPU_LAYOUTS replaces the list below, GPU_LAYOUTS_MPIRUN the launcher (tests);
+# GPU_LAYOUTS_MAX_RANKS=N runs only the layouts of at most N ranks (SKIP for the others):
+# scripts/gpu-check.sh's stage layouts gives it the number of GPUs, one rank a GPU.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
@@ -98,6 +100,10 @@ layout() { # NAME RANKS LIMIT KEYS...
     local name=$1 np=$2 lim=$3 rc t0=$SECONDS log cmp why
     shift 3
     log=$OUTDIR/$name.jsonl
+    if [ -n "${GPU_LAYOUTS_MAX_RANKS:-}" ] && [ "$np" -gt "$GPU_LAYOUTS_MAX_RANKS" ]; then
+        echo "SKIP $name: $np ranks, more than the $GPU_LAYOUTS_MAX_RANKS GPUs (one a rank)"
+        return 0
+    fi
     if [ ${#MPIRUN[@]} = 0 ]; then
         echo "SKIP $name: no mpirun on this machine (the layouts need an MPI launcher)"
         return 0
