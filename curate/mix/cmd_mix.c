@@ -11,6 +11,7 @@
 #include "core/stage_docs.h"
 #include "core/world.h"
 #include "curate/mix/attrs.h"
+#include "curate/mix/mix_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 
 const char *const cmd_mix_usage[] = {
     "sluice mix --attributes DIR --out DIR [--keep-if|--drop-if|--remove-spans RULE] IN...",
+    "sluice mix [--attributes DIR RULES] --tokens N [--weights SRC=W] --out DIR IN...",
     "",
     "Select JSONL documents by their attributes (sluice tag's, or Dolma's) without scoring",
     "again. The documents of input NNNNN (inputs in sorted order, as sluice tag read them)",
@@ -26,24 +28,19 @@ const char *const cmd_mix_usage[] = {
     "NAME OP NUMBER (OP: < <= > >= == !=) on the first span's score of attribute NAME: a",
     "document is kept when every --keep-if holds and no --drop-if does; --remove-spans cuts",
     "the spans of NAME whose score satisfies it out of the text (documents left empty are",
-    "dropped). Each removal is counted under its rule. The output is the same for any",
-    "number of MPI ranks.",
+    "dropped). Each removal is counted under its rule. With --tokens, the kept documents",
+    "are sampled per source (--source-key) to N tokens in the --weights proportions, at",
+    "most --max-epochs repetitions each, and shuffled (--seed) into --shards shards; the",
+    "manifest gives each source's target, documents and tokens. The output is the same for",
+    "any number of MPI ranks.",
     NULL,
 };
 
-struct opts {
-    const char *out, *text_key;
-    struct sl_strlist attributes, keep_if, drop_if, remove_spans;
-    int force, wait, repair_utf8;
-    long level;
-    uint64_t max_line;
-};
-
-#define SL_OPT_STRUCT struct opts
+#define SL_OPT_STRUCT struct mix_opts
 const struct sl_option cmd_mix_options[] = {
     SL_OPT_STRINGS(0, "attributes", attributes, "DIR",
                    "attribute shards of the inputs (sluice tag --out; repeatable)",
-                   .flags = SL_OPTF_OUTPUT, .required = 1),
+                   .flags = SL_OPTF_OUTPUT),
     SL_OPT_STRING('o', "out", out, "DIR", "output directory (created)", .required = 1),
     SL_OPT_STRINGS(0, "keep-if", keep_if, "RULE",
                    "keep only documents where RULE holds: 'exp__word_count__score >= 50'",
@@ -53,6 +50,26 @@ const struct sl_option cmd_mix_options[] = {
     SL_OPT_STRINGS(0, "remove-spans", remove_spans, "RULE",
                    "cut the spans of RULE's attribute whose score satisfies it",
                    .flags = SL_OPTF_OUTPUT),
+    SL_OPT_UINT64(0, "tokens", tokens, "N",
+                  "a mix of N tokens: sources sampled by --weights, shuffled into --shards",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRINGS(0, "weights", weights, "SRC=W",
+                   "weight of a source (repeatable; without it every source weighs 1)",
+                   .flags = SL_OPTF_OUTPUT | SL_OPTF_KV),
+    SL_OPT_STRING(0, "source-key", source_key, "KEY", "member that names a document's source",
+                  .def = "source", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_DOUBLE(0, "max-epochs", max_epochs, "E", "most repetitions of a source's tokens",
+                  .def = "1", .flags = SL_OPTF_OUTPUT),
+    SL_OPT_STRING(0, "tokenizer", tokenizer, "SPEC",
+                  "count tokens with it (gpt2:DIR, tiktoken:FILE, spm:FILE, hf:FILE, ...)",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_DOUBLE(0, "bytes-per-token", bytes_per_token, "B",
+                  "count tokens as ceil(text bytes / B) (without --tokenizer)", .def = "4",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_UINT64(0, "seed", seed, "S", "seed of the sampling and the shuffle",
+                  .flags = SL_OPTF_OUTPUT),
+    SL_OPT_INTEGER(0, "shards", shards, "N", "output shards of a --tokens mix (default: inputs)",
+                   .flags = SL_OPTF_OUTPUT),
     SL_OPT_REPAIR_UTF8(repair_utf8),
     SL_OPT_TEXT_KEY(text_key),
     SL_OPT_MAX_LINE(max_line, .omit = SL_OMIT_DEF),
@@ -61,25 +78,6 @@ const struct sl_option cmd_mix_options[] = {
     SL_OPT_WAIT(wait),
     SL_OPT_COMMON,
     SL_OPT_END_,
-};
-
-/* The rules of one option, and the manifest's reason for each ("removed_keep_if_NAME"). */
-struct rules {
-    struct sl_attr_rule *v;
-    char **reason;
-    size_t n;
-};
-
-struct mix_run {
-    const struct opts *o;
-    struct rules keep, drop, cut;
-    size_t nattr;
-    /* the unit's attribute files: path, reader, current line */
-    char **apath;
-    struct sl_jsonl_reader **rd;
-    struct sl_attr_line *lines;
-    struct sl_attr_cuts cuts;
-    struct sl_buf text, where, id;
 };
 
 static int rules_parse(struct rules *r, const struct sl_strlist *l, const char *what)
@@ -196,7 +194,7 @@ static int cut_spans(struct mix_run *m, struct sl_stage_doc *sd, struct sl_doc *
     return rc ? rc : SL_DOC_KEEP;
 }
 
-static int mix_doc(void *arg, struct sl_stage_doc *sd, struct sl_doc *doc)
+int mix_doc(void *arg, struct sl_stage_doc *sd, struct sl_doc *doc)
 {
     struct mix_run *m = arg;
     int rc = next_lines(m, sd, doc);
@@ -215,7 +213,7 @@ static int mix_doc(void *arg, struct sl_stage_doc *sd, struct sl_doc *doc)
 }
 
 /* A unit's start: its attribute files open, its reasons counted from zero. */
-static int mix_begin(void *arg, struct sl_stage_unit *u)
+int mix_begin(void *arg, struct sl_stage_unit *u)
 {
     struct mix_run *m = arg;
     const struct rules *all[] = { &m->keep, &m->drop, &m->cut };
@@ -235,7 +233,7 @@ static int mix_begin(void *arg, struct sl_stage_unit *u)
 }
 
 /* A unit's end: every attribute file read to its end, and closed. */
-static int mix_end(void *arg, struct sl_stage_unit *u, int rc)
+int mix_end(void *arg, struct sl_stage_unit *u, int rc)
 {
     struct mix_run *m = arg;
     (void)u;
@@ -256,9 +254,30 @@ static int mix_end(void *arg, struct sl_stage_unit *u, int rc)
 
 static int check(void *opts, const struct sl_strlist *operands)
 {
-    const struct opts *o = opts;
+    const struct mix_opts *o = opts;
     if (operands->n == 0)
         return sl_err_set(SL_ERR_USAGE, "no inputs given");
+    if (!o->attributes.n && (o->keep_if.n || o->drop_if.n || o->remove_spans.n))
+        return sl_err_set(SL_ERR_USAGE, "rules need --attributes");
+    if (!o->attributes.n && !o->tokens)
+        return sl_err_set(SL_ERR_USAGE, "nothing to do: give --attributes and rules, or --tokens");
+    if (!o->tokens && (o->weights.n || o->tokenizer || o->shards))
+        return sl_err_set(SL_ERR_USAGE, "--weights, --tokenizer and --shards need --tokens");
+    if (!(o->max_epochs > 0) || !(o->bytes_per_token > 0) || o->shards < 0)
+        return sl_err_set(SL_ERR_USAGE,
+                          "--max-epochs, --bytes-per-token and --shards must be positive");
+    double wsum = 0;
+    for (size_t i = 0; i < o->weights.n; i++) {
+        const char *eq = strchr(o->weights.v[i], '=');
+        char *end;
+        double v = eq ? strtod(eq + 1, &end) : -1;
+        if (!eq || eq == o->weights.v[i] || end == eq + 1 || *end || !(v >= 0) || isinf(v))
+            return sl_err_set(SL_ERR_USAGE, "--weights '%s': expected SOURCE=WEIGHT, WEIGHT >= 0",
+                              o->weights.v[i]);
+        wsum += v;
+    }
+    if (o->weights.n && !(wsum > 0))
+        return sl_err_set(SL_ERR_USAGE, "--weights: every weight is 0");
     const struct sl_strlist *all[] = { &o->keep_if, &o->drop_if, &o->remove_spans };
     for (size_t g = 0; g < 3; g++)
         for (size_t i = 0; i < all[g]->n; i++) {
@@ -292,12 +311,12 @@ static void mix_release(struct mix_run *m)
 
 static int run(const void *opts, const struct sl_strlist *operands, int argc, const char **argv)
 {
-    const struct opts *o = opts;
+    const struct mix_opts *o = opts;
     struct sl_world *w = sl_world_get();
     struct mix_run m = { .o = o, .nattr = o->attributes.n };
-    m.apath = sl_xcalloc(m.nattr, sizeof(*m.apath));
-    m.rd = sl_xcalloc(m.nattr, sizeof(*m.rd));
-    m.lines = sl_xcalloc(m.nattr, sizeof(*m.lines));
+    m.apath = sl_xcalloc(m.nattr ? m.nattr : 1, sizeof(*m.apath));
+    m.rd = sl_xcalloc(m.nattr ? m.nattr : 1, sizeof(*m.rd));
+    m.lines = sl_xcalloc(m.nattr ? m.nattr : 1, sizeof(*m.lines));
     for (size_t k = 0; k < m.nattr; k++)
         sl_attr_line_init(&m.lines[k]);
     int rc = rules_parse(&m.keep, &o->keep_if, "keep_if");
@@ -330,6 +349,10 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                                  .doc = mix_doc,
                                  .end = mix_end,
                                  .ctx = &m };
+    if (o->tokens) {
+        rc = mix_budget_run(&m, &in, settings.data, argc, argv);
+        goto out;
+    }
     struct sl_stage_result res;
     rc = sl_stage_run_docs(w, &job, &res);
     if (!rc && w->rank == 0) {
@@ -339,10 +362,11 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
                 (unsigned long long)din, o->out, res.resumed ? " (resumed)" : "");
     }
     sl_stage_result_release(&res);
+out:
     sl_buf_release(&settings);
     sl_inputs_release(&in);
     mix_release(&m);
     return rc;
 }
 
-const struct sl_cmd cmd_mix = SL_CMD(cmd_mix_usage, cmd_mix_options, struct opts, check, run);
+const struct sl_cmd cmd_mix = SL_CMD(cmd_mix_usage, cmd_mix_options, struct mix_opts, check, run);

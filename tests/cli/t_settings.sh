@@ -97,7 +97,10 @@ expect_rc 0
 same_then_others mix --attributes "$T/mix-attrs" -- "--attributes $T/mix-attrs2" \
     "--keep-if sluice__word_count__score>=9" "--drop-if sluice__word_count__score>=90" \
     "--remove-spans sluice__word_count__score>1000" --repair-utf8 "--text-key body" \
-    "--max-line 100" "--level 9"
+    "--max-line 100" "--level 9" "--tokens 900" "--tokens 900 --weights (none)=2" \
+    "--tokens 900 --source-key body" "--tokens 900 --max-epochs 2" \
+    "--tokens 900 --tokenizer tiktoken:$FIX/tokenizer/r50k_base.tiktoken.zst" \
+    "--tokens 900 --bytes-per-token 3" "--tokens 900 --seed 3" "--tokens 900 --shards 3"
 
 case_ "dedup exact"
 same_then_others dedup exact -- "--key url" "--norm lower" "--keep longest" "--text-key body" \
