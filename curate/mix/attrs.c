@@ -232,6 +232,14 @@ void sl_attr_cuts_release(struct sl_attr_cuts *c)
     memset(c, 0, sizeof(*c));
 }
 
+uint64_t sl_attr_nchar(const char *text, size_t len)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)text[i] & 0xC0) != 0x80;
+    return n;
+}
+
 void sl_attr_put_name(struct sl_buf *out, const char *name)
 {
     for (const char *p = name; *p; p++)

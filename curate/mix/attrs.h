@@ -79,6 +79,9 @@ void sl_attr_cuts_apply(struct sl_attr_cuts *c, const char *text, size_t len, st
                         uint64_t *chars);
 void sl_attr_cuts_release(struct sl_attr_cuts *c);
 
+/* Code points of UTF-8 text: its bytes that are not continuation bytes (the spans' unit). */
+uint64_t sl_attr_nchar(const char *text, size_t len);
+
 /* Dolma's variable name of a tagger's or attribute's name: every byte outside
  * [A-Za-z0-9_] as '_', appended to out. */
 void sl_attr_put_name(struct sl_buf *out, const char *name);

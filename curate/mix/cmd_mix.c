@@ -169,9 +169,7 @@ static int cut_spans(struct mix_run *m, struct sl_stage_doc *sd, struct sl_doc *
 {
     size_t tlen;
     const char *text = sl_doc_text(doc, &tlen);
-    uint64_t nchar = 0, spans = 0, added, chars;
-    for (size_t i = 0; i < tlen; i++)
-        nchar += ((unsigned char)text[i] & 0xC0) != 0x80;
+    uint64_t nchar = sl_attr_nchar(text, tlen), spans = 0, added, chars;
     for (size_t i = 0; i < m->cut.n; i++) {
         const struct sl_attr_rule *r = &m->cut.v[i];
         size_t k = holder(m, r->name);

@@ -81,9 +81,7 @@ static int tag_doc(void *arg, struct sl_stage_doc *sd, struct sl_doc *doc)
                            (unsigned long long)sl_jsonl_line_no(sd->r));
     size_t tlen, idlen;
     const char *text = sl_doc_text(doc, &tlen), *id = sl_doc_get_raw(doc, "id", &idlen);
-    uint64_t nchar = 0;
-    for (size_t i = 0; i < tlen; i++)
-        nchar += ((unsigned char)text[i] & 0xC0) != 0x80;
+    uint64_t nchar = sl_attr_nchar(text, tlen);
     struct sl_buf *b = &t->line;
     sl_buf_reset(b);
     sl_buf_puts(b, "{\"id\":");

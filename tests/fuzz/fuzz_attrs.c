@@ -14,14 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t chars_of(const char *s, size_t n)
-{
-    uint64_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return c;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *t = (const char *)data;
@@ -53,12 +45,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         struct sl_attr_rule a = { .name = "a", .op = SL_ATTR_GE, .value = 0 };
         struct sl_attr_cuts c = { 0 };
-        uint64_t added, cut, nchar = chars_of(text, tn);
+        uint64_t added, cut, nchar = sl_attr_nchar(text, tn);
         if (sl_attr_line_spans(&l, "a", "fuzz:1") == 0 &&
             sl_attr_cuts_add(&c, &l, &a, nchar, "fuzz:1", &added) == 0) {
             struct sl_buf out = SL_BUF_INIT;
             sl_attr_cuts_apply(&c, text, tn, &out, &cut);
-            if (cut > nchar || chars_of(out.data ? out.data : "", out.len) != nchar - cut)
+            if (cut > nchar || sl_attr_nchar(out.data ? out.data : "", out.len) != nchar - cut)
                 abort();
             sl_buf_release(&out);
         }
