@@ -77,6 +77,22 @@ run "$SLUICE" mix --attributes "$T/attrs" --drop-if "ex__word_count__keep == 0" 
 expect_rc 0
 expect_eq "$(plain "$T/mdef" | md5sum)" "$(plain "$T/f50" | md5sum)" "(the keep attributes)"
 
+case_ "a classifier (fastText language ID) tagged once, mixed at two thresholds: filter's documents"
+printf 'filters:\n  - language:\n      model: %s\n      languages: [en, fr, de]\n      write: false\n' \
+    "$FIX/filter/lid.176.ftz" > "$T/lid.yaml"
+run "$SLUICE" tag --config "$T/lid.yaml" --experiment l --out "$T/lattrs" "$T/in"
+expect_rc 0
+for th in 0.65 0.95; do
+    run "$SLUICE" filter --config "$T/lid.yaml" --set filters.language.threshold=$th --out "$T/lf$th" "$T/in"
+    expect_rc 0
+    run "$SLUICE" mix --attributes "$T/lattrs" --keep-if "l__language__keep == 1" \
+        --keep-if "l__language__score >= $th" --out "$T/lm$th" "$T/in"
+    expect_rc 0
+    expect_eq "$(plain "$T/lm$th" | md5sum)" "$(plain "$T/lf$th" | md5sum)" "(threshold $th)"
+done
+[ "$(count "$T/lm0.95" documents_out)" -lt "$(count "$T/lm0.65" documents_out)" ] && ok ||
+    fail "the thresholds keep the same documents"
+
 case_ "--remove-spans cuts code points as Python slices do"
 $PY - "$T" <<'PY'
 import json, random, sys
