@@ -411,6 +411,11 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
     if (a->dump_dir)
         return sl_err_set(SL_ERR_CONFIG, "debug.dump_dir is supported on the CPU path only\n"
                                          "hint: train.device=cpu (train.dump_grads works on both)");
+    if (docmask_on(&a->docs))
+        return sl_err_set(SL_ERR_CONFIG,
+                          "data.reset_position_ids, data.reset_attention_mask and "
+                          "data.eod_mask_loss are supported on the CPU path only\nhint: "
+                          "train.device=cpu");
     static const char *const attn_names[] = { "auto", "cudnn", "flash" };
     static const char *const rc_names[] = { "none", "selective", "full" };
     char where[256];
