@@ -130,6 +130,12 @@ void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T
               int D, cudaStream_t st);
 void rope_bwd(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, int B, int T, int Hq, int Hkv,
               int D, cudaStream_t st);
+/* The same at given positions: row n at position pos[n] < T (device, B*T int32; packed
+ * documents, train/docmask.h), or n % T where pos is NULL. */
+void rope_fwd_at(sl_bf16 *qkv, const float *cos_t, const float *sin_t, const int32_t *pos, int B,
+                 int T, int Hq, int Hkv, int D, cudaStream_t st);
+void rope_bwd_at(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, const int32_t *pos, int B,
+                 int T, int Hq, int Hkv, int D, cudaStream_t st);
 
 /* ---- fused classifier ------------------------------------------------------------- */
 

@@ -715,8 +715,9 @@ static void print_gpu_memory(const struct train_opts *o, long accum, FILE *f)
 {
     const struct parallel_config *p = &o->par;
     static const char *const rc_names[] = { "none", "selective", "full" };
-    struct parallel_gpu_opts g = { o->micro_batch, o->seq_len,   accum,
-                                   o->eval_iters,  o->recompute, p->zero };
+    struct parallel_gpu_opts g = { o->micro_batch,      o->seq_len,   accum,
+                                   o->eval_iters,       o->recompute, p->zero,
+                                   docmask_on(&o->docs) };
     struct parallel_gpu_rank *r = sl_xcalloc((size_t)p->pp, sizeof(*r));
     int best = parallel_gpu_estimate(p, &o->mc, &g, r);
     if (best < 0) {

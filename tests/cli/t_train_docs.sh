@@ -114,6 +114,21 @@ logits_of causal_b b
 run same_docs causal_a causal_b
 expect_rc 1
 
+if have_mpi; then
+    case_ "tensor x pipeline parallel (2 x 2, sequence parallel): the losses and norms of one rank"
+    run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" data.prefix="$T/a" \
+        data.cache_dir="$T/ctiny-gpt" train.steps=3 "${RUN[@]}" "${ALL[@]}" log.file="$T/one.jsonl"
+    expect_rc 0
+    run "${MPIRUN[@]}" -np 4 "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" \
+        data.prefix="$T/a" data.cache_dir="$T/ctiny-gpt" train.steps=3 "${RUN[@]}" "${ALL[@]}" \
+        parallel.tensor=2 parallel.sequence=true parallel.pipeline=2 log.file="$T/tpp.jsonl"
+    expect_rc 0
+    run python3 "$ROOT/tests/oracle/compare_train_logs.py" "$T/tpp.jsonl" "$T/one.jsonl" 1 1e-5 1e-5
+    expect_rc 0
+else
+    echo "skip: tensor x pipeline parallel (mpirun not found)"
+fi
+
 case_ "data=synthetic has no documents"
 run "$SLUICE" train "$ROOT/configs/models/tiny-gpt.yaml" data.prefix=synthetic train.steps=1 "${RUN[@]}" \
     data.eod_mask_loss=true

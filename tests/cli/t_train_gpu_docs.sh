@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Document boundaries (data.reset_position_ids, data.reset_attention_mask, data.eod_mask_loss)
+# on the CUDA trainer over emulated GPUs (build/emu/libsluice-gpu-emu.so): the own flash
+# kernels' variable-length form, RoPE at the reset positions and the masked loss against the
+# CPU path, with the first-step tolerances of t_train_gpu_emu.sh (bf16 against fp32: loss
+# 0.5%, gradient norm 5%, every tensor's gradient 5e-2 relative L2). tiny-llama, 80 tokens
+# a sample (two 64-token tiles), documents of 2 to 12 tokens, two micro-batches a step.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+need_gpu_emu
+LLAMA="$ROOT/configs/models/tiny-llama.yaml"
+GPT="$ROOT/configs/models/tiny-gpt.yaml"
+
+"$PY" - "$T" <<'PY'
+import json, sys, numpy as np
+rng = np.random.default_rng(5)
+docs = [rng.integers(1, 64, size=int(rng.integers(1, 12))).tolist() + [0] for _ in range(150)]
+json.dump(docs, open(sys.argv[1] + "/a.json", "w"))
+PY
+: >"$T/tok.model" # a tokenizer file for the manifest (never read)
+"$PY" "$ROOT/tests/oracle/megatron_index.py" write "$T/a" "$T/a.json"
+printf '{"settings": {"tokenizer": "spm:%s", "tokenizer_kind": "spm", "vocab_size": 64, "eod_id": 0}}\n' \
+    "$T/tok.model" >"$T/a.manifest.json"
+RUN=(data.prefix="$T/a" data.cache_dir="$T/cache" train.seq_len=80 train.micro_batch_size=2
+     train.global_batch_size=4 train.steps=1 eval.interval=0 train.resume=none)
+ALL=(data.reset_position_ids=true data.reset_attention_mask=true data.eod_mask_loss=true)
+
+for dev in cpu cuda; do
+    case_ "tiny-llama, all three, one step on $dev"
+    run "$SLUICE" train "$LLAMA" "${RUN[@]}" "${ALL[@]}" train.device=$dev log.file="$T/$dev.jsonl" \
+        train.dump_grads="$T/grads-$dev"
+    expect_rc 0
+done
+expect_err "own flash-attention kernels"
+case_ "first step: loss and gradient norm, emulated GPU = CPU to bf16 tolerance"
+run python3 "$ROOT/tests/oracle/compare_train_logs.py" "$T/cuda.jsonl" "$T/cpu.jsonl" 1 0.005 0.05 0
+expect_rc 0
+case_ "first step: every tensor's gradient, emulated GPU = CPU (relative L2 <= 0.05)"
+run "$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol 0.05 "$T/grads-cuda/grads-step-000001.safetensors" \
+    "$T/grads-cpu/grads-step-000001.safetensors"
+expect_rc 0
+grep -iE "worst|max" "$T/out" | head -3 | sed "s/^/  /"
+case_ "the comparison can fail: the CPU path without the settings differs"
+run "$SLUICE" train "$LLAMA" "${RUN[@]}" train.device=cpu train.dump_grads="$T/grads-plain"
+expect_rc 0
+run "$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol 0.05 "$T/grads-cuda/grads-step-000001.safetensors" \
+    "$T/grads-plain/grads-step-000001.safetensors"
+expect_rc 1
+
+bytes_of() { sed -n "s/.*$1.*\(parameters [0-9]*, gradients [0-9]*, optimizer [0-9]*, activations [0-9]*, workspace [0-9]*, arena [0-9]*\).*/\1/p" "$2" | head -1; }
+case_ "the GPU memory estimate counts the document rows: it is the allocation"
+run "$SLUICE" -v train "$LLAMA" "${RUN[@]}" "${ALL[@]}" train.device=cuda
+expect_rc 0
+alloc=$(bytes_of "GPU memory bytes: " "$T/err")
+run "$SLUICE" train "$LLAMA" "${RUN[@]}" "${ALL[@]}" --print-config
+expect_rc 0
+est=$(bytes_of "#     bytes: " "$T/out")
+expect_eq "$est" "$alloc"
+[ -n "$alloc" ] || fail "no 'GPU memory bytes' line"
+
+case_ "train.attention=cudnn with reset_attention_mask is refused"
+run "$SLUICE" train "$LLAMA" "${RUN[@]}" data.reset_attention_mask=true train.device=cuda \
+    train.attention=cudnn
+expect_rc 1
+expect_err "train.attention=cudnn with data.reset_attention_mask"
+case_ "learned positions with reset_position_ids are refused on the GPU"
+run "$SLUICE" train "$GPT" "${RUN[@]}" data.reset_position_ids=true train.device=cuda
+expect_rc 1
+expect_err "data.reset_position_ids with learned position embeddings"
+
+finish
