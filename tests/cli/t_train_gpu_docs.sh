@@ -3,7 +3,7 @@
 # on the CUDA trainer over emulated GPUs (build/emu/libsluice-gpu-emu.so): the own flash
 # kernels' variable-length form, RoPE at the reset positions and the masked loss against the
 # CPU path, with the first-step tolerances of t_train_gpu_emu.sh (bf16 against fp32: loss
-# 0.5%, gradient norm 5%, every tensor's gradient 5e-2 relative L2). tiny-llama, 80 tokens
+# 0.5%, gradient norm 5%, every tensor's gradient 5e-2 relative L2; the validation loss 0.5%). tiny-llama, 80 tokens
 # a sample (two 64-token tiles), documents of 2 to 12 tokens, two micro-batches a step.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -28,12 +28,20 @@ ALL=(data.reset_position_ids=true data.reset_attention_mask=true data.eod_mask_l
 for dev in cpu cuda; do
     case_ "tiny-llama, all three, one step on $dev"
     run "$SLUICE" train "$LLAMA" "${RUN[@]}" "${ALL[@]}" train.device=$dev log.file="$T/$dev.jsonl" \
-        train.dump_grads="$T/grads-$dev"
+        train.dump_grads="$T/grads-$dev" eval.interval=1 eval.iters=1 data.split=80,20,0
     expect_rc 0
 done
 expect_err "own flash-attention kernels"
 case_ "first step: loss and gradient norm, emulated GPU = CPU to bf16 tolerance"
 run python3 "$ROOT/tests/oracle/compare_train_logs.py" "$T/cuda.jsonl" "$T/cpu.jsonl" 1 0.005 0.05 0
+expect_rc 0
+case_ "validation (masked loss over the unmasked positions): emulated GPU = CPU within 0.5%"
+run python3 - "$T/cuda.jsonl" "$T/cpu.jsonl" <<'PY'
+import json, sys
+val = [[m["val_loss"] for m in map(json.loads, open(p)) if m["type"] == "valid"] for p in sys.argv[1:]]
+print("val_loss", val)
+sys.exit(0 if len(val[0]) == 1 and len(val[1]) == 1 and abs(val[0][0] / val[1][0] - 1) <= 0.005 else 1)
+PY
 expect_rc 0
 case_ "first step: every tensor's gradient, emulated GPU = CPU (relative L2 <= 0.05)"
 run "$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol 0.05 "$T/grads-cuda/grads-step-000001.safetensors" \
