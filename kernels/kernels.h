@@ -59,6 +59,11 @@ void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16 *wte, int 
                       cudaStream_t st);
 void embedding_pos_add(sl_bf16 *x, const sl_bf16 *wpe, int row0, int R, int T, int C,
                        cudaStream_t st);
+/* The same at given positions: x[n,:] += wpe[pos[row0 + n],:] (device, int32; packed
+ * documents, train/docmask.h). Their backward is embedding_bwd over the positions as ids
+ * and V = T (rows of equal positions summed in order, deterministically). */
+void embedding_pos_add_at(sl_bf16 *x, const sl_bf16 *wpe, const int32_t *pos, int row0, int R,
+                          int T, int C, cudaStream_t st);
 
 /* ---- LayerNorm and RMSNorm, fused with the residual add --------------------------- */
 

@@ -480,8 +480,8 @@ void cpu_attention_row(float *o, float *p, const float *q, const float *k, const
     }
 }
 
-void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv,
-                       int hd, const int32_t *start)
+void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv, int hd,
+                       const int32_t *start)
 {
     int width = (H + 2 * Hkv) * hd, group = H / Hkv;
     float scale = 1.0f / sqrtf((float)hd);

@@ -50,8 +50,8 @@ void cpu_rope(float *qkv, const float *cos_t, const float *sin_t, int B, int T, 
  * probabilities (row t holds t+1 values). start[B*T] (NULL: all 0): row t of sample b
  * attends to keys start[b*T+t]..t only (its document; train/docmask.h), its probabilities
  * at those columns. */
-void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv,
-                       int hd, const int32_t *start);
+void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv, int hd,
+                       const int32_t *start);
 /* One row of causal attention, shared by cpu_attention_fwd and the decoder (train/decode.c):
  * query q[hd] over positions 0..n-1, whose keys and values start at k and v, `stride`
  * floats apart; the probabilities go to p[n], the output to o[hd]. */

@@ -436,11 +436,6 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
                               "document mask runs in the own flash kernels' variable-length "
                               "form only\nhint: train.attention=flash (or auto, which takes "
                               "them with this setting)");
-        if (a->docs.reset_pos && a->mc.pos != MODEL_POS_ROPE)
-            return sl_err_set(SL_ERR_CONFIG,
-                              "data.reset_position_ids with learned position embeddings is "
-                              "supported on the CPU path only (the GPU path resets RoPE's "
-                              "positions)\nhint: train.device=cpu");
         t->dm = &a->docs;
     }
     t->tw = t->dm ? 4 : 2;

@@ -3,8 +3,10 @@
 # on the CUDA trainer over emulated GPUs (build/emu/libsluice-gpu-emu.so): the own flash
 # kernels' variable-length form, RoPE at the reset positions and the masked loss against the
 # CPU path, with the first-step tolerances of t_train_gpu_emu.sh (bf16 against fp32: loss
-# 0.5%, gradient norm 5%, every tensor's gradient 5e-2 relative L2; the validation loss 0.5%). tiny-llama, 80 tokens
-# a sample (two 64-token tiles), documents of 2 to 12 tokens, two micro-batches a step.
+# 0.5%, gradient norm 5%, every tensor's gradient 5e-2 relative L2; the validation loss
+# 0.5%). tiny-llama, 80 tokens a sample (two 64-token tiles), documents of 2 to 12 tokens,
+# two micro-batches a step; tiny-gpt (learned positions) on one emulated GPU and on two
+# (tensor parallel with SP, mpirun).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_gpu_emu
@@ -55,6 +57,35 @@ run "$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol 0.05 "$T/grads-cuda/grads-
     "$T/grads-plain/grads-step-000001.safetensors"
 expect_rc 1
 
+case_ "tiny-gpt (learned positions at the reset positions), all three: emulated GPU = CPU"
+for dev in cpu cuda; do
+    run "$SLUICE" train "$GPT" "${RUN[@]}" "${ALL[@]}" train.device=$dev log.file="$T/gpt-$dev.jsonl" \
+        train.dump_grads="$T/gpt-grads-$dev"
+    expect_rc 0
+done
+run python3 "$ROOT/tests/oracle/compare_train_logs.py" "$T/gpt-cuda.jsonl" "$T/gpt-cpu.jsonl" 1 0.005 0.05 0
+expect_rc 0
+run "$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol 0.05 \
+    "$T/gpt-grads-cuda/grads-step-000001.safetensors" "$T/gpt-grads-cpu/grads-step-000001.safetensors"
+expect_rc 0
+grep -iE "worst" "$T/out" | head -1 | sed "s/^/  [tiny-gpt] /"
+
+if have_mpi; then
+    case_ "tensor parallel 2 with sequence parallel (vocab-parallel embedding at the reset positions) = CPU"
+    run "${MPIRUN[@]}" -x SLUICE_GPU_LIB -np 2 "$SLUICE" train "$GPT" "${RUN[@]}" "${ALL[@]}" \
+        train.device=cuda parallel.tensor=2 parallel.sequence=true log.file="$T/tp-cuda.jsonl"
+    if [ "$rc" -ne 0 ] && grep -q "this build has no NCCL" "$T/err"; then
+        echo "  skip: the emulated plugin was built without NCCL"
+    else
+        expect_rc 0
+        run python3 "$ROOT/tests/oracle/compare_train_logs.py" "$T/tp-cuda.jsonl" "$T/gpt-cpu.jsonl" 1 \
+            0.005 0.05 0
+        expect_rc 0
+    fi
+else
+    echo "skip: tensor parallel (mpirun not found)"
+fi
+
 bytes_of() { sed -n "s/.*$1.*\(parameters [0-9]*, gradients [0-9]*, optimizer [0-9]*, activations [0-9]*, workspace [0-9]*, arena [0-9]*\).*/\1/p" "$2" | head -1; }
 case_ "the GPU memory estimate counts the document rows: it is the allocation"
 run "$SLUICE" -v train "$LLAMA" "${RUN[@]}" "${ALL[@]}" train.device=cuda
@@ -71,9 +102,4 @@ run "$SLUICE" train "$LLAMA" "${RUN[@]}" data.reset_attention_mask=true train.de
     train.attention=cudnn
 expect_rc 1
 expect_err "train.attention=cudnn with data.reset_attention_mask"
-case_ "learned positions with reset_position_ids are refused on the GPU"
-run "$SLUICE" train "$GPT" "${RUN[@]}" data.reset_position_ids=true train.device=cuda
-expect_rc 1
-expect_err "data.reset_position_ids with learned position embeddings"
-
 finish
