@@ -41,6 +41,11 @@ struct cpu_model {
     float *logits;              /* [N, V] */
     float *losses, *lse;        /* [N] */
     float *rope_cos, *rope_sin; /* [T, hd/2] */
+    /* the documents of the next passes (cpu_model_set_docs; borrowed, NULL: none) and the
+     * loss mask's count of unmasked positions in the last forward */
+    const int32_t *dpos, *dstart;
+    const float *lmask;
+    int lkept;
     /* tensor parallel: a partial sum before its reduction [N, D], a norm's local output
      * [R, D], targets in local columns (-1: another rank's) and the cross-entropy's parts */
     float *part, *nloc, *mx, *tlogit;
@@ -50,6 +55,14 @@ struct cpu_model {
     float *dres, *dn, *dqkv, *datty, *dfc, *dact, *att_scratch, *dfull;
     float *head_t; /* [D, V]: the output layer's weight gradient, transposed */
 };
+
+void cpu_model_set_docs(struct cpu_model *m, const int32_t *pos, const int32_t *start,
+                        const float *lmask)
+{
+    m->dpos = pos;
+    m->dstart = start;
+    m->lmask = lmask;
+}
 
 size_t cpu_model_bytes(const struct cpu_model *m)
 {
@@ -350,7 +363,7 @@ static void embed_fwd(struct cpu_model *m, const float *params, const int32_t *t
             const float *e = wte + (size_t)tokens[n] * D;
             float *o = x0 + (size_t)n * D;
             if (wpe) {
-                const float *p = wpe + (size_t)(n % T) * D;
+                const float *p = wpe + (size_t)(m->dpos ? m->dpos[n] : n % T) * D;
                 for (int i = 0; i < D; i++)
                     o[i] = e[i] + p[i];
             } else {
@@ -376,7 +389,8 @@ static void embed_fwd(struct cpu_model *m, const float *params, const int32_t *t
         note(m, sl_world_allreduce_f32(m->par.tp, x0, (size_t)N * D, SL_SUM));
     if (wpe)
         for (int n = 0; n < m->R; n++) {
-            const float *p = wpe + (size_t)((m->row0 + n) % T) * D;
+            int r = m->row0 + n;
+            const float *p = wpe + (size_t)(m->dpos ? m->dpos[r] : r % T) * D;
             float *o = x0 + (size_t)n * D;
             for (int i = 0; i < D; i++)
                 o[i] += p[i];
@@ -414,9 +428,18 @@ static float head_fwd(struct cpu_model *m, const float *params, const int32_t *t
         }
     }
     double sum = 0.0;
-    for (int n = 0; n < N; n++)
-        sum += m->losses[n];
-    return (float)(sum / N);
+    if (!m->lmask) {
+        for (int n = 0; n < N; n++)
+            sum += m->losses[n];
+        return (float)(sum / N);
+    }
+    /* Megatron's masked mean: over the unmasked positions (none: 0, and no gradient) */
+    m->lkept = 0;
+    for (int n = 0; n < N; n++) {
+        sum += (double)m->losses[n] * m->lmask[n];
+        m->lkept += m->lmask[n] > 0.0f;
+    }
+    return m->lkept ? (float)(sum / m->lkept) : 0.0f;
 }
 
 float cpu_model_forward(struct cpu_model *m, const float *params, const int32_t *tokens,
@@ -450,8 +473,9 @@ float cpu_model_forward_stage(struct cpu_model *m, const float *params, const in
         cpu_linear_fwd(a->qkv, a->n1, P(m, params, id->qkv_w), P(m, params, id->qkv_b), N, D, qkv);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(a->qkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
-                     c->head_dim, 0);
-        cpu_attention_fwd(a->atty, a->att, a->qkv, m->B, T, c->n_heads, c->n_kv_heads, c->head_dim);
+                     c->head_dim, 0, m->dpos);
+        cpu_attention_fwd(a->atty, a->att, a->qkv, m->B, T, c->n_heads, c->n_kv_heads, c->head_dim,
+                          m->dstart);
         row_parallel_fwd(m, a->mid, a->atty, P(m, params, id->attn_proj_w),
                          P(m, params, id->attn_proj_b), qd);
         add_rows(a->mid, a->res, RD);
@@ -472,6 +496,19 @@ float cpu_model_forward_stage(struct cpu_model *m, const float *params, const in
     return m->par.last_stage ? head_fwd(m, params, targets) : 0.0f;
 }
 
+/* The loss mask on the gradient of the logits: the mean's gradient over N positions scaled
+ * to the mean over the unmasked ones, masked rows zero. */
+static void mask_rows(struct cpu_model *m)
+{
+    float w = m->lkept ? (float)m->N / (float)m->lkept : 0.0f;
+    for (int n = 0; n < m->N; n++) {
+        float f = m->lmask[n] * w, *row = m->logits + (size_t)n * m->V;
+        if (f != 1.0f)
+            for (int v = 0; v < m->V; v++)
+                row[v] *= f;
+    }
+}
+
 void cpu_model_backward(struct cpu_model *m, const float *params, float *grads,
                         const int32_t *tokens, const int32_t *targets, float dloss_scale)
 {
@@ -490,6 +527,8 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
 
     if (m->par.last_stage) {
         cpu_xent_bwd(m->logits, m->lse, m->tp > 1 ? m->ltargets : targets, N, m->V, dloss_scale);
+        if (m->lmask)
+            mask_rows(m);
         cpu_linear_bwd(m->dn, G(m, grads, head_id), NULL, m->logits, m->nf, P(m, params, head_id),
                        N, D, m->V, m->head_t);
         const float *dn = col_parallel_dx(m, m->dn);
@@ -521,10 +560,10 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
         cpu_linear_bwd(m->datty, G(m, grads, id->attn_proj_w), G(m, grads, id->attn_proj_b), dy,
                        a->atty, P(m, params, id->attn_proj_w), N, qd, D, NULL);
         cpu_attention_bwd(m->dqkv, m->datty, a->qkv, a->att, m->B, T, c->n_heads, c->n_kv_heads,
-                          c->head_dim, m->att_scratch);
+                          c->head_dim, m->att_scratch, m->dstart);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(m->dqkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
-                     c->head_dim, 1);
+                     c->head_dim, 1, m->dpos);
         cpu_linear_bwd(m->dn, G(m, grads, id->qkv_w), G(m, grads, id->qkv_b), m->dqkv, a->n1,
                        P(m, params, id->qkv_w), N, D, qkv, NULL);
         dn = col_parallel_dx(m, m->dn);
@@ -552,7 +591,7 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
                     e[i] += d[i];
             }
             if (dwpe) {
-                float *p = dwpe + (size_t)(n % T) * D;
+                float *p = dwpe + (size_t)(m->dpos ? m->dpos[n] : n % T) * D;
                 for (int i = i0; i < i1; i++)
                     p[i] += d[i];
             }

@@ -61,6 +61,15 @@ int cpu_model_rows(const struct cpu_model *m);
 /* Bytes of the activation slab. */
 size_t cpu_model_bytes(const struct cpu_model *m);
 
+/* The document boundaries of the passes that follow (train/docmask.h), all [B*T]: pos, each
+ * token's position (NULL: t), start, the first token of its document in its sample (NULL:
+ * 0), lmask, its loss weight, 1 or 0 (NULL: all 1; the loss is then the mean over the
+ * unmasked positions, 0 when there is none, and the backward's dloss_scale applies to
+ * B*T times that mean). Borrowed: they must stay unchanged until the backward of the last
+ * forward is done; a rank that holds a part of the model gets the whole micro-batch's. */
+void cpu_model_set_docs(struct cpu_model *m, const int32_t *pos, const int32_t *start,
+                        const float *lmask);
+
 /* Forward pass over tokens[B*T] with next-token targets[B*T] (ids < vocab_size). Returns
  * the mean loss over the B*T positions; per-position losses and the logits stay available
  * until the next call. */

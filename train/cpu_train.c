@@ -18,6 +18,7 @@
 #include "core/world.h"
 #include "dataset/loader.h"
 #include "train/cpu_model.h"
+#include "train/docmask.h"
 #include "train/safetensors.h"
 #include "train/schedule.h"
 
@@ -42,8 +43,23 @@ static int fill_batch(struct cpu_trainer *t, enum data_split split, uint64_t fir
             tokens[b * T + k] = (int32_t)t->sample[k];
             targets[b * T + k] = (int32_t)t->sample[k + 1];
         }
+        if (t->dpos) {
+            size_t at = ((size_t)slot * B + b) * T;
+            docmask_sample(&t->o->docs, tokens + b * T, (int)T, t->dpos + at, t->dstart + at,
+                           t->lmask + at);
+        }
     }
     return 0;
+}
+
+/* The document boundaries of a token slot's micro-batch to the model (train/docmask.h). */
+static void set_docs(struct cpu_trainer *t, struct cpu_model *cm, int slot)
+{
+    size_t at = (size_t)slot * t->o->micro_batch * t->o->seq_len;
+    if (t->dpos)
+        cpu_model_set_docs(cm, t->o->docs.reset_pos ? t->dpos + at : NULL,
+                           t->o->docs.reset_attn ? t->dstart + at : NULL,
+                           t->o->docs.mask_loss ? t->lmask + at : NULL);
 }
 
 static int32_t *slot_tokens(struct cpu_trainer *t, int slot)
@@ -98,6 +114,9 @@ static void cpu_release(void *ctx)
     free(t->sample);
     free(t->tokens);
     free(t->targets);
+    free(t->dpos);
+    free(t->dstart);
+    free(t->lmask);
     free(t->dump_samples);
     free(t->dump_logits);
     free(t);
@@ -180,6 +199,11 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     size_t ntok = (size_t)t->ntok * (size_t)(o->micro_batch * o->seq_len);
     t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
     t->targets = sl_xmalloc(ntok * sizeof(int32_t));
+    if (docmask_on(&o->docs)) {
+        t->dpos = sl_xmalloc(ntok * sizeof(int32_t));
+        t->dstart = sl_xmalloc(ntok * sizeof(int32_t));
+        t->lmask = sl_xmalloc(ntok * sizeof(float));
+    }
     if (o->dump_dir && t->zero >= 2)
         return sl_err_set(SL_ERR_CONFIG,
                           "debug.dump_dir needs optim.zero 0 or 1 (ZeRO-%d keeps no whole "
@@ -400,6 +424,7 @@ static int stage_forward(struct cpu_trainer *t, int c, long a, float *loss)
     const float *x_in = t->sh.first_stage && c == 0 ? NULL : t->xbuf;
     if ((rc = sl_world_wait(&t->sends[2 * k]))) /* the model's previous output went out */
         return rc;
+    set_docs(t, cm, tok);
     *loss = cpu_model_forward_stage(cm, t->params, slot_tokens(t, tok), slot_targets(t, tok), x_in);
     return cpu_model_error(cm);
 }
@@ -415,6 +440,7 @@ static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
         return rc;
     if (t->zero >= 2)
         zero_outer_begin(t, c);
+    set_docs(t, cm, tok);
     cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, tok), slot_targets(t, tok),
                              scale, dout);
     if ((rc = cpu_model_error(cm)))

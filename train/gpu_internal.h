@@ -80,7 +80,10 @@ struct gloader {
     const struct data_loader *data;
     int dev;
     long B, T, accum, W, rank, global;
-    int32_t *pinned[2]; /* per slot: accum x [tokens N | targets N] */
+    int32_t *pinned[2];       /* per slot: accum x [tokens N | targets N] (tw rows: gt's tw) */
+    const struct docmask *dm; /* documents (train/docmask.h), or NULL */
+    int tw;
+    long *kept[2]; /* per slot: each micro-batch's unmasked positions (eod_mask_loss) */
     cudaEvent_t copied[2];
     int pending[2]; /* a copy out of the slot was enqueued */
     int ready[2];
@@ -124,6 +127,15 @@ struct gt {
     cudaEvent_t ev_tp, ev_tpdone;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
     float attn_scale;
+    /* the token blocks' int32 rows of N: 2 (tokens, targets), or 4 with documents
+     * (train/docmask.h: then positions and document starts too; a masked loss's target is
+     * -1); dm: the documents' settings, or NULL; dpos, dstart: the rows of the micro-batch
+     * in flight (NULL without documents); kept: the step's unmasked positions per
+     * micro-batch (eod_mask_loss) */
+    int tw;
+    const struct docmask *dm;
+    const int32_t *dpos, *dstart;
+    long *kept, eval_kept;
     /* device layout */
     size_t *doff; /* device offset of each tensor */
     struct gbucket *bk;
@@ -321,7 +333,10 @@ int gpu_tp_write_shard(struct gt *t, long step);
 int gpu_tp_write_model(struct gt *t, long step);
 
 /* gpu_loader.c: the input pipeline */
-void gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N);
+/* Sample b of a micro-batch into its token block dst (tw rows of N; documents: dm, or NULL).
+ * Returns the sample's unmasked positions (T without eod_mask_loss). */
+long gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N,
+                     const struct docmask *dm);
 int gpu_loader_start(struct gt *t, long step0, uint64_t consumed0);
 int gpu_loader_take(struct gt *t, long s);
 void gpu_loader_stop(struct gt *t);

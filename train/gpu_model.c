@@ -93,6 +93,7 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.sp = t->sp;
     in.sets = t->nslots;
     in.pipeline = t->par.pp > 1;
+    in.docs = t->dm != NULL;
     in.no_head = !t->sh.last_stage;
     in.ws.attn = t->attn_ws_bytes;
     int widths[3] = { t->D, t->QKV, t->FC };
@@ -376,7 +377,8 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
         norm_in(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
     lin_fwd(t, a->qkv, in, id->qkv_w, id->qkv_b, t->D, t->QKV);
     if (t->a->mc.pos == MODEL_POS_ROPE)
-        rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
+        rope_fwd_at(a->qkv, t->rope_cos, t->rope_sin, t->dpos, t->B, t->T, t->H, t->Hkv, t->hd,
+                    t->st);
     ATTN_CHECK(attention_fwd(t->attn, a->atty, a->lse, a->qkv, t->B, t->T, t->H, t->Hkv, t->hd,
                              t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     const sl_bf16 *y = row_fwd(t, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
@@ -400,11 +402,20 @@ sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s)
     return acts(t, s, t->sh.chunk_local[c]).res;
 }
 
+/* The documents of the micro-batch tok (train/docmask.h) to RoPE and attention. */
+static void gpu_docs(struct gt *t, const int32_t *tok)
+{
+    t->dpos = t->dm && t->dm->reset_pos ? tok + 2 * (size_t)t->N : NULL;
+    t->dstart = t->dm && t->dm->reset_attn ? tok + 3 * (size_t)t->N : NULL;
+    attention_set_docs(t->attn, t->dstart);
+}
+
 void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
     int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
     struct gacts a0 = acts(t, s, l0);
+    gpu_docs(t, tok);
     gpu_z3_outer(t);
     if (gpu_first_virtual(t, c))
         gpu_tp_embed_fwd(t, a0.res, tok);
@@ -454,7 +465,8 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
     ATTN_CHECK(attention_bwd(t->attn, t->dqkv, t->datty, a->qkv, a->atty, a->lse, t->B, t->T, t->H,
                              t->Hkv, t->hd, t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     if (t->a->mc.pos == MODEL_POS_ROPE)
-        rope_bwd(t->dqkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
+        rope_bwd_at(t->dqkv, t->rope_cos, t->rope_sin, t->dpos, t->B, t->T, t->H, t->Hkv, t->hd,
+                    t->st);
     dn = gpu_tp_col_bwd(t, t->dn, t->dqkv, a->ln1, 1, id->qkv_w, id->qkv_b, t->D, t->QKV);
     norm_bwd(t, t->dres, dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
@@ -491,6 +503,7 @@ void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
     const struct model_layout *l = &t->l;
     int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
     int first = gpu_first_virtual(t, c), last = gpu_last_virtual(t, c);
+    gpu_docs(t, tok);
     for (int k = 1 + l0; k <= l1; k++) /* the kernels add into the gradient: zero it first */
         zero_bucket(t, k);
     if (first && !(last && t->a->mc.tied_embeddings)) /* (else gpu_head_bwd zeroed it) */
@@ -614,7 +627,8 @@ int gpu_setup_model(struct gt *t)
     t->outer_ok = 0;
 
     static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
-    t->attn = attention_new(backends[a->attention]);
+    /* the document mask runs in our kernels' variable-length form (gpu_setup refused cuDNN) */
+    t->attn = attention_new(t->dm && t->dm->reset_attn ? ATTN_OWN : backends[a->attention]);
     if (t->attn)
         attention_set_deterministic(t->attn, a->deterministic);
     if (!t->attn)
@@ -675,7 +689,7 @@ int gpu_setup_model(struct gt *t)
     size_t nstats = (size_t)(1 + a->accum + a->eval_iters * a->accum);
     CUDA_CHECK(cudaHostAlloc((void **)&t->h_stats, nstats * sizeof(float), cudaHostAllocDefault));
     /* the validation staging buffer, once: cudaFreeHost synchronises the whole device */
-    CUDA_CHECK(cudaHostAlloc((void **)&t->h_eval, (size_t)(2 * t->N) * sizeof(int32_t),
+    CUDA_CHECK(cudaHostAlloc((void **)&t->h_eval, (size_t)(t->tw * t->N) * sizeof(int32_t),
                              cudaHostAllocDefault));
     t->eval_sample = sl_xmalloc((size_t)(t->T + 1) * sizeof(uint32_t));
 

@@ -181,6 +181,11 @@ const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, cons
 void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
+    if (t->tp == 1 && t->dpos && l->pos >= 0) { /* documents: the positions reset */
+        embedding_fwd(x0, tok, P(t, l->embed), NULL, t->B, t->T, t->D, t->V, t->st);
+        embedding_pos_add_at(x0, P(t, l->pos), t->dpos, 0, t->N, t->T, t->D, t->st);
+        return;
+    }
     if (t->tp == 1) {
         embedding_fwd(x0, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
         return;
@@ -195,23 +200,31 @@ void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok)
     else
         gcomm_all_reduce(t->tpc, x0, x0, (size_t)t->N * t->D, GCOMM_BF16, GCOMM_SUM, t->st);
     if (l->pos >= 0)
-        embedding_pos_add(x0, P(t, l->pos), t->row0, t->R, t->T, t->D, t->st);
+        embedding_pos_add_at(x0, P(t, l->pos), t->dpos, t->row0, t->R, t->T, t->D, t->st);
 }
 
 void gpu_tp_embed_bwd(struct gt *t, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
+    /* documents: the position table's gradient over the reset positions as ids */
+    int reset = t->dpos && l->pos >= 0;
     if (t->tp == 1) {
-        embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres,
-                      tok, t->B, t->T, t->D, t->V, t->st);
+        embedding_bwd(G(t, l->embed), reset ? NULL : G(t, l->pos), t->emb_scratch,
+                      t->emb_scratch_bytes, t->dres, tok, t->B, t->T, t->D, t->V, t->st);
+        if (reset)
+            embedding_bwd(G(t, l->pos), NULL, t->emb_scratch, t->emb_scratch_bytes, t->dres,
+                          t->dpos, t->B, t->T, t->D, t->T, t->st);
         return;
     }
     /* every token's gradient (gathered with SP): this rank's rows of the table, and the
      * whole position table on every rank */
     const sl_bf16 *dx = gpu_tp_full_dres(t);
     embedding_local_ids(t->ids, tok, t->v0, t->Vp, t->N, t->st);
-    embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, dx, t->ids,
-                  t->B, t->T, t->D, t->Vp, t->st);
+    embedding_bwd(G(t, l->embed), reset ? NULL : G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes,
+                  dx, t->ids, t->B, t->T, t->D, t->Vp, t->st);
+    if (reset)
+        embedding_bwd(G(t, l->pos), NULL, t->emb_scratch, t->emb_scratch_bytes, dx, t->dpos, t->B,
+                      t->T, t->D, t->T, t->st);
 }
 
 void gpu_tp_classifier(struct gt *t, const int32_t *targets, float dloss, int write_dlogits)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "train/checkpoint.h"
+#include "train/docmask.h"
 #include "dataset/datainfo.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -48,6 +49,9 @@ struct train_opts {
      * data.megatron_path_map, data.mid_level_dataset_surplus (< 0: Megatron's default) */
     const char *megatron_tokenizer, *megatron_path_map;
     double surplus;
+    /* data.reset_position_ids, data.reset_attention_mask, data.eod_mask_loss; eod from the
+     * data (train/docmask.h) */
+    struct docmask docs;
     struct data_info data; /* the data's tokenizer and absolute paths (owned) */
     int vocab_from_data;   /* model.vocab_size was taken from the data */
     char *data_json;       /* data_info as JSON, for checkpoint.json (owned) */

@@ -73,12 +73,37 @@ def rope_tables(c, T):
 
 
 def rot(x, cos, sin, inverse=False):
-    # x [B, T, heads, hd]; pairs (i, i + hd/2)
+    # x [B, T, heads, hd]; pairs (i, i + hd/2); cos, sin [T, hd/2] or per sample [B, T, hd/2]
     h = x.shape[-1] // 2
     s = -sin if inverse else sin
     x1, x2 = x[..., :h], x[..., h:]
-    c_, s_ = cos[None, :, None, :], s[None, :, None, :]
+    if cos.ndim == 2:
+        cos, s = cos[None], s[None]
+    c_, s_ = cos[:, :, None, :], s[:, :, None, :]
     return np.concatenate([x1 * c_ - x2 * s_, x2 * c_ + x1 * s_], axis=-1)
+
+
+def ltor_masks(tokens, eod, reset_position_ids, reset_attention_mask, eod_mask_loss):
+    """Megatron-LM's left-to-right masks of a batch of input tokens [B, T], written from its
+    definition: an EOD token at i ends a document, tokens from i + 1 on neither attend to
+    nor count positions from tokens up to i; the loss is masked where the input is EOD.
+    Returns (allowed [B, T, T] bool: query t may attend key u, positions [B, T], loss mask
+    [B, T] float)."""
+    B, T = tokens.shape
+    allowed = np.tile(np.tril(np.ones((T, T), dtype=bool)), (B, 1, 1))
+    pos = np.tile(np.arange(T), (B, 1))
+    lmask = np.ones((B, T))
+    for b in range(B):
+        if eod_mask_loss:
+            lmask[b, tokens[b] == eod] = 0.0
+        prev = 0
+        for i in np.nonzero(tokens[b] == eod)[0]:
+            if reset_attention_mask:
+                allowed[b, i + 1:, :i + 1] = False
+            if reset_position_ids:
+                pos[b, i + 1:] -= i + 1 - prev
+                prev = i + 1
+    return allowed, pos, lmask
 
 
 def norm_fwd(x, w, b, c):
@@ -131,18 +156,25 @@ def P(params, name):
     return params.get(name)
 
 
-def forward_backward(params, c, tokens, targets, want_grads=True):
-    """tokens, targets [B, T] int. Returns (mean loss, logits [B*T, V], grads dict)."""
+def forward_backward(params, c, tokens, targets, want_grads=True, docs=None):
+    """tokens, targets [B, T] int. Returns (mean loss, logits [B*T, V], grads dict).
+    docs: ltor_masks' (allowed, positions, loss mask), or None (causal, 0..T-1, all 1)."""
     B, T = tokens.shape
+    if docs is None:
+        allowed = np.tril(np.ones((T, T), dtype=bool))[None]
+        pos, lmask = np.tile(np.arange(T), (B, 1)), np.ones((B, T))
+    else:
+        allowed, pos, lmask = docs
     D, H, Hkv, hd, V = c.D, c.H, c.Hkv, c.hd, c.V
     g = H // Hkv
     p = {k: v.astype(np.float64) for k, v in params.items()}
     E = p["embed.weight"]
     x = E[tokens]
     if not c.rope:
-        x = x + p["pos_embed.weight"][:T][None]
+        x = x + p["pos_embed.weight"][pos]
     if c.rope:
         cos, sin = rope_tables(c, T)
+        cos, sin = cos[pos], sin[pos]
     caches = []
     for l in range(c.L):
         pre = "layers.%d." % l
@@ -157,8 +189,7 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
             q, k = rot(q, cos, sin), rot(k, cos, sin)
         kr, vr = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)  # [B,T,H,hd]
         s = np.einsum("bthd,buhd->bhtu", q, kr) / math.sqrt(hd)
-        mask = np.triu(np.ones((T, T), dtype=bool), 1)
-        s = np.where(mask[None, None], -np.inf, s)
+        s = np.where(allowed[:, None], s, -np.inf)
         s = s - s.max(-1, keepdims=True)
         pr = np.exp(s)
         pr = pr / pr.sum(-1, keepdims=True)
@@ -189,13 +220,15 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
     lse = np.log(np.exp(logits - mx).sum(-1, keepdims=True)) + mx
     tflat = targets.reshape(-1)
     losses = lse[:, 0] - logits[np.arange(B * T), tflat]
-    loss = losses.mean()
+    lw = lmask.reshape(-1)
+    kept = lw.sum()
+    loss = (losses * lw).sum() / kept if kept > 0 else 0.0
     if not want_grads:
         return loss, logits, None
     G = {k: np.zeros_like(v) for k, v in p.items()}
     dlog = np.exp(logits - lse)
     dlog[np.arange(B * T), tflat] -= 1.0
-    dlog /= B * T
+    dlog *= (lw / kept if kept > 0 else 0.0 * lw)[:, None]
     dlog = dlog.reshape(B, T, V)
     Gout = np.einsum("btv,btd->vd", dlog, hf)
     if c.tied:
@@ -256,7 +289,7 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
         dx = dx0 + dxm
     np.add.at(G["embed.weight"], tokens.reshape(-1), dx.reshape(-1, D))
     if not c.rope:
-        G["pos_embed.weight"][:T] += dx.sum(0)
+        np.add.at(G["pos_embed.weight"], pos.reshape(-1), dx.reshape(-1, D))
     return loss, logits, G
 
 
