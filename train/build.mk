@@ -10,5 +10,5 @@ CU_SRCS += train/gpu_plan.c train/docmask.c train/gpu_train.c train/gpu_model.c 
            train/gpu_comm.c train/gpu_tp.c
 # the host-staged MPI backend of train/gpu_comm.h
 CU_SRCS += train/gpu_comm_mpi.c
-LIB_SRCS += train/cpu_zero.c
+LIB_SRCS += train/cpu_zero.c train/fp8.c train/cpu_fp8.c
 FUZZ_TARGETS += fuzz_safetensors fuzz_tbevents

@@ -69,6 +69,7 @@ struct cpu_trainer {
     uint32_t *dump_samples;    /* accum * B * (seq_len + 1), when dumping */
     float *dump_logits;        /* B * seq_len * vocab, when dumping */
     long dump_micro;           /* micro-step being filled */
+    struct cpu_fp8 *fp8;       /* train.fp8: the linear layers' scales and operands, or NULL */
 };
 
 /* ---- train/cpu_zero.c ------------------------------------------------------------------ */

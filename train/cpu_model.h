@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct cpu_model;
+struct cpu_fp8;
 struct sl_world;
 
 /* Where the tensors live when the trainer shards them over data parallel (ZeRO-2 and -3):
@@ -44,6 +45,8 @@ struct cpu_model_par {
                                   * inputs are split into tp blocks of B*T/tp token rows */
     int vocab_start;             /* the first vocabulary row held (vocab-parallel) */
     int first_stage, last_stage; /* pipeline: the stage embeds the tokens / computes the loss */
+    struct cpu_fp8 *fp8; /* the layers' four products in FP8 (train/cpu_fp8.h; borrowed; only
+                          * without tensor parallel), or NULL */
 };
 
 /* Activations for micro-batches of B x T tokens (T <= max_seq_len). 0 or SL_ERR_CONFIG /

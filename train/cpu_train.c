@@ -17,6 +17,7 @@
 #include "core/buf.h"
 #include "core/world.h"
 #include "dataset/loader.h"
+#include "train/cpu_fp8.h"
 #include "train/cpu_model.h"
 #include "train/docmask.h"
 #include "train/safetensors.h"
@@ -119,6 +120,7 @@ static void cpu_release(void *ctx)
     free(t->lmask);
     free(t->dump_samples);
     free(t->dump_logits);
+    cpu_fp8_free(t->fp8);
     free(t);
 }
 
@@ -163,6 +165,8 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
         return rc;
     t->nslots = (int)parallel_cpu_slots(&t->par, o->accum);
     t->ntok = t->nchunks > 1 ? (int)o->accum : t->nslots;
+    if ((rc = cpu_fp8_for_run(&t->fp8, o, &t->par)))
+        return rc;
     t->cm = sl_xcalloc((size_t)(t->nslots * t->nchunks), sizeof(*t->cm));
     t->sends = sl_xcalloc(2 * (size_t)(t->nslots * t->nchunks), sizeof(void *));
     *act_bytes = 0;
@@ -182,6 +186,7 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
             .last_stage = t->sh.last_stage && c == t->nchunks - 1,
             .hooks = t->zero >= 2 ? &t->hooks : NULL,
             .layer0 = t->sh.chunk_local[c],
+            .fp8 = t->fp8,
         };
         for (int i = 0; i < t->nslots; i++) {
             struct cpu_model **cm = &t->cm[c * t->nslots + i];
@@ -652,7 +657,7 @@ static int cpu_step(void *ctx, struct train_step *s)
         rc = run_micro_batches(t, s, scale, &loss_sum);
     if ((rc = all_ok(t, rc)))
         return rc;
-    if ((rc = reduce_grads(t)))
+    if ((rc = reduce_grads(t)) || (t->fp8 && (rc = cpu_fp8_step(t->fp8, &t->dpg))))
         return rc;
     /* the loss: computed alike by the last stage's tensor-parallel ranks; count one */
     if (!t->sh.last_stage || t->at.tp != 0)
@@ -707,6 +712,8 @@ static int cpu_evaluate(void *ctx, double *loss)
     double sum = 0.0;
     long n = 0;
     int rc = t->zero == 3 ? zero_step_begin(t, 1) : 0; /* the updated outer tensors */
+    if (t->fp8) /* the scales stay the training's */
+        cpu_fp8_freeze(t->fp8, 1);
     for (long it = 0; it < t->o->eval_iters && !rc; it++) {
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
@@ -720,6 +727,8 @@ static int cpu_evaluate(void *ctx, double *loss)
             n++;
         }
     }
+    if (t->fp8)
+        cpu_fp8_freeze(t->fp8, 0);
     rc = all_ok(t, rc);
     if (rc)
         return rc;

@@ -306,6 +306,7 @@ static const char *const attention_names[] = { "auto", "cudnn", "flash", NULL };
 static const char *const recompute_names[] = { "none", "selective", "full", NULL };
 static const char *const reduce_names[] = { "fp32", "bf16", NULL };
 static const char *const comm_names[] = { "auto", "nccl", "mpi", NULL };
+static const char *const fp8_names[] = { "none", "delayed", "current", NULL };
 static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
 
 /* In the order they are read (train_config_load); --print-config shows each section in
@@ -372,6 +373,13 @@ const struct train_key train_keys[] = {
              "GPU ranks talk over: auto, nccl or mpi (host-staged)"),
     K_STR_SET("train.dump_grads", TP_TRAIN, dump_grads, "",
               "a directory for the gradient of step 1"),
+    K_CHOICE("train.fp8", TP_TRAIN, fp8, "none", fp8_names,
+             "the linear layers in FP8: none, delayed or current scaling"),
+    /* Transformer Engine's DelayedScaling defaults (amax_history_len=1024, margin=0) */
+    K_LONG("train.fp8_amax_history_len", TP_TRAIN, fp8_history, 1024, 1,
+           "delayed scaling: steps of amax history"),
+    K_LONG("train.fp8_margin", TP_TRAIN, fp8_margin, 0, 0,
+           "delayed scaling: scales divided by 2^margin"),
     K_RANGE("optim.lr", TP_OPTIM, lr.lr, 6e-4, 0, INFINITY, 0, 1, "peak learning rate"),
     { .path = "optim.min_lr", .type = TK_DOUBLE, .phase = TP_OPTIM,
       .off = TK_OFF(double, lr.min_lr), .def = def_min_lr, .range = 1, .hi = INFINITY,
