@@ -42,7 +42,8 @@ tp2 2 30 parallel.tensor=2
 tp2-sp 2 30 parallel.tensor=2 parallel.sequence=true
 pp2-1f1b 2 30 parallel.pipeline=2
 pp2-interleaved 2 30 parallel.pipeline=2 parallel.virtual_stages=2
-dp2-tp2-pp2 8 50 parallel.tensor=2 parallel.pipeline=2"}
+dp2-tp2-pp2 8 50 parallel.tensor=2 parallel.pipeline=2
+zero3-dp2-tp2-pp2 8 50 optim.zero=3 parallel.tensor=2 parallel.pipeline=2"}
 # every run: tiny-llama with 4 layers (two virtual stages of two pipeline stages), random
 # tokens, 5 steps; our own attention kernels (deterministic)
 MODEL=configs/models/tiny-llama.yaml
@@ -59,14 +60,14 @@ NORM_RTOL=0.05
 
 plan() {
     local total=0 name np lim keys bad=0
-    printf '%-16s %5s %8s  %s\n' stage ranks limit_s keys
+    printf '%-18s %5s %8s  %s\n' stage ranks limit_s keys
     while read -r name lim; do
-        printf '%-16s %5s %8s\n' "$name" 1 "$lim"
+        printf '%-18s %5s %8s\n' "$name" 1 "$lim"
         total=$((total + lim))
     done <<<"$FIXED"
     while read -r name np lim keys; do
         [ -n "$name" ] || continue
-        printf '%-16s %5s %8s  %s\n' "$name" "$np" "$lim" "$keys"
+        printf '%-18s %5s %8s  %s\n' "$name" "$np" "$lim" "$keys"
         total=$((total + lim))
     done <<<"$LAYOUTS"
     echo "all stages: ${total} s (under $PLAN_MAX s)"

@@ -282,6 +282,10 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
  * backend's params_host). Collective at ZeRO-3 (the weights are gathered a bucket at a
  * time): every rank calls it, dst NULL except on rank 0. */
 int gpu_params_host(struct gt *t, float *dst);
+/* The same laid out by the rank's own layout t->l with or without a pipeline (a tensor-
+ * parallel part), into dst on every rank (non-NULL). Collective over the data-parallel group
+ * at ZeRO-3. */
+int gpu_params_local(struct gt *t, float *dst);
 /* collective: the full model's fp32 gradient (laid out by t->fl) in host, on every rank, or
  * with tensor parallel on world rank 0 only */
 int gpu_gather_grads(struct gt *t, float *host);

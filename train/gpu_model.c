@@ -614,13 +614,6 @@ int gpu_setup_model(struct gt *t)
     t->per = sl_xcalloc((size_t)(t->nslots * t->L), sizeof(*t->per));
     t->slot = sl_xcalloc((size_t)t->nslots, sizeof(*t->slot));
     t->zero = a->par.zero >= 2 ? a->par.zero : 1;
-    if (t->zero > 1 && t->tp > 1 && t->par.pp > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "optim.zero=%d with parallel.tensor=%d and parallel.pipeline=%d: the "
-                          "GPU path shards gradients and weights with tensor or pipeline "
-                          "parallel, not both\nhint: optim.zero=1 (the optimizer state stays "
-                          "sharded), or train.device=cpu",
-                          t->zero, t->tp, t->par.pp);
     t->pb = sl_xcalloc((size_t)t->nbk, sizeof(*t->pb));
     t->gb = sl_xcalloc((size_t)t->nbk, sizeof(*t->gb));
     t->lp_layer[0] = t->lp_layer[1] = -1;

@@ -292,31 +292,14 @@ int gpu_tp_gather_full(struct gt *t, const float *local, float *full)
     return parallel_gather_full(&t->mpg, &t->par, &t->a->mc, &t->fl, local, t->l.total, full);
 }
 
-/* The rank's bf16 working weights widened (exactly) into local, laid out by its layout t->l.
- * Without a pipeline gpu_params_host's (collective at ZeRO-3); with one, gpu_params_host
- * places whole tensors by the full layout, which a tensor-parallel part is not: each tensor
- * of the rank's own layout from t->params here (ZeRO-1/2: the weights whole on the device). */
+/* The rank's bf16 working weights widened (exactly) into local, laid out by its layout t->l
+ * (gpu_params_local: collective over the data-parallel group at ZeRO-3). gpu_params_host
+ * would place whole tensors by the full layout with a pipeline, which a tensor-parallel part
+ * is not. */
 static int tp_local_params(struct gt *t, float *local)
 {
-    if (t->par.pp == 1)
-        return gpu_params_host(t, local);
-    if (!t->params)
-        return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "optim.zero=3 with tensor and pipeline parallel: no whole weights to "
-                          "gather\nhint: optim.zero=1");
-    uint16_t *bits = malloc(t->dtotal * sizeof(uint16_t) + 1);
-    if (!bits)
-        return sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
-                          t->dtotal * sizeof(uint16_t) >> 20);
-    CUDA_CHECK(cudaStreamSynchronize(t->st));
-    CUDA_CHECK(cudaMemcpy(bits, t->params, t->dtotal * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-    uint32_t *out = (uint32_t *)local;
-    memset(local, 0, t->l.total * sizeof(float));
-    for (int i = 0; i < t->l.n; i++)
-        for (size_t k = 0; k < t->l.t[i].numel; k++)
-            out[t->l.t[i].offset + k] = (uint32_t)bits[t->doff[i] + k] << 16;
-    free(bits);
-    return 0;
+    memset(local, 0, t->l.total * sizeof(float)); /* the alignment gaps too */
+    return gpu_params_local(t, local);
 }
 
 int gpu_tp_params_full(struct gt *t, float *full)

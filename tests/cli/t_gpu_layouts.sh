@@ -19,7 +19,8 @@ case_ "stages' limits: $total s in all (under 480)"
 [ "$total" -gt 0 ] && [ "$total" -lt 480 ] && ok || fail "the plan does not fit"
 case_ "the stages: environment, the 1-rank reference, then the layouts"
 expect_eq "$(echo "$rows" | awk '{ print $1 }' | head -2 | tr '\n' ' ')" "env reference "
-for l in dp2 dp4 zero2-dp2 zero2-dp2-tp2 zero3-dp2 zero3-dp2-pp2 tp2 tp2-sp pp2-1f1b pp2-interleaved dp2-tp2-pp2; do
+for l in dp2 dp4 zero2-dp2 zero2-dp2-tp2 zero3-dp2 zero3-dp2-pp2 tp2 tp2-sp pp2-1f1b pp2-interleaved \
+    dp2-tp2-pp2 zero3-dp2-tp2-pp2; do
     case_ "layout $l is in the plan"
     echo "$rows" | grep -q "^$l " && ok || fail "missing"
 done
