@@ -7,7 +7,7 @@ LIB_SRCS += train/model.c train/cpu_ops.c train/cpu_model.c train/optim.c train/
             train/decode.c train/sampler.c train/cmd_generate.c \
             train/tbevents.c train/losscurve.c train/trainlog.c
 CU_SRCS += train/gpu_plan.c train/docmask.c train/gpu_train.c train/gpu_model.c train/gpu_zero.c train/gpu_loader.c \
-           train/gpu_comm.c train/gpu_tp.c
+           train/gpu_comm.c train/gpu_tp.c train/gpu_fuse.c
 # the host-staged MPI backend of train/gpu_comm.h
 CU_SRCS += train/gpu_comm_mpi.c
 LIB_SRCS += train/cpu_zero.c train/fp8.c train/cpu_fp8.c

@@ -194,6 +194,7 @@ struct gt {
     uint32_t *eval_sample;
     /* libraries and streams */
     struct gemm *gemm;
+    unsigned fuse; /* the GEMM epilogues in use, GPU_FUSE_* (gpu_fuse_setup) */
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
@@ -226,6 +227,18 @@ static inline sl_bf16 *gpu_grad(const struct gt *t, int id)
     int k = t->tbk[id];
     return t->gb[k] + (t->doff[id] - t->bk[k].dev);
 }
+
+/* gpu_fuse.c: the work cuBLASLt's epilogues do in the GEMM instead of separate kernels
+ * (kernels/gemm.h), chosen by SLUICE_GPU_FUSE (docs/trainer.md) */
+enum {
+    GPU_FUSE_GELU = 1,  /* the MLP's fc GEMM applies the GELU, fc as its aux output */
+    GPU_FUSE_DGELU = 2, /* the MLP projection's dx GEMM applies gelu'(fc) and writes fc's
+                         * bias gradient */
+    GPU_FUSE_BGRAD = 4  /* the dW GEMMs write the bias gradients */
+};
+int gpu_fuse_setup(struct gt *t); /* t->fuse for the model; SL_ERR_CONFIG: a bad setting */
+void gpu_bwd_weight(struct gt *t, const sl_bf16 *dy, const sl_bf16 *x, int wid, int bid, int IC,
+                    int OC);
 
 /* gpu_train.c */
 int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank, or 0 */

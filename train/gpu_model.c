@@ -325,14 +325,12 @@ static void lin_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid
     GEMM_CHECK(linear_fwd(t->gemm, y, NULL, x, P(t, wid), P(t, bid), t->N, IC, OC, 0, t->st));
 }
 
-/* dx = dy W; dW += dy^T x; db += column sums of dy. */
+/* dx = dy W; dW += dy^T x; db = column sums of dy (gpu_bwd_weight). */
 static void lin_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x, int wid,
                     int bid, int IC, int OC)
 {
     GEMM_CHECK(linear_bwd_data(t->gemm, dx, NULL, dy, P(t, wid), NULL, t->N, IC, OC, 0, t->st));
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, wid), NULL, dy, x, t->N, IC, OC, 1, t->st));
-    if (bid >= 0)
-        bias_bwd(G(t, bid), t->norm_scratch, dy, t->N, OC, t->st);
+    gpu_bwd_weight(t, dy, x, wid, bid, IC, OC);
 }
 
 static void act_fwd(struct gt *t, sl_bf16 *act, const sl_bf16 *fc)
@@ -367,6 +365,19 @@ static void act_bwd(struct gt *t, sl_bf16 *dfc, const sl_bf16 *dact, const sl_bf
     }
 }
 
+/* The MLP's fc layer and activation: fc = x W^T + b, act = act(fc); with the GELU epilogue
+ * one GEMM writes both (fc as its aux output). */
+static void mlp_up_fwd(struct gt *t, const struct gacts *a, const sl_bf16 *x, int wid, int bid)
+{
+    if (t->fuse & GPU_FUSE_GELU) {
+        GEMM_CHECK(linear_fwd(t->gemm, a->act, a->fc, x, P(t, wid), P(t, bid), t->N, t->D, t->FC, 1,
+                              t->st));
+        return;
+    }
+    lin_fwd(t, a->fc, x, wid, bid, t->D, t->FC);
+    act_fwd(t, a->act, a->fc);
+}
+
 /* Layer li up to the MLP activation. Its input is x + r written to a->res (r != NULL), or
  * x == a->res. The MLP output projection (row_fwd) is the caller's. */
 static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16 *x,
@@ -383,8 +394,7 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
                              t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     const sl_bf16 *y = row_fwd(t, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
     in = norm_in(t, a->ln2, a->m2, a->r2, a->mid, a->res, y, id->mlp_norm_w, id->mlp_norm_b);
-    lin_fwd(t, a->fc, in, id->fc_w, id->fc_b, t->D, t->FC);
-    act_fwd(t, a->act, a->fc);
+    mlp_up_fwd(t, a, in, id->fc_w, id->fc_b);
 }
 
 int gpu_first_virtual(const struct gt *t, int c)
@@ -454,10 +464,22 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
     /* t->dres: the gradient of the layer output (and, through the skip, of a->mid); the
      * row-parallel layers take it over all N rows, the column-parallel ones give the sum of
      * their input gradients over the group (SP: this rank's rows) */
-    lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
-    act_bwd(t, t->dfc, t->dact, a->fc);
-    const sl_bf16 *dn =
-        gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, 1, id->fc_w, id->fc_b, t->D, t->FC);
+    int fc_b = id->fc_b;
+    if (t->fuse & GPU_FUSE_DGELU) {
+        /* dfc = (dres W) * gelu'(fc) in one GEMM, which writes fc's bias gradient too */
+        const sl_bf16 *dres = gpu_tp_full_dres(t);
+        sl_bf16 *dfc_b = (t->fuse & GPU_FUSE_BGRAD) ? G(t, fc_b) : NULL;
+        GEMM_CHECK(linear_bwd_data(t->gemm, t->dfc, dfc_b, dres, P(t, id->mlp_proj_w), a->fc, t->N,
+                                   t->F, t->D, 0, t->st));
+        gpu_bwd_weight(t, dres, a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
+        if (dfc_b)
+            fc_b = -1;
+    } else {
+        lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F,
+                t->D);
+        act_bwd(t, t->dfc, t->dact, a->fc);
+    }
+    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, 1, id->fc_w, fc_b, t->D, t->FC);
     norm_bwd(t, t->dres, dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
     /* t->dres: the gradient of a->mid (and, through the skip, of a->res) */
     lin_bwd(t, t->datty, gpu_tp_full_dres(t), a->atty, id->attn_proj_w, id->attn_proj_b, t->QD,
@@ -607,7 +629,10 @@ int gpu_setup_model(struct gt *t)
         return sl_err_set(SL_ERR_CONFIG, "the GPU trainer needs at least one layer");
     if (t->D > 8192)
         return sl_err_set(SL_ERR_CONFIG, "hidden size %d: the GPU norms support up to 8192", t->D);
-    int rc = plan_buckets(t);
+    int rc = gpu_fuse_setup(t);
+    if (rc)
+        return rc;
+    rc = plan_buckets(t);
     if (rc)
         return rc;
     t->ntensors = t->l.n;

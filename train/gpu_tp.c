@@ -168,9 +168,7 @@ const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, cons
         }
         CUDA_CHECK(cudaEventRecord(t->ev_tpdone, t->tpst));
     }
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, wid), NULL, dy, x, t->N, IC, OC, 1, t->st));
-    if (bid >= 0)
-        bias_bwd(G(t, bid), t->norm_scratch, dy, t->N, OC, t->st);
+    gpu_bwd_weight(t, dy, x, wid, bid, IC, OC);
     if (t->tp > 1)
         CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_tpdone, 0));
     return out;

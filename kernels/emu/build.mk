@@ -74,9 +74,9 @@ $(EMU_DIR)/test_nccl_emu: $(EMU_DIR)/obj/test_nccl_emu.o $(EMU_DIR)/obj/nccl.o \
                           $(EMU_DIR)/obj/streams.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ $(MPI_LIBS) -lm
 
-# the emulated exchanges against their definitions (tests/gpu/test_emu.cu)
+# the emulated exchanges and cuBLASLt epilogues against their definitions (tests/gpu/test_emu.cu)
 $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o \
-                     $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/streams.o
+                     $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/streams.o $(EMU_DIR)/obj/cublaslt.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
 
 # the emulated cuBLASLt's FP8 matmul against its definition over the CPU path's FP8 rounding
