@@ -11,6 +11,8 @@
 #   make test-gpu     build and run the CUDA kernel and GPU trainer tests (SKIP without nvcc or a GPU)
 #   make bench-kernels  time the CUDA kernels (one table)
 #   make bench-scale  how cost grows: every stage at 1x, 4x and 16x an input, 1 and 2 ranks
+#   make gpu-bundle   what a lent GPU machine runs, in .gpucheck/ (scripts/gpu-check.sh --prepare;
+#                     LLMC_SRC=llm.c CUDNN_FRONTEND=cudnn-frontend also build llm.c's train_gpt2cu)
 #   make install PREFIX=/opt/sluice   build, then install (install-files: install what is built)
 #
 # Knobs: WERROR=1 (CI), CUDA=0 / MPI=0 to build without them, O=-O0 for debugging,
@@ -251,7 +253,7 @@ install-files:
 .PHONY: install install-files
 
 .PHONY: all FORCE config deps test test-unit test-cli test-hosts test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo bench-scale \
-        bench clean format check-format check-deps test-gpu bench-kernels
+        bench clean format check-format check-deps test-gpu bench-kernels gpu-bundle
 FORCE:
 
 # With CUDA, `all` also builds the GPU test and benchmark programs: every .cu compiles and links.
@@ -305,6 +307,13 @@ else
 	@echo "test-gpu: SKIP: built without CUDA (CUDA=0, or no nvcc at $(CUDA_HOME)/bin)"
 	@echo "test-gpu: 0 passed, 0 failed"
 endif
+
+# The build a lent GPU machine runs, with the shared libraries it may lack, the tokenize
+# stage's data and llm.c's train_gpt2cu (built from LLMC_SRC and CUDNN_FRONTEND, the two
+# projects' sources, in a scratch folder outside the repository), in .gpucheck/ (ignored);
+# fails when it and the working tree pass 64 MiB (docs/testing.md, "A lent GPU")
+gpu-bundle:
+	@LLMC_SRC='$(LLMC_SRC)' CUDNN_FRONTEND='$(CUDNN_FRONTEND)' scripts/gpu-check.sh --prepare
 
 bench-kernels:
 ifeq ($(HAVE_CUDA),1)

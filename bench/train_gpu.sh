@@ -19,7 +19,9 @@
 #                .jsonl and stderr, the profile's kernel tables); by default they are removed
 #
 # Preparing LLMC_DIR, on a machine with network and the CUDA toolkit of the GPU machine, in a
-# scratch directory outside this repository (never committed here):
+# scratch directory outside this repository (never committed here). `make gpu-bundle
+# LLMC_SRC=/scratch/llm.c CUDNN_FRONTEND=/scratch/cudnn-frontend` does these steps
+# (scripts/gpu-check.sh, build_llmc) in a scratch copy of LLMC_SRC and carries the result:
 #   git clone https://github.com/karpathy/llm.c /scratch/llm.c
 #   git clone https://github.com/NVIDIA/cudnn-frontend /scratch/cudnn-frontend  # header-only
 #   cd /scratch/llm.c
@@ -145,11 +147,12 @@ summary() {
 }
 
 # sluice NAME CONFIG overrides...: the row is labelled with its layers, sequence, batch and
-# recomputation (describe)
+# recomputation (describe); a slice of a model's layers is named as one on its MFU row too
 run_sluice() {
     local name=$1 cfg=$2 label out layers full
     shift 2
     IFS='|' read -r label out layers full <<<"$(describe "$cfg" "$@")"
+    [ "${layers:-0}" -lt "${full:-0}" ] && name="$name slice ($layers of $full layers)"
     "$sluice" train "$root/configs/models/$cfg.yaml" data=synthetic train.device=cuda train.resume=none \
         eval.interval=0 log.peak_tflops="$PEAK" log.file="$work/$name.jsonl" "$@" \
         > "$work/$name.out" 2> "$work/$name.err" || { echo "$name: failed"; tail -5 "$work/$name.err"; return 1; }
@@ -203,10 +206,10 @@ fi
 
 if want large; then
 echo "== larger models, one GPU"
-run_sluice "gpt3-1.3b (${LAYERS_1B3:-24} layers)" gpt3-1.3b model.num_layers="${LAYERS_1B3:-24}" \
+run_sluice gpt3-1.3b gpt3-1.3b model.num_layers="${LAYERS_1B3:-24}" \
     train.seq_len=2048 train.micro_batch_size=4 train.global_batch_size=4 train.steps=20 \
     train.recompute=selective || true
-run_sluice "llama3-8b (${LAYERS_8B:-8} layers)" llama3-8b model.num_layers="${LAYERS_8B:-8}" \
+run_sluice llama3-8b llama3-8b model.num_layers="${LAYERS_8B:-8}" \
     train.seq_len=8192 train.micro_batch_size=1 train.global_batch_size=1 train.steps=20 \
     train.recompute=selective || true
 fi

@@ -77,10 +77,8 @@ static int on_doc(void *ctx, struct sl_jsonl_reader *r, struct sl_doc *d)
     return rc;
 }
 
-/* process() of sl_stage_run_files: the unit's inputs, document by document. */
-static int read_unit(void *ctx, struct sl_stage_unit *u)
+int sl_stage_docs_read_unit(const struct sl_stage_docs *job, struct sl_stage_unit *u)
 {
-    const struct sl_stage_docs *job = ctx;
     struct docs_unit du = { .job = job, .sd = { .u = u } };
     du.s_in = sl_counters_slot(u->c, "documents_in");
     du.s_out = sl_counters_slot(u->c, "documents_out");
@@ -101,6 +99,12 @@ static int read_unit(void *ctx, struct sl_stage_unit *u)
         free(stem);
     }
     return job->end ? job->end(job->ctx, u, rc) : rc;
+}
+
+/* process() of sl_stage_run_files: the unit's inputs, document by document. */
+static int read_unit(void *ctx, struct sl_stage_unit *u)
+{
+    return sl_stage_docs_read_unit(ctx, u);
 }
 
 int sl_stage_run_docs(struct sl_world *w, const struct sl_stage_docs *job,

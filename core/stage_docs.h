@@ -82,4 +82,10 @@ struct sl_stage_docs {
 int sl_stage_run_docs(struct sl_world *w, const struct sl_stage_docs *job,
                       struct sl_stage_result *r);
 
+/* One unit read as sl_stage_run_docs reads it (begin, each document, end; ids, counts and
+ * skips the same), outside the runner: for a stage that reads its inputs in a pass of its
+ * own before it writes (mix's token budgets). u: index, inputs, ninputs, name and c set
+ * by the caller; w NULL (documents_out counts what doc() keeps); no progress is shown. */
+int sl_stage_docs_read_unit(const struct sl_stage_docs *job, struct sl_stage_unit *u);
+
 #endif

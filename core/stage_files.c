@@ -59,6 +59,8 @@ static size_t unit_count(const struct sl_stage_files *job)
 void sl_stage_unit_progress(struct sl_stage_unit *u, uint64_t bytes, uint64_t docs)
 {
     struct files_run *fr = u->priv;
+    if (!fr) /* a unit read outside the runner (sl_stage_docs_read_unit) */
+        return;
     sl_progress_update(&fr->prog, fr->done_bytes + bytes, fr->done_docs + docs);
 }
 

@@ -125,7 +125,8 @@ __device__ __forceinline__ float quad_sum(float v)
 
 template <int D>
 __global__ void __launch_bounds__(ATT_THREADS)
-    attn_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, int T, int Hq, int Hkv, float sl2)
+    attn_fwd_kernel(bf16 *out, float *lse, const bf16 *qkv, const int *dstart, int T, int Hq,
+                    int Hkv, float sl2)
 {
     constexpr int P = D + 8, KS = D / 16, ND = D / 8;
     __shared__ __align__(16) bf16 sK[ATT_TILE * P];
@@ -151,8 +152,11 @@ __global__ void __launch_bounds__(ATT_THREADS)
         o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
     const int row0 = q0 + warp * 16 + g, row1 = row0 + 8;
+    /* documents: row r attends from ds[r]; the tile's first row starts the earliest */
+    const int *ds = dstart ? dstart + (size_t)b * T : NULL;
+    const int first0 = ds && row0 < T ? ds[row0] : 0, first1 = ds && row1 < T ? ds[row1] : 0;
 
-    for (int kt = 0; kt <= qb; kt++) {
+    for (int kt = ds ? ds[q0] / ATT_TILE : 0; kt <= qb; kt++) {
         const int k0 = kt * ATT_TILE;
         __syncthreads(); /* everyone is done with the previous sK/sV (and the Q staging) */
         load_tile<D>(sK, base + (size_t)(Hq + hk) * D, S3, k0, T);
@@ -170,7 +174,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 mma16816(s[j], qf[kk], b0, b1);
             }
         }
-        const bool need_mask = kt == qb || k0 + ATT_TILE > T;
+        const bool need_mask = kt == qb || k0 + ATT_TILE > T || ds;
         float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int j = 0; j < 8; j++)
@@ -180,7 +184,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 if (need_mask) {
                     const int col = k0 + j * 8 + 2 * q + (e & 1);
                     const int row = e < 2 ? row0 : row1;
-                    if (col > row || col >= T)
+                    if (col > row || col >= T || col < (e < 2 ? first0 : first1))
                         x = -INFINITY;
                 }
                 s[j][e] = x;
@@ -274,7 +278,7 @@ __global__ void attn_delta_kernel(float *delta, const bf16 *dout, const bf16 *ou
 
 template <int D> static constexpr size_t bwd_smem_bytes()
 {
-    return 4 * (size_t)ATT_TILE * (D + 8) * sizeof(bf16) + 2 * ATT_TILE * sizeof(float);
+    return 4 * (size_t)ATT_TILE * (D + 8) * sizeof(bf16) + 3 * ATT_TILE * sizeof(float);
 }
 
 /* One block per (key block, kv head, batch): dK, dV of its 64 keys over every query tile at
@@ -282,19 +286,28 @@ template <int D> static constexpr size_t bwd_smem_bytes()
 template <int D>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_bwd_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
-                         const float *delta, int T, int Hq, int Hkv, float scale, float sl2)
+                         const float *delta, const int *dstart, int T, int Hq, int Hkv, float scale,
+                         float sl2)
 {
     constexpr int P = D + 8, KS = D / 16, ND = D / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
     bf16 *sK = reinterpret_cast<bf16 *>(att_smem);
     bf16 *sV = sK + ATT_TILE * P, *sQ = sV + ATT_TILE * P, *sO = sQ + ATT_TILE * P;
     float *sL = reinterpret_cast<float *>(sO + ATT_TILE * P), *sDl = sL + ATT_TILE;
+    int *sS = reinterpret_cast<int *>(sDl + ATT_TILE); /* the queries' document starts */
     const int kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, G = Hq / Hkv;
     const size_t S3 = (size_t)(Hq + 2 * Hkv) * D;
     const bf16 *base = qkv + (size_t)b * T * S3;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
     const int k0 = kb * ATT_TILE, key0 = k0 + warp * 16 + g, key1 = key0 + 8;
-    const int nqt = (T + ATT_TILE - 1) / ATT_TILE;
+    const int *ds = dstart ? dstart + (size_t)b * T : NULL;
+    /* documents: the query tiles whose first query starts its document after the block's
+     * last key see none of its keys (starts do not decrease) */
+    const int klast = (k0 + ATT_TILE < T ? k0 + ATT_TILE : T) - 1;
+    int nqt = (T + ATT_TILE - 1) / ATT_TILE;
+    if (ds)
+        while (nqt > kb + 1 && ds[(nqt - 1) * ATT_TILE] > klast)
+            nqt--;
 
     load_tile<D>(sK, base + (size_t)(Hq + hk) * D, S3, k0, T);
     load_tile<D>(sV, base + (size_t)(Hq + Hkv + hk) * D, S3, k0, T);
@@ -319,6 +332,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 const int t = q0 + r;
                 sL[r] = t < T ? lrow[t] * LOG2E_F : 0.0f;
                 sDl[r] = t < T ? drow[t] : 0.0f;
+                sS[r] = ds && t < T ? ds[t] : 0;
             }
             __syncthreads();
 
@@ -338,7 +352,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                     mma16816(st[j], a, b0, b1);
                 }
             }
-            const bool need_mask = qt == kb || q0 + ATT_TILE > T;
+            const bool need_mask = qt == kb || q0 + ATT_TILE > T || ds;
 #pragma unroll
             for (int j = 0; j < 8; j++)
 #pragma unroll
@@ -347,7 +361,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                     float p = exp2f(st[j][e] * sl2 - sL[ql]);
                     if (need_mask) {
                         const int qi = q0 + ql, key = e < 2 ? key0 : key1;
-                        if (qi < key || qi >= T)
+                        if (qi < key || qi >= T || key < sS[ql])
                             p = 0.0f;
                     }
                     st[j][e] = p;
@@ -426,7 +440,8 @@ __global__ void __launch_bounds__(ATT_THREADS)
 template <int D>
 __global__ void __launch_bounds__(ATT_THREADS)
     attn_bwd_dq_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
-                       const float *delta, int T, int Hq, int Hkv, float scale, float sl2)
+                       const float *delta, const int *dstart, int T, int Hq, int Hkv, float scale,
+                       float sl2)
 {
     constexpr int P = D + 8, KS = D / 16, ND = D / 8;
     extern __shared__ __align__(16) unsigned char att_smem[];
@@ -450,8 +465,10 @@ __global__ void __launch_bounds__(ATT_THREADS)
 #pragma unroll
     for (int nd = 0; nd < ND; nd++)
         dq[nd][0] = dq[nd][1] = dq[nd][2] = dq[nd][3] = 0.0f;
+    const int *ds = dstart ? dstart + (size_t)b * T : NULL;
+    const int first0 = ds && row0 < T ? ds[row0] : 0, first1 = ds && row1 < T ? ds[row1] : 0;
 
-    for (int kt = 0; kt <= qb; kt++) {
+    for (int kt = ds ? ds[q0] / ATT_TILE : 0; kt <= qb; kt++) {
         const int k0 = kt * ATT_TILE;
         __syncthreads();
         load_tile<D>(sK, base + (size_t)(Hq + hk) * D, S3, k0, T);
@@ -478,7 +495,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 mma16816(dp[j], ao, b0, b1); /* dP = dO V^T */
             }
         }
-        const bool need_mask = kt == qb || k0 + ATT_TILE > T;
+        const bool need_mask = kt == qb || k0 + ATT_TILE > T || ds;
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
@@ -487,7 +504,7 @@ __global__ void __launch_bounds__(ATT_THREADS)
                 if (need_mask) {
                     const int col = k0 + j * 8 + 2 * q + (e & 1);
                     const int row = e < 2 ? row0 : row1;
-                    if (col > row || col >= T)
+                    if (col > row || col >= T || col < (e < 2 ? first0 : first1))
                         p = 0.0f;
                 }
                 dp[j][e] = p * (dp[j][e] - (e < 2 ? dl0 : dl1));
@@ -538,18 +555,18 @@ static bool own_ok(int T, int Hq, int Hkv, int D)
 }
 
 template <int D>
-static void own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T, int Hq, int Hkv,
-                    float sl2, cudaStream_t st)
+static void own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, const int *dstart, int B, int T,
+                    int Hq, int Hkv, float sl2, cudaStream_t st)
 {
     dim3 grid((T + ATT_TILE - 1) / ATT_TILE, Hq, B);
-    attn_fwd_kernel<D><<<grid, ATT_THREADS, 0, st>>>(out, lse, qkv, T, Hq, Hkv, sl2);
+    attn_fwd_kernel<D><<<grid, ATT_THREADS, 0, st>>>(out, lse, qkv, dstart, T, Hq, Hkv, sl2);
     CUDA_CHECK_LAUNCH();
 }
 
 template <int D>
 static void own_bwd(sl_bf16 *dqkv, float *delta, const sl_bf16 *dout, const sl_bf16 *qkv,
-                    const float *lse, int B, int T, int Hq, int Hkv, float scale, float sl2,
-                    cudaStream_t st)
+                    const float *lse, const int *dstart, int B, int T, int Hq, int Hkv, float scale,
+                    float sl2, cudaStream_t st)
 {
     const size_t smem = bwd_smem_bytes<D>();
     /* the shared-memory opt-in is a property of the kernel on a device: set it once per
@@ -567,15 +584,21 @@ static void own_bwd(sl_bf16 *dqkv, float *delta, const sl_bf16 *dout, const sl_b
     }
     const int nb = (T + ATT_TILE - 1) / ATT_TILE;
     attn_bwd_dkdv_kernel<D><<<dim3(nb, Hkv, B), ATT_THREADS, smem, st>>>(
-        dqkv, dout, qkv, lse, delta, T, Hq, Hkv, scale, sl2);
+        dqkv, dout, qkv, lse, delta, dstart, T, Hq, Hkv, scale, sl2);
     CUDA_CHECK_LAUNCH();
-    attn_bwd_dq_kernel<D><<<dim3(nb, Hq, B), ATT_THREADS, smem, st>>>(dqkv, dout, qkv, lse, delta,
-                                                                      T, Hq, Hkv, scale, sl2);
+    attn_bwd_dq_kernel<D><<<dim3(nb, Hq, B), ATT_THREADS, smem, st>>>(
+        dqkv, dout, qkv, lse, delta, dstart, T, Hq, Hkv, scale, sl2);
     CUDA_CHECK_LAUNCH();
 }
 
 extern "C" int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T, int Hq,
                             int Hkv, int D, float scale, cudaStream_t st)
+{
+    return attn_own_fwd_docs(out, lse, qkv, NULL, B, T, Hq, Hkv, D, scale, st);
+}
+
+extern "C" int attn_own_fwd_docs(sl_bf16 *out, float *lse, const sl_bf16 *qkv, const int *dstart,
+                                 int B, int T, int Hq, int Hkv, int D, float scale, cudaStream_t st)
 {
     if (!own_ok(T, Hq, Hkv, D))
         return -1;
@@ -584,16 +607,16 @@ extern "C" int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B,
     const float sl2 = scale * LOG2E_F;
     switch (D) {
     case 16:
-        own_fwd<16>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        own_fwd<16>(out, lse, qkv, dstart, B, T, Hq, Hkv, sl2, st);
         break;
     case 32:
-        own_fwd<32>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        own_fwd<32>(out, lse, qkv, dstart, B, T, Hq, Hkv, sl2, st);
         break;
     case 64:
-        own_fwd<64>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        own_fwd<64>(out, lse, qkv, dstart, B, T, Hq, Hkv, sl2, st);
         break;
     default:
-        own_fwd<128>(out, lse, qkv, B, T, Hq, Hkv, sl2, st);
+        own_fwd<128>(out, lse, qkv, dstart, B, T, Hq, Hkv, sl2, st);
         break;
     }
     return 0;
@@ -602,6 +625,15 @@ extern "C" int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B,
 extern "C" int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout, const sl_bf16 *qkv,
                             const sl_bf16 *out, const float *lse, int B, int T, int Hq, int Hkv,
                             int D, float scale, cudaStream_t st)
+{
+    return attn_own_bwd_docs(dqkv, workspace, dout, qkv, out, lse, NULL, B, T, Hq, Hkv, D, scale,
+                             st);
+}
+
+extern "C" int attn_own_bwd_docs(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout,
+                                 const sl_bf16 *qkv, const sl_bf16 *out, const float *lse,
+                                 const int *dstart, int B, int T, int Hq, int Hkv, int D,
+                                 float scale, cudaStream_t st)
 {
     if (!own_ok(T, Hq, Hkv, D))
         return -1;
@@ -615,16 +647,16 @@ extern "C" int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout,
     const float sl2 = scale * LOG2E_F;
     switch (D) {
     case 16:
-        own_bwd<16>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        own_bwd<16>(dqkv, delta, dout, qkv, lse, dstart, B, T, Hq, Hkv, scale, sl2, st);
         break;
     case 32:
-        own_bwd<32>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        own_bwd<32>(dqkv, delta, dout, qkv, lse, dstart, B, T, Hq, Hkv, scale, sl2, st);
         break;
     case 64:
-        own_bwd<64>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        own_bwd<64>(dqkv, delta, dout, qkv, lse, dstart, B, T, Hq, Hkv, scale, sl2, st);
         break;
     default:
-        own_bwd<128>(dqkv, delta, dout, qkv, lse, B, T, Hq, Hkv, scale, sl2, st);
+        own_bwd<128>(dqkv, delta, dout, qkv, lse, dstart, B, T, Hq, Hkv, scale, sl2, st);
         break;
     }
     return 0;
@@ -646,6 +678,7 @@ struct attention {
     struct attn_memo memo[ATTN_MEMO];
     int nmemo;
     int deterministic;
+    const int *dstart; /* attention_set_docs: the document starts of the next calls */
 };
 
 extern "C" struct attention *attention_new(enum attn_backend backend)
@@ -682,6 +715,11 @@ extern "C" void attention_set_deterministic(struct attention *a, int determinist
         a->cudnn = c;
         a->nmemo = 0; /* the choices were made with the other handle */
     }
+}
+
+extern "C" void attention_set_docs(struct attention *a, const int *dstart)
+{
+    a->dstart = dstart;
 }
 
 extern "C" void attention_free(struct attention *a)
@@ -732,6 +770,10 @@ extern "C" int attention_fwd(struct attention *a, sl_bf16 *out, float *lse, cons
                              int B, int T, int Hq, int Hkv, int D, float scale, void *workspace,
                              size_t workspace_bytes, cudaStream_t st)
 {
+    if (a->dstart) /* the variable-length form: our kernels only */
+        return a->want == ATTN_CUDNN
+                   ? -1
+                   : attn_own_fwd_docs(out, lse, qkv, a->dstart, B, T, Hq, Hkv, D, scale, st);
     switch (attention_backend(a, B, T, Hq, Hkv, D)) {
     case ATTN_CUDNN:
         return attn_cudnn_fwd(a->cudnn, out, lse, qkv, B, T, Hq, Hkv, D, scale, workspace,
@@ -748,6 +790,12 @@ extern "C" int attention_bwd(struct attention *a, sl_bf16 *dqkv, const sl_bf16 *
                              int Hq, int Hkv, int D, float scale, void *workspace,
                              size_t workspace_bytes, cudaStream_t st)
 {
+    if (a->dstart) {
+        if (a->want == ATTN_CUDNN || workspace_bytes < attn_own_bwd_workspace_size(B, T, Hq))
+            return -1;
+        return attn_own_bwd_docs(dqkv, workspace, dout, qkv, out, lse, a->dstart, B, T, Hq, Hkv, D,
+                                 scale, st);
+    }
     switch (attention_backend(a, B, T, Hq, Hkv, D)) {
     case ATTN_CUDNN:
         return attn_cudnn_bwd(a->cudnn, dqkv, dout, qkv, out, lse, B, T, Hq, Hkv, D, scale,

@@ -32,6 +32,16 @@ int attn_own_fwd(sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T, int
 int attn_own_bwd(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout, const sl_bf16 *qkv,
                  const sl_bf16 *out, const float *lse, int B, int T, int Hq, int Hkv, int D,
                  float scale, cudaStream_t st);
+/* The variable-length (ragged) form, for packed documents (train/docmask.h): dstart[B*T]
+ * (device, int32) gives each query the first key of its document; query t of sample b
+ * attends to keys dstart[b*T+t]..t. The starts must not decrease along a sample and
+ * dstart[b*T+t] <= t. Key tiles before a query tile's first document are skipped; NULL
+ * is the plain causal form. */
+int attn_own_fwd_docs(sl_bf16 *out, float *lse, const sl_bf16 *qkv, const int *dstart, int B, int T,
+                      int Hq, int Hkv, int D, float scale, cudaStream_t st);
+int attn_own_bwd_docs(sl_bf16 *dqkv, void *workspace, const sl_bf16 *dout, const sl_bf16 *qkv,
+                      const sl_bf16 *out, const float *lse, const int *dstart, int B, int T, int Hq,
+                      int Hkv, int D, float scale, cudaStream_t st);
 
 /* ---- cuDNN fused flash attention ---------------------------------------------------- */
 
@@ -81,6 +91,10 @@ int attention_prepare(struct attention *a, int B, int T, int Hq, int Hkv, int D,
                       size_t *workspace_bytes);
 /* The backend attention_fwd/bwd use for this shape (after attention_prepare). */
 enum attn_backend attention_backend(struct attention *a, int B, int T, int Hq, int Hkv, int D);
+/* The document starts (attn_own_fwd_docs) of the calls that follow, or NULL (causal over
+ * the whole sample). With starts, attention_fwd and attention_bwd run our kernels (the
+ * workspace must hold attn_own_bwd_workspace_size) and fail with ATTN_CUDNN. */
+void attention_set_docs(struct attention *a, const int *dstart);
 int attention_fwd(struct attention *a, sl_bf16 *out, float *lse, const sl_bf16 *qkv, int B, int T,
                   int Hq, int Hkv, int D, float scale, void *workspace, size_t workspace_bytes,
                   cudaStream_t st);

@@ -291,14 +291,15 @@ extern "C" void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16
     CUDA_CHECK_LAUNCH();
 }
 
-__global__ void embedding_pos_add_kernel(bf16 *x, const bf16 *wpe, int row0, int T, int C,
-                                         size_t units)
+__global__ void embedding_pos_add_kernel(bf16 *x, const bf16 *wpe, const int32_t *pos, int row0,
+                                         int T, int C, size_t units)
 {
     for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < units;
          u += (size_t)gridDim.x * blockDim.x) {
         size_t n = u / C;
         int c = (int)(u % C);
-        float p = __bfloat162float(wpe[(size_t)((row0 + n) % T) * C + c]);
+        size_t t = pos ? (size_t)pos[row0 + n] : (row0 + n) % T;
+        float p = __bfloat162float(wpe[t * C + c]);
         x[u] = __float2bfloat16(__bfloat162float(x[u]) + p);
     }
 }
@@ -309,6 +310,16 @@ extern "C" void embedding_pos_add(sl_bf16 *x, const sl_bf16 *wpe, int row0, int 
     size_t units = (size_t)R * C;
     if (!units)
         return;
-    embedding_pos_add_kernel<<<grid_for(units), 256, 0, st>>>(x, wpe, row0, T, C, units);
+    embedding_pos_add_kernel<<<grid_for(units), 256, 0, st>>>(x, wpe, nullptr, row0, T, C, units);
+    CUDA_CHECK_LAUNCH();
+}
+
+extern "C" void embedding_pos_add_at(sl_bf16 *x, const sl_bf16 *wpe, const int32_t *pos, int row0,
+                                     int R, int T, int C, cudaStream_t st)
+{
+    size_t units = (size_t)R * C;
+    if (!units)
+        return;
+    embedding_pos_add_kernel<<<grid_for(units), 256, 0, st>>>(x, wpe, pos, row0, T, C, units);
     CUDA_CHECK_LAUNCH();
 }

@@ -59,6 +59,11 @@ void embedding_fwd_vp(sl_bf16 *out, const int32_t *ids, const sl_bf16 *wte, int 
                       cudaStream_t st);
 void embedding_pos_add(sl_bf16 *x, const sl_bf16 *wpe, int row0, int R, int T, int C,
                        cudaStream_t st);
+/* The same at given positions: x[n,:] += wpe[pos[row0 + n],:] (device, int32; packed
+ * documents, train/docmask.h). Their backward is embedding_bwd over the positions as ids
+ * and V = T (rows of equal positions summed in order, deterministically). */
+void embedding_pos_add_at(sl_bf16 *x, const sl_bf16 *wpe, const int32_t *pos, int row0, int R,
+                          int T, int C, cudaStream_t st);
 
 /* ---- LayerNorm and RMSNorm, fused with the residual add --------------------------- */
 
@@ -130,6 +135,12 @@ void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T
               int D, cudaStream_t st);
 void rope_bwd(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, int B, int T, int Hq, int Hkv,
               int D, cudaStream_t st);
+/* The same at given positions: row n at position pos[n] < T (device, B*T int32; packed
+ * documents, train/docmask.h), or n % T where pos is NULL. */
+void rope_fwd_at(sl_bf16 *qkv, const float *cos_t, const float *sin_t, const int32_t *pos, int B,
+                 int T, int Hq, int Hkv, int D, cudaStream_t st);
+void rope_bwd_at(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, const int32_t *pos, int B,
+                 int T, int Hq, int Hkv, int D, cudaStream_t st);
 
 /* ---- fused classifier ------------------------------------------------------------- */
 

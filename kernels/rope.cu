@@ -44,8 +44,8 @@ extern "C" void rope_tables(float *cos_t, float *sin_t, int T, int D, const stru
 }
 
 template <bool INV>
-__global__ void rope_kernel(bf16 *qkv, const float *cos_t, const float *sin_t, int T, int H,
-                            int row_stride, int D, size_t units)
+__global__ void rope_kernel(bf16 *qkv, const float *cos_t, const float *sin_t, const int32_t *pos,
+                            int T, int H, int row_stride, int D, size_t units)
 {
     const int half = D / 2;
     for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < units;
@@ -54,7 +54,7 @@ __global__ void rope_kernel(bf16 *qkv, const float *cos_t, const float *sin_t, i
         size_t rest = u / half;
         int h = (int)(rest % H);
         size_t n = rest / H;
-        int t = (int)(n % T);
+        int t = pos ? pos[n] : (int)(n % T);
         bf16 *p = qkv + n * row_stride + (size_t)h * D;
         float a = __bfloat162float(p[i]), b = __bfloat162float(p[i + half]);
         float c = cos_t[(size_t)t * half + i], s = sin_t[(size_t)t * half + i];
@@ -66,26 +66,40 @@ __global__ void rope_kernel(bf16 *qkv, const float *cos_t, const float *sin_t, i
 }
 
 template <bool INV>
-static void rope(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T, int Hq,
-                 int Hkv, int D, cudaStream_t st)
+static void rope(sl_bf16 *qkv, const float *cos_t, const float *sin_t, const int32_t *pos, int B,
+                 int T, int Hq, int Hkv, int D, cudaStream_t st)
 {
     size_t units = (size_t)B * T * (Hq + Hkv) * (D / 2);
     if (!units)
         return;
     unsigned int grid = grid_for(units);
     rope_kernel<INV>
-        <<<grid, 256, 0, st>>>(qkv, cos_t, sin_t, T, Hq + Hkv, (Hq + 2 * Hkv) * D, D, units);
+        <<<grid, 256, 0, st>>>(qkv, cos_t, sin_t, pos, T, Hq + Hkv, (Hq + 2 * Hkv) * D, D, units);
     CUDA_CHECK_LAUNCH();
 }
 
 extern "C" void rope_fwd(sl_bf16 *qkv, const float *cos_t, const float *sin_t, int B, int T, int Hq,
                          int Hkv, int D, cudaStream_t st)
 {
-    rope<false>(qkv, cos_t, sin_t, B, T, Hq, Hkv, D, st);
+    rope<false>(qkv, cos_t, sin_t, NULL, B, T, Hq, Hkv, D, st);
+}
+
+extern "C" void rope_fwd_at(sl_bf16 *qkv, const float *cos_t, const float *sin_t,
+                            const int32_t *pos, int B, int T, int Hq, int Hkv, int D,
+                            cudaStream_t st)
+{
+    rope<false>(qkv, cos_t, sin_t, pos, B, T, Hq, Hkv, D, st);
 }
 
 extern "C" void rope_bwd(sl_bf16 *dqkv, const float *cos_t, const float *sin_t, int B, int T,
                          int Hq, int Hkv, int D, cudaStream_t st)
 {
-    rope<true>(dqkv, cos_t, sin_t, B, T, Hq, Hkv, D, st);
+    rope<true>(dqkv, cos_t, sin_t, NULL, B, T, Hq, Hkv, D, st);
+}
+
+extern "C" void rope_bwd_at(sl_bf16 *dqkv, const float *cos_t, const float *sin_t,
+                            const int32_t *pos, int B, int T, int Hq, int Hkv, int D,
+                            cudaStream_t st)
+{
+    rope<true>(dqkv, cos_t, sin_t, pos, B, T, Hq, Hkv, D, st);
 }

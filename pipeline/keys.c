@@ -34,6 +34,9 @@ const struct stage_def pl_stages[PL_NSTAGES] = {
 #define SL_CURATE_STAGE(ID, name, summary)                                                         \
     [PL_##ID] = { #name, #name, NULL, cmd_##name##_options, NULL, .docs = 1, .force = "--force",   \
                   .build = pl_build_docs },
+#define SL_CURATE_TAGGER(ID, name, summary)                                                        \
+    [PL_##ID] = { #name, #name, NULL, cmd_##name##_options, NULL, .force = "--force",              \
+                  .build = pl_build_docs },
 #define SL_CURATE_MODE(ID, name, mode)                                                             \
     [PL_##ID] = { #name "_" #mode, #name, #mode, cmd_##name##_##mode##_options, NULL, .docs = 1,   \
                   .force = "--force", .build = pl_build_docs },

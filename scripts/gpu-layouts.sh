@@ -18,7 +18,9 @@
 #                                        verdicts (gpu-layouts.txt) and the logs
 #                                        (gpu-layouts.tgz)
 # On the machine: `scripts/gpu-layouts.sh --run "$OUT"` with .gpucheck carried.
-# GPU_LAYOUTS replaces the list below, GPU_LAYOUTS_MPIRUN the launcher (tests).
+# GPU_LAYOUTS replaces the list below, GPU_LAYOUTS_MPIRUN the launcher (tests);
+# GPU_LAYOUTS_MAX_RANKS=N runs only the layouts of at most N ranks (SKIP for the others):
+# scripts/gpu-check.sh's stage layouts gives it the number of GPUs, one rank a GPU.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
@@ -40,7 +42,8 @@ tp2 2 30 parallel.tensor=2
 tp2-sp 2 30 parallel.tensor=2 parallel.sequence=true
 pp2-1f1b 2 30 parallel.pipeline=2
 pp2-interleaved 2 30 parallel.pipeline=2 parallel.virtual_stages=2
-dp2-tp2-pp2 8 50 parallel.tensor=2 parallel.pipeline=2"}
+dp2-tp2-pp2 8 50 parallel.tensor=2 parallel.pipeline=2
+zero3-dp2-tp2-pp2 8 50 optim.zero=3 parallel.tensor=2 parallel.pipeline=2"}
 # every run: tiny-llama with 4 layers (two virtual stages of two pipeline stages), random
 # tokens, 5 steps; our own attention kernels (deterministic)
 MODEL=configs/models/tiny-llama.yaml
@@ -57,14 +60,14 @@ NORM_RTOL=0.05
 
 plan() {
     local total=0 name np lim keys bad=0
-    printf '%-16s %5s %8s  %s\n' stage ranks limit_s keys
+    printf '%-18s %5s %8s  %s\n' stage ranks limit_s keys
     while read -r name lim; do
-        printf '%-16s %5s %8s\n' "$name" 1 "$lim"
+        printf '%-18s %5s %8s\n' "$name" 1 "$lim"
         total=$((total + lim))
     done <<<"$FIXED"
     while read -r name np lim keys; do
         [ -n "$name" ] || continue
-        printf '%-16s %5s %8s  %s\n' "$name" "$np" "$lim" "$keys"
+        printf '%-18s %5s %8s  %s\n' "$name" "$np" "$lim" "$keys"
         total=$((total + lim))
     done <<<"$LAYOUTS"
     echo "all stages: ${total} s (under $PLAN_MAX s)"
@@ -98,6 +101,10 @@ layout() { # NAME RANKS LIMIT KEYS...
     local name=$1 np=$2 lim=$3 rc t0=$SECONDS log cmp why
     shift 3
     log=$OUTDIR/$name.jsonl
+    if [ -n "${GPU_LAYOUTS_MAX_RANKS:-}" ] && [ "$np" -gt "$GPU_LAYOUTS_MAX_RANKS" ]; then
+        echo "SKIP $name: $np ranks, more than the $GPU_LAYOUTS_MAX_RANKS GPUs (one a rank)"
+        return 0
+    fi
     if [ ${#MPIRUN[@]} = 0 ]; then
         echo "SKIP $name: no mpirun on this machine (the layouts need an MPI launcher)"
         return 0

@@ -62,9 +62,14 @@ struct cpu_trainer {
     struct data_loader *data;
     uint32_t *sample;          /* seq_len + 1 */
     int32_t *tokens, *targets; /* per slot */
+    /* per slot, with data.reset_* or data.eod_mask_loss (train/docmask.h): positions,
+     * document starts, loss mask; else NULL */
+    int32_t *dpos, *dstart;
+    float *lmask;
     uint32_t *dump_samples;    /* accum * B * (seq_len + 1), when dumping */
     float *dump_logits;        /* B * seq_len * vocab, when dumping */
     long dump_micro;           /* micro-step being filled */
+    struct cpu_fp8 *fp8;       /* train.fp8: the linear layers' scales and operands, or NULL */
 };
 
 /* ---- train/cpu_zero.c ------------------------------------------------------------------ */

@@ -4,6 +4,7 @@
 
 #include "core/err.h"
 #include "core/world.h"
+#include "train/cpu_fp8.h"
 #include "train/cpu_ops.h"
 
 #include <math.h>
@@ -41,6 +42,11 @@ struct cpu_model {
     float *logits;              /* [N, V] */
     float *losses, *lse;        /* [N] */
     float *rope_cos, *rope_sin; /* [T, hd/2] */
+    /* the documents of the next passes (cpu_model_set_docs; borrowed, NULL: none) and the
+     * loss mask's count of unmasked positions in the last forward */
+    const int32_t *dpos, *dstart;
+    const float *lmask;
+    int lkept;
     /* tensor parallel: a partial sum before its reduction [N, D], a norm's local output
      * [R, D], targets in local columns (-1: another rank's) and the cross-entropy's parts */
     float *part, *nloc, *mx, *tlogit;
@@ -50,6 +56,14 @@ struct cpu_model {
     float *dres, *dn, *dqkv, *datty, *dfc, *dact, *att_scratch, *dfull;
     float *head_t; /* [D, V]: the output layer's weight gradient, transposed */
 };
+
+void cpu_model_set_docs(struct cpu_model *m, const int32_t *pos, const int32_t *start,
+                        const float *lmask)
+{
+    m->dpos = pos;
+    m->dstart = start;
+    m->lmask = lmask;
+}
 
 size_t cpu_model_bytes(const struct cpu_model *m)
 {
@@ -274,14 +288,36 @@ static void gather_rows(struct cpu_model *m, float *full, const float *mine)
         note(m, sl_world_allgather_f32(m->par.tp, mine, full, (size_t)m->R * m->c.d_model));
 }
 
+/* Product `which` of local layer li, y[N, OC] = x[N, IC] . W^T + b: in FP8 where the model
+ * has it. */
+static void layer_linear_fwd(struct cpu_model *m, int li, int which, float *y, const float *x,
+                             const float *W, const float *b, int IC, int OC)
+{
+    if (m->par.fp8)
+        cpu_fp8_linear_fwd(m->par.fp8, li * 4 + which, y, x, W, b, m->N, IC, OC);
+    else
+        cpu_linear_fwd(y, x, W, b, m->N, IC, OC);
+}
+
+/* Its backward (cpu_linear_bwd's). */
+static void layer_linear_bwd(struct cpu_model *m, int li, int which, float *dx, float *dW,
+                             float *db, const float *dy, const float *x, const float *W, int IC,
+                             int OC)
+{
+    if (m->par.fp8)
+        cpu_fp8_linear_bwd(m->par.fp8, li * 4 + which, dx, dW, db, dy, x, W, m->N, IC, OC);
+    else
+        cpu_linear_bwd(dx, dW, db, dy, x, W, m->N, IC, OC, NULL);
+}
+
 /* The output of a row-parallel layer: y[R, D] = the sum over ranks of x[N, IC] . W^T (+ b),
  * all-reduced, or reduce-scattered to this rank's rows with SP. */
-static void row_parallel_fwd(struct cpu_model *m, float *y, const float *x, const float *W,
-                             const float *b, int IC)
+static void row_parallel_fwd(struct cpu_model *m, int li, int which, float *y, const float *x,
+                             const float *W, const float *b, int IC)
 {
     int N = m->N, D = m->c.d_model;
     if (m->tp == 1) {
-        cpu_linear_fwd(y, x, W, b, N, IC, D);
+        layer_linear_fwd(m, li, which, y, x, W, b, IC, D);
         return;
     }
     if (m->par.sp) {
@@ -350,7 +386,7 @@ static void embed_fwd(struct cpu_model *m, const float *params, const int32_t *t
             const float *e = wte + (size_t)tokens[n] * D;
             float *o = x0 + (size_t)n * D;
             if (wpe) {
-                const float *p = wpe + (size_t)(n % T) * D;
+                const float *p = wpe + (size_t)(m->dpos ? m->dpos[n] : n % T) * D;
                 for (int i = 0; i < D; i++)
                     o[i] = e[i] + p[i];
             } else {
@@ -376,7 +412,8 @@ static void embed_fwd(struct cpu_model *m, const float *params, const int32_t *t
         note(m, sl_world_allreduce_f32(m->par.tp, x0, (size_t)N * D, SL_SUM));
     if (wpe)
         for (int n = 0; n < m->R; n++) {
-            const float *p = wpe + (size_t)((m->row0 + n) % T) * D;
+            int r = m->row0 + n;
+            const float *p = wpe + (size_t)(m->dpos ? m->dpos[r] : r % T) * D;
             float *o = x0 + (size_t)n * D;
             for (int i = 0; i < D; i++)
                 o[i] += p[i];
@@ -414,9 +451,18 @@ static float head_fwd(struct cpu_model *m, const float *params, const int32_t *t
         }
     }
     double sum = 0.0;
-    for (int n = 0; n < N; n++)
-        sum += m->losses[n];
-    return (float)(sum / N);
+    if (!m->lmask) {
+        for (int n = 0; n < N; n++)
+            sum += m->losses[n];
+        return (float)(sum / N);
+    }
+    /* Megatron's masked mean: over the unmasked positions (none: 0, and no gradient) */
+    m->lkept = 0;
+    for (int n = 0; n < N; n++) {
+        sum += (double)m->losses[n] * m->lmask[n];
+        m->lkept += m->lmask[n] > 0.0f;
+    }
+    return m->lkept ? (float)(sum / m->lkept) : 0.0f;
 }
 
 float cpu_model_forward(struct cpu_model *m, const float *params, const int32_t *tokens,
@@ -447,29 +493,45 @@ float cpu_model_forward_stage(struct cpu_model *m, const float *params, const in
         cpu_norm_fwd(n1, a->n1m, a->n1r, a->res, P(m, params, id->attn_norm_w),
                      P(m, params, id->attn_norm_b), R, D, c->norm_eps, rms);
         gather_rows(m, a->n1, n1);
-        cpu_linear_fwd(a->qkv, a->n1, P(m, params, id->qkv_w), P(m, params, id->qkv_b), N, D, qkv);
+        layer_linear_fwd(m, li, FP8_QKV, a->qkv, a->n1, P(m, params, id->qkv_w),
+                         P(m, params, id->qkv_b), D, qkv);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(a->qkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
-                     c->head_dim, 0);
-        cpu_attention_fwd(a->atty, a->att, a->qkv, m->B, T, c->n_heads, c->n_kv_heads, c->head_dim);
-        row_parallel_fwd(m, a->mid, a->atty, P(m, params, id->attn_proj_w),
+                     c->head_dim, 0, m->dpos);
+        cpu_attention_fwd(a->atty, a->att, a->qkv, m->B, T, c->n_heads, c->n_kv_heads, c->head_dim,
+                          m->dstart);
+        row_parallel_fwd(m, li, FP8_ATTN_PROJ, a->mid, a->atty, P(m, params, id->attn_proj_w),
                          P(m, params, id->attn_proj_b), qd);
         add_rows(a->mid, a->res, RD);
         float *n2 = m->par.sp ? m->nloc : a->n2;
         cpu_norm_fwd(n2, a->n2m, a->n2r, a->mid, P(m, params, id->mlp_norm_w),
                      P(m, params, id->mlp_norm_b), R, D, c->norm_eps, rms);
         gather_rows(m, a->n2, n2);
-        cpu_linear_fwd(a->fc, a->n2, P(m, params, id->fc_w), P(m, params, id->fc_b), N, D, fc);
+        layer_linear_fwd(m, li, FP8_FC, a->fc, a->n2, P(m, params, id->fc_w),
+                         P(m, params, id->fc_b), D, fc);
         if (c->act == MODEL_SWIGLU)
             cpu_swiglu_fwd(a->act, a->fc, N, F);
         else
             cpu_gelu_fwd(a->act, a->fc, (size_t)N * F, c->act == MODEL_GELU_TANH);
-        row_parallel_fwd(m, next, a->act, P(m, params, id->mlp_proj_w),
+        row_parallel_fwd(m, li, FP8_MLP_PROJ, next, a->act, P(m, params, id->mlp_proj_w),
                          P(m, params, id->mlp_proj_b), F);
         add_rows(next, a->mid, RD);
         layer_hook(m, li, 0, 1);
     }
     return m->par.last_stage ? head_fwd(m, params, targets) : 0.0f;
+}
+
+/* The loss mask on the gradient of the logits: the mean's gradient over N positions scaled
+ * to the mean over the unmasked ones, masked rows zero. */
+static void mask_rows(struct cpu_model *m)
+{
+    float w = m->lkept ? (float)m->N / (float)m->lkept : 0.0f;
+    for (int n = 0; n < m->N; n++) {
+        float f = m->lmask[n] * w, *row = m->logits + (size_t)n * m->V;
+        if (f != 1.0f)
+            for (int v = 0; v < m->V; v++)
+                row[v] *= f;
+    }
 }
 
 void cpu_model_backward(struct cpu_model *m, const float *params, float *grads,
@@ -490,6 +552,8 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
 
     if (m->par.last_stage) {
         cpu_xent_bwd(m->logits, m->lse, m->tp > 1 ? m->ltargets : targets, N, m->V, dloss_scale);
+        if (m->lmask)
+            mask_rows(m);
         cpu_linear_bwd(m->dn, G(m, grads, head_id), NULL, m->logits, m->nf, P(m, params, head_id),
                        N, D, m->V, m->head_t);
         const float *dn = col_parallel_dx(m, m->dn);
@@ -505,28 +569,30 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
         layer_hook(m, li, 1, 0);
         /* MLP: dres holds the gradient of the layer output (= of mid via the skip) */
         const float *dy = full_dres(m);
-        cpu_linear_bwd(m->dact, G(m, grads, id->mlp_proj_w), G(m, grads, id->mlp_proj_b), dy,
-                       a->act, P(m, params, id->mlp_proj_w), N, F, D, NULL);
+        layer_linear_bwd(m, li, FP8_MLP_PROJ, m->dact, G(m, grads, id->mlp_proj_w),
+                         G(m, grads, id->mlp_proj_b), dy, a->act, P(m, params, id->mlp_proj_w), F,
+                         D);
         if (c->act == MODEL_SWIGLU)
             cpu_swiglu_bwd(m->dfc, m->dact, a->fc, N, F);
         else
             cpu_gelu_bwd(m->dfc, m->dact, a->fc, (size_t)N * F, c->act == MODEL_GELU_TANH);
-        cpu_linear_bwd(m->dn, G(m, grads, id->fc_w), G(m, grads, id->fc_b), m->dfc, a->n2,
-                       P(m, params, id->fc_w), N, D, fc, NULL);
+        layer_linear_bwd(m, li, FP8_FC, m->dn, G(m, grads, id->fc_w), G(m, grads, id->fc_b), m->dfc,
+                         a->n2, P(m, params, id->fc_w), D, fc);
         const float *dn = col_parallel_dx(m, m->dn);
         cpu_norm_bwd(m->dres, G(m, grads, id->mlp_norm_w), G(m, grads, id->mlp_norm_b), dn, a->mid,
                      a->n2m, a->n2r, P(m, params, id->mlp_norm_w), R, D, rms);
         /* attention: dres now holds the gradient of mid (= of res via the skip) */
         dy = full_dres(m);
-        cpu_linear_bwd(m->datty, G(m, grads, id->attn_proj_w), G(m, grads, id->attn_proj_b), dy,
-                       a->atty, P(m, params, id->attn_proj_w), N, qd, D, NULL);
+        layer_linear_bwd(m, li, FP8_ATTN_PROJ, m->datty, G(m, grads, id->attn_proj_w),
+                         G(m, grads, id->attn_proj_b), dy, a->atty, P(m, params, id->attn_proj_w),
+                         qd, D);
         cpu_attention_bwd(m->dqkv, m->datty, a->qkv, a->att, m->B, T, c->n_heads, c->n_kv_heads,
-                          c->head_dim, m->att_scratch);
+                          c->head_dim, m->att_scratch, m->dstart);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(m->dqkv, m->rope_cos, m->rope_sin, m->B, T, c->n_heads, c->n_kv_heads,
-                     c->head_dim, 1);
-        cpu_linear_bwd(m->dn, G(m, grads, id->qkv_w), G(m, grads, id->qkv_b), m->dqkv, a->n1,
-                       P(m, params, id->qkv_w), N, D, qkv, NULL);
+                     c->head_dim, 1, m->dpos);
+        layer_linear_bwd(m, li, FP8_QKV, m->dn, G(m, grads, id->qkv_w), G(m, grads, id->qkv_b),
+                         m->dqkv, a->n1, P(m, params, id->qkv_w), D, qkv);
         dn = col_parallel_dx(m, m->dn);
         cpu_norm_bwd(m->dres, G(m, grads, id->attn_norm_w), G(m, grads, id->attn_norm_b), dn,
                      a->res, a->n1m, a->n1r, P(m, params, id->attn_norm_w), R, D, rms);
@@ -552,7 +618,7 @@ void cpu_model_backward_stage(struct cpu_model *m, const float *params, float *g
                     e[i] += d[i];
             }
             if (dwpe) {
-                float *p = dwpe + (size_t)(n % T) * D;
+                float *p = dwpe + (size_t)(m->dpos ? m->dpos[n] : n % T) * D;
                 for (int i = i0; i < i1; i++)
                     p[i] += d[i];
             }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct cpu_model;
+struct cpu_fp8;
 struct sl_world;
 
 /* Where the tensors live when the trainer shards them over data parallel (ZeRO-2 and -3):
@@ -44,6 +45,8 @@ struct cpu_model_par {
                                   * inputs are split into tp blocks of B*T/tp token rows */
     int vocab_start;             /* the first vocabulary row held (vocab-parallel) */
     int first_stage, last_stage; /* pipeline: the stage embeds the tokens / computes the loss */
+    struct cpu_fp8 *fp8; /* the layers' four products in FP8 (train/cpu_fp8.h; borrowed; only
+                          * without tensor parallel), or NULL */
 };
 
 /* Activations for micro-batches of B x T tokens (T <= max_seq_len). 0 or SL_ERR_CONFIG /
@@ -60,6 +63,15 @@ int cpu_model_error(const struct cpu_model *m);
 int cpu_model_rows(const struct cpu_model *m);
 /* Bytes of the activation slab. */
 size_t cpu_model_bytes(const struct cpu_model *m);
+
+/* The document boundaries of the passes that follow (train/docmask.h), all [B*T]: pos, each
+ * token's position (NULL: t), start, the first token of its document in its sample (NULL:
+ * 0), lmask, its loss weight, 1 or 0 (NULL: all 1; the loss is then the mean over the
+ * unmasked positions, 0 when there is none, and the backward's dloss_scale applies to
+ * B*T times that mean). Borrowed: they must stay unchanged until the backward of the last
+ * forward is done; a rank that holds a part of the model gets the whole micro-batch's. */
+void cpu_model_set_docs(struct cpu_model *m, const int32_t *pos, const int32_t *start,
+                        const float *lmask);
 
 /* Forward pass over tokens[B*T] with next-token targets[B*T] (ids < vocab_size). Returns
  * the mean loss over the B*T positions; per-position losses and the logits stay available

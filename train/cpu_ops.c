@@ -426,12 +426,12 @@ void cpu_swiglu_bwd(float *dfc, const float *dh, const float *fc, int N, int F)
 /* ---- RoPE ----------------------------------------------------------------------------- */
 
 void cpu_rope(float *qkv, const float *cos_t, const float *sin_t, int B, int T, int n_heads,
-              int n_kv_heads, int hd, int inverse)
+              int n_kv_heads, int hd, int inverse, const int32_t *pos)
 {
     int half = hd / 2, width = (n_heads + 2 * n_kv_heads) * hd, nrot = n_heads + n_kv_heads;
 #pragma omp parallel for schedule(static) if (SL_PAR((double)B * T * width))
     for (int r = 0; r < B * T; r++) {
-        int t = r % T;
+        int t = pos ? pos[r] : r % T;
         const float *c = cos_t + (size_t)t * half, *s = sin_t + (size_t)t * half;
         float *row = qkv + (size_t)r * width;
         for (int h = 0; h < nrot; h++) { /* q heads, then k heads: contiguous */
@@ -480,8 +480,8 @@ void cpu_attention_row(float *o, float *p, const float *q, const float *k, const
     }
 }
 
-void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv,
-                       int hd)
+void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv, int hd,
+                       const int32_t *start)
 {
     int width = (H + 2 * Hkv) * hd, group = H / Hkv;
     float scale = 1.0f / sqrtf((float)hd);
@@ -494,8 +494,10 @@ void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int
                 const float *q = base + (size_t)t * width + (size_t)h * hd;
                 float *p = att + (((size_t)b * H + h) * T + t) * T;
                 float *o = y + ((size_t)b * T + t) * H * hd + (size_t)h * hd;
-                cpu_attention_row(o, p, q, base + (size_t)(H + g) * hd,
-                                  base + (size_t)(H + Hkv + g) * hd, (size_t)width, t + 1, hd,
+                int s0 = start ? start[(size_t)b * T + t] : 0;
+                const float *k0 = base + (size_t)s0 * width;
+                cpu_attention_row(o, p + s0, q, k0 + (size_t)(H + g) * hd,
+                                  k0 + (size_t)(H + Hkv + g) * hd, (size_t)width, t + 1 - s0, hd,
                                   scale);
             }
         }
@@ -503,7 +505,7 @@ void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int
 }
 
 void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const float *att, int B,
-                       int T, int H, int Hkv, int hd, float *scratch)
+                       int T, int H, int Hkv, int hd, float *scratch, const int32_t *start)
 {
     int width = (H + 2 * Hkv) * hd, group = H / Hkv;
     float scale = 1.0f / sqrtf((float)hd);
@@ -526,7 +528,8 @@ void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const flo
                     const float *q = base + (size_t)t * width + (size_t)h * hd;
                     float *dq = dbase + (size_t)t * width + (size_t)h * hd;
                     float dot = 0.0f;
-                    for (int u = 0; u <= t; u++) {
+                    int s0 = start ? start[(size_t)b * T + t] : 0;
+                    for (int u = s0; u <= t; u++) {
                         const float *v = base + (size_t)u * width + (size_t)(H + Hkv + g) * hd;
                         float s = 0.0f;
                         for (int i = 0; i < hd; i++)
@@ -534,7 +537,7 @@ void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const flo
                         dp[u] = s;
                         dot += s * p[u];
                     }
-                    for (int u = 0; u <= t; u++) {
+                    for (int u = s0; u <= t; u++) {
                         float *dv = dbase + (size_t)u * width + (size_t)(H + Hkv + g) * hd;
                         float *dk = dbase + (size_t)u * width + (size_t)(H + g) * hd;
                         const float *k = base + (size_t)u * width + (size_t)(H + g) * hd;

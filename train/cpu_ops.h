@@ -42,22 +42,25 @@ void cpu_swiglu_bwd(float *dfc, const float *dh, const float *fc, int N, int F);
 
 /* Rotate the q and k heads of qkv rows in place (rotate-half pairs i, i + hd/2) with the
  * tables cos/sin[T, hd/2]; inverse = 1 applies the transpose (for gradients). Rows are
- * B*T tokens, position t = row % T. */
+ * B*T tokens, position t = row % T, or pos[row] when pos is not NULL. */
 void cpu_rope(float *qkv, const float *cos_t, const float *sin_t, int B, int T, int n_heads,
-              int n_kv_heads, int hd, int inverse);
+              int n_kv_heads, int hd, int inverse, const int32_t *pos);
 
 /* Causal attention over qkv[B,T,(H+2Hkv)*hd] -> y[B,T,H*hd]; att[B,H,T,T] keeps the
- * probabilities (row t holds t+1 values). */
-void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv,
-                       int hd);
+ * probabilities (row t holds t+1 values). start[B*T] (NULL: all 0): row t of sample b
+ * attends to keys start[b*T+t]..t only (its document; train/docmask.h), its probabilities
+ * at those columns. */
+void cpu_attention_fwd(float *y, float *att, const float *qkv, int B, int T, int H, int Hkv, int hd,
+                       const int32_t *start);
 /* One row of causal attention, shared by cpu_attention_fwd and the decoder (train/decode.c):
  * query q[hd] over positions 0..n-1, whose keys and values start at k and v, `stride`
  * floats apart; the probabilities go to p[n], the output to o[hd]. */
 void cpu_attention_row(float *o, float *p, const float *q, const float *k, const float *v,
                        size_t stride, int n, int hd, float scale);
-/* dqkv (overwritten) from dy; scratch is T floats per thread (omp_get_max_threads()). */
+/* dqkv (overwritten) from dy; scratch is T floats per thread (omp_get_max_threads()); start
+ * as the forward's. */
 void cpu_attention_bwd(float *dqkv, const float *dy, const float *qkv, const float *att, int B,
-                       int T, int H, int Hkv, int hd, float *scratch);
+                       int T, int H, int Hkv, int hd, float *scratch, const int32_t *start);
 
 /* Cross-entropy of logits[N,V] against targets: lse[n] = log-sum-exp of row n, losses[n] =
  * lse[n] - logit[target]. Targets must be < V. */

@@ -17,7 +17,9 @@
 #include "core/buf.h"
 #include "core/world.h"
 #include "dataset/loader.h"
+#include "train/cpu_fp8.h"
 #include "train/cpu_model.h"
+#include "train/docmask.h"
 #include "train/safetensors.h"
 #include "train/schedule.h"
 
@@ -42,8 +44,23 @@ static int fill_batch(struct cpu_trainer *t, enum data_split split, uint64_t fir
             tokens[b * T + k] = (int32_t)t->sample[k];
             targets[b * T + k] = (int32_t)t->sample[k + 1];
         }
+        if (t->dpos) {
+            size_t at = ((size_t)slot * B + b) * T;
+            docmask_sample(&t->o->docs, tokens + b * T, (int)T, t->dpos + at, t->dstart + at,
+                           t->lmask + at);
+        }
     }
     return 0;
+}
+
+/* The document boundaries of a token slot's micro-batch to the model (train/docmask.h). */
+static void set_docs(struct cpu_trainer *t, struct cpu_model *cm, int slot)
+{
+    size_t at = (size_t)slot * t->o->micro_batch * t->o->seq_len;
+    if (t->dpos)
+        cpu_model_set_docs(cm, t->o->docs.reset_pos ? t->dpos + at : NULL,
+                           t->o->docs.reset_attn ? t->dstart + at : NULL,
+                           t->o->docs.mask_loss ? t->lmask + at : NULL);
 }
 
 static int32_t *slot_tokens(struct cpu_trainer *t, int slot)
@@ -98,8 +115,12 @@ static void cpu_release(void *ctx)
     free(t->sample);
     free(t->tokens);
     free(t->targets);
+    free(t->dpos);
+    free(t->dstart);
+    free(t->lmask);
     free(t->dump_samples);
     free(t->dump_logits);
+    cpu_fp8_free(t->fp8);
     free(t);
 }
 
@@ -144,6 +165,8 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
         return rc;
     t->nslots = (int)parallel_cpu_slots(&t->par, o->accum);
     t->ntok = t->nchunks > 1 ? (int)o->accum : t->nslots;
+    if ((rc = cpu_fp8_for_run(&t->fp8, o, &t->par)))
+        return rc;
     t->cm = sl_xcalloc((size_t)(t->nslots * t->nchunks), sizeof(*t->cm));
     t->sends = sl_xcalloc(2 * (size_t)(t->nslots * t->nchunks), sizeof(void *));
     *act_bytes = 0;
@@ -163,6 +186,7 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
             .last_stage = t->sh.last_stage && c == t->nchunks - 1,
             .hooks = t->zero >= 2 ? &t->hooks : NULL,
             .layer0 = t->sh.chunk_local[c],
+            .fp8 = t->fp8,
         };
         for (int i = 0; i < t->nslots; i++) {
             struct cpu_model **cm = &t->cm[c * t->nslots + i];
@@ -180,6 +204,11 @@ static int cpu_setup(void **ctx, const struct train_opts *o, struct sl_world *w,
     size_t ntok = (size_t)t->ntok * (size_t)(o->micro_batch * o->seq_len);
     t->tokens = sl_xmalloc(ntok * sizeof(int32_t));
     t->targets = sl_xmalloc(ntok * sizeof(int32_t));
+    if (docmask_on(&o->docs)) {
+        t->dpos = sl_xmalloc(ntok * sizeof(int32_t));
+        t->dstart = sl_xmalloc(ntok * sizeof(int32_t));
+        t->lmask = sl_xmalloc(ntok * sizeof(float));
+    }
     if (o->dump_dir && t->zero >= 2)
         return sl_err_set(SL_ERR_CONFIG,
                           "debug.dump_dir needs optim.zero 0 or 1 (ZeRO-%d keeps no whole "
@@ -400,6 +429,7 @@ static int stage_forward(struct cpu_trainer *t, int c, long a, float *loss)
     const float *x_in = t->sh.first_stage && c == 0 ? NULL : t->xbuf;
     if ((rc = sl_world_wait(&t->sends[2 * k]))) /* the model's previous output went out */
         return rc;
+    set_docs(t, cm, tok);
     *loss = cpu_model_forward_stage(cm, t->params, slot_tokens(t, tok), slot_targets(t, tok), x_in);
     return cpu_model_error(cm);
 }
@@ -415,6 +445,7 @@ static int stage_backward(struct cpu_trainer *t, int c, long a, float scale)
         return rc;
     if (t->zero >= 2)
         zero_outer_begin(t, c);
+    set_docs(t, cm, tok);
     cpu_model_backward_stage(cm, t->params, t->grads, slot_tokens(t, tok), slot_targets(t, tok),
                              scale, dout);
     if ((rc = cpu_model_error(cm)))
@@ -626,7 +657,7 @@ static int cpu_step(void *ctx, struct train_step *s)
         rc = run_micro_batches(t, s, scale, &loss_sum);
     if ((rc = all_ok(t, rc)))
         return rc;
-    if ((rc = reduce_grads(t)))
+    if ((rc = reduce_grads(t)) || (t->fp8 && (rc = cpu_fp8_step(t->fp8, &t->dpg))))
         return rc;
     /* the loss: computed alike by the last stage's tensor-parallel ranks; count one */
     if (!t->sh.last_stage || t->at.tp != 0)
@@ -681,6 +712,8 @@ static int cpu_evaluate(void *ctx, double *loss)
     double sum = 0.0;
     long n = 0;
     int rc = t->zero == 3 ? zero_step_begin(t, 1) : 0; /* the updated outer tensors */
+    if (t->fp8) /* the scales stay the training's */
+        cpu_fp8_freeze(t->fp8, 1);
     for (long it = 0; it < t->o->eval_iters && !rc; it++) {
         uint64_t base = (uint64_t)it * (uint64_t)t->o->global_batch;
         for (long a = 0; a < t->o->accum && !rc; a++) {
@@ -694,6 +727,8 @@ static int cpu_evaluate(void *ctx, double *loss)
             n++;
         }
     }
+    if (t->fp8)
+        cpu_fp8_freeze(t->fp8, 0);
     rc = all_ok(t, rc);
     if (rc)
         return rc;

@@ -217,7 +217,7 @@ static const float *step(struct decoder *d, int32_t token, int want_logits)
         cpu_linear_fwd(d->qkv_row, d->n, P(d, id->qkv_w), P(d, id->qkv_b), 1, D, d->qkv);
         if (c->pos == MODEL_POS_ROPE)
             cpu_rope(d->qkv_row, d->rope_cos + (size_t)t * half, d->rope_sin + (size_t)t * half, 1,
-                     1, c->n_heads, c->n_kv_heads, c->head_dim, 0);
+                     1, c->n_heads, c->n_kv_heads, c->head_dim, 0, NULL);
         memcpy(kc + (size_t)t * d->kvw, d->qkv_row + d->qd, (size_t)d->kvw * sizeof(float));
         memcpy(vc + (size_t)t * d->kvw, d->qkv_row + d->qd + d->kvw,
                (size_t)d->kvw * sizeof(float));
@@ -332,7 +332,7 @@ const float *decoder_block(struct decoder *d, const int32_t *tok, const int *seg
             if (c->pos == MODEL_POS_ROPE)
                 cpu_rope(row, d->rope_cos + (size_t)d->bpos[r] * half,
                          d->rope_sin + (size_t)d->bpos[r] * half, 1, 1, c->n_heads, c->n_kv_heads,
-                         c->head_dim, 0);
+                         c->head_dim, 0, NULL);
             memcpy(kc + (size_t)(base + r) * d->kvw, row + d->qd, (size_t)d->kvw * sizeof(float));
             memcpy(vc + (size_t)(base + r) * d->kvw, row + d->qd + d->kvw,
                    (size_t)d->kvw * sizeof(float));

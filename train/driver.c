@@ -290,6 +290,12 @@ static int choose_device(struct trainer *t, int threads)
     int64_t have = gpu != NULL;
     sl_world_allreduce_i64(t->w, &have, 1, SL_MIN);
     t->be = have ? gpu : &train_backend_cpu;
+    if (have && t->o.fp8 != TRAIN_FP8_NONE) {
+        if (t->w->rank == 0)
+            sl_error("train.fp8 is not implemented on the GPU path yet\nhint: train.fp8=none, "
+                     "or train.device=cpu for the FP8 reference");
+        return 1;
+    }
     if (have && t->o.zero_off && t->w->rank == 0)
         sl_warn("optim.zero=0 is for the CPU path: the GPU trainer always shards its optimizer "
                 "state over the ranks (ZeRO-1)");

@@ -80,7 +80,10 @@ struct gloader {
     const struct data_loader *data;
     int dev;
     long B, T, accum, W, rank, global;
-    int32_t *pinned[2]; /* per slot: accum x [tokens N | targets N] */
+    int32_t *pinned[2];       /* per slot: accum x [tokens N | targets N] (tw rows: gt's tw) */
+    const struct docmask *dm; /* documents (train/docmask.h), or NULL */
+    int tw;
+    long *kept[2]; /* per slot: each micro-batch's unmasked positions (eod_mask_loss) */
     cudaEvent_t copied[2];
     int pending[2]; /* a copy out of the slot was enqueued */
     int ready[2];
@@ -124,6 +127,15 @@ struct gt {
     cudaEvent_t ev_tp, ev_tpdone;
     int B, T, N, D, H, Hkv, hd, QKV, QD, F, FC, V, Vp, L;
     float attn_scale;
+    /* the token blocks' int32 rows of N: 2 (tokens, targets), or 4 with documents
+     * (train/docmask.h: then positions and document starts too; a masked loss's target is
+     * -1); dm: the documents' settings, or NULL; dpos, dstart: the rows of the micro-batch
+     * in flight (NULL without documents); kept: the step's unmasked positions per
+     * micro-batch (eod_mask_loss) */
+    int tw;
+    const struct docmask *dm;
+    const int32_t *dpos, *dstart;
+    long *kept, eval_kept;
     /* device layout */
     size_t *doff; /* device offset of each tensor */
     struct gbucket *bk;
@@ -182,6 +194,7 @@ struct gt {
     uint32_t *eval_sample;
     /* libraries and streams */
     struct gemm *gemm;
+    unsigned fuse; /* the GEMM epilogues in use, GPU_FUSE_* (gpu_fuse_setup) */
     struct attention *attn;
     cudaStream_t st, comm, copy;
     cudaEvent_t ev_grad, ev_comm, ev_stats, step_done[2];
@@ -214,6 +227,18 @@ static inline sl_bf16 *gpu_grad(const struct gt *t, int id)
     int k = t->tbk[id];
     return t->gb[k] + (t->doff[id] - t->bk[k].dev);
 }
+
+/* gpu_fuse.c: the work cuBLASLt's epilogues do in the GEMM instead of separate kernels
+ * (kernels/gemm.h), chosen by SLUICE_GPU_FUSE (docs/trainer.md) */
+enum {
+    GPU_FUSE_GELU = 1,  /* the MLP's fc GEMM applies the GELU, fc as its aux output */
+    GPU_FUSE_DGELU = 2, /* the MLP projection's dx GEMM applies gelu'(fc) and writes fc's
+                         * bias gradient */
+    GPU_FUSE_BGRAD = 4  /* the dW GEMMs write the bias gradients */
+};
+int gpu_fuse_setup(struct gt *t); /* t->fuse for the model; SL_ERR_CONFIG: a bad setting */
+void gpu_bwd_weight(struct gt *t, const sl_bf16 *dy, const sl_bf16 *x, int wid, int bid, int IC,
+                    int OC);
 
 /* gpu_train.c */
 int gpu_all_ok(struct gt *t, int rc); /* collective: the first error of any rank, or 0 */
@@ -270,6 +295,10 @@ int gpu_save_checkpoint(struct gt *t, const struct ckpt_state *st);
  * backend's params_host). Collective at ZeRO-3 (the weights are gathered a bucket at a
  * time): every rank calls it, dst NULL except on rank 0. */
 int gpu_params_host(struct gt *t, float *dst);
+/* The same laid out by the rank's own layout t->l with or without a pipeline (a tensor-
+ * parallel part), into dst on every rank (non-NULL). Collective over the data-parallel group
+ * at ZeRO-3. */
+int gpu_params_local(struct gt *t, float *dst);
 /* collective: the full model's fp32 gradient (laid out by t->fl) in host, on every rank, or
  * with tensor parallel on world rank 0 only */
 int gpu_gather_grads(struct gt *t, float *host);
@@ -321,7 +350,10 @@ int gpu_tp_write_shard(struct gt *t, long step);
 int gpu_tp_write_model(struct gt *t, long step);
 
 /* gpu_loader.c: the input pipeline */
-void gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N);
+/* Sample b of a micro-batch into its token block dst (tw rows of N; documents: dm, or NULL).
+ * Returns the sample's unmasked positions (T without eod_mask_loss). */
+long gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N,
+                     const struct docmask *dm);
 int gpu_loader_start(struct gt *t, long step0, uint64_t consumed0);
 int gpu_loader_take(struct gt *t, long s);
 void gpu_loader_stop(struct gt *t);

@@ -15,12 +15,21 @@
 
 /* ---- the input pipeline -------------------------------------------------------------- */
 
-void gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N)
+long gpu_fill_tokens(int32_t *dst, const uint32_t *sample, long b, long T, long N,
+                     const struct docmask *dm)
 {
     for (long k = 0; k < T; k++) {
         dst[b * T + k] = (int32_t)sample[k];
         dst[N + b * T + k] = (int32_t)sample[k + 1];
     }
+    if (!dm)
+        return T;
+    int32_t *tok = dst + b * T, *tgt = dst + N + b * T;
+    long kept = docmask_sample(dm, tok, (int)T, dst + 2 * N + b * T, dst + 3 * N + b * T, NULL);
+    for (long k = 0; dm->mask_loss && k < T; k++)
+        if (tok[k] == dm->eod)
+            tgt[k] = -1; /* the classifier's no-loss row */
+    return kept;
 }
 
 static void loader_fail(struct gloader *L, const char *fmt, ...)
@@ -67,7 +76,9 @@ static void *loader_main(void *arg)
                     loader_fail(L, "%s", sl_err_msg());
                     return NULL;
                 }
-                gpu_fill_tokens(L->pinned[slot] + (size_t)a * 2 * N, L->sample, b, L->T, N);
+                long kept = gpu_fill_tokens(L->pinned[slot] + (size_t)a * L->tw * N, L->sample, b,
+                                            L->T, N, L->dm);
+                L->kept[slot][a] = (b ? L->kept[slot][a] : 0) + kept;
             }
         pthread_mutex_lock(&L->mu);
         L->ready[slot] = 1;
@@ -89,7 +100,8 @@ int gpu_loader_take(struct gt *t, long s)
     pthread_mutex_unlock(&L->mu);
     if (!ready)
         return sl_err_set(SL_ERR_STATE, "%s", L->err);
-    size_t bytes = (size_t)L->accum * 2 * (size_t)t->N * sizeof(int32_t);
+    size_t bytes = (size_t)L->accum * t->tw * (size_t)t->N * sizeof(int32_t);
+    memcpy(t->kept, L->kept[slot], (size_t)L->accum * sizeof(long));
     /* the device buffer was last read by step s - 2 */
     CUDA_CHECK(cudaStreamWaitEvent(t->copy, t->step_done[slot], 0));
     CUDA_CHECK(
@@ -118,8 +130,11 @@ int gpu_loader_start(struct gt *t, long step0, uint64_t consumed0)
     L->W = t->DP; /* the ranks of a tensor-parallel group read the same samples */
     L->rank = t->dpr;
     L->global = a->global_batch;
-    size_t bytes = (size_t)a->accum * 2 * (size_t)t->N * sizeof(int32_t);
+    L->dm = t->dm;
+    L->tw = t->tw;
+    size_t bytes = (size_t)a->accum * t->tw * (size_t)t->N * sizeof(int32_t);
     for (int i = 0; i < 2; i++) {
+        L->kept[i] = sl_xcalloc((size_t)a->accum, sizeof(long));
         CUDA_CHECK(cudaHostAlloc((void **)&L->pinned[i], bytes, cudaHostAllocDefault));
         CUDA_CHECK(cudaEventCreateWithFlags(&L->copied[i], cudaEventDisableTiming));
     }
@@ -155,6 +170,10 @@ void gpu_loader_stop(struct gt *t)
     }
     free(L->sample);
     L->sample = NULL;
+    for (int i = 0; i < 2; i++) {
+        free(L->kept[i]);
+        L->kept[i] = NULL;
+    }
     if (L->data) {
         pthread_mutex_destroy(&L->mu);
         pthread_cond_destroy(&L->cv);

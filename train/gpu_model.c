@@ -93,6 +93,7 @@ static int plan_memory(struct gt *t, struct gpu_plan *p)
     in.sp = t->sp;
     in.sets = t->nslots;
     in.pipeline = t->par.pp > 1;
+    in.docs = t->dm != NULL;
     in.no_head = !t->sh.last_stage;
     in.ws.attn = t->attn_ws_bytes;
     int widths[3] = { t->D, t->QKV, t->FC };
@@ -324,14 +325,12 @@ static void lin_fwd(struct gt *t, sl_bf16 *y, const sl_bf16 *x, int wid, int bid
     GEMM_CHECK(linear_fwd(t->gemm, y, NULL, x, P(t, wid), P(t, bid), t->N, IC, OC, 0, t->st));
 }
 
-/* dx = dy W; dW += dy^T x; db += column sums of dy. */
+/* dx = dy W; dW += dy^T x; db = column sums of dy (gpu_bwd_weight). */
 static void lin_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, const sl_bf16 *x, int wid,
                     int bid, int IC, int OC)
 {
     GEMM_CHECK(linear_bwd_data(t->gemm, dx, NULL, dy, P(t, wid), NULL, t->N, IC, OC, 0, t->st));
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, wid), NULL, dy, x, t->N, IC, OC, 1, t->st));
-    if (bid >= 0)
-        bias_bwd(G(t, bid), t->norm_scratch, dy, t->N, OC, t->st);
+    gpu_bwd_weight(t, dy, x, wid, bid, IC, OC);
 }
 
 static void act_fwd(struct gt *t, sl_bf16 *act, const sl_bf16 *fc)
@@ -366,6 +365,19 @@ static void act_bwd(struct gt *t, sl_bf16 *dfc, const sl_bf16 *dact, const sl_bf
     }
 }
 
+/* The MLP's fc layer and activation: fc = x W^T + b, act = act(fc); with the GELU epilogue
+ * one GEMM writes both (fc as its aux output). */
+static void mlp_up_fwd(struct gt *t, const struct gacts *a, const sl_bf16 *x, int wid, int bid)
+{
+    if (t->fuse & GPU_FUSE_GELU) {
+        GEMM_CHECK(linear_fwd(t->gemm, a->act, a->fc, x, P(t, wid), P(t, bid), t->N, t->D, t->FC, 1,
+                              t->st));
+        return;
+    }
+    lin_fwd(t, a->fc, x, wid, bid, t->D, t->FC);
+    act_fwd(t, a->act, a->fc);
+}
+
 /* Layer li up to the MLP activation. Its input is x + r written to a->res (r != NULL), or
  * x == a->res. The MLP output projection (row_fwd) is the caller's. */
 static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16 *x,
@@ -376,13 +388,13 @@ static void layer_fwd(struct gt *t, int li, const struct gacts *a, const sl_bf16
         norm_in(t, a->ln1, a->m1, a->r1, r ? a->res : NULL, x, r, id->attn_norm_w, id->attn_norm_b);
     lin_fwd(t, a->qkv, in, id->qkv_w, id->qkv_b, t->D, t->QKV);
     if (t->a->mc.pos == MODEL_POS_ROPE)
-        rope_fwd(a->qkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
+        rope_fwd_at(a->qkv, t->rope_cos, t->rope_sin, t->dpos, t->B, t->T, t->H, t->Hkv, t->hd,
+                    t->st);
     ATTN_CHECK(attention_fwd(t->attn, a->atty, a->lse, a->qkv, t->B, t->T, t->H, t->Hkv, t->hd,
                              t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     const sl_bf16 *y = row_fwd(t, a->atty, id->attn_proj_w, id->attn_proj_b, t->QD);
     in = norm_in(t, a->ln2, a->m2, a->r2, a->mid, a->res, y, id->mlp_norm_w, id->mlp_norm_b);
-    lin_fwd(t, a->fc, in, id->fc_w, id->fc_b, t->D, t->FC);
-    act_fwd(t, a->act, a->fc);
+    mlp_up_fwd(t, a, in, id->fc_w, id->fc_b);
 }
 
 int gpu_first_virtual(const struct gt *t, int c)
@@ -400,11 +412,20 @@ sl_bf16 *gpu_chunk_input(struct gt *t, int c, int s)
     return acts(t, s, t->sh.chunk_local[c]).res;
 }
 
+/* The documents of the micro-batch tok (train/docmask.h) to RoPE and attention. */
+static void gpu_docs(struct gt *t, const int32_t *tok)
+{
+    t->dpos = t->dm && t->dm->reset_pos ? tok + 2 * (size_t)t->N : NULL;
+    t->dstart = t->dm && t->dm->reset_attn ? tok + 3 * (size_t)t->N : NULL;
+    attention_set_docs(t->attn, t->dstart);
+}
+
 void gpu_chunk_fwd(struct gt *t, int c, int s, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
     int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
     struct gacts a0 = acts(t, s, l0);
+    gpu_docs(t, tok);
     gpu_z3_outer(t);
     if (gpu_first_virtual(t, c))
         gpu_tp_embed_fwd(t, a0.res, tok);
@@ -443,10 +464,22 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
     /* t->dres: the gradient of the layer output (and, through the skip, of a->mid); the
      * row-parallel layers take it over all N rows, the column-parallel ones give the sum of
      * their input gradients over the group (SP: this rank's rows) */
-    lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
-    act_bwd(t, t->dfc, t->dact, a->fc);
-    const sl_bf16 *dn =
-        gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, 1, id->fc_w, id->fc_b, t->D, t->FC);
+    int fc_b = id->fc_b;
+    if (t->fuse & GPU_FUSE_DGELU) {
+        /* dfc = (dres W) * gelu'(fc) in one GEMM, which writes fc's bias gradient too */
+        const sl_bf16 *dres = gpu_tp_full_dres(t);
+        sl_bf16 *dfc_b = (t->fuse & GPU_FUSE_BGRAD) ? G(t, fc_b) : NULL;
+        GEMM_CHECK(linear_bwd_data(t->gemm, t->dfc, dfc_b, dres, P(t, id->mlp_proj_w), a->fc, t->N,
+                                   t->F, t->D, 0, t->st));
+        gpu_bwd_weight(t, dres, a->act, id->mlp_proj_w, id->mlp_proj_b, t->F, t->D);
+        if (dfc_b)
+            fc_b = -1;
+    } else {
+        lin_bwd(t, t->dact, gpu_tp_full_dres(t), a->act, id->mlp_proj_w, id->mlp_proj_b, t->F,
+                t->D);
+        act_bwd(t, t->dfc, t->dact, a->fc);
+    }
+    const sl_bf16 *dn = gpu_tp_col_bwd(t, t->dn, t->dfc, a->ln2, 1, id->fc_w, fc_b, t->D, t->FC);
     norm_bwd(t, t->dres, dn, a->mid, id->mlp_norm_w, id->mlp_norm_b, a->m2, a->r2);
     /* t->dres: the gradient of a->mid (and, through the skip, of a->res) */
     lin_bwd(t, t->datty, gpu_tp_full_dres(t), a->atty, id->attn_proj_w, id->attn_proj_b, t->QD,
@@ -454,7 +487,8 @@ static void layer_bwd(struct gt *t, int li, const struct gacts *a)
     ATTN_CHECK(attention_bwd(t->attn, t->dqkv, t->datty, a->qkv, a->atty, a->lse, t->B, t->T, t->H,
                              t->Hkv, t->hd, t->attn_scale, t->attn_ws, t->attn_ws_bytes, t->st));
     if (t->a->mc.pos == MODEL_POS_ROPE)
-        rope_bwd(t->dqkv, t->rope_cos, t->rope_sin, t->B, t->T, t->H, t->Hkv, t->hd, t->st);
+        rope_bwd_at(t->dqkv, t->rope_cos, t->rope_sin, t->dpos, t->B, t->T, t->H, t->Hkv, t->hd,
+                    t->st);
     dn = gpu_tp_col_bwd(t, t->dn, t->dqkv, a->ln1, 1, id->qkv_w, id->qkv_b, t->D, t->QKV);
     norm_bwd(t, t->dres, dn, a->res, id->attn_norm_w, id->attn_norm_b, a->m1, a->r1);
 }
@@ -491,6 +525,7 @@ void gpu_chunk_bwd(struct gt *t, int c, int s, const int32_t *tok, long m)
     const struct model_layout *l = &t->l;
     int l0 = t->sh.chunk_local[c], l1 = l0 + t->sh.chunk_n[c];
     int first = gpu_first_virtual(t, c), last = gpu_last_virtual(t, c);
+    gpu_docs(t, tok);
     for (int k = 1 + l0; k <= l1; k++) /* the kernels add into the gradient: zero it first */
         zero_bucket(t, k);
     if (first && !(last && t->a->mc.tied_embeddings)) /* (else gpu_head_bwd zeroed it) */
@@ -594,27 +629,24 @@ int gpu_setup_model(struct gt *t)
         return sl_err_set(SL_ERR_CONFIG, "the GPU trainer needs at least one layer");
     if (t->D > 8192)
         return sl_err_set(SL_ERR_CONFIG, "hidden size %d: the GPU norms support up to 8192", t->D);
-    int rc = plan_buckets(t);
+    int rc = gpu_fuse_setup(t);
+    if (rc)
+        return rc;
+    rc = plan_buckets(t);
     if (rc)
         return rc;
     t->ntensors = t->l.n;
     t->per = sl_xcalloc((size_t)(t->nslots * t->L), sizeof(*t->per));
     t->slot = sl_xcalloc((size_t)t->nslots, sizeof(*t->slot));
     t->zero = a->par.zero >= 2 ? a->par.zero : 1;
-    if (t->zero > 1 && t->tp > 1 && t->par.pp > 1)
-        return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "optim.zero=%d with parallel.tensor=%d and parallel.pipeline=%d: the "
-                          "GPU path shards gradients and weights with tensor or pipeline "
-                          "parallel, not both\nhint: optim.zero=1 (the optimizer state stays "
-                          "sharded), or train.device=cpu",
-                          t->zero, t->tp, t->par.pp);
     t->pb = sl_xcalloc((size_t)t->nbk, sizeof(*t->pb));
     t->gb = sl_xcalloc((size_t)t->nbk, sizeof(*t->gb));
     t->lp_layer[0] = t->lp_layer[1] = -1;
     t->outer_ok = 0;
 
     static const enum attn_backend backends[] = { ATTN_AUTO, ATTN_CUDNN, ATTN_OWN };
-    t->attn = attention_new(backends[a->attention]);
+    /* the document mask runs in our kernels' variable-length form (gpu_setup refused cuDNN) */
+    t->attn = attention_new(t->dm && t->dm->reset_attn ? ATTN_OWN : backends[a->attention]);
     if (t->attn)
         attention_set_deterministic(t->attn, a->deterministic);
     if (!t->attn)
@@ -675,7 +707,7 @@ int gpu_setup_model(struct gt *t)
     size_t nstats = (size_t)(1 + a->accum + a->eval_iters * a->accum);
     CUDA_CHECK(cudaHostAlloc((void **)&t->h_stats, nstats * sizeof(float), cudaHostAllocDefault));
     /* the validation staging buffer, once: cudaFreeHost synchronises the whole device */
-    CUDA_CHECK(cudaHostAlloc((void **)&t->h_eval, (size_t)(2 * t->N) * sizeof(int32_t),
+    CUDA_CHECK(cudaHostAlloc((void **)&t->h_eval, (size_t)(t->tw * t->N) * sizeof(int32_t),
                              cudaHostAllocDefault));
     t->eval_sample = sl_xmalloc((size_t)(t->T + 1) * sizeof(uint32_t));
 

@@ -242,10 +242,10 @@ static void add_work(struct gpu_plan *p, const struct gpu_plan_in *in)
     add(p, GB_GN_SCRATCH, -1, 0, "global norm scratch", in->ws.gnorm, GPU_PLAN_WORK);
     /* the step's tokens and targets, two steps deep (the loader fills one while the other
      * trains), and one validation micro-batch */
-    size_t tok = accum * 2 * N * sizeof(int32_t);
+    size_t rows = in->docs ? 4 : 2, tok = accum * rows * N * sizeof(int32_t);
     add(p, GB_TOK0, -1, 0, "tokens (step a)", tok, GPU_PLAN_WORK);
     add(p, GB_TOK1, -1, 0, "tokens (step b)", tok, GPU_PLAN_WORK);
-    add(p, GB_TOK_EVAL, -1, 0, "tokens (validation)", 2 * N * sizeof(int32_t), GPU_PLAN_WORK);
+    add(p, GB_TOK_EVAL, -1, 0, "tokens (validation)", rows * N * sizeof(int32_t), GPU_PLAN_WORK);
     add(p, GB_STATS, -1, 0, "step statistics", (1 + accum) * f4, GPU_PLAN_WORK);
     add(p, GB_EVAL, -1, 0, "validation losses", (size_t)in->eval_iters * accum * f4, GPU_PLAN_WORK);
     if (in->tp > 1) { /* the vocab-parallel embedding's ids, the cross-entropy's statistics */

@@ -190,6 +190,7 @@ struct gpu_plan_in {
     long sets;     /* activation sets kept (>= 1) */
     int pipeline;  /* pipeline parallel: the stage boundary's transfer buffers */
     int no_head;   /* a pipeline stage before the last: no final norm, logits */
+    int docs;      /* positions and document starts travel with the tokens (train/docmask.h) */
     struct gpu_plan_ws ws;
 };
 

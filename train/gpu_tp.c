@@ -168,9 +168,7 @@ const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, cons
         }
         CUDA_CHECK(cudaEventRecord(t->ev_tpdone, t->tpst));
     }
-    GEMM_CHECK(linear_bwd_weight(t->gemm, G(t, wid), NULL, dy, x, t->N, IC, OC, 1, t->st));
-    if (bid >= 0)
-        bias_bwd(G(t, bid), t->norm_scratch, dy, t->N, OC, t->st);
+    gpu_bwd_weight(t, dy, x, wid, bid, IC, OC);
     if (t->tp > 1)
         CUDA_CHECK(cudaStreamWaitEvent(t->st, t->ev_tpdone, 0));
     return out;
@@ -181,6 +179,11 @@ const sl_bf16 *gpu_tp_col_bwd(struct gt *t, sl_bf16 *dx, const sl_bf16 *dy, cons
 void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
+    if (t->tp == 1 && t->dpos && l->pos >= 0) { /* documents: the positions reset */
+        embedding_fwd(x0, tok, P(t, l->embed), NULL, t->B, t->T, t->D, t->V, t->st);
+        embedding_pos_add_at(x0, P(t, l->pos), t->dpos, 0, t->N, t->T, t->D, t->st);
+        return;
+    }
     if (t->tp == 1) {
         embedding_fwd(x0, tok, P(t, l->embed), P(t, l->pos), t->B, t->T, t->D, t->V, t->st);
         return;
@@ -195,23 +198,31 @@ void gpu_tp_embed_fwd(struct gt *t, sl_bf16 *x0, const int32_t *tok)
     else
         gcomm_all_reduce(t->tpc, x0, x0, (size_t)t->N * t->D, GCOMM_BF16, GCOMM_SUM, t->st);
     if (l->pos >= 0)
-        embedding_pos_add(x0, P(t, l->pos), t->row0, t->R, t->T, t->D, t->st);
+        embedding_pos_add_at(x0, P(t, l->pos), t->dpos, t->row0, t->R, t->T, t->D, t->st);
 }
 
 void gpu_tp_embed_bwd(struct gt *t, const int32_t *tok)
 {
     const struct model_layout *l = &t->l;
+    /* documents: the position table's gradient over the reset positions as ids */
+    int reset = t->dpos && l->pos >= 0;
     if (t->tp == 1) {
-        embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, t->dres,
-                      tok, t->B, t->T, t->D, t->V, t->st);
+        embedding_bwd(G(t, l->embed), reset ? NULL : G(t, l->pos), t->emb_scratch,
+                      t->emb_scratch_bytes, t->dres, tok, t->B, t->T, t->D, t->V, t->st);
+        if (reset)
+            embedding_bwd(G(t, l->pos), NULL, t->emb_scratch, t->emb_scratch_bytes, t->dres,
+                          t->dpos, t->B, t->T, t->D, t->T, t->st);
         return;
     }
     /* every token's gradient (gathered with SP): this rank's rows of the table, and the
      * whole position table on every rank */
     const sl_bf16 *dx = gpu_tp_full_dres(t);
     embedding_local_ids(t->ids, tok, t->v0, t->Vp, t->N, t->st);
-    embedding_bwd(G(t, l->embed), G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes, dx, t->ids,
-                  t->B, t->T, t->D, t->Vp, t->st);
+    embedding_bwd(G(t, l->embed), reset ? NULL : G(t, l->pos), t->emb_scratch, t->emb_scratch_bytes,
+                  dx, t->ids, t->B, t->T, t->D, t->Vp, t->st);
+    if (reset)
+        embedding_bwd(G(t, l->pos), NULL, t->emb_scratch, t->emb_scratch_bytes, dx, t->dpos, t->B,
+                      t->T, t->D, t->T, t->st);
 }
 
 void gpu_tp_classifier(struct gt *t, const int32_t *targets, float dloss, int write_dlogits)
@@ -279,31 +290,14 @@ int gpu_tp_gather_full(struct gt *t, const float *local, float *full)
     return parallel_gather_full(&t->mpg, &t->par, &t->a->mc, &t->fl, local, t->l.total, full);
 }
 
-/* The rank's bf16 working weights widened (exactly) into local, laid out by its layout t->l.
- * Without a pipeline gpu_params_host's (collective at ZeRO-3); with one, gpu_params_host
- * places whole tensors by the full layout, which a tensor-parallel part is not: each tensor
- * of the rank's own layout from t->params here (ZeRO-1/2: the weights whole on the device). */
+/* The rank's bf16 working weights widened (exactly) into local, laid out by its layout t->l
+ * (gpu_params_local: collective over the data-parallel group at ZeRO-3). gpu_params_host
+ * would place whole tensors by the full layout with a pipeline, which a tensor-parallel part
+ * is not. */
 static int tp_local_params(struct gt *t, float *local)
 {
-    if (t->par.pp == 1)
-        return gpu_params_host(t, local);
-    if (!t->params)
-        return sl_err_set(SL_ERR_UNSUPPORTED,
-                          "optim.zero=3 with tensor and pipeline parallel: no whole weights to "
-                          "gather\nhint: optim.zero=1");
-    uint16_t *bits = malloc(t->dtotal * sizeof(uint16_t) + 1);
-    if (!bits)
-        return sl_err_set(SL_ERR_NOMEM, "cannot allocate %zu MiB of host memory for the weights",
-                          t->dtotal * sizeof(uint16_t) >> 20);
-    CUDA_CHECK(cudaStreamSynchronize(t->st));
-    CUDA_CHECK(cudaMemcpy(bits, t->params, t->dtotal * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-    uint32_t *out = (uint32_t *)local;
-    memset(local, 0, t->l.total * sizeof(float));
-    for (int i = 0; i < t->l.n; i++)
-        for (size_t k = 0; k < t->l.t[i].numel; k++)
-            out[t->l.t[i].offset + k] = (uint32_t)bits[t->doff[i] + k] << 16;
-    free(bits);
-    return 0;
+    memset(local, 0, t->l.total * sizeof(float)); /* the alignment gaps too */
+    return gpu_params_local(t, local);
 }
 
 int gpu_tp_params_full(struct gt *t, float *full)

@@ -70,14 +70,25 @@ static void read_stats(struct gt *t, double *loss, double *norm)
  * goes. */
 struct grun {
     struct gt *t;
-    const int32_t *tok; /* accum x [tokens N | targets N] (validation: one micro-batch) */
+    const int32_t *tok; /* accum x [tokens N | targets N ...] (validation: one micro-batch) */
     float scale;
     float *eval_loss; /* NULL: training */
 };
 
 static const int32_t *run_tokens(const struct grun *r, long a)
 {
-    return r->tok + (r->eval_loss ? 0 : (size_t)a * 2 * r->t->N);
+    return r->tok + (r->eval_loss ? 0 : (size_t)a * r->t->tw * r->t->N);
+}
+
+/* A micro-batch's loss: the mean over its positions, or with eod_mask_loss over its
+ * unmasked ones (none: 0, no gradient), the classifier's gradient scaled to match. */
+static float loss_share(const struct grun *r, long a)
+{
+    const struct gt *t = r->t;
+    if (!t->dm || !t->dm->mask_loss)
+        return 1.0f / (float)t->N;
+    long kept = r->eval_loss ? t->eval_kept : t->kept[a];
+    return kept ? 1.0f / (float)kept : 0.0f;
 }
 
 static int run_forward(void *ctx, int c, long a)
@@ -90,8 +101,10 @@ static int run_forward(void *ctx, int c, long a)
     if (!gpu_last_virtual(t, c))
         return 0;
     float *loss = r->eval_loss ? r->eval_loss : t->d_stats + 1 + a;
-    gpu_tp_classifier(t, tok + t->N, r->eval_loss ? 1.0f : r->scale, !r->eval_loss);
-    sum_f32(loss, t->losses, (size_t)t->N, 1.0f / (float)t->N, t->st);
+    float share = loss_share(r, a);
+    gpu_tp_classifier(t, tok + t->N, r->eval_loss ? 1.0f : r->scale * share * (float)t->N,
+                      !r->eval_loss);
+    sum_f32(loss, t->losses, (size_t)t->N, share, t->st);
     if (!r->eval_loss)
         gpu_head_bwd(t, s, a);
     return 0;
@@ -209,16 +222,20 @@ static int gpu_evaluate(void *ctx, double *loss)
         for (long m = 0; m < a->accum && (!rc || go_on); m++, n++) {
             uint64_t first = base + (uint64_t)(m * B * t->DP + t->dpr * B);
             CUDA_CHECK(cudaStreamSynchronize(t->st)); /* the stage is free again */
+            t->eval_kept = 0;
             for (long b = 0; b < B && !rc; b++) {
                 rc = data_loader_sample(t->data, DATA_VALID, first + (uint64_t)b, t->eval_sample);
                 if (!rc)
-                    gpu_fill_tokens(stage, t->eval_sample, b, T, N);
+                    t->eval_kept += gpu_fill_tokens(stage, t->eval_sample, b, T, N, t->dm);
             }
             if (rc && !go_on)
                 break;
-            if (rc)
-                memset(stage, 0, (size_t)(2 * N) * sizeof(int32_t));
-            CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(2 * N) * sizeof(int32_t),
+            if (rc) { /* token 0 everywhere: position 0, its own document */
+                memset(stage, 0, (size_t)(t->tw * N) * sizeof(int32_t));
+                for (long k = 0; t->dm && k < N; k++)
+                    stage[2 * N + k] = stage[3 * N + k] = (int32_t)(k % T);
+            }
+            CUDA_CHECK(cudaMemcpyAsync(t->d_tok_eval, stage, (size_t)(t->tw * N) * sizeof(int32_t),
                                        cudaMemcpyHostToDevice, t->st));
             struct grun run = { t, t->d_tok_eval, 1.0f, t->d_eval + n };
             struct pp_ops ops = { &run, run_forward, run_backward, run_exchange, NULL };
@@ -391,6 +408,7 @@ static void gpu_release(void *ctx)
     free(t->per);
     free(t->eval_sample);
     free(t->dump_host);
+    free(t->kept);
     free(t);
     sl_cuda_set_fatal_hook(NULL);
     fatal_world = NULL;
@@ -411,6 +429,17 @@ static int gpu_setup(void **ctx, const struct train_opts *a, struct sl_world *w,
     if (a->dump_dir)
         return sl_err_set(SL_ERR_CONFIG, "debug.dump_dir is supported on the CPU path only\n"
                                          "hint: train.device=cpu (train.dump_grads works on both)");
+    if (docmask_on(&a->docs)) {
+        if (a->docs.reset_attn && a->attention == GPU_ATTN_CUDNN)
+            return sl_err_set(SL_ERR_CONFIG,
+                              "train.attention=cudnn with data.reset_attention_mask: the "
+                              "document mask runs in the own flash kernels' variable-length "
+                              "form only\nhint: train.attention=flash (or auto, which takes "
+                              "them with this setting)");
+        t->dm = &a->docs;
+    }
+    t->tw = t->dm ? 4 : 2;
+    t->kept = sl_xcalloc((size_t)a->accum, sizeof(long));
     static const char *const attn_names[] = { "auto", "cudnn", "flash" };
     static const char *const rc_names[] = { "none", "selective", "full" };
     char where[256];

@@ -588,6 +588,11 @@ static int widen_params(struct gt *t, float *dst, int place)
     return rc;
 }
 
+int gpu_params_local(struct gt *t, float *dst)
+{
+    return widen_params(t, dst, 0);
+}
+
 int gpu_params_host(struct gt *t, float *dst)
 {
     if (t->par.pp == 1)

@@ -417,6 +417,7 @@ int parallel_gpu_estimate(const struct parallel_config *p, const struct model_co
         in.sets = stage_sets(p, st, o->accum);
         in.pipeline = p->pp > 1;
         in.no_head = !sh.last_stage;
+        in.docs = o->docs;
         gpu_plan_own_kernels(&in, &in.ws);
         struct gpu_plan plan;
         if (!(rc = gpu_plan_build(&plan, &in))) {
@@ -442,7 +443,7 @@ static void gpu_memory(const struct parallel_config *p, const struct model_confi
                        long micro_batch, long seq_len, long accum, int stage,
                        struct parallel_memory *m)
 {
-    struct parallel_gpu_opts o = { micro_batch, seq_len, accum, 0, 0, p->zero };
+    struct parallel_gpu_opts o = { micro_batch, seq_len, accum, 0, 0, p->zero, 0 };
     struct parallel_gpu_rank *r = sl_xcalloc((size_t)p->pp, sizeof(*r));
     int best = parallel_gpu_estimate(p, mc, &o, r);
     if (best >= 0) {

@@ -147,6 +147,7 @@ struct parallel_gpu_opts {
     long micro_batch, seq_len, accum, eval_iters;
     int recompute; /* enum gpu_recompute */
     int zero;      /* ZeRO stage (0 counts as 1: the GPU trainer always shards the optimizer) */
+    int docs;      /* document positions and starts travel with the tokens (train/docmask.h) */
 };
 struct parallel_gpu_rank {
     int stage;                 /* pipeline stage */

@@ -306,6 +306,7 @@ static const char *const attention_names[] = { "auto", "cudnn", "flash", NULL };
 static const char *const recompute_names[] = { "none", "selective", "full", NULL };
 static const char *const reduce_names[] = { "fp32", "bf16", NULL };
 static const char *const comm_names[] = { "auto", "nccl", "mpi", NULL };
+static const char *const fp8_names[] = { "none", "delayed", "current", NULL };
 static const char *const decay_names[] = { "cosine", "linear", "constant", "wsd", NULL };
 
 /* In the order they are read (train_config_load); --print-config shows each section in
@@ -327,6 +328,12 @@ const struct train_key train_keys[] = {
     { .path = "data.normalize_weights", .type = TK_BOOL, .phase = TP_DATA,
       .off = TK_OFF(int, normalize_weights), .print_rank = 1,
       .help = "divide blend weights by their sum" },
+    K_BOOL("data.reset_position_ids", TP_DATA, docs.reset_pos, 0,
+           "positions restart at each document (after each end-of-document token)"),
+    K_BOOL("data.reset_attention_mask", TP_DATA, docs.reset_attn, 0,
+           "a token attends only to earlier tokens of its own document"),
+    K_BOOL("data.eod_mask_loss", TP_DATA, docs.mask_loss, 0,
+           "no loss where the input token is the end-of-document token"),
     K_STR_SET("data.megatron_tokenizer", TP_DATA, megatron_tokenizer, "'",
               "the tokenizer Megatron-LM is given (its cache names hash it)"),
     K_STR_SET("data.megatron_path_map", TP_DATA, megatron_path_map, "\"",
@@ -366,6 +373,13 @@ const struct train_key train_keys[] = {
              "GPU ranks talk over: auto, nccl or mpi (host-staged)"),
     K_STR_SET("train.dump_grads", TP_TRAIN, dump_grads, "",
               "a directory for the gradient of step 1"),
+    K_CHOICE("train.fp8", TP_TRAIN, fp8, "none", fp8_names,
+             "the linear layers in FP8: none, delayed or current scaling"),
+    /* Transformer Engine's DelayedScaling defaults (amax_history_len=1024, margin=0) */
+    K_LONG("train.fp8_amax_history_len", TP_TRAIN, fp8_history, 1024, 1,
+           "delayed scaling: steps of amax history"),
+    K_LONG("train.fp8_margin", TP_TRAIN, fp8_margin, 0, 0,
+           "delayed scaling: scales divided by 2^margin"),
     K_RANGE("optim.lr", TP_OPTIM, lr.lr, 6e-4, 0, INFINITY, 0, 1, "peak learning rate"),
     { .path = "optim.min_lr", .type = TK_DOUBLE, .phase = TP_OPTIM,
       .off = TK_OFF(double, lr.min_lr), .def = def_min_lr, .range = 1, .hi = INFINITY,
@@ -589,6 +603,32 @@ static int check_batch(const struct train_opts *o, struct sl_cfg *root, int rank
     return 0;
 }
 
+/* The document settings (train/docmask.h) need the data's end-of-document id. */
+static int check_docs(struct train_opts *o, struct sl_cfg *root)
+{
+    static const char *const keys[] = { "data.reset_position_ids", "data.reset_attention_mask",
+                                        "data.eod_mask_loss" };
+    const char *on = NULL;
+    for (int i = 0; i < 3 && !on; i++) {
+        int v = 0;
+        if (sl_cfg_get(root, keys[i]) && sl_cfg_bool(root, keys[i], 0, &v) == 0 && v)
+            on = keys[i];
+    }
+    if (o->synthetic && on)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s: data=synthetic has no documents (no end-of-document token)\nhint: "
+                          "train on tokenized data (data.prefix) to mask at document boundaries",
+                          on);
+    o->docs.eod = o->data.eod_id;
+    if (on && o->data.eod_id < 0)
+        return sl_err_set(SL_ERR_CONFIG,
+                          "%s needs the data's end-of-document id, and no manifest of "
+                          "data.prefix gives one\nhint: tokenize the data with sluice tokenize "
+                          "(its PREFIX.manifest.json records eod_id)",
+                          on);
+    return 0;
+}
+
 int train_config_load(struct train_opts *o, struct sl_cfg *root, int world)
 {
     memset(o, 0, sizeof(*o));
@@ -598,7 +638,7 @@ int train_config_load(struct train_opts *o, struct sl_cfg *root, int world)
         (rc = check_vocab(o, root)) || (rc = parallel_config_load(&o->par, root, world, &o->mc)) ||
         (rc = read_phase(o, root, TP_TRAIN)) || (rc = check_batch(o, root, world)) ||
         (rc = read_phase(o, root, TP_OPTIM)) || (rc = check_ranges(o, root, TP_OPTIM)) ||
-        (rc = read_phase(o, root, TP_LATE)))
+        (rc = read_phase(o, root, TP_LATE)) || (rc = check_docs(o, root)))
         return rc;
     if (o->data_seed > 0xffffffffu)
         return sl_err_set(SL_ERR_CONFIG, "data.seed must be below 2^32 (numpy's RandomState)");
@@ -683,8 +723,9 @@ static void print_gpu_memory(const struct train_opts *o, long accum, FILE *f)
 {
     const struct parallel_config *p = &o->par;
     static const char *const rc_names[] = { "none", "selective", "full" };
-    struct parallel_gpu_opts g = { o->micro_batch, o->seq_len,   accum,
-                                   o->eval_iters,  o->recompute, p->zero };
+    struct parallel_gpu_opts g = { o->micro_batch,      o->seq_len,   accum,
+                                   o->eval_iters,       o->recompute, p->zero,
+                                   docmask_on(&o->docs) };
     struct parallel_gpu_rank *r = sl_xcalloc((size_t)p->pp, sizeof(*r));
     int best = parallel_gpu_estimate(p, &o->mc, &g, r);
     if (best < 0) {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "train/checkpoint.h"
+#include "train/docmask.h"
 #include "dataset/datainfo.h"
 #include "train/model.h"
 #include "train/optim.h"
@@ -26,6 +27,8 @@ enum gpu_recompute { GPU_RECOMPUTE_NONE, GPU_RECOMPUTE_SELECTIVE, GPU_RECOMPUTE_
 enum gpu_grad_reduce { GPU_REDUCE_FP32, GPU_REDUCE_BF16 };
 /* the GPU ranks' communication backend (train.comm; train/gpu_comm.h) */
 enum gpu_comm_choice { GPU_COMM_AUTO, GPU_COMM_NCCL, GPU_COMM_MPI };
+/* the linear layers' FP8 scaling (train.fp8; train/fp8.h) */
+enum train_fp8 { TRAIN_FP8_NONE, TRAIN_FP8_DELAYED, TRAIN_FP8_CURRENT };
 
 /* Every key of `sluice train` (docs/trainer.md), parsed and checked. */
 struct train_opts {
@@ -48,6 +51,9 @@ struct train_opts {
      * data.megatron_path_map, data.mid_level_dataset_surplus (< 0: Megatron's default) */
     const char *megatron_tokenizer, *megatron_path_map;
     double surplus;
+    /* data.reset_position_ids, data.reset_attention_mask, data.eod_mask_loss; eod from the
+     * data (train/docmask.h) */
+    struct docmask docs;
     struct data_info data; /* the data's tokenizer and absolute paths (owned) */
     int vocab_from_data;   /* model.vocab_size was taken from the data */
     char *data_json;       /* data_info as JSON, for checkpoint.json (owned) */
@@ -67,7 +73,9 @@ struct train_opts {
     int deterministic;                     /* train.deterministic */
     int comm;                              /* enum gpu_comm_choice */
     int zero_off;                          /* optim.zero=0 given (the GPU shards anyway) */
-    char *config_json, *optim_json;        /* for checkpoint.json (owned) */
+    int fp8;                               /* enum train_fp8 */
+    long fp8_history, fp8_margin;   /* delayed scaling: amax history length, margin (2^-margin) */
+    char *config_json, *optim_json; /* for checkpoint.json (owned) */
 };
 
 /* One optimizer step, as the driver asks for it and the backend reports it. */

@@ -4,6 +4,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/config.h"
+#include "core/doc.h"
 #include "core/err.h"
 #include "core/options.h"
 
@@ -350,4 +351,19 @@ long sl_filter_chain_run(struct sl_filter_chain *c, struct sl_fctx *ctx, int all
         }
     }
     return first;
+}
+
+long sl_filter_chain_run_doc(struct sl_filter_chain *c, struct sl_fctx *ctx, struct sl_doc *doc,
+                             struct sl_buf *lang, int all, struct sl_filter_result *res,
+                             unsigned *version)
+{
+    size_t tlen;
+    const char *text = sl_doc_text(doc, &tlen);
+    sl_buf_reset(lang);
+    const char *lg = NULL;
+    if (!sl_doc_get_str(doc, c->env.lang_key, lang) && lang->len && lang->len < 16)
+        lg = lang->data;
+    sl_fctx_begin(ctx, doc, text, tlen, lg);
+    *version = ctx->version;
+    return sl_filter_chain_run(c, ctx, all, res);
 }

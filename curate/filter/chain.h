@@ -22,6 +22,7 @@
 #include "curate/filter/filter.h"
 
 struct sl_buf;
+struct sl_doc;
 
 struct sl_filter_chain {
     struct sl_filter *f;
@@ -52,5 +53,12 @@ int sl_filter_chain_settings(const struct sl_filter_chain *c, struct sl_buf *out
  * the function returns -2). */
 long sl_filter_chain_run(struct sl_filter_chain *c, struct sl_fctx *ctx, int all,
                          struct sl_filter_result *res);
+
+/* sl_filter_chain_run over document doc: its text, and its language from the member
+ * env.lang_key when that is a string of 1 to 15 bytes (lang: scratch, the caller's).
+ * *version: ctx->version of the unedited text (a filter that edits it changes it). */
+long sl_filter_chain_run_doc(struct sl_filter_chain *c, struct sl_fctx *ctx, struct sl_doc *doc,
+                             struct sl_buf *lang, int all, struct sl_filter_result *res,
+                             unsigned *version);
 
 #endif

@@ -248,15 +248,9 @@ static int filter_doc(void *arg, struct sl_stage_doc *sd, struct sl_doc *doc)
     struct sl_counters *c = sd->u->c;
     const char *path = sd->in->path;
     uint64_t line = sl_jsonl_line_no(sd->r);
-    size_t tlen;
-    const char *text = sl_doc_text(doc, &tlen);
-    sl_buf_reset(&fr->lang);
-    const char *lg = NULL;
-    if (!sl_doc_get_str(doc, fr->ch->env.lang_key, &fr->lang) && fr->lang.len && fr->lang.len < 16)
-        lg = fr->lang.data;
-    sl_fctx_begin(&fr->ctx, doc, text, tlen, lg);
-    unsigned v0 = fr->ctx.version;
-    long drop = sl_filter_chain_run(fr->ch, &fr->ctx, fr->o->annotate, fr->res);
+    unsigned v0;
+    long drop =
+        sl_filter_chain_run_doc(fr->ch, &fr->ctx, doc, &fr->lang, fr->o->annotate, fr->res, &v0);
     if (drop < -1)
         return sl_err_wrap(SL_ERR_STATE, "%s:%llu: ", path, (unsigned long long)line);
     count_results(fr, path, line);

@@ -74,10 +74,20 @@ $(EMU_DIR)/test_nccl_emu: $(EMU_DIR)/obj/test_nccl_emu.o $(EMU_DIR)/obj/nccl.o \
                           $(EMU_DIR)/obj/streams.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ $(MPI_LIBS) -lm
 
-# the emulated exchanges against their definitions (tests/gpu/test_emu.cu)
+# the emulated exchanges and cuBLASLt epilogues against their definitions (tests/gpu/test_emu.cu)
 $(EMU_DIR)/test_emu: $(EMU_DIR)/obj/test_emu.o $(EMU_DIR)/obj/util.o $(EMU_DIR)/obj/runtime.o \
-                     $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/streams.o
+                     $(EMU_DIR)/obj/cudart.o $(EMU_DIR)/obj/streams.o $(EMU_DIR)/obj/cublaslt.o
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $^ -lm
+
+# the emulated cuBLASLt's FP8 matmul against its definition over the CPU path's FP8 rounding
+# (tests/gpu/test_lt_fp8.c; train/fp8.c from libsluice.a)
+$(EMU_DIR)/obj/test_lt_fp8.o: tests/gpu/test_lt_fp8.c $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(EMU_TRAIN_CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(EMU_DIR)/test_lt_fp8: $(EMU_DIR)/obj/test_lt_fp8.o $(EMU_DIR)/obj/util.o $(EMU_RT_OBJS) \
+                        $(BUILD)/libsluice.a
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -o $@ $(filter %.o,$^) $(BUILD)/libsluice.a $(LDLIBS_ALL) -lm
 
 # The CUDA trainer on emulated GPUs: $(EMU_DIR)/libsluice-gpu-emu.so holds train/gpu_*.c,
 # compiled with the C flags of libsluice-gpu.so (CUDA, and NCCL where MPI and nccl.h are; no
@@ -119,7 +129,7 @@ $(EMU_DIR)/test_gcomm: $(EMU_DIR)/obj/test_gcomm.o $(EMU_DIR)/obj/train/gpu_comm
 .PHONY: test-gpu-emu test-gpu-emu-plants
 test-gpu-emu:
 ifeq ($(EMU_HEADERS),1)
-	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu \
+	@$(MAKE) --no-print-directory $(EMU_DIR)/test_kernels $(EMU_DIR)/test_emu $(EMU_DIR)/test_lt_fp8 \
 	  $(if $(EMU_NCCL),$(EMU_DIR)/test_nccl_emu) $(if $(filter 1,$(HAVE_MPI)),$(EMU_DIR)/test_gcomm)
 	@EMU_ORDERS="$(EMU_ORDERS)" tests/gpu/run_emu.sh $(CURDIR)/$(EMU_DIR) $(TEST_GPU_ARGS)
 else

@@ -7,6 +7,11 @@
  * GELU_AUX, GELU_BIAS, GELU_AUX_BIAS (the tanh approximation; aux is the GELU input, bias
  * added), DGELU, DGELU_BGRAD (D = acc * gelu'(aux); bias = the row sums of D before
  * rounding) and BGRADA / BGRADB (bias = the sums of op(A)'s rows / op(B)'s columns over k).
+ * FP8 (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2): D = scale_D (scale_A scale_B alpha op(A) op(B) +
+ * scale_C beta C), the scales from their device pointers (1 when unset), AMAX_D the largest
+ * |value| before scale_D, an FP8 D rounded to nearest even and saturated; refused as the
+ * library refuses: not TN, E5M2 x E5M2, an FP8 input with a non-FP8 partner, an epilogue
+ * other than DEFAULT or BIAS, C/D scales or AMAX_D without an FP8 D.
  * Checked as the library would fail: shapes that do not fit together, a leading dimension
  * below the rows, an aux stride that is not a multiple of 8 or below the rows, a missing
  * bias / aux pointer, a pointer outside cudaMalloc memory (the GPU would fault), and a
@@ -40,6 +45,9 @@ struct lt_desc {
     const void *bias; /* CUBLASLT_MATMUL_DESC_BIAS_POINTER */
     void *aux;        /* CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER */
     int64_t aux_ld;   /* CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, elements */
+    /* FP8: CUBLASLT_MATMUL_DESC_{A,B,C,D}_SCALE_POINTER and AMAX_D_POINTER (device fp32) */
+    const float *fp8_scale[4];
+    float *amax_d;
 };
 
 struct lt_layout {
@@ -138,6 +146,16 @@ extern "C" cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
         return set(&x->aux, buf, n);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
         return set(&x->aux_ld, buf, n);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER:
+        return set(&x->fp8_scale[0], buf, n);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:
+        return set(&x->fp8_scale[1], buf, n);
+    case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER:
+        return set(&x->fp8_scale[2], buf, n);
+    case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER:
+        return set(&x->fp8_scale[3], buf, n);
+    case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER:
+        return set(&x->amax_d, buf, n);
     default:
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
@@ -199,9 +217,45 @@ cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
 
 /* ---- the problem: shapes, pointers, epilogue --------------------------------------------- */
 
+static int is_fp8(cudaDataType t)
+{
+    return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2;
+}
+
 static size_t elem_size(cudaDataType t)
 {
-    return t == CUDA_R_16BF ? 2 : t == CUDA_R_32F ? 4 : 0;
+    return t == CUDA_R_16BF ? 2 : t == CUDA_R_32F ? 4 : is_fp8(t) ? 1 : 0;
+}
+
+/* the bias vector's type: D's, bf16 where D is FP8 */
+static cudaDataType bias_type(const lt_layout *ld)
+{
+    return is_fp8(ld->type) ? CUDA_R_16BF : ld->type;
+}
+
+/* FP8 matmuls as cuBLASLt takes them: both A and B in FP8 (not both E5M2), A transposed and
+ * B not (the "TN" layout), D in bf16, fp32 or FP8 (C then in bf16, else D's type), the
+ * DEFAULT or BIAS epilogue; the C and D scales and D's amax only with an FP8 D, and no scale
+ * at all without FP8 inputs */
+static cublasStatus_t fp8_problem(const lt_desc *d, const lt_layout *a, const lt_layout *b,
+                                  const lt_layout *c, const lt_layout *dd)
+{
+    const int fa = is_fp8(a->type), fb = is_fp8(b->type), fd = is_fp8(dd->type);
+    if (!fa && !fb && !fd)
+        return d->fp8_scale[0] || d->fp8_scale[1] || d->fp8_scale[2] || d->fp8_scale[3] || d->amax_d
+                   ? CUBLAS_STATUS_INVALID_VALUE
+                   : (c->type == dd->type ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED);
+    if (!fa || !fb || (a->type == CUDA_R_8F_E5M2 && b->type == CUDA_R_8F_E5M2))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (d->ta != CUBLAS_OP_T || d->tb != CUBLAS_OP_N)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (d->epi != CUBLASLT_EPILOGUE_DEFAULT && d->epi != CUBLASLT_EPILOGUE_BIAS)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (c->type != (fd ? CUDA_R_16BF : dd->type))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!fd && (d->fp8_scale[2] || d->fp8_scale[3] || d->amax_d))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 static int has_bias(uint32_t e)
@@ -237,8 +291,11 @@ static cublasStatus_t problem(const lt_desc *d, const lt_layout *a, const lt_lay
         return CUBLAS_STATUS_INVALID_VALUE;
     if (d->compute != CUBLAS_COMPUTE_32F || d->scale != CUDA_R_32F || !known_epilogue(d->epi))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (!elem_size(a->type) || !elem_size(b->type) || !elem_size(dd->type) || c->type != dd->type)
+    if (!elem_size(a->type) || !elem_size(b->type) || !elem_size(dd->type) || !elem_size(c->type))
         return CUBLAS_STATUS_NOT_SUPPORTED;
+    cublasStatus_t f8 = fp8_problem(d, a, b, c, dd);
+    if (f8 != CUBLAS_STATUS_SUCCESS)
+        return f8;
     const int ta = d->ta != CUBLAS_OP_N, tb = d->tb != CUBLAS_OP_N;
     const uint64_t m = dd->rows, n = dd->cols, k = ta ? a->rows : a->cols;
     if ((ta ? a->cols : a->rows) != m || (tb ? b->cols : b->rows) != k ||
@@ -298,10 +355,67 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
 
 /* ---- the GEMM ----------------------------------------------------------------------------- */
 
+/* An FP8 format's mantissa bits, exponent bias and largest finite value (E4M3: no
+ * infinities, S.1111.111 is NaN; E5M2: IEEE-like, exponent field 31 for inf and NaN). */
+struct fp8_fmt {
+    int mant, bias;
+    float max;
+};
+
+static fp8_fmt fp8_of(cudaDataType t)
+{
+    return t == CUDA_R_8F_E4M3 ? fp8_fmt{ 3, 7, 448.0f } : fp8_fmt{ 2, 15, 57344.0f };
+}
+
+static float fp8_decode(uint8_t c, cudaDataType t)
+{
+    const fp8_fmt f = fp8_of(t);
+    const int e = (c & 0x7f) >> f.mant, m = c & ((1 << f.mant) - 1);
+    float v;
+    if (t == CUDA_R_8F_E4M3 && e == 15 && m == 7)
+        v = NAN;
+    else if (t == CUDA_R_8F_E5M2 && e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = e ? ldexpf(1.0f + (float)m / (float)(1 << f.mant), e - f.bias)
+              : ldexpf((float)m / (float)(1 << f.mant), 1 - f.bias);
+    return c & 0x80 ? -v : v;
+}
+
+/* v to the format: to nearest, ties to even, saturating at the largest finite value (NaN to
+ * NaN) */
+static uint8_t fp8_encode(float v, cudaDataType t)
+{
+    const fp8_fmt f = fp8_of(t);
+    const uint8_t s = signbit(v) ? 0x80 : 0;
+    if (isnan(v))
+        return 0x7f; /* both formats' NaN */
+    float a = fabsf(v);
+    if (a >= f.max)
+        a = f.max;
+    if (a == 0.0f)
+        return s;
+    int e;
+    frexpf(a, &e);
+    e = e - 1 < 1 - f.bias ? 1 - f.bias : e - 1;
+    /* the value in units of the binade's spacing, rounded to even (exact: a power of two) */
+    float q = rintf(ldexpf(a, f.mant - e));
+    if (ldexpf(q, e - f.mant) > f.max)
+        q = ldexpf(f.max, f.mant - e);
+    int bits; /* (exponent field << mant) + mantissa: q counts spacings from the binade's 0 */
+    if (e == 1 - f.bias && q < (float)(1 << f.mant))
+        bits = (int)q; /* subnormal */
+    else
+        bits = ((e + f.bias) << f.mant) + (int)q - (1 << f.mant); /* q may carry a binade up */
+    return (uint8_t)(s | bits);
+}
+
 static float load(const void *p, cudaDataType t, size_t i)
 {
     if (t == CUDA_R_16BF)
         return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+    if (is_fp8(t))
+        return fp8_decode(static_cast<const uint8_t *>(p)[i], t);
     return static_cast<const float *>(p)[i];
 }
 
@@ -309,6 +423,8 @@ static void store(void *p, cudaDataType t, size_t i, float v)
 {
     if (t == CUDA_R_16BF)
         static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16(v); /* to nearest even */
+    else if (is_fp8(t))
+        static_cast<uint8_t *>(p)[i] = fp8_encode(v, t);
     else
         static_cast<float *>(p)[i] = v;
 }
@@ -347,7 +463,7 @@ static cublasStatus_t check_pointers(const lt_desc *d, const lt_layout *la, cons
                               span(lb, lb->rows, lb->cols, lb->ld),
                               span(lc, m, n, lc->ld),
                               span(ld, m, n, ld->ld),
-                              bias_n * elem_size(ld->type),
+                              bias_n * elem_size(bias_type(ld)),
                               span(ld, m, n, d->aux_ld) };
     for (int i = 0; i < 6; i++) {
         if (!p[i] || !bytes[i])
@@ -384,9 +500,11 @@ static void bias_grad_ab(const lt_desc *d, const std::vector<float> &at, const l
 }
 
 /* D's column c from acc (alpha op(A) op(B)'s column, unscaled), with beta C and the epilogue;
- * DGELU_BGRAD's bias sums are added to bsum */
+ * DGELU_BGRAD's bias sums are added to bsum; FP8: alpha and beta hold the A, B and C scales,
+ * *amax gets the largest |value| before D's scale sd */
 static void epilogue(const lt_desc *d, float *acc, size_t m, size_t c, float alpha, float beta,
-                     const lt_layout *lc, const void *C, const lt_layout *ld, void *D, float *bsum)
+                     const lt_layout *lc, const void *C, const lt_layout *ld, void *D, float *bsum,
+                     float sd, float *amax)
 {
     const cudaDataType t = ld->type;
     const uint32_t e = d->epi;
@@ -397,7 +515,7 @@ static void epilogue(const lt_desc *d, float *acc, size_t m, size_t c, float alp
         if (beta != 0.0f) /* C is not read when beta is 0, as the library does */
             v += beta * load(C, lc->type, r + c * lc->ld);
         if (bias)
-            v += load(d->bias, t, r);
+            v += load(d->bias, bias_type(ld), r);
         const size_t ai = r + c * (size_t)d->aux_ld;
         if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
             e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
@@ -408,6 +526,10 @@ static void epilogue(const lt_desc *d, float *acc, size_t m, size_t c, float alp
             v *= gelu_grad(load(d->aux, t, ai));
             if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD)
                 bsum[r] += v;
+        }
+        if (is_fp8(t)) {
+            *amax = fabsf(v) > *amax || isnan(v) ? fabsf(v) : *amax;
+            v *= sd;
         }
         store(D, t, r + c * ld->ld, v);
     }
@@ -438,7 +560,19 @@ cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha_
     s = check_pointers(d, la, A, lb, B, lc, C, beta != 0.0f, ld, D, mnk, algo);
     if (s != CUBLAS_STATUS_SUCCESS)
         return s;
+    /* FP8: D = sd (sa sb alpha op(A) op(B) + sc beta C), amax before sd; an unset scale is 1 */
+    float sc[4] = { 1.0f, 1.0f, 1.0f, 1.0f }, amax = 0.0f;
+    for (int i = 0; i < 4; i++)
+        if (d->fp8_scale[i]) {
+            if (!sl_emu_is_device(d->fp8_scale[i], sizeof(float)))
+                return CUBLAS_STATUS_INVALID_VALUE;
+            sc[i] = *d->fp8_scale[i];
+        }
+    if (d->amax_d && !sl_emu_is_device(d->amax_d, sizeof(float)))
+        return CUBLAS_STATUS_INVALID_VALUE;
     const size_t m = mnk[0], n = mnk[1], k = mnk[2];
+    if (d->amax_d)
+        *d->amax_d = 0.0f;
     if (!m || !n)
         return CUBLAS_STATUS_SUCCESS;
     const int ta = d->ta != CUBLAS_OP_N, tb = d->tb != CUBLAS_OP_N;
@@ -460,8 +594,11 @@ cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha_
             for (size_t r = 0; r < m; r++)
                 x[r] += a[r] * b;
         }
-        epilogue(d, x, m, c, alpha, beta, lc, C, ld, D, bsum.data());
+        epilogue(d, x, m, c, alpha * sc[0] * sc[1], beta * sc[2], lc, C, ld, D, bsum.data(), sc[3],
+                 &amax);
     }
+    if (d->amax_d)
+        *d->amax_d = amax;
     if (d->epi == CUBLASLT_EPILOGUE_DGELU_BGRAD)
         for (size_t r = 0; r < m; r++)
             store(const_cast<void *>(d->bias), ld->type, r, bsum[r]);

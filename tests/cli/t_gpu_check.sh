@@ -22,8 +22,8 @@ if [ "$total" -lt 720 ] && [ "$c1" -lt 570 ] && [ "$c2" -lt 570 ] && [ "$c1" -gt
 else
     fail "the plan does not fit"
 fi
-case_ "the stages in priority order: environment, kernels, trainer, benchmark, evaluation"
-expect_eq "$(echo "$rows" | awk '{ print $1 }' | tr '\n' ' ')" "env kernels trainer grad124m env bench large eval "
+case_ "the stages in priority order: environment, make test-gpu's three parts, the 124M gradients, the benchmarks, the layouts, tokenization"
+expect_eq "$(echo "$rows" | awk '{ print $1 }' | tr '\n' ' ')" "env kernels trainer eval grad124m env bench large layouts tokenize "
 for s in $(echo "$rows" | awk '{ print $1 }' | sort -u); do
     case_ "stage $s is a function of the script"
     run bash -c "source '$GC' --lib; declare -F stage_$s"
@@ -56,5 +56,34 @@ case_ "--run: the summary and an archive of the logs in OUT"
 expect_file "$T/out1/gpu-check-call1.tgz"
 expect_eq "$(grep -c '^STAGE ' "$T/out1/gpu-check-call1.txt")" 2
 expect_eq "$(tar tzf "$T/out1/gpu-check-call1.tgz" | grep -c 'log$')" 2
+
+# the layouts need a GPU a rank: on a machine with one (a stand-in nvidia-smi) the stage says
+# so and passes, in the summary too
+mkdir -p "$T/bin"
+printf '#!/bin/sh
+echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)"
+' >"$T/bin/nvidia-smi"
+chmod +x "$T/bin/nvidia-smi"
+run env PATH="$T/bin:$PATH" GPU_CHECK_DIR="$G" GPU_CHECK_PLAN=$'layouts 2 10' "$GC" --run 2 "$T/out2"
+case_ "--run: stage layouts on one GPU: skipped with the reason"
+expect_rc 0
+expect_out "STAGE layouts rc=0 t="
+expect_eq "$(grep -c '^SKIP layouts: 1 GPU(s); the layouts need one a rank' "$T/out2/gpu-check-call2.txt")" 1
+
+# the environment: of the carried Debian libraries, which the machine has and which it lacks
+# (then the carried copy is used); every carried binary's ldd in the archive
+mkdir -p "$G/lib"
+zstd_so=$(ldd "$SLUICE" | awk '/libzstd/ { print $3 }')
+[ -z "$zstd_so" ] || cp -L "$zstd_so" "$G/lib/"
+touch "$G/lib/libsluice-test-absent.so.7"
+cp "$SLUICE" "$G/build/sluice-real"
+run env PATH="$T/bin:$PATH" GPU_CHECK_DIR="$G" GPU_CHECK_PLAN=$'env 1 15' "$GC" --run 1 "$T/out3"
+case_ "--run: stage env names the carried libraries the machine lacks, and those it has"
+expect_out "STAGE env rc="
+expect_out "debian libraries it lacks (carried, in use): libsluice-test-absent.so.7"
+[ -z "$zstd_so" ] || expect_out "debian libraries the machine has: ${zstd_so##*/}"
+case_ "--run: stage env puts every carried binary's ldd in the archive"
+tar xzf "$T/out3/gpu-check-call1.tgz" -C "$T" ./ldd.txt
+expect_eq "$(grep -c '^== ldd ' "$T/ldd.txt")" 3
 
 finish

@@ -4,7 +4,8 @@
 # is refused, and a run (stand-ins for sluice and mpirun, no build needed) prints one verdict
 # per layout: PASS when the losses and norms match the 1-rank reference, FAIL when they do
 # not or the layout is cut at its limit, SKIP with the trainer's reason when it refuses the
-# layout; a FAIL makes the exit code 1.
+# layout, SKIP for a layout of more ranks than GPU_LAYOUTS_MAX_RANKS; a FAIL makes the exit
+# code 1.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 GL="$ROOT/scripts/gpu-layouts.sh"
@@ -18,7 +19,8 @@ case_ "stages' limits: $total s in all (under 480)"
 [ "$total" -gt 0 ] && [ "$total" -lt 480 ] && ok || fail "the plan does not fit"
 case_ "the stages: environment, the 1-rank reference, then the layouts"
 expect_eq "$(echo "$rows" | awk '{ print $1 }' | head -2 | tr '\n' ' ')" "env reference "
-for l in dp2 dp4 zero2-dp2 zero2-dp2-tp2 zero3-dp2 zero3-dp2-pp2 tp2 tp2-sp pp2-1f1b pp2-interleaved dp2-tp2-pp2; do
+for l in dp2 dp4 zero2-dp2 zero2-dp2-tp2 zero3-dp2 zero3-dp2-pp2 tp2 tp2-sp pp2-1f1b pp2-interleaved \
+    dp2-tp2-pp2 zero3-dp2-tp2-pp2; do
     case_ "layout $l is in the plan"
     echo "$rows" | grep -q "^$l " && ok || fail "missing"
 done
@@ -73,5 +75,13 @@ expect_file "$T/out1/gpu-layouts.tgz"
 run env GPU_CHECK_DIR="$G" GPU_LAYOUTS_MPIRUN="$T/mpirun" GPU_LAYOUTS=$'same 2 20' "$GL" --run "$T/out2"
 case_ "--run: all PASS or SKIP: exit 0"
 expect_rc 0
+# one rank a GPU (scripts/gpu-check.sh's stage layouts): a layout of more ranks than GPUs is
+# skipped with the reason, not run (its FAIL would otherwise make the exit code 1)
+run env GPU_CHECK_DIR="$G" GPU_LAYOUTS_MPIRUN="$T/mpirun" GPU_LAYOUTS_MAX_RANKS=2 \
+    GPU_LAYOUTS=$'same 2 20\nworse 4 20 optim.zero=9' "$GL" --run "$T/out3"
+case_ "GPU_LAYOUTS_MAX_RANKS=2: the 4-rank layout skipped with the reason, the 2-rank one run"
+expect_rc 0
+expect_out "LAYOUT same PASS: 2 ranks"
+expect_out "SKIP worse: 4 ranks, more than the 2 GPUs (one a rank)"
 
 finish

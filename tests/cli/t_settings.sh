@@ -80,6 +80,28 @@ same_then_others filter --config "$T/f.yaml" -- "--config $T/g.yaml" \
     "--rejected $T/rej" --repair-utf8 "--text-key body" "--max-line 100" "--level 9" \
     "--out-format parquet" "--row-group-size 5"
 
+case_ "tag"
+cat > "$T/t.yaml" <<'Y'
+filters:
+  - word_count: {min_words: 5}
+Y
+same_then_others tag --config "$T/t.yaml" -- "--config $T/g.yaml" \
+    "--set filters.word_count.min_words=7" "--experiment e2" --repair-utf8 "--text-key body" \
+    "--max-line 100" "--level 9"
+
+case_ "mix"
+run "$SLUICE" tag --config "$T/t.yaml" --out "$T/mix-attrs" "$T/in"
+expect_rc 0
+run "$SLUICE" tag --config "$T/t.yaml" --experiment e2 --out "$T/mix-attrs2" "$T/in"
+expect_rc 0
+same_then_others mix --attributes "$T/mix-attrs" -- "--attributes $T/mix-attrs2" \
+    "--keep-if sluice__word_count__score>=9" "--drop-if sluice__word_count__score>=90" \
+    "--remove-spans sluice__word_count__score>1000" --repair-utf8 "--text-key body" \
+    "--max-line 100" "--level 9" "--tokens 900" "--tokens 900 --weights (none)=2" \
+    "--tokens 900 --source-key body" "--tokens 900 --max-epochs 2" \
+    "--tokens 900 --tokenizer tiktoken:$FIX/tokenizer/r50k_base.tiktoken.zst" \
+    "--tokens 900 --bytes-per-token 3" "--tokens 900 --seed 3" "--tokens 900 --shards 3"
+
 case_ "dedup exact"
 same_then_others dedup exact -- "--key url" "--norm lower" "--keep longest" "--text-key body" \
     "--id-key uid" "--max-line 100" "--level 9" --repair-utf8 "--out-format parquet" \

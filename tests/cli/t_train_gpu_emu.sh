@@ -19,7 +19,9 @@
 # nats (rounding alone drifts by 0.0007 on average, 0.002 at most, over those 50 steps; a
 # wrong AdamW moment, clip or schedule moves the loss by more). Recomputation changes which
 # kernels rebuild activations, never their inputs or order: the losses must be bit-identical
-# here (the real GPU test allows 0.2% for cuDNN's nondeterministic variants). Two ranks
+# here (the real GPU test allows 0.2% for cuDNN's nondeterministic variants), with every GEMM
+# epilogue but the forward GELU's, which selective recomputation turns off (it rebuilds the
+# activation with the separate kernel; t_train_gpu_fuse.sh compares the two). Two ranks
 # reduce in rank order as one rank accumulates micro-batches, but through bf16 gradient
 # buffers per rank: the first-step tolerances.
 set -euo pipefail
@@ -96,8 +98,9 @@ done
 for model in gpt llama; do
     cfg=$GPT; [ $model = llama ] && cfg=$LLAMA
     for mode in none selective full; do
-        run "$SLUICE" train "$cfg" "${SYN[@]}" "${SMALL[@]}" train.global_batch_size=2 \
-            train.steps=2 train.device=cuda train.recompute=$mode log.file="$T/rc-$model-$mode.jsonl"
+        run env SLUICE_GPU_FUSE=dgelu,bgrad "$SLUICE" train "$cfg" "${SYN[@]}" "${SMALL[@]}" \
+            train.global_batch_size=2 train.steps=2 train.device=cuda train.recompute=$mode \
+            log.file="$T/rc-$model-$mode.jsonl"
         case_ "$model: train.recompute=$mode runs"
         expect_rc 0
         expect_err "recompute: $mode"

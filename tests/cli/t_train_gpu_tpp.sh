@@ -17,6 +17,16 @@
 #    model.safetensors after step 3 byte for byte (what the stage boundary's SP rows and the
 #    gathers of the model-parallel group must get exactly right);
 #  - each stage's arena = --print-config's estimate of it;
+#  - ZeRO-3 at DP 2 x TP 2 x PP 2 with SP (the shard of each rank's part over its data-parallel
+#    group of 2; the tied embedding summed over data parallel, then the two ends) against the
+#    same layout at ZeRO-1 within FP_RTOL: the losses and norms of 4 steps, the validation
+#    loss, every gradient of step 1, the weights after step 4; against the CPU path's same
+#    layout at ZeRO-3 (bf16 tolerance); its step-3 checkpoint resumed at ZeRO-2, step 4 and
+#    the step-4 checkpoint (model and every optimizer shard) bit for bit (ZeRO-2's arithmetic
+#    is ZeRO-3's); each stage's parameter and gradient bytes at ZeRO-1, 2 and 3 against the
+#    sizes of docs/trainer.md's ZeRO table (from the shapes, cut by the tensor-parallel split
+#    and the stages), the optimizer bytes the same at every stage, the arenas against
+#    --print-config;
 #  - checkpoints: the step-3 checkpoint resumed at the same layout, over the host-staged MPI
 #    backend (train.comm=mpi), gives step 4 and the step-4 model.safetensors bit for bit
 #    (the optimizer shards, ranges of the full layout from 8 ranks, read back exactly; the
@@ -35,9 +45,14 @@
 # 7e-3; a bias from a wrong slice or shard is off by about 1. Measured: losses 1.2e-5,
 # norms 2.8e-4, gradients 9.3e-3, weights 1.6e-3. Against the CPU path (fp32) the
 # tolerances of the first step of t_train_gpu_emu.sh, for every step (measured: losses
-# 1.1e-5, norms 7.7e-4). The test costs 83 s
-# of CPU (user time; 8, 4 and 2 emulated ranks), 311 s of wall time on 2 cores beside other
-# builds (load average 20).
+# 1.1e-5, norms 7.7e-4). ZeRO-3 against ZeRO-1: FP_RTOL = 1e-5, t_train_gpu_zero.sh's (only
+# the order of fp32 sums differs: each rank's two micro-batches then the ranks, or the ranks
+# per micro-batch then the micro-batches; the tied embedding over the ends then data
+# parallel, or the reverse; a wrong slice or a missing reduction is 1e-2 or more); measured:
+# losses, norms, validation loss and the step-4 weights identical, gradients 1.1e-9, the
+# tied embedding's moments 5e-9. The test costs 83 s of CPU (user time; 8, 4 and 2 emulated
+# ranks), 311 s of wall time on 2 cores beside other builds (load average 20), and ZeRO-2/3
+# about 35 s of CPU more (an 8-rank run of 4 steps, one resumed for a step, the CPU path's).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 need_gpu_emu mpi
@@ -49,6 +64,7 @@ GRAD_RTOL=0.05
 W_RTOL=0.01
 B_RTOL=0.25
 NORM_EXACT=1e-6
+FP_RTOL=1e-5
 GPT="$ROOT/configs/models/tiny-gpt.yaml"
 LLAMA="$ROOT/configs/models/tiny-llama.yaml"
 CFG=$GPT
@@ -64,6 +80,19 @@ L3=(parallel.tensor=2 parallel.pipeline=2 parallel.sequence=true)
 
 compare() { # A.jsonl B.jsonl FIRST LOSS_RTOL NORM_RTOL [LAST]
     python3 "$ROOT/tests/oracle/compare_train_logs.py" "$@"
+}
+
+# val_close A.jsonl B.jsonl RTOL: the validation losses after step 3
+val_close() {
+    python3 - "$@" <<'PY'
+import json, sys
+def val(p):
+    lines = map(json.loads, open(p))
+    return [m["val_loss"] for m in lines if m["type"] == "valid" and m["step"] == 3]
+a, b, tol = val(sys.argv[1]), val(sys.argv[2]), float(sys.argv[3])
+print(f"  val_loss {a} vs {b}")
+sys.exit(0 if len(a) == len(b) == 1 and abs(a[0] - b[0]) <= tol * abs(b[0]) else "differ")
+PY
 }
 
 # train NAME NP DEVICE ARGS...: a run of $CFG into $T/NAME (-v: its stderr, kept as
@@ -104,15 +133,7 @@ expect_file "$T/l3/step-00000003/optimizer-00007-of-00008.safetensors"
 case_ "l3: losses and gradient norms of 4 steps = one rank's (bf16 tolerance)"
 compare "$T/l3.jsonl" "$T/ref.jsonl" 1 "$LOSS_RTOL" "$NORM_RTOL" && ok || fail "see above"
 case_ "l3: the validation loss after step 3 = one rank's (within $LOSS_RTOL)"
-python3 - "$T/l3.jsonl" "$T/ref.jsonl" "$LOSS_RTOL" <<'PY' && ok || fail "see above"
-import json, sys
-def val(p):
-    lines = map(json.loads, open(p))
-    return [m["val_loss"] for m in lines if m["type"] == "valid" and m["step"] == 3]
-a, b, tol = val(sys.argv[1]), val(sys.argv[2]), float(sys.argv[3])
-print(f"  val_loss {a} vs {b}")
-sys.exit(0 if len(a) == len(b) == 1 and abs(a[0] - b[0]) <= tol * abs(b[0]) else "differ")
-PY
+val_close "$T/l3.jsonl" "$T/ref.jsonl" "$LOSS_RTOL" && ok || fail "see above"
 case_ "l3: every tensor's gradient of step 1 = one rank's (relative L2 <= $GRAD_RTOL)"
 "${CMP[@]}" --rtol "$GRAD_RTOL" "$T/l3/g/grads-step-000001.safetensors" \
     "$T/ref/g/grads-step-000001.safetensors" | tail -3 && ok || fail "see above"
@@ -124,23 +145,29 @@ case_ "l3: the weights after step 3 = one rank's (relative L2 <= $W_RTOL; biases
 "${CMP[@]}" --rtol "$B_RTOL" --exclude "qkv.bias[k]" --meta "$meta" "$a" "$b" | tail -3 && ok ||
     fail "see above"
 
-# each stage's arena (the -v line of its first rank) = --print-config's estimate of it
-run "$SLUICE" train "$GPT" "${BASE[@]}" train.device=cuda "${L3[@]}" parallel.data=2 --print-config
-for st in 0 1; do
-    if [ $st = 0 ]; then
-        alloc=$(sed -n 's/.*GPU memory bytes: //p' "$T/l3.err" | head -1)
-    else
-        alloc=$(sed -n "s/.*GPU memory bytes of stage $st: //p" "$T/l3.err" | head -1)
-    fi
-    est=$(awk -v s="stage $st:" 'index($0, s) { getline; sub(/.*bytes: /, ""); print; exit }' \
-        "$T/out")
-    case_ "l3: stage $st's arena = the estimate of --print-config"
-    if [ -n "$alloc" ] && [ "$alloc" = "$est" ]; then
-        ok
-    else
-        fail "allocated '$alloc', estimated '$est'"
-    fi
-done
+# arena NAME ARGS...: each stage's arena (the -v line of its first rank in $T/NAME.err) =
+# --print-config's estimate of it for the layout ARGS
+arena() {
+    local name=$1 st alloc est
+    shift
+    run "$SLUICE" train "$GPT" "${BASE[@]}" train.device=cuda "$@" parallel.data=2 --print-config
+    for st in 0 1; do
+        if [ $st = 0 ]; then
+            alloc=$(sed -n 's/.*GPU memory bytes: //p' "$T/$name.err" | head -1)
+        else
+            alloc=$(sed -n "s/.*GPU memory bytes of stage $st: //p" "$T/$name.err" | head -1)
+        fi
+        est=$(awk -v s="stage $st:" 'index($0, s) { getline; sub(/.*bytes: /, ""); print; exit }' \
+            "$T/out")
+        case_ "$name: stage $st's arena = the estimate of --print-config"
+        if [ -n "$alloc" ] && [ "$alloc" = "$est" ]; then
+            ok
+        else
+            fail "allocated '$alloc', estimated '$est'"
+        fi
+    done
+}
+arena l3 "${L3[@]}"
 
 # --- the CPU path's same layout ----------------------------------------------------------------
 train l3-cpu 8 cpu "${L3[@]}"
@@ -148,6 +175,111 @@ case_ "the CPU path at the same layout: 4 steps"
 expect_rc 0
 case_ "l3: losses and gradient norms of 4 steps = the CPU path's same layout (bf16 tolerance)"
 compare "$T/l3.jsonl" "$T/l3-cpu.jsonl" 1 "$LOSS_RTOL" "$NORM_RTOL" && ok || fail "see above"
+
+# --- ZeRO-2 and ZeRO-3 at the same layout -------------------------------------------------------
+# zero_bytes NAME Z: each stage's parameter and gradient bytes (the -v lines "GPU memory bytes",
+# "... of stage S") against the sizes of docs/trainer.md's ZeRO table: the one-rank dump's
+# tensors, those Megatron splits (the vocab-parallel embedding, column-parallel qkv and fc
+# with their biases, row-parallel projections) cut by TP, each padded to 64 floats (the
+# layout's alignment), in buckets (the tensors before the first layer: the embedding on both
+# ends, the positions on the first; each layer; those after the last on the last stage)
+# padded to a multiple of 64 x DP; the stages' layers in order (no virtual stages)
+zero_bytes() {
+    "$PY" - "$T/$1.err" 2 2 2 "$2" "$T/ref/g/grads-step-000001.safetensors" <<'PY'
+import json, re, struct, sys
+err, W, tp, pp, z, dump = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6]
+raw = open(dump, "rb").read()
+head = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+head.pop("__metadata__", None)
+split = re.compile(r"^embed\.weight$|\.qkv\.|\.fc\.|\.(attn|mlp)\.proj\.weight$")
+nl = 1 + max(int(m.group(1)) for m in map(lambda n: re.match(r"layers\.(\d+)\.", n), head) if m)
+per = nl // pp
+pad = lambda n, u: -(-n // u) * u
+ok = True
+for s in range(pp):
+    buckets = {}
+    for name, t in head.items():
+        n = 1
+        for d in t["shape"]:
+            n *= d
+        m = re.match(r"layers\.(\d+)\.", name)
+        if m:
+            if int(m.group(1)) // per != s:
+                continue
+            k = 1 + int(m.group(1))
+        elif name.startswith("pos") and s == 0 or name == "embed.weight" and s in (0, pp - 1):
+            k = 0
+        elif not name.startswith(("pos", "embed")) and s == pp - 1:
+            k = nl + 1
+        else:
+            continue
+        buckets[k] = buckets.get(k, 0) + pad(n // tp if split.search(name) else n, 64)
+    ln = {k: pad(n, 64 * W) for k, n in buckets.items()}
+    layers = [v for k, v in ln.items() if 0 < k <= nl]
+    total, maxb, maxl = sum(ln.values()), max(ln.values()), max(layers)
+    shard, outer = total // W, ln.get(0, 0) + ln.get(nl + 1, 0)
+    want = {1: (2 * total, 2 * total + 4 * total),
+            2: (2 * total, 2 * total + 4 * shard + 2 * 4 * maxb),
+            3: (2 * shard + 2 * outer + 2 * 2 * maxl,
+                2 * outer + 2 * 2 * maxl + 4 * shard + 2 * 4 * maxb)}[z]
+    key = "GPU memory bytes: " if s == 0 else f"GPU memory bytes of stage {s}: "
+    line = next((l for l in open(err) if key in l), "")
+    got = tuple(int(m.group(1)) if m else -1 for m in
+                (re.search(n + r" (\d+)", line) for n in ("parameters", "gradients")))
+    print(f"  stage {s} at ZeRO-{z}: parameters {got[0]} B, gradients {got[1]} B; expected "
+          f"{want[0]} B, {want[1]} B")
+    ok = ok and got == want
+sys.exit(0 if ok else 1)
+PY
+}
+# optim_bytes NAME: the optimizer bytes of NAME's stages, stage 0 first (the ranks' lines
+# come in any order)
+optim_bytes() {
+    sed -n -e 's/.*GPU memory bytes: .*optimizer \([0-9]*\),.*/0 \1/p' \
+        -e 's/.*GPU memory bytes of stage \([0-9]*\): .*optimizer \([0-9]*\),.*/\1 \2/p' \
+        "$T/$1.err" | sort -n | tr '\n' ' '
+}
+train l3-z3 8 cuda "${L3[@]}" optim.zero=3 train.dump_grads="$T/l3-z3/g"
+case_ "mpirun -np 8: DP 2 x TP 2 x PP 2 with SP at ZeRO-3"
+expect_rc 0
+expect_err "ZeRO-3 over 2 ranks"
+case_ "l3-z3 = l3 (ZeRO-1) within $FP_RTOL: losses and norms of 4 steps, the validation loss"
+compare "$T/l3-z3.jsonl" "$T/l3.jsonl" 1 "$FP_RTOL" "$FP_RTOL" && ok || fail "see above"
+val_close "$T/l3-z3.jsonl" "$T/l3.jsonl" "$FP_RTOL" && ok || fail "see above"
+case_ "l3-z3 = l3 within $FP_RTOL: every tensor's gradient of step 1"
+"${CMP[@]}" --rtol "$FP_RTOL" "$T/l3-z3/g/grads-step-000001.safetensors" \
+    "$T/l3/g/grads-step-000001.safetensors" | tail -1 && ok || fail "see above"
+case_ "l3-z3 = l3 within $FP_RTOL: the weights after step 4"
+"${CMP[@]}" --rtol "$FP_RTOL" --meta "$meta" "$T/l3-z3/step-00000004/model.safetensors" \
+    "$T/l3/step-00000004/model.safetensors" | tail -1 && ok || fail "see above"
+train l3-cpu-z3 8 cpu "${L3[@]}" optim.zero=3
+case_ "the CPU path at the same layout at ZeRO-3"
+expect_rc 0
+case_ "l3-z3 = the CPU path's l3-cpu-z3: losses and norms of 4 steps (bf16 tolerance)"
+compare "$T/l3-z3.jsonl" "$T/l3-cpu-z3.jsonl" 1 "$LOSS_RTOL" "$NORM_RTOL" && ok || fail "see above"
+resume l3-z2 l3-z3 8 cuda "${L3[@]}" optim.zero=2
+expect_err "ZeRO-2 over 2 ranks"
+case_ "l3-z2: step 4 = l3-z3's, bit for bit"
+compare "$T/l3-z2.jsonl" "$T/l3-z3.jsonl" 4 0 0 && ok || fail "see above"
+case_ "l3-z2: the step-4 checkpoint = l3-z3's, byte for byte (model, 8 optimizer shards)"
+n=0
+for f in "$T"/l3-z3/step-00000004/*.safetensors; do
+    cmp "$f" "$T/l3-z2/step-00000004/${f##*/}" && n=$((n + 1))
+done
+expect_eq "$n" 9
+for z in 1 2 3; do
+    name=l3-z$z
+    [ $z = 1 ] && name=l3
+    case_ "$name: each stage's parameters and gradients as docs/trainer.md's ZeRO-$z sizes"
+    run zero_bytes "$name" "$z"
+    cat "$T/out"
+    expect_rc 0
+    case_ "$name: each stage's optimizer bytes = ZeRO-1's (the moments' 1/DP shard)"
+    expect_eq "$(optim_bytes "$name")" "$(optim_bytes l3)"
+    [ -n "$(optim_bytes l3)" ] && ok || fail "no optimizer bytes"
+done
+arena l3-z3 "${L3[@]}" optim.zero=3
+arena l3-z2 "${L3[@]}" optim.zero=2
 
 # --- tiny-llama: interleaved TP x PP against TP alone, bit for bit --------------------------------
 CFG=$LLAMA

@@ -41,6 +41,12 @@ status=$?
 echo "$out" | grep -v '^  ok '
 tally test_emu "$out" $status
 
+echo "== the emulated cuBLASLt's FP8 matmul against its definition ($dir/test_lt_fp8)"
+out=$("$dir/test_lt_fp8" 2>&1)
+status=$?
+echo "$out" | grep -v '^  ok '
+tally test_lt_fp8 "$out" $status
+
 # mpi_test NAME GROUP TITLE NEEDS: $dir/NAME (run when GROUP matches the filter) under mpirun at 2 and 3 ranks (one emulated GPU each),
 # or a SKIP line saying it NEEDS, where it is not built or mpirun is missing
 mpi_test() {

@@ -20,7 +20,7 @@ src=$tmp/src
 SLUICE=${SLUICE:-$root/build/sluice}
 mkdir -p "$src/kernels" "$src/tests/gpu" "$src/train"
 cp "$root"/kernels/*.cu "$root"/kernels/*.h "$src/kernels/"
-cp "$root"/train/gpu_*.c "$src/train/"
+cp "$root"/train/gpu_*.c "$root"/train/docmask.c "$src/train/"
 cp "$root"/tests/gpu/test_kernels.c "$root"/tests/gpu/common.h "$src/tests/gpu/"
 
 # name | file | group | perl substitution (applied once to the whole file) [| asan: build and
@@ -34,6 +34,8 @@ plants=(
 "a block of 2048 threads|kernels/util.cu|util|s/sum_f32_kernel<<<1, 1024, 0, st>>>/sum_f32_kernel<<<1, 2048, 0, st>>>/"
 "a vectorised tail reading past the end|kernels/util.cu|util|s/if \(vec && i \+ 8 <= n\) \{\n            float x\[8\], y\[8\];/if (vec) {\n            float x[8], y[8];/|asan"
 "a barrier only lane 0 reaches|kernels/cuda_common.h|util|s/(float block_sum\(float v, float \*smem\)\n\{\n[^\n]*\n[^\n]*\n)(    v = warp_sum\(v\);)/\$1    if (lane == 0)\n        __syncthreads();\n\$2/"
+"a key of another document in dK and dV|kernels/attention.cu|attention_docs|s/key < sS\[ql\]\)/key < 0)/"
+"the query tiles past a key block's documents cut one too early|kernels/attention.cu|attention_docs|s/ds\[\(nqt - 1\) \* ATT_TILE\] > klast/ds[(nqt - 1) * ATT_TILE] >= klast - ATT_TILE/"
 "a cuBLASLt transpose flag flipped|kernels/gemm.cu|gemm|s/cublasOperation_t opa = key->ta \? CUBLAS_OP_T : CUBLAS_OP_N;/cublasOperation_t opa = key->ta ? CUBLAS_OP_N : CUBLAS_OP_T;/"
 "the ZeRO reduce-scatter not waiting for the gradient|train/gpu_zero.c|trainer|s/    CUDA_CHECK\(cudaStreamWaitEvent\(t->comm, t->ev_grad, 0\)\);\n//"
 "the optimizer not waiting for the reduce-scatter|train/gpu_zero.c|trainer|s/(void gpu_reduce_stats\(struct gt \*t\)\n\{\n    CUDA_CHECK\(cudaEventRecord\(t->ev_comm, t->comm\)\);\n)    CUDA_CHECK\(cudaStreamWaitEvent\(t->st, t->ev_comm, 0\)\);\n/\1/"

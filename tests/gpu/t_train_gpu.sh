@@ -6,7 +6,8 @@
 #    equals the CPU path's, tensor by tensor, q/k/v and gate/up apart
 #    (tests/oracle/grad_compare.py, whose tolerance GRAD_RTOL is justified there; the same
 #    comparison runs CPU against CPU in tests/cli/t_train_grads.sh);
-#  - the same per-tensor gradient check on GPT-2 124M (12 layers, seq 1024), one sequence;
+#  - the same per-tensor gradient check on GPT-2 124M (12 layers, seq 1024), one sequence
+#    (TRAIN_GPU_ONLY=g124 runs only this, at G124_MICRO_BATCH sequences, default 1);
 #  - train.grad_reduce_dtype=bf16 and train.deterministic=true run and agree;
 #  - 200 steps of tiny-gpt and of tiny-llama on tinyshakespeare: the same loss curve as the
 #    CPU path within noise;
@@ -72,6 +73,37 @@ compare() {
         "${4:-$LOSS_RTOL}" "${5:-$NORM_RTOL}"
 }
 
+# --- 1c. the real scale: GPT-2 124M (12 layers, hidden 768, seq 1024), one step ----------
+# The tiny models above have 2 layers; this checks every tensor's gradient through 12 layers
+# of bf16 activations at the sequence length cuDNN attention is used at in practice. One
+# sequence per step keeps the CPU's share to a few seconds on a many-core machine. (The
+# first GPU run measured the gradient norm 5% apart at micro-batch 4, without this check:
+# TRAIN_GPU_ONLY=g124 G124_MICRO_BATCH=4 runs this part alone at that batch, as
+# scripts/gpu-check.sh's stage grad124m does.)
+g124() { # MICRO_BATCH
+    local dev mb=$1
+    for dev in cpu cuda; do
+        run "$SLUICE" train "$ROOT/configs/models/gpt2-124m.yaml" "${DATA[@]}" train.steps=1 \
+            eval.interval=0 train.micro_batch_size="$mb" train.global_batch_size="$mb" \
+            train.device=$dev train.resume=none log.file="$T/g124-$dev.jsonl" \
+            train.dump_grads="$T/grads-g124-$dev"
+        case_ "gpt2-124m, micro-batch $mb: one step with train.dump_grads on $dev"
+        expect_rc 0
+        grep -h '"train"' "$T/g124-$dev.jsonl" 2>/dev/null | sed "s/^/  $dev: /"
+    done
+    case_ "gpt2-124m, micro-batch $mb: first step (loss, grad norm) GPU = CPU to bf16 tolerance"
+    compare "$T/g124-cuda.jsonl" "$T/g124-cpu.jsonl" 1 && ok || fail "see above"
+    case_ "gpt2-124m, micro-batch $mb: every tensor's gradient after step 1, GPU = CPU (relative L2 <= $GRAD_RTOL)"
+    "$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol "$GRAD_RTOL" \
+        "$T/grads-g124-cuda/grads-step-000001.safetensors" \
+        "$T/grads-g124-cpu/grads-step-000001.safetensors" && ok || fail "see above"
+}
+if [ "${TRAIN_GPU_ONLY:-}" = g124 ]; then
+    g124 "${G124_MICRO_BATCH:-1}"
+    finish
+    exit
+fi
+
 # --- 1. a few steps against the CPU path ---------------------------------------------
 for model in gpt gpt-erf llama; do
     case $model in
@@ -134,24 +166,8 @@ else
     compare "$T/det1.jsonl" "$T/det2.jsonl" 1 0 0 && ok || fail "see above"
 fi
 
-# --- 1c. the real scale: GPT-2 124M (12 layers, hidden 768, seq 1024), one step ----------
-# The tiny models above have 2 layers; this checks every tensor's gradient through 12 layers
-# of bf16 activations at the sequence length cuDNN attention is used at in practice. One
-# sequence per step keeps the CPU's share to a few seconds on a many-core machine. (The
-# first GPU run measured the gradient norm 5% apart at micro-batch 4, without this check.)
-for dev in cpu cuda; do
-    run "$SLUICE" train "$ROOT/configs/models/gpt2-124m.yaml" "${DATA[@]}" train.steps=1 \
-        eval.interval=0 train.micro_batch_size=1 train.global_batch_size=1 train.device=$dev \
-        train.resume=none log.file="$T/g124-$dev.jsonl" train.dump_grads="$T/grads-g124-$dev"
-    case_ "gpt2-124m: one step with train.dump_grads on $dev"
-    expect_rc 0
-done
-case_ "gpt2-124m: first step (loss, grad norm) GPU = CPU to bf16 tolerance"
-compare "$T/g124-cuda.jsonl" "$T/g124-cpu.jsonl" 1 && ok || fail "see above"
-case_ "gpt2-124m: every tensor's gradient after step 1, GPU = CPU (relative L2 <= $GRAD_RTOL)"
-"$PY" "$ROOT/tests/oracle/grad_compare.py" --rtol "$GRAD_RTOL" \
-    "$T/grads-g124-cuda/grads-step-000001.safetensors" \
-    "$T/grads-g124-cpu/grads-step-000001.safetensors" && ok || fail "see above"
+# --- 1c, at one sequence a step (above) ---------------------------------------------------
+g124 1
 
 # --- 2. recomputation and attention backends give the same losses ------------------------
 for model in gpt llama; do

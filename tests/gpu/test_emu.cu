@@ -3,12 +3,18 @@
  * widths 32, 16, 8 and 4 (the CUDA programming guide: a source outside the caller's segment
  * gives the caller its own value, except that __shfl_xor_sync may read an earlier segment),
  * mma.sync.m16n8k16 on small integers (exact in fp32)
- * against the plain product, and ldmatrix.x2.trans against the PTX ISA's fragment table.
+ * against the plain product, ldmatrix.x2.trans against the PTX ISA's fragment table, and the
+ * emulated cuBLASLt's epilogues (bias, GELU with its aux output, dGELU with the bias
+ * gradient, BGRADA/BGRADB) against cublasLt.h's definitions on a plain fp32 product.
  * Built only over the emulation (make test-gpu-emu runs it first); prints
  * "test_emu: N passed, N failed".
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <cublasLt.h>
 
 #include "kernels/cuda_common.h"
 
@@ -197,11 +203,199 @@ static void test_ldmatrix(void)
     CUDA_CHECK(cudaFree(d));
 }
 
+/* ---- the cuBLASLt epilogues, as cublasLt.h documents them --------------------------------
+ * Column-major D[m,n] = alpha op(A) op(B) + beta C in fp32 on small integers (exact), then:
+ * BIAS adds bias[r] (a vector of D's rows); GELU_AUX_BIAS writes the GELU's input acc +
+ * bias[r] to aux (row stride EPILOGUE_AUX_LD, a multiple of 8 and at least m: the rows past
+ * m are not written) and D = gelu(aux); DGELU_BGRAD reads aux, D = acc * gelu'(aux) and
+ * bias[r] = the sum of D's row r; BGRADA / BGRADB write the sums over k of op(A)'s rows (m)
+ * / op(B)'s columns (n). The GELU is the tanh approximation (kernels/gemm.h). */
+
+#define LT_M        5
+#define LT_N        3
+#define LT_K        4
+#define LT_AUX_LD   8       /* the multiple of 8 above LT_M */
+#define LT_SENTINEL -777.0f /* in the elements an epilogue must not write */
+
+struct lt_call {
+    uint32_t epi;
+    int tb;         /* op(B) = B^T: B stored n x k */
+    float beta;     /* C = D's initial contents */
+    float *bias;    /* device */
+    float *aux;     /* device */
+    int64_t aux_ld; /* elements */
+};
+
+static double gelu_tanh(double x)
+{
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+static double gelu_tanh_grad(double x)
+{
+    const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x), t = tanh(u);
+    return 0.5 * (1.0 + t) +
+           0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/* one cublasLtMatmul over device A (m x k), B (k x n, or n x k when tb) and D (m x n) */
+static cublasStatus_t lt_matmul(const struct lt_call *c, const float *A, const float *B, float *D)
+{
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t d;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    const cublasOperation_t opb = c->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const float alpha = 1.0f;
+    cublasLtCreate(&h);
+    cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb));
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &c->epi, sizeof(c->epi));
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias, sizeof(c->bias));
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c->aux,
+                                   sizeof(c->aux));
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &c->aux_ld,
+                                   sizeof(c->aux_ld));
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, LT_M, LT_K, LT_M);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, c->tb ? LT_N : LT_K, c->tb ? LT_K : LT_N,
+                               c->tb ? LT_N : LT_K);
+    cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, LT_M, LT_N, LT_M);
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, d, la, lb, ld, ld, pref, 1, &res, &found);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmul(h, d, &alpha, A, la, B, lb, &c->beta, D, ld, D, ld, &res.algo, NULL, 0,
+                           0);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(d);
+    cublasLtDestroy(h);
+    return s;
+}
+
+static int near(double ref, float got)
+{
+    return fabs(ref - (double)got) <= 1e-5 * (1.0 + fabs(ref));
+}
+
+static void test_epilogues(void)
+{
+    float A[LT_M * LT_K], B[LT_K * LT_N], C0[LT_M * LT_N], bias0[LT_M + 1], pre[LT_AUX_LD * LT_N];
+    double acc[LT_M * LT_N]; /* op(A) op(B), exact; B read as stored k x n, or n x k with tb */
+    for (int i = 0; i < LT_M * LT_K; i++)
+        A[i] = (float)(i % 7 - 3);
+    for (int i = 0; i < LT_K * LT_N; i++)
+        B[i] = (float)(i % 5 - 2);
+    for (int i = 0; i < LT_M * LT_N; i++)
+        C0[i] = (float)(i % 3 - 1);
+    for (int r = 0; r <= LT_M; r++)
+        bias0[r] = r < LT_M ? 0.5f * (float)(r - 2) : LT_SENTINEL;
+    for (int i = 0; i < LT_AUX_LD * LT_N; i++) /* GELU inputs: -1.5 .. 1.5 in the rows < m */
+        pre[i] = i % LT_AUX_LD < LT_M ? 0.25f * (float)(i % 13 - 6) : LT_SENTINEL;
+    float *dA = (float *)dev_copy(A, sizeof(A)), *dB = (float *)dev_copy(B, sizeof(B));
+    float *dD = (float *)dev_copy(NULL, sizeof(C0)),
+          *dbias = (float *)dev_copy(NULL, sizeof(bias0));
+    float *daux = (float *)dev_copy(NULL, sizeof(pre));
+    float D[LT_M * LT_N], bias[LT_M + 1], aux[LT_AUX_LD * LT_N];
+    char what[160];
+    for (int tb = 0; tb < 2; tb++) {
+        for (int r = 0; r < LT_M; r++)
+            for (int c = 0; c < LT_N; c++) {
+                double s = 0;
+                for (int k = 0; k < LT_K; k++)
+                    s += (double)A[r + k * LT_M] *
+                         B[tb ? c + k * LT_N : k + c * LT_K]; /* B^T stored n x k */
+                acc[r + c * LT_M] = s;
+            }
+        static const uint32_t epis[] = { CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+                                         CUBLASLT_EPILOGUE_DGELU_BGRAD, CUBLASLT_EPILOGUE_BGRADA,
+                                         CUBLASLT_EPILOGUE_BGRADB };
+        static const char *names[] = { "BIAS", "GELU_AUX_BIAS", "DGELU_BGRAD", "BGRADA", "BGRADB" };
+        for (int e = 0; e < 5; e++) {
+            const uint32_t epi = epis[e];
+            const int dgelu = epi == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+            struct lt_call c = { epi, tb, dgelu ? 0.0f : 1.0f, dbias, daux, LT_AUX_LD };
+            CUDA_CHECK(cudaMemcpy(dD, C0, sizeof(C0), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpy(dbias, bias0, sizeof(bias0), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpy(daux, pre, sizeof(pre), cudaMemcpyHostToDevice));
+            for (int i = 0; i < LT_AUX_LD * LT_N; i++)
+                aux[i] = LT_SENTINEL;
+            for (int r = 0; r <= LT_M; r++)
+                bias[r] = LT_SENTINEL;
+            if (epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) /* an output: all sentinels first */
+                CUDA_CHECK(cudaMemcpy(daux, aux, sizeof(aux), cudaMemcpyHostToDevice));
+            if (epi == CUBLASLT_EPILOGUE_BGRADA || epi == CUBLASLT_EPILOGUE_BGRADB || dgelu)
+                CUDA_CHECK(cudaMemcpy(dbias, bias, sizeof(bias), cudaMemcpyHostToDevice));
+            cublasStatus_t s = lt_matmul(&c, dA, dB, dD);
+            CUDA_CHECK(cudaMemcpy(D, dD, sizeof(D), cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpy(bias, dbias, sizeof(bias), cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpy(aux, daux, sizeof(aux), cudaMemcpyDeviceToHost));
+            int bad = s != CUBLAS_STATUS_SUCCESS;
+            double bsum[LT_M + 1] = { 0 };
+            for (int r = 0; r < LT_M; r++)
+                for (int col = 0; col < LT_N; col++) {
+                    const int i = r + col * LT_M, ai = r + col * LT_AUX_LD;
+                    double v = acc[i] + c.beta * C0[i];
+                    if (epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+                        v += bias0[r];
+                    if (epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+                        bad += aux[ai] != (float)v; /* exact: integers and halves */
+                        v = gelu_tanh(v);
+                    } else if (dgelu) {
+                        v *= gelu_tanh_grad(pre[ai]);
+                        bsum[r] += v;
+                    }
+                    bad += !near(v, D[i]);
+                }
+            if (epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) /* the rows past m: not written */
+                for (int i = 0; i < LT_AUX_LD * LT_N; i++)
+                    bad += i % LT_AUX_LD >= LT_M && aux[i] != LT_SENTINEL;
+            if (epi == CUBLASLT_EPILOGUE_BGRADA || epi == CUBLASLT_EPILOGUE_BGRADB) {
+                const int len = epi == CUBLASLT_EPILOGUE_BGRADA ? LT_M : LT_N;
+                for (int i = 0; i < len; i++)
+                    for (int k = 0; k < LT_K; k++)
+                        bsum[i] += epi == CUBLASLT_EPILOGUE_BGRADA ? A[i + k * LT_M]
+                                   : tb                            ? B[i + k * LT_N]
+                                                                   : B[k + i * LT_K];
+            }
+            if (epi == CUBLASLT_EPILOGUE_BGRADA || epi == CUBLASLT_EPILOGUE_BGRADB || dgelu) {
+                const int len = epi == CUBLASLT_EPILOGUE_BGRADB ? LT_N : LT_M;
+                for (int i = 0; i <= LT_M; i++)
+                    bad += i < len ? !near(bsum[i], bias[i]) : bias[i] != LT_SENTINEL;
+            } else {
+                for (int i = 0; i <= LT_M; i++)
+                    bad += bias[i] != bias0[i]; /* an input: not written */
+            }
+            snprintf(what, sizeof(what),
+                     "cuBLASLt epilogue %s%s, m=%d n=%d k=%d, aux ld %d (%d wrong)", names[e],
+                     tb ? " (B transposed)" : "", LT_M, LT_N, LT_K, LT_AUX_LD, bad);
+            result(!bad, what);
+        }
+    }
+    /* the aux ld must be a multiple of 8 */
+    static const int64_t bad_ld[] = { 4, 12 };
+    for (int i = 0; i < 2; i++) {
+        struct lt_call c = { CUBLASLT_EPILOGUE_GELU_AUX_BIAS, 0, 0.0f, dbias, daux, bad_ld[i] };
+        snprintf(what, sizeof(what), "cuBLASLt GELU_AUX_BIAS refuses aux ld %d (m=%d)",
+                 (int)bad_ld[i], LT_M);
+        result(lt_matmul(&c, dA, dB, dD) == CUBLAS_STATUS_INVALID_VALUE, what);
+    }
+    CUDA_CHECK(cudaFree(dA));
+    CUDA_CHECK(cudaFree(dB));
+    CUDA_CHECK(cudaFree(dD));
+    CUDA_CHECK(cudaFree(dbias));
+    CUDA_CHECK(cudaFree(daux));
+}
+
 int main(void)
 {
     test_shuffles();
     test_mma();
     test_ldmatrix();
+    test_epilogues();
     printf("test_emu: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

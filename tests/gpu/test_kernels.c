@@ -1066,8 +1066,9 @@ static void t_gemm(void)
  */
 
 /* Causal attention forward and backward in double (exact softmax). */
+/* ds[B*T] (NULL: all 0): query t of sample b attends to keys ds[b*T+t]..t (documents) */
 static void attn_ref(const float *qkv, const float *dout, int B, int T, int Hq, int Hkv, int D,
-                     double scale, double *out, double *lse, double *dqkv)
+                     double scale, double *out, double *lse, double *dqkv, const int *ds)
 {
     const int S3 = (Hq + 2 * Hkv) * D, G = Hq / Hkv;
     memset(dqkv, 0, sizeof(double) * (size_t)B * T * S3);
@@ -1080,7 +1081,8 @@ static void attn_ref(const float *qkv, const float *dout, int B, int T, int Hq, 
                     const float *q = qkv + ((size_t)b * T + t) * S3 + (size_t)h * D;
                     const float *go = dout + ((size_t)b * T + t) * Hq * D + (size_t)h * D;
                     double m = -INFINITY, z = 0;
-                    for (int j = 0; j <= t; j++) {
+                    const int j0 = ds ? ds[(size_t)b * T + t] : 0;
+                    for (int j = j0; j <= t; j++) {
                         const float *k = qkv + ((size_t)b * T + j) * S3 + (size_t)(Hq + hk) * D;
                         double acc = 0;
                         for (int d = 0; d < D; d++)
@@ -1089,7 +1091,7 @@ static void attn_ref(const float *qkv, const float *dout, int B, int T, int Hq, 
                         if (s[j] > m)
                             m = s[j];
                     }
-                    for (int j = 0; j <= t; j++)
+                    for (int j = j0; j <= t; j++)
                         z += exp(s[j] - m);
                     const double l = m + log(z);
                     lse[((size_t)b * Hq + h) * T + t] = l;
@@ -1097,7 +1099,7 @@ static void attn_ref(const float *qkv, const float *dout, int B, int T, int Hq, 
                     for (int d = 0; d < D; d++)
                         o[d] = 0;
                     double delta = 0;
-                    for (int j = 0; j <= t; j++) {
+                    for (int j = j0; j <= t; j++) {
                         const float *v =
                             qkv + ((size_t)b * T + j) * S3 + (size_t)(Hq + Hkv + hk) * D;
                         const double p = exp(s[j] - l);
@@ -1110,14 +1112,14 @@ static void attn_ref(const float *qkv, const float *dout, int B, int T, int Hq, 
                         delta += p * acc;
                     }
                     double *dq = dqkv + ((size_t)b * T + t) * S3 + (size_t)h * D;
-                    for (int j = 0; j <= t; j++) {
-                        const double p = exp(s[j] - l), ds = p * (dp[j] - delta) * scale;
+                    for (int j = j0; j <= t; j++) {
+                        const double p = exp(s[j] - l), dsc = p * (dp[j] - delta) * scale;
                         const float *k = qkv + ((size_t)b * T + j) * S3 + (size_t)(Hq + hk) * D;
                         double *dk = dqkv + ((size_t)b * T + j) * S3 + (size_t)(Hq + hk) * D;
                         double *dv = dqkv + ((size_t)b * T + j) * S3 + (size_t)(Hq + Hkv + hk) * D;
                         for (int d = 0; d < D; d++) {
-                            dq[d] += ds * k[d];
-                            dk[d] += ds * q[d];
+                            dq[d] += dsc * k[d];
+                            dk[d] += dsc * q[d];
                             dv[d] += p * go[d];
                         }
                     }
@@ -1148,6 +1150,79 @@ static void check_dqkv(const char *tag, const double *ref, const float *got, int
     }
 }
 
+/* The variable-length form (packed documents): documents of 1 to 150 tokens, boundaries
+ * inside tiles and on them, against the reference with the same starts; the dispatcher with
+ * attention_set_docs runs it too. */
+static void t_attention_docs(void)
+{
+    static const int cases[][5] = { { 2, 200, 4, 2, 64 }, { 1, 130, 2, 1, 32 } };
+    for (int ci = 0; ci < 2; ci++) {
+        const int B = cases[ci][0], T = cases[ci][1], Hq = cases[ci][2], Hkv = cases[ci][3];
+        const int D = cases[ci][4], S3 = (Hq + 2 * Hkv) * D;
+        const size_t nq = (size_t)B * T * S3, no = (size_t)B * T * Hq * D, nl = (size_t)B * Hq * T;
+        const float scale = 1.0f / sqrtf((float)D);
+        char sh[80];
+        snprintf(sh, sizeof(sh), "docs B=%d T=%d Hq=%d Hkv=%d D=%d", B, T, Hq, Hkv, D);
+        /* sample 0: 1, 63, 64 (a tile's last row, then a whole tile), 150 (across tiles),
+         * then the rest; sample 1: 5-token documents */
+        static const int lens0[] = { 1, 63, 64, 150 };
+        int *ds = (int *)malloc(sizeof(int) * (size_t)B * T);
+        for (int b = 0; b < B; b++) {
+            int first = 0, k = 0, left = b == 0 ? lens0[0] : 5;
+            for (int t = 0; t < T; t++) {
+                ds[(size_t)b * T + t] = first;
+                if (--left == 0) {
+                    first = t + 1;
+                    k++;
+                    left = b == 0 && k < 4 ? lens0[k] : b == 0 ? T : 5;
+                }
+            }
+        }
+        uint16_t *qkv = rand_bf16(nq, 1.0f), *dout = rand_bf16(no, 1.0f);
+        double *ro = dvec(no), *rl = dvec(nl), *rd = dvec(nq);
+        attn_ref(bf16_to_f32_host(qkv, nq), bf16_to_f32_host(dout, no), B, T, Hq, Hkv, D, scale, ro,
+                 rl, rd, ds);
+        uint16_t *dq = (uint16_t *)to_dev(qkv, nq * 2), *ddo = (uint16_t *)to_dev(dout, no * 2);
+        int *dds = (int *)to_dev(ds, sizeof(int) * (size_t)B * T);
+        uint16_t *out = (uint16_t *)dalloc(no * 2), *dqkv = (uint16_t *)dalloc(nq * 2);
+        float *lse = (float *)dalloc(nl * 4);
+        void *ws = dalloc(attn_own_bwd_workspace_size(B, T, Hq));
+        poison(out, no * 2);
+        poison(lse, nl * 4);
+        poison(dqkv, nq * 2);
+        if (attn_own_fwd_docs(out, lse, dq, dds, B, T, Hq, Hkv, D, scale, 0) ||
+            attn_own_bwd_docs(dqkv, ws, ddo, dq, out, lse, dds, B, T, Hq, Hkv, D, scale, 0)) {
+            result(0, nm("attn own %s", sh), "unsupported");
+        } else {
+            check(nm("attn own fwd out %s", sh), ro, get_bf16(out, no), no, TOL_ATTN);
+            check(nm("attn own fwd lse %s", sh), rl, get_f32(lse, nl), nl, TOL_LSE);
+            check_dqkv(nm("attn own bwd %s", sh), rd, get_bf16(dqkv, nq), B, T, Hq, Hkv, D);
+        }
+        struct attention *a = attention_new(ATTN_OWN);
+        size_t wsb = 0;
+        if (!a || attention_prepare(a, B, T, Hq, Hkv, D, &wsb)) {
+            result(0, nm("attention(own) %s", sh), "cannot prepare");
+        } else {
+            void *ws2 = dalloc(wsb);
+            attention_set_docs(a, dds);
+            poison(out, no * 2);
+            poison(dqkv, nq * 2);
+            int rc = attention_fwd(a, out, lse, dq, B, T, Hq, Hkv, D, scale, ws2, wsb, 0);
+            rc |= attention_bwd(a, dqkv, ddo, dq, out, lse, B, T, Hq, Hkv, D, scale, ws2, wsb, 0);
+            if (rc) {
+                result(0, nm("attention(own) %s runs", sh), "failed");
+            } else {
+                check(nm("attention(own) fwd %s", sh), ro, get_bf16(out, no), no, TOL_ATTN);
+                check_dqkv(nm("attention(own) bwd %s", sh), rd, get_bf16(dqkv, nq), B, T, Hq, Hkv,
+                           D);
+            }
+        }
+        attention_free(a);
+        free(ds);
+        free_all();
+    }
+}
+
 static void t_attention(void)
 {
     static const int cases[][5] = { { 2, 64, 4, 4, 64 },   { 1, 77, 6, 2, 32 },
@@ -1169,7 +1244,7 @@ static void t_attention(void)
         uint16_t *qkv = rand_bf16(nq, 1.0f), *dout = rand_bf16(no, 1.0f);
         double *ro = dvec(no), *rl = dvec(nl), *rd = dvec(nq);
         attn_ref(bf16_to_f32_host(qkv, nq), bf16_to_f32_host(dout, no), B, T, Hq, Hkv, D, scale, ro,
-                 rl, rd);
+                 rl, rd, NULL);
         uint16_t *dq = (uint16_t *)to_dev(qkv, nq * 2), *ddo = (uint16_t *)to_dev(dout, no * 2);
         uint16_t *out = (uint16_t *)dalloc(no * 2), *dqkv = (uint16_t *)dalloc(nq * 2);
         float *lse = (float *)dalloc(nl * 4);
@@ -1275,7 +1350,7 @@ static void t_attention(void)
         uint16_t *qkv = rand_bf16(nq, 1.0f), *dout = rand_bf16(no, 1.0f);
         double *ro = dvec(no), *rl = dvec((size_t)B * Hq * T), *rd = dvec(nq);
         attn_ref(bf16_to_f32_host(qkv, nq), bf16_to_f32_host(dout, no), B, T, Hq, Hkv, D,
-                 1.0 / sqrt(D), ro, rl, rd);
+                 1.0 / sqrt(D), ro, rl, rd, NULL);
         uint16_t *dq = (uint16_t *)to_dev(qkv, nq * 2), *ddo = (uint16_t *)to_dev(dout, no * 2);
         uint16_t *out = (uint16_t *)dalloc(no * 2), *dqkv = (uint16_t *)dalloc(nq * 2);
         float *lse = (float *)dalloc((size_t)B * Hq * T * 4);
@@ -1426,6 +1501,7 @@ static const struct {
     { "adamw", t_adamw },
     { "gemm", t_gemm },
     { "attention", t_attention },
+    { "attention_docs", t_attention_docs },
     { "gelu_erf", t_gelu_erf },
     { "grad_f32", t_grad_f32 },
     { "classifier_vp", t_classifier_vp },

@@ -47,8 +47,8 @@ class NumpyOracle:
         self.state = {}
         self.g = None
 
-    def micro(self, tokens, targets, accum):
-        loss, logits, g = mn.forward_backward(self.p, self.c, tokens, targets)
+    def micro(self, tokens, targets, accum, docs=None):
+        loss, logits, g = mn.forward_backward(self.p, self.c, tokens, targets, docs=docs)
         g = {k: v / accum for k, v in g.items()}
         self.g = g if self.g is None else {k: self.g[k] + g[k] for k in g}
         return float(loss), logits
@@ -86,7 +86,14 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("ckpt")
     ap.add_argument("steps", type=int)
+    ap.add_argument("--eod", type=int, default=-1, help="the end-of-document id")
+    ap.add_argument("--reset-position-ids", action="store_true")
+    ap.add_argument("--reset-attention-mask", action="store_true")
+    ap.add_argument("--eod-mask-loss", action="store_true")
     a = ap.parse_args()
+    flags = (a.reset_position_ids, a.reset_attention_mask, a.eod_mask_loss)
+    if any(flags) and a.oracle != "numpy":
+        sys.exit("the document flags are checked by the numpy oracle only")
     meta = json.load(open(os.path.join(a.ckpt, "checkpoint.json")))
     cfg = meta["model"]
     o = meta["optimizer"]["settings"]
@@ -109,7 +116,11 @@ def main():
         loss_sum = 0.0
         for m in range(accum):
             chunk = toks[m * mb:(m + 1) * mb]
-            loss, logits = orc.micro(chunk[:, :-1], chunk[:, 1:], accum)
+            docs = mn.ltor_masks(chunk[:, :-1], a.eod, *flags) if any(flags) else None
+            if docs is None:
+                loss, logits = orc.micro(chunk[:, :-1], chunk[:, 1:], accum)
+            else:
+                loss, logits = orc.micro(chunk[:, :-1], chunk[:, 1:], accum, docs)
             loss_sum += loss
             if step == 1 and m == 0:
                 check("step 1 logits (micro-batch 0)", rel(d1["logits"], np.asarray(logits)[:, :V]),

@@ -73,12 +73,37 @@ def rope_tables(c, T):
 
 
 def rot(x, cos, sin, inverse=False):
-    # x [B, T, heads, hd]; pairs (i, i + hd/2)
+    # x [B, T, heads, hd]; pairs (i, i + hd/2); cos, sin [T, hd/2] or per sample [B, T, hd/2]
     h = x.shape[-1] // 2
     s = -sin if inverse else sin
     x1, x2 = x[..., :h], x[..., h:]
-    c_, s_ = cos[None, :, None, :], s[None, :, None, :]
+    if cos.ndim == 2:
+        cos, s = cos[None], s[None]
+    c_, s_ = cos[:, :, None, :], s[:, :, None, :]
     return np.concatenate([x1 * c_ - x2 * s_, x2 * c_ + x1 * s_], axis=-1)
+
+
+def ltor_masks(tokens, eod, reset_position_ids, reset_attention_mask, eod_mask_loss):
+    """Megatron-LM's left-to-right masks of a batch of input tokens [B, T], written from its
+    definition: an EOD token at i ends a document, tokens from i + 1 on neither attend to
+    nor count positions from tokens up to i; the loss is masked where the input is EOD.
+    Returns (allowed [B, T, T] bool: query t may attend key u, positions [B, T], loss mask
+    [B, T] float)."""
+    B, T = tokens.shape
+    allowed = np.tile(np.tril(np.ones((T, T), dtype=bool)), (B, 1, 1))
+    pos = np.tile(np.arange(T), (B, 1))
+    lmask = np.ones((B, T))
+    for b in range(B):
+        if eod_mask_loss:
+            lmask[b, tokens[b] == eod] = 0.0
+        prev = 0
+        for i in np.nonzero(tokens[b] == eod)[0]:
+            if reset_attention_mask:
+                allowed[b, i + 1:, :i + 1] = False
+            if reset_position_ids:
+                pos[b, i + 1:] -= i + 1 - prev
+                prev = i + 1
+    return allowed, pos, lmask
 
 
 def norm_fwd(x, w, b, c):
@@ -131,23 +156,33 @@ def P(params, name):
     return params.get(name)
 
 
-def forward_backward(params, c, tokens, targets, want_grads=True):
-    """tokens, targets [B, T] int. Returns (mean loss, logits [B*T, V], grads dict)."""
+def forward_backward(params, c, tokens, targets, want_grads=True, docs=None, fp8=None):
+    """tokens, targets [B, T] int. Returns (mean loss, logits [B*T, V], grads dict).
+    docs: ltor_masks' (allowed, positions, loss mask), or None (causal, 0..T-1, all 1).
+    fp8: the four products of each layer through fp8.fwd(layer, which, x, W) -> x . W^T and
+    fp8.bwd(layer, which, dy, x, W) -> (dx, dW) (tests/oracle/fp8_numpy.py); which is 0 (QKV),
+    1 (attention out), 2 (MLP up) or 3 (MLP down)."""
     B, T = tokens.shape
+    if docs is None:
+        allowed = np.tril(np.ones((T, T), dtype=bool))[None]
+        pos, lmask = np.tile(np.arange(T), (B, 1)), np.ones((B, T))
+    else:
+        allowed, pos, lmask = docs
     D, H, Hkv, hd, V = c.D, c.H, c.Hkv, c.hd, c.V
     g = H // Hkv
     p = {k: v.astype(np.float64) for k, v in params.items()}
     E = p["embed.weight"]
     x = E[tokens]
     if not c.rope:
-        x = x + p["pos_embed.weight"][:T][None]
+        x = x + p["pos_embed.weight"][pos]
     if c.rope:
         cos, sin = rope_tables(c, T)
+        cos, sin = cos[pos], sin[pos]
     caches = []
     for l in range(c.L):
         pre = "layers.%d." % l
         h1, n1 = norm_fwd(x, p[pre + "attn_norm.weight"], p.get(pre + "attn_norm.bias"), c)
-        qkv = h1 @ p[pre + "attn.qkv.weight"].T
+        qkv = fp8.fwd(l, 0, h1, p[pre + "attn.qkv.weight"]) if fp8 else h1 @ p[pre + "attn.qkv.weight"].T
         if c.bias:
             qkv = qkv + p[pre + "attn.qkv.bias"]
         q = qkv[..., :H * hd].reshape(B, T, H, hd)
@@ -157,18 +192,17 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
             q, k = rot(q, cos, sin), rot(k, cos, sin)
         kr, vr = np.repeat(k, g, axis=2), np.repeat(v, g, axis=2)  # [B,T,H,hd]
         s = np.einsum("bthd,buhd->bhtu", q, kr) / math.sqrt(hd)
-        mask = np.triu(np.ones((T, T), dtype=bool), 1)
-        s = np.where(mask[None, None], -np.inf, s)
+        s = np.where(allowed[:, None], s, -np.inf)
         s = s - s.max(-1, keepdims=True)
         pr = np.exp(s)
         pr = pr / pr.sum(-1, keepdims=True)
         y = np.einsum("bhtu,buhd->bthd", pr, vr).reshape(B, T, H * hd)
-        o = y @ p[pre + "attn.proj.weight"].T
+        o = fp8.fwd(l, 1, y, p[pre + "attn.proj.weight"]) if fp8 else y @ p[pre + "attn.proj.weight"].T
         if c.bias:
             o = o + p[pre + "attn.proj.bias"]
         xm = x + o
         h2, n2 = norm_fwd(xm, p[pre + "mlp_norm.weight"], p.get(pre + "mlp_norm.bias"), c)
-        f = h2 @ p[pre + "mlp.fc.weight"].T
+        f = fp8.fwd(l, 2, h2, p[pre + "mlp.fc.weight"]) if fp8 else h2 @ p[pre + "mlp.fc.weight"].T
         if c.bias:
             f = f + p[pre + "mlp.fc.bias"]
         if c.act == "swiglu":
@@ -177,7 +211,7 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
             a = gt * sg * up
         else:
             a = gelu(f, c.act == "gelu_tanh")
-        m = a @ p[pre + "mlp.proj.weight"].T
+        m = fp8.fwd(l, 3, a, p[pre + "mlp.proj.weight"]) if fp8 else a @ p[pre + "mlp.proj.weight"].T
         if c.bias:
             m = m + p[pre + "mlp.proj.bias"]
         caches.append((x, h1, n1, q, kr, vr, pr, y, xm, h2, n2, f, a))
@@ -189,13 +223,15 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
     lse = np.log(np.exp(logits - mx).sum(-1, keepdims=True)) + mx
     tflat = targets.reshape(-1)
     losses = lse[:, 0] - logits[np.arange(B * T), tflat]
-    loss = losses.mean()
+    lw = lmask.reshape(-1)
+    kept = lw.sum()
+    loss = (losses * lw).sum() / kept if kept > 0 else 0.0
     if not want_grads:
         return loss, logits, None
     G = {k: np.zeros_like(v) for k, v in p.items()}
     dlog = np.exp(logits - lse)
     dlog[np.arange(B * T), tflat] -= 1.0
-    dlog /= B * T
+    dlog *= (lw / kept if kept > 0 else 0.0 * lw)[:, None]
     dlog = dlog.reshape(B, T, V)
     Gout = np.einsum("btv,btd->vd", dlog, hf)
     if c.tied:
@@ -211,30 +247,43 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
         pre = "layers.%d." % l
         x0, h1, n1, q, kr, vr, pr, y, xm, h2, n2, f, a = caches[l]
         # MLP
-        G[pre + "mlp.proj.weight"] += np.einsum("btd,btf->df", dx, a)
+        if fp8:
+            da, gw = fp8.bwd(l, 3, dx, a, p[pre + "mlp.proj.weight"])
+            G[pre + "mlp.proj.weight"] += gw
+        else:
+            G[pre + "mlp.proj.weight"] += np.einsum("btd,btf->df", dx, a)
+            da = dx @ p[pre + "mlp.proj.weight"]
         if c.bias:
             G[pre + "mlp.proj.bias"] += dx.reshape(-1, D).sum(0)
-        da = dx @ p[pre + "mlp.proj.weight"]
         if c.act == "swiglu":
             gt, up = f[..., :c.F], f[..., c.F:]
             sg = 1.0 / (1.0 + np.exp(-gt))
             df = np.concatenate([da * up * sg * (1 + gt * (1 - sg)), da * gt * sg], axis=-1)
         else:
             df = da * gelu_grad(f, c.act == "gelu_tanh")
-        G[pre + "mlp.fc.weight"] += np.einsum("btf,btd->fd", df, h2)
+        if fp8:
+            dh2, gw = fp8.bwd(l, 2, df, h2, p[pre + "mlp.fc.weight"])
+            G[pre + "mlp.fc.weight"] += gw
+        else:
+            G[pre + "mlp.fc.weight"] += np.einsum("btf,btd->fd", df, h2)
+            dh2 = df @ p[pre + "mlp.fc.weight"]
         if c.bias:
             G[pre + "mlp.fc.bias"] += df.reshape(-1, df.shape[-1]).sum(0)
-        dh2 = df @ p[pre + "mlp.fc.weight"]
         dxm, dw, db = norm_bwd(dh2, p[pre + "mlp_norm.weight"], n2, c)
         G[pre + "mlp_norm.weight"] += dw
         if pre + "mlp_norm.bias" in G:
             G[pre + "mlp_norm.bias"] += db
         dxm = dxm + dx
         # attention
-        G[pre + "attn.proj.weight"] += np.einsum("btd,bte->de", dxm, y)
+        if fp8:
+            dy, gw = fp8.bwd(l, 1, dxm, y, p[pre + "attn.proj.weight"])
+            G[pre + "attn.proj.weight"] += gw
+            dy = dy.reshape(B, T, H, hd)
+        else:
+            G[pre + "attn.proj.weight"] += np.einsum("btd,bte->de", dxm, y)
+            dy = (dxm @ p[pre + "attn.proj.weight"]).reshape(B, T, H, hd)
         if c.bias:
             G[pre + "attn.proj.bias"] += dxm.reshape(-1, D).sum(0)
-        dy = (dxm @ p[pre + "attn.proj.weight"]).reshape(B, T, H, hd)
         dpr = np.einsum("bthd,buhd->bhtu", dy, vr)
         dvr = np.einsum("bhtu,bthd->buhd", pr, dy)
         ds = pr * (dpr - (dpr * pr).sum(-1, keepdims=True)) / math.sqrt(hd)
@@ -245,10 +294,14 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
         if c.rope:
             dq, dk = rot(dq, cos, sin, True), rot(dk, cos, sin, True)
         dqkv = np.concatenate([dq.reshape(B, T, -1), dk.reshape(B, T, -1), dv.reshape(B, T, -1)], -1)
-        G[pre + "attn.qkv.weight"] += np.einsum("bte,btd->ed", dqkv, h1)
+        if fp8:
+            dh1, gw = fp8.bwd(l, 0, dqkv, h1, p[pre + "attn.qkv.weight"])
+            G[pre + "attn.qkv.weight"] += gw
+        else:
+            G[pre + "attn.qkv.weight"] += np.einsum("bte,btd->ed", dqkv, h1)
+            dh1 = dqkv @ p[pre + "attn.qkv.weight"]
         if c.bias:
             G[pre + "attn.qkv.bias"] += dqkv.reshape(-1, dqkv.shape[-1]).sum(0)
-        dh1 = dqkv @ p[pre + "attn.qkv.weight"]
         dx0, dw, db = norm_bwd(dh1, p[pre + "attn_norm.weight"], n1, c)
         G[pre + "attn_norm.weight"] += dw
         if pre + "attn_norm.bias" in G:
@@ -256,7 +309,7 @@ def forward_backward(params, c, tokens, targets, want_grads=True):
         dx = dx0 + dxm
     np.add.at(G["embed.weight"], tokens.reshape(-1), dx.reshape(-1, D))
     if not c.rope:
-        G["pos_embed.weight"][:T] += dx.sum(0)
+        np.add.at(G["pos_embed.weight"], pos.reshape(-1), dx.reshape(-1, D))
     return loss, logits, G
 
 

@@ -211,6 +211,8 @@ TEST(pipeline_keys_from_option_tables)
         { "extract: sluice extract\n", cmd_extract_options },
         { "clean: sluice clean\n", cmd_clean_options },
         { "filter: sluice filter\n", cmd_filter_options },
+        { "tag: sluice tag\n", cmd_tag_options },
+        { "mix: sluice mix\n", cmd_mix_options },
         { "decontaminate: sluice decontaminate\n", cmd_decontaminate_options },
         { "dedup_exact: sluice dedup exact\n", cmd_dedup_exact_options },
         { "dedup_fuzzy: sluice dedup fuzzy\n", cmd_dedup_fuzzy_options },
