@@ -10,6 +10,7 @@
 #   make bench        run the benchmarks in bench/ against the peer tools
 #   make test-gpu     build and run the CUDA kernel and GPU trainer tests (SKIP without nvcc or a GPU)
 #   make bench-kernels  time the CUDA kernels (one table)
+#   make bench-scale  how cost grows: every stage at 1x, 4x and 16x an input, 1 and 2 ranks
 #   make gpu-bundle   what a lent GPU machine runs, in .gpucheck/ (scripts/gpu-check.sh --prepare;
 #                     LLMC_SRC=llm.c CUDNN_FRONTEND=cudnn-frontend also build llm.c's train_gpt2cu)
 #   make install PREFIX=/opt/sluice   build, then install (install-files: install what is built)
@@ -251,7 +252,7 @@ install-files:
 
 .PHONY: install install-files
 
-.PHONY: all FORCE config deps test test-unit test-cli test-hosts test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo \
+.PHONY: all FORCE config deps test test-unit test-cli test-hosts test-megatron test-mpi asan fuzz fuzz-short fuzz-campaign fuzz-keep demo bench-scale \
         bench clean format check-format check-deps test-gpu bench-kernels gpu-bundle
 FORCE:
 
@@ -357,6 +358,11 @@ demo: deps
 
 bench: all
 	@bench/run.sh $(BUILD)/sluice
+
+# How cost grows with the input: every stage at 1x, 4x and 16x SCALE_MB (256) and 1 and 2
+# ranks (bench/scale.sh; docs/benchmarks.md, "Scaling")
+bench-scale: all
+	@bench/scale.sh $(BUILD)/sluice
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc' '*.cu')

@@ -8,6 +8,6 @@ LIB_SRCS += curate/dedup/normalize.c curate/dedup/shingle.c curate/dedup/minhash
             curate/dedup/fuzzy_index.c curate/dedup/cmd_dedup_fuzzy.c curate/dedup/lsh_index.c \
             curate/dedup/lsh_redis.c curate/dedup/redis_cluster.c \
             curate/dedup/redis_slots.c curate/dedup/redis_watch.c curate/dedup/redis_lock.c \
-            curate/dedup/lsh_redis_claim.c curate/dedup/rehydrate.c
+            curate/dedup/lsh_redis_claim.c curate/dedup/rehydrate.c curate/dedup/fuzzy_plan.c
 PKGS += hiredis
 FUZZ_TARGETS += fuzz_shingle fuzz_redis_reply

@@ -5,6 +5,7 @@
  * the first document of each component kept). */
 #include "curate/commands.h"
 #include "curate/dedup/fuzzy.h"
+#include "curate/dedup/fuzzy_plan.h"
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -14,6 +15,7 @@
 #include "core/options.h"
 #include "core/parquet_write.h"
 #include "core/stage.h"
+#include "core/stream.h"
 #include "core/world.h"
 #include "curate/dedup/corpus.h"
 #include "curate/dedup/minhash.h"
@@ -39,7 +41,8 @@ const char *const cmd_dedup_fuzzy_usage[] = {
     "and for any number of ranks. Writes part-NNNNN.jsonl.zst per input file,",
     "duplicates.jsonl, clusters.jsonl (and pairs.jsonl with --pairs) and manifest.json.",
     "Presets: datatrove = words:5, 14x8, --norm all (the default); nemo = chars:24, 20x13,",
-    "--norm none.",
+    "--norm none. --plan prints, without doing the work, the peak memory per rank and per",
+    "Redis master that the run will need (docs/dedup.md, \"Planning memory\").",
     NULL,
 };
 
@@ -51,6 +54,8 @@ struct opts {
     uint64_t seed, max_line;
     double threshold;
     int verify, pairs, force, wait, repair_utf8, cluster_size, rehydrate;
+    int plan;               /* --plan */
+    long ranks;             /* --ranks: of the plan (0: this run's) */
     const char *out_format; /* --out-format */
     uint64_t row_group_size;
     /* for the settings: "fuzzy", the MinHash settings (JSON), --index-in's generation */
@@ -134,6 +139,14 @@ const struct sl_option cmd_dedup_fuzzy_options[] = {
     SL_OPT_REPAIR_UTF8(repair_utf8),
     SL_OPT_FORCE(force),
     SL_OPT_WAIT(wait),
+    SL_OPT_GROUP_("Planning"),
+    SL_OPT_FLAG_(0, "plan", plan,
+                 "print the peak memory per rank and per Redis master, and exit without "
+                 "doing the work",
+                 .flags = SL_OPTF_NO_KEY | SL_OPTF_ALONE),
+    SL_OPT_INTEGER(0, "ranks", ranks, "N",
+                   "ranks that --plan plans for (default: the ranks it runs on)", .def = "0",
+                   .flags = SL_OPTF_NO_KEY | SL_OPTF_DEF_UNSAID),
     SL_OPT_COMMON,
     SL_OPT_END_,
 };
@@ -313,6 +326,97 @@ out:
     return rc;
 }
 
+static double mib(uint64_t b)
+{
+    return b / 1048576.0;
+}
+
+/* The documents of each input counted and the rank that reads the most under P ranks
+ * (files assigned as dd_corpus_init assigns them): in->docs, in->docs_rank. */
+static int plan_docs(const struct dd_corpus *c, int P, struct dd_plan_in *in)
+{
+    size_t n = c->in.n;
+    uint64_t *docs = sl_xcalloc(n + 1, sizeof(*docs));
+    uint64_t *bytes = sl_xcalloc(n + 1, sizeof(*bytes));
+    uint64_t *sizes = sl_xcalloc(n + 1, sizeof(*sizes));
+    uint64_t *per = sl_xcalloc((size_t)P, sizeof(*per));
+    int *owner = sl_xcalloc(n + 1, sizeof(*owner));
+    int rc = dd_plan_count_docs(&c->in, docs, bytes);
+    for (size_t i = 0; i < n; i++)
+        sizes[i] = c->in.v[i].size;
+    sl_assign_by_size(sizes, n, P, owner);
+    for (size_t i = 0; !rc && i < n; i++) {
+        in->docs += docs[i];
+        per[owner[i]] += docs[i];
+        if (sl_codec_from_name(c->in.v[i].path) == SL_CODEC_ZSTD && bytes[i] > in->zstd_frame)
+            in->zstd_frame = bytes[i];
+    }
+    for (int r = 0; r < P; r++)
+        if (per[r] > in->docs_rank)
+            in->docs_rank = per[r];
+    free(docs);
+    free(bytes);
+    free(sizes);
+    free(per);
+    free(owner);
+    return rc;
+}
+
+/* --plan: the inputs' documents counted, the Redis Cluster asked for its masters and
+ * memory, and the model's figures printed (rank 0); nothing written. */
+static int plan(const struct opts *o, const struct dd_fuzzy_params *f,
+                const struct sl_strlist *operands)
+{
+    struct sl_world *w = sl_world_get();
+    struct dd_corpus c;
+    memset(&c, 0, sizeof(c));
+    int P = o->ranks > 0 ? (int)o->ranks : w->size;
+    struct dd_plan_in in = { .bands = f->bands, .ranks = (unsigned)P };
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    /* what this process holds now: its binary, libraries and (under mpirun) MPI's */
+    in.base_bytes = (uint64_t)ru.ru_maxrss * 1024;
+    if (P > 1 && w->size == 1)
+        in.base_bytes += DD_PLAN_MPI_BYTES;
+    int rc = dd_corpus_init(&c, w, (const char *const *)operands->v, operands->n);
+    if (!rc)
+        rc = plan_docs(&c, P, &in);
+    in.redis = !strcmp(o->backend, "redis");
+    if (!rc && in.redis) {
+        const char *pw = getenv("SLUICE_REDIS_PASSWORD");
+        in.prefix_len = o->redis_prefix ? strlen(o->redis_prefix) : strlen("sluice:run:") + 16;
+        rc = dd_plan_redis(o->redis, pw && *pw ? pw : NULL, o->redis_timeout, &in.masters,
+                           &in.node_base);
+    }
+    if (rc) {
+        dd_corpus_release(&c);
+        return fail(1);
+    }
+    struct dd_plan p;
+    dd_plan_memory(&in, &p);
+    if (w->rank == 0) {
+        printf("plan: %llu documents (counted) in %zu files, %.1f MB; %d ranks; %u bands x %u "
+               "rows; %s backend\n",
+               (unsigned long long)in.docs, c.in.n, mib(sl_inputs_total_size(&c.in)), P, f->bands,
+               f->rows, o->backend);
+        printf("peak per rank: %.1f MB (the rank with the most documents: %llu)\n",
+               mib(p.rank_peak), (unsigned long long)in.docs_rank);
+        printf("  base %.1f MB, signatures %.1f MB, %s %.1f MB, pairs %.1f MB; pass 1 %.1f MB, "
+               "output %.1f MB\n",
+               mib(p.base), mib(p.sigs), in.redis ? "redis batch" : "band records", mib(p.work),
+               mib(p.pairs), mib(p.pass1), mib(p.output));
+        if (in.redis) {
+            printf("peak per redis node: %.1f MB (%u masters; on each about %llu keys)\n",
+                   mib(p.node_peak), in.masters, (unsigned long long)p.node_keys);
+            printf("  now %.1f MB, buckets %.1f MB, slot markers %.1f MB\n", mib(in.node_base),
+                   mib(p.node_buckets), mib(p.node_markers));
+        }
+        fflush(stdout);
+    }
+    dd_corpus_release(&c);
+    return 0;
+}
+
 /* The preset's defaults applied, the options checked and resolved into o->f and o->fam. */
 static int check(void *opts, const struct sl_strlist *operands)
 {
@@ -342,6 +446,10 @@ static int check(void *opts, const struct sl_strlist *operands)
         rc = sl_err_set(SL_ERR_USAGE, "--backend redis needs --redis HOST:PORT[,HOST:PORT...]");
     if (!rc && o->redis && strcmp(o->backend, "redis"))
         rc = sl_err_set(SL_ERR_USAGE, "--redis is only used with --backend redis");
+    if (!rc && o->ranks < 0)
+        rc = sl_err_set(SL_ERR_USAGE, "--ranks must be at least 1");
+    if (!rc && o->ranks && !o->plan)
+        rc = sl_err_set(SL_ERR_USAGE, "--ranks is only used with --plan");
     if (!rc && o->redis_timeout <= 0)
         rc = sl_err_set(SL_ERR_USAGE, "--redis-timeout must be positive");
     if (!rc && (o->redis_batch < 1 || o->redis_batch > 1000000))
@@ -381,7 +489,7 @@ static int run(const void *opts, const struct sl_strlist *operands, int argc, co
     const struct opts *o = opts;
     struct dd_fuzzy_params f = o->f;
     minhash_init(&f.mh, f.bands * f.rows, o->seed, o->fam);
-    int rc = fuzzy(o, &f, operands, argc, argv);
+    int rc = o->plan ? plan(o, &f, operands) : fuzzy(o, &f, operands, argc, argv);
     minhash_release(&f.mh);
     return rc;
 }
