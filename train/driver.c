@@ -292,8 +292,8 @@ static int choose_device(struct trainer *t, int threads)
     t->be = have ? gpu : &train_backend_cpu;
     if (have && t->o.fp8 != TRAIN_FP8_NONE) {
         if (t->w->rank == 0)
-            sl_error("train.fp8 is not implemented on the GPU path yet\nhint: train.fp8=none, "
-                     "or train.device=cpu for the FP8 reference");
+            sl_error("train.fp8 runs on the CPU path only, not with train.device=cuda\nhint: "
+                     "train.fp8=none, or train.device=cpu for the FP8 reference");
         return 1;
     }
     if (have && t->o.zero_off && t->w->rank == 0)

@@ -58,4 +58,9 @@ run env SLUICE_GPU_FUSE=gelu,bgrd "$SLUICE" train "$GPT" "${ONE[@]}"
 case_ "an unknown fusion is refused"
 expect_rc 1
 expect_err "SLUICE_GPU_FUSE='gelu,bgrd': unknown fusion 'bgrd'"
+
+case_ "train.fp8 on the GPU path is refused before any step"
+run "$SLUICE" train "$GPT" "${ONE[@]}" train.fp8=current
+expect_rc 1
+expect_err "train.fp8 runs on the CPU path only"
 finish
